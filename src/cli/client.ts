@@ -1,0 +1,159 @@
+/**
+ * The CLI's way to the daemon. It finds the running daemon from its runtime record, starts
+ * one when needed (two racing commands start exactly one: the daemon's lock decides), and
+ * speaks to its API with the token. The CLI never writes the store itself.
+ */
+import { spawn } from "node:child_process";
+import { openSync, closeSync, readFileSync, existsSync, rmSync } from "node:fs";
+import { LazyError } from "../util/errors";
+import { ensurePrivateDir } from "../util/files";
+import { State, type Runtime } from "../daemon";
+
+export class Client {
+  constructor(
+    readonly root: string,
+    readonly runtime: Runtime,
+    private token: string,
+  ) {}
+
+  get url(): string {
+    const h = this.runtime.api.host === "0.0.0.0" ? "127.0.0.1" : this.runtime.api.host === "::" ? "::1" : this.runtime.api.host;
+    return `http://${h.includes(":") ? `[${h}]` : h}:${this.runtime.api.port}`;
+  }
+
+  get authToken(): string {
+    return this.token;
+  }
+
+  async request<T>(method: string, path: string, body?: unknown, timeoutMs = 30_000): Promise<T> {
+    const res = await this.send(method, path, body, timeoutMs);
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    if (!res.ok) throw LazyError.fromJSON(json, `The daemon answered ${res.status} to ${method} ${path}.`);
+    return json as T;
+  }
+
+  send(method: string, path: string, body?: unknown, timeoutMs = 30_000): Promise<Response> {
+    return fetch(this.url + path, {
+      method,
+      headers: { authorization: `Bearer ${this.token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+    }).catch((e) => {
+      throw new LazyError("daemon_unavailable", `The daemon stopped answering (${(e as Error).message}); run lazy daemon status, or lazy daemon logs.`);
+    });
+  }
+}
+
+function selfCommand(): string[] {
+  // Compiled, the binary is the whole program; from source (development) run the entry file.
+  return Bun.main.startsWith("/$bunfs") || !/\.[cm]?[jt]s$/.test(Bun.main) ? [process.execPath] : [process.execPath, Bun.main];
+}
+
+async function reachable(root: string, p: State.StatePaths): Promise<Client | undefined> {
+  const runtime = State.readRuntime(p);
+  const token = State.readToken(p);
+  if (!runtime || !token || !State.isAlive(runtime.pid)) return undefined;
+  const c = new Client(root, runtime, token);
+  try {
+    // Every answer names the daemon's pid: a port reused by another process is not ours.
+    const res = await c.send("GET", "/api/health", undefined, 2000);
+    await res.arrayBuffer();
+    return res.ok && res.headers.get("x-lazy-pid") === String(runtime.pid) ? c : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The running daemon, if any: never starts one. */
+export async function running(root: string): Promise<Client | undefined> {
+  return reachable(root, State.paths(root));
+}
+
+/** The project's daemon, started when none runs. */
+export async function connect(root: string): Promise<Client> {
+  const p = State.paths(root);
+  const c = await reachable(root, p);
+  if (c) return c;
+  return start(root);
+}
+
+export async function start(root: string): Promise<Client> {
+  const p = State.paths(root);
+  // Refuse here, with the exact lines, rather than leave the user to find them in a log.
+  const { load, formatProblem } = await import("../config");
+  const loaded = load(root);
+  if (!loaded.ok)
+    throw new LazyError("config_invalid", "lazy.toml does not load, so the daemon will not start; fix these lines:", loaded.problems.map(formatProblem));
+  ensurePrivateDir(p.dir);
+  const fd = openSync(p.log, "a", 0o600);
+  const [cmd, ...args] = selfCommand();
+  const child = spawn(cmd!, [...args, "daemon", "run"], {
+    cwd: root,
+    detached: true,
+    stdio: ["ignore", fd, fd],
+    env: {
+      ...process.env,
+      LAZY_DAEMON_DETACHED: "1",
+      LAZY_PROJECT: root,
+      // fetch runs at most 256 requests at once unless told at process start (TRAPS.md).
+      BUN_CONFIG_MAX_HTTP_REQUESTS: process.env.BUN_CONFIG_MAX_HTTP_REQUESTS ?? "4096",
+    },
+  });
+  closeSync(fd);
+  let exitCode: number | null = null;
+  child.on("exit", (code) => {
+    exitCode = code ?? 1;
+  });
+  child.unref();
+
+  const deadline = Date.now() + 20_000;
+  for (let delay = 5; Date.now() < deadline; delay = Math.min(delay * 2, 50)) {
+    await Bun.sleep(delay);
+    const c = await reachable(root, p);
+    if (c) return c;
+    if (exitCode !== null && exitCode !== 0) {
+      const err = readStartupError(p);
+      if (err) throw err;
+      throw new LazyError("daemon_failed", `The daemon exited with code ${exitCode} while starting; see ${p.log}.`);
+    }
+  }
+  throw new LazyError("daemon_failed", `The daemon did not become ready within 20 s; see ${p.log}.`);
+}
+
+function readStartupError(p: State.StatePaths): LazyError | undefined {
+  if (!existsSync(p.startupError)) return undefined;
+  try {
+    return LazyError.fromJSON(JSON.parse(readFileSync(p.startupError, "utf8")), "The daemon failed to start.");
+  } catch {
+    return undefined;
+  }
+}
+
+/** Stop the project's daemon (politely, then by force) and wait until it is gone. */
+export async function stop(root: string): Promise<{ pid: number } | undefined> {
+  const p = State.paths(root);
+  const runtime = State.readRuntime(p);
+  if (!runtime || !State.isAlive(runtime.pid)) {
+    if (runtime) State.clearRuntime(p, runtime.pid);
+    return undefined;
+  }
+  const c = await reachable(root, p);
+  if (c) await c.request("POST", "/api/daemon/stop").catch(() => {});
+  else process.kill(runtime.pid, "SIGTERM");
+  const deadline = Date.now() + 10_000;
+  while (State.isAlive(runtime.pid) && Date.now() < deadline) await Bun.sleep(20);
+  if (State.isAlive(runtime.pid)) {
+    process.kill(runtime.pid, "SIGKILL");
+    const hard = Date.now() + 5_000;
+    while (State.isAlive(runtime.pid) && Date.now() < hard) await Bun.sleep(20);
+  }
+  // A daemon killed by force leaves its record behind.
+  rmSync(p.runtime, { force: true });
+  return { pid: runtime.pid };
+}

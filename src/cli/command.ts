@@ -1,0 +1,74 @@
+/**
+ * citty with two fixes (TRAPS.md): argv is split at `--` before citty sees it (citty would
+ * take a `--help` meant for a harness as its own), and unknown flags are errors, not
+ * silently ignored.
+ */
+import { defineCommand, type ArgsDef, type CommandDef, type CommandContext } from "citty";
+import { LazyError } from "../util/errors";
+
+export interface Ctx<T extends ArgsDef> extends CommandContext<T> {
+  /** Everything after `--`, untouched: passed through to a harness. */
+  passthrough: string[];
+}
+
+let passthrough: string[] = [];
+export const setPassthrough = (p: string[]) => {
+  passthrough = p;
+};
+
+export function command<const T extends ArgsDef>(def: {
+  meta: { name: string; description: string; hidden?: boolean };
+  args?: T;
+  subCommands?: Record<string, CommandDef<any> | (() => Promise<CommandDef<any>>)>;
+  run?: (ctx: Ctx<T>) => unknown | Promise<unknown>;
+}): CommandDef<T> {
+  const run = def.run;
+  return defineCommand<T>({
+    meta: def.meta,
+    args: def.args,
+    subCommands: def.subCommands,
+    run: run
+      ? (ctx) => {
+          rejectUnknown(def.meta.name, def.args ?? ({} as T), ctx.rawArgs);
+          return run({ ...ctx, passthrough });
+        }
+      : undefined,
+  });
+}
+
+function rejectUnknown(name: string, args: ArgsDef, raw: string[]): void {
+  const known = new Set<string>();
+  for (const [k, a] of Object.entries(args)) {
+    if (a.type === "positional") continue;
+    known.add(k);
+    known.add(k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`));
+    for (const al of [(a as { alias?: string | string[] }).alias ?? []].flat()) known.add(al);
+  }
+  for (const tok of raw) {
+    if (!tok.startsWith("-") || tok === "-") continue;
+    const flag = tok.replace(/^-+/, "").split("=")[0]!;
+    const bare = flag.startsWith("no-") ? flag.slice(3) : flag;
+    if (!known.has(flag) && !known.has(bare))
+      throw new LazyError("invalid_input", `Unknown option ${tok.split("=")[0]} for lazy ${name}; see lazy ${name} --help.`);
+  }
+}
+
+/** Machine-clean output: only the JSON document on stdout. */
+export const printJson = (v: unknown) => process.stdout.write(JSON.stringify(v, null, 2) + "\n");
+export const print = (s = "") => process.stdout.write(s + "\n");
+
+export function table(rows: string[][]): string {
+  if (!rows.length) return "";
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ")).join("\n");
+}
+
+export function duration(ms: number): string {
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${s % 60}s`;
+  const h = Math.floor(m / 60);
+  if (h < 24) return `${h}h ${m % 60}m`;
+  return `${Math.floor(h / 24)}d ${h % 24}h`;
+}

@@ -1,0 +1,121 @@
+import { existsSync, readFileSync, openSync, readSync, statSync, closeSync } from "node:fs";
+import { command, print, printJson, duration } from "../command";
+import * as Client from "../client";
+import { findProjectRoot } from "../../util/paths";
+import { State, run as runDaemon, type Status } from "../../daemon";
+
+const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
+
+function render(s: Status): string {
+  const lines = [
+    `Daemon:    running (pid ${s.pid}, up ${duration(s.uptimeMs)}, version ${s.version})`,
+    `Project:   ${s.root}`,
+    s.web.enabled ? `Dashboard: ${s.web.url} (lazy dashboard prints a signed-in link)` : `Web:       off`,
+    `Proxy:     ${s.proxy.url ?? "-"} (${s.proxy.state}${s.proxy.error ? `: ${s.proxy.error}` : ""})`,
+    s.config.state === "ok"
+      ? `Config:    ok (${s.config.present ? "lazy.toml" : "defaults, no lazy.toml"}, loaded ${s.config.loadedAt})`
+      : `Config:    broken since ${s.config.brokenSince}; serving the last good config from ${s.config.loadedAt}:\n${s.config.problems.map((p) => `  ${p}`).join("\n")}`,
+    `State:     ${s.stateDir}`,
+  ];
+  return lines.join("\n");
+}
+
+const status = command({
+  meta: { name: "daemon status", description: "Show the daemon: pid, uptime, version, dashboard, proxy and config" },
+  args: json,
+  async run({ args }) {
+    const root = findProjectRoot();
+    const c = await Client.running(root);
+    if (!c) {
+      if (args.json) printJson({ running: false, root });
+      else print(`Daemon:    not running (any command that needs it starts it, or: lazy daemon start)\nProject:   ${root}`);
+      return;
+    }
+    const s = await c.request<Status>("GET", "/api/status");
+    if (args.json) printJson({ running: true, ...s });
+    else print(render(s));
+  },
+});
+
+const start = command({
+  meta: { name: "daemon start", description: "Start the project's daemon (commands that need it start it anyway)" },
+  args: json,
+  async run({ args }) {
+    const c = await Client.connect(findProjectRoot());
+    const s = await c.request<Status>("GET", "/api/status");
+    if (args.json) printJson({ running: true, ...s });
+    else print(render(s));
+  },
+});
+
+const stop = command({
+  meta: { name: "daemon stop", description: "Stop the project's daemon" },
+  args: {},
+  async run() {
+    const r = await Client.stop(findProjectRoot());
+    print(r ? `Stopped the daemon (pid ${r.pid}).` : "The daemon was not running.");
+  },
+});
+
+const restart = command({
+  meta: { name: "daemon restart", description: "Stop the daemon and start it again (refuses on a lazy.toml that does not load)" },
+  args: json,
+  async run({ args }) {
+    const root = findProjectRoot();
+    await Client.stop(root);
+    const c = await Client.start(root);
+    const s = await c.request<Status>("GET", "/api/status");
+    if (args.json) printJson({ running: true, ...s });
+    else print(render(s));
+  },
+});
+
+const logs = command({
+  meta: { name: "daemon logs", description: "Print the daemon's log" },
+  args: {
+    follow: { type: "boolean", alias: "f", description: "Keep printing new lines as they come" },
+    lines: { type: "string", alias: "n", description: "How many of the last lines to print (default 200)" },
+  },
+  async run({ args }) {
+    const p = State.paths(findProjectRoot());
+    if (!existsSync(p.log)) {
+      print(`No daemon log yet (${p.log}).`);
+      if (!args.follow) return;
+    }
+    const n = Number(args.lines ?? 200);
+    const text = existsSync(p.log) ? readFileSync(p.log, "utf8") : "";
+    const all = text.split("\n");
+    if (all.at(-1) === "") all.pop();
+    process.stdout.write(all.slice(-n).join("\n") + (all.length ? "\n" : ""));
+    if (!args.follow) return;
+    let offset = Buffer.byteLength(text);
+    for (;;) {
+      await Bun.sleep(200);
+      if (!existsSync(p.log)) continue;
+      const size = statSync(p.log).size;
+      if (size < offset) offset = 0;
+      if (size === offset) continue;
+      const fd = openSync(p.log, "r");
+      const buf = Buffer.alloc(size - offset);
+      readSync(fd, buf, 0, buf.length, offset);
+      closeSync(fd);
+      offset = size;
+      process.stdout.write(buf);
+    }
+  },
+});
+
+const runCmd = command({
+  meta: { name: "daemon run", description: "Run the daemon in the foreground (what lazy starts for you)", hidden: true },
+  args: {},
+  async run() {
+    await runDaemon(findProjectRoot());
+    // Serve until a signal or a stop request ends the process.
+    await new Promise(() => {});
+  },
+});
+
+export const daemon = command({
+  meta: { name: "daemon", description: "Manage the project's daemon: status, logs, start, stop, restart" },
+  subCommands: { status, logs, start, stop, restart, run: runCmd },
+});

@@ -1,0 +1,90 @@
+import { command, print, printJson } from "../command";
+import * as Client from "../client";
+import { findProjectRoot } from "../../util/paths";
+import { load, formatProblem } from "../../config";
+import { Engine } from "../../containers";
+import { LazyError } from "../../util/errors";
+import type { Status } from "../../daemon";
+
+export interface Finding {
+  check: string;
+  ok: boolean;
+  blocking: boolean;
+  summary: string;
+  remedy?: string;
+  details?: string[];
+}
+
+async function findings(root: string): Promise<Finding[]> {
+  const out: Finding[] = [];
+  const loaded = load(root);
+  if (loaded.ok) out.push({ check: "config", ok: true, blocking: false, summary: loaded.present ? "lazy.toml loads" : "no lazy.toml: using defaults" });
+  else
+    out.push({
+      check: "config",
+      ok: false,
+      blocking: true,
+      summary: `lazy.toml has ${loaded.problems.length} problem${loaded.problems.length === 1 ? "" : "s"}`,
+      remedy: "fix the lines below; the daemon will not start until it loads",
+      details: loaded.problems.map(formatProblem),
+    });
+
+  let status: Status | undefined;
+  if (loaded.ok) {
+    try {
+      const c = await Client.connect(root);
+      status = await c.request<Status>("GET", "/api/status");
+      out.push({ check: "daemon", ok: true, blocking: false, summary: `running (pid ${status.pid}, version ${status.version}) at ${status.api.url}` });
+      if (status.config.state === "broken")
+        out.push({ check: "config", ok: false, blocking: true, summary: "the daemon is serving the last good config", remedy: "fix lazy.toml", details: status.config.problems });
+    } catch (e) {
+      out.push({ check: "daemon", ok: false, blocking: true, summary: `cannot start or reach the daemon: ${(e as Error).message}`, remedy: "see lazy daemon logs" });
+    }
+  }
+
+  if (status) {
+    const p = status.proxy;
+    let answered = false;
+    if (p.url) answered = await fetch(p.url + "/", { method: "HEAD", signal: AbortSignal.timeout(2000) }).then(() => true, () => false);
+    if (p.state === "ready" && answered) out.push({ check: "proxy", ok: true, blocking: false, summary: `listening on ${p.url}` });
+    else
+      out.push({
+        check: "proxy",
+        ok: false,
+        blocking: true,
+        summary: p.state === "ready" ? `the proxy at ${p.url} does not answer` : `the proxy is ${p.state}${p.error ? `: ${p.error}` : ""}`,
+        remedy: "free the [proxy] port or change it in lazy.toml, then lazy daemon restart",
+      });
+  }
+
+  const ep = Engine.resolve();
+  const ping = await Engine.ping(ep);
+  if (ping.ok) out.push({ check: "docker", ok: true, blocking: false, summary: `engine ${ping.version} (${ping.os}) at ${ep.host} (${ep.source})` });
+  else
+    out.push({
+      check: "docker",
+      ok: false,
+      blocking: true,
+      summary: `cannot reach the Docker engine at ${ep.host} (${ep.source}): ${ping.error}`,
+      remedy: "start Docker (Linux: sudo systemctl start docker, or dockerd), or point DOCKER_HOST at a running engine",
+    });
+  return out;
+}
+
+export const doctor = command({
+  meta: { name: "doctor", description: "Check config, daemon, proxy and Docker, each with its remedy" },
+  args: { json: { type: "boolean", description: "Print JSON on stdout" } },
+  async run({ args }) {
+    const list = await findings(findProjectRoot());
+    const blocking = list.filter((f) => !f.ok && f.blocking);
+    if (args.json) printJson({ ok: blocking.length === 0, findings: list });
+    else
+      for (const f of list) {
+        print(`${f.ok ? "ok  " : f.blocking ? "FAIL" : "warn"}  ${f.check.padEnd(8)} ${f.summary}`);
+        for (const d of f.details ?? []) print(`              ${d}`);
+        if (!f.ok && f.remedy) print(`              → ${f.remedy}`);
+      }
+    if (blocking.length)
+      throw new LazyError("launch_refused", `lazy doctor found ${blocking.length} blocking problem${blocking.length === 1 ? "" : "s"} (${blocking.map((b) => b.check).join(", ")}).`);
+  },
+});

@@ -1,0 +1,20 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { command, print } from "../command";
+import { starter, FILE } from "../../config";
+import { findProjectRoot } from "../../util/paths";
+import { LazyError } from "../../util/errors";
+import { writeFileAtomic } from "../../util/files";
+
+export const init = command({
+  meta: { name: "init", description: "Write a commented lazy.toml starter at the project root" },
+  args: {},
+  run() {
+    const root = findProjectRoot();
+    const file = join(root, FILE);
+    if (existsSync(file)) throw new LazyError("conflict", `${file} already exists; edit it, or remove it to start over.`);
+    writeFileAtomic(file, starter(), 0o644);
+    print(`Wrote ${file}.`);
+    print("Next: lazy daemon start, then lazy task add \"what to do\".");
+  },
+});

@@ -1,0 +1,84 @@
+/**
+ * The CLI: parses what you type, asks the daemon, prints the result. Failures print one
+ * actionable sentence on stderr and exit non-zero; this is the second of the two places a
+ * LazyError becomes words (the daemon's HTTP handler is the first).
+ */
+import { runCommand, renderUsage, type CommandDef } from "citty";
+import { command, setPassthrough } from "./command";
+import { LazyError } from "../util/errors";
+import { VERSION } from "../version";
+
+export const EXIT = { ok: 0, failed: 1, usage: 2, internal: 70 } as const;
+
+const main = command({
+  meta: { name: "lazy", description: "Run coding agents in containers, behind a proxy that keeps your credentials" },
+  // Each command loads when used, so a quick command does not pay for the others' imports.
+  subCommands: {
+    init: () => import("./commands/init").then((m) => m.init),
+    daemon: () => import("./commands/daemon").then((m) => m.daemon),
+    task: () => import("./commands/task").then((m) => m.task),
+    doctor: () => import("./commands/doctor").then((m) => m.doctor),
+    dashboard: () => import("./commands/dashboard").then((m) => m.dashboard),
+  },
+});
+
+type Resolvable<T> = T | Promise<T> | (() => T | Promise<T>);
+const resolveValue = async <T,>(v: Resolvable<T>): Promise<T> => (typeof v === "function" ? await (v as () => T | Promise<T>)() : await v);
+
+async function findCommand(words: string[]): Promise<{ cmd: CommandDef<any>; parent?: CommandDef<any> }> {
+  let cmd: CommandDef<any> = main;
+  let parent: CommandDef<any> | undefined;
+  for (const w of words) {
+    if (w.startsWith("-")) continue;
+    const subs = cmd.subCommands ? ((await resolveValue(cmd.subCommands)) as Record<string, Resolvable<CommandDef<any>>>) : undefined;
+    const entry = subs?.[w];
+    if (!entry) break;
+    parent = cmd;
+    cmd = await resolveValue(entry);
+  }
+  return { cmd, parent };
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const dd = argv.indexOf("--");
+  const own = dd === -1 ? argv : argv.slice(0, dd);
+  setPassthrough(dd === -1 ? [] : argv.slice(dd + 1));
+  try {
+    if (own.length === 1 && (own[0] === "--version" || own[0] === "-v")) {
+      process.stdout.write(`${VERSION}\n`);
+      return EXIT.ok;
+    }
+    if (own.includes("--help") || own.includes("-h") || own.length === 0) {
+      const { cmd, parent } = await findCommand(own);
+      process.stdout.write((await renderUsage(cmd, parent)) + "\n");
+      return EXIT.ok;
+    }
+    const { cmd } = await findCommand(own);
+    if (cmd.subCommands && !cmd.run) {
+      const known = Object.keys(await resolveValue(cmd.subCommands));
+      const word = own.find((w) => !w.startsWith("-") && !known.includes(w) && w !== (cmd.meta as { name?: string })?.name);
+      throw new LazyError("invalid_input", word ? `Unknown command "${word}"; try one of: ${known.filter((k) => k !== "run").join(", ")}.` : `Say what to do: one of ${known.filter((k) => k !== "run").join(", ")} (lazy --help).`);
+    }
+    await runCommand(main, { rawArgs: own });
+    return EXIT.ok;
+  } catch (e) {
+    return report(e);
+  }
+}
+
+function report(e: unknown): number {
+  if (e instanceof LazyError) {
+    process.stderr.write(`lazy: ${e.message}\n`);
+    for (const d of e.details) process.stderr.write(`  ${d}\n`);
+    return e.code === "invalid_input" ? EXIT.usage : EXIT.failed;
+  }
+  // citty's own complaints (a missing argument, an unknown subcommand) are usage errors.
+  const err = e as Error & { code?: string };
+  if (err?.name === "CLIError" || err?.code?.startsWith?.("E_")) {
+    process.stderr.write(`lazy: ${err.message.replace(/\.?$/, ".")} See lazy --help.\n`);
+    return EXIT.usage;
+  }
+  process.stderr.write(`lazy: unexpected error: ${err?.message ?? String(e)}. Please report it with the output of lazy daemon logs.\n`);
+  if (process.env.LAZY_DEBUG) process.stderr.write(`${err?.stack}\n`);
+  return EXIT.internal;
+}

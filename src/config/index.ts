@@ -1,0 +1,8 @@
+/**
+ * lazy.toml: the schema (type, validator, docs), the loader that reports every problem with
+ * its line and column, and the starter `lazy init` writes.
+ */
+export * from "./schema";
+export { load, loadText, formatProblem, FILE, type Loaded, type Problem } from "./load";
+export { starter } from "./starter";
+export { resolveProfile, profileNames, defaultProfile, type ResolvedProfile, type Harness } from "./profiles";

@@ -1,0 +1,34 @@
+/**
+ * Agent profiles: the four built-in ones (claude, codex, cursor, pi) exist without any
+ * config; a [profiles.NAME] table adds one or adjusts a built-in.
+ */
+import type { Config, Profile } from "./schema";
+import { HARNESSES } from "./schema";
+import { LazyError } from "../util/errors";
+
+export type Harness = (typeof HARNESSES)[number];
+export interface ResolvedProfile {
+  name: string;
+  harness: Harness;
+  model?: string;
+  endpoint?: string;
+  wire: "anthropic" | "openai" | "cursor";
+  credential?: string;
+}
+
+const defaultWire = (h: Harness) => (h === "codex" ? "openai" : h === "cursor" ? "cursor" : "anthropic");
+
+export function profileNames(config: Config): string[] {
+  return [...new Set([...HARNESSES, ...Object.keys(config.profiles)])].sort();
+}
+
+export function resolveProfile(config: Config, name: string): ResolvedProfile {
+  const p: Profile | undefined = config.profiles[name];
+  const builtin = (HARNESSES as readonly string[]).includes(name);
+  if (!p && !builtin)
+    throw new LazyError("invalid_input", `No profile "${name}": use one of ${profileNames(config).join(", ")}, or add [profiles.${name}] to lazy.toml.`);
+  const harness = (p?.harness ?? name) as Harness;
+  return { name, harness, model: p?.model, endpoint: p?.endpoint, wire: p?.wire ?? defaultWire(harness), credential: p?.credential };
+}
+
+export const defaultProfile = (config: Config): string => config.models.roles.agent ?? "claude";

@@ -1,0 +1,147 @@
+/**
+ * The one schema of lazy.toml: type, validator and documentation at once. Every field has a
+ * description; `lazy init` writes its starter from the same words. Unknown keys are errors.
+ * Keys named here are a contract scripts and docs rely on: add keys, never rename these.
+ */
+import { z } from "zod";
+
+export const HARNESSES = ["claude", "codex", "cursor", "pi"] as const;
+export const WIRES = ["anthropic", "openai"] as const;
+export const FALLBACK_ON = ["reset", "timeout", "connect", "5xx", "529", "429"] as const;
+
+const origin = (what: string) =>
+  z
+    .string()
+    .refine((v) => isHttpUrl(v), { message: `expected an http(s) URL for ${what}, like "https://api.example.com"` });
+
+const port = z.number().int().min(0).max(65535);
+const profileName = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,47}$/, "expected a profile name (lowercase letters, digits, - and _)");
+const credentialName = z
+  .string()
+  .regex(/^([a-z0-9][a-z0-9._-]{0,63})$/, 'expected a credential name such as "anthropic" or "work-openai", or "none"');
+
+export const Server = z
+  .strictObject({
+    bind: z.string().min(1).default("127.0.0.1").describe("Interface the daemon's API and dashboard listen on. Loopback by default: nothing is reachable from other machines."),
+    port: port.default(26024).describe("First port to try for the daemon; when taken, lazy probes upward."),
+    web: z.boolean().default(true).describe("Serve the dashboard. false turns it off (status then says Web: off)."),
+  })
+  .describe("The daemon's HTTP listener: API, dashboard and live updates.");
+
+export const Fallback = z
+  .strictObject({
+    name: z.string().min(1).describe("Name shown in errors and the audit trail."),
+    endpoint: origin("the fallback endpoint").describe("Where rerouted requests go."),
+    wire: z.enum(WIRES).describe("The API the endpoint speaks: anthropic or openai."),
+    credential: credentialName.optional().describe('Credential to send there; "none" for a server that needs none. Inferred from the host when absent.'),
+    model: z.string().min(1).optional().describe("Model to ask the fallback for."),
+    on: z.array(z.enum(FALLBACK_ON)).min(1).default(["reset", "timeout", "connect", "5xx", "529"]).describe("Which failures of the primary reroute here."),
+  })
+  .describe("An upstream that takes over when the primary fails in one of the listed ways.");
+
+export const Proxy = z
+  .strictObject({
+    bind: z.string().min(1).default("127.0.0.1").describe("Interface the model proxy listens on for host clients. Loopback by default."),
+    port: port.default(26124).describe("First port to try for the proxy; when taken, lazy probes upward."),
+    upstreams: z
+      .strictObject({
+        anthropic: origin("upstreams.anthropic").optional().describe("Origin that replaces https://api.anthropic.com."),
+        openai: origin("upstreams.openai").optional().describe("Origin that replaces https://api.openai.com."),
+        cursor: origin("upstreams.cursor").optional().describe("Origin that replaces https://api2.cursor.sh."),
+      })
+      .default({})
+      .describe("Override the built-in providers' addresses (a gateway, or a test server)."),
+    fallback: z.array(Fallback).default([]).describe("Ordered fallbacks for the primary upstream."),
+    audit: z
+      .strictObject({
+        max_rows: z.number().int().min(100).default(100_000).describe("Audit rows kept; the oldest go first."),
+        max_age_days: z.number().min(0.01).default(30).describe("Audit rows older than this are dropped."),
+      })
+      .default({ max_rows: 100_000, max_age_days: 30 })
+      .describe("Bounds of the proxy's audit trail. Token totals per task outlive it."),
+  })
+  .describe("The always-on model proxy every agent talks to.");
+
+export const Profile = z
+  .strictObject({
+    harness: z.enum(HARNESSES).optional().describe("Which agent runs: claude, codex, cursor or pi. Required unless the profile is named after a built-in one."),
+    model: z.string().min(1).optional().describe("Model the harness asks for."),
+    endpoint: origin("the profile endpoint").optional().describe("Upstream this profile's traffic goes to (a provider, or a model server you run)."),
+    wire: z.enum(WIRES).optional().describe("The API the endpoint speaks. Defaults from the harness."),
+    credential: credentialName.optional().describe('Stored credential this profile bills (lazy auth set NAME); "none" for a local model server. Inferred from the endpoint when absent.'),
+  })
+  .describe("An agent profile: a harness, a model and where its traffic goes.");
+
+export const Container = z
+  .strictObject({
+    image: z.string().min(1).optional().describe("Image to run task containers from."),
+    dockerfile: z.string().min(1).optional().describe("Project Dockerfile to build the task image from (path relative to the project root)."),
+    setup: z.string().min(1).optional().describe("Command run in a new worktree before the first turn (e.g. npm ci)."),
+  })
+  .refine((c) => !(c.image && c.dockerfile), { message: "set either image or dockerfile, not both" })
+  .describe("How task containers are made.");
+
+export const Config = z
+  .strictObject({
+    server: Server.default(Server.parse({})),
+    proxy: Proxy.default(Proxy.parse({})),
+    profiles: z.record(profileName, Profile).default({}).describe("Agent profiles by name; claude, codex, cursor and pi exist without any config."),
+    models: z
+      .strictObject({
+        roles: z
+          .strictObject({
+            agent: profileName.optional().describe("Profile used for tasks that name none, and for lazy's own model calls."),
+          })
+          .default({})
+          .describe("Which profile plays which role."),
+      })
+      .default({ roles: {} })
+      .describe("Model roles."),
+    container: Container.default({}),
+    usage_pause: z
+      .strictObject({
+        threshold: z.number().min(1).max(100).optional().describe("Percent of a subscription window past which lazy starts no new turn on that credential."),
+      })
+      .default({})
+      .describe("Hold new turns when a subscription window is nearly used."),
+  })
+  .describe("lazy.toml, at the project root.");
+
+export type Config = z.infer<typeof Config>;
+
+/**
+ * Checks across fields. They run on the raw document, beside the schema rather than inside
+ * it, because zod skips refinements on an object that has other problems and every problem
+ * must be listed at once.
+ */
+export function crossCheck(raw: unknown): { path: (string | number)[]; message: string }[] {
+  const out: { path: (string | number)[]; message: string }[] = [];
+  const doc = (raw ?? {}) as { profiles?: unknown; models?: { roles?: { agent?: unknown } } };
+  const profiles = doc.profiles && typeof doc.profiles === "object" ? (doc.profiles as Record<string, Record<string, unknown>>) : {};
+  const builtin = (n: string) => (HARNESSES as readonly string[]).includes(n);
+  for (const [name, p] of Object.entries(profiles)) {
+    if (!p || typeof p !== "object") continue;
+    if (p.harness === undefined && !builtin(name))
+      out.push({ path: ["profiles", name], message: `missing: expected harness = one of ${HARNESSES.join(", ")} (only built-in profile names may omit it)` });
+    const harness = typeof p.harness === "string" ? p.harness : name;
+    if (p.wire !== undefined && harness === "codex" && p.wire !== "openai")
+      out.push({ path: ["profiles", name, "wire"], message: 'expected "openai": codex speaks only the OpenAI Responses wire' });
+    if (p.wire !== undefined && harness === "claude" && p.wire !== "anthropic")
+      out.push({ path: ["profiles", name, "wire"], message: 'expected "anthropic": Claude Code speaks only the Anthropic wire' });
+  }
+  const agent = doc.models?.roles?.agent;
+  if (typeof agent === "string" && !(agent in profiles) && !builtin(agent))
+    out.push({ path: ["models", "roles", "agent"], message: `expected the name of a profile; "${agent}" is not defined` });
+  return out;
+}
+export type Profile = z.infer<typeof Profile>;
+export type Fallback = z.infer<typeof Fallback>;
+
+function isHttpUrl(v: string): boolean {
+  try {
+    const u = new URL(v);
+    return (u.protocol === "http:" || u.protocol === "https:") && !!u.hostname;
+  } catch {
+    return false;
+  }
+}

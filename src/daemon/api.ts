@@ -1,0 +1,141 @@
+/**
+ * The daemon's HTTP API (Elysia). Every /api route requires the daemon token, as a bearer
+ * header (the CLI) or the session cookie the dashboard gets from it. This is one of the two
+ * places a LazyError becomes words (the CLI's printer is the other).
+ */
+import { Elysia } from "elysia";
+import { timingSafeEqual } from "node:crypto";
+import { z } from "zod";
+import { LazyError } from "../util/errors";
+import type { Logger } from "../util/log";
+import { Tasks, STATUSES, isStatus, type Status } from "../store";
+import { resolveProfile, defaultProfile } from "../config";
+import { dashboardPage } from "../dashboard";
+import type { Daemon } from "./daemon";
+
+const COOKIE = "lazy_session";
+
+export const AddTask = z.strictObject({
+  prompt: z.string().describe("What the agent should do."),
+  title: z.string().optional(),
+  code: z.string().optional().describe("Unique handle such as fix-login."),
+  profile: z.string().optional().describe("Agent profile; the [models.roles] agent one when absent."),
+});
+
+function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
+  const r = schema.safeParse(body ?? {});
+  if (!r.success) throw new LazyError("invalid_input", `Bad request: ${r.error.issues.map((i) => `${i.path.join(".") || "body"} ${i.message}`).join("; ")}.`);
+  return r.data;
+}
+
+export function api(d: Daemon, token: string, log: Logger) {
+  const want = Buffer.from(token);
+  const authorized = (req: Request): boolean => {
+    const h = req.headers.get("authorization");
+    const given = h?.startsWith("Bearer ") ? h.slice(7) : cookie(req.headers.get("cookie"), COOKIE);
+    if (!given) return false;
+    const g = Buffer.from(given);
+    return g.length === want.length && timingSafeEqual(g, want);
+  };
+
+  return new Elysia()
+    .onError(({ error, code, set }) => {
+      if (error instanceof LazyError) {
+        set.status = error.status;
+        return error.toJSON();
+      }
+      if (code === "NOT_FOUND") {
+        set.status = 404;
+        return new LazyError("not_found", "No such route on the lazy daemon; is the CLI the same version as the daemon (lazy daemon restart)?").toJSON();
+      }
+      if (code === "PARSE") {
+        set.status = 400;
+        return new LazyError("invalid_input", "The request body is not valid JSON.").toJSON();
+      }
+      log.error(`API error: ${(error as Error)?.stack ?? String(error)}`);
+      set.status = 500;
+      return new LazyError("internal", "The daemon hit an internal error; see lazy daemon logs.").toJSON();
+    })
+    .onRequest(({ request, set }) => {
+      const path = new URL(request.url).pathname;
+      if (path.startsWith("/api/") && !authorized(request)) {
+        set.status = 401;
+        return new LazyError("unauthorized", "The daemon token is missing or wrong; use the lazy CLI (it reads the token from the daemon's state folder).").toJSON();
+      }
+    })
+    .get("/", ({ set }) => {
+      if (!d.webEnabled) {
+        set.status = 404;
+        return "The dashboard is off ([server] web = false in lazy.toml).";
+      }
+      return new Response(dashboardPage(), { headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } });
+    })
+    .get("/api/health", () => ({ ok: true, pid: process.pid, version: d.version }))
+    .post("/api/session", () =>
+      // The dashboard trades the token from its URL fragment for an HttpOnly cookie once.
+      new Response(null, { status: 204, headers: { "set-cookie": `${COOKIE}=${token}; HttpOnly; SameSite=Strict; Path=/` } }),
+    )
+    .get("/api/status", () => d.status())
+    .post("/api/daemon/stop", () => {
+      setTimeout(() => void d.stop("stop requested"), 10);
+      return { stopping: true, pid: process.pid };
+    })
+    .get("/api/tasks", ({ query }) => {
+      const status = query.status as string | undefined;
+      if (status !== undefined && !isStatus(status))
+        throw new LazyError("invalid_input", `Unknown status "${status}": use one of ${STATUSES.join(", ")}.`);
+      return Tasks.list(d.db, { status: status as Status | undefined });
+    })
+    .post("/api/tasks", ({ body, set }) => {
+      const input = parseBody(AddTask, body);
+      const config = d.config.state.config;
+      const profile = input.profile ?? defaultProfile(config);
+      resolveProfile(config, profile);
+      const task = Tasks.add(d.db, { ...input, profile });
+      d.bus.publish({ kind: "task", taskId: task.id });
+      set.status = 201;
+      return task;
+    })
+    .get("/api/tasks/:ref", ({ params }) => {
+      const task = Tasks.resolve(d.db, decodeURIComponent(params.ref));
+      return { task, events: Tasks.events(d.db, task.id) };
+    })
+    .get("/api/counts", () => Tasks.counts(d.db))
+    .get("/api/events", ({ request }) => {
+      // Live updates for the dashboard: the counts now, then again whenever a task changes.
+      let unsubscribe = () => {};
+      let beat: Timer | undefined;
+      const enc = new TextEncoder();
+      const stream = new ReadableStream<Uint8Array>({
+        start(ctrl) {
+          const send = () => ctrl.enqueue(enc.encode(`event: counts\ndata: ${JSON.stringify(Tasks.counts(d.db))}\n\n`));
+          send();
+          unsubscribe = d.bus.subscribe((c) => {
+            if (c.kind === "task") send();
+          });
+          beat = setInterval(() => ctrl.enqueue(enc.encode(": keep-alive\n\n")), 15_000);
+          request.signal.addEventListener("abort", () => {
+            unsubscribe();
+            clearInterval(beat);
+            try {
+              ctrl.close();
+            } catch {}
+          });
+        },
+        cancel() {
+          unsubscribe();
+          clearInterval(beat);
+        },
+      });
+      return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" } });
+    });
+}
+
+function cookie(header: string | null, name: string): string | undefined {
+  if (!header) return undefined;
+  for (const part of header.split(";")) {
+    const [k, ...v] = part.trim().split("=");
+    if (k === name) return v.join("=");
+  }
+  return undefined;
+}

@@ -1,0 +1,181 @@
+/**
+ * The composition root: takes the single-instance lock, loads lazy.toml (refusing to start on
+ * a broken one), opens the task store, starts the proxy and the API, and passes each what it
+ * needs.
+ */
+import type { Database } from "bun:sqlite";
+import type { Server } from "bun";
+import { rmSync } from "node:fs";
+import { load, formatProblem, type Config } from "../config";
+import * as Store from "../store";
+import { ensurePrivateDir, writeFileAtomic } from "../util/files";
+import { tryLock, type Lock } from "../util/flock";
+import * as Log from "../util/log";
+import { listen } from "../util/listen";
+import { LazyError } from "../util/errors";
+import { VERSION } from "../version";
+import { ProxyServer } from "../proxy/server";
+import { api } from "./api";
+import { Bus } from "./bus";
+import { ConfigWatch } from "./config-watch";
+import * as State from "./state";
+
+export interface Status {
+  pid: number;
+  version: string;
+  root: string;
+  slug: string;
+  stateDir: string;
+  startedAt: string;
+  uptimeMs: number;
+  web: { enabled: boolean; url: string | null };
+  api: { url: string };
+  proxy: { state: string; url: string | null; error?: string };
+  config: { state: "ok" | "broken"; loadedAt: string; present: boolean; problems: string[]; brokenSince?: string };
+}
+
+export class Daemon {
+  readonly version = VERSION;
+  readonly bus = new Bus();
+  readonly startedAt = new Date();
+  private apiServer: Server<undefined> | undefined;
+  private stopping = false;
+
+  private constructor(
+    readonly root: string,
+    readonly paths: State.StatePaths,
+    readonly db: Database,
+    readonly config: ConfigWatch,
+    readonly proxy: ProxyServer,
+    private lock: Lock,
+    private log: Log.Logger,
+    private configPresent: boolean,
+  ) {}
+
+  get webEnabled(): boolean {
+    return this.config.state.config.server.web;
+  }
+
+  /**
+   * Start the daemon for a project in this process. Returns undefined when another daemon
+   * already holds the project's lock (the caller exits quietly: that one serves).
+   */
+  static async start(root: string): Promise<Daemon | undefined> {
+    const paths = State.paths(root);
+    ensurePrivateDir(paths.dir);
+    const lock = tryLock(paths.lock);
+    if (!lock) return undefined;
+    const log = Log.create("daemon");
+    try {
+      rmSync(paths.startupError, { force: true });
+      const loaded = load(root);
+      if (!loaded.ok)
+        throw new LazyError("config_invalid", "lazy.toml does not load, so the daemon will not start; fix these lines:", loaded.problems.map(formatProblem));
+      const config = loaded.config;
+      const token = State.ensureToken(paths);
+      const db = Store.open(paths.store);
+      let daemon: Daemon | undefined;
+      const watch = new ConfigWatch(root, config, Log.create("config"), () => daemon?.bus.publish({ kind: "config" }));
+      const proxy = new ProxyServer(Log.create("proxy"), () => proxyPlaceholder());
+      daemon = new Daemon(root, paths, db, watch, proxy, lock, log, loaded.present);
+      await proxy.start(config.proxy.bind, config.proxy.port);
+      daemon.listenApi(config, token);
+      watch.start();
+      const proxyAddr = proxy.address;
+      State.writeRuntime(paths, {
+        pid: process.pid,
+        version: VERSION,
+        root,
+        startedAt: daemon.startedAt.toISOString(),
+        api: { host: config.server.bind, port: daemon.apiServer!.port! },
+        web: config.server.web,
+        proxy: proxyAddr,
+      });
+      log.info(`daemon ${VERSION} ready for ${root} (pid ${process.pid}, api ${daemon.apiUrl})`);
+      return daemon;
+    } catch (e) {
+      const err = e instanceof LazyError ? e : new LazyError("daemon_failed", `The daemon failed to start: ${(e as Error).message}.`);
+      log.error(`${err.message}${err.details.length ? `\n  ${err.details.join("\n  ")}` : ""}`);
+      writeFileAtomic(paths.startupError, JSON.stringify(err.toJSON()));
+      lock.release();
+      throw err;
+    }
+  }
+
+  private listenApi(config: Config, token: string): void {
+    const app = api(this, token, Log.create("api"));
+    const pid = String(process.pid);
+    this.apiServer = listen(config.server.bind, config.server.port, {
+      idleTimeout: 30,
+      fetch: (req, server) => {
+        // The dashboard's live stream is quiet for long stretches: no idle cut (TRAPS.md).
+        if (req.url.endsWith("/api/events")) server.timeout(req, 0);
+        return app.handle(req).then((res) => {
+          res.headers.set("x-lazy-pid", pid);
+          return res;
+        });
+      },
+    });
+  }
+
+  get apiUrl(): string {
+    return `http://${urlHost(this.apiServer?.hostname ?? "127.0.0.1")}:${this.apiServer?.port}`;
+  }
+
+  status(): Status {
+    const c = this.config.state;
+    const proxyAddr = this.proxy.address;
+    return {
+      pid: process.pid,
+      version: this.version,
+      root: this.root,
+      slug: this.paths.slug,
+      stateDir: this.paths.dir,
+      startedAt: this.startedAt.toISOString(),
+      uptimeMs: Date.now() - this.startedAt.getTime(),
+      web: { enabled: this.webEnabled, url: this.webEnabled ? `${this.apiUrl}/` : null },
+      api: { url: this.apiUrl },
+      proxy: { state: this.proxy.state, url: proxyAddr ? `http://${urlHost(proxyAddr.host)}:${proxyAddr.port}` : null, ...(this.proxy.error ? { error: this.proxy.error } : {}) },
+      config: c.broken
+        ? { state: "broken", loadedAt: c.loadedAt, present: this.configPresent, problems: c.broken.problems, brokenSince: c.broken.since }
+        : { state: "ok", loadedAt: c.loadedAt, present: this.configPresent, problems: [] },
+    };
+  }
+
+  async stop(reason: string): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.log.info(`stopping: ${reason}`);
+    this.config.stop();
+    this.apiServer?.stop(true);
+    this.proxy.stop();
+    State.clearRuntime(this.paths, process.pid);
+    this.db.close();
+    this.lock.release();
+    process.exit(0);
+  }
+}
+
+const urlHost = (h: string) => (h.includes(":") ? `[${h}]` : h);
+
+// Until the forwarder lands (the proxy issue), the listener answers the probes and refuses
+// the rest in the Anthropic error shape, so no request ever leaves the machine unaudited.
+function proxyPlaceholder(): Response {
+  return Response.json(
+    { type: "error", error: { type: "api_error", message: "lazy's proxy failed: forwarding is not available in this build" } },
+    { status: 503, headers: { "x-should-retry": "false" } },
+  );
+}
+
+/** Serve until told to stop. */
+export async function serve(root: string): Promise<void> {
+  const paths = State.paths(root);
+  ensurePrivateDir(paths.dir);
+  Log.configure({ file: paths.log, stderr: !process.env.LAZY_DAEMON_DETACHED });
+  const daemon = await Daemon.start(root);
+  if (!daemon) {
+    Log.create("daemon").debug("another daemon holds the lock; exiting");
+    process.exit(0);
+  }
+  for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, () => void daemon.stop(sig));
+}

@@ -1,0 +1,113 @@
+/**
+ * The daemon's per-project state folder, `~/.lazy/daemon/<slug>/` (0700): the auth token
+ * (0600), the single-instance lock, the pid, the log, the runtime record the CLI finds the
+ * daemon by, and the task store. Nothing here lives under the project root.
+ */
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { ensurePrivateDir, writeFileAtomic } from "../util/files";
+import { stateDir, projectSlug } from "../util/paths";
+
+/** The record a ready daemon leaves for the CLI (daemon.json). No zod here: every command reads it, and start-up time counts. */
+export interface Runtime {
+  pid: number;
+  version: string;
+  root: string;
+  startedAt: string;
+  /** Where the daemon's API listens; the CLI connects here. */
+  api: { host: string; port: number };
+  web: boolean;
+  proxy: { host: string; port: number } | null;
+}
+
+function isRuntime(v: unknown): v is Runtime {
+  const r = v as Runtime;
+  return !!r && typeof r.pid === "number" && typeof r.version === "string" && typeof r.api?.host === "string" && typeof r.api?.port === "number";
+}
+
+export interface StatePaths {
+  dir: string;
+  slug: string;
+  token: string;
+  lock: string;
+  pid: string;
+  log: string;
+  runtime: string;
+  startupError: string;
+  store: string;
+}
+
+export function paths(root: string): StatePaths {
+  const dir = stateDir(root);
+  return {
+    dir,
+    slug: projectSlug(root),
+    token: join(dir, "token"),
+    lock: join(dir, "lock"),
+    pid: join(dir, "pid"),
+    log: join(dir, "daemon.log"),
+    runtime: join(dir, "daemon.json"),
+    startupError: join(dir, "startup-error.json"),
+    store: join(dir, "store.db"),
+  };
+}
+
+/** The daemon's auth token: made once, 0600, reused across restarts. */
+export function ensureToken(p: StatePaths): string {
+  ensurePrivateDir(p.dir);
+  if (existsSync(p.token)) {
+    const t = readFileSync(p.token, "utf8").trim();
+    if (t.length >= 32) return t;
+  }
+  const t = randomBytes(32).toString("hex");
+  writeFileAtomic(p.token, t + "\n");
+  return t;
+}
+
+export function readToken(p: StatePaths): string | undefined {
+  try {
+    return readFileSync(p.token, "utf8").trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function readRuntime(p: StatePaths): Runtime | undefined {
+  try {
+    const r: unknown = JSON.parse(readFileSync(p.runtime, "utf8"));
+    return isRuntime(r) ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function writeRuntime(p: StatePaths, r: Runtime): void {
+  writeFileAtomic(p.runtime, JSON.stringify(r, null, 2));
+  writeFileAtomic(p.pid, `${r.pid}\n`);
+}
+
+export function clearRuntime(p: StatePaths, pid: number): void {
+  const r = readRuntime(p);
+  if (r && r.pid !== pid) return;
+  rmSync(p.runtime, { force: true });
+  rmSync(p.pid, { force: true });
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+  // A killed daemon whose new parent never reaps it lingers as a zombie: that is not alive.
+  if (process.platform === "linux") {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+    } catch {
+      return false;
+    }
+  }
+  return true;
+}

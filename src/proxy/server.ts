@@ -1,0 +1,46 @@
+/**
+ * The proxy's listener, always on inside the daemon. It binds per [proxy] (loopback by
+ * default), probing upward from the configured port, and reports its state to status and
+ * doctor. Requests are handed to the forwarder.
+ */
+import type { Server } from "bun";
+import type { Logger } from "../util/log";
+import { listen } from "../util/listen";
+
+export type ProxyState = "starting" | "ready" | "failed";
+
+export class ProxyServer {
+  state: ProxyState = "starting";
+  error: string | undefined;
+  private server: Server<undefined> | undefined;
+
+  constructor(
+    private log: Logger,
+    private handler: (req: Request, server: Server<undefined>) => Response | Promise<Response>,
+  ) {}
+
+  async start(host: string, port: number): Promise<void> {
+    try {
+      this.server = listen(host, port, {
+        // Model calls think for a long time before their first byte: no idle cut (TRAPS.md).
+        idleTimeout: 0,
+        fetch: (req, server) => this.handler(req, server),
+      });
+      this.state = "ready";
+      this.log.info(`proxy listening on ${this.address}`);
+    } catch (e) {
+      this.state = "failed";
+      this.error = (e as Error).message;
+      this.log.error(`proxy failed to start: ${this.error}`);
+    }
+  }
+
+  get address(): { host: string; port: number } | null {
+    return this.server ? { host: this.server.hostname ?? "127.0.0.1", port: this.server.port ?? 0 } : null;
+  }
+
+  stop(): void {
+    this.server?.stop(true);
+    this.server = undefined;
+  }
+}

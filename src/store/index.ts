@@ -1,0 +1,31 @@
+/**
+ * The task store: bun:sqlite in WAL mode, migrations embedded in the binary, and the daemon
+ * its only writer. Tasks, their events, and the status rules (status.ts).
+ */
+import { Database } from "bun:sqlite";
+import { MIGRATIONS } from "./migrations";
+
+export * as Tasks from "./tasks";
+export type { Task, TaskEvent } from "./tasks";
+export * from "./status";
+
+export function open(file: string): Database {
+  const db = new Database(file, { create: true, strict: true });
+  db.exec("PRAGMA journal_mode = WAL");
+  db.exec("PRAGMA synchronous = NORMAL");
+  db.exec("PRAGMA foreign_keys = ON");
+  // The daemon is the only writer, so waiting on a lock would only hide a bug; keep it short.
+  db.exec("PRAGMA busy_timeout = 250");
+  migrate(db);
+  return db;
+}
+
+function migrate(db: Database): void {
+  const { user_version } = db.query("PRAGMA user_version").get() as { user_version: number };
+  for (let v = user_version; v < MIGRATIONS.length; v++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v]!);
+      db.exec(`PRAGMA user_version = ${v + 1}`);
+    }).immediate();
+  }
+}

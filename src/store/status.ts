@@ -1,0 +1,27 @@
+/**
+ * Task statuses and the moves between them, written down once. The daemon refuses any other
+ * move; the CLI, the dashboard and agents all see the same rules because they all ask it.
+ *
+ *   queued → running → done (turn finished, to review) | waiting (needs a human) | failed
+ *   done | waiting | failed → running (the next turn; a failed turn can be retried)
+ *   queued | done | waiting | failed → accepted | rejected | closed (the session ends)
+ */
+export const STATUSES = ["queued", "running", "done", "waiting", "failed", "accepted", "rejected", "closed"] as const;
+export type Status = (typeof STATUSES)[number];
+
+const moves: Record<Status, readonly Status[]> = {
+  queued: ["running", "rejected", "closed"],
+  running: ["done", "waiting", "failed"],
+  done: ["running", "accepted", "rejected", "closed"],
+  waiting: ["running", "accepted", "rejected", "closed"],
+  failed: ["running", "rejected", "closed"],
+  accepted: [],
+  rejected: [],
+  closed: [],
+};
+
+export const canMove = (from: Status, to: Status) => moves[from].includes(to);
+export const allowedFrom = (from: Status): readonly Status[] => moves[from];
+/** The session has ended: grants and tokens are revoked, nothing runs again. */
+export const isFinal = (s: Status) => moves[s].length === 0;
+export const isStatus = (s: string): s is Status => (STATUSES as readonly string[]).includes(s);

@@ -1,0 +1,142 @@
+/**
+ * Tasks and their events in SQLite. The daemon is the only writer: every write is a tiny
+ * IMMEDIATE transaction (a deferred one that reads then writes fails with BUSY_SNAPSHOT).
+ */
+import type { Database } from "bun:sqlite";
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import { LazyError } from "../util/errors";
+import { canMove, allowedFrom, isStatus, STATUSES, type Status } from "./status";
+
+export const Task = z.object({
+  id: z.string().describe("Hex id; any unique prefix of at least 4 characters refers to it."),
+  code: z.string().nullable().describe("Optional unique handle, matched exactly."),
+  title: z.string(),
+  prompt: z.string(),
+  status: z.enum(STATUSES),
+  profile: z.string().describe("Agent profile the task runs on."),
+  createdAt: z.string().describe("ISO time."),
+  updatedAt: z.string().describe("ISO time."),
+});
+export type Task = z.infer<typeof Task>;
+
+export const TaskEvent = z.object({
+  id: z.number(),
+  taskId: z.string(),
+  at: z.string(),
+  kind: z.string(),
+  data: z.record(z.string(), z.unknown()),
+});
+export type TaskEvent = z.infer<typeof TaskEvent>;
+
+export const CODE_RE = /^[a-z0-9][a-z0-9._-]{0,47}$/;
+const HEX_RE = /^[0-9a-f]+$/;
+export const MIN_PREFIX = 4;
+
+type Row = { id: string; code: string | null; title: string; prompt: string; status: string; profile: string; created_at: number; updated_at: number };
+
+const toTask = (r: Row): Task => ({
+  id: r.id,
+  code: r.code,
+  title: r.title,
+  prompt: r.prompt,
+  status: isStatus(r.status) ? r.status : "failed",
+  profile: r.profile,
+  createdAt: new Date(r.created_at).toISOString(),
+  updatedAt: new Date(r.updated_at).toISOString(),
+});
+
+export function validateCode(code: string): void {
+  if (!CODE_RE.test(code))
+    throw new LazyError("invalid_input", `Task code "${code}" is not valid: use lowercase letters, digits, ".", "_" and "-", starting with a letter or digit.`);
+  if (HEX_RE.test(code))
+    throw new LazyError("invalid_input", `Task code "${code}" looks like a hex task id; add a letter outside a–f or a "-" (e.g. "${code}-task").`);
+}
+
+export function add(db: Database, input: { prompt: string; title?: string; code?: string; profile: string }, now = Date.now()): Task {
+  const prompt = input.prompt.trim();
+  if (!prompt) throw new LazyError("invalid_input", "A task needs a prompt: lazy task add \"what to do\".");
+  if (input.code !== undefined) validateCode(input.code);
+  const title = (input.title?.trim() || firstLine(prompt)).slice(0, 120);
+  return db.transaction(() => {
+    if (input.code !== undefined && db.query("SELECT 1 FROM tasks WHERE code = ?").get(input.code))
+      throw new LazyError("conflict", `A task with code "${input.code}" already exists; pick another code.`);
+    let id = "";
+    do id = randomBytes(4).toString("hex");
+    while (db.query("SELECT 1 FROM tasks WHERE id = ?").get(id));
+    db.query("INSERT INTO tasks (id, code, title, prompt, status, profile, created_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?)").run(
+      id, input.code ?? null, title, prompt, input.profile, now, now,
+    );
+    db.query("INSERT INTO events (task_id, at, kind, data) VALUES (?, ?, 'created', ?)").run(id, now, JSON.stringify({ status: "queued" }));
+    return toTask(db.query("SELECT * FROM tasks WHERE id = ?").get(id) as Row);
+  }).immediate();
+}
+
+export function list(db: Database, filter: { status?: Status } = {}): Task[] {
+  const rows = filter.status
+    ? (db.query("SELECT * FROM tasks WHERE status = ? ORDER BY created_at, id").all(filter.status) as Row[])
+    : (db.query("SELECT * FROM tasks ORDER BY created_at, id").all() as Row[]);
+  return rows.map(toTask);
+}
+
+export function counts(db: Database): Record<Status, number> {
+  const out = Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<Status, number>;
+  for (const r of db.query("SELECT status, COUNT(*) AS n FROM tasks GROUP BY status").all() as { status: string; n: number }[])
+    if (isStatus(r.status)) out[r.status] = r.n;
+  return out;
+}
+
+/**
+ * A task reference: a code, matched exactly (fix-login never matches fix-login-2), or a hex
+ * id prefix of at least 4 characters; an ambiguous prefix names the candidates.
+ */
+export function resolve(db: Database, ref: string): Task {
+  const r = ref.trim();
+  if (!r) throw new LazyError("invalid_input", "Name a task by its code or by at least 4 characters of its hex id.");
+  const byCode = db.query("SELECT * FROM tasks WHERE code = ?").get(r) as Row | null;
+  if (byCode) return toTask(byCode);
+  if (HEX_RE.test(r)) {
+    if (r.length < MIN_PREFIX)
+      throw new LazyError("invalid_input", `"${r}" is too short to name a task: give at least ${MIN_PREFIX} characters of its hex id.`);
+    const rows = db.query("SELECT * FROM tasks WHERE id LIKE ? ORDER BY created_at LIMIT 11").all(`${r}%`) as Row[];
+    if (rows.length === 1) return toTask(rows[0]!);
+    if (rows.length > 1)
+      throw new LazyError(
+        "ambiguous",
+        `"${r}" matches ${rows.length > 10 ? "more than 10" : rows.length} tasks; give more of the id.`,
+        rows.slice(0, 10).map((x) => `${x.id}${x.code ? ` (${x.code})` : ""}  ${x.title}`),
+      );
+  }
+  throw new LazyError("not_found", `No task "${r}": see lazy task list for codes and ids.`);
+}
+
+export function events(db: Database, taskId: string, afterId = 0): TaskEvent[] {
+  return (db.query("SELECT * FROM events WHERE task_id = ? AND id > ? ORDER BY id").all(taskId, afterId) as {
+    id: number; task_id: string; at: number; kind: string; data: string;
+  }[]).map((e) => ({ id: e.id, taskId: e.task_id, at: new Date(e.at).toISOString(), kind: e.kind, data: JSON.parse(e.data) }));
+}
+
+export function addEvent(db: Database, taskId: string, kind: string, data: Record<string, unknown> = {}, now = Date.now()): void {
+  db.query("INSERT INTO events (task_id, at, kind, data) VALUES (?, ?, ?, ?)").run(taskId, now, kind, JSON.stringify(data));
+}
+
+/** Move a task to another status, by the rules in status.ts, recording the move as an event. */
+export function move(db: Database, id: string, to: Status, data: Record<string, unknown> = {}, now = Date.now()): Task {
+  return db.transaction(() => {
+    const row = db.query("SELECT * FROM tasks WHERE id = ?").get(id) as Row | null;
+    if (!row) throw new LazyError("not_found", `No task ${id}.`);
+    const from = row.status as Status;
+    if (!canMove(from, to)) {
+      const allowed = allowedFrom(from);
+      throw new LazyError("conflict", `Task ${row.code ?? row.id} is ${from}; it can move to ${allowed.length ? allowed.join(", ") : "nothing (its session has ended)"}, not ${to}.`);
+    }
+    db.query("UPDATE tasks SET status = ?, updated_at = ? WHERE id = ?").run(to, now, id);
+    addEvent(db, id, "status", { from, to, ...data }, now);
+    return toTask(db.query("SELECT * FROM tasks WHERE id = ?").get(id) as Row);
+  }).immediate();
+}
+
+function firstLine(s: string): string {
+  const line = s.split("\n").find((l) => l.trim()) ?? s;
+  return line.trim().length > 72 ? `${line.trim().slice(0, 71)}…` : line.trim();
+}

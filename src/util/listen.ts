@@ -1,0 +1,21 @@
+/**
+ * Bun.serve on the first free port at or above the one asked for. reusePort is off: with it,
+ * two daemons could bind one port on Linux and split the traffic (TRAPS.md).
+ */
+import type { Server, ServeOptions } from "bun";
+
+type Options = Omit<ServeOptions, "hostname" | "port" | "reusePort"> & { fetch: (req: Request, server: Server<undefined>) => Response | Promise<Response> };
+
+export function listen(host: string, port: number, opts: Options, tries = 50): Server<undefined> {
+  let lastError: unknown;
+  for (let p = port, n = 0; n < (port === 0 ? 1 : tries) && p <= 65535; p++, n++) {
+    try {
+      return Bun.serve({ ...opts, hostname: host, port: p, reusePort: false } as ServeOptions) as Server<undefined>;
+    } catch (e) {
+      lastError = e;
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== "EADDRINUSE" && !/in use/i.test(String((e as Error).message))) throw e;
+    }
+  }
+  throw new Error(`no free port on ${host} from ${port} to ${port + tries - 1}: ${(lastError as Error)?.message ?? "unknown"}`);
+}

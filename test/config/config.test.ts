@@ -1,0 +1,88 @@
+import { describe, expect, test } from "bun:test";
+import { loadText, formatProblem, starter } from "../../src/config";
+
+describe("lazy.toml", () => {
+  test("every problem is one line with its exact line and column, all at once", () => {
+    const src = ['[server]', 'port = "high"', 'colour = "blue"', "", "[[proxy.fallback]]", 'name = "local"', 'endpoint = "not a url"', 'wire = "anthropic"'].join("\n");
+    const r = loadText(src);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.problems.map(formatProblem)).toEqual([
+      "lazy.toml:2:8 server.port — expected a number, got a string",
+      "lazy.toml:3:1 server.colour — unknown key (expected one of: bind, port, web)",
+      'lazy.toml:7:12 proxy.fallback[0].endpoint — expected an http(s) URL for the fallback endpoint, like "https://api.example.com"',
+    ]);
+  });
+
+  test("a syntax error names its place", () => {
+    const r = loadText("[server]\nport = \n");
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(formatProblem(r.problems[0]!)).toMatch(/^lazy\.toml:2:\d+ \(document\) — not valid TOML/);
+  });
+
+  test("profiles: built-ins need no harness, others do; roles must name a profile", () => {
+    const r = loadText('[profiles.claude]\nmodel = "claude-sonnet-4-5"\n\n[profiles.local]\nmodel = "qwen"\n\n[models.roles]\nagent = "ghost"\n');
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    const lines = r.problems.map(formatProblem);
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toStartWith("lazy.toml:4:1 profiles.local — missing: expected harness");
+    expect(lines[1]).toBe('lazy.toml:8:9 models.roles.agent — expected the name of a profile; "ghost" is not defined');
+  });
+
+  test("inline tables and arrays are located too", () => {
+    const r = loadText('[proxy]\nupstreams = { anthropic = "x", bogus = 1 }\n');
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.problems.map(formatProblem)).toEqual([
+      'lazy.toml:2:27 proxy.upstreams.anthropic — expected an http(s) URL for upstreams.anthropic, like "https://api.example.com"',
+      "lazy.toml:2:32 proxy.upstreams.bogus — unknown key (expected one of: anthropic, openai, cursor)",
+    ]);
+  });
+
+  test("defaults and the contract keys", () => {
+    const r = loadText("");
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.config.server).toEqual({ bind: "127.0.0.1", port: 26024, web: true });
+    expect(r.config.proxy.bind).toBe("127.0.0.1");
+    const full = loadText(`
+[server]
+bind = "127.0.0.1"
+port = 27000
+web = false
+[proxy]
+bind = "127.0.0.1"
+port = 27100
+[proxy.upstreams]
+anthropic = "http://127.0.0.1:9999"
+openai = "http://127.0.0.1:9998"
+cursor = "http://127.0.0.1:9997"
+[[proxy.fallback]]
+name = "ollama"
+endpoint = "http://127.0.0.1:11434"
+wire = "anthropic"
+credential = "none"
+model = "qwen3-coder"
+on = ["reset", "529"]
+[profiles.work]
+harness = "codex"
+model = "gpt-5"
+endpoint = "https://openrouter.ai/api/v1"
+wire = "openai"
+credential = "work-openai"
+[models.roles]
+agent = "work"
+[container]
+image = "node:22"
+setup = "npm ci"
+[usage_pause]
+threshold = 90
+`);
+    expect(full.ok).toBe(true);
+  });
+
+  test("the starter lazy init writes loads", () => {
+    expect(loadText(starter()).ok).toBe(true);
+  });
+});

@@ -1,0 +1,131 @@
+/**
+ * Drive the compiled binary (dist/lazy) the way a user does: a temp project, a temp LAZY_HOME,
+ * real processes. Every project made here has its daemon stopped by cleanup().
+ */
+import { mkdtempSync, realpathSync, rmSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const BIN = resolve(import.meta.dir, "../../dist/lazy");
+
+if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run bun run build first (bash scripts/test.sh does).`);
+
+export interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export class Project {
+  readonly root: string;
+  readonly home: string;
+  env: Record<string, string>;
+
+  constructor(opts: { toml?: string; env?: Record<string, string> } = {}) {
+    this.root = realpathSync(mkdtempSync(join(tmpdir(), "lazy-proj-")));
+    this.home = realpathSync(mkdtempSync(join(tmpdir(), "lazy-home-")));
+    Bun.spawnSync(["git", "init", "-q", "-b", "main", this.root]);
+    if (opts.toml !== undefined) writeFileSync(join(this.root, "lazy.toml"), opts.toml);
+    this.env = { LAZY_HOME: this.home, ...opts.env };
+    projects.push(this);
+  }
+
+  private fullEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
+    const env: Record<string, string> = {};
+    for (const [k, v] of Object.entries({ ...process.env, ...this.env, ...extra })) if (v !== undefined) env[k] = v;
+    delete env.LAZY_PROJECT;
+    return env;
+  }
+
+  /** Run `lazy ARGS` in the project folder and wait for it. */
+  async run(args: string[], opts: { env?: Record<string, string | undefined>; stdin?: string; cwd?: string } = {}): Promise<Result> {
+    const p = Bun.spawn([BIN, ...args], {
+      cwd: opts.cwd ?? this.root,
+      env: this.fullEnv(opts.env),
+      stdin: opts.stdin === undefined ? "ignore" : new Blob([opts.stdin]),
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    return { code, stdout, stderr };
+  }
+
+  /** Like run, but fails the test with the output when the command fails. */
+  async ok(args: string[], opts: Parameters<Project["run"]>[1] = {}): Promise<Result> {
+    const r = await this.run(args, opts);
+    if (r.code !== 0) throw new Error(`lazy ${args.join(" ")} exited ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
+    return r;
+  }
+
+  async json<T = any>(args: string[]): Promise<T> {
+    const r = await this.ok([...args, "--json"]);
+    return JSON.parse(r.stdout) as T;
+  }
+
+  get stateDir(): string {
+    const base = join(this.home, "daemon");
+    const slug = (Bun.spawnSync(["ls", base]).stdout.toString().trim().split("\n")[0] ?? "").trim();
+    return join(base, slug);
+  }
+
+  runtime(): { pid: number; api: { host: string; port: number } } | undefined {
+    const f = join(this.stateDir, "daemon.json");
+    return existsSync(f) ? JSON.parse(readFileSync(f, "utf8")) : undefined;
+  }
+
+  token(): string {
+    return readFileSync(join(this.stateDir, "token"), "utf8").trim();
+  }
+
+  log(): string {
+    const f = join(this.stateDir, "daemon.log");
+    return existsSync(f) ? readFileSync(f, "utf8") : "";
+  }
+
+  writeToml(text: string): void {
+    writeFileSync(join(this.root, "lazy.toml"), text);
+  }
+
+  async cleanup(): Promise<void> {
+    const rt = this.runtime();
+    await this.run(["daemon", "stop"]).catch(() => {});
+    if (rt) {
+      try {
+        process.kill(rt.pid, "SIGKILL");
+      } catch {}
+    }
+    rmSync(this.root, { recursive: true, force: true });
+    rmSync(this.home, { recursive: true, force: true });
+  }
+}
+
+const projects: Project[] = [];
+
+export async function cleanupAll(): Promise<void> {
+  await Promise.all(projects.splice(0).map((p) => p.cleanup()));
+}
+
+/** Poll until fn returns a truthy value or the time runs out (bounded, never hangs a suite). */
+export async function until<T>(fn: () => T | Promise<T>, timeoutMs = 10_000, what = "condition"): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await Bun.sleep(25);
+  }
+}
+
+export const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false;
+  }
+};
