@@ -19,6 +19,8 @@ const main = command({
     task: () => import("./commands/task").then((m) => m.task),
     doctor: () => import("./commands/doctor").then((m) => m.doctor),
     dashboard: () => import("./commands/dashboard").then((m) => m.dashboard),
+    auth: () => import("./commands/auth").then((m) => m.auth),
+    stats: () => import("./commands/stats").then((m) => m.stats),
   },
 });
 

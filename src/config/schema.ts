@@ -52,6 +52,7 @@ export const Proxy = z
       .default({})
       .describe("Override the built-in providers' addresses (a gateway, or a test server)."),
     fallback: z.array(Fallback).default([]).describe("Ordered fallbacks for the primary upstream."),
+    first_byte_timeout_s: z.number().min(1).default(600).describe("How long a provider may think before its response headers arrive; then the agent gets a 504 naming it. Streams are never cut once they flow."),
     audit: z
       .strictObject({
         max_rows: z.number().int().min(100).default(100_000).describe("Audit rows kept; the oldest go first."),

@@ -15,6 +15,14 @@ import type { Daemon } from "./daemon";
 
 const COOKIE = "lazy_session";
 
+export const SetCredential = z.strictObject({ value: z.string().describe("The secret; it travels over the loopback API only.") });
+
+export const MintGrant = z.strictObject({
+  role: z.enum(["agent", "host", "lazy"]).describe("agent: a task's turns; host: lazy chat/pair; lazy: lazy's own calls"),
+  profile: z.string().optional().describe("Agent profile; the [models.roles] agent one when absent."),
+  task: z.string().optional().describe("Task reference (agent role): a code or hex id prefix."),
+});
+
 export const AddTask = z.strictObject({
   prompt: z.string().describe("What the agent should do."),
   title: z.string().optional(),
@@ -101,6 +109,55 @@ export function api(d: Daemon, token: string, log: Logger) {
       return { task, events: Tasks.events(d.db, task.id) };
     })
     .get("/api/counts", () => Tasks.counts(d.db))
+    .get("/api/auth", () => ({
+      backend: d.credentials.backend,
+      note: d.credentials.backendNote,
+      credentials: d.credentials.list(),
+      problems: Object.fromEntries(d.proxy.credentialProblems),
+    }))
+    .put("/api/auth/:name", async ({ params, body }) => {
+      const { value } = parseBody(SetCredential, body);
+      const info = await d.credentials.set(params.name, value);
+      d.proxy.credentialProblems.delete(params.name);
+      log.info(`credential ${params.name} set (${info.kind}, ${d.credentials.backend})`);
+      return info;
+    })
+    .delete("/api/auth/:name", async ({ params }) => {
+      const removed = await d.credentials.remove(params.name);
+      if (!removed) throw new LazyError("not_found", `No stored credential "${params.name}": see lazy auth list.`);
+      log.info(`credential ${params.name} removed`);
+      return { removed: params.name };
+    })
+    .post("/api/proxy/grants", ({ body }) => {
+      const input = parseBody(MintGrant, body);
+      if (d.proxy.state !== "ready")
+        throw new LazyError("proxy_unavailable", "The model proxy is not available, so nothing can be launched; run lazy doctor for the finding and remedy.");
+      const config = d.config.state.config;
+      const task = input.task ? Tasks.resolve(d.db, input.task) : undefined;
+      if (input.role === "agent" && !task) throw new LazyError("invalid_input", "An agent grant needs a task.");
+      const launch = d.proxy.mintFor({
+        role: input.role,
+        profile: input.profile ?? task?.profile ?? defaultProfile(config),
+        taskId: task?.id ?? null,
+        taskRef: task ? (task.code ?? task.id) : null,
+      });
+      const addr = d.proxy.address!;
+      return {
+        envVar: launch.envVar,
+        placeholder: launch.placeholder,
+        proxyUrl: `http://${addr.host.includes(":") ? `[${addr.host}]` : addr.host}:${addr.port}`,
+        profile: launch.profile,
+        credential: launch.target.credential,
+      };
+    })
+    .get("/api/stats/audit", ({ query }) => {
+      const task = query.task !== undefined ? String(query.task) : undefined;
+      if (task !== undefined && !task.trim()) throw new LazyError("invalid_input", "An empty task filter names no task; give a code or an id prefix, or leave --task out.");
+      const t = task ? Tasks.resolve(d.db, task) : undefined;
+      const limit = Math.min(10_000, Math.max(1, Number(query.limit ?? 100) || 100));
+      return { rows: d.proxy.audit.query({ taskId: t?.id, limit }), totals: t ? d.proxy.audit.totals(t.id) : null, task: t ?? null };
+    })
+    .get("/api/stats/limits", () => ({ limits: d.proxy.limits.list(), health: d.proxy.health.summary(), problems: Object.fromEntries(d.proxy.credentialProblems) }))
     .get("/api/events", ({ request }) => {
       // Live updates for the dashboard: the counts now, then again whenever a task changes.
       let unsubscribe = () => {};

@@ -25,7 +25,9 @@ export class ConfigWatch {
     private root: string,
     initial: Config,
     private log: Logger,
-    private onChange: () => void,
+    private onChange: (config: Config) => void,
+    /** Checks beyond the schema (the proxy's credential map); problems make the edit broken. */
+    private validate: (config: Config) => string[] = () => [],
   ) {
     this.state = { config: initial, loadedAt: new Date().toISOString(), broken: null };
     this.lastStamp = this.stamp();
@@ -71,15 +73,17 @@ export class ConfigWatch {
     const stamp = this.stamp();
     if (stamp === this.lastStamp && !this.state.broken) return;
     this.lastStamp = stamp;
-    const r = load(this.root);
+    const loaded = load(this.root);
+    const extra = loaded.ok ? this.validate(loaded.config) : [];
+    const r = loaded.ok && extra.length ? { ok: false as const, problems: [] } : loaded;
     if (r.ok) {
       this.state = { config: r.config, loadedAt: new Date().toISOString(), broken: null };
       this.log.info(`${FILE} reloaded`);
     } else {
-      const problems = r.problems.map(formatProblem);
+      const problems = [...r.problems.map(formatProblem), ...extra];
       this.state = { ...this.state, broken: { since: this.state.broken?.since ?? new Date().toISOString(), problems } };
       this.log.error(`${FILE} is broken; keeping the last good config from ${this.state.loadedAt}:\n  ${problems.join("\n  ")}`);
     }
-    this.onChange();
+    this.onChange(this.state.config);
   }
 }

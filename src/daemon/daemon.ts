@@ -14,7 +14,9 @@ import * as Log from "../util/log";
 import { listen } from "../util/listen";
 import { LazyError } from "../util/errors";
 import { VERSION } from "../version";
-import { ProxyServer } from "../proxy/server";
+import { Proxy, Targets } from "../proxy";
+import { CredentialStore } from "../credentials";
+import { lazyHome } from "../util/paths";
 import { api } from "./api";
 import { Bus } from "./bus";
 import { ConfigWatch } from "./config-watch";
@@ -46,7 +48,8 @@ export class Daemon {
     readonly paths: State.StatePaths,
     readonly db: Database,
     readonly config: ConfigWatch,
-    readonly proxy: ProxyServer,
+    readonly proxy: Proxy,
+    readonly credentials: CredentialStore,
     private lock: Lock,
     private log: Log.Logger,
     private configPresent: boolean,
@@ -72,13 +75,35 @@ export class Daemon {
       if (!loaded.ok)
         throw new LazyError("config_invalid", "lazy.toml does not load, so the daemon will not start; fix these lines:", loaded.problems.map(formatProblem));
       const config = loaded.config;
+      // The credential map must mean what it says: a collision refuses the start, naming both.
+      Targets.build(config);
       const token = State.ensureToken(paths);
       const db = Store.open(paths.store);
+      const credentials = await CredentialStore.open({ home: lazyHome() });
+      credentials.start();
       let daemon: Daemon | undefined;
-      const watch = new ConfigWatch(root, config, Log.create("config"), () => daemon?.bus.publish({ kind: "config" }));
-      const proxy = new ProxyServer(Log.create("proxy"), () => proxyPlaceholder());
-      daemon = new Daemon(root, paths, db, watch, proxy, lock, log, loaded.present);
-      await proxy.start(config.proxy.bind, config.proxy.port);
+      const watch = new ConfigWatch(
+        root,
+        config,
+        Log.create("config"),
+        (c) => {
+          if (!daemon) return;
+          if (!daemon.config.state.broken) daemon.proxy.reconfigure(c);
+          daemon.bus.publish({ kind: "config" });
+        },
+        (c) => {
+          try {
+            Targets.build(c);
+            return [];
+          } catch (e) {
+            return [(e as Error).message];
+          }
+        },
+      );
+      const proxy = new Proxy(paths.dir, db, credentials, () => watch.state.config);
+      daemon = new Daemon(root, paths, db, watch, proxy, credentials, lock, log, loaded.present);
+      log.info(`credentials: ${credentials.backend} (${credentials.backendNote})`);
+      await proxy.start();
       daemon.listenApi(config, token);
       watch.start();
       const proxyAddr = proxy.address;
@@ -149,6 +174,7 @@ export class Daemon {
     this.config.stop();
     this.apiServer?.stop(true);
     this.proxy.stop();
+    this.credentials.stop();
     State.clearRuntime(this.paths, process.pid);
     this.db.close();
     this.lock.release();
@@ -157,15 +183,6 @@ export class Daemon {
 }
 
 const urlHost = (h: string) => (h.includes(":") ? `[${h}]` : h);
-
-// Until the forwarder lands (the proxy issue), the listener answers the probes and refuses
-// the rest in the Anthropic error shape, so no request ever leaves the machine unaudited.
-function proxyPlaceholder(): Response {
-  return Response.json(
-    { type: "error", error: { type: "api_error", message: "lazy's proxy failed: forwarding is not available in this build" } },
-    { status: 503, headers: { "x-should-retry": "false" } },
-  );
-}
 
 /** Serve until told to stop. */
 export async function serve(root: string): Promise<void> {

@@ -22,4 +22,42 @@ export const MIGRATIONS: readonly string[] = [
      data    TEXT NOT NULL DEFAULT '{}'         -- JSON
    );
    CREATE INDEX events_task ON events(task_id, id);`,
+  // The proxy's audit trail (bounded by rows and age), token totals per task that outlive it,
+  // and the latest usage-limit reading per credential owner.
+  `CREATE TABLE audit (
+     id          INTEGER PRIMARY KEY AUTOINCREMENT,
+     at          INTEGER NOT NULL,
+     task_id     TEXT,
+     task_ref    TEXT,
+     role        TEXT,
+     profile     TEXT,
+     credential  TEXT,                          -- the credential's label (slot name), never its value
+     upstream    TEXT NOT NULL,
+     method      TEXT NOT NULL,
+     path        TEXT NOT NULL,
+     status      INTEGER NOT NULL,
+     duration_ms REAL NOT NULL,
+     ttfb_ms     REAL,
+     bytes_in    INTEGER NOT NULL,
+     bytes_out   INTEGER NOT NULL,
+     input_tokens INTEGER, output_tokens INTEGER, cache_read INTEGER, cache_write INTEGER,
+     retries     INTEGER NOT NULL DEFAULT 0,
+     note        TEXT
+   );
+   CREATE INDEX audit_task ON audit(task_id, id);
+   CREATE INDEX audit_at ON audit(at);
+   CREATE TABLE task_tokens (
+     task_id TEXT PRIMARY KEY,
+     requests INTEGER NOT NULL DEFAULT 0,
+     input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0,
+     cache_read INTEGER NOT NULL DEFAULT 0, cache_write INTEGER NOT NULL DEFAULT 0
+   );
+   CREATE TABLE readings (
+     owner      TEXT PRIMARY KEY,               -- user:<id>, credential:<ENV VAR>, upstream:<origin>
+     credential TEXT,
+     upstream   TEXT NOT NULL,
+     at         INTEGER NOT NULL,
+     status     INTEGER NOT NULL,
+     headers    TEXT NOT NULL                   -- JSON of the allowlisted headers only
+   );`,
 ];

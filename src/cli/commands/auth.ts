@@ -1,0 +1,90 @@
+import { command, print, printJson, table } from "../command";
+import * as Client from "../client";
+import { findProjectRoot } from "../../util/paths";
+import { LazyError } from "../../util/errors";
+import type { CredentialInfo } from "../../credentials";
+
+const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
+
+/** The secret, from a hidden prompt on a terminal or from stdin when piped; never from argv. */
+async function readSecret(name: string): Promise<string> {
+  if (process.stdin.isTTY) {
+    process.stderr.write(`Value for ${name} (input hidden): `);
+    const value = await new Promise<string>((resolve, reject) => {
+      let buf = "";
+      process.stdin.setRawMode(true);
+      process.stdin.resume();
+      const done = (err?: Error) => {
+        process.stdin.setRawMode(false);
+        process.stdin.pause();
+        process.stdin.off("data", onData);
+        process.stderr.write("\n");
+        if (err) reject(err);
+        else resolve(buf);
+      };
+      const onData = (chunk: Buffer) => {
+        for (const ch of chunk.toString("utf8")) {
+          if (ch === "\r" || ch === "\n") return done();
+          if (ch === "\u0003") return done(new LazyError("invalid_input", "Cancelled; nothing was stored."));
+          if (ch === "\u007f" || ch === "\b") buf = buf.slice(0, -1);
+          else buf += ch;
+        }
+      };
+      process.stdin.on("data", onData);
+    });
+    return value.trim();
+  }
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "").trim();
+}
+
+const set = command({
+  meta: { name: "auth set", description: "Store a credential (read from a hidden prompt, or stdin when piped; never from the command line)" },
+  args: { name: { type: "positional", description: "anthropic, openai, openrouter, cursor, ollama, or a name of your own (work-openai)", required: true }, ...json },
+  async run({ args, rawArgs }) {
+    const positional = rawArgs.filter((a) => !a.startsWith("-"));
+    if (positional.length > 1)
+      throw new LazyError("invalid_input", "lazy auth set takes no secret on the command line (it would show in ps and your shell history): pipe it in, or type it at the prompt.");
+    const value = await readSecret(args.name);
+    if (!value) throw new LazyError("invalid_input", `No value given for ${args.name}; nothing was stored.`);
+    const c = await Client.connect(findProjectRoot());
+    const info = await c.request<CredentialInfo>("PUT", `/api/auth/${encodeURIComponent(args.name)}`, { value });
+    if (args.json) printJson(info);
+    else print(`Stored ${info.name} (${info.kind}, …${info.last4}) in the ${info.source} store.`);
+  },
+});
+
+const list = command({
+  meta: { name: "auth list", description: "List stored credentials: name, kind, backend, when set, last 4 characters" },
+  args: json,
+  async run({ args }) {
+    const c = await Client.connect(findProjectRoot());
+    const r = await c.request<{ backend: string; note: string; credentials: CredentialInfo[]; problems: Record<string, string> }>("GET", "/api/auth");
+    if (args.json) return printJson(r);
+    print(`Backend: ${r.backend} — ${r.note}`);
+    if (!r.credentials.length) return print("No credentials yet: lazy auth set anthropic.");
+    print(
+      table([
+        ["NAME", "KIND", "SOURCE", "SET", "LAST 4"],
+        ...r.credentials.map((i) => [i.name, i.kind, i.source === "env" ? `env ${i.envVar}` : i.source, i.setAt ?? "-", i.last4 ? `…${i.last4}` : "-"]),
+      ]),
+    );
+    for (const [name, p] of Object.entries(r.problems)) print(`! ${name}: ${p}`);
+  },
+});
+
+const rm = command({
+  meta: { name: "auth rm", description: "Remove a stored credential" },
+  args: { name: { type: "positional", description: "Credential name", required: true } },
+  async run({ args }) {
+    const c = await Client.connect(findProjectRoot());
+    await c.request("DELETE", `/api/auth/${encodeURIComponent(args.name)}`);
+    print(`Removed ${args.name}.`);
+  },
+});
+
+export const auth = command({
+  meta: { name: "auth", description: "Manage the real credentials the proxy injects: set, list, rm" },
+  subCommands: { set, list, rm },
+});

@@ -1,0 +1,75 @@
+import { command, print, printJson, table } from "../command";
+import * as Client from "../client";
+import { findProjectRoot } from "../../util/paths";
+import type { AuditRow, LimitView, ProviderHealth } from "../../proxy";
+
+const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
+
+const audit = command({
+  meta: { name: "stats audit", description: "The proxy's audit trail: every model call, refusal and credential failure" },
+  args: {
+    task: { type: "string", description: "Only this task's calls (a code, matched exactly, or ≥ 4 hex chars of its id)" },
+    limit: { type: "string", description: "How many of the latest rows (default 100)" },
+    ...json,
+  },
+  async run({ args, rawArgs }) {
+    const c = await Client.connect(findProjectRoot());
+    const q = new URLSearchParams();
+    if (rawArgs.some((a) => a === "--task" || a.startsWith("--task="))) q.set("task", args.task ?? "");
+    if (args.limit) q.set("limit", args.limit);
+    const r = await c.request<{ rows: (AuditRow & { id: number })[]; totals: Record<string, number> | null }>("GET", `/api/stats/audit?${q}`);
+    if (args.json) return printJson(r);
+    if (!r.rows.length) print("No proxied calls recorded.");
+    else
+      print(
+        table([
+          ["TIME", "TASK", "ROLE", "PROFILE", "CRED", "METHOD", "PATH", "STATUS", "MS", "TTFB", "TOKENS in/out/cache", "NOTE"],
+          ...r.rows.map((x) => [
+            new Date(x.at).toISOString().slice(11, 23),
+            x.taskRef ?? "-",
+            x.role ?? "-",
+            x.profile ?? "-",
+            x.credential ?? "-",
+            x.method,
+            x.path,
+            String(x.status),
+            x.durationMs.toFixed(0),
+            x.ttfbMs === null ? "-" : x.ttfbMs.toFixed(0),
+            x.usage ? `${x.usage.input}/${x.usage.output}/${x.usage.cacheRead + x.usage.cacheWrite}` : "-",
+            [x.retries ? `retried ${x.retries}×` : "", x.note ?? ""].filter(Boolean).join("; ") || "-",
+          ]),
+        ]),
+      );
+    if (r.totals) print(`\nTask totals (all time): ${r.totals.requests} requests, ${r.totals.input} input, ${r.totals.output} output, ${r.totals.cacheRead} cache read, ${r.totals.cacheWrite} cache write tokens`);
+  },
+});
+
+const limits = command({
+  meta: { name: "stats limits", description: "Usage-limit readings per credential, and provider health over the last hour" },
+  args: json,
+  async run({ args }) {
+    const c = await Client.connect(findProjectRoot());
+    const r = await c.request<{ limits: LimitView[]; health: ProviderHealth[]; problems: Record<string, string> }>("GET", "/api/stats/limits");
+    if (args.json) return printJson(r);
+    if (!r.limits.length) print("No usage-limit readings yet.");
+    for (const l of r.limits) {
+      print(`${l.owner}${l.credential ? ` (credential ${l.credential})` : ""} — ${l.upstream}, read ${l.at}`);
+      const ws = l.windows.filter((w) => w.usedPercent !== null || w.status);
+      if (!ws.length) print("  no reading");
+      for (const w of ws)
+        print(`  ${w.name.padEnd(28)} ${w.usedPercent === null ? "   -" : `${Math.round(w.usedPercent).toString().padStart(3)} %`}  ${w.status ?? ""}${w.resetsAt ? `  resets ${w.resetsAt}` : ""}`);
+    }
+    print("\nProvider health (last hour):");
+    if (!r.health.length) print("  no requests");
+    for (const h of r.health) {
+      const f = Object.entries(h.failures).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(", ") || "no failures";
+      print(`  ${h.provider}: ${h.requests} requests; ${f}${h.latest ? `; latest: ${h.latest.detail} at ${h.latest.at}` : ""}`);
+    }
+    for (const [name, p] of Object.entries(r.problems)) print(`! ${name}: ${p}`);
+  },
+});
+
+export const stats = command({
+  meta: { name: "stats", description: "What the proxy saw: audit, limits and provider health" },
+  subCommands: { audit, limits },
+});

@@ -1,0 +1,314 @@
+/**
+ * The request path: identify the caller by its placeholder, pick the upstream its profile
+ * points at, check the forwarding surface, swap in the real credential, stream both ways,
+ * and record the call (audit, usage readings, provider health) off the hot path.
+ */
+import type { Server } from "bun";
+import type { CredentialStore } from "../credentials";
+import type { Logger } from "../util/log";
+import * as Surface from "./surface";
+import * as Placeholders from "./placeholders";
+import * as Readings from "./readings";
+import { UsageTap } from "./usage";
+import type { Grants, Grant } from "./grants";
+import type { Targets, Target } from "./targets";
+import type { Audit, Row } from "./audit";
+import type { Limits } from "./limits";
+import { kindOfStatus, type Health } from "./health";
+import { errorResponse, classify, providerFailure, type NetFailure } from "./errors";
+
+export interface Context {
+  grants: Grants;
+  credentials: CredentialStore;
+  targets: () => Targets;
+  audit: Audit;
+  limits: Limits;
+  health: Health;
+  log: Logger;
+  firstByteTimeoutMs: () => number;
+  /** OAuth credentials an upstream rejected, for lazy doctor: name → sentence. */
+  credentialProblems: Map<string, string>;
+}
+
+// Hop-by-hop headers never cross a proxy; host is ours, not the upstream's (TRAPS.md).
+const HOP = ["host", "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authorization", "proxy-authenticate", "proxy-connection", "content-length"];
+const SELF_REPORTED = ["x-lazy-role", "x-lazy-task-id"];
+const OAUTH_BETA = "oauth-2025-04-20";
+/** Anthropic's own request limit; a bigger body is refused before it is read. */
+const MAX_BODY = 32 * 1024 * 1024;
+
+export type Caller = {
+  grant: Grant | undefined;
+  /** A credential presented with no grant (a host login session): forwarded as is. */
+  ownCredential: boolean;
+  role: string | null;
+  taskId: string | null;
+  taskRef: string | null;
+};
+
+/** What the client presented as its credential, if anything. */
+export function presented(headers: Headers): string | undefined {
+  const key = headers.get("x-api-key");
+  if (key) return key.trim();
+  const auth = headers.get("authorization");
+  if (auth && /^bearer\s+/i.test(auth)) return auth.replace(/^bearer\s+/i, "").trim();
+  return undefined;
+}
+
+export async function handle(ctx: Context, req: Request, server: Server<undefined>): Promise<Response> {
+  const started = performance.now();
+  // A model may think for minutes before its first byte: no idle cut on this request.
+  server.timeout(req, 0);
+  const target = req.url.slice(req.url.indexOf("/", req.url.indexOf("//") + 2));
+
+  // 1. Who is calling: the grant its placeholder resolves to, never what it says about itself.
+  const token = presented(req.headers);
+  const grant = token ? ctx.grants.lookup(token) : undefined;
+  const base: Omit<Row, "status" | "durationMs" | "ttfbMs" | "bytesIn" | "bytesOut" | "usage" | "retries" | "note"> = {
+    at: Date.now(),
+    taskId: grant ? grant.taskId : (req.headers.get("x-lazy-task-id") ?? null),
+    taskRef: grant ? grant.taskRef : (req.headers.get("x-lazy-task-id") ?? null),
+    role: grant ? grant.role : (req.headers.get("x-lazy-role") ?? null),
+    profile: grant?.profile ?? null,
+    credential: null,
+    upstream: "",
+    method: req.method,
+    path: pathOnly(target),
+  };
+  const refuse = (res: Response, note: string, upstream: string, wire: Surface.Wire | "cursor"): Response => {
+    ctx.audit.record({ ...base, upstream, status: res.status, durationMs: performance.now() - started, ttfbMs: null, bytesIn: 0, bytesOut: 0, usage: null, retries: 0, note });
+    ctx.log.warn(`${res.status} ${req.method} ${base.path} ${note}${base.taskRef ? ` (task ${base.taskRef})` : ""}`);
+    void wire;
+    return res;
+  };
+
+  if (token && !grant && Placeholders.isPlaceholder(token)) {
+    // A dead placeholder: lazy cannot vouch for who sent it, so the row carries no role or task.
+    base.taskId = base.taskRef = base.role = null;
+    const primary = ctx.targets().primary();
+    return refuse(
+      errorResponse("anthropic", 401, "authentication_error", "lazy's proxy does not know this placeholder: the task's grant is gone (the task ended, or was never started by this daemon). Start the task again: lazy start TASK."),
+      "unknown or revoked placeholder",
+      primary.origin,
+      "anthropic",
+    );
+  }
+
+  // 2. Where it goes: the grant's profile decides; traffic with no grant goes to the primary.
+  const targets = ctx.targets();
+  const upstream: Target | undefined = grant ? targets.forProfile(grant.profile) : targets.primary();
+  if (!upstream)
+    return refuse(
+      errorResponse("anthropic", 401, "authentication_error", `lazy's proxy refused the request: profile ${grant!.profile} is no longer in lazy.toml, so its placeholder leads nowhere. Start the task again with an existing profile.`),
+      `profile ${grant!.profile} gone`,
+      "",
+      "anthropic",
+    );
+  base.upstream = upstream.origin;
+  const wire: Surface.Wire = upstream.wire === "openai" ? "openai" : "anthropic";
+
+  // 3. What it may ask for: the forwarding surface, in source.
+  const kind = upstream.kind === "cursor" ? "anthropic-primary" : upstream.kind;
+  const verdict = Surface.check(kind, req.method, target, req.headers);
+  if (!verdict.ok) return refuse(Response.json(Surface.refusalBody(wire, verdict), { status: 403, headers: { "x-should-retry": "false" } }), `refused: ${verdict.reason}`, upstream.origin, wire);
+
+  // 4. With which credential: the target's, looked up per request, from memory.
+  const headers = forwardHeaders(req.headers);
+  let credentialKind: string | null = null;
+  if (grant) {
+    headers.delete("x-api-key");
+    headers.delete("authorization");
+    if (upstream.unmapped)
+      return refuse(errorResponse(wire, 401, "authentication_error", `lazy's proxy has no credential mapped for ${upstream.provider} (${host(upstream)}): ${upstream.unmapped}.`), "no credential mapped", upstream.origin, wire);
+    if (upstream.credential) {
+      const cred = ctx.credentials.get(upstream.credential);
+      if (!cred)
+        return refuse(
+          errorResponse(wire, 401, "authentication_error", `lazy's proxy has no credential "${upstream.credential}" for ${upstream.provider} (${host(upstream)}, profile ${grant.profile}): store it with lazy auth set ${upstream.credential}.`),
+          `credential ${upstream.credential} missing`,
+          upstream.origin,
+          wire,
+        );
+      base.credential = upstream.credential;
+      credentialKind = cred.kind;
+      if (upstream.style === "anthropic" && cred.kind !== "oauth-token") headers.set("x-api-key", cred.value);
+      else {
+        headers.set("authorization", `Bearer ${cred.value}`);
+        if (upstream.style === "anthropic") headers.set("anthropic-beta", withBeta(headers.get("anthropic-beta"), OAUTH_BETA));
+      }
+    }
+  }
+  const caller: Caller = { grant, ownCredential: !grant && !!token, role: base.role, taskId: base.taskId, taskRef: base.taskRef };
+
+  // 5. Send, once more on a fresh connection if the upstream resets before answering.
+  const contentLength = Number(req.headers.get("content-length") ?? 0);
+  if (contentLength > MAX_BODY)
+    return refuse(errorResponse(wire, 413, "request_too_large", `lazy's proxy refused a ${contentLength}-byte request body: the limit is ${MAX_BODY} bytes.`), "body too large", upstream.origin, wire);
+  const body = req.method === "GET" || req.method === "HEAD" ? undefined : new Uint8Array(await req.arrayBuffer());
+  const url = joinUrl(upstream, verdict.path) + verdict.query;
+  const sent = await send(ctx, url, req, headers, body);
+  const bytesIn = body?.length ?? 0;
+  const who = { provider: upstream.provider, host: host(upstream), profile: grant?.profile ?? null, credential: base.credential };
+
+  if (!sent.ok) {
+    if (sent.failure === "aborted") {
+      ctx.audit.record({ ...base, status: 499, durationMs: performance.now() - started, ttfbMs: null, bytesIn, bytesOut: 0, usage: null, retries: sent.retries, note: "agent disconnected before the response" });
+      return new Response(null, { status: 499 });
+    }
+    const ms = performance.now() - started;
+    if (sent.failure === "other") {
+      const msg = `lazy's proxy failed to send the request to ${upstream.provider} (${host(upstream)}): ${sent.detail}`;
+      ctx.log.error(msg);
+      ctx.audit.record({ ...base, status: 502, durationMs: ms, ttfbMs: null, bytesIn, bytesOut: 0, usage: null, retries: sent.retries, note: msg });
+      return errorResponse(wire, 502, "api_error", msg);
+    }
+    const message = providerFailure(who, sent.failure, ms, sent.detail);
+    ctx.health.record(upstream.provider, sent.failure, message);
+    ctx.log.warn(message);
+    const status = sent.failure === "timeout" ? 504 : 502;
+    ctx.audit.record({ ...base, status, durationMs: ms, ttfbMs: null, bytesIn, bytesOut: 0, usage: null, retries: sent.retries, note: message });
+    return errorResponse(wire, status, "api_error", message, { "x-should-retry": "true" });
+  }
+
+  const res = sent.res;
+  const ttfb = performance.now() - started;
+  const failure = kindOfStatus(res.status);
+  ctx.health.record(upstream.provider, failure, failure ? `${upstream.provider} answered ${res.status}` : undefined);
+
+  // Usage-limit readings: only the allowlisted headers, named by who owns the credential.
+  const owner = grant ? `credential:${grant.envVar}` : caller.ownCredential ? `upstream:${upstream.origin}` : null;
+  if (owner) ctx.limits.record(owner, base.credential, upstream.origin, res.status, Readings.filter(res.headers));
+
+  // An upstream 401 for an OAuth token: say what it means (lazy never refreshes tokens itself).
+  if (res.status === 401 && credentialKind === "oauth-token" && base.credential) {
+    await res.body?.cancel();
+    const message = `${upstream.provider} (${host(upstream)}, profile ${grant!.profile}) rejected the stored OAuth token "${base.credential}": it expired or was revoked. Make a new one (claude setup-token) and store it: lazy auth set ${base.credential}.`;
+    ctx.credentialProblems.set(base.credential, message);
+    ctx.audit.record({ ...base, status: 401, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut: 0, usage: null, retries: sent.retries, note: "OAuth token rejected upstream" });
+    return errorResponse(wire, 401, "authentication_error", message);
+  }
+  if (res.ok && base.credential) ctx.credentialProblems.delete(base.credential);
+
+  const outHeaders = new Headers(res.headers);
+  for (const h of HOP) if (h !== "content-length") outHeaders.delete(h);
+  if (!res.body || req.method === "HEAD") {
+    ctx.audit.record({ ...base, status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut: 0, usage: null, retries: sent.retries, note: null });
+    return new Response(null, { status: res.status, headers: outHeaders });
+  }
+  outHeaders.delete("content-length");
+  const tap = res.headers.get("content-encoding") ? null : new UsageTap(wire, res.headers.get("content-type"));
+  return new Response(relay(res.body, tap, (bytesOut, note) => {
+    ctx.audit.record({ ...base, status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut, usage: tap ? tap.end() : null, retries: sent.retries, note });
+    if (note?.startsWith("upstream")) ctx.health.record(upstream.provider, "reset", `${upstream.provider} (${host(upstream)}) ${note}`);
+  }), { status: res.status, statusText: res.statusText, headers: outHeaders });
+}
+
+type Sent = { ok: true; res: Response; retries: number } | { ok: false; failure: NetFailure | "aborted" | "other"; detail: string; retries: number };
+
+export async function send(ctx: Pick<Context, "firstByteTimeoutMs">, url: string, req: Request, headers: Headers, body: Uint8Array | ReadableStream<Uint8Array> | undefined): Promise<Sent> {
+  let retries = 0;
+  for (;;) {
+    // Only the wait for response headers is bounded; a flowing stream is never cut.
+    const firstByte = new AbortController();
+    const timer = setTimeout(() => firstByte.abort(), ctx.firstByteTimeoutMs());
+    try {
+      const init = {
+        method: req.method,
+        headers,
+        body: body as BodyInit | undefined,
+        redirect: "manual",
+        // The agent disconnecting aborts the upstream call, which would otherwise go on billing.
+        signal: AbortSignal.any([req.signal, firstByte.signal]),
+        // Bun's own: keep the body as sent (no decompression under a content-encoding header),
+        // no 5-minute idle cut, and a fresh connection on the retry.
+        decompress: false,
+        timeout: false,
+        keepalive: retries === 0,
+        duplex: "half",
+      } as RequestInit;
+      const res = await fetch(url, init);
+      clearTimeout(timer);
+      return { ok: true, res, retries };
+    } catch (e) {
+      clearTimeout(timer);
+      const failure = req.signal.aborted ? "aborted" : firstByte.signal.aborted ? "timeout" : classify(e);
+      const replayable = body === undefined || body instanceof Uint8Array;
+      if (failure === "reset" && retries === 0 && replayable) {
+        retries++;
+        continue;
+      }
+      return { ok: false, failure, detail: (e as Error).message?.split(".")[0] ?? String(e), retries };
+    }
+  }
+}
+
+/**
+ * Relay the upstream body to the agent chunk by chunk (pulled on demand, so backpressure
+ * holds), feeding a copy to the usage tap. An upstream that breaks mid-stream ends the stream
+ * and is recorded: once headers are sent, an error is data. The agent closing cancels the
+ * upstream read, which closes the upstream connection.
+ */
+export function relay(src: ReadableStream<Uint8Array>, tap: UsageTap | null, done: (bytes: number, note: string | null) => void): ReadableStream<Uint8Array> {
+  const reader = src.getReader();
+  let bytes = 0;
+  let finished = false;
+  const finish = (note: string | null) => {
+    if (finished) return;
+    finished = true;
+    done(bytes, note);
+  };
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(ctrl) {
+        try {
+          const { done: end, value } = await reader.read();
+          if (end) {
+            finish(null);
+            ctrl.close();
+            return;
+          }
+          bytes += value.length;
+          tap?.push(value);
+          ctrl.enqueue(value);
+        } catch (e) {
+          finish(`upstream broke the stream after ${bytes} bytes: ${(e as Error).message?.split(".")[0]}`);
+          ctrl.close();
+        }
+      },
+      cancel(reason) {
+        finish("agent closed the stream");
+        void reader.cancel(reason).catch(() => {});
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+export function forwardHeaders(incoming: Headers): Headers {
+  const h = new Headers(incoming);
+  for (const name of HOP) h.delete(name);
+  for (const name of SELF_REPORTED) h.delete(name);
+  // Plain bytes from the upstream, so the usage tap can read the stream (TRAPS.md).
+  h.set("accept-encoding", "identity");
+  return h;
+}
+
+function withBeta(current: string | null, beta: string): string {
+  const list = (current ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  return list.includes(beta) ? list.join(",") : [...list, beta].join(",");
+}
+
+/** The upstream URL: the endpoint (with any path prefix) and the checked path, concatenated. */
+function joinUrl(t: Target, path: string): string {
+  // An OpenAI-style endpoint usually ends in /v1 (like OPENAI_BASE_URL); don't double it.
+  if (t.base.endsWith("/v1") && path.startsWith("/v1/")) return t.base + path.slice(3);
+  if (t.base.endsWith("/v1") && path === "/v1") return t.base;
+  return t.base + (path === "/" && new URL(t.base).pathname !== "/" ? "" : path);
+}
+
+const host = (t: Target) => new URL(t.origin).host;
+
+function pathOnly(target: string): string {
+  const q = target.indexOf("?");
+  return (q === -1 ? target : target.slice(0, q)).slice(0, 300);
+}

@@ -1,0 +1,281 @@
+/**
+ * The grant registry: which placeholder stands for which caller (docs: "Just-in-time credential
+ * injection", Lifetime). The proxy takes role, task and profile from the grant a placeholder
+ * resolves to, never from what the agent says about itself.
+ *
+ * It lives in `proxy-tokens.json` in the daemon's per-project state folder (0600, written
+ * atomically), not under the project root that every task container bind-mounts, and it is
+ * loaded on open so a daemon restart does not strand running containers. Lookups are served
+ * from memory; only minting and revoking write, and the file is small enough to rewrite whole.
+ */
+import { chmodSync, existsSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { z } from "zod";
+import * as Files from "../util/files";
+import * as Log from "../util/log";
+import { LazyError } from "../util/errors";
+import * as Placeholders from "./placeholders";
+
+const log = Log.create("grants");
+
+export const FILE_NAME = "proxy-tokens.json";
+const DEFAULT_BUILDER_CAP = 64;
+
+export const Role = z
+  .enum(["agent", "builder", "host", "lazy"])
+  .describe(
+    "agent: a task's turns; builder: a builder session; host: lazy pair/chat on the host; lazy: lazy's own one-shot calls",
+  );
+export type Role = z.infer<typeof Role>;
+
+export const Grant = z
+  .object({
+    token: z.string().min(1).describe("the placeholder value handed to the container"),
+    role: Role,
+    taskId: z
+      .string()
+      .nullable()
+      .describe("the task this grant belongs to and is revoked with; null for host and project-wide lazy calls"),
+    taskRef: z.string().nullable().describe("the task's code, or its short id when it has none, for filtering traffic"),
+    session: z.string().nullable().describe("the builder session name (role builder only), revoked with its MCP token"),
+    profile: z
+      .string()
+      .min(1)
+      .describe("the agent profile, which decides the upstream the placeholder redeems against"),
+    envVar: z.string().min(1).describe("the environment variable the placeholder was put in"),
+    shape: Placeholders.Shape,
+    createdAt: z.string().describe("ISO 8601; builder grants are evicted oldest first"),
+    pinnedIp: z
+      .string()
+      .nullable()
+      .optional()
+      .describe("the container address this placeholder is accepted from, where Docker lets lazy tell"),
+  })
+  .describe("One placeholder and the caller it stands for");
+export type Grant = z.infer<typeof Grant>;
+
+const Registry = z.object({ version: z.literal(1), grants: z.array(Grant) }).describe(`The ${FILE_NAME} file`);
+
+/** What a launch asks a placeholder for. The same identity always gets the same placeholder back. */
+export type Identity = {
+  role: Role;
+  taskId: string | null;
+  taskRef: string | null;
+  /** Required for role builder; must be absent otherwise. */
+  session?: string | null;
+  profile: string;
+  envVar: string;
+  shape: Placeholders.Shape;
+};
+
+export type Options = {
+  /** How many builder grants may exist at once before the oldest is evicted. */
+  builderCap?: number;
+  now?: () => Date;
+};
+
+export class Grants {
+  readonly #path: string;
+  readonly #builderCap: number;
+  readonly #now: () => Date;
+  /** Insertion order is creation order, which is what builder eviction and the file keep. */
+  readonly #byToken = new Map<string, Readonly<Grant>>();
+  readonly #byIdentity = new Map<string, string>();
+
+  private constructor(path: string, opts: Options) {
+    this.#path = path;
+    this.#builderCap = opts.builderCap ?? DEFAULT_BUILDER_CAP;
+    this.#now = opts.now ?? (() => new Date());
+  }
+
+  /** Open (or create) the registry in a daemon state folder, loading what a previous daemon left. */
+  static open(stateDir: string, opts: Options = {}): Grants {
+    Files.ensurePrivateDir(stateDir);
+    const grants = new Grants(join(stateDir, FILE_NAME), opts);
+    grants.#load();
+    return grants;
+  }
+
+  get size(): number {
+    return this.#byToken.size;
+  }
+
+  /** The grant a presented placeholder stands for. Called per request: memory only. */
+  lookup(token: string): Readonly<Grant> | undefined {
+    return this.#byToken.get(token);
+  }
+
+  /**
+   * The placeholder for an identity, minted on first use. Reuse matters: a live container keeps
+   * its placeholder across turns, so a fresh one per turn would either break the running turn
+   * or pile up equally valid tokens.
+   */
+  mint(identity: Identity): Readonly<Grant> {
+    validate(identity);
+    const key = identityKey(identity);
+    const existingToken = this.#byIdentity.get(key);
+    const existing = existingToken === undefined ? undefined : this.#byToken.get(existingToken);
+
+    if (existing && existing.shape === identity.shape) {
+      if (existing.taskRef === identity.taskRef) return existing;
+      // The task got a code since: keep the token, update how its traffic is labelled.
+      const updated = Object.freeze({ ...existing, taskRef: identity.taskRef });
+      this.#byToken.set(existing.token, updated);
+      this.#save();
+      return updated;
+    }
+    // Same caller, different credential shape behind the variable: the old placeholder would
+    // make the client behave as for the wrong credential, so it is replaced, not kept.
+    if (existing) this.#remove(existing.token);
+
+    const grant: Readonly<Grant> = Object.freeze({
+      token: this.#freshToken(identity.shape),
+      role: identity.role,
+      taskId: identity.taskId,
+      taskRef: identity.taskRef,
+      session: identity.session ?? null,
+      profile: identity.profile,
+      envVar: identity.envVar,
+      shape: identity.shape,
+      createdAt: this.#now().toISOString(),
+      pinnedIp: null,
+    });
+    this.#add(grant);
+    if (grant.role === "builder") this.#evictBuilders(grant.token);
+    this.#save();
+    log.debug(`minted a ${grant.shape} placeholder for ${describe(grant)}`);
+    return grant;
+  }
+
+  /** Revoke every grant of a task (its session ended: accept, reject, close). */
+  revokeTask(taskId: string): number {
+    return this.#revokeWhere((g) => g.taskId === taskId, `task ${taskId}`);
+  }
+
+  /** Revoke a builder session's grants, alongside its MCP token. */
+  revokeBuilder(session: string): number {
+    return this.#revokeWhere((g) => g.role === "builder" && g.session === session, `builder session ${session}`);
+  }
+
+  /** Revoke one placeholder. */
+  revoke(token: string): boolean {
+    if (!this.#byToken.has(token)) return false;
+    this.#remove(token);
+    this.#save();
+    return true;
+  }
+
+  /** Accept this placeholder only from `ip` from now on (native Linux Docker, where addresses are the container's). */
+  pin(token: string, ip: string): boolean {
+    const grant = this.#byToken.get(token);
+    if (!grant) return false;
+    if (grant.pinnedIp === ip) return true;
+    this.#byToken.set(token, Object.freeze({ ...grant, pinnedIp: ip }));
+    this.#save();
+    return true;
+  }
+
+  #freshToken(shape: Placeholders.Shape): string {
+    for (;;) {
+      const token = Placeholders.mint(shape);
+      if (!this.#byToken.has(token)) return token;
+    }
+  }
+
+  #add(grant: Readonly<Grant>): void {
+    this.#byToken.set(grant.token, grant);
+    this.#byIdentity.set(identityKey(grant), grant.token);
+  }
+
+  #remove(token: string): void {
+    const grant = this.#byToken.get(token);
+    if (!grant) return;
+    this.#byToken.delete(token);
+    const key = identityKey(grant);
+    if (this.#byIdentity.get(key) === token) this.#byIdentity.delete(key);
+  }
+
+  /** Oldest builder grants first, never the one just minted (the launch in hand needs it). */
+  #evictBuilders(keep: string): void {
+    let builders = 0;
+    for (const g of this.#byToken.values()) if (g.role === "builder") builders++;
+    if (builders <= this.#builderCap) return;
+    for (const g of [...this.#byToken.values()]) {
+      if (builders <= this.#builderCap) break;
+      if (g.role !== "builder" || g.token === keep) continue;
+      this.#remove(g.token);
+      builders--;
+      log.info(`evicted the oldest builder grant (${describe(g)}): more than ${this.#builderCap} builder grants`);
+    }
+  }
+
+  #revokeWhere(match: (g: Readonly<Grant>) => boolean, what: string): number {
+    const doomed = [...this.#byToken.values()].filter(match);
+    if (doomed.length === 0) return 0;
+    for (const g of doomed) this.#remove(g.token);
+    this.#save();
+    log.info(`revoked ${doomed.length} placeholder grant(s) of ${what}`);
+    return doomed.length;
+  }
+
+  #load(): void {
+    if (!existsSync(this.#path)) return;
+    // The registry holds live placeholders: tighten a file someone loosened rather than trust it.
+    const mode = statSync(this.#path).mode & 0o777;
+    if (mode !== 0o600) {
+      chmodSync(this.#path, 0o600);
+      log.warn(`${this.#path} was mode ${mode.toString(8)}; set it back to 600`);
+    }
+    const text = readFileSync(this.#path, "utf8");
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (e) {
+      throw unreadable(this.#path, (e as Error).message);
+    }
+    const parsed = Registry.safeParse(json);
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((i) => `${FILE_NAME} ${i.path.join(".")} — ${i.message}`);
+      throw unreadable(this.#path, "it does not match the grant registry's shape", problems);
+    }
+    for (const g of parsed.data.grants) this.#add(Object.freeze(g));
+  }
+
+  #save(): void {
+    const registry = { version: 1 as const, grants: [...this.#byToken.values()] };
+    Files.writeFileAtomic(this.#path, `${JSON.stringify(registry, null, 2)}\n`, 0o600);
+  }
+}
+
+function validate(identity: Identity): void {
+  const problems: string[] = [];
+  if (!identity.profile) problems.push("profile is empty");
+  if (!identity.envVar) problems.push("envVar is empty");
+  if (identity.role === "agent" && !identity.taskId) problems.push("an agent grant needs a taskId");
+  if (identity.role === "builder" && !identity.session) problems.push("a builder grant needs a session name");
+  if (identity.role !== "builder" && identity.session)
+    problems.push(`a grant for role ${identity.role} takes no session name`);
+  // One grant per project per (profile, env var): nothing signals when a host session ends.
+  if (identity.role === "host" && identity.taskId !== null)
+    problems.push("a host grant is project-wide: taskId must be null");
+  if (problems.length > 0) throw new LazyError("invalid_input", "cannot mint a placeholder for this launch", problems);
+}
+
+/** Role, task, builder session, profile, env var: the docs' identity, plus the session that keys builders. */
+function identityKey(g: Pick<Identity, "role" | "taskId" | "session" | "profile" | "envVar">): string {
+  return JSON.stringify([g.role, g.taskId, g.session ?? null, g.profile, g.envVar]);
+}
+
+/** For logs: who, never the token. */
+function describe(g: Readonly<Grant>): string {
+  const who = g.taskRef ?? g.taskId ?? g.session ?? "project";
+  return `role=${g.role} ${who} profile=${g.profile} ${g.envVar}`;
+}
+
+function unreadable(path: string, why: string, details: string[] = []): LazyError {
+  return new LazyError(
+    "internal",
+    `the placeholder registry ${path} is unreadable (${why}); remove it to revoke every placeholder and start fresh`,
+    details,
+  );
+}

@@ -1,0 +1,73 @@
+/**
+ * Usage-limit readings: the latest allowlisted rate-limit headers per credential owner,
+ * held in memory for `lazy stats limits` and persisted (debounced) so they survive a restart.
+ */
+import type { Database } from "bun:sqlite";
+import { windows, type Window } from "./readings";
+
+export interface Reading {
+  owner: string;
+  credential: string | null;
+  upstream: string;
+  at: string;
+  status: number;
+  headers: Record<string, string>;
+}
+
+export interface LimitView extends Reading {
+  windows: Window[];
+}
+
+export class Limits {
+  private latest = new Map<string, Reading>();
+  private dirty = new Set<string>();
+  private timer: Timer | undefined;
+
+  constructor(private db: Database) {
+    for (const r of db.query("SELECT * FROM readings").all() as Record<string, string | number>[])
+      this.latest.set(r.owner as string, {
+        owner: r.owner as string,
+        credential: r.credential as string | null,
+        upstream: r.upstream as string,
+        at: new Date(r.at as number).toISOString(),
+        status: r.status as number,
+        headers: JSON.parse(r.headers as string),
+      });
+  }
+
+  /** Record a reading; a response with no allowlisted header leaves the last one standing. */
+  record(owner: string, credential: string | null, upstream: string, status: number, headers: Record<string, string>): void {
+    if (Object.keys(headers).length === 0) {
+      // A credential seen answering without limit headers still gets a row: "no reading", never 0 %.
+      if (this.latest.has(owner)) return;
+    }
+    this.latest.set(owner, { owner, credential, upstream, at: new Date().toISOString(), status, headers });
+    this.dirty.add(owner);
+    this.timer ??= setTimeout(() => this.flush(), 200);
+  }
+
+  flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (!this.dirty.size) return;
+    const upsert = this.db.query(
+      "INSERT INTO readings (owner, credential, upstream, at, status, headers) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(owner) DO UPDATE SET credential = excluded.credential, upstream = excluded.upstream, at = excluded.at, status = excluded.status, headers = excluded.headers",
+    );
+    const owners = [...this.dirty];
+    this.dirty.clear();
+    this.db.transaction(() => {
+      for (const o of owners) {
+        const r = this.latest.get(o);
+        if (r) upsert.run(r.owner, r.credential, r.upstream, Date.parse(r.at), r.status, JSON.stringify(r.headers));
+      }
+    }).immediate();
+  }
+
+  list(now = Date.now()): LimitView[] {
+    return [...this.latest.values()].sort((a, b) => a.owner.localeCompare(b.owner)).map((r) => ({ ...r, windows: windows(r.headers, now) }));
+  }
+
+  stop(): void {
+    this.flush();
+  }
+}

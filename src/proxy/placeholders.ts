@@ -1,0 +1,112 @@
+/**
+ * Placeholder credentials: what a container holds instead of the real key (docs: "Just-in-time
+ * credential injection"). Each mimics the shape of the credential it stands for, because
+ * clients pick behaviour from the shape (Pi switches to OAuth style on `sk-ant-oat`, Claude
+ * Code picks its small model on `sk-ant-api`) and secret scanners redact by it (WIRE.md §1.2).
+ * Each carries a `lazy` marker so the proxy can tell a dead placeholder (401 with a remedy)
+ * from a real credential a host session brought (forwarded as is), and ≥128 random bits so
+ * it cannot be guessed.
+ */
+import { z } from "zod";
+
+export const Shape = z
+  .enum(["anthropic-api-key", "anthropic-oauth", "openai", "openrouter", "cursor", "cursor-session", "generic"])
+  .describe("The kind of credential a placeholder stands for, which decides its shape");
+export type Shape = z.infer<typeof Shape>;
+
+const URL_SAFE = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/** `n` characters of [A-Za-z0-9_-], 6 random bits each (64 symbols: `byte & 63` is unbiased). */
+function urlSafe(n: number): string {
+  const buf = crypto.getRandomValues(new Uint8Array(n));
+  let out = "";
+  for (const b of buf) out += URL_SAFE[b & 63];
+  return out;
+}
+
+function hex(bytes: number): string {
+  return Buffer.from(crypto.getRandomValues(new Uint8Array(bytes))).toString("hex");
+}
+
+function base64url(text: string): string {
+  return Buffer.from(text).toString("base64url");
+}
+
+/** A new placeholder of the given shape. */
+export function mint(shape: Shape): string {
+  switch (shape) {
+    // Claude Code's scanner: `sk-ant-api03-[a-zA-Z0-9_\-]{93}AA`. "lazy-" + 88 random = 93. 528 bits.
+    case "anthropic-api-key":
+      return `sk-ant-api03-lazy-${urlSafe(88)}AA`;
+    // `sk-ant-(?:oat|ort)\d{2}-[\w-]{20,}`; same length as a real setup-token value. 528 bits.
+    case "anthropic-oauth":
+      return `sk-ant-oat01-lazy-${urlSafe(88)}AA`;
+    // `sk-[A-Za-z0-9_-]{8,200}T3BlbkFJ[A-Za-z0-9_-]{8,200}` ("T3BlbkFJ" is base64 "OpenAI"). 384 bits.
+    case "openai":
+      return `sk-proj-lazy-${urlSafe(32)}T3BlbkFJ${urlSafe(32)}`;
+    // Real: `sk-or-v1-` + 64 lowercase hex. 256 bits.
+    case "openrouter":
+      return `sk-or-v1-lazy-${hex(32)}`;
+    // Cursor's docs show `key_…` (WIRE.md §8 calls the prefix uncertain; nothing validates it locally). 256 bits.
+    case "cursor":
+      return `key_lazy_${hex(32)}`;
+    case "cursor-session":
+      return sessionToken();
+    case "generic":
+      return `lazy-${hex(32)}`;
+  }
+}
+
+/**
+ * A stand-in for the session JWT Cursor's key exchange returns, so the real one never enters
+ * the container. It is JWT-shaped because the CLI may decode it (for `exp`, to know when to
+ * re-exchange); `exp` should mirror the real token's. The signature part is 256 random bits.
+ */
+export function sessionToken(opts: { exp?: number; iat?: number } = {}): string {
+  const iat = opts.iat ?? Math.floor(Date.now() / 1000);
+  const header = base64url(JSON.stringify({ alg: "HS256", typ: "JWT" }));
+  const payload = base64url(
+    JSON.stringify({
+      lazy: "placeholder",
+      sub: "lazy-placeholder",
+      type: "api_key_token",
+      iat,
+      exp: opts.exp ?? iat + 3600,
+    }),
+  );
+  return `${header}.${payload}.${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url")}`;
+}
+
+/**
+ * The marker sits right after a known prefix, never anywhere in the value: a real key that
+ * happened to contain "-lazy-" somewhere must still be forwarded, not 401ed.
+ */
+const MARKED = /^(?:sk-ant-api03-lazy-|sk-ant-oat01-lazy-|sk-proj-lazy-|sk-or-v1-lazy-|key_lazy_|lazy-)[A-Za-z0-9_-]+$/;
+
+/**
+ * Whether a presented credential is one of ours. A placeholder whose grant is gone gets a 401
+ * naming the remedy instead of being forwarded, where it would read as your key being rejected.
+ */
+export function isPlaceholder(value: string): boolean {
+  if (MARKED.test(value)) return true;
+  return isSessionToken(value);
+}
+
+function isSessionToken(value: string): boolean {
+  if (!value.startsWith("eyJ") || value.length > 4096) return false;
+  const parts = value.split(".");
+  if (parts.length !== 3 || !parts[1]) return false;
+  const payload = parsePayload(parts[1]);
+  return payload !== null && payload.lazy === "placeholder";
+}
+
+function parsePayload(part: string): Record<string, unknown> | null {
+  if (!/^[A-Za-z0-9_-]+$/.test(part)) return null;
+  try {
+    const v: unknown = JSON.parse(Buffer.from(part, "base64url").toString("utf8"));
+    return typeof v === "object" && v !== null ? (v as Record<string, unknown>) : null;
+  } catch {
+    // A real JWT's payload is JSON too; anything else is simply not ours.
+    return null;
+  }
+}
