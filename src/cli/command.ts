@@ -12,6 +12,12 @@ export interface Ctx<T extends ArgsDef> extends CommandContext<T> {
 }
 
 let passthrough: string[] = [];
+let exitCode = 0;
+/** A command whose outcome is another program's (lazy chat) passes its exit code on. */
+export const setExitCode = (code: number) => {
+  exitCode = code;
+};
+export const getExitCode = () => exitCode;
 export const setPassthrough = (p: string[]) => {
   passthrough = p;
 };

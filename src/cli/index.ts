@@ -4,7 +4,7 @@
  * LazyError becomes words (the daemon's HTTP handler is the first).
  */
 import { runCommand, renderUsage, type CommandDef } from "citty";
-import { command, setPassthrough } from "./command";
+import { command, setPassthrough, getExitCode } from "./command";
 import { LazyError } from "../util/errors";
 import { VERSION } from "../version";
 
@@ -21,6 +21,7 @@ const main = command({
     dashboard: () => import("./commands/dashboard").then((m) => m.dashboard),
     auth: () => import("./commands/auth").then((m) => m.auth),
     stats: () => import("./commands/stats").then((m) => m.stats),
+    chat: () => import("./commands/chat").then((m) => m.chat),
   },
 });
 
@@ -62,7 +63,7 @@ export async function run(argv: string[]): Promise<number> {
       throw new LazyError("invalid_input", word ? `Unknown command "${word}"; try one of: ${known.filter((k) => k !== "run").join(", ")}.` : `Say what to do: one of ${known.filter((k) => k !== "run").join(", ")} (lazy --help).`);
     }
     await runCommand(main, { rawArgs: own });
-    return EXIT.ok;
+    return getExitCode();
   } catch (e) {
     return report(e);
   }

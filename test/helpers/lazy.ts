@@ -2,7 +2,7 @@
  * Drive the compiled binary (dist/lazy) the way a user does: a temp project, a temp LAZY_HOME,
  * real processes. Every project made here has its daemon stopped by cleanup().
  */
-import { mkdtempSync, realpathSync, rmSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, realpathSync, rmSync, existsSync, readFileSync, writeFileSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -26,7 +26,8 @@ export class Project {
     this.home = realpathSync(mkdtempSync(join(tmpdir(), "lazy-home-")));
     Bun.spawnSync(["git", "init", "-q", "-b", "main", this.root]);
     if (opts.toml !== undefined) writeFileSync(join(this.root, "lazy.toml"), opts.toml);
-    this.env = { LAZY_HOME: this.home, ...opts.env };
+    // The file store unless a test asks for another: a developer's own keychain stays out of it.
+    this.env = { LAZY_HOME: this.home, LAZY_CREDENTIAL_BACKEND: "file", ...opts.env };
     projects.push(this);
   }
 
@@ -73,8 +74,52 @@ export class Project {
     return existsSync(f) ? JSON.parse(readFileSync(f, "utf8")) : undefined;
   }
 
+  /** The proxy's loopback address from the daemon's runtime record. */
+  runtimeProxyUrl(): string {
+    const rt = JSON.parse(readFileSync(join(this.stateDir, "daemon.json"), "utf8"));
+    return `http://127.0.0.1:${rt.proxy.port}`;
+  }
+
   token(): string {
     return readFileSync(join(this.stateDir, "token"), "utf8").trim();
+  }
+
+  /** Call the daemon's API with its token, as the CLI does. */
+  async api<T = any>(method: string, path: string, body?: unknown): Promise<T> {
+    const rt = this.runtime();
+    if (!rt) throw new Error("the daemon is not running");
+    const res = await fetch(`http://127.0.0.1:${rt.api.port}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${this.token()}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const json = await res.json();
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+    return json as T;
+  }
+
+  /** Store a credential through `lazy auth set`, the value on stdin. */
+  async setCredential(name: string, value: string): Promise<Result> {
+    return this.ok(["auth", "set", name], { stdin: value });
+  }
+
+  /** A placeholder grant and the proxy's address, as a launch gets them. */
+  async grant(body: { role: "agent" | "host" | "lazy"; profile?: string; task?: string }): Promise<{ envVar: string; placeholder: string; proxyUrl: string; credential: string | null }> {
+    return this.api("POST", "/api/proxy/grants", body);
+  }
+
+  /** Every file under the state folder and LAZY_HOME, with its bytes, for secret scans. */
+  allStateFiles(): { path: string; bytes: Buffer }[] {
+    const out: { path: string; bytes: Buffer }[] = [];
+    const walk = (dir: string) => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const f = join(dir, e.name);
+        if (e.isDirectory()) walk(f);
+        else if (e.isFile()) out.push({ path: f, bytes: readFileSync(f) });
+      }
+    };
+    walk(this.home);
+    return out;
   }
 
   log(): string {

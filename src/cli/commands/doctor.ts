@@ -57,6 +57,18 @@ async function findings(root: string): Promise<Finding[]> {
       });
   }
 
+  if (status) {
+    try {
+      const c = await Client.connect(root);
+      const auth = await c.request<{ backend: string; note: string; problems: Record<string, string> }>("GET", "/api/auth");
+      out.push({ check: "secrets", ok: true, blocking: false, summary: `credential store: ${auth.backend} — ${auth.note}` });
+      for (const [name, problem] of Object.entries(auth.problems))
+        out.push({ check: "secrets", ok: false, blocking: true, summary: problem, remedy: `lazy auth set ${name}` });
+    } catch (e) {
+      out.push({ check: "secrets", ok: false, blocking: false, summary: `cannot read the credential store: ${(e as Error).message}` });
+    }
+  }
+
   const ep = Engine.resolve();
   const ping = await Engine.ping(ep);
   if (ping.ok) out.push({ check: "docker", ok: true, blocking: false, summary: `engine ${ping.version} (${ping.os}) at ${ep.host} (${ep.source})` });

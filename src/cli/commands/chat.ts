@@ -1,0 +1,45 @@
+import { join } from "node:path";
+import { spawn } from "node:child_process";
+import { command, setExitCode } from "../command";
+import * as Client from "../client";
+import { findProjectRoot } from "../../util/paths";
+import { LazyError } from "../../util/errors";
+import { State } from "../../daemon";
+import * as Harness from "../../harness";
+import type { ResolvedProfile } from "../../config";
+
+interface GrantAnswer {
+  envVar: string;
+  placeholder: string;
+  proxyUrl: string;
+  profile: ResolvedProfile;
+}
+
+/**
+ * Run a profile's harness on the host, pointed at the proxy with the project's host grant
+ * and configuration folders lazy owns (never the user's own CODEX_HOME or Pi folder).
+ */
+export async function hostLaunch(opts: { root: string; cwd: string; profile?: string; args: string[]; resume?: string }): Promise<number> {
+  const c = await Client.connect(opts.root);
+  const g = await c.request<GrantAnswer>("POST", "/api/proxy/grants", { role: "host", profile: opts.profile });
+  const configDir = join(State.paths(opts.root).dir, "harness", `host-${g.profile.name}`);
+  const prepared = Harness.prepare({ proxyUrl: g.proxyUrl, envVar: g.envVar, placeholder: g.placeholder, profile: g.profile, configDir, args: opts.args, resume: opts.resume });
+  Harness.writeFiles(configDir, prepared.files);
+  const [bin, ...argv] = prepared.command;
+  const child = spawn(bin!, argv, { cwd: opts.cwd, stdio: "inherit", env: Harness.environment(process.env, prepared) });
+  return new Promise<number>((resolve, reject) => {
+    child.on("error", (e: NodeJS.ErrnoException) =>
+      reject(e.code === "ENOENT" ? new LazyError("launch_refused", `${bin} is not installed or not on PATH; install it to use the ${g.profile.name} profile on the host.`) : e),
+    );
+    child.on("exit", (code, signal) => resolve(code ?? (signal ? 128 + 1 : 1)));
+  });
+}
+
+export const chat = command({
+  meta: { name: "chat", description: "Run a profile's harness on the host in the project folder, through the proxy (-- ARGS pass through)" },
+  args: { profile: { type: "string", description: "Agent profile (default: [models.roles] agent, else claude)" } },
+  async run({ args, passthrough }) {
+    const root = findProjectRoot();
+    setExitCode(await hostLaunch({ root, cwd: root, profile: args.profile, args: passthrough }));
+  },
+});

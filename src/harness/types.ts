@@ -1,0 +1,53 @@
+import type { ResolvedProfile } from "../config";
+
+/** Everything a harness adapter needs to point its agent at the proxy. */
+export interface Launch {
+  /** How the agent reaches the proxy (loopback on the host; the gateway inside a container). */
+  proxyUrl: string;
+  /** The variable the harness reads its credential from, and the placeholder in it. */
+  envVar: string;
+  placeholder: string;
+  profile: ResolvedProfile;
+  /** A folder lazy owns for this harness's configuration, rewritten before every turn. */
+  configDir: string;
+  /** Headless: one turn with this prompt, JSON events on stdout. Absent: interactive. */
+  prompt?: string;
+  /** Resume this harness session (the next turn of a task). */
+  resume?: string;
+  /** Extra arguments, passed through untouched (`lazy chat -- ARGS`). */
+  args?: string[];
+}
+
+export interface Prepared {
+  /** argv[0] is the harness's binary name, looked up on PATH. */
+  command: string[];
+  /** Variables to set; every credential variable not listed here is removed. */
+  env: Record<string, string>;
+  /** Files to write under configDir (path relative to it), mode 0600. */
+  files: Record<string, string>;
+}
+
+export interface Harness {
+  readonly name: ResolvedProfile["harness"];
+  prepare(l: Launch): Prepared;
+}
+
+/**
+ * Every variable through which a real credential or a provider address could reach an agent.
+ * A launch clears them all, then sets only its own placeholder and the proxy's address.
+ */
+export const CREDENTIAL_VARS = [
+  "ANTHROPIC_API_KEY",
+  "ANTHROPIC_AUTH_TOKEN",
+  "CLAUDE_CODE_OAUTH_TOKEN",
+  "ANTHROPIC_OAUTH_TOKEN",
+  "CLAUDE_CODE_OAUTH_TOKEN_FILE_DESCRIPTOR",
+  "CLAUDE_CODE_API_KEY_FILE_DESCRIPTOR",
+  "ANTHROPIC_BASE_URL",
+  "OPENAI_API_KEY",
+  "OPENAI_BASE_URL",
+  "CODEX_API_KEY",
+  "OPENROUTER_API_KEY",
+  "CURSOR_API_KEY",
+  "OLLAMA_API_KEY",
+] as const;
