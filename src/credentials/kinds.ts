@@ -1,0 +1,84 @@
+/**
+ * What a credential is, told from its name and value alone: the name rules, the kind a value's
+ * shape reveals, the env var a standard name falls back to, and the public (non-secret) shape
+ * `lazy auth list` and the daemon report.
+ */
+import { z } from "zod";
+
+export type Backend = "keychain" | "secret-service" | "file";
+export const BACKENDS: readonly Backend[] = ["keychain", "secret-service", "file"];
+
+export const CredentialKind = z
+  .enum(["api-key", "oauth-token", "unknown"])
+  .describe("What the value is, told from its shape: a provider API key, an OAuth token, or neither");
+export type CredentialKind = z.infer<typeof CredentialKind>;
+
+export const CredentialInfo = z
+  .object({
+    name: z.string().describe('The credential\'s name: "anthropic", "openai", "work-openai", ...'),
+    kind: CredentialKind,
+    source: z.enum(["keychain", "secret-service", "file", "env"]).describe("Where the value in use comes from"),
+    envVar: z.string().optional().describe('When source is "env": the daemon environment variable that supplies it'),
+    setAt: z.string().nullable().describe("ISO time it was stored; null when it comes from the environment or was stored outside lazy"),
+    last4: z.string().describe("At most the last 4 characters of the value (empty for a short value), nothing more"),
+  })
+  .describe("A credential as lazy reports it: never the value");
+export type CredentialInfo = z.infer<typeof CredentialInfo>;
+
+/** Standard names and the daemon-environment variable each falls back to when not stored. */
+export const STANDARD: Record<string, string> = {
+  anthropic: "ANTHROPIC_API_KEY",
+  openai: "OPENAI_API_KEY",
+  openrouter: "OPENROUTER_API_KEY",
+  cursor: "CURSOR_API_KEY",
+  ollama: "OLLAMA_API_KEY",
+};
+
+const NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
+
+/** Names are also keychain accounts and `security -i` words, so the alphabet stays plain. */
+export function validName(name: string): boolean {
+  return NAME.test(name);
+}
+
+// Order matters: the Anthropic prefixes are more specific than the bare `sk-`.
+const PREFIXES: ReadonlyArray<readonly [string, CredentialKind]> = [
+  ["sk-ant-oat", "oauth-token"],
+  ["sk-ant-api", "api-key"],
+  ["sk-proj-", "api-key"],
+  ["sk-or-v1-", "api-key"],
+  ["sk-", "api-key"],
+  ["crsr_", "api-key"],
+  ["key_", "api-key"],
+];
+
+export function kindOf(value: string): CredentialKind {
+  for (const [prefix, kind] of PREFIXES) if (value.startsWith(prefix)) return kind;
+  return "unknown";
+}
+
+/**
+ * The tail `list` may show. A short value shows nothing: four characters of an eight-character
+ * secret are half of it.
+ */
+export function last4(value: string): string {
+  return value.length >= 12 ? value.slice(-4) : "";
+}
+
+// A value goes into an HTTP header on every proxied request: printable ASCII, no spaces, so
+// a pasted newline can never split a header.
+const VALUE = /^[\x21-\x7e]{1,8192}$/;
+
+/** Whether a value can be used as a credential (never says why in terms of the value itself). */
+export function validValue(value: string): boolean {
+  return VALUE.test(value);
+}
+
+/**
+ * A value read from outside lazy (the environment, `secret-tool store` fed by `echo`) often
+ * carries a trailing newline; trim it, and refuse anything still unusable.
+ */
+export function cleanOutside(value: string | null | undefined): string | undefined {
+  const v = value?.trim();
+  return v && validValue(v) ? v : undefined;
+}
