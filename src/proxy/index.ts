@@ -24,7 +24,7 @@ import type { Shape } from "./placeholders";
 
 export { Targets, type Target } from "./targets";
 export type { Grant } from "./grants";
-export type { ProviderHealth } from "./health";
+export { FAILURE_KINDS, type ProviderHealth } from "./health";
 export type { LimitView } from "./limits";
 export type { Row as AuditRow } from "./audit";
 export { CURSOR_PREFIX };

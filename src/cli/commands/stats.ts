@@ -1,7 +1,7 @@
 import { command, print, printJson, table } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
-import type { AuditRow, LimitView, ProviderHealth } from "../../proxy";
+import { FAILURE_KINDS, type AuditRow, type LimitView, type ProviderHealth } from "../../proxy";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 
@@ -56,13 +56,15 @@ const limits = command({
       print(`${l.owner}${l.credential ? ` (credential ${l.credential})` : ""} — ${l.upstream}, read ${l.at}`);
       const ws = l.windows.filter((w) => w.usedPercent !== null || w.status);
       if (!ws.length) print("  no reading");
+      const retry = l.headers["retry-after-ms"] ? `${Number(l.headers["retry-after-ms"]) / 1000}` : l.headers["retry-after"];
+      if (retry) print(`  retry after ${retry} s (status ${l.status})`);
       for (const w of ws)
         print(`  ${w.name.padEnd(28)} ${w.usedPercent === null ? "   -" : `${Math.round(w.usedPercent).toString().padStart(3)} %`}  ${w.status ?? ""}${w.resetsAt ? `  resets ${w.resetsAt}` : ""}`);
     }
     print("\nProvider health (last hour):");
     if (!r.health.length) print("  no requests");
     for (const h of r.health) {
-      const f = Object.entries(h.failures).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(", ") || "no failures";
+      const f = FAILURE_KINDS.filter((k) => h.failures[k] > 0).map((k) => `${k} ${h.failures[k]}`).join(", ") || "no failures";
       print(`  ${h.provider}: ${h.requests} requests; ${f}${h.latest ? `; latest: ${h.latest.detail} at ${h.latest.at}` : ""}`);
     }
     for (const [name, p] of Object.entries(r.problems)) print(`! ${name}: ${p}`);
