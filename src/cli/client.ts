@@ -51,8 +51,11 @@ export class Client {
 }
 
 function selfCommand(): string[] {
+  // Linux names a binary replaced while it runs (an upgrade, a rebuild) "<path> (deleted)";
+  // the daemon should start from what is at that path now.
+  const exe = process.execPath.replace(/ \(deleted\)$/, "");
   // Compiled, the binary is the whole program; from source (development) run the entry file.
-  return Bun.main.startsWith("/$bunfs") || !/\.[cm]?[jt]s$/.test(Bun.main) ? [process.execPath] : [process.execPath, Bun.main];
+  return Bun.main.startsWith("/$bunfs") || !/\.[cm]?[jt]s$/.test(Bun.main) ? [exe] : [exe, Bun.main];
 }
 
 async function reachable(root: string, p: State.StatePaths): Promise<Client | undefined> {
@@ -107,8 +110,12 @@ export async function start(root: string): Promise<Client> {
   });
   closeSync(fd);
   let exitCode: number | null = null;
+  let spawnError: Error | undefined;
   child.on("exit", (code) => {
     exitCode = code ?? 1;
+  });
+  child.on("error", (e) => {
+    spawnError = e;
   });
   child.unref();
 
@@ -117,6 +124,7 @@ export async function start(root: string): Promise<Client> {
     await Bun.sleep(delay);
     const c = await reachable(root, p);
     if (c) return c;
+    if (spawnError) throw new LazyError("daemon_failed", `Could not start the daemon (${cmd}): ${spawnError.message}.`);
     if (exitCode !== null && exitCode !== 0) {
       const err = readStartupError(p);
       if (err) throw err;
