@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { spawn } from "node:child_process";
+import { constants } from "node:os";
 import { command, setExitCode } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
@@ -27,11 +28,18 @@ export async function hostLaunch(opts: { root: string; cwd: string; profile?: st
   Harness.writeFiles(configDir, prepared.files);
   const [bin, ...argv] = prepared.command;
   const child = spawn(bin!, argv, { cwd: opts.cwd, stdio: "inherit", env: Harness.environment(process.env, prepared) });
+  // A signal to lazy is meant for the harness it runs: pass it on, so none is left orphaned.
+  const forward = (sig: NodeJS.Signals) => child.kill(sig);
+  const signals: NodeJS.Signals[] = ["SIGTERM", "SIGINT", "SIGHUP"];
+  for (const s of signals) process.on(s, forward);
   return new Promise<number>((resolve, reject) => {
     child.on("error", (e: NodeJS.ErrnoException) =>
       reject(e.code === "ENOENT" ? new LazyError("launch_refused", `${bin} is not installed or not on PATH; install it to use the ${g.profile.name} profile on the host.`) : e),
     );
-    child.on("exit", (code, signal) => resolve(code ?? (signal ? 128 + 1 : 1)));
+    child.on("exit", (code, signal) => {
+      for (const s of signals) process.off(s, forward);
+      resolve(code ?? (signal ? 128 + (constants.signals[signal] ?? 1) : 1));
+    });
   });
 }
 
