@@ -22,6 +22,15 @@ const main = command({
     auth: () => import("./commands/auth").then((m) => m.auth),
     stats: () => import("./commands/stats").then((m) => m.stats),
     chat: () => import("./commands/chat").then((m) => m.chat),
+    supervise: () => import("./commands/supervise").then((m) => m.supervise),
+    start: () => import("./commands/turns").then((m) => m.start),
+    send: () => import("./commands/turns").then((m) => m.send),
+    stop: () => import("./commands/turns").then((m) => m.stop),
+    logs: () => import("./commands/turns").then((m) => m.logs),
+    accept: () => import("./commands/turns").then((m) => m.accept),
+    reject: () => import("./commands/turns").then((m) => m.reject),
+    close: () => import("./commands/turns").then((m) => m.close),
+    run: () => import("./commands/turns").then((m) => m.run),
   },
 });
 

@@ -77,6 +77,7 @@ export const Container = z
   .strictObject({
     image: z.string().min(1).optional().describe("Image to run task containers from."),
     dockerfile: z.string().min(1).optional().describe("Project Dockerfile to build the task image from (path relative to the project root)."),
+    base: z.string().min(1).optional().describe("Base image lazy's default task image is built FROM (default debian:bookworm)."),
     setup: z.string().min(1).optional().describe("Command run in a new worktree before the first turn (e.g. npm ci)."),
   })
   .refine((c) => !(c.image && c.dockerfile), { message: "set either image or dockerfile, not both" })

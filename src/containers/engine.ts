@@ -59,3 +59,21 @@ export async function ping(ep: Endpoint, timeoutMs = 3000): Promise<{ ok: true; 
     return { ok: false, error: (e as Error).message };
   }
 }
+
+export type EngineKind = "native" | "desktop" | "rootless" | "remote";
+
+/**
+ * Where the engine runs, which decides how containers reach the proxy and whether a
+ * placeholder can be pinned to its container's address (only where the container's gateway
+ * is an address of this host: native Linux Docker).
+ */
+export async function kind(ep: Endpoint): Promise<{ kind: EngineKind; detail: string }> {
+  const remote = !ep.host.startsWith("unix://") && !ep.host.startsWith("npipe://");
+  const d = await client(ep);
+  const info = (await d.info()) as { OperatingSystem?: string; SecurityOptions?: string[]; Name?: string };
+  const os = info.OperatingSystem ?? "";
+  if (/docker desktop/i.test(os) || /orbstack|colima/i.test(os) || (process.platform === "darwin" && !remote)) return { kind: "desktop", detail: os || "Docker Desktop" };
+  if ((info.SecurityOptions ?? []).some((o) => o.includes("rootless"))) return { kind: "rootless", detail: `${os}, rootless` };
+  if (remote) return { kind: "remote", detail: `${os} at ${ep.host}` };
+  return { kind: "native", detail: os };
+}

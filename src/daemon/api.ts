@@ -109,6 +109,19 @@ export function api(d: Daemon, token: string, log: Logger) {
       return { task, events: Tasks.events(d.db, task.id) };
     })
     .get("/api/counts", () => Tasks.counts(d.db))
+    .post("/api/tasks/:ref/start", ({ params }) => d.runner.start(decodeURIComponent(params.ref)))
+    .post("/api/tasks/:ref/send", ({ params, body }) => {
+      const { message } = parseBody(z.strictObject({ message: z.string().min(1) }), body);
+      return d.runner.start(decodeURIComponent(params.ref), message);
+    })
+    .post("/api/tasks/:ref/stop", ({ params }) => d.runner.stop(decodeURIComponent(params.ref)))
+    .post("/api/tasks/:ref/accept", ({ params }) => d.runner.accept(decodeURIComponent(params.ref)))
+    .post("/api/tasks/:ref/reject", ({ params }) => d.runner.reject(decodeURIComponent(params.ref)))
+    .post("/api/tasks/:ref/close", ({ params }) => d.runner.close(decodeURIComponent(params.ref)))
+    .get("/api/tasks/:ref/events", ({ params, query }) => {
+      const task = Tasks.resolve(d.db, decodeURIComponent(params.ref));
+      return { task, events: Tasks.events(d.db, task.id, Number(query.after ?? 0) || 0) };
+    })
     .get("/api/auth", () => ({
       backend: d.credentials.backend,
       note: d.credentials.backendNote,

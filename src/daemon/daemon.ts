@@ -18,6 +18,7 @@ import { Proxy, Targets } from "../proxy";
 import { CredentialStore } from "../credentials";
 import { lazyHome } from "../util/paths";
 import { api } from "./api";
+import { Runner } from "../runner";
 import { Bus } from "./bus";
 import { ConfigWatch } from "./config-watch";
 import * as State from "./state";
@@ -38,7 +39,6 @@ export interface Status {
 
 export class Daemon {
   readonly version = VERSION;
-  readonly bus = new Bus();
   readonly startedAt = new Date();
   private apiServer: Server<undefined> | undefined;
   private stopping = false;
@@ -50,6 +50,8 @@ export class Daemon {
     readonly config: ConfigWatch,
     readonly proxy: Proxy,
     readonly credentials: CredentialStore,
+    readonly runner: Runner,
+    readonly bus: Bus,
     private lock: Lock,
     private log: Log.Logger,
     private configPresent: boolean,
@@ -101,7 +103,9 @@ export class Daemon {
         },
       );
       const proxy = new Proxy(paths.dir, db, credentials, () => watch.state.config);
-      daemon = new Daemon(root, paths, db, watch, proxy, credentials, lock, log, loaded.present);
+      const bus = new Bus();
+      const runner = new Runner({ root, slug: paths.slug, stateDir: paths.dir, db, proxy, config: () => watch.state.config, bus, log: Log.create("runner") });
+      daemon = new Daemon(root, paths, db, watch, proxy, credentials, runner, bus, lock, log, loaded.present);
       log.info(`credentials: ${credentials.backend} (${credentials.backendNote})`);
       await proxy.start();
       daemon.listenApi(config, token);
@@ -117,6 +121,8 @@ export class Daemon {
         proxy: proxyAddr,
       });
       log.info(`daemon ${VERSION} ready for ${root} (pid ${process.pid}, api ${daemon.apiUrl})`);
+      // Reconcile after ready: Docker's client loads slowly, and reads need not wait for it.
+      setTimeout(() => runner.startHousekeeping(), 100);
       return daemon;
     } catch (e) {
       const err = e instanceof LazyError ? e : new LazyError("daemon_failed", `The daemon failed to start: ${(e as Error).message}.`);
@@ -133,8 +139,9 @@ export class Daemon {
     this.apiServer = listen(config.server.bind, config.server.port, {
       idleTimeout: 30,
       fetch: (req, server) => {
-        // The dashboard's live stream is quiet for long stretches: no idle cut (TRAPS.md).
-        if (req.url.endsWith("/api/events")) server.timeout(req, 0);
+        // The dashboard's live stream is quiet for long stretches: no idle cut (TRAPS.md);
+        // and a turn's start may build an image for minutes before it answers.
+        if (req.url.endsWith("/api/events") || /\/api\/tasks\/[^/]+\/(start|send)$/.test(req.url)) server.timeout(req, 0);
         return app.handle(req).then((res) => {
           res.headers.set("x-lazy-pid", pid);
           return res;
@@ -172,6 +179,7 @@ export class Daemon {
     this.stopping = true;
     this.log.info(`stopping: ${reason}`);
     this.config.stop();
+    this.runner.shutdown();
     this.apiServer?.stop(true);
     this.proxy.stop();
     this.credentials.stop();

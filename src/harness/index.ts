@@ -38,3 +38,4 @@ export function environment(base: Record<string, string | undefined>, prepared: 
   for (const [k, v] of Object.entries(base)) if (v !== undefined && !(CREDENTIAL_VARS as readonly string[]).includes(k)) env[k] = v;
   return { ...env, ...prepared.env };
 }
+export { parse as parseEvent, type TaskEvent as HarnessEvent } from "./events";

@@ -94,6 +94,18 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     );
   }
 
+  // A placeholder pinned to its container works from that container's address only.
+  if (grant?.pinnedIp) {
+    const from = (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, "");
+    if (from !== grant.pinnedIp)
+      return refuse(
+        errorResponse("anthropic", 401, "authentication_error", `lazy's proxy refused this placeholder: it belongs to task ${grant.taskRef ?? grant.taskId}'s container (${grant.pinnedIp}) and was presented from ${from}.`),
+        `pinned placeholder presented from ${from}, not its container ${grant.pinnedIp}`,
+        ctx.targets().primary().origin,
+        "anthropic",
+      );
+  }
+
   // 2. Where it goes: the grant's profile decides; traffic with no grant goes to the primary.
   const targets = ctx.targets();
   const upstream: Target | undefined = grant ? targets.forProfile(grant.profile) : targets.primary();

@@ -45,6 +45,8 @@ export class Proxy {
   readonly sessions = new CursorSessions();
   readonly credentialProblems = new Map<string, string>();
   private server: ProxyServer;
+  /** Listeners where the project's containers reach the proxy (a Docker network's gateway). */
+  private extra = new Map<string, ProxyServer>();
   private targets: Targets;
   private ctx: Context;
 
@@ -136,7 +138,22 @@ export class Proxy {
     return this.grants.revokeTask(taskId);
   }
 
+  /**
+   * Also listen on an address the project's containers can reach (on native Linux, the gateway
+   * of the project's Docker network), preferring the loopback listener's port.
+   */
+  async listenFor(host: string): Promise<{ host: string; port: number }> {
+    const have = this.extra.get(host);
+    if (have?.address) return have.address;
+    const s = new ProxyServer(this.log, (req, server) => this.route(req, server));
+    await s.start(host, this.address?.port ?? this.config().proxy.port);
+    if (!s.address) throw new LazyError("proxy_unavailable", `lazy's proxy could not listen on ${host} for the project's containers (${s.error}); run lazy doctor.`);
+    this.extra.set(host, s);
+    return s.address;
+  }
+
   stop(): void {
+    for (const s of this.extra.values()) s.stop();
     this.server.stop();
     this.audit.stop();
     this.limits.stop();

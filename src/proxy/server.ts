@@ -27,7 +27,7 @@ export class ProxyServer {
         fetch: (req, server) => this.handler(req, server),
       });
       this.state = "ready";
-      this.log.info(`proxy listening on ${this.address}`);
+      this.log.info(`proxy listening on ${this.address?.host}:${this.address?.port}`);
     } catch (e) {
       this.state = "failed";
       this.error = (e as Error).message;

@@ -60,4 +60,15 @@ export const MIGRATIONS: readonly string[] = [
      status     INTEGER NOT NULL,
      headers    TEXT NOT NULL                   -- JSON of the allowlisted headers only
    );`,
+  // A task's run: its container, harness session, turn counter and how far the daemon has
+  // read the current turn's events (so a restarted daemon picks up where it left off).
+  `CREATE TABLE runs (
+     task_id      TEXT PRIMARY KEY REFERENCES tasks(id),
+     container_id TEXT,
+     session      TEXT,
+     turn         INTEGER NOT NULL DEFAULT 0,
+     offset       INTEGER NOT NULL DEFAULT 0,
+     setup_done   INTEGER NOT NULL DEFAULT 0,
+     profile      TEXT
+   );`,
 ];

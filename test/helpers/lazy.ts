@@ -2,7 +2,7 @@
  * Drive the compiled binary (dist/lazy) the way a user does: a temp project, a temp LAZY_HOME,
  * real processes. Every project made here has its daemon stopped by cleanup().
  */
-import { mkdtempSync, realpathSync, rmSync, existsSync, readFileSync, writeFileSync, readdirSync } from "node:fs";
+import { mkdtempSync, realpathSync, rmSync, existsSync, readFileSync, writeFileSync, readdirSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -23,6 +23,8 @@ export class Project {
 
   constructor(opts: { toml?: string; env?: Record<string, string> } = {}) {
     this.root = realpathSync(mkdtempSync(join(tmpdir(), "lazy-proj-")));
+    // Like a real checkout (mkdtemp makes 0700): an agent in a container runs as another uid.
+    chmodSync(this.root, 0o755);
     this.home = realpathSync(mkdtempSync(join(tmpdir(), "lazy-home-")));
     Bun.spawnSync(["git", "init", "-q", "-b", "main", this.root]);
     if (opts.toml !== undefined) writeFileSync(join(this.root, "lazy.toml"), opts.toml);

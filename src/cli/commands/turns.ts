@@ -1,0 +1,142 @@
+import { command, print, printJson, setExitCode } from "../command";
+import * as Client from "../client";
+import { findProjectRoot } from "../../util/paths";
+import { LazyError, type ErrorCode } from "../../util/errors";
+import type { Task, TaskEvent } from "../../store";
+
+const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
+const taskArg = { task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true } } as const;
+const enc = encodeURIComponent;
+
+function line(e: TaskEvent): string {
+  const d = e.data as Record<string, any>;
+  const t = e.at.slice(11, 19);
+  switch (e.kind) {
+    case "message":
+      return `${t}  ${d.text}`;
+    case "user":
+      return `${t}  > ${d.text}`;
+    case "tool":
+      return `${t}  [${d.name}] ${d.input}`;
+    case "result":
+      return `${t}  ${d.ok ? "result" : "FAILED"}: ${d.text}`;
+    case "usage":
+      return `${t}  tokens: ${d.input} in, ${d.output} out, ${d.cacheRead} cache read, ${d.cacheWrite} cache write`;
+    case "status":
+      return `${t}  -- ${d.from} → ${d.to}${d.result ? "" : d.error ? `: ${d.error}` : ""}`;
+    case "summary":
+      return `${t}  accepted ${d.commits?.length ?? 0} commit(s) from ${d.branch}${(d.commits ?? []).map((c: string) => `\n          ${c}`).join("")}`;
+    default:
+      return `${t}  ${e.kind} ${JSON.stringify(d)}`;
+  }
+}
+
+const simple = (name: "start" | "stop" | "reject" | "close", description: string) =>
+  command({
+    meta: { name, description },
+    args: { ...taskArg, ...json },
+    async run({ args }) {
+      const c = await Client.connect(findProjectRoot());
+      const t = await c.request<Task>("POST", `/api/tasks/${enc(args.task)}/${name}`, undefined, 30 * 60_000);
+      if (args.json) printJson(t);
+      else print(`Task ${t.code ?? t.id}: ${t.status}${name === "start" ? ` (follow it: lazy logs ${t.code ?? t.id} -f)` : ""}`);
+    },
+  });
+
+export const start = simple("start", "Run the task's first (or next) turn in its container");
+export const stop = simple("stop", "Stop the task's running turn");
+export const reject = simple("reject", "Discard the task: its branch is deleted, its session ends");
+export const close = simple("close", "End the task's session, keeping its branch");
+
+export const send = command({
+  meta: { name: "send", description: "Run the task's next turn in the same session, with a message" },
+  args: { ...taskArg, message: { type: "positional", description: "What to tell the agent", required: true }, ...json },
+  async run({ args }) {
+    const c = await Client.connect(findProjectRoot());
+    const t = await c.request<Task>("POST", `/api/tasks/${enc(args.task)}/send`, { message: args.message }, 30 * 60_000);
+    if (args.json) printJson(t);
+    else print(`Task ${t.code ?? t.id}: ${t.status}`);
+  },
+});
+
+export const accept = command({
+  meta: { name: "accept", description: "Merge the task's branch into the project's branch and end its session" },
+  args: { ...taskArg, ...json },
+  async run({ args }) {
+    const c = await Client.connect(findProjectRoot());
+    const r = await c.request<{ task: Task; commits: string[] }>("POST", `/api/tasks/${enc(args.task)}/accept`);
+    if (args.json) return printJson(r);
+    print(`Accepted ${r.task.code ?? r.task.id}: ${r.commits.length} commit(s) merged.`);
+    for (const c of r.commits) print(`  ${c}`);
+  },
+});
+
+export const logs = command({
+  meta: { name: "logs", description: "Show what the task's agent did: messages, tool calls, results" },
+  args: { ...taskArg, follow: { type: "boolean", alias: "f", description: "Keep printing until the turn ends" }, ...json },
+  async run({ args }) {
+    const c = await Client.connect(findProjectRoot());
+    let after = 0;
+    for (;;) {
+      const r = await c.request<{ task: Task; events: TaskEvent[] }>("GET", `/api/tasks/${enc(args.task)}/events?after=${after}`);
+      for (const e of r.events) {
+        if (args.json) process.stdout.write(JSON.stringify(e) + "\n");
+        else print(line(e));
+        after = e.id;
+      }
+      if (!args.follow || r.task.status !== "running") return;
+      await Bun.sleep(300);
+    }
+  },
+});
+
+/** `lazy run` exit codes: one per kind of failure, so CI can tell them apart. */
+export const RUN_EXIT = { done: 0, agentFailed: 3, launchRefused: 4, credentialMissing: 5, proxyUnavailable: 6 } as const;
+const exitFor = (code: ErrorCode) =>
+  code === "credential_missing" ? RUN_EXIT.credentialMissing : code === "proxy_unavailable" ? RUN_EXIT.proxyUnavailable : RUN_EXIT.launchRefused;
+
+export const run = command({
+  meta: {
+    name: "run",
+    description:
+      "One-shot for CI: add a task, run its turn, wait, print the result. Exit codes: 0 the turn finished; 3 the agent failed; 4 the launch was refused; 5 a credential is missing; 6 the proxy is unavailable; 2 bad usage",
+  },
+  args: {
+    prompt: { type: "positional", description: "What the agent should do", required: true },
+    profile: { type: "string", description: "Agent profile" },
+    code: { type: "string", description: "A code for the task" },
+    ...json,
+  },
+  async run({ args }) {
+    const c = await Client.connect(findProjectRoot());
+    const t = await c.request<Task>("POST", "/api/tasks", { prompt: args.prompt, profile: args.profile, code: args.code });
+    try {
+      await c.request<Task>("POST", `/api/tasks/${t.id}/start`, undefined, 30 * 60_000);
+    } catch (e) {
+      if (!(e instanceof LazyError)) throw e;
+      process.stderr.write(`lazy: ${e.message}\n`);
+      if (args.json) printJson({ task: t, status: "refused", error: { code: e.code, message: e.message } });
+      return setExitCode(exitFor(e.code));
+    }
+    let after = 0;
+    let task = t;
+    const messages: string[] = [];
+    let result = "";
+    for (;;) {
+      const r = await c.request<{ task: Task; events: TaskEvent[] }>("GET", `/api/tasks/${t.id}/events?after=${after}`);
+      for (const e of r.events) {
+        after = e.id;
+        if (e.kind === "message") messages.push(String(e.data.text));
+        if (e.kind === "result") result = String(e.data.text ?? "");
+        if (!args.json) process.stderr.write(line(e) + "\n");
+      }
+      task = r.task;
+      if (task.status !== "running" && task.status !== "queued") break;
+      await Bun.sleep(250);
+    }
+    const ok = task.status === "done" || task.status === "waiting";
+    if (args.json) printJson({ task, status: task.status, result: result || messages.at(-1) || "" });
+    else print(result || messages.at(-1) || `(task ${task.id} ${task.status})`);
+    setExitCode(ok ? RUN_EXIT.done : RUN_EXIT.agentFailed);
+  },
+});

@@ -1,0 +1,439 @@
+/**
+ * Task turns: lazy's main job. A turn mints the task's placeholder, makes sure its worktree,
+ * image and container exist, rewrites the harness's configuration, and starts the harness
+ * under the supervisor inside the container. The runner then reads the turn's events from the
+ * supervisor's files, records them, brings the agent's commits onto the task's branch and
+ * settles the task's status. It also ends sessions (accept, reject, close) and keeps statuses
+ * honest: a restarted daemon finds its containers by label and reconciles every task.
+ */
+import type { Database } from "bun:sqlite";
+import { existsSync, mkdirSync, readFileSync, statSync, openSync, readSync, closeSync, chownSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { Tasks, canMove, isFinal, type Task } from "../store";
+import type { Status } from "../store";
+import { resolveProfile, type Config } from "../config";
+import { Runtime, Image } from "../containers";
+import * as Git from "../git";
+import * as Harness from "../harness";
+import type { Proxy } from "../proxy";
+import { LazyError } from "../util/errors";
+import type { Logger } from "../util/log";
+import type { Bus } from "../daemon/bus";
+import { FILES, type Exit } from "../supervisor";
+
+export interface RunnerDeps {
+  root: string;
+  slug: string;
+  stateDir: string;
+  db: Database;
+  proxy: Proxy;
+  config: () => Config;
+  bus: Bus;
+  log: Logger;
+}
+
+interface Run {
+  task_id: string;
+  container_id: string | null;
+  session: string | null;
+  turn: number;
+  offset: number;
+  setup_done: number;
+  profile: string | null;
+}
+
+const BIN = "/lazy/bin/lazy";
+
+export class Runner {
+  private runtime: Runtime | undefined;
+  private watchers = new Map<string, Timer>();
+  private housekeeping: Timer | undefined;
+  private starting = new Set<string>();
+
+  constructor(private d: RunnerDeps) {}
+
+  private async docker(): Promise<Runtime> {
+    this.runtime ??= await Runtime.connect(this.d.log);
+    return this.runtime;
+  }
+
+  private run(taskId: string): Run {
+    const r = this.d.db.query("SELECT * FROM runs WHERE task_id = ?").get(taskId) as Run | null;
+    if (r) return r;
+    this.d.db.query("INSERT INTO runs (task_id) VALUES (?)").run(taskId);
+    return this.d.db.query("SELECT * FROM runs WHERE task_id = ?").get(taskId) as Run;
+  }
+
+  private save(taskId: string, patch: Partial<Run>): void {
+    const keys = Object.keys(patch);
+    if (!keys.length) return;
+    this.d.db.query(`UPDATE runs SET ${keys.map((k) => `${k} = ?`).join(", ")} WHERE task_id = ?`).run(...(keys.map((k) => (patch as Record<string, string | number | null>)[k]!) as (string | number | null)[]), taskId);
+  }
+
+  private event(task: Task, kind: string, data: Record<string, unknown>): void {
+    Tasks.addEvent(this.d.db, task.id, kind, data);
+    this.d.bus.publish({ kind: "task", taskId: task.id });
+  }
+
+  private move(task: Task, to: Status, data: Record<string, unknown> = {}): Task {
+    const t = Tasks.move(this.d.db, task.id, to, data);
+    this.d.bus.publish({ kind: "task", taskId: task.id });
+    return t;
+  }
+
+  ref = (t: Task) => t.code ?? t.id;
+  taskDir = (t: Task) => join(this.d.stateDir, "tasks", t.id);
+  worktree = (t: Task) => join(this.d.stateDir, "worktrees", this.ref(t));
+  containerName = (t: Task) => `lazy-${this.d.slug}-${t.id}`;
+
+  /** Start the task's next turn: the first prompt, or a follow-up message. */
+  async start(ref: string, message?: string): Promise<Task> {
+    let task = Tasks.resolve(this.d.db, ref);
+    if (task.status === "running" || this.starting.has(task.id)) throw new LazyError("conflict", `Task ${this.ref(task)} is already running; wait for its turn to end, or lazy stop ${this.ref(task)}.`);
+    if (!canMove(task.status, "running"))
+      throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}; ${isFinal(task.status) ? "its session has ended" : "it cannot start a turn now"}.`);
+    if (message !== undefined && task.status === "queued") throw new LazyError("conflict", `Task ${this.ref(task)} has not started yet: lazy start ${this.ref(task)} runs its first turn.`);
+    if (this.d.proxy.state !== "ready")
+      throw new LazyError("proxy_unavailable", "The model proxy is not available, so no turn can start; run lazy doctor for the finding and remedy.");
+    this.starting.add(task.id);
+    try {
+      const config = this.d.config();
+      const profile = resolveProfile(config, task.profile);
+      // The credential must exist before anything starts (the placeholder stands for it).
+      const launch = this.d.proxy.mintFor({ role: "agent", profile: profile.name, taskId: task.id, taskRef: this.ref(task) });
+      const docker = await this.docker();
+      const uid = Image.agentUid();
+      if (process.getuid?.() === 0 && (statSync(this.d.root).mode & 0o005) !== 0o005)
+        throw new LazyError("launch_refused", `lazy runs as root, so the agent runs as uid ${uid}, which cannot read ${this.d.root} (mode ${(statSync(this.d.root).mode & 0o777).toString(8)}): chmod o+rx ${this.d.root}, or run lazy as your own user.`);
+      const tdir = this.taskDir(task);
+      for (const sub of ["home", "harness", "turns"]) mkdirSync(join(tdir, sub), { recursive: true, mode: 0o700 });
+      if (process.getuid?.() === 0) for (const sub of ["", "home", "harness", "turns"]) chownSync(join(tdir, sub), uid, uid);
+      const g = Git.ensureWorktree(this.d.root, this.worktree(task), tdir, this.ref(task), process.getuid?.() === 0 ? uid : null);
+
+      // Where the container reaches the proxy: the project network's gateway (native Linux), or
+      // host.docker.internal (Docker Desktop).
+      const net = await docker.ensureNetwork(this.d.slug);
+      let proxyUrl: string;
+      if (docker.kind === "desktop") proxyUrl = `http://host.docker.internal:${this.d.proxy.address!.port}`;
+      else {
+        const a = await this.d.proxy.listenFor(net.gateway);
+        proxyUrl = `http://${a.host}:${a.port}`;
+      }
+
+      const image = Image.plan(this.d.root, config.container);
+      if (image.kind === "build" && !(await docker.imageExists(image.tag))) {
+        this.event(task, "build", { image: image.tag, what: image.what });
+        this.d.log.info(`building ${image.what} as ${image.tag}`);
+        const files = image.context ? Image.contextOf(image.context, image.dockerfile) : { Dockerfile: image.dockerfile };
+        let last = 0;
+        await docker.build(image.tag, files, image.buildArgs, (line) => {
+          this.d.log.info(`build: ${line}`);
+          if (/^Step \d+\/\d+/.test(line) && Date.now() - last > 200) {
+            last = Date.now();
+            this.event(task, "build", { progress: line });
+          }
+        });
+      }
+
+      let run = this.run(task.id);
+      let info = run.container_id ? await docker.inspect(run.container_id) : undefined;
+      if (!info?.running) {
+        if (info) await docker.remove(info.id);
+        for (const c of await docker.list(this.d.slug)) if (c.taskId === task.id) await docker.remove(c.id);
+        const id = await docker.create({
+          name: this.containerName(task),
+          image: image.tag,
+          project: this.d.slug,
+          root: this.d.root,
+          taskId: task.id,
+          user: `${uid}:${uid}`,
+          env: containerEnv(this.d.root),
+          mounts: mounts(this.d.root, g, tdir, linuxBinary()),
+          network: net.name,
+          hostGateway: docker.kind === "desktop",
+          cmd: [BIN, "supervise", "--idle"],
+        });
+        this.save(task.id, { container_id: id });
+        info = await docker.inspect(id);
+        run = this.run(task.id);
+      }
+      if (docker.pins && info?.ip) this.d.proxy.grants.pin(launch.placeholder, info.ip);
+
+      if (!run.setup_done && config.container.setup) {
+        this.event(task, "setup", { command: config.container.setup });
+        const r = await docker.exec(info!.id, ["sh", "-c", config.container.setup], `${uid}:${uid}`, containerEnv(this.d.root), g.worktree);
+        this.event(task, "setup", { code: r.code, output: r.output.slice(-4000) });
+        if (r.code !== 0) throw new LazyError("launch_refused", `[container] setup failed with exit code ${r.code}; see lazy logs ${this.ref(task)}.`);
+      }
+      this.save(task.id, { setup_done: 1 });
+
+      // The harness's configuration, rewritten before every turn, in a folder lazy owns.
+      const sameProfile = run.profile === profile.name;
+      const prepared = Harness.prepare({
+        proxyUrl,
+        envVar: launch.envVar,
+        placeholder: launch.placeholder,
+        profile,
+        configDir: "/lazy/harness",
+        prompt: message ?? task.prompt,
+        resume: message !== undefined && sameProfile ? (run.session ?? undefined) : undefined,
+        args: profile.harness === "claude" ? ["--dangerously-skip-permissions"] : profile.harness === "codex" ? ["--dangerously-bypass-approvals-and-sandbox"] : [],
+      });
+      Harness.writeFiles(join(tdir, "harness"), prepared.files);
+      if (process.getuid?.() === 0) chownTreeShallow(join(tdir, "harness"), uid);
+
+      const turn = run.turn + 1;
+      const turnDir = join(tdir, "turns", String(turn));
+      mkdirSync(turnDir, { recursive: true });
+      if (process.getuid?.() === 0) chownSync(turnDir, uid, uid);
+      this.save(task.id, { turn, offset: 0, profile: profile.name });
+      task = this.move(task, "running", { turn, profile: profile.name, ...(message !== undefined ? { message } : {}) });
+      if (message !== undefined) this.event(task, "user", { text: message });
+      await docker.execDetached(
+        info!.id,
+        [BIN, "supervise", "--turn", `/lazy/turns/${turn}`, "--cwd", g.worktree, "--", ...prepared.command],
+        { ...containerEnv(this.d.root), ...prepared.env },
+        `${uid}:${uid}`,
+      );
+      this.watch(task);
+      return task;
+    } finally {
+      this.starting.delete(task.id);
+    }
+  }
+
+  /** Follow a running turn's files until it ends. */
+  private watch(task: Task): void {
+    if (this.watchers.has(task.id)) return;
+    const tick = () => {
+      try {
+        if (this.poll(task.id)) this.unwatch(task.id);
+      } catch (e) {
+        this.d.log.error(`watching task ${task.id}: ${(e as Error).message}`);
+      }
+    };
+    this.watchers.set(task.id, setInterval(tick, 200));
+  }
+
+  private unwatch(id: string): void {
+    clearInterval(this.watchers.get(id));
+    this.watchers.delete(id);
+  }
+
+  /** Read what the supervisor wrote since last time; settle the turn when it has ended. True when done. */
+  private poll(taskId: string): boolean {
+    const task = Tasks.resolve(this.d.db, taskId);
+    if (task.status !== "running") return true;
+    const run = this.run(taskId);
+    const dir = join(this.taskDir(task), "turns", String(run.turn));
+    const events = join(dir, FILES.events);
+    const harness = resolveProfile(this.d.config(), run.profile ?? task.profile).harness;
+    // Look for the end first: the supervisor writes exit.json after its last event line.
+    const exitFile = join(dir, FILES.exit);
+    const ended = existsSync(exitFile);
+    if (existsSync(events)) {
+      const size = statSync(events).size;
+      if (size > run.offset) {
+        const fd = openSync(events, "r");
+        const buf = Buffer.alloc(size - run.offset);
+        readSync(fd, buf, 0, buf.length, run.offset);
+        closeSync(fd);
+        const text = buf.toString("utf8");
+        const end = text.lastIndexOf("\n");
+        if (end >= 0) {
+          for (const line of text.slice(0, end).split("\n"))
+            for (const e of Harness.parseEvent(harness, line)) {
+              if (e.kind === "session") this.save(taskId, { session: e.data.id });
+              else this.event(task, e.kind, e.data);
+            }
+          this.save(taskId, { offset: run.offset + Buffer.byteLength(text.slice(0, end + 1)) });
+        }
+      }
+    }
+    if (!ended) return false;
+    const exit = JSON.parse(readFileSync(exitFile, "utf8")) as Exit;
+    const all = Tasks.events(this.d.db, taskId);
+    const turnStart = all.findLastIndex((e) => e.kind === "status" && e.data.to === "running");
+    const last = all.slice(turnStart + 1).filter((e) => e.kind === "result").at(-1);
+    const ok = exit.code === 0 && (last ? last.data.ok !== false : true);
+    this.settle(task, ok, exit, last ? String(last.data.text ?? "") : "");
+    return true;
+  }
+
+  private settle(task: Task, ok: boolean, exit: Exit, text: string): void {
+    let sync: { moved: boolean; tip: string } | undefined;
+    try {
+      sync = Git.syncBranch(this.d.root, Git.existing(this.d.root, this.worktree(task), this.taskDir(task), this.ref(task)), this.ref(task));
+    } catch (e) {
+      this.d.log.error(`task ${task.id}: bringing the agent's commits onto ${Git.BRANCH_PREFIX}${this.ref(task)} failed: ${(e as Error).message}`);
+    }
+    const stopped = exit.signal === "SIGTERM" || exit.signal === "SIGINT";
+    const to: Status = stopped ? "waiting" : ok ? "done" : "failed";
+    this.move(task, to, { exit: exit.code, signal: exit.signal, ...(stopped ? { stopped: true } : {}), ...(sync?.moved ? { branch: `${Git.BRANCH_PREFIX}${this.ref(task)}`, tip: sync.tip } : {}), ...(text ? { result: text.slice(0, 4000) } : {}), ...(exit.error ? { error: exit.error } : {}) });
+    this.d.log.info(`task ${this.ref(task)} turn ended: ${to} (exit ${exit.code ?? exit.signal})`);
+  }
+
+  /** Stop a running turn: the harness gets SIGTERM through the supervisor. */
+  async stop(ref: string): Promise<Task> {
+    const task = Tasks.resolve(this.d.db, ref);
+    if (task.status !== "running") throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}, not running.`);
+    const run = this.run(task.id);
+    const pidFile = join(this.taskDir(task), "turns", String(run.turn), FILES.pid);
+    const pid = existsSync(pidFile) ? readFileSync(pidFile, "utf8").trim() : "";
+    if (run.container_id && /^\d+$/.test(pid)) await (await this.docker()).exec(run.container_id, ["kill", "-TERM", pid], `${Image.agentUid()}:${Image.agentUid()}`).catch(() => undefined);
+    this.event(task, "stop", { by: "user" });
+    return task;
+  }
+
+  /** Merge the task's branch into the project's branch, record its commits, end the session. */
+  async accept(ref: string): Promise<{ task: Task; commits: string[] }> {
+    let task = Tasks.resolve(this.d.db, ref);
+    if (!canMove(task.status, "accepted")) throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}; only a task whose turn is done (or waiting) can be accepted.`);
+    const branch = `${Git.BRANCH_PREFIX}${this.ref(task)}`;
+    let commits: string[] = [];
+    if (Git.git(this.d.root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`], { allowFail: true }).code === 0) {
+      commits = Git.commitsToMerge(this.d.root, branch);
+      if (commits.length) Git.merge(this.d.root, branch, `lazy: accept ${this.ref(task)}: ${task.title}\n\n${commits.map((c) => `- ${c}`).join("\n")}\n`);
+    }
+    this.event(task, "summary", { commits, branch });
+    task = this.move(task, "accepted", { commits: commits.length });
+    await this.endSession(task, { deleteBranch: false });
+    return { task, commits };
+  }
+
+  async reject(ref: string): Promise<Task> {
+    let task = Tasks.resolve(this.d.db, ref);
+    if (!canMove(task.status, "rejected")) throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}; it cannot be rejected now.`);
+    task = this.move(task, "rejected");
+    await this.endSession(task, { deleteBranch: true });
+    return task;
+  }
+
+  async close(ref: string): Promise<Task> {
+    let task = Tasks.resolve(this.d.db, ref);
+    if (!canMove(task.status, "closed")) throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}; it cannot be closed now.`);
+    task = this.move(task, "closed");
+    await this.endSession(task, { deleteBranch: false });
+    return task;
+  }
+
+  /**
+   * The session ended: revoke the task's grants (and, independently, its other tokens), then
+   * remove its container and worktree. One failing never skips another.
+   */
+  private async endSession(task: Task, opts: { deleteBranch: boolean }): Promise<void> {
+    const steps: [string, () => unknown][] = [
+      ["revoke the task's placeholders", () => this.d.proxy.revokeTask(task.id)],
+      ["remove its container", async () => {
+        const run = this.run(task.id);
+        if (run.container_id) await (await this.docker()).remove(run.container_id);
+      }],
+      ["remove its worktree", () => Git.removeWorktree(this.d.root, this.worktree(task))],
+      ["remove its private folders", () => rmSync(join(this.taskDir(task), "git"), { recursive: true, force: true })],
+      ...(opts.deleteBranch ? ([["delete its branch", () => Git.deleteBranch(this.d.root, `${Git.BRANCH_PREFIX}${this.ref(task)}`)]] as [string, () => unknown][]) : []),
+    ];
+    for (const [what, step] of steps) {
+      try {
+        await step();
+      } catch (e) {
+        this.d.log.error(`task ${this.ref(task)}: could not ${what}: ${(e as Error).message}`);
+      }
+    }
+  }
+
+  /**
+   * Keep statuses honest: a running task whose turn ended is settled, one whose container is gone
+   * fails, and containers of ended or unknown tasks are removed. Runs at start and periodically.
+   */
+  async reconcile(): Promise<void> {
+    let docker: Runtime;
+    try {
+      docker = await this.docker();
+    } catch {
+      return; // no engine: nothing to reconcile against; doctor says so
+    }
+    const containers = await docker.list(this.d.slug);
+    for (const task of Tasks.list(this.d.db, { status: "running" })) {
+      if (this.watchers.has(task.id) || this.starting.has(task.id)) continue;
+      const c = containers.find((x) => x.taskId === task.id);
+      if (this.poll(task.id)) continue;
+      if (!c?.running) {
+        this.move(task, "failed", { error: "the task's container is gone" });
+        continue;
+      }
+      this.watch(task);
+    }
+    for (const c of containers) {
+      let task: Task | undefined;
+      try {
+        task = c.taskId ? Tasks.resolve(this.d.db, c.taskId) : undefined;
+      } catch {}
+      if (!task || isFinal(task.status)) {
+        this.d.log.info(`removing orphan container ${c.name}`);
+        await docker.remove(c.id);
+      }
+    }
+  }
+
+  startHousekeeping(everyMs = 15_000): void {
+    void this.reconcile().catch((e) => this.d.log.error(`reconcile: ${(e as Error).message}`));
+    this.housekeeping = setInterval(() => void this.reconcile().catch((e) => this.d.log.error(`reconcile: ${(e as Error).message}`)), everyMs);
+    this.housekeeping.unref();
+  }
+
+  shutdown(): void {
+    clearInterval(this.housekeeping);
+    for (const id of [...this.watchers.keys()]) this.unwatch(id);
+  }
+}
+
+/** The container's environment: addresses and settings only, never a credential. */
+function containerEnv(root: string): Record<string, string> {
+  const name = Git.git(root, ["config", "user.name"], { allowFail: true }).out.trim() || "lazy agent";
+  const email = Git.git(root, ["config", "user.email"], { allowFail: true }).out.trim() || "agent@lazy.invalid";
+  return {
+    HOME: "/lazy/home",
+    LAZY_IN_CONTAINER: "1",
+    // Whatever the image: the repository is owned by the host user, the agent is another uid.
+    GIT_CONFIG_COUNT: "3",
+    GIT_CONFIG_KEY_0: "safe.directory",
+    GIT_CONFIG_VALUE_0: "*",
+    GIT_CONFIG_KEY_1: "user.name",
+    GIT_CONFIG_VALUE_1: name,
+    GIT_CONFIG_KEY_2: "user.email",
+    GIT_CONFIG_VALUE_2: email,
+  };
+}
+
+function mounts(root: string, g: Git.TaskGit, taskDir: string, binary: string) {
+  return [
+    // The project, read-only: the docs rely on nothing secret living there.
+    { host: root, container: root, readOnly: true },
+    { host: join(g.commonDir, "objects"), container: "/lazy/repo-objects", readOnly: true },
+    { host: g.privateObjects, container: join(g.commonDir, "objects"), readOnly: false },
+    { host: g.privateRefs, container: join(g.commonDir, "refs/heads/lazy"), readOnly: false },
+    { host: g.privateLogs, container: join(g.commonDir, "logs/refs/heads/lazy"), readOnly: false },
+    { host: g.adminDir, container: g.adminDir, readOnly: false },
+    { host: g.worktree, container: g.worktree, readOnly: false },
+    { host: join(taskDir, "home"), container: "/lazy/home", readOnly: false },
+    { host: join(taskDir, "harness"), container: "/lazy/harness", readOnly: false },
+    { host: join(taskDir, "turns"), container: "/lazy/turns", readOnly: false },
+    { host: binary, container: BIN, readOnly: true },
+  ];
+}
+
+/** The Linux build of this very version, mounted into containers (on a Mac: dist/lazy-linux-*). */
+export function linuxBinary(): string {
+  if (process.env.LAZY_LINUX_BINARY) return process.env.LAZY_LINUX_BINARY;
+  const self = process.execPath.replace(/ \(deleted\)$/, "");
+  if (process.platform === "linux" && !/\/bun$/.test(self)) return self;
+  const arch = process.arch === "arm64" ? "arm64" : "x64";
+  const sibling = join(self, "..", `lazy-linux-${arch}`);
+  if (existsSync(sibling)) return sibling;
+  throw new LazyError("launch_refused", `Task containers need the Linux build of lazy (${sibling}); build it with bun run build --all, or set LAZY_LINUX_BINARY.`);
+}
+
+function chownTreeShallow(dir: string, uid: number): void {
+  chownSync(dir, uid, uid);
+  for (const f of ["config.toml", "models.json", ".claude.json", "cli-config.json"]) if (existsSync(join(dir, f))) chownSync(join(dir, f), uid, uid);
+}

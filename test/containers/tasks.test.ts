@@ -1,0 +1,232 @@
+/**
+ * lazy's main job for real: a task's agent (real Claude Code, Codex, Pi from npm, in lazy's
+ * default image built here from a local base) runs in its own container on its own worktree,
+ * reaches the mock provider only through the proxy, and its commit lands on the task's
+ * branch, then on the main branch when accepted. Needs a real Docker engine (CI starts one).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Project, cleanupAll, until, isAlive } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
+import { requireDocker, TEST_IMAGES } from "../helpers/env";
+
+const KEY = "sk-ant-api03-REALCONTAINER-" + "w".repeat(68) + "AA";
+const OPENAI_KEY = "sk-proj-REALCONTAINER-" + "v".repeat(40);
+let anthropic: Mock.MockProvider;
+let openai: Mock.MockProvider;
+let p: Project;
+
+const sh = (cwd: string, cmd: string) => {
+  const r = Bun.spawnSync(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
+  return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+};
+const docker = (args: string) => sh("/", `docker ${args}`);
+
+beforeAll(async () => {
+  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
+  anthropic = await Mock.anthropic();
+  openai = await Mock.openai();
+  p = new Project({
+    toml: [
+      `[container]`,
+      `base = "${TEST_IMAGES.node}"`,
+      `setup = "echo setup-ran > .setup-marker"`,
+      ``,
+      `[proxy.upstreams]`,
+      `anthropic = "${anthropic.url}"`,
+      `openai = "${openai.url}"`,
+      ``,
+      `[profiles.codex]`,
+      `model = "gpt-5"`,
+    ].join("\n"),
+  });
+  sh(p.root, "git config user.email dev@example.com && git config user.name Dev && echo '# demo' > README.md && printf '.env\\nlazy.toml\\n' > .gitignore && echo SECRET_FROM_ENV_FILE=1 > .env && echo .env > .worktreeinclude && git add README.md .gitignore .worktreeinclude && git commit -qm init");
+  await p.setCredential("anthropic", KEY);
+  await p.setCredential("openai", OPENAI_KEY);
+}, 120_000);
+
+afterAll(async () => {
+  for (const c of docker(`ps -aq --filter label=dev.lazy.root=${p?.root}`).out.split("\n").filter(Boolean)) docker(`rm -f ${c}`);
+  await cleanupAll();
+  await anthropic?.close();
+  await openai?.close();
+});
+
+const events = async (ref: string) => (await p.json(["logs", ref])) as never as any[];
+async function waitStatus(ref: string, timeoutMs = 600_000): Promise<any> {
+  return until(async () => {
+    const t = (await p.json(["task", "show", ref])).task;
+    return t.status !== "running" && t.status !== "queued" ? t : undefined;
+  }, timeoutMs, `task ${ref} to finish its turn`);
+}
+
+describe("a task in its container", () => {
+  test("real Claude Code runs a Bash tool_use that commits; done; the commit is on the task's branch; accept merges it", async () => {
+    anthropic.reset();
+    anthropic.reply = { text: "I committed hello.txt.", toolUse: { name: "Bash", input: { command: "echo hello > hello.txt && git add hello.txt && git commit -qm 'add hello' && cat .env", description: "commit a file" } } };
+    await p.ok(["task", "add", "Add hello.txt and commit it", "--code", "add-hello"]);
+    const started = await p.run(["start", "add-hello"]);
+    expect(started.code, started.stderr).toBe(0);
+    const t = await waitStatus("add-hello");
+    expect(t.status).toBe("done");
+    const log = (await p.ok(["logs", "add-hello"])).stdout;
+    expect(log).toContain("[Bash]");
+    expect(log).toContain("I committed hello.txt.");
+    // The setup command ran before the first turn.
+    const all = (await p.json(["task", "show", "add-hello"])).events;
+    expect(all.some((e: any) => e.kind === "setup" && e.data.code === 0)).toBe(true);
+    // The commit is on lazy/add-hello, not on main.
+    expect(sh(p.root, "git log --format=%s lazy/add-hello -1").out.trim()).toBe("add hello");
+    expect(sh(p.root, "git log --format=%s main -1").out.trim()).toBe("init");
+    // Through the proxy only, with the real key; a placeholder never reached the provider.
+    expect(anthropic.received.length).toBeGreaterThanOrEqual(2);
+    for (const r of anthropic.received) {
+      if (r.method === "POST") expect(r.headers["x-api-key"]).toBe(KEY);
+      expect(JSON.stringify(r.headers) + r.body).not.toContain("sk-ant-api03-lazy-");
+    }
+    // The tool result carried .env's content: .worktreeinclude copied it into the worktree.
+    expect(anthropic.received.some((r) => r.body.includes("SECRET_FROM_ENV_FILE=1"))).toBe(true);
+
+    const acc = await p.json(["accept", "add-hello"]);
+    expect(acc.commits).toHaveLength(1);
+    expect(acc.commits[0]).toContain("add hello");
+    expect(sh(p.root, "git log --format=%s main").out).toContain("add hello");
+    expect(existsSync(join(p.root, "hello.txt"))).toBe(true);
+    expect((await p.json(["task", "show", "add-hello"])).events.some((e: any) => e.kind === "summary")).toBe(true);
+  }, 900_000);
+
+  test("the same turn (a reply, no tool) with real Codex and with real Pi; their config files are rewritten between turns", async () => {
+    openai.reset();
+    openai.reply = { text: "Codex says hello." };
+    await p.ok(["task", "add", "Say hello", "--code", "codex-hello", "--profile", "codex"]);
+    await p.ok(["start", "codex-hello"]);
+    const t = await waitStatus("codex-hello");
+    expect(t.status).toBe("done");
+    expect((await p.ok(["logs", "codex-hello"])).stdout).toContain("Codex says hello.");
+    expect(openai.received.some((r) => r.path === "/v1/responses" && r.headers.authorization === `Bearer ${OPENAI_KEY}`)).toBe(true);
+    const taskId = t.id;
+    const codexConfig = () => readFileSync(join(p.stateDir, "tasks", taskId, "harness", "config.toml"), "utf8");
+    expect(codexConfig()).toContain('model = "gpt-5"');
+
+    // A change to the profile shows in the second turn's config.
+    p.writeToml(readFileSync(join(p.root, "lazy.toml"), "utf8").replace('model = "gpt-5"', 'model = "gpt-5-mini"'));
+    await until(async () => (await p.json(["daemon", "status"])).config.loadedAt && (await p.json(["task", "add", "probe config"])).profile, 10_000, "reload");
+    await Bun.sleep(1500);
+    await p.ok(["send", "codex-hello", "once more"]);
+    expect((await waitStatus("codex-hello")).status).toBe("done");
+    expect(codexConfig()).toContain('model = "gpt-5-mini"');
+    expect(openai.received.filter((r) => r.path === "/v1/responses").at(-1)!.body).toContain('"gpt-5-mini"');
+
+    anthropic.reset();
+    anthropic.reply = { text: "Pi says hello." };
+    await p.ok(["task", "add", "Say hello", "--code", "pi-hello", "--profile", "pi"]);
+    await p.ok(["start", "pi-hello"]);
+    const tp = await waitStatus("pi-hello");
+    expect(tp.status).toBe("done");
+    expect((await p.ok(["logs", "pi-hello"])).stdout).toContain("Pi says hello.");
+    const models = JSON.parse(readFileSync(join(p.stateDir, "tasks", tp.id, "harness", "models.json"), "utf8"));
+    expect(models.providers.anthropic.baseUrl).toMatch(/^http:\/\/[\d.]+:\d+$/);
+    for (const r of [...anthropic.received, ...openai.received]) expect(JSON.stringify(r.headers) + r.body).not.toMatch(/sk-(ant-api03|proj)-lazy-/);
+  }, 900_000);
+
+  test("the real credential appears nowhere a container can see", async () => {
+    const t = (await p.json(["task", "show", "codex-hello"])).task;
+    const name = `lazy-${p.stateDir.split("/").at(-1)}-${t.id}`;
+    const inspect = docker(`inspect ${name}`);
+    expect(inspect.code).toBe(0);
+    for (const secret of [KEY, OPENAI_KEY]) {
+      expect(inspect.out).not.toContain(secret);
+      expect(docker(`exec ${name} env`).out).not.toContain(secret);
+      expect(docker(`exec ${name} ps auxww`).out).not.toContain(secret);
+      expect(docker(`logs ${name}`).out).not.toContain(secret);
+      expect(sh("/", `grep -rl -- '${secret}' ${p.stateDir}/worktrees ${p.stateDir}/tasks ${p.root} 2>/dev/null`).out).toBe("");
+      const image = JSON.parse(inspect.out)[0].Config.Image;
+      expect(docker(`history --no-trunc ${image}`).out).not.toContain(secret);
+      expect(docker(`run --rm --entrypoint sh ${image} -c "grep -rl -- '${secret}' /usr /etc /home /root 2>/dev/null; true"`).out).toBe("");
+    }
+  }, 120_000);
+
+  test("from inside a task container: another branch's ref, .git/config, .git/hooks and another task's worktree are out of reach", async () => {
+    const t = (await p.json(["task", "show", "codex-hello"])).task;
+    const name = `lazy-${p.stateDir.split("/").at(-1)}-${t.id}`;
+    const other = join(p.stateDir, "worktrees", "pi-hello");
+    const mine = join(p.stateDir, "worktrees", "codex-hello");
+    const inside = (cmd: string) => docker(`exec -w ${mine} ${name} sh -c "${cmd.replace(/"/g, '\\"')}"`);
+    const mainBefore = sh(p.root, "git rev-parse main").out.trim();
+    expect(inside("git branch -f main HEAD").code).not.toBe(0);
+    expect(inside("git update-ref refs/heads/main HEAD").code).not.toBe(0);
+    expect(inside("git config core.hooksPath /tmp").code).not.toBe(0);
+    expect(inside(`echo x >> ${p.root}/.git/config`).code).not.toBe(0);
+    expect(inside(`echo 'echo pwned' > ${p.root}/.git/hooks/pre-commit`).code).not.toBe(0);
+    expect(inside(`sudo sh -c 'echo x >> ${p.root}/.git/config'`).code).not.toBe(0);
+    expect(inside(`echo x > ${other}/x.txt`).code).not.toBe(0);
+    expect(inside(`echo x > ${p.root}/README.md`).code).not.toBe(0);
+    expect(sh(p.root, "git rev-parse main").out.trim()).toBe(mainBefore);
+    expect(readFileSync(join(p.root, ".git/config"), "utf8")).not.toContain("hooksPath");
+    expect(existsSync(join(p.root, ".git/hooks/pre-commit"))).toBe(false);
+    // Its own branch it can move, and the agent can install packages with sudo.
+    expect(inside("git commit -q --allow-empty -m mine && git log --format=%s -1").out.trim()).toBe("mine");
+    expect(inside("sudo -n true && id -u").out.trim()).not.toBe("0");
+  }, 120_000);
+
+  test("a placeholder replayed from a second container gets a 401, audited with its cause", async () => {
+    const t = (await p.json(["task", "show", "pi-hello"])).task;
+    const name = `lazy-${p.stateDir.split("/").at(-1)}-${t.id}`;
+    const env = docker(`exec ${name} cat /lazy/harness/models.json`).out;
+    const base = JSON.parse(env).providers.anthropic.baseUrl;
+    const g = await p.grant({ role: "agent", task: "pi-hello", profile: "pi" });
+    const net = JSON.parse(docker(`inspect ${name}`).out)[0].HostConfig.NetworkMode;
+    const thief = docker(`run --rm --network ${net} ${TEST_IMAGES.node} node -e "fetch('${base}/v1/messages',{method:'POST',headers:{'x-api-key':'${g.placeholder}','content-type':'application/json'},body:'{}'}).then(async r=>console.log(r.status, await r.text()))"`);
+    expect(thief.out).toStartWith("401");
+    expect(thief.out).toContain("was presented from");
+    const row = (await p.json(["stats", "audit"])).rows.at(-1);
+    expect(row).toMatchObject({ status: 401, taskRef: "pi-hello" });
+    expect(row.note).toContain("pinned placeholder presented from");
+  }, 120_000);
+
+  test("reject leaves main untouched; after accept or reject the grant's next request gets a 401", async () => {
+    const g = await p.grant({ role: "agent", task: "pi-hello", profile: "pi" });
+    const mainBefore = sh(p.root, "git rev-parse main").out.trim();
+    await p.ok(["reject", "pi-hello"]);
+    expect(sh(p.root, "git rev-parse main").out.trim()).toBe(mainBefore);
+    expect(sh(p.root, "git rev-parse --verify --quiet lazy/pi-hello").code).not.toBe(0);
+    const res = await fetch(`${p.runtimeProxyUrl()}/v1/messages`, { method: "POST", headers: { "x-api-key": g.placeholder }, body: "{}" });
+    expect(res.status).toBe(401);
+    expect((await res.json()).error.message).toContain("grant is gone");
+    // The accepted task's container is gone too, and its placeholder with it.
+    expect(docker(`ps -aq --filter label=dev.lazy.root=${p.root} --filter label=dev.lazy.task=${(await p.json(["task", "show", "add-hello"])).task.id}`).out.trim()).toBe("");
+  }, 120_000);
+
+  test("kill -9 of the daemon during a turn: after restart the task is reconciled, not stuck", async () => {
+    anthropic.reset();
+    anthropic.reply = { text: "Slow but done." };
+    anthropic.behavior = { kind: "silent-then-stream", firstByteDelayMs: 4000, gapMs: 0 };
+    await p.ok(["task", "add", "Be slow", "--code", "slow-one"]);
+    await p.ok(["start", "slow-one"]);
+    await anthropic.waitFor(1, 120_000);
+    const pid = p.runtime()!.pid;
+    process.kill(pid, "SIGKILL");
+    await until(() => !isAlive(pid), 5000, "the daemon to die");
+    // Reads work and start a new daemon, which reconciles the running task.
+    const t = await waitStatus("slow-one", 180_000);
+    expect(t.status).toBe("done");
+    expect((await p.ok(["logs", "slow-one"])).stdout).toContain("Slow but done.");
+    anthropic.reset();
+  }, 300_000);
+
+  test("with the proxy unavailable, lazy start refuses with the lazy doctor pointer while lazy task list works", async () => {
+    const q = new Project({ toml: `[proxy]\nbind = "192.0.2.1"\n` });
+    sh(q.root, "git commit -q --allow-empty -m init");
+    await q.setCredential("anthropic", KEY);
+    await q.ok(["task", "add", "nothing", "--code", "no-proxy"]);
+    const r = await q.run(["start", "no-proxy"]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain("lazy doctor");
+    expect((await q.ok(["task", "list"])).stdout).toContain("no-proxy");
+    expect((await q.ok(["logs", "no-proxy"])).code).toBe(0);
+    const run = await q.run(["run", "do nothing"]);
+    expect(run.code).toBe(6);
+    expect((await q.run(["doctor"])).stdout).toMatch(/FAIL\s+proxy/);
+  }, 60_000);
+});
