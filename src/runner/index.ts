@@ -353,7 +353,15 @@ export class Runner {
       return; // no engine: nothing to reconcile against; doctor says so
     }
     const containers = await docker.list(this.d.slug);
-    for (const task of Tasks.list(this.d.db, { status: "running" })) {
+    const running = Tasks.list(this.d.db, { status: "running" });
+    // Containers that outlived a daemon still talk to the proxy at the network's gateway.
+    if (docker.kind !== "desktop" && containers.some((c) => c.running))
+      try {
+        await this.d.proxy.listenFor((await docker.ensureNetwork(this.d.slug)).gateway);
+      } catch (e) {
+        this.d.log.error(`the proxy cannot listen for the project's containers: ${(e as Error).message}`);
+      }
+    for (const task of running) {
       if (this.watchers.has(task.id) || this.starting.has(task.id)) continue;
       const c = containers.find((x) => x.taskId === task.id);
       if (this.poll(task.id)) continue;

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# lazy's one test command: prepare the machine, install, build, run every test.
+#   bash scripts/test.sh [bun test args...]     e.g. bash scripts/test.sh test/proxy
+# Last line printed: "tests: N passed, M failed[, K skipped][, E errors]". Exit code: bun test's
+# (non-zero as well when no test ran).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+bash scripts/setup-test-env.sh
+
+if ! bun install --frozen-lockfile; then
+  echo "test.sh: 'bun install --frozen-lockfile' failed; retrying with plain 'bun install'" >&2
+  bun install
+fi
+bun run build
+
+out="$(mktemp -t lazy-bun-test.XXXXXX)"
+trap 'rm -f "$out"' EXIT
+set +e
+# bun test reads no timeout from bunfig.toml; end-to-end tests build images and run agents.
+bun test --timeout 900000 "$@" 2>&1 | tee "$out"
+rc=${PIPESTATUS[0]}
+set -e
+
+# bun's summary lines (stderr): " 12 pass", " 0 fail", " 1 skip". Strip colour codes first.
+count() {
+  sed -E 's/\x1b\[[0-9;]*m//g' "$out" | awk -v w="$1" '($2 == w || $2 == w "s") && $1 ~ /^[0-9]+$/ && NF == 2 { n = $1 } END { print n + 0 }'
+}
+pass=$(count pass); fail=$(count fail); skip=$(count skip); errors=$(count error)
+
+line="tests: $pass passed, $fail failed"
+[ "$skip" -gt 0 ] && line="$line, $skip skipped"
+# " N error": errors thrown outside any test (bun exits 1 for them even with 0 failed).
+[ "$errors" -eq 1 ] && line="$line, 1 error"
+[ "$errors" -gt 1 ] && line="$line, $errors errors"
+echo "$line"
+if [ "$rc" -eq 0 ] && [ $((pass + fail)) -eq 0 ]; then
+  echo "test.sh: bun test ran zero tests" >&2
+  rc=1
+fi
+exit "$rc"
