@@ -22,6 +22,7 @@ const main = command({
     auth: () => import("./commands/auth").then((m) => m.auth),
     stats: () => import("./commands/stats").then((m) => m.stats),
     chat: () => import("./commands/chat").then((m) => m.chat),
+    pair: () => import("./commands/chat").then((m) => m.pair),
     supervise: () => import("./commands/supervise").then((m) => m.supervise),
     start: () => import("./commands/turns").then((m) => m.start),
     send: () => import("./commands/turns").then((m) => m.send),

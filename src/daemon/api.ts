@@ -8,7 +8,7 @@ import { timingSafeEqual } from "node:crypto";
 import { z } from "zod";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
-import { Tasks, STATUSES, isStatus, type Status } from "../store";
+import { Tasks, STATUSES, isStatus, isFinal, type Status } from "../store";
 import { resolveProfile, defaultProfile } from "../config";
 import { dashboardPage } from "../dashboard";
 import type { Daemon } from "./daemon";
@@ -118,6 +118,7 @@ export function api(d: Daemon, token: string, log: Logger) {
     .post("/api/tasks/:ref/accept", ({ params }) => d.runner.accept(decodeURIComponent(params.ref)))
     .post("/api/tasks/:ref/reject", ({ params }) => d.runner.reject(decodeURIComponent(params.ref)))
     .post("/api/tasks/:ref/close", ({ params }) => d.runner.close(decodeURIComponent(params.ref)))
+    .get("/api/tasks/:ref/workspace", ({ params }) => d.runner.workspace(decodeURIComponent(params.ref)))
     .get("/api/tasks/:ref/events", ({ params, query }) => {
       const task = Tasks.resolve(d.db, decodeURIComponent(params.ref));
       return { task, events: Tasks.events(d.db, task.id, Number(query.after ?? 0) || 0) };
@@ -148,6 +149,7 @@ export function api(d: Daemon, token: string, log: Logger) {
       const config = d.config.state.config;
       const task = input.task ? Tasks.resolve(d.db, input.task) : undefined;
       if (input.role === "agent" && !task) throw new LazyError("invalid_input", "An agent grant needs a task.");
+      if (task && isFinal(task.status)) throw new LazyError("conflict", `Task ${task.code ?? task.id} is ${task.status}; its session has ended.`);
       const launch = d.proxy.mintFor({
         role: input.role,
         profile: input.profile ?? task?.profile ?? defaultProfile(config),

@@ -78,8 +78,11 @@ export function ensureWorktree(root: string, worktree: string, taskDir: string, 
   const adminDir = git(worktree, ["rev-parse", "--absolute-git-dir"]).out.trim();
   for (const d of [l.privateRefs, l.privateLogs, join(l.privateObjects, "info"), join(l.commonDir, "refs/heads/lazy"), join(l.commonDir, "logs/refs/heads/lazy")]) mkdirSync(d, { recursive: true });
   // The agent's branch as the container sees it: set once; afterwards only the agent moves it.
+  // It follows the real branch when that moved ahead on the host (lazy pair) since the last turn.
   const privateRef = join(l.privateRefs, ref);
-  if (!existsSync(privateRef)) writeFileSync(privateRef, `${git(root, ["rev-parse", `refs/heads/${l.branch}`]).out.trim()}\n`);
+  const real = git(root, ["rev-parse", `refs/heads/${l.branch}`]).out.trim();
+  const seen = existsSync(privateRef) ? readFileSync(privateRef, "utf8").trim() : "";
+  if (!seen || (seen !== real && git(root, ["merge-base", "--is-ancestor", seen, real], { allowFail: true }).code === 0)) writeFileSync(privateRef, `${real}\n`);
   writeFileSync(join(l.privateObjects, "info", "alternates"), "/lazy/repo-objects\n");
   if (agentUid !== null) for (const d of [worktree, adminDir, join(taskDir, "git")]) chownTree(d, agentUid);
   return { ...l, adminDir };
@@ -104,6 +107,9 @@ export function syncBranch(root: string, t: TaskGit, ref: string): { moved: bool
   const want = readFileSync(file, "utf8").trim();
   if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(want) || want === current) return { moved: false, tip: current };
   if (git(root, ["cat-file", "-t", want], { allowFail: true }).out.trim() !== "commit") return { moved: false, tip: current };
+  // Forward only: the branch may have moved on the host meanwhile (lazy pair), and an agent
+  // that rewrote its history does not get to rewind what is already on the branch.
+  if (git(root, ["merge-base", "--is-ancestor", current, want], { allowFail: true }).code !== 0) return { moved: false, tip: current };
   git(root, ["update-ref", "-m", "lazy: the task's turn", `refs/heads/${t.branch}`, want, current]);
   return { moved: true, tip: want };
 }

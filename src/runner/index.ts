@@ -273,6 +273,16 @@ export class Runner {
     this.d.log.info(`task ${this.ref(task)} turn ended: ${to} (exit ${exit.code ?? exit.signal})`);
   }
 
+  /** Where a host session (lazy pair) works on the task: its worktree, harness folder and session. */
+  workspace(ref: string): { task: Task; worktree: string; configDir: string; session: string | null; profile: string } {
+    const task = Tasks.resolve(this.d.db, ref);
+    if (isFinal(task.status)) throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}; its worktree is gone.`);
+    const worktree = this.worktree(task);
+    if (!existsSync(join(worktree, ".git"))) throw new LazyError("conflict", `Task ${this.ref(task)} has no worktree yet: lazy start ${this.ref(task)} makes it.`);
+    const run = this.run(task.id);
+    return { task, worktree, configDir: join(this.taskDir(task), "harness"), session: run.session, profile: run.profile ?? task.profile };
+  }
+
   /** Stop a running turn: the harness gets SIGTERM through the supervisor. */
   async stop(ref: string): Promise<Task> {
     const task = Tasks.resolve(this.d.db, ref);

@@ -65,13 +65,19 @@ export async function turn(dir: string, cwd: string, cmd: string[]): Promise<num
       partial = partial.slice(cut + 1);
     });
     child.stderr.pipe(stderr);
+    let finished = false;
     const finish = (exit: Exit) => {
+      if (finished) return;
+      finished = true;
       if (partial) appendFileSync(events, partial + "\n");
       stderr.end();
       writeJson(join(dir, FILES.exit), exit);
       resolve(exit.code ?? 128 + (exit.signal ? (constants.signals[exit.signal as NodeJS.Signals] ?? 1) : 1));
     };
     child.on("error", (e) => finish({ code: 127, signal: null, at: new Date().toISOString(), error: e.message }));
-    child.on("close", (code, signal) => finish({ code, signal, at: new Date().toISOString() }));
+    child.on("close", (code, signal) =>
+      // A command that could not start reports a negative errno here: say so, as a shell would (127).
+      finish(code !== null && code < 0 ? { code: 127, signal: null, at: new Date().toISOString(), error: `${bin}: could not start (errno ${code}, ENOENT when not installed)` } : { code, signal, at: new Date().toISOString() }),
+    );
   });
 }

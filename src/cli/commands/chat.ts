@@ -20,10 +20,10 @@ interface GrantAnswer {
  * Run a profile's harness on the host, pointed at the proxy with the project's host grant
  * and configuration folders lazy owns (never the user's own CODEX_HOME or Pi folder).
  */
-export async function hostLaunch(opts: { root: string; cwd: string; profile?: string; args: string[]; resume?: string }): Promise<number> {
+export async function hostLaunch(opts: { root: string; cwd: string; profile?: string; args: string[]; resume?: string; configDir?: string }): Promise<number> {
   const c = await Client.connect(opts.root);
   const g = await c.request<GrantAnswer>("POST", "/api/proxy/grants", { role: "host", profile: opts.profile });
-  const configDir = join(State.paths(opts.root).dir, "harness", `host-${g.profile.name}`);
+  const configDir = opts.configDir ?? join(State.paths(opts.root).dir, "harness", `host-${g.profile.name}`);
   const prepared = Harness.prepare({ proxyUrl: g.proxyUrl, envVar: g.envVar, placeholder: g.placeholder, profile: g.profile, configDir, args: opts.args, resume: opts.resume });
   Harness.writeFiles(configDir, prepared.files);
   const [bin, ...argv] = prepared.command;
@@ -49,5 +49,16 @@ export const chat = command({
   async run({ args, passthrough }) {
     const root = findProjectRoot();
     setExitCode(await hostLaunch({ root, cwd: root, profile: args.profile, args: passthrough }));
+  },
+});
+
+export const pair = command({
+  meta: { name: "pair", description: "Work with a task's agent on the host, in the task's worktree, resuming its session (-- ARGS pass through)" },
+  args: { task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true } },
+  async run({ args, passthrough }) {
+    const root = findProjectRoot();
+    const c = await Client.connect(root);
+    const w = await c.request<{ worktree: string; configDir: string; session: string | null; profile: string }>("GET", `/api/tasks/${encodeURIComponent(args.task)}/workspace`);
+    setExitCode(await hostLaunch({ root, cwd: w.worktree, profile: w.profile, args: passthrough, resume: w.session ?? undefined, configDir: w.configDir }));
   },
 });

@@ -71,8 +71,19 @@ async function findings(root: string): Promise<Finding[]> {
 
   const ep = Engine.resolve();
   const ping = await Engine.ping(ep);
-  if (ping.ok) out.push({ check: "docker", ok: true, blocking: false, summary: `engine ${ping.version} (${ping.os}) at ${ep.host} (${ep.source})` });
-  else
+  if (ping.ok) {
+    out.push({ check: "docker", ok: true, blocking: false, summary: `engine ${ping.version} (${ping.os}) at ${ep.host} (${ep.source})` });
+    const k = await Engine.kind(ep).catch(() => undefined);
+    if (k?.kind === "native") out.push({ check: "docker", ok: true, blocking: false, summary: `native Linux Docker (${k.detail}): each task's placeholder is pinned to its container's address` });
+    else if (k)
+      out.push({
+        check: "docker",
+        ok: false,
+        blocking: false,
+        summary: `${k.kind === "desktop" ? "Docker Desktop" : k.kind === "rootless" ? "rootless Docker" : "a remote Docker engine"} (${k.detail}): placeholders are not pinned to their containers`,
+        remedy: "a placeholder is still revoked when its task ends; pinning needs native Linux Docker",
+      });
+  } else
     out.push({
       check: "docker",
       ok: false,

@@ -1,0 +1,123 @@
+/**
+ * The proxy against a mock upstream, in one run: direct, through lazy, and through nginx as a
+ * plain reverse proxy (same upstream, keep-alive on both sides).
+ *  - added latency p50/p99 at 1 connection (wrk --latency), vs direct;
+ *  - req/s at 1 and 50 connections, vs nginx (target: lazy ≥ 60 % of nginx, audit on);
+ *  - lazy's RSS holding 2,000 concurrent idle SSE streams (target ≤ 300 MB).
+ * Run: bun run build && bun bench/proxy.ts [seconds-per-run]
+ * Needs wrk and nginx (Debian: wrk nginx-light). Only loopback is used.
+ */
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+const BIN = resolve(import.meta.dir, "../dist/lazy");
+const secs = Number(process.argv[2] ?? 5);
+const KEY = "sk-ant-api03-BENCH-" + "b".repeat(79) + "AA";
+const BODY = JSON.stringify({ model: "m", max_tokens: 16, messages: [{ role: "user", content: "hi" }] });
+const ANSWER = JSON.stringify({ id: "msg_1", type: "message", role: "assistant", model: "m", content: [{ type: "text", text: "hello" }], stop_reason: "end_turn", usage: { input_tokens: 5, output_tokens: 2 } });
+
+// The upstream: as fast as Bun can answer, so it is not what is measured.
+const upstream = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  idleTimeout: 0,
+  fetch(req) {
+    if (req.headers.get("x-bench-sse")) {
+      // An SSE stream that sends one event, then stays open and quiet.
+      return new Response(new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode("event: ping\ndata: {}\n\n")); } }), { headers: { "content-type": "text/event-stream" } });
+    }
+    return new Response(ANSWER, { headers: { "content-type": "application/json", "anthropic-ratelimit-unified-5h-utilization": "0.1" } });
+  },
+});
+const up = `http://127.0.0.1:${upstream.port}`;
+
+const root = mkdtempSync(join(tmpdir(), "lazy-bench-proxy-"));
+chmodSync(root, 0o755);
+const home = mkdtempSync(join(tmpdir(), "lazy-bench-proxy-home-"));
+const env = { ...(process.env as Record<string, string>), LAZY_HOME: home, LAZY_CREDENTIAL_BACKEND: "file" };
+Bun.spawnSync(["git", "init", "-q", root]);
+writeFileSync(join(root, "lazy.toml"), `[proxy.upstreams]\nanthropic = "${up}"\n`);
+const lazy = (args: string[], stdin?: string) => {
+  const r = Bun.spawnSync([BIN, ...args], { cwd: root, env, stdin: stdin === undefined ? "ignore" : new Blob([stdin]) });
+  if (r.exitCode !== 0) throw new Error(`lazy ${args.join(" ")}: ${r.stderr}`);
+  return r.stdout.toString();
+};
+
+let nginx: ReturnType<typeof Bun.spawn> | undefined;
+const nginxDir = mkdtempSync(join(tmpdir(), "lazy-bench-nginx-"));
+try {
+  lazy(["auth", "set", "anthropic"], KEY);
+  const state = join(home, "daemon", readdirSync(join(home, "daemon"))[0]!);
+  const token = readFileSync(join(state, "token"), "utf8").trim();
+  const rt = JSON.parse(readFileSync(join(state, "daemon.json"), "utf8"));
+  const grant = (await (await fetch(`http://127.0.0.1:${rt.api.port}/api/proxy/grants`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ role: "host", profile: "claude" }) })).json()) as { placeholder: string; proxyUrl: string };
+  const daemonPid = rt.pid as number;
+
+  // nginx as a plain reverse proxy: one worker (lazy's proxy is one event loop), keep-alive upstream.
+  const nginxPort = 20000 + Math.floor(Math.random() * 20000);
+  writeFileSync(
+    join(nginxDir, "nginx.conf"),
+    `worker_processes 1; daemon off; pid ${nginxDir}/nginx.pid; error_log ${nginxDir}/error.log;
+events { worker_connections 4096; }
+http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${nginxDir};
+  upstream up { server 127.0.0.1:${upstream.port}; keepalive 128; }
+  server { listen 127.0.0.1:${nginxPort};
+    location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; } } }`,
+  );
+  nginx = Bun.spawn(["nginx", "-c", join(nginxDir, "nginx.conf")], { stdout: "ignore", stderr: "inherit" });
+  await Bun.sleep(300);
+
+  const lua = join(nginxDir, "post.lua");
+  writeFileSync(lua, `wrk.method = "POST"\nwrk.body = '${BODY}'\nwrk.headers["content-type"] = "application/json"\nwrk.headers["x-api-key"] = "${grant.placeholder}"\n`);
+  const wrk = (url: string, conns: number) => {
+    const r = Bun.spawnSync(["wrk", "-t", conns > 1 ? "2" : "1", "-c", String(conns), "-d", `${secs}s`, "--latency", "-s", lua, `${url}/v1/messages`], { stdout: "pipe", stderr: "pipe" });
+    const out = r.stdout.toString();
+    const ms = (label: string) => {
+      const m = out.match(new RegExp(`\\s${label}%\\s+([\\d.]+)(us|ms|s)`));
+      if (!m) return NaN;
+      const v = Number(m[1]);
+      return m[2] === "us" ? v / 1000 : m[2] === "s" ? v * 1000 : v;
+    };
+    const rps = Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN);
+    const errors = out.match(/Non-2xx or 3xx responses: (\d+)/)?.[1];
+    if (errors) throw new Error(`${url}: ${errors} non-2xx responses\n${out}`);
+    return { p50: ms("50"), p99: ms("99"), rps };
+  };
+
+  const targets = { direct: up, lazy: grant.proxyUrl, nginx: `http://127.0.0.1:${nginxPort}` };
+  for (const u of Object.values(targets)) wrk(u, 1); // warm up
+  const one = Object.fromEntries(Object.entries(targets).map(([k, u]) => [k, wrk(u, 1)]));
+  const fifty = Object.fromEntries(Object.entries(targets).map(([k, u]) => [k, wrk(u, 50)]));
+
+  // 2,000 concurrent idle SSE streams through lazy.
+  const rss = () => Number(readFileSync(`/proc/${daemonPid}/status`, "utf8").match(/VmRSS:\s+(\d+)/)![1]) / 1024;
+  const before = rss();
+  const client = Bun.spawn([process.execPath, "-e", `
+    const n = 2000, url = ${JSON.stringify(grant.proxyUrl)} + "/v1/messages";
+    const open = [];
+    for (let i = 0; i < n; i++) open.push(fetch(url, { method: "POST", headers: { "x-api-key": ${JSON.stringify(grant.placeholder)}, "content-type": "application/json", "x-bench-sse": "1" }, body: '{"stream":true}' }).then(async (r) => { const rd = r.body.getReader(); await rd.read(); return rd; }));
+    const readers = await Promise.all(open);
+    console.log("open", readers.length);
+    await Bun.sleep(60000);
+  `], { env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" }, stdout: "pipe" });
+  const reader = client.stdout.getReader();
+  const first = await Promise.race([reader.read(), Bun.sleep(60_000).then(() => null)]);
+  const opened = first ? new TextDecoder().decode(first.value) : "timeout";
+  await Bun.sleep(1000);
+  const during = rss();
+  client.kill();
+
+  const f = (n: number) => n.toFixed(3);
+  console.log(`proxy bench, ${secs}s per run, ${new Date().toISOString()}`);
+  console.log(`latency at 1 connection (p50 / p99 ms): direct ${f(one.direct!.p50)} / ${f(one.direct!.p99)}, lazy ${f(one.lazy!.p50)} / ${f(one.lazy!.p99)}, nginx ${f(one.nginx!.p50)} / ${f(one.nginx!.p99)}`);
+  console.log(`added by lazy: p50 ${f(one.lazy!.p50 - one.direct!.p50)} ms, p99 ${f(one.lazy!.p99 - one.direct!.p99)} ms   (target: ≤ 0.15 ms p50); nginx adds p50 ${f(one.nginx!.p50 - one.direct!.p50)} ms`);
+  console.log(`req/s at 1 connection: direct ${one.direct!.rps.toFixed(0)}, lazy ${one.lazy!.rps.toFixed(0)}, nginx ${one.nginx!.rps.toFixed(0)} → lazy/nginx ${(one.lazy!.rps / one.nginx!.rps).toFixed(2)}`);
+  console.log(`req/s at 50 connections: direct ${fifty.direct!.rps.toFixed(0)}, lazy ${fifty.lazy!.rps.toFixed(0)}, nginx ${fifty.nginx!.rps.toFixed(0)} → lazy/nginx ${(fifty.lazy!.rps / fifty.nginx!.rps).toFixed(2)}   (target: ≥ 0.60, audit on)`);
+  console.log(`RSS with 2,000 idle SSE streams (${opened.trim()}): ${during.toFixed(0)} MB (idle before: ${before.toFixed(0)} MB)   (target: ≤ 300 MB)`);
+} finally {
+  nginx?.kill();
+  Bun.spawnSync([BIN, "daemon", "stop"], { cwd: root, env });
+  upstream.stop(true);
+  for (const d of [root, home, nginxDir]) rmSync(d, { recursive: true, force: true });
+}

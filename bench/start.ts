@@ -1,0 +1,67 @@
+/**
+ * `lazy start` to the agent's process running (image present), against the floor: `docker run`
+ * of the same image running `true`. Each sample is a fresh task, so each includes its worktree
+ * and container. "Running" is when the supervisor has spawned the harness (its started.json).
+ * Targets: ≤ 1.5 s and ≤ 2× the floor.
+ * Run: bun run build && bun bench/start.ts [samples]   (needs Docker and the test images)
+ */
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { pct, fmt } from "./lib";
+
+const BIN = resolve(import.meta.dir, "../dist/lazy");
+const samples = Number(process.argv[2] ?? 8);
+const BASE = process.env.LAZY_BENCH_BASE ?? "lazy-test/node:bookworm";
+
+// A provider that never answers quickly matters not here: the agent only has to be running.
+const upstream = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("{}", { status: 529 }) });
+const root = mkdtempSync(join(tmpdir(), "lazy-bench-start-"));
+chmodSync(root, 0o755);
+const home = mkdtempSync(join(tmpdir(), "lazy-bench-start-home-"));
+const env = { ...(process.env as Record<string, string>), LAZY_HOME: home, LAZY_CREDENTIAL_BACKEND: "file" };
+const sh = (cmd: string[], cwd = root) => {
+  const r = Bun.spawnSync(cmd, { cwd, env, stdout: "pipe", stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`${cmd.join(" ")}: ${r.stderr}`);
+  return r.stdout.toString();
+};
+sh(["git", "init", "-q", "-b", "main"]);
+sh(["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "--allow-empty", "-m", "init"]);
+writeFileSync(join(root, "lazy.toml"), `[container]\nbase = "${BASE}"\n\n[proxy.upstreams]\nanthropic = "http://127.0.0.1:${upstream.port}"\n`);
+
+try {
+  Bun.spawnSync([BIN, "auth", "set", "anthropic"], { cwd: root, env, stdin: new Blob(["sk-ant-api03-BENCH-" + "s".repeat(79) + "AA"]) });
+  // Warm: the image is built (or found) and the network made by a first, unmeasured start.
+  sh([BIN, "task", "add", "warm up", "--code", "warm-up"]);
+  sh([BIN, "start", "warm-up"]);
+  const state = join(home, "daemon", readdirSync(join(home, "daemon"))[0]!);
+  const image = JSON.parse(sh(["docker", "inspect", `lazy-${state.split("/").at(-1)}-${JSON.parse(sh([BIN, "task", "show", "warm-up", "--json"])).task.id}`]))[0].Config.Image;
+
+  const lazy: number[] = [];
+  const floor: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    const t = JSON.parse(sh([BIN, "task", "add", `sample ${i}`, "--code", `sample-${i}`, "--json"]));
+    const started = join(state, "tasks", t.id, "turns", "1", "started.json");
+    const t0 = performance.now();
+    sh([BIN, "start", `sample-${i}`]);
+    const deadline = Date.now() + 60_000;
+    while (!existsSync(started) && Date.now() < deadline) await Bun.sleep(5);
+    if (!existsSync(started)) throw new Error(`sample ${i}: the agent never started`);
+    const at = Date.parse(JSON.parse(readFileSync(started, "utf8")).at);
+    lazy.push(at - (performance.timeOrigin + t0));
+    const f0 = performance.now();
+    sh(["docker", "run", "--rm", image, "true"]);
+    floor.push(performance.now() - f0);
+    sh([BIN, "close", `sample-${i}`]);
+  }
+  console.log(`start bench: ${samples} samples, image ${image}, ${new Date().toISOString()}`);
+  console.log(`lazy start → agent running   p50 ${fmt(pct(lazy, 50))}   p95 ${fmt(pct(lazy, 95))}`);
+  console.log(`docker run --rm IMAGE true   p50 ${fmt(pct(floor, 50))}   p95 ${fmt(pct(floor, 95))}`);
+  console.log(`ratio (p50): ${(pct(lazy, 50) / pct(floor, 50)).toFixed(2)}×   targets: ≤ 1.5 s and ≤ 2× the floor`);
+} finally {
+  for (const id of sh(["docker", "ps", "-aq", "--filter", `label=dev.lazy.root=${root}`]).split("\n").filter(Boolean)) Bun.spawnSync(["docker", "rm", "-f", id]);
+  Bun.spawnSync([BIN, "daemon", "stop"], { cwd: root, env });
+  upstream.stop(true);
+  rmSync(root, { recursive: true, force: true });
+  rmSync(home, { recursive: true, force: true });
+}

@@ -1,0 +1,136 @@
+/**
+ * Launching turns: what is refused before anything starts, lazy run's exit codes for CI, a
+ * project Dockerfile's build shown as progress, and lazy pair resuming a task's session on
+ * the host. Real Docker engine, real Claude Code, mock provider on loopback.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Project, cleanupAll, until } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
+import { requireDocker, TEST_IMAGES } from "../helpers/env";
+
+const KEY = "sk-ant-api03-REALLAUNCH-" + "l".repeat(71) + "AA";
+const TOOLS = `${process.env.LAZY_TEST_TOOLS ?? "/opt/lazy-test-tools"}/node_modules/.bin`;
+let anthropic: Mock.MockProvider;
+
+const sh = (cwd: string, cmd: string) => {
+  const r = Bun.spawnSync(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
+  return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+};
+const containersOf = (p: Project) => sh("/", `docker ps -aq --filter label=dev.lazy.root=${p.root}`).out.split("\n").filter(Boolean);
+
+function project(extra = ""): Project {
+  const p = new Project({ toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n${extra}` });
+  sh(p.root, "git -c user.name=Dev -c user.email=dev@example.com commit -q --allow-empty -m init");
+  return p;
+}
+
+beforeAll(async () => {
+  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
+  anthropic = await Mock.anthropic();
+});
+
+afterAll(async () => {
+  for (const root of projects) for (const c of sh("/", `docker ps -aq --filter label=dev.lazy.root=${root}`).out.split("\n").filter(Boolean)) sh("/", `docker rm -f ${c}`);
+  await cleanupAll();
+  await anthropic?.close();
+});
+const projects: string[] = [];
+
+describe("launching a turn", () => {
+  test("a missing credential refuses before any container starts, naming the slot and the command; lazy run exits 5", async () => {
+    const p = project();
+    projects.push(p.root);
+    await p.ok(["task", "add", "anything", "--code", "no-key"]);
+    const r = await p.run(["start", "no-key"]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('needs the "anthropic" credential');
+    expect(r.stderr).toContain("lazy auth set anthropic");
+    expect(containersOf(p)).toEqual([]);
+    expect((await p.json(["task", "show", "no-key"])).task.status).toBe("queued");
+    const run = await p.run(["run", "anything else"]);
+    expect(run.code).toBe(5);
+    expect(run.stderr).toContain("lazy auth set anthropic");
+  }, 120_000);
+
+  test("lazy run for CI: 0 with the result when the turn finishes, 3 when the agent fails", async () => {
+    const p = project();
+    projects.push(p.root);
+    await p.setCredential("anthropic", KEY);
+    anthropic.reset();
+    anthropic.reply = { text: "All done from CI." };
+    const ok = await p.run(["run", "Say you are done", "--json"]);
+    expect(ok.code, ok.stderr).toBe(0);
+    const out = JSON.parse(ok.stdout);
+    expect(out.status).toBe("done");
+    expect(out.result).toContain("All done from CI.");
+    const human = await p.run(["run", "Say it again"]);
+    expect(human.code).toBe(0);
+    expect(human.stdout.trim()).toBe("All done from CI.");
+
+    anthropic.behavior = { kind: "status", status: 400, body: { type: "error", error: { type: "invalid_request_error", message: "this model does not exist" } } };
+    const bad = await p.run(["run", "Fail please", "--json"]);
+    expect(bad.code).toBe(3);
+    expect(JSON.parse(bad.stdout).status).toBe("failed");
+    anthropic.reset();
+    // The help documents the codes.
+    const help = await p.ok(["run", "--help"]);
+    for (const code of ["0 the turn finished", "3 the agent failed", "4 the launch was refused", "5 a credential is missing", "6 the proxy is unavailable"]) expect(help.stdout).toContain(code);
+  }, 300_000);
+
+  test("a project Dockerfile is built with progress shown; a harness the image lacks fails the turn with the reason", async () => {
+    const p = project(`dockerfile = "Dockerfile.lazy"\n`.replace(/^/, ""));
+    projects.push(p.root);
+    // [container] holds both base and dockerfile here: base only matters for lazy's own image.
+    p.writeToml(`[container]\ndockerfile = "Dockerfile.lazy"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n`);
+    await Bun.write(`${p.root}/Dockerfile.lazy`, `FROM ${TEST_IMAGES.node}\nRUN echo build-${crypto.randomUUID()} > /build-id\nRUN true\n`);
+    await p.setCredential("anthropic", KEY);
+    await p.ok(["task", "add", "no claude here", "--code", "bare-image"]);
+    const r = await p.run(["start", "bare-image"]);
+    expect(r.code, r.stderr).toBe(0);
+    const t = await until(async () => {
+      const x = (await p.json(["task", "show", "bare-image"])).task;
+      return x.status !== "running" ? x : undefined;
+    }, 120_000, "the turn to end");
+    expect(t.status).toBe("failed");
+    const events = (await p.json(["task", "show", "bare-image"])).events;
+    const builds = events.filter((e: any) => e.kind === "build");
+    expect(builds[0].data.what).toContain("Dockerfile.lazy");
+    expect(builds.some((e: any) => /^Step \d+\/\d+/.test(e.data.progress ?? ""))).toBe(true);
+    const last = events.filter((e: any) => e.kind === "status").at(-1);
+    expect(last.data.exit).toBe(127);
+    expect(last.data.error).toContain("claude");
+  }, 300_000);
+
+  test("lazy pair runs the task's harness on the host in its worktree, resuming its session", async () => {
+    const p = project();
+    projects.push(p.root);
+    await p.setCredential("anthropic", KEY);
+    anthropic.reset();
+    anthropic.reply = { text: "First turn in the container." };
+    await p.ok(["task", "add", "Remember the word pineapple", "--code", "pair-me"]);
+    await p.ok(["start", "pair-me"]);
+    await until(async () => (await p.json(["task", "show", "pair-me"])).task.status === "done", 300_000, "the container turn");
+    anthropic.reset();
+    anthropic.reply = { text: "Resumed on the host." };
+    const r = await p.run(["pair", "pair-me", "--", "-p", "what was the word?", "--output-format", "json"], { env: { PATH: `${TOOLS}:${process.env.PATH}` } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).result).toContain("Resumed on the host.");
+    const body = anthropic.received.find((x) => x.method === "POST")!.body;
+    // The earlier turn's conversation came along: the session was resumed.
+    expect(body).toContain("Remember the word pineapple");
+    expect(body).toContain("First turn in the container.");
+    expect(anthropic.received.find((x) => x.method === "POST")!.headers["x-api-key"]).toBe(KEY);
+    const row = (await p.json(["stats", "audit"])).rows.at(-1);
+    expect(row).toMatchObject({ role: "host", taskId: null });
+  }, 300_000);
+
+  test("lazy doctor names the engine kind and whether placeholders are pinned", async () => {
+    const p = project();
+    projects.push(p.root);
+    const d = await p.run(["doctor"]);
+    expect(d.stdout).toContain("native Linux Docker");
+    expect(d.stdout).toContain("pinned to its container's address");
+    const js = JSON.parse((await p.run(["doctor", "--json"])).stdout);
+    expect(js.findings.map((f: any) => f.check)).toEqual(expect.arrayContaining(["config", "daemon", "proxy", "secrets", "docker"]));
+  }, 60_000);
+});
