@@ -70,9 +70,11 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
 
   const lua = join(nginxDir, "post.lua");
   writeFileSync(lua, `wrk.method = "POST"\nwrk.body = '${BODY}'\nwrk.headers["content-type"] = "application/json"\nwrk.headers["x-api-key"] = "${grant.placeholder}"\n`);
-  const wrk = (url: string, conns: number) => {
-    const r = Bun.spawnSync(["wrk", "-t", conns > 1 ? "2" : "1", "-c", String(conns), "-d", `${secs}s`, "--latency", "-s", lua, `${url}/v1/messages`], { stdout: "pipe", stderr: "pipe" });
-    const out = r.stdout.toString();
+  // Async: the upstream lives in this process, and a synchronous spawn would stall it.
+  const wrk = async (url: string, conns: number) => {
+    const r = Bun.spawn(["wrk", "-t", conns > 1 ? "2" : "1", "-c", String(conns), "-d", `${secs}s`, "--latency", "-s", lua, `${url}/v1/messages`], { stdout: "pipe", stderr: "pipe" });
+    const out = await new Response(r.stdout).text();
+    await r.exited;
     const ms = (label: string) => {
       const m = out.match(new RegExp(`\\s${label}%\\s+([\\d.]+)(us|ms|s)`));
       if (!m) return NaN;
@@ -86,9 +88,11 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
   };
 
   const targets = { direct: up, lazy: grant.proxyUrl, nginx: `http://127.0.0.1:${nginxPort}` };
-  for (const u of Object.values(targets)) wrk(u, 1); // warm up
-  const one = Object.fromEntries(Object.entries(targets).map(([k, u]) => [k, wrk(u, 1)]));
-  const fifty = Object.fromEntries(Object.entries(targets).map(([k, u]) => [k, wrk(u, 50)]));
+  for (const u of Object.values(targets)) await wrk(u, 1); // warm up
+  const one: Record<string, { p50: number; p99: number; rps: number }> = {};
+  const fifty: Record<string, { p50: number; p99: number; rps: number }> = {};
+  for (const [k, u] of Object.entries(targets)) one[k] = await wrk(u, 1);
+  for (const [k, u] of Object.entries(targets)) fifty[k] = await wrk(u, 50);
 
   // 2,000 concurrent idle SSE streams through lazy.
   const rss = () => Number(readFileSync(`/proc/${daemonPid}/status`, "utf8").match(/VmRSS:\s+(\d+)/)![1]) / 1024;

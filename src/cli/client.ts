@@ -10,11 +10,21 @@ import { ensurePrivateDir } from "../util/files";
 import { State, type Runtime } from "../daemon";
 
 export class Client {
+  /**
+   * Unverified: found from the runtime record but not asked yet. The first request checks the
+   * daemon's pid on the answer; a dead or foreign listener means starting ours and asking again.
+   * That spares every command a separate health round trip.
+   */
+  private verified: boolean;
+
   constructor(
     readonly root: string,
-    readonly runtime: Runtime,
+    public runtime: Runtime,
     private token: string,
-  ) {}
+    verified = true,
+  ) {
+    this.verified = verified;
+  }
 
   get url(): string {
     const h = this.runtime.api.host === "0.0.0.0" ? "127.0.0.1" : this.runtime.api.host === "::" ? "::1" : this.runtime.api.host;
@@ -25,8 +35,21 @@ export class Client {
     return this.token;
   }
 
+
   async request<T>(method: string, path: string, body?: unknown, timeoutMs = 30_000): Promise<T> {
-    const res = await this.send(method, path, body, timeoutMs);
+    let res: Response | undefined;
+    if (!this.verified) {
+      res = await this.send(method, path, body, timeoutMs).catch(() => undefined);
+      if (!res || res.headers.get("x-lazy-pid") !== String(this.runtime.pid)) {
+        await res?.arrayBuffer();
+        const fresh = await start(this.root);
+        this.runtime = fresh.runtime;
+        this.token = fresh.token;
+        res = undefined;
+      }
+      this.verified = true;
+    }
+    res ??= await this.send(method, path, body, timeoutMs);
     const text = await res.text();
     let json: unknown;
     try {
@@ -81,8 +104,9 @@ export async function running(root: string): Promise<Client | undefined> {
 /** The project's daemon, started when none runs. */
 export async function connect(root: string): Promise<Client> {
   const p = State.paths(root);
-  const c = await reachable(root, p);
-  if (c) return c;
+  const runtime = State.readRuntime(p);
+  const token = State.readToken(p);
+  if (runtime && token && State.isAlive(runtime.pid)) return new Client(root, runtime, token, false);
   return start(root);
 }
 

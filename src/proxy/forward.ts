@@ -33,7 +33,11 @@ export interface Context {
 // Hop-by-hop headers never cross a proxy; host is ours, not the upstream's (TRAPS.md).
 const HOP = ["host", "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authorization", "proxy-authenticate", "proxy-connection", "content-length"];
 const SELF_REPORTED = ["x-lazy-role", "x-lazy-task-id"];
+const HOP_SET = new Set(HOP);
+const DROPPED = new Set([...HOP, ...SELF_REPORTED, "accept-encoding"]);
 const OAUTH_BETA = "oauth-2025-04-20";
+/** Non-streamed answers up to this size are taken whole rather than relayed chunk by chunk. */
+const MAX_BUFFERED = 8 * 1024 * 1024;
 /** Anthropic's own request limit; a bigger body is refused before it is read. */
 const MAX_BODY = 32 * 1024 * 1024;
 
@@ -57,8 +61,7 @@ export function presented(headers: Headers): string | undefined {
 
 export async function handle(ctx: Context, req: Request, server: Server<undefined>): Promise<Response> {
   const started = performance.now();
-  // A model may think for minutes before its first byte: no idle cut on this request.
-  server.timeout(req, 0);
+  // No idle cut: the proxy's listener runs with idleTimeout 0 (a model may think for minutes).
   const target = req.url.slice(req.url.indexOf("/", req.url.indexOf("//") + 2));
 
   // 1. Who is calling: the grant its placeholder resolves to, never what it says about itself.
@@ -201,19 +204,62 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   }
   if (res.ok && base.credential) ctx.credentialProblems.delete(base.credential);
 
-  const outHeaders = new Headers(res.headers);
-  for (const h of HOP) if (h !== "content-length") outHeaders.delete(h);
+  const outHeaders = new Headers();
+  for (const [k, v] of res.headers) if (!HOP_SET.has(k) || k === "content-length") outHeaders.append(k, v);
   if (!res.body || req.method === "HEAD") {
     ctx.audit.record({ ...base, status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut: 0, usage: null, retries: sent.retries, note: null });
     return new Response(null, { status: res.status, headers: outHeaders });
   }
+  const contentType = res.headers.get("content-type");
+  const length = Number(res.headers.get("content-length") ?? NaN);
+  if (!contentType?.includes("event-stream") && length <= MAX_BUFFERED) {
+    // A whole answer of known, modest size: take it in one piece. Relaying it chunk by chunk
+    // through a JS stream costs more than the rest of the request path together.
+    const bytes = await res.bytes().catch(() => null);
+    if (bytes) {
+      const usage = res.headers.get("content-encoding") ? null : UsageTap.of(wire, contentType, bytes);
+      ctx.audit.record({ ...base, status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut: bytes.length, usage, retries: sent.retries, note: null });
+      return new Response(bytes, { status: res.status, statusText: res.statusText, headers: outHeaders });
+    }
+  }
   outHeaders.delete("content-length");
-  const tap = res.headers.get("content-encoding") ? null : new UsageTap(wire, res.headers.get("content-type"));
+  const tap = res.headers.get("content-encoding") ? null : new UsageTap(wire, contentType);
   return new Response(relay(res.body, tap, (bytesOut, note) => {
     ctx.audit.record({ ...base, status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut, usage: tap ? tap.end() : null, retries: sent.retries, note });
     if (note?.startsWith("upstream")) ctx.health.record(upstream.provider, "reset", `${upstream.provider} (${host(upstream)}) ${note}`);
   }), { status: res.status, statusText: res.statusText, headers: outHeaders });
 }
+
+/**
+ * First-byte deadlines without a timer per request: one sweep a second aborts the waits that
+ * ran out. A request whose headers arrived is simply dropped from the list.
+ */
+const Watchdog = (() => {
+  const pending = new Set<{ ctrl: AbortController; deadline: number }>();
+  let sweeper: Timer | undefined;
+  return {
+    add(ctrl: AbortController, ms: number) {
+      const w = { ctrl, deadline: Date.now() + ms };
+      pending.add(w);
+      sweeper ??= setInterval(() => {
+        const now = Date.now();
+        for (const p of pending)
+          if (p.deadline <= now) {
+            pending.delete(p);
+            p.ctrl.abort();
+          }
+        if (!pending.size) {
+          clearInterval(sweeper);
+          sweeper = undefined;
+        }
+      }, 250);
+      return w;
+    },
+    done(w: { ctrl: AbortController; deadline: number }) {
+      pending.delete(w);
+    },
+  };
+})();
 
 type Sent = { ok: true; res: Response; retries: number } | { ok: false; failure: NetFailure | "aborted" | "other"; detail: string; retries: number };
 
@@ -222,7 +268,9 @@ export async function send(ctx: Pick<Context, "firstByteTimeoutMs">, url: string
   for (;;) {
     // Only the wait for response headers is bounded; a flowing stream is never cut.
     const firstByte = new AbortController();
-    const timer = setTimeout(() => firstByte.abort(), ctx.firstByteTimeoutMs());
+    const onAbort = () => firstByte.abort();
+    req.signal.addEventListener("abort", onAbort, { once: true });
+    const watch = Watchdog.add(firstByte, ctx.firstByteTimeoutMs());
     try {
       const init = {
         method: req.method,
@@ -230,7 +278,7 @@ export async function send(ctx: Pick<Context, "firstByteTimeoutMs">, url: string
         body: body as BodyInit | undefined,
         redirect: "manual",
         // The agent disconnecting aborts the upstream call, which would otherwise go on billing.
-        signal: AbortSignal.any([req.signal, firstByte.signal]),
+        signal: firstByte.signal,
         // Bun's own: keep the body as sent (no decompression under a content-encoding header),
         // no 5-minute idle cut, and a fresh connection on the retry.
         decompress: false,
@@ -239,10 +287,11 @@ export async function send(ctx: Pick<Context, "firstByteTimeoutMs">, url: string
         duplex: "half",
       } as RequestInit;
       const res = await fetch(url, init);
-      clearTimeout(timer);
+      Watchdog.done(watch);
       return { ok: true, res, retries };
     } catch (e) {
-      clearTimeout(timer);
+      Watchdog.done(watch);
+      req.signal.removeEventListener("abort", onAbort);
       const failure = req.signal.aborted ? "aborted" : firstByte.signal.aborted ? "timeout" : classify(e);
       const replayable = body === undefined || body instanceof Uint8Array;
       if (failure === "reset" && retries === 0 && replayable) {
@@ -297,9 +346,8 @@ export function relay(src: ReadableStream<Uint8Array>, tap: UsageTap | null, don
 }
 
 export function forwardHeaders(incoming: Headers): Headers {
-  const h = new Headers(incoming);
-  for (const name of HOP) h.delete(name);
-  for (const name of SELF_REPORTED) h.delete(name);
+  const h = new Headers();
+  for (const [k, v] of incoming) if (!DROPPED.has(k)) h.append(k, v);
   // Plain bytes from the upstream, so the usage tap can read the stream (TRAPS.md).
   h.set("accept-encoding", "identity");
   return h;

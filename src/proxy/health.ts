@@ -8,10 +8,10 @@ export type FailureKind = (typeof FAILURE_KINDS)[number];
 
 const HOUR = 3_600_000;
 
-interface Event {
-  at: number;
-  failure: FailureKind | null;
-  detail?: string;
+interface Bucket {
+  minute: number;
+  requests: number;
+  failures: Record<FailureKind, number>;
 }
 
 export interface ProviderHealth {
@@ -28,36 +28,45 @@ export function kindOfStatus(status: number): FailureKind | null {
   return null;
 }
 
+const zero = () => Object.fromEntries(FAILURE_KINDS.map((k) => [k, 0])) as Record<FailureKind, number>;
+
+/** Per provider, one bucket a minute: memory stays flat however many requests pass. */
 export class Health {
-  private events = new Map<string, Event[]>();
+  private providers = new Map<string, { buckets: Bucket[]; latest: ProviderHealth["latest"] }>();
 
   record(provider: string, failure: FailureKind | null, detail?: string, at = Date.now()): void {
-    let list = this.events.get(provider);
-    if (!list) this.events.set(provider, (list = []));
-    list.push({ at, failure, detail });
-    if (list.length > 1000 && list[0]!.at < at - HOUR) this.prune(list, at);
-  }
-
-  private prune(list: Event[], now: number): void {
-    let i = 0;
-    while (i < list.length && list[i]!.at < now - HOUR) i++;
-    list.splice(0, i);
+    let p = this.providers.get(provider);
+    if (!p) this.providers.set(provider, (p = { buckets: [], latest: null }));
+    const minute = Math.floor(at / 60_000);
+    let b = p.buckets.at(-1);
+    if (!b || b.minute !== minute) {
+      p.buckets.push((b = { minute, requests: 0, failures: zero() }));
+      while (p.buckets.length && p.buckets[0]!.minute <= minute - 60) p.buckets.shift();
+    }
+    b.requests++;
+    if (failure) {
+      b.failures[failure]++;
+      p.latest = { at: new Date(at).toISOString(), kind: failure, detail: detail ?? failure };
+    }
   }
 
   summary(now = Date.now()): ProviderHealth[] {
     const out: ProviderHealth[] = [];
-    for (const [provider, list] of this.events) {
-      this.prune(list, now);
-      if (!list.length) continue;
-      const failures = Object.fromEntries(FAILURE_KINDS.map((k) => [k, 0])) as Record<FailureKind, number>;
-      let latest: ProviderHealth["latest"] = null;
-      for (const e of list)
-        if (e.failure) {
-          failures[e.failure]++;
-          latest = { at: new Date(e.at).toISOString(), kind: e.failure, detail: e.detail ?? e.failure };
-        }
-      out.push({ provider, requests: list.length, failures, latest });
+    const from = Math.floor(now / 60_000) - 59;
+    for (const [provider, p] of this.providers) {
+      const live = p.buckets.filter((b) => b.minute >= from);
+      if (!live.length) continue;
+      const failures = zero();
+      let requests = 0;
+      for (const b of live) {
+        requests += b.requests;
+        for (const k of FAILURE_KINDS) failures[k] += b.failures[k];
+      }
+      const latest = p.latest && Date.parse(p.latest.at) >= HOUR_AGO(now) ? p.latest : null;
+      out.push({ provider, requests, failures, latest });
     }
     return out.sort((a, b) => a.provider.localeCompare(b.provider));
   }
 }
+
+const HOUR_AGO = (now: number) => now - HOUR;

@@ -129,6 +129,13 @@ export class UsageTap {
   }
 
   /** Flush what is pending (a stream may end without its last blank line) and return the usage. */
+  /** The usage in a whole body at once (a non-streamed answer). */
+  static of(wire: Wire, contentType: string | null, body: Uint8Array): Usage {
+    const tap = new UsageTap(wire, contentType);
+    tap.push(body);
+    return tap.end();
+  }
+
   end(): Usage {
     if (this.#ended) return this.#counts;
     this.#ended = true;
