@@ -14,8 +14,10 @@ const BIN = resolve(import.meta.dir, "../dist/lazy");
 const samples = Number(process.argv[2] ?? 8);
 const BASE = process.env.LAZY_BENCH_BASE ?? "lazy-test/node:bookworm";
 
-// A provider that never answers quickly matters not here: the agent only has to be running.
-const upstream = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("{}", { status: 529 }) });
+import * as Mock from "../test/helpers/providers";
+
+// The agent only has to be running; the mock lets each turn end quickly so the task can close.
+const upstream = await Mock.anthropic();
 const root = mkdtempSync(join(tmpdir(), "lazy-bench-start-"));
 chmodSync(root, 0o755);
 const home = mkdtempSync(join(tmpdir(), "lazy-bench-start-home-"));
@@ -27,7 +29,7 @@ const sh = (cmd: string[], cwd = root) => {
 };
 sh(["git", "init", "-q", "-b", "main"]);
 sh(["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "--allow-empty", "-m", "init"]);
-writeFileSync(join(root, "lazy.toml"), `[container]\nbase = "${BASE}"\n\n[proxy.upstreams]\nanthropic = "http://127.0.0.1:${upstream.port}"\n`);
+writeFileSync(join(root, "lazy.toml"), `[container]\nbase = "${BASE}"\n\n[proxy.upstreams]\nanthropic = "${upstream.url}"\n`);
 
 try {
   Bun.spawnSync([BIN, "auth", "set", "anthropic"], { cwd: root, env, stdin: new Blob(["sk-ant-api03-BENCH-" + "s".repeat(79) + "AA"]) });
@@ -52,6 +54,8 @@ try {
     const f0 = performance.now();
     sh(["docker", "run", "--rm", image, "true"]);
     floor.push(performance.now() - f0);
+    for (const end = Date.now() + 60_000; Date.now() < end; await Bun.sleep(50))
+      if (JSON.parse(sh([BIN, "task", "show", `sample-${i}`, "--json"])).task.status !== "running") break;
     sh([BIN, "close", `sample-${i}`]);
   }
   console.log(`start bench: ${samples} samples, image ${image}, ${new Date().toISOString()}`);
@@ -61,7 +65,7 @@ try {
 } finally {
   for (const id of sh(["docker", "ps", "-aq", "--filter", `label=dev.lazy.root=${root}`]).split("\n").filter(Boolean)) Bun.spawnSync(["docker", "rm", "-f", id]);
   Bun.spawnSync([BIN, "daemon", "stop"], { cwd: root, env });
-  upstream.stop(true);
+  await upstream.close();
   rmSync(root, { recursive: true, force: true });
   rmSync(home, { recursive: true, force: true });
 }
