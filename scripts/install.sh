@@ -39,3 +39,5 @@ install -m 0755 dist/lazy "$dest_dir/.lazy.new"
 mv -f "$dest_dir/.lazy.new" "$dest_dir/lazy"
 log "installed $dest_dir/lazy"
 "$dest_dir/lazy" --version
+# lazy runs each task's agent in a Docker container.
+bash scripts/ensure-docker.sh

@@ -65,26 +65,7 @@ else
 fi
 
 # ---- 3. docker engine -------------------------------------------------------------------
-if docker info >/dev/null 2>&1; then
-  log "docker: engine running"
-else
-  if [ -n "$SUDO" ] && $SUDO docker info >/dev/null 2>&1; then
-    die "docker: engine runs but $(id -un) cannot use it (add the user to the 'docker' group)"
-  fi
-  command -v dockerd >/dev/null 2>&1 || die "docker: dockerd not found (package docker.io)"
-  log "docker: starting dockerd (log: $DOCKERD_LOG)"
-  # Fully detached (setsid, no inherited stdio) so it never holds a CI log pipe open.
-  $SUDO sh -c "setsid nohup dockerd >>'$DOCKERD_LOG' 2>&1 </dev/null &"
-  for _ in $(seq 60); do
-    if docker info >/dev/null 2>&1; then break; fi
-    sleep 1
-  done
-  if ! docker info >/dev/null 2>&1; then
-    tail -n 20 "$DOCKERD_LOG" >&2 || true
-    die "docker: engine did not answer 'docker info' within 60 s (see $DOCKERD_LOG)"
-  fi
-  log "docker: engine up after ${SECONDS}s total"
-fi
+bash "$(dirname "${BASH_SOURCE[0]}")/ensure-docker.sh"
 
 image_exists() { docker image inspect "$1" >/dev/null 2>&1; }
 if [ "${LAZY_TEST_REBUILD_IMAGES:-0}" = 1 ]; then
