@@ -7,7 +7,7 @@
  * honest: a restarted daemon finds its containers by label and reconciles every task.
  */
 import type { Database } from "bun:sqlite";
-import { existsSync, mkdirSync, readFileSync, statSync, openSync, readSync, closeSync, chownSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, openSync, readSync, closeSync, chownSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Tasks, canMove, isFinal, type Task } from "../store";
 import type { Status } from "../store";
@@ -256,18 +256,18 @@ export class Runner {
     const turnStart = all.findLastIndex((e) => e.kind === "status" && e.data.to === "running");
     const last = all.slice(turnStart + 1).filter((e) => e.kind === "result").at(-1);
     const ok = exit.code === 0 && (last ? last.data.ok !== false : true);
-    this.settle(task, ok, exit, last ? String(last.data.text ?? "") : "");
+    this.settle(task, ok, exit, last ? String(last.data.text ?? "") : "", existsSync(join(dir, "stopped-by-user")));
     return true;
   }
 
-  private settle(task: Task, ok: boolean, exit: Exit, text: string): void {
+  private settle(task: Task, ok: boolean, exit: Exit, text: string, stoppedByUser: boolean): void {
     let sync: { moved: boolean; tip: string } | undefined;
     try {
       sync = Git.syncBranch(this.d.root, Git.existing(this.d.root, this.worktree(task), this.taskDir(task), this.ref(task)), this.ref(task));
     } catch (e) {
       this.d.log.error(`task ${task.id}: bringing the agent's commits onto ${Git.BRANCH_PREFIX}${this.ref(task)} failed: ${(e as Error).message}`);
     }
-    const stopped = exit.signal === "SIGTERM" || exit.signal === "SIGINT";
+    const stopped = stoppedByUser || exit.signal === "SIGTERM" || exit.signal === "SIGINT";
     const to: Status = stopped ? "waiting" : ok ? "done" : "failed";
     this.move(task, to, { exit: exit.code, signal: exit.signal, ...(stopped ? { stopped: true } : {}), ...(sync?.moved ? { branch: `${Git.BRANCH_PREFIX}${this.ref(task)}`, tip: sync.tip } : {}), ...(text ? { result: text.slice(0, 4000) } : {}), ...(exit.error ? { error: exit.error } : {}) });
     this.d.log.info(`task ${this.ref(task)} turn ended: ${to} (exit ${exit.code ?? exit.signal})`);
@@ -288,7 +288,10 @@ export class Runner {
     const task = Tasks.resolve(this.d.db, ref);
     if (task.status !== "running") throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}, not running.`);
     const run = this.run(task.id);
-    const pidFile = join(this.taskDir(task), "turns", String(run.turn), FILES.pid);
+    const turnDir = join(this.taskDir(task), "turns", String(run.turn));
+    // The harness may catch the signal and exit with a code of its own: remember who stopped it.
+    writeFileSync(join(turnDir, "stopped-by-user"), new Date().toISOString());
+    const pidFile = join(turnDir, FILES.pid);
     const pid = existsSync(pidFile) ? readFileSync(pidFile, "utf8").trim() : "";
     if (run.container_id && /^\d+$/.test(pid)) await (await this.docker()).exec(run.container_id, ["kill", "-TERM", pid], `${Image.agentUid()}:${Image.agentUid()}`).catch(() => undefined);
     this.event(task, "stop", { by: "user" });

@@ -135,6 +135,15 @@ describe("a task in its container", () => {
     const name = `lazy-${p.stateDir.split("/").at(-1)}-${t.id}`;
     const inspect = docker(`inspect ${name}`);
     expect(inspect.code).toBe(0);
+    // No Docker socket, no privileged mode; labelled with project and task; lazy's binary read-only.
+    const spec = JSON.parse(inspect.out)[0];
+    expect(spec.HostConfig.Privileged).toBe(false);
+    expect(JSON.stringify(spec.Mounts)).not.toContain("docker.sock");
+    expect(spec.Config.Labels["dev.lazy.task"]).toBe(t.id);
+    expect(spec.Config.Labels["dev.lazy.project"]).toBe(p.stateDir.split("/").at(-1));
+    expect(spec.Mounts.find((m: any) => m.Destination === "/lazy/bin/lazy").RW).toBe(false);
+    expect(spec.Mounts.find((m: any) => m.Destination === p.root).RW).toBe(false);
+    expect(spec.Config.User).not.toMatch(/^0(:|$)/);
     for (const secret of [KEY, OPENAI_KEY]) {
       expect(inspect.out).not.toContain(secret);
       expect(docker(`exec ${name} env`).out).not.toContain(secret);
@@ -213,6 +222,25 @@ describe("a task in its container", () => {
     expect(t.status).toBe("done");
     expect((await p.ok(["logs", "slow-one"])).stdout).toContain("Slow but done.");
     anthropic.reset();
+  }, 300_000);
+
+  test("lazy stop ends a running turn (the task waits for a human); housekeeping removes orphan containers", async () => {
+    anthropic.reset();
+    anthropic.behavior = { kind: "hang" };
+    await p.ok(["task", "add", "Hang around", "--code", "stop-me"]);
+    await p.ok(["start", "stop-me"]);
+    await anthropic.waitFor(1, 120_000);
+    await p.ok(["stop", "stop-me"]);
+    const t = await waitStatus("stop-me", 60_000);
+    expect(t.status).toBe("waiting");
+    anthropic.reset();
+    const slug = p.stateDir.split("/").at(-1);
+    const orphan = docker(`run -d --label dev.lazy.project=${slug} --label dev.lazy.task=0000dead --label dev.lazy.root=${p.root} ${TEST_IMAGES.node} sleep 300`).out.trim();
+    expect(orphan).toMatch(/^[0-9a-f]{64}$/);
+    await p.ok(["daemon", "restart"]);
+    await until(() => docker(`inspect ${orphan}`).code !== 0, 30_000, "the orphan container to be removed");
+    // The task's own container is still there: it is not an orphan.
+    expect(docker(`ps -q --filter label=dev.lazy.task=${t.id}`).out.trim()).not.toBe("");
   }, 300_000);
 
   test("with the proxy unavailable, lazy start refuses with the lazy doctor pointer while lazy task list works", async () => {
