@@ -13,13 +13,12 @@
 import type { Server } from "bun";
 import * as Placeholders from "./placeholders";
 import { errorResponse } from "./errors";
-import { send, relay, type Context } from "./forward";
+import { send, relay, HOP, type Context } from "./forward";
 import type { Row } from "./audit";
 import type { Grant } from "./grants";
 
 export const PREFIX = "/_lazy/cursor/";
 const MAX_SUBSTITUTED_BODY = 64 * 1024;
-const HOP = ["host", "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authorization", "proxy-connection", "content-length"];
 
 interface Session {
   real: string;

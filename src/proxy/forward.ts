@@ -31,7 +31,7 @@ export interface Context {
 }
 
 // Hop-by-hop headers never cross a proxy; host is ours, not the upstream's (TRAPS.md).
-const HOP = ["host", "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authorization", "proxy-authenticate", "proxy-connection", "content-length"];
+export const HOP = ["host", "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authorization", "proxy-authenticate", "proxy-connection", "content-length"];
 const SELF_REPORTED = ["x-lazy-role", "x-lazy-task-id"];
 const HOP_SET = new Set(HOP);
 const DROPPED = new Set([...HOP, ...SELF_REPORTED, "accept-encoding"]);

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { BIN, Project, cleanupAll } from "../helpers/lazy";
-import { fakeKey, filesContaining } from "./helpers";
+import { fakeKey, filesContaining, KEYRING_UP } from "./helpers";
 
 afterAll(cleanupAll);
 
@@ -31,12 +31,7 @@ describe("lazy auth", () => {
     const v1 = fakeKey("sk-ant-api03-");
     const v2 = fakeKey("sk-ant-oat01-");
     const script = [
-      "set -e",
-      "echo -n lazy-test-keyring | gnome-keyring-daemon --unlock --components=secrets >/dev/null",
-      "for i in $(seq 1 100); do",
-      "  dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q 'boolean true' && break",
-      "  sleep 0.05",
-      "done",
+      ...KEYRING_UP,
       'printf %s "$V1" | "$LAZY" auth set anthropic >/dev/null',
       'echo "--- list1"; "$LAZY" auth list --json',
       'printf %s "$V2" | "$LAZY" auth set anthropic >/dev/null',

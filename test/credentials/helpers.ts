@@ -65,3 +65,19 @@ export async function waitFor(check: () => boolean, timeoutMs: number, what: str
   }
   return Date.now() - start;
 }
+
+/**
+ * The start of a `dbus-run-session -- bash -c` script with an unlocked gnome-keyring.
+ * gnome-keyring-daemon --unlock reads the new login keyring's password on stdin, forks, and
+ * registers org.freedesktop.secrets on the session bus; it exits with the bus. Wait until it
+ * owns that name: a client that calls earlier makes D-Bus start a second, keyring-less daemon
+ * by activation.
+ */
+export const KEYRING_UP = [
+  "set -e",
+  "echo -n lazy-test-keyring | gnome-keyring-daemon --unlock --components=secrets >/dev/null",
+  "for i in $(seq 1 100); do",
+  "  dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q 'boolean true' && break",
+  "  sleep 0.05",
+  "done",
+];

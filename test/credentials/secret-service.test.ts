@@ -5,7 +5,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fakeKey, filesContaining, fixture, run, tempHome } from "./helpers";
+import { fakeKey, filesContaining, fixture, KEYRING_UP, run, tempHome } from "./helpers";
 
 const TOOLS = ["dbus-run-session", "dbus-send", "gnome-keyring-daemon", "secret-tool"];
 const missing = TOOLS.filter((t) => !Bun.which(t));
@@ -43,17 +43,8 @@ describe.skipIf(!linux || (missing.length > 0 && !process.env.CI))("Secret Servi
     mkdirSync(runtime, { recursive: true, mode: 0o700 });
     const values = [fakeKey("sk-ant-api03-"), fakeKey("sk-ant-api03-"), fakeKey("sk-proj-"), fakeKey("sk-ant-oat01-")];
 
-    // gnome-keyring-daemon --unlock reads the new login keyring's password on stdin, forks,
-    // and registers org.freedesktop.secrets on the session bus; it exits with the bus. Wait
-    // until it owns that name: a client that calls earlier makes D-Bus start a second,
-    // keyring-less daemon by activation.
     const script = [
-      "set -e",
-      "echo -n lazy-test-keyring | gnome-keyring-daemon --unlock --components=secrets >/dev/null",
-      "for i in $(seq 1 100); do",
-      "  dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q 'boolean true' && break",
-      "  sleep 0.05",
-      "done",
+      ...KEYRING_UP,
       `exec "${process.execPath}" "${fixture("secret-service-child.ts")}"`,
     ].join("\n");
     const env = {
