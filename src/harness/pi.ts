@@ -9,14 +9,19 @@ import type { Harness } from "./types";
 export const pi: Harness = {
   name: "pi",
   prepare(l) {
+    const provider = l.profile.wire === "openai" ? "openai" : "anthropic";
+    // The profile's model is declared too, so Pi accepts any id the upstream serves (a model
+    // server's own names, a model newer than Pi's list); Pi merges it with its built-ins.
+    const declared = l.profile.model
+      ? [{ id: l.profile.model, name: l.profile.model, reasoning: false, input: ["text"], contextWindow: 200000, maxTokens: 32000, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 } }]
+      : undefined;
     const models = {
       providers: {
-        anthropic: { baseUrl: l.proxyUrl },
-        openai: { baseUrl: `${l.proxyUrl}/v1` },
+        anthropic: { baseUrl: l.proxyUrl, ...(provider === "anthropic" && declared ? { models: declared } : {}) },
+        openai: { baseUrl: `${l.proxyUrl}/v1`, ...(provider === "openai" && declared ? { models: declared } : {}) },
         openrouter: { baseUrl: `${l.proxyUrl}/v1` },
       },
     };
-    const provider = l.profile.wire === "openai" ? "openai" : "anthropic";
     const model = l.profile.model ? ["--provider", provider, "--model", l.profile.model] : ["--provider", provider];
     const turn = l.prompt !== undefined ? ["--mode", "json", "-p", l.prompt] : [];
     const resume = l.resume ? ["--session", l.resume] : [];

@@ -88,7 +88,10 @@ describe("a task in its container", () => {
     // The tool result carried .env's content: .worktreeinclude copied it into the worktree.
     expect(anthropic.received.some((r) => r.body.includes("SECRET_FROM_ENV_FILE=1"))).toBe(true);
 
+    const acceptedGrant = await p.grant({ role: "agent", task: "add-hello" });
     const acc = await p.json(["accept", "add-hello"]);
+    const after = await fetch(`${p.runtimeProxyUrl()}/v1/messages`, { method: "POST", headers: { "x-api-key": acceptedGrant.placeholder }, body: "{}" });
+    expect(after.status).toBe(401);
     expect(acc.commits).toHaveLength(1);
     expect(acc.commits[0]).toContain("add hello");
     expect(sh(p.root, "git log --format=%s main").out).toContain("add hello");
@@ -110,9 +113,9 @@ describe("a task in its container", () => {
     expect(codexConfig()).toContain('model = "gpt-5"');
 
     // A change to the profile shows in the second turn's config.
+    const before = (await p.json(["daemon", "status"])).config.loadedAt;
     p.writeToml(readFileSync(join(p.root, "lazy.toml"), "utf8").replace('model = "gpt-5"', 'model = "gpt-5-mini"'));
-    await until(async () => (await p.json(["daemon", "status"])).config.loadedAt && (await p.json(["task", "add", "probe config"])).profile, 10_000, "reload");
-    await Bun.sleep(1500);
+    await until(async () => (await p.json(["daemon", "status"])).config.loadedAt !== before, 10_000, "the daemon to reload lazy.toml");
     await p.ok(["send", "codex-hello", "once more"]);
     expect((await waitStatus("codex-hello")).status).toBe("done");
     expect(codexConfig()).toContain('model = "gpt-5-mini"');
@@ -125,8 +128,17 @@ describe("a task in its container", () => {
     const tp = await waitStatus("pi-hello");
     expect(tp.status).toBe("done");
     expect((await p.ok(["logs", "pi-hello"])).stdout).toContain("Pi says hello.");
-    const models = JSON.parse(readFileSync(join(p.stateDir, "tasks", tp.id, "harness", "models.json"), "utf8"));
-    expect(models.providers.anthropic.baseUrl).toMatch(/^http:\/\/[\d.]+:\d+$/);
+    const piModels = () => JSON.parse(readFileSync(join(p.stateDir, "tasks", tp.id, "harness", "models.json"), "utf8"));
+    expect(piModels().providers.anthropic.baseUrl).toMatch(/^http:\/\/[\d.]+:\d+$/);
+    expect(piModels().providers.anthropic.models).toBeUndefined();
+    // A model set on the pi profile shows in the second turn's models.json and request.
+    const loaded = (await p.json(["daemon", "status"])).config.loadedAt;
+    p.writeToml(readFileSync(join(p.root, "lazy.toml"), "utf8") + `\n[profiles.pi]\nmodel = "pi-second-model"\n`);
+    await until(async () => (await p.json(["daemon", "status"])).config.loadedAt !== loaded, 10_000, "the daemon to reload lazy.toml");
+    await p.ok(["send", "pi-hello", "again"]);
+    expect((await waitStatus("pi-hello")).status).toBe("done");
+    expect(piModels().providers.anthropic.models[0].id).toBe("pi-second-model");
+    expect(JSON.parse(anthropic.received.filter((r) => r.method === "POST").at(-1)!.body).model).toBe("pi-second-model");
     for (const r of [...anthropic.received, ...openai.received]) expect(JSON.stringify(r.headers) + r.body).not.toMatch(/sk-(ant-api03|proj)-lazy-/);
   }, 900_000);
 
