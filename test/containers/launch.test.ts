@@ -75,7 +75,8 @@ describe("launching a turn", () => {
     // The help documents the codes.
     const help = await p.ok(["run", "--help"]);
     for (const code of ["0 the turn finished", "3 the agent failed", "4 the launch was refused", "5 a credential is missing", "6 the proxy is unavailable"]) expect(help.stdout).toContain(code);
-  }, 300_000);
+    // The first turn on a fresh machine builds lazy's default image (npm installs included).
+  }, 900_000);
 
   test("a project Dockerfile is built with progress shown; a harness the image lacks fails the turn with the reason", async () => {
     const p = project(`dockerfile = "Dockerfile.lazy"\n`.replace(/^/, ""));
