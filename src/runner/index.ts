@@ -20,6 +20,7 @@ import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import type { Bus } from "../daemon/bus";
 import { FILES, type Exit } from "../supervisor";
+import { BIN, containerEnv, mounts, linuxBinary, chownTreeShallow } from "./container-spec";
 
 export interface RunnerDeps {
   root: string;
@@ -42,7 +43,6 @@ interface Run {
   profile: string | null;
 }
 
-const BIN = "/lazy/bin/lazy";
 
 export class Runner {
   private runtime: Runtime | undefined;
@@ -406,55 +406,4 @@ export class Runner {
     clearInterval(this.housekeeping);
     for (const id of [...this.watchers.keys()]) this.unwatch(id);
   }
-}
-
-/** The container's environment: addresses and settings only, never a credential. */
-function containerEnv(root: string): Record<string, string> {
-  const name = Git.git(root, ["config", "user.name"], { allowFail: true }).out.trim() || "lazy agent";
-  const email = Git.git(root, ["config", "user.email"], { allowFail: true }).out.trim() || "agent@lazy.invalid";
-  return {
-    HOME: "/lazy/home",
-    LAZY_IN_CONTAINER: "1",
-    // Whatever the image: the repository is owned by the host user, the agent is another uid.
-    GIT_CONFIG_COUNT: "3",
-    GIT_CONFIG_KEY_0: "safe.directory",
-    GIT_CONFIG_VALUE_0: "*",
-    GIT_CONFIG_KEY_1: "user.name",
-    GIT_CONFIG_VALUE_1: name,
-    GIT_CONFIG_KEY_2: "user.email",
-    GIT_CONFIG_VALUE_2: email,
-  };
-}
-
-function mounts(root: string, g: Git.TaskGit, taskDir: string, binary: string) {
-  return [
-    // The project, read-only: the docs rely on nothing secret living there.
-    { host: root, container: root, readOnly: true },
-    { host: join(g.commonDir, "objects"), container: "/lazy/repo-objects", readOnly: true },
-    { host: g.privateObjects, container: join(g.commonDir, "objects"), readOnly: false },
-    { host: g.privateRefs, container: join(g.commonDir, "refs/heads/lazy"), readOnly: false },
-    { host: g.privateLogs, container: join(g.commonDir, "logs/refs/heads/lazy"), readOnly: false },
-    { host: g.adminDir, container: g.adminDir, readOnly: false },
-    { host: g.worktree, container: g.worktree, readOnly: false },
-    { host: join(taskDir, "home"), container: "/lazy/home", readOnly: false },
-    { host: join(taskDir, "harness"), container: "/lazy/harness", readOnly: false },
-    { host: join(taskDir, "turns"), container: "/lazy/turns", readOnly: false },
-    { host: binary, container: BIN, readOnly: true },
-  ];
-}
-
-/** The Linux build of this very version, mounted into containers (on a Mac: dist/lazy-linux-*). */
-export function linuxBinary(): string {
-  if (process.env.LAZY_LINUX_BINARY) return process.env.LAZY_LINUX_BINARY;
-  const self = process.execPath.replace(/ \(deleted\)$/, "");
-  if (process.platform === "linux" && !/\/bun$/.test(self)) return self;
-  const arch = process.arch === "arm64" ? "arm64" : "x64";
-  const sibling = join(self, "..", `lazy-linux-${arch}`);
-  if (existsSync(sibling)) return sibling;
-  throw new LazyError("launch_refused", `Task containers need the Linux build of lazy (${sibling}); build it with bun run build --all, or set LAZY_LINUX_BINARY.`);
-}
-
-function chownTreeShallow(dir: string, uid: number): void {
-  chownSync(dir, uid, uid);
-  for (const f of ["config.toml", "models.json", ".claude.json", "cli-config.json"]) if (existsSync(join(dir, f))) chownSync(join(dir, f), uid, uid);
 }

@@ -1,0 +1,62 @@
+/**
+ * What a task's container is made of: its environment (addresses and settings, never a
+ * credential), its mounts (the project read-only, the agent's own folders writable, lazy's
+ * binary read-only), and where that binary comes from.
+ */
+import { existsSync, chownSync } from "node:fs";
+import { join } from "node:path";
+import * as Git from "../git";
+import { LazyError } from "../util/errors";
+
+export const BIN = "/lazy/bin/lazy";
+
+/** The container's environment: addresses and settings only, never a credential. */
+export function containerEnv(root: string): Record<string, string> {
+  const name = Git.git(root, ["config", "user.name"], { allowFail: true }).out.trim() || "lazy agent";
+  const email = Git.git(root, ["config", "user.email"], { allowFail: true }).out.trim() || "agent@lazy.invalid";
+  return {
+    HOME: "/lazy/home",
+    LAZY_IN_CONTAINER: "1",
+    // Whatever the image: the repository is owned by the host user, the agent is another uid.
+    GIT_CONFIG_COUNT: "3",
+    GIT_CONFIG_KEY_0: "safe.directory",
+    GIT_CONFIG_VALUE_0: "*",
+    GIT_CONFIG_KEY_1: "user.name",
+    GIT_CONFIG_VALUE_1: name,
+    GIT_CONFIG_KEY_2: "user.email",
+    GIT_CONFIG_VALUE_2: email,
+  };
+}
+
+export function mounts(root: string, g: Git.TaskGit, taskDir: string, binary: string) {
+  return [
+    // The project, read-only: the docs rely on nothing secret living there.
+    { host: root, container: root, readOnly: true },
+    { host: join(g.commonDir, "objects"), container: "/lazy/repo-objects", readOnly: true },
+    { host: g.privateObjects, container: join(g.commonDir, "objects"), readOnly: false },
+    { host: g.privateRefs, container: join(g.commonDir, "refs/heads/lazy"), readOnly: false },
+    { host: g.privateLogs, container: join(g.commonDir, "logs/refs/heads/lazy"), readOnly: false },
+    { host: g.adminDir, container: g.adminDir, readOnly: false },
+    { host: g.worktree, container: g.worktree, readOnly: false },
+    { host: join(taskDir, "home"), container: "/lazy/home", readOnly: false },
+    { host: join(taskDir, "harness"), container: "/lazy/harness", readOnly: false },
+    { host: join(taskDir, "turns"), container: "/lazy/turns", readOnly: false },
+    { host: binary, container: BIN, readOnly: true },
+  ];
+}
+
+/** The Linux build of this very version, mounted into containers (on a Mac: dist/lazy-linux-*). */
+export function linuxBinary(): string {
+  if (process.env.LAZY_LINUX_BINARY) return process.env.LAZY_LINUX_BINARY;
+  const self = process.execPath.replace(/ \(deleted\)$/, "");
+  if (process.platform === "linux" && !/\/bun$/.test(self)) return self;
+  const arch = process.arch === "arm64" ? "arm64" : "x64";
+  const sibling = join(self, "..", `lazy-linux-${arch}`);
+  if (existsSync(sibling)) return sibling;
+  throw new LazyError("launch_refused", `Task containers need the Linux build of lazy (${sibling}); build it with bun run build --all, or set LAZY_LINUX_BINARY.`);
+}
+
+export function chownTreeShallow(dir: string, uid: number): void {
+  chownSync(dir, uid, uid);
+  for (const f of ["config.toml", "models.json", ".claude.json", "cli-config.json"]) if (existsSync(join(dir, f))) chownSync(join(dir, f), uid, uid);
+}
