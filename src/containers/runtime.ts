@@ -85,6 +85,20 @@ export class Runtime {
     return { name, gateway };
   }
 
+  /**
+   * Remove the project's network once no container uses it: Docker's default address pools
+   * hold about thirty networks, so one per project cannot stay forever.
+   */
+  async removeNetwork(project: string): Promise<string | undefined> {
+    const name = `lazy-${project}`;
+    const net = (await this.docker.listNetworks({ filters: { name: [name] } })).find((n) => n.Name === name);
+    if (!net) return undefined;
+    const detail = (await this.docker.getNetwork(net.Id).inspect()) as { Containers?: Record<string, unknown>; IPAM?: { Config?: { Gateway?: string }[] } };
+    if (Object.keys(detail.Containers ?? {}).length) return undefined;
+    await this.docker.getNetwork(net.Id).remove();
+    return detail.IPAM?.Config?.find((c) => c.Gateway && !c.Gateway.includes(":"))?.Gateway;
+  }
+
   async imageExists(tag: string): Promise<boolean> {
     try {
       await this.docker.getImage(tag).inspect();

@@ -152,6 +152,12 @@ export class Proxy {
     return s.address;
   }
 
+  /** Stop listening on an address that is going away (the project's network was removed). */
+  unlisten(host: string): void {
+    this.extra.get(host)?.stop();
+    this.extra.delete(host);
+  }
+
   stop(): void {
     for (const s of this.extra.values()) s.stop();
     this.server.stop();

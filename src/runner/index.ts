@@ -341,6 +341,7 @@ export class Runner {
         const run = this.run(task.id);
         if (run.container_id) await (await this.docker()).remove(run.container_id);
       }],
+      ["remove the project's network if no task uses it", () => this.dropIdleNetwork()],
       ["remove its worktree", () => Git.removeWorktree(this.d.root, this.worktree(task))],
       ["remove its private folders", () => rmSync(join(this.taskDir(task), "git"), { recursive: true, force: true })],
       ...(opts.deleteBranch ? ([["delete its branch", () => Git.deleteBranch(this.d.root, `${Git.BRANCH_PREFIX}${this.ref(task)}`)]] as [string, () => unknown][]) : []),
@@ -394,6 +395,15 @@ export class Runner {
         await docker.remove(c.id);
       }
     }
+    await this.dropIdleNetwork().catch((e) => this.d.log.warn(`could not remove the project's idle network: ${(e as Error).message}`));
+  }
+
+  private async dropIdleNetwork(): Promise<void> {
+    if (this.starting.size) return; // a turn being set up is about to use it
+    const docker = await this.docker();
+    if ((await docker.list(this.d.slug)).length) return;
+    const gateway = await docker.removeNetwork(this.d.slug);
+    if (gateway) this.d.proxy.unlisten(gateway);
   }
 
   startHousekeeping(everyMs = 15_000): void {

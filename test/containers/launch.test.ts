@@ -75,6 +75,12 @@ describe("launching a turn", () => {
     // The help documents the codes.
     const help = await p.ok(["run", "--help"]);
     for (const code of ["0 the turn finished", "3 the agent failed", "4 the launch was refused", "5 a credential is missing", "6 the proxy is unavailable"]) expect(help.stdout).toContain(code);
+    // Closing the last task removes the project's network (Docker has room for few).
+    const slug = p.stateDir.split("/").at(-1);
+    expect(sh("/", `docker network inspect lazy-${slug}`).code).toBe(0);
+    for (const t of await p.json<any[]>(["task", "list"])) await p.ok(["close", t.id]);
+    expect(containersOf(p)).toEqual([]);
+    expect(sh("/", `docker network inspect lazy-${slug}`).code).not.toBe(0);
     // The first turn on a fresh machine builds lazy's default image (npm installs included).
   }, 900_000);
 

@@ -56,7 +56,10 @@ export class Project {
   /** Like run, but fails the test with the output when the command fails. */
   async ok(args: string[], opts: Parameters<Project["run"]>[1] = {}): Promise<Result> {
     const r = await this.run(args, opts);
-    if (r.code !== 0) throw new Error(`lazy ${args.join(" ")} exited ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`);
+    if (r.code !== 0) {
+      const errors = this.log().split("\n").filter((l) => / ERROR /.test(l)).slice(-5).join("\n");
+      throw new Error(`lazy ${args.join(" ")} exited ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}${errors ? `\ndaemon log errors:\n${errors}` : ""}`);
+    }
     return r;
   }
 
@@ -135,6 +138,13 @@ export class Project {
 
   async cleanup(): Promise<void> {
     const rt = this.runtime();
+    // Containers and the project's network, if the test made any (Docker's address pools are small).
+    const slug = existsSync(join(this.home, "daemon")) ? readdirSync(join(this.home, "daemon"))[0] : undefined;
+    if (slug && Bun.which("docker")) {
+      const ids = Bun.spawnSync(["docker", "ps", "-aq", "--filter", `label=dev.lazy.project=${slug}`]).stdout.toString().split("\n").filter(Boolean);
+      if (ids.length) Bun.spawnSync(["docker", "rm", "-f", ...ids], { stdout: "ignore", stderr: "ignore" });
+      Bun.spawnSync(["docker", "network", "rm", `lazy-${slug}`], { stdout: "ignore", stderr: "ignore" });
+    }
     await this.run(["daemon", "stop"]).catch(() => {});
     if (rt) {
       try {
