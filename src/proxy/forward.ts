@@ -62,7 +62,8 @@ export function presented(headers: Headers): string | undefined {
 export async function handle(ctx: Context, req: Request, server: Server<undefined>): Promise<Response> {
   const started = performance.now();
   // No idle cut: the proxy's listener runs with idleTimeout 0 (a model may think for minutes).
-  const target = req.url.slice(req.url.indexOf("/", req.url.indexOf("//") + 2));
+  const url = req.url; // a getter that builds a new string each time: read it once
+  const target = url.slice(url.indexOf("/", url.indexOf("//") + 2));
 
   // 1. Who is calling: the grant its placeholder resolves to, never what it says about itself.
   const token = presented(req.headers);
@@ -160,10 +161,8 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   if (contentLength > MAX_BODY)
     return refuse(errorResponse(wire, 413, "request_too_large", `lazy's proxy refused a ${contentLength}-byte request body: the limit is ${MAX_BODY} bytes.`), "body too large", upstream.origin, wire);
   const body = req.method === "GET" || req.method === "HEAD" ? undefined : new Uint8Array(await req.arrayBuffer());
-  const url = joinUrl(upstream, verdict.path) + verdict.query;
-  const sent = await send(ctx, url, req, headers, body);
+  const sent = await send(ctx, joinUrl(upstream, verdict.path) + verdict.query, req, headers, body);
   const bytesIn = body?.length ?? 0;
-  const who = { provider: upstream.provider, host: host(upstream), profile: grant?.profile ?? null, credential: base.credential };
 
   if (!sent.ok) {
     if (sent.failure === "aborted") {
@@ -177,7 +176,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
       ctx.audit.record({ ...base, status: 502, durationMs: ms, ttfbMs: null, bytesIn, bytesOut: 0, usage: null, retries: sent.retries, note: msg });
       return errorResponse(wire, 502, "api_error", msg);
     }
-    const message = providerFailure(who, sent.failure, ms, sent.detail);
+    const message = providerFailure({ provider: upstream.provider, host: host(upstream), profile: grant?.profile ?? null, credential: base.credential }, sent.failure, ms, sent.detail);
     ctx.health.record(upstream.provider, sent.failure, message);
     ctx.log.warn(message);
     const status = sent.failure === "timeout" ? 504 : 502;

@@ -76,8 +76,8 @@ export class Proxy {
   }
 
   private route(req: Request, server: Server<undefined>): Promise<Response> {
-    const pathStart = req.url.indexOf("/", req.url.indexOf("//") + 2);
-    const p = (req.url.startsWith(CURSOR_PREFIX, pathStart) ? handleCursor(this.ctx, this.sessions, req, server) : handle(this.ctx, req, server));
+    const url = req.url;
+    const p = (url.startsWith(CURSOR_PREFIX, url.indexOf("/", url.indexOf("//") + 2)) ? handleCursor(this.ctx, this.sessions, req, server) : handle(this.ctx, req, server));
     return p.catch((e: unknown) => {
       const msg = `lazy's proxy failed: ${(e as Error)?.message ?? String(e)}`;
       this.log.error(`${msg}\n${(e as Error)?.stack ?? ""}`);
