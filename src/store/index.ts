@@ -3,6 +3,7 @@
  * its only writer. Tasks, their events, and the status rules (status.ts).
  */
 import { Database } from "bun:sqlite";
+import { closeSync, existsSync, openSync } from "node:fs";
 import { MIGRATIONS } from "./migrations";
 
 export * as Tasks from "./tasks";
@@ -10,6 +11,9 @@ export type { Task, TaskEvent } from "./tasks";
 export * from "./status";
 
 export function open(file: string): Database {
+  // Task prompts and the audit trail are the user's business: 0600, like the rest of the state
+  // folder (SQLite gives its -wal and -shm files the database file's mode).
+  if (!existsSync(file)) closeSync(openSync(file, "a", 0o600));
   const db = new Database(file, { create: true, strict: true });
   db.exec("PRAGMA journal_mode = WAL");
   db.exec("PRAGMA synchronous = NORMAL");

@@ -28,6 +28,7 @@ describe("the per-project daemon", () => {
     await p.ok(["daemon", "start"]);
     expect(statSync(p.stateDir).mode & 0o777).toBe(0o700);
     expect(statSync(join(p.stateDir, "token")).mode & 0o777).toBe(0o600);
+    expect(statSync(join(p.stateDir, "store.db")).mode & 0o777).toBe(0o600);
     const files = readdirSync(p.stateDir);
     for (const f of ["pid", "lock", "daemon.log", "daemon.json", "store.db"]) expect(files).toContain(f);
     expect((await Bun.file(join(p.stateDir, "pid")).text()).trim()).toBe(String(p.runtime()!.pid));
