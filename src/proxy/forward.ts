@@ -79,10 +79,9 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     method: req.method,
     path: pathOnly(target),
   };
-  const refuse = (res: Response, note: string, upstream: string, wire: Surface.Wire | "cursor"): Response => {
+  const refuse = (res: Response, note: string, upstream: string): Response => {
     ctx.audit.record({ ...base, upstream, status: res.status, durationMs: performance.now() - started, ttfbMs: null, bytesIn: 0, bytesOut: 0, usage: null, retries: 0, note });
     ctx.log.warn(`${res.status} ${req.method} ${base.path} ${note}${base.taskRef ? ` (task ${base.taskRef})` : ""}`);
-    void wire;
     return res;
   };
 
@@ -94,7 +93,6 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
       errorResponse("anthropic", 401, "authentication_error", "lazy's proxy does not know this placeholder: the task's grant is gone (the task ended, or was never started by this daemon). Start the task again: lazy start TASK."),
       "unknown or revoked placeholder",
       primary.origin,
-      "anthropic",
     );
   }
 
@@ -106,7 +104,6 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
         errorResponse("anthropic", 401, "authentication_error", `lazy's proxy refused this placeholder: it belongs to task ${grant.taskRef ?? grant.taskId}'s container (${grant.pinnedIp}) and was presented from ${from}.`),
         `pinned placeholder presented from ${from}, not its container ${grant.pinnedIp}`,
         ctx.targets().primary().origin,
-        "anthropic",
       );
   }
 
@@ -118,7 +115,6 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
       errorResponse("anthropic", 401, "authentication_error", `lazy's proxy refused the request: profile ${grant!.profile} is no longer in lazy.toml, so its placeholder leads nowhere. Start the task again with an existing profile.`),
       `profile ${grant!.profile} gone`,
       "",
-      "anthropic",
     );
   base.upstream = upstream.origin;
   const wire: Surface.Wire = upstream.wire === "openai" ? "openai" : "anthropic";
@@ -126,7 +122,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   // 3. What it may ask for: the forwarding surface, in source.
   const kind = upstream.kind === "cursor" ? "anthropic-primary" : upstream.kind;
   const verdict = Surface.check(kind, req.method, target, req.headers);
-  if (!verdict.ok) return refuse(Response.json(Surface.refusalBody(wire, verdict), { status: 403, headers: { "x-should-retry": "false" } }), `refused: ${verdict.reason}`, upstream.origin, wire);
+  if (!verdict.ok) return refuse(Response.json(Surface.refusalBody(wire, verdict), { status: 403, headers: { "x-should-retry": "false" } }), `refused: ${verdict.reason}`, upstream.origin);
 
   // 4. With which credential: the target's, looked up per request, from memory.
   const headers = forwardHeaders(req.headers);
@@ -135,7 +131,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     headers.delete("x-api-key");
     headers.delete("authorization");
     if (upstream.unmapped)
-      return refuse(errorResponse(wire, 401, "authentication_error", `lazy's proxy has no credential mapped for ${upstream.provider} (${host(upstream)}): ${upstream.unmapped}.`), "no credential mapped", upstream.origin, wire);
+      return refuse(errorResponse(wire, 401, "authentication_error", `lazy's proxy has no credential mapped for ${upstream.provider} (${host(upstream)}): ${upstream.unmapped}.`), "no credential mapped", upstream.origin);
     if (upstream.credential) {
       const cred = ctx.credentials.get(upstream.credential);
       if (!cred)
@@ -143,7 +139,6 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
           errorResponse(wire, 401, "authentication_error", `lazy's proxy has no credential "${upstream.credential}" for ${upstream.provider} (${host(upstream)}, profile ${grant.profile}): store it with lazy auth set ${upstream.credential}.`),
           `credential ${upstream.credential} missing`,
           upstream.origin,
-          wire,
         );
       base.credential = upstream.credential;
       credentialKind = cred.kind;
@@ -159,7 +154,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   // 5. Send, once more on a fresh connection if the upstream resets before answering.
   const contentLength = Number(req.headers.get("content-length") ?? 0);
   if (contentLength > MAX_BODY)
-    return refuse(errorResponse(wire, 413, "request_too_large", `lazy's proxy refused a ${contentLength}-byte request body: the limit is ${MAX_BODY} bytes.`), "body too large", upstream.origin, wire);
+    return refuse(errorResponse(wire, 413, "request_too_large", `lazy's proxy refused a ${contentLength}-byte request body: the limit is ${MAX_BODY} bytes.`), "body too large", upstream.origin);
   const body = req.method === "GET" || req.method === "HEAD" ? undefined : new Uint8Array(await req.arrayBuffer());
   const sent = await send(ctx, joinUrl(upstream, verdict.path) + verdict.query, req, headers, body);
   const bytesIn = body?.length ?? 0;
