@@ -44,7 +44,10 @@ RUN set -eux; \\
     name="$(getent passwd "\${AGENT_UID}" | cut -d: -f1)"; \\
     echo "$name ALL=(ALL) NOPASSWD:ALL" > /etc/sudoers.d/lazy-agent; chmod 0440 /etc/sudoers.d/lazy-agent; \\
     git config --system safe.directory '*'; \\
-    mkdir -p /lazy && chmod 0755 /lazy
+    mkdir -p /lazy && chmod 0755 /lazy; \\
+    chmod 0711 /root
+# (lazy mounts the project and the task's worktree at their host paths; run as root, those sit
+# under /root, which the agent must be able to pass through, though not list.)
 `;
 
 export type ImagePlan =
@@ -87,9 +90,8 @@ export function tar(files: Record<string, string | Uint8Array>): Uint8Array {
     // ustar keeps long paths as prefix (155) + name (100), split at a slash.
     let short = name;
     if (enc.encode(name).length > 100) {
-      const cut = name.lastIndexOf("/", name.length - 1 - 0) ;
       const at = [...name.matchAll(/\//g)].map((m) => m.index!).find((i) => name.length - i - 1 <= 100 && i <= 155);
-      if (at === undefined || cut < 0) throw new LazyError("invalid_input", `A file path in the Docker build context is too long for the archive: ${name}`);
+      if (at === undefined) throw new LazyError("invalid_input", `A file path in the Docker build context is too long for the archive: ${name}`);
       put(name.slice(0, at), 345, 155);
       short = name.slice(at + 1);
     }

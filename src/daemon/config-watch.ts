@@ -73,14 +73,12 @@ export class ConfigWatch {
     const stamp = this.stamp();
     if (stamp === this.lastStamp && !this.state.broken) return;
     this.lastStamp = stamp;
-    const loaded = load(this.root);
-    const extra = loaded.ok ? this.validate(loaded.config) : [];
-    const r = loaded.ok && extra.length ? { ok: false as const, problems: [] } : loaded;
-    if (r.ok) {
+    const r = load(this.root);
+    const problems = r.ok ? this.validate(r.config) : r.problems.map(formatProblem);
+    if (r.ok && !problems.length) {
       this.state = { config: r.config, loadedAt: new Date().toISOString(), broken: null };
       this.log.info(`${FILE} reloaded`);
     } else {
-      const problems = [...r.problems.map(formatProblem), ...extra];
       this.state = { ...this.state, broken: { since: this.state.broken?.since ?? new Date().toISOString(), problems } };
       this.log.error(`${FILE} is broken; keeping the last good config from ${this.state.loadedAt}:\n  ${problems.join("\n  ")}`);
     }

@@ -41,15 +41,6 @@ const MAX_BUFFERED = 8 * 1024 * 1024;
 /** Anthropic's own request limit; a bigger body is refused before it is read. */
 const MAX_BODY = 32 * 1024 * 1024;
 
-export type Caller = {
-  grant: Grant | undefined;
-  /** A credential presented with no grant (a host login session): forwarded as is. */
-  ownCredential: boolean;
-  role: string | null;
-  taskId: string | null;
-  taskRef: string | null;
-};
-
 /** What the client presented as its credential, if anything. */
 export function presented(headers: Headers): string | undefined {
   const key = headers.get("x-api-key");
@@ -149,7 +140,6 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
       }
     }
   }
-  const caller: Caller = { grant, ownCredential: !grant && !!token, role: base.role, taskId: base.taskId, taskRef: base.taskRef };
 
   // 5. Send, once more on a fresh connection if the upstream resets before answering.
   const contentLength = Number(req.headers.get("content-length") ?? 0);
@@ -185,7 +175,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   ctx.health.record(upstream.provider, failure, failure ? `${upstream.provider} answered ${res.status}` : undefined);
 
   // Usage-limit readings: only the allowlisted headers, named by who owns the credential.
-  const owner = grant ? `credential:${grant.envVar}` : caller.ownCredential ? `upstream:${upstream.origin}` : null;
+  const owner = grant ? `credential:${grant.envVar}` : token ? `upstream:${upstream.origin}` : null;
   if (owner) ctx.limits.record(owner, base.credential, upstream.origin, res.status, Readings.filter(res.headers));
 
   // An upstream 401 for an OAuth token: say what it means (lazy never refreshes tokens itself).

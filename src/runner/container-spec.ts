@@ -3,7 +3,7 @@
  * credential), its mounts (the project read-only, the agent's own folders writable, lazy's
  * binary read-only), and where that binary comes from.
  */
-import { existsSync, chownSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import * as Git from "../git";
 import { LazyError } from "../util/errors";
@@ -56,7 +56,3 @@ export function linuxBinary(): string {
   throw new LazyError("launch_refused", `Task containers need the Linux build of lazy (${sibling}); build it with bun run build --all, or set LAZY_LINUX_BINARY.`);
 }
 
-export function chownTreeShallow(dir: string, uid: number): void {
-  chownSync(dir, uid, uid);
-  for (const f of ["config.toml", "models.json", ".claude.json", "cli-config.json"]) if (existsSync(join(dir, f))) chownSync(join(dir, f), uid, uid);
-}

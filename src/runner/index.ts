@@ -20,7 +20,7 @@ import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import type { Bus } from "../daemon/bus";
 import { FILES, type Exit } from "../supervisor";
-import { BIN, containerEnv, mounts, linuxBinary, chownTreeShallow } from "./container-spec";
+import { BIN, containerEnv, mounts, linuxBinary } from "./container-spec";
 
 export interface RunnerDeps {
   root: string;
@@ -180,7 +180,7 @@ export class Runner {
         args: profile.harness === "claude" ? ["--dangerously-skip-permissions"] : profile.harness === "codex" ? ["--dangerously-bypass-approvals-and-sandbox"] : [],
       });
       Harness.writeFiles(join(tdir, "harness"), prepared.files);
-      if (process.getuid?.() === 0) chownTreeShallow(join(tdir, "harness"), uid);
+      if (process.getuid?.() === 0) for (const f of ["", ...Object.keys(prepared.files)]) chownSync(join(tdir, "harness", f), uid, uid);
 
       const turn = run.turn + 1;
       const turnDir = join(tdir, "turns", String(turn));
