@@ -135,8 +135,8 @@ export async function handleCursor(ctx: Context, sessions: CursorSessions, req: 
     ctx.audit.record({ ...row(grant, credential), status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn: body instanceof Uint8Array ? body.length : 0, bytesOut, usage: null, retries: sent.retries, note } satisfies Row);
 
   // The key exchange answers with real session tokens: the agent gets placeholders instead.
-  if (grant && rest.endsWith("/auth/exchange_user_api_key") && res.ok) {
-    const text = await res.text();
+  if (grant && rest.endsWith("/auth/exchange_user_api_key") && (res.status >= 200 && res.status < 300)) {
+    const text = new TextDecoder().decode(await res.bytes());
     let json: Record<string, unknown>;
     try {
       json = JSON.parse(text);
@@ -151,11 +151,12 @@ export async function handleCursor(ctx: Context, sessions: CursorSessions, req: 
     out.set("content-type", "application/json");
     return new Response(swapped, { status: res.status, headers: out });
   }
-  if (!res.body || req.method === "HEAD") {
+  if (!res.hasBody || req.method === "HEAD") {
+    res.cancel();
     finish(0, null);
     return new Response(null, { status: res.status, headers: out });
   }
-  return new Response(relay(res.body, null, finish), { status: res.status, statusText: res.statusText, headers: out });
+  return new Response(relay(res.stream(), null, finish), { status: res.status, statusText: res.statusText, headers: out });
 }
 
 function substitute(value: string, pairs: [string, string][]): string {

@@ -16,6 +16,7 @@ import type { Audit, Row } from "./audit";
 import type { Limits } from "./limits";
 import { kindOfStatus, type Health } from "./health";
 import { errorResponse, classify, providerFailure, type NetFailure } from "./errors";
+import * as Upstream from "./upstream";
 
 export interface Context {
   grants: Grants;
@@ -33,7 +34,6 @@ export interface Context {
 // Hop-by-hop headers never cross a proxy; host is ours, not the upstream's (TRAPS.md).
 export const HOP = ["host", "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authorization", "proxy-authenticate", "proxy-connection", "content-length"];
 const SELF_REPORTED = ["x-lazy-role", "x-lazy-task-id"];
-const HOP_SET = new Set(HOP);
 const DROPPED = new Set([...HOP, ...SELF_REPORTED, "accept-encoding"]);
 const OAUTH_BETA = "oauth-2025-04-20";
 /** Non-streamed answers up to this size are taken whole rather than relayed chunk by chunk. */
@@ -116,11 +116,10 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   if (!verdict.ok) return refuse(Response.json(Surface.refusalBody(wire, verdict), { status: 403, headers: { "x-should-retry": "false" } }), `refused: ${verdict.reason}`, upstream.origin);
 
   // 4. With which credential: the target's, looked up per request, from memory.
-  const headers = forwardHeaders(req.headers);
+  // Plain bytes from the upstream, so the usage tap can read the stream (TRAPS.md).
+  const set: Record<string, string> = { "accept-encoding": "identity" };
   let credentialKind: string | null = null;
   if (grant) {
-    headers.delete("x-api-key");
-    headers.delete("authorization");
     if (upstream.unmapped)
       return refuse(errorResponse(wire, 401, "authentication_error", `lazy's proxy has no credential mapped for ${upstream.provider} (${host(upstream)}): ${upstream.unmapped}.`), "no credential mapped", upstream.origin);
     if (upstream.credential) {
@@ -131,15 +130,18 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
           `credential ${upstream.credential} missing`,
           upstream.origin,
         );
+      if (/[\r\n\0]/.test(cred.value))
+        return refuse(errorResponse(wire, 401, "authentication_error", `lazy's proxy will not send the stored credential "${upstream.credential}": it contains a line break. Store it again: lazy auth set ${upstream.credential}.`), `credential ${upstream.credential} malformed`, upstream.origin);
       base.credential = upstream.credential;
       credentialKind = cred.kind;
-      if (upstream.style === "anthropic" && cred.kind !== "oauth-token") headers.set("x-api-key", cred.value);
+      if (upstream.style === "anthropic" && cred.kind !== "oauth-token") set["x-api-key"] = cred.value;
       else {
-        headers.set("authorization", `Bearer ${cred.value}`);
-        if (upstream.style === "anthropic") headers.set("anthropic-beta", withBeta(headers.get("anthropic-beta"), OAUTH_BETA));
+        set["authorization"] = `Bearer ${cred.value}`;
+        if (upstream.style === "anthropic") set["anthropic-beta"] = withBeta(req.headers.get("anthropic-beta"), OAUTH_BETA);
       }
     }
   }
+  const headers = headerLines(req.headers, grant !== undefined, set);
 
   // 5. Send, once more on a fresh connection if the upstream resets before answering.
   const contentLength = Number(req.headers.get("content-length") ?? 0);
@@ -180,23 +182,23 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
 
   // An upstream 401 for an OAuth token: say what it means (lazy never refreshes tokens itself).
   if (res.status === 401 && credentialKind === "oauth-token" && base.credential) {
-    await res.body?.cancel();
+    res.cancel();
     const message = `${upstream.provider} (${host(upstream)}, profile ${grant!.profile}) rejected the stored OAuth token "${base.credential}": it expired or was revoked. Make a new one (claude setup-token) and store it: lazy auth set ${base.credential}.`;
     ctx.credentialProblems.set(base.credential, message);
     ctx.audit.record({ ...base, status: 401, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut: 0, usage: null, retries: sent.retries, note: "OAuth token rejected upstream" });
     return errorResponse(wire, 401, "authentication_error", message);
   }
-  if (res.ok && base.credential) ctx.credentialProblems.delete(base.credential);
+  if ((res.status >= 200 && res.status < 300) && base.credential) ctx.credentialProblems.delete(base.credential);
 
-  const outHeaders = new Headers();
-  for (const [k, v] of res.headers) if (!HOP_SET.has(k) || k === "content-length") outHeaders.append(k, v);
-  if (!res.body || req.method === "HEAD") {
+  const outHeaders = res.headers;
+  if (!res.hasBody || req.method === "HEAD") {
+    res.cancel();
+    if (req.method === "HEAD" && res.length !== undefined) outHeaders.set("content-length", String(res.length));
     ctx.audit.record({ ...base, status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut: 0, usage: null, retries: sent.retries, note: null });
     return new Response(null, { status: res.status, headers: outHeaders });
   }
   const contentType = res.headers.get("content-type");
-  const length = Number(res.headers.get("content-length") ?? NaN);
-  if (!contentType?.includes("event-stream") && length <= MAX_BUFFERED) {
+  if (!contentType?.includes("event-stream") && res.length !== undefined && res.length <= MAX_BUFFERED) {
     // A whole answer of known, modest size: take it in one piece. Relaying it chunk by chunk
     // through a JS stream costs more than the rest of the request path together.
     const bytes = await res.bytes().catch(() => null);
@@ -206,84 +208,67 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
       return new Response(bytes, { status: res.status, statusText: res.statusText, headers: outHeaders });
     }
   }
-  outHeaders.delete("content-length");
   const tap = res.headers.get("content-encoding") ? null : new UsageTap(wire, contentType);
-  return new Response(relay(res.body, tap, (bytesOut, note) => {
+  return new Response(relay(res.stream(), tap, (bytesOut, note) => {
     ctx.audit.record({ ...base, status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut, usage: tap ? tap.end() : null, retries: sent.retries, note });
     if (note?.startsWith("upstream")) ctx.health.record(upstream.provider, "reset", `${upstream.provider} (${host(upstream)}) ${note}`);
   }), { status: res.status, statusText: res.statusText, headers: outHeaders });
 }
 
-/**
- * First-byte deadlines without a timer per request: one sweep a second aborts the waits that
- * ran out. A request whose headers arrived is simply dropped from the list.
- */
-const Watchdog = (() => {
-  const pending = new Set<{ ctrl: AbortController; deadline: number }>();
-  let sweeper: Timer | undefined;
-  return {
-    add(ctrl: AbortController, ms: number) {
-      const w = { ctrl, deadline: Date.now() + ms };
-      pending.add(w);
-      sweeper ??= setInterval(() => {
-        const now = Date.now();
-        for (const p of pending)
-          if (p.deadline <= now) {
-            pending.delete(p);
-            p.ctrl.abort();
-          }
-        if (!pending.size) {
-          clearInterval(sweeper);
-          sweeper = undefined;
-        }
-      }, 250);
-      return w;
-    },
-    done(w: { ctrl: AbortController; deadline: number }) {
-      pending.delete(w);
-    },
-  };
-})();
+type Sent = { ok: true; res: Upstream.UpstreamResponse; retries: number } | { ok: false; failure: NetFailure | "aborted" | "other"; detail: string; retries: number };
 
-type Sent = { ok: true; res: Response; retries: number } | { ok: false; failure: NetFailure | "aborted" | "other"; detail: string; retries: number };
-
-export async function send(ctx: Pick<Context, "firstByteTimeoutMs">, url: string, req: Request, headers: Headers, body: Uint8Array | ReadableStream<Uint8Array> | undefined): Promise<Sent> {
+export async function send(ctx: Pick<Context, "firstByteTimeoutMs">, url: string, req: Request, headers: Headers | string, body: Uint8Array | ReadableStream<Uint8Array> | undefined): Promise<Sent> {
+  const replayable = body === undefined || body instanceof Uint8Array;
+  const viaClient = replayable && Upstream.handles(url);
   let retries = 0;
   for (;;) {
-    // Only the wait for response headers is bounded; a flowing stream is never cut.
-    const firstByte = new AbortController();
-    const onAbort = () => firstByte.abort();
-    req.signal.addEventListener("abort", onAbort, { once: true });
-    const watch = Watchdog.add(firstByte, ctx.firstByteTimeoutMs());
+    // Only the wait for response headers is bounded; a flowing stream is never cut. The agent
+    // disconnecting aborts the upstream call, which would otherwise go on billing.
     try {
-      const init = {
-        method: req.method,
-        headers,
-        body: body as BodyInit | undefined,
-        redirect: "manual",
-        // The agent disconnecting aborts the upstream call, which would otherwise go on billing.
-        signal: firstByte.signal,
-        // Bun's own: keep the body as sent (no decompression under a content-encoding header),
-        // no 5-minute idle cut, and a fresh connection on the retry.
-        decompress: false,
-        timeout: false,
-        keepalive: retries === 0,
-        duplex: "half",
-      } as RequestInit;
-      const res = await fetch(url, init);
-      Watchdog.done(watch);
-      return { ok: true, res, retries };
+      if (viaClient) {
+        const lines = typeof headers === "string" ? headers : Upstream.toLines(headers);
+        const res = await Upstream.request({ method: req.method, url, headers: lines, body: body as Uint8Array | undefined, signal: req.signal, timeoutMs: ctx.firstByteTimeoutMs(), fresh: retries > 0 });
+        return { ok: true, res, retries };
+      }
+      return { ok: true, res: await viaFetch(ctx, url, req, headers, body, retries > 0), retries };
     } catch (e) {
-      Watchdog.done(watch);
-      req.signal.removeEventListener("abort", onAbort);
-      const failure = req.signal.aborted ? "aborted" : firstByte.signal.aborted ? "timeout" : classify(e);
-      const replayable = body === undefined || body instanceof Uint8Array;
+      const failure = req.signal.aborted ? "aborted" : classify(e);
       if (failure === "reset" && retries === 0 && replayable) {
         retries++;
         continue;
       }
       return { ok: false, failure, detail: (e as Error).message?.split(".")[0] ?? String(e), retries };
     }
+  }
+}
+
+/** fetch, for a streamed request body or through an HTTP(S)_PROXY (see upstream.ts). */
+async function viaFetch(ctx: Pick<Context, "firstByteTimeoutMs">, url: string, req: Request, headers: Headers | string, body: Uint8Array | ReadableStream<Uint8Array> | undefined, fresh: boolean): Promise<Upstream.UpstreamResponse> {
+  const firstByte = new AbortController();
+  const onAbort = () => firstByte.abort();
+  req.signal.addEventListener("abort", onAbort, { once: true });
+  const timer = setTimeout(() => firstByte.abort(new Upstream.NetError("ETIMEDOUT", "no response headers in time")), ctx.firstByteTimeoutMs());
+  try {
+    const res = await fetch(url, {
+      method: req.method,
+      headers: typeof headers === "string" ? Upstream.toHeaders(headers) : headers,
+      body: body as BodyInit | undefined,
+      redirect: "manual",
+      signal: firstByte.signal,
+      // Bun's own: keep the body as sent (no decompression under a content-encoding header),
+      // no 5-minute idle cut, and a fresh connection on the retry.
+      decompress: false,
+      timeout: false,
+      keepalive: !fresh,
+      duplex: "half",
+    } as RequestInit);
+    return Upstream.fromFetch(res, req.method);
+  } catch (e) {
+    if (firstByte.signal.aborted && !req.signal.aborted) throw new Upstream.NetError("ETIMEDOUT", "no response headers in time");
+    throw e;
+  } finally {
+    clearTimeout(timer);
+    req.signal.removeEventListener("abort", onAbort);
   }
 }
 
@@ -329,12 +314,19 @@ export function relay(src: ReadableStream<Uint8Array>, tap: UsageTap | null, don
   );
 }
 
-export function forwardHeaders(incoming: Headers): Headers {
-  const h = new Headers();
-  for (const [k, v] of incoming) if (!DROPPED.has(k)) h.append(k, v);
-  // Plain bytes from the upstream, so the usage tap can read the stream (TRAPS.md).
-  h.set("accept-encoding", "identity");
-  return h;
+/**
+ * The request's headers as sent upstream, as header lines: hop-by-hop and self-reported ones
+ * dropped, and — for a caller with a grant — every credential header it sent (x-api-key and
+ * authorization), so only the one in `set` goes out. `set` replaces any header of its names.
+ */
+export function headerLines(incoming: Headers, dropCredentials: boolean, set: Record<string, string>): string {
+  let s = "";
+  for (const [k, v] of incoming) {
+    if (DROPPED.has(k) || k in set || (dropCredentials && (k === "x-api-key" || k === "authorization"))) continue;
+    s += `${k}: ${v}\r\n`;
+  }
+  for (const k in set) s += `${k}: ${set[k]}\r\n`;
+  return s;
 }
 
 function withBeta(current: string | null, beta: string): string {
