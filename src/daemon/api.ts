@@ -165,12 +165,12 @@ export function api(d: Daemon, token: string, log: Logger) {
         credential: launch.target.credential,
       };
     })
-    .get("/api/stats/audit", ({ query }) => {
+    .get("/api/stats/audit", async ({ query }) => {
       const task = query.task !== undefined ? String(query.task) : undefined;
       if (task !== undefined && !task.trim()) throw new LazyError("invalid_input", "An empty task filter names no task; give a code or an id prefix, or leave --task out.");
       const t = task ? Tasks.resolve(d.db, task) : undefined;
       const limit = Math.min(10_000, Math.max(1, Number(query.limit ?? 100) || 100));
-      return { rows: d.proxy.audit.query({ taskId: t?.id, limit }), totals: t ? d.proxy.audit.totals(t.id) : null, task: t ?? null };
+      return { rows: await d.proxy.audit.query({ taskId: t?.id, limit }), totals: t ? await d.proxy.audit.totals(t.id) : null, task: t ?? null };
     })
     .get("/api/stats/limits", () => ({ limits: d.proxy.limits.list(), health: d.proxy.health.summary(), problems: Object.fromEntries(d.proxy.credentialProblems) }))
     .get("/api/events", ({ request }) => {

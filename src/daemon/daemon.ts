@@ -181,7 +181,7 @@ export class Daemon {
     this.config.stop();
     this.runner.shutdown();
     this.apiServer?.stop(true);
-    this.proxy.stop();
+    await this.proxy.stop();
     this.credentials.stop();
     State.clearRuntime(this.paths, process.pid);
     this.db.close();

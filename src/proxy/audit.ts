@@ -7,6 +7,7 @@
 import type { Database } from "bun:sqlite";
 import type { Counts } from "./usage";
 import type { Logger } from "../util/log";
+import type { ToWriter, FromWriter } from "./audit-writer";
 
 export interface Row {
   at: number;
@@ -37,68 +38,63 @@ export class Audit {
   private queue: Row[] = [];
   private timer: Timer | undefined;
   private pruneTimer: Timer;
-  private sinceBound = 0;
+  private writer: Worker;
+  private posted = 0;
+  private written = 0;
+  private waiters: { id: number; resolve: () => void }[] = [];
 
   constructor(
     private db: Database,
     private bounds: () => Bounds,
     private log: Logger,
   ) {
-    this.pruneTimer = setInterval(() => this.prune(), 60_000);
+    // Compiled, the worker is an entry point of the bundle, named from the bundle's root (src/).
+    const compiled = Bun.main.startsWith("/$bunfs/") || Bun.main.startsWith("B:/~BUN/");
+    this.writer = new Worker(compiled ? "./proxy/audit-writer.ts" : new URL("./audit-writer.ts", import.meta.url).href);
+    (this.writer as unknown as { unref(): void }).unref(); // Bun's: the writer alone keeps no process alive
+    this.writer.onmessage = (e: MessageEvent<FromWriter>) => {
+      const m = e.data;
+      if (m.error) this.log.error(`audit write failed: ${m.error}`);
+      this.written = Math.max(this.written, m.id);
+      this.waiters = this.waiters.filter((w) => (w.id <= this.written ? (w.resolve(), false) : true));
+    };
+    this.writer.onerror = (e) => this.log.error(`the audit writer failed: ${e.message}`);
+    this.post({ type: "open", path: db.filename });
+    this.pruneTimer = setInterval(() => this.post({ type: "prune", id: ++this.posted, bounds: this.bounds() }), 60_000);
     this.pruneTimer.unref();
   }
 
-  /** Queue a row; it is written within ~50 ms, with others, in one transaction. */
+  /** Queue a row; it is written within ~50 ms, with others, in one transaction, off this thread. */
   record(row: Row): void {
     this.queue.push(row);
     if (this.queue.length >= 500) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), 50);
   }
 
+  /** Hand the queued rows to the writer. */
   flush(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
     if (!this.queue.length) return;
     const rows = this.queue;
     this.queue = [];
-    try {
-      const insert = this.db.query(
-        `INSERT INTO audit (at, task_id, task_ref, role, profile, credential, upstream, method, path, status, duration_ms, ttfb_ms, bytes_in, bytes_out,
-           input_tokens, output_tokens, cache_read, cache_write, retries, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      );
-      const count = this.db.query(
-        `INSERT INTO task_tokens (task_id, requests, input_tokens, output_tokens, cache_read, cache_write) VALUES (?, 1, ?, ?, ?, ?)
-         ON CONFLICT(task_id) DO UPDATE SET requests = requests + 1, input_tokens = input_tokens + excluded.input_tokens,
-           output_tokens = output_tokens + excluded.output_tokens, cache_read = cache_read + excluded.cache_read, cache_write = cache_write + excluded.cache_write`,
-      );
-      this.db.transaction(() => {
-        for (const r of rows) {
-          const u = r.usage;
-          insert.run(r.at, r.taskId, r.taskRef, r.role, r.profile, r.credential, r.upstream, r.method, r.path, r.status, r.durationMs, r.ttfbMs, r.bytesIn, r.bytesOut,
-            u?.input ?? null, u?.output ?? null, u?.cacheRead ?? null, u?.cacheWrite ?? null, r.retries, r.note);
-          if (r.taskId) count.run(r.taskId, u?.input ?? 0, u?.output ?? 0, u?.cacheRead ?? 0, u?.cacheWrite ?? 0);
-        }
-      }).immediate();
-      this.sinceBound += rows.length;
-      // Keep within the row bound without a COUNT per batch: trim once a tenth of it has arrived.
-      if (this.sinceBound >= Math.max(10, this.bounds().maxRows / 10)) this.prune();
-    } catch (e) {
-      this.log.error(`audit write failed (${rows.length} rows lost): ${(e as Error).message}`);
-    }
+    // As one string: cloning a string is a copy, where cloning 500 objects cost as much as writing them.
+    this.post({ type: "rows", id: ++this.posted, rows: JSON.stringify(rows), bounds: this.bounds() });
   }
 
-  prune(): void {
-    this.sinceBound = 0;
-    const { maxRows, maxAgeDays } = this.bounds();
-    const cutoff = Date.now() - maxAgeDays * 86_400_000;
-    this.db.transaction(() => {
-      this.db.query("DELETE FROM audit WHERE at < ?").run(cutoff);
-      this.db.query("DELETE FROM audit WHERE id <= (SELECT id FROM audit ORDER BY id DESC LIMIT 1 OFFSET ?)").run(maxRows);
-    }).immediate();
-  }
-
-  query(opts: { taskId?: string; limit?: number } = {}): (Row & { id: number })[] {
+  /** Resolves once every row recorded so far is in the store. */
+  settled(): Promise<void> {
     this.flush();
+    if (this.written >= this.posted) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ id: this.posted, resolve }));
+  }
+
+  private post(m: ToWriter): void {
+    this.writer.postMessage(m);
+  }
+
+  async query(opts: { taskId?: string; limit?: number } = {}): Promise<(Row & { id: number })[]> {
+    await this.settled();
     const limit = opts.limit ?? 100;
     const rows = (
       opts.taskId
@@ -127,19 +123,24 @@ export class Audit {
     }));
   }
 
-  count(): number {
-    this.flush();
+  async count(): Promise<number> {
+    await this.settled();
     return (this.db.query("SELECT COUNT(*) AS n FROM audit").get() as { n: number }).n;
   }
 
-  totals(taskId: string): { requests: number; input: number; output: number; cacheRead: number; cacheWrite: number } {
-    this.flush();
+  async totals(taskId: string): Promise<{ requests: number; input: number; output: number; cacheRead: number; cacheWrite: number }> {
+    await this.settled();
     const r = this.db.query("SELECT * FROM task_tokens WHERE task_id = ?").get(taskId) as Record<string, number> | null;
     return { requests: r?.requests ?? 0, input: r?.input_tokens ?? 0, output: r?.output_tokens ?? 0, cacheRead: r?.cache_read ?? 0, cacheWrite: r?.cache_write ?? 0 };
   }
 
-  stop(): void {
+  /** Write what is queued, then let the writer go. */
+  async stop(): Promise<void> {
     clearInterval(this.pruneTimer);
     this.flush();
+    this.post({ type: "close", id: ++this.posted });
+    const last = new Promise<void>((resolve) => this.waiters.push({ id: this.posted, resolve }));
+    await Promise.race([last, Bun.sleep(5000)]);
+    this.writer.terminate();
   }
 }

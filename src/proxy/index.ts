@@ -158,11 +158,11 @@ export class Proxy {
     this.extra.delete(host);
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
     for (const s of this.extra.values()) s.stop();
     this.server.stop();
-    this.audit.stop();
     this.limits.stop();
+    await this.audit.stop();
   }
 }
 
