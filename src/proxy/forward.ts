@@ -221,20 +221,27 @@ export async function send(ctx: Pick<Context, "firstByteTimeoutMs">, url: string
   const replayable = body === undefined || body instanceof Uint8Array;
   const viaClient = replayable && Upstream.handles(url);
   let retries = 0;
+  let fresh = false;
   for (;;) {
     // Only the wait for response headers is bounded; a flowing stream is never cut. The agent
     // disconnecting aborts the upstream call, which would otherwise go on billing.
     try {
       if (viaClient) {
         const lines = typeof headers === "string" ? headers : Upstream.toLines(headers);
-        const res = await Upstream.request({ method: req.method, url, headers: lines, body: body as Uint8Array | undefined, signal: req.signal, timeoutMs: ctx.firstByteTimeoutMs(), fresh: retries > 0 });
+        const res = await Upstream.request({ method: req.method, url, headers: lines, body: body as Uint8Array | undefined, signal: req.signal, timeoutMs: ctx.firstByteTimeoutMs(), fresh });
         return { ok: true, res, retries };
       }
-      return { ok: true, res: await viaFetch(ctx, url, req, headers, body, retries > 0), retries };
+      return { ok: true, res: await viaFetch(ctx, url, req, headers, body, fresh), retries };
     } catch (e) {
       const failure = req.signal.aborted ? "aborted" : classify(e);
+      // A pooled connection the server had closed while idle: try a new one, and it is no retry.
+      if (failure === "reset" && (e as Upstream.NetError).stale && !fresh) {
+        fresh = true;
+        continue;
+      }
       if (failure === "reset" && retries === 0 && replayable) {
         retries++;
+        fresh = true;
         continue;
       }
       return { ok: false, failure, detail: (e as Error).message?.split(".")[0] ?? String(e), retries };

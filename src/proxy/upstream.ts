@@ -52,6 +52,8 @@ export class NetError extends Error {
   constructor(
     readonly code: string,
     message: string,
+    /** The connection had carried an earlier request: a server closing an idle one, not a failure. */
+    readonly stale = false,
   ) {
     super(message);
   }
@@ -349,7 +351,7 @@ class Conn {
       if (was) return;
       // Nothing came back: the upstream reset (or refused) before answering.
       const code = e?.code ?? "ECONNRESET";
-      return ex.fail(new NetError(code === "ECONNREFUSED" ? code : ex.gotByte ? "ECONNRESET" : code, e?.message ?? "the upstream closed the connection before answering"));
+      return ex.fail(new NetError(code === "ECONNREFUSED" ? code : ex.gotByte ? "ECONNRESET" : code, e?.message ?? "the upstream closed the connection before answering", this.reused && !ex.gotByte));
     }
     if (this.framing.kind === "close" && !e) {
       ex.finished = true;

@@ -194,3 +194,26 @@ describe("TLS", () => {
     expect(untrusted).toStartWith("error ECONNREFUSED TLS handshake with localhost:");
   });
 });
+
+test("a pooled connection the server closed as it was reused is retried on a new one, and is not counted as a retry", async () => {
+  const { send } = await import("../../src/proxy/forward");
+  const perConn = new Map<number, number>();
+  const srv = raw((_head, s) => {
+    const n = (perConn.get(s.data.id) ?? 0) + 1;
+    perConn.set(s.data.id, n);
+    // The second request on a connection finds it closing: what an idle timeout racing a reuse looks like.
+    if (n === 2) return void s.end();
+    s.write("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+  });
+  const ctx = { firstByteTimeoutMs: () => 10_000 };
+  const go = () => send(ctx, `${srv.url}/v1/models`, new Request(`${srv.url}/v1/models`), "", undefined);
+  const first = await go();
+  expect(first.ok && first.retries).toBe(0);
+  const second = await go();
+  expect(second.ok).toBe(true);
+  if (second.ok) {
+    expect(second.retries).toBe(0);
+    expect(new TextDecoder().decode(await second.res.bytes())).toBe("ok");
+  }
+  expect(srv.connections()).toBe(2);
+});
