@@ -38,30 +38,48 @@ export class Audit {
   private queue: Row[] = [];
   private timer: Timer | undefined;
   private pruneTimer: Timer;
-  private writer: Worker;
+  private writer!: Worker;
   private posted = 0;
   private written = 0;
   private waiters: { id: number; resolve: () => void }[] = [];
+  private respawns = 0;
 
   constructor(
     private db: Database,
     private bounds: () => Bounds,
     private log: Logger,
   ) {
-    // Compiled, the worker is an entry point of the bundle, named from the bundle's root (src/).
-    const compiled = Bun.main.startsWith("/$bunfs/") || Bun.main.startsWith("B:/~BUN/");
-    this.writer = new Worker(compiled ? "./proxy/audit-writer.ts" : new URL("./audit-writer.ts", import.meta.url).href);
-    (this.writer as unknown as { unref(): void }).unref(); // Bun's: the writer alone keeps no process alive
-    this.writer.onmessage = (e: MessageEvent<FromWriter>) => {
-      const m = e.data;
-      if (m.error) this.log.error(`audit write failed: ${m.error}`);
-      this.written = Math.max(this.written, m.id);
-      this.waiters = this.waiters.filter((w) => (w.id <= this.written ? (w.resolve(), false) : true));
-    };
-    this.writer.onerror = (e) => this.log.error(`the audit writer failed: ${e.message}`);
-    this.post({ type: "open", path: db.filename });
+    this.spawn();
     this.pruneTimer = setInterval(() => this.post({ type: "prune", id: ++this.posted, bounds: this.bounds() }), 60_000);
     this.pruneTimer.unref();
+  }
+
+  private spawn(): void {
+    // Compiled, the worker is an entry point of the bundle, named from the bundle's root (src/).
+    const compiled = Bun.main.startsWith("/$bunfs/") || Bun.main.startsWith("B:/~BUN/");
+    const writer = new Worker(compiled ? "./proxy/audit-writer.ts" : new URL("./audit-writer.ts", import.meta.url).href);
+    (writer as unknown as { unref(): void }).unref(); // Bun's: the writer alone keeps no process alive
+    writer.onmessage = (e: MessageEvent<FromWriter>) => {
+      const m = e.data;
+      if (m.error) this.log.error(`audit write failed: ${m.error}`);
+      this.release(m.id);
+    };
+    // A writer that died takes what it was given with it: say so, let readers go on with what is
+    // stored, and start another (a few times; after that the trail is off, and the log says so).
+    writer.onerror = (e) => {
+      this.log.error(`the audit writer failed: ${e.message}; rows posted to it may be lost`);
+      this.release(this.posted);
+      writer.terminate();
+      if (this.respawns++ < 3) this.spawn();
+      else this.log.error("the audit writer failed repeatedly: the audit trail is off until the daemon restarts");
+    };
+    this.writer = writer;
+    this.writer.postMessage({ type: "open", path: this.db.filename } satisfies ToWriter);
+  }
+
+  private release(id: number): void {
+    this.written = Math.max(this.written, id);
+    this.waiters = this.waiters.filter((w) => (w.id <= this.written ? (w.resolve(), false) : true));
   }
 
   /** Queue a row; it is written within ~50 ms, with others, in one transaction, off this thread. */
@@ -90,6 +108,7 @@ export class Audit {
   }
 
   private post(m: ToWriter): void {
+    if (this.respawns > 3) return this.release(this.posted);
     this.writer.postMessage(m);
   }
 
