@@ -129,13 +129,12 @@ export async function handleCursor(ctx: Context, sessions: CursorSessions, req: 
   const res = sent.res;
   const ttfb = performance.now() - started;
   ctx.health.record("Cursor", res.status >= 500 ? "5xx" : res.status === 429 ? "429" : null);
-  const out = new Headers(res.headers);
-  for (const h of HOP) out.delete(h);
+  const out = res.headers; // end-to-end headers only (upstream.ts)
   const finish = (bytesOut: number, note: string | null) =>
     ctx.audit.record({ ...row(grant, credential), status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn: body instanceof Uint8Array ? body.length : 0, bytesOut, usage: null, retries: sent.retries, note } satisfies Row);
 
   // The key exchange answers with real session tokens: the agent gets placeholders instead.
-  if (grant && rest.endsWith("/auth/exchange_user_api_key") && (res.status >= 200 && res.status < 300)) {
+  if (grant && rest.endsWith("/auth/exchange_user_api_key") && res.ok) {
     const text = new TextDecoder().decode(await res.bytes());
     let json: Record<string, unknown>;
     try {

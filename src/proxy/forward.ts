@@ -32,7 +32,7 @@ export interface Context {
 }
 
 // Hop-by-hop headers never cross a proxy; host is ours, not the upstream's (TRAPS.md).
-export const HOP = ["host", "connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authorization", "proxy-authenticate", "proxy-connection", "content-length"];
+export const HOP = ["host", ...Upstream.HOP_BY_HOP];
 const SELF_REPORTED = ["x-lazy-role", "x-lazy-task-id"];
 const DROPPED = new Set([...HOP, ...SELF_REPORTED, "accept-encoding"]);
 const OAUTH_BETA = "oauth-2025-04-20";
@@ -188,7 +188,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     ctx.audit.record({ ...base, status: 401, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut: 0, usage: null, retries: sent.retries, note: "OAuth token rejected upstream" });
     return errorResponse(wire, 401, "authentication_error", message);
   }
-  if ((res.status >= 200 && res.status < 300) && base.credential) ctx.credentialProblems.delete(base.credential);
+  if (res.ok && base.credential) ctx.credentialProblems.delete(base.credential);
 
   const outHeaders = res.headers;
   if (!res.hasBody || req.method === "HEAD") {
@@ -221,27 +221,20 @@ export async function send(ctx: Pick<Context, "firstByteTimeoutMs">, url: string
   const replayable = body === undefined || body instanceof Uint8Array;
   const viaClient = replayable && Upstream.handles(url);
   let retries = 0;
-  let fresh = false;
   for (;;) {
     // Only the wait for response headers is bounded; a flowing stream is never cut. The agent
     // disconnecting aborts the upstream call, which would otherwise go on billing.
     try {
       if (viaClient) {
         const lines = typeof headers === "string" ? headers : Upstream.toLines(headers);
-        const res = await Upstream.request({ method: req.method, url, headers: lines, body: body as Uint8Array | undefined, signal: req.signal, timeoutMs: ctx.firstByteTimeoutMs(), fresh });
+        const res = await Upstream.request({ method: req.method, url, headers: lines, body: body as Uint8Array | undefined, signal: req.signal, timeoutMs: ctx.firstByteTimeoutMs(), fresh: retries > 0 });
         return { ok: true, res, retries };
       }
-      return { ok: true, res: await viaFetch(ctx, url, req, headers, body, fresh), retries };
+      return { ok: true, res: await viaFetch(ctx, url, req, headers, body, retries > 0), retries };
     } catch (e) {
       const failure = req.signal.aborted ? "aborted" : classify(e);
-      // A pooled connection the server had closed while idle: try a new one, and it is no retry.
-      if (failure === "reset" && (e as Upstream.NetError).stale && !fresh) {
-        fresh = true;
-        continue;
-      }
       if (failure === "reset" && retries === 0 && replayable) {
         retries++;
-        fresh = true;
         continue;
       }
       return { ok: false, failure, detail: (e as Error).message?.split(".")[0] ?? String(e), retries };

@@ -1,0 +1,444 @@
+/**
+ * One HTTP/1.1 connection to an upstream and the exchanges on it, for the pool in upstream.ts:
+ * writing a request (with backpressure), parsing the response head, framing its body by
+ * content-length, chunked encoding or the connection's close, and handing the body over whole
+ * or as a stream that pauses the socket while the agent does not read. First-byte deadlines
+ * come from one sweep for all exchanges. Bytes go through untouched (no decompression).
+ */
+import type { Socket } from "bun";
+
+/** The subset of a Response the proxy uses, from either this client or fetch. */
+export interface UpstreamResponse {
+  status: number;
+  statusText: string;
+  /** 2xx */
+  ok: boolean;
+  /** The response's end-to-end headers (hop-by-hop and content-length left out). */
+  headers: Headers;
+  /** The declared content-length, if any. */
+  length: number | undefined;
+  /** Whether a body follows (false for HEAD, 204, 304, and an empty content-length). */
+  hasBody: boolean;
+  /** The whole body (only before `stream()` is taken). */
+  bytes(): Promise<Uint8Array<ArrayBuffer>>;
+  /** The body as a stream, pulled on demand. */
+  stream(): ReadableStream<Uint8Array>;
+  /** Drop the body and the connection under it. */
+  cancel(): void;
+}
+
+/** A failure with the code the proxy's classifier reads (errors.ts). */
+export class NetError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface Endpoint {
+  hostname: string;
+  port: number;
+  tls: boolean;
+  /** The host header: host[:port] as written in the URL. */
+  host: string;
+  idle: Conn[];
+}
+
+/** An idle connection is closed after this long (servers close theirs at 5 s and up). */
+const IDLE_SECONDS = 4;
+/** Queued response bytes the agent has not read yet before the upstream socket pauses. */
+const PAUSE_AT = 256 * 1024;
+const CRLF2 = Buffer.from("\r\n\r\n");
+/** Never passed on: they describe one connection, not the message (content-length is re-derived). */
+export const HOP_BY_HOP = new Set(["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authorization", "proxy-authenticate", "proxy-connection", "content-length"]);
+
+/**
+ * First-byte deadlines without a timer per request: one sweep every 250 ms fails the waits
+ * that ran out. An exchange whose headers arrived drops out of the set.
+ */
+const waiting = new Set<Exchange>();
+let sweeper: Timer | undefined;
+function watch(ex: Exchange) {
+  waiting.add(ex);
+  sweeper ??= setInterval(() => {
+    const now = performance.now();
+    for (const w of waiting) if (w.deadline <= now) w.fail(new NetError("ETIMEDOUT", "no response headers in time"));
+    if (!waiting.size) {
+      clearInterval(sweeper);
+      sweeper = undefined;
+    }
+  }, 250);
+}
+
+export function abortError(): Error {
+  const e = new Error("The operation was aborted");
+  e.name = "AbortError";
+  return e;
+}
+
+/** One request/response on a connection, and the response's body as it arrives. */
+export class Exchange {
+  conn: Conn | undefined;
+  gotByte = false;
+  headersDone = false;
+  finished = false;
+  // The body: collected for bytes(), or queued for stream().
+  private chunks: Uint8Array[] = [];
+  private queued = 0;
+  private ended = false;
+  private error: Error | undefined;
+  private wake: (() => void) | undefined;
+  private streaming = false;
+  private onAbort = () => this.fail(abortError());
+
+  constructor(
+    readonly method: string,
+    /** The request's bytes, head and body: sent again when a reused connection turns out closed. */
+    readonly payload: Buffer,
+    private resolveHead: (r: UpstreamResponse) => void,
+    private rejectHead: (e: Error) => void,
+    private signal: AbortSignal,
+    readonly deadline: number,
+  ) {
+    signal.addEventListener("abort", this.onAbort, { once: true });
+    watch(this);
+  }
+
+  headers(status: number, statusText: string, headers: Headers, length: number | undefined, hasBody: boolean) {
+    this.headersDone = true;
+    waiting.delete(this);
+    // From here on the signal is the caller's business: it cancels the body it took.
+    this.signal.removeEventListener("abort", this.onAbort);
+    if (!hasBody) this.ended = true;
+    this.resolveHead({
+      status,
+      statusText,
+      ok: status >= 200 && status < 300,
+      headers,
+      length,
+      hasBody,
+      bytes: () => this.whole(),
+      stream: () => this.toStream(),
+      cancel: () => this.drop(),
+    });
+  }
+
+  data(chunk: Uint8Array) {
+    this.chunks.push(chunk);
+    this.queued += chunk.length;
+    if (this.streaming && this.queued >= PAUSE_AT) this.conn?.socket.pause();
+    this.poke();
+  }
+
+  end() {
+    this.ended = true;
+    this.poke();
+  }
+
+  /** A failure: before the headers it rejects the request; after, it breaks the body. */
+  fail(e: Error) {
+    if (this.finished) return;
+    this.finished = true;
+    waiting.delete(this);
+    this.signal.removeEventListener("abort", this.onAbort);
+    this.conn?.destroy();
+    if (!this.headersDone) return this.rejectHead(e);
+    this.error = e;
+    this.poke();
+  }
+
+  private poke() {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+
+  private drop() {
+    if (this.ended && this.chunks.length === 0) return;
+    this.chunks = [];
+    this.fail(new NetError("ABORT_ERR", "the body was dropped"));
+  }
+
+  private async whole(): Promise<Uint8Array<ArrayBuffer>> {
+    while (!this.ended && !this.error) await new Promise<void>((r) => (this.wake = r));
+    if (this.error) throw this.error;
+    const parts = this.chunks;
+    this.chunks = [];
+    return (parts.length === 1 ? parts[0]! : Buffer.concat(parts)) as Uint8Array<ArrayBuffer>;
+  }
+
+  private toStream(): ReadableStream<Uint8Array> {
+    this.streaming = true;
+    if (this.queued >= PAUSE_AT) this.conn?.socket.pause();
+    return new ReadableStream<Uint8Array>(
+      {
+        pull: async (ctrl) => {
+          while (!this.chunks.length && !this.ended && !this.error) await new Promise<void>((r) => (this.wake = r));
+          const chunk = this.chunks.shift();
+          if (chunk) {
+            this.queued -= chunk.length;
+            if (this.queued < PAUSE_AT) this.conn?.socket.resume();
+            ctrl.enqueue(chunk);
+            return;
+          }
+          if (this.error) ctrl.error(this.error);
+          else ctrl.close();
+        },
+        cancel: () => this.drop(),
+      },
+      { highWaterMark: 0 },
+    );
+  }
+}
+
+type Framing = { kind: "none" } | { kind: "length"; left: number } | { kind: "chunked"; left: number; state: "size" | "data" | "crlf" | "trailer" } | { kind: "close" };
+
+/** A connection to one endpoint, and the parser of the responses coming back on it. */
+export class Conn {
+  socket!: Socket<Conn>;
+  exchange: Exchange | undefined;
+  /** It carried an earlier request (taken from the pool). */
+  private reused = false;
+  /** Request bytes the socket has not taken yet (written on drain). */
+  private pending: Buffer | undefined;
+  private buf: Buffer | undefined;
+  private framing: Framing = { kind: "none" };
+  private keepAlive = true;
+  private closed = false;
+
+  private constructor(readonly ep: Endpoint) {}
+
+  static open(ep: Endpoint, ex: Exchange) {
+    const conn = new Conn(ep);
+    conn.exchange = ex;
+    ex.conn = conn;
+    const ready = (s: Socket<Conn>) => {
+      conn.socket = s;
+      // Given up on (a deadline, an abort) while connecting: close what just opened.
+      if (ex.finished) return void s.terminate();
+      conn.start(ex, false);
+    };
+    Bun.connect<Conn>({
+      hostname: ep.hostname,
+      port: ep.port,
+      tls: ep.tls,
+      socket: {
+        // Over TLS nothing may be written before the handshake is done.
+        open: (s) => (ep.tls ? undefined : ready(s)),
+        handshake: (s, ok, err) => {
+          if (ok) return ready(s);
+          conn.closed = true;
+          s.terminate();
+          ex.fail(new NetError("ECONNREFUSED", `TLS handshake with ${ep.host} failed: ${err?.message ?? "certificate not trusted"}`));
+        },
+        data: (_s, d) => conn.onData(d),
+        drain: () => conn.flush(),
+        close: () => conn.onClose(),
+        error: (_s, e) => conn.onClose(e),
+        connectError: (_s, e) => conn.onClose(e),
+        timeout: () => conn.onIdleTimeout(),
+      },
+    }).catch((e: Error & { code?: string }) => {
+      conn.closed = true;
+      ex.fail(new NetError(e.code ?? "ECONNREFUSED", e.message));
+    });
+  }
+
+  start(ex: Exchange, reused: boolean) {
+    this.exchange = ex;
+    ex.conn = this;
+    this.reused = reused;
+    this.framing = { kind: "none" };
+    this.socket.timeout(0); // a model may think for minutes: no idle cut while busy
+    this.pending = ex.payload;
+    this.flush();
+  }
+
+  flush() {
+    const p = this.pending;
+    if (!p || this.closed) return;
+    const n = this.socket.write(p);
+    this.pending = n >= p.length ? undefined : p.subarray(Math.max(n, 0));
+  }
+
+  destroy() {
+    if (this.closed) return;
+    this.closed = true;
+    this.socket?.terminate();
+    this.unpool();
+  }
+
+  private unpool() {
+    const i = this.ep.idle.indexOf(this);
+    if (i !== -1) this.ep.idle.splice(i, 1);
+  }
+
+  private onIdleTimeout() {
+    if (!this.exchange) this.destroy();
+  }
+
+  private onClose(e?: Error & { code?: string }) {
+    const was = this.closed;
+    this.closed = true;
+    this.unpool();
+    const ex = this.exchange;
+    this.exchange = undefined;
+    if (!ex || ex.finished) return;
+    if (!ex.headersDone) {
+      if (was) return;
+      // A pooled connection the server closed while idle, just as it was reused: routine, not a
+      // failure of the upstream. The request goes again on a new connection, uncounted.
+      if (this.reused && !ex.gotByte) return Conn.open(this.ep, ex);
+      // Nothing came back: the upstream reset (or refused) before answering.
+      const code = e?.code ?? "ECONNRESET";
+      return ex.fail(new NetError(code === "ECONNREFUSED" ? code : ex.gotByte ? "ECONNRESET" : code, e?.message ?? "the upstream closed the connection before answering"));
+    }
+    if (this.framing.kind === "close" && !e) {
+      ex.finished = true;
+      return ex.end();
+    }
+    ex.fail(new NetError("ECONNRESET", e?.message ?? "the upstream closed the connection mid-response"));
+  }
+
+  private onData(d: Buffer) {
+    const ex = this.exchange;
+    if (!ex) return this.destroy(); // bytes nobody asked for: this connection is not reusable
+    ex.gotByte = true;
+    this.buf = this.buf ? Buffer.concat([this.buf, d]) : d;
+    while (this.buf && this.exchange === ex && !ex.finished) {
+      if (!ex.headersDone) {
+        if (!this.parseHead(ex)) return;
+      } else if (!this.parseBody(ex)) return;
+    }
+  }
+
+  /** Parse a response head out of the buffer; false when more bytes are needed. */
+  private parseHead(ex: Exchange): boolean {
+    const buf = this.buf!;
+    const end = buf.indexOf(CRLF2);
+    if (end === -1) {
+      if (buf.length > 256 * 1024) ex.fail(new NetError("EPROTO", "the upstream sent a response head over 256 KiB"));
+      return false;
+    }
+    const lines = buf.toString("latin1", 0, end).split("\r\n");
+    this.buf = end + 4 < buf.length ? buf.subarray(end + 4) : undefined;
+    const status = /^HTTP\/1\.([01]) (\d{3})(?: (.*))?$/.exec(lines[0]!);
+    if (!status) {
+      ex.fail(new NetError("EPROTO", `the upstream answered something other than HTTP/1.x: ${JSON.stringify(lines[0]!.slice(0, 40))}`));
+      return false;
+    }
+    const code = Number(status[2]);
+    if (code >= 100 && code < 200) {
+      if (code === 101) ex.fail(new NetError("EPROTO", "the upstream switched protocols"));
+      return code !== 101; // 100 Continue, 103 Early Hints: the real answer follows
+    }
+    const headers = new Headers();
+    let length: number | undefined;
+    let chunked = false;
+    this.keepAlive = status[1] === "1";
+    for (let i = 1; i < lines.length; i++) {
+      const line = lines[i]!;
+      const colon = line.indexOf(":");
+      if (colon <= 0) continue;
+      const name = line.slice(0, colon).trim().toLowerCase();
+      const value = line.slice(colon + 1).trim();
+      if (!HOP_BY_HOP.has(name)) headers.append(name, value);
+      else if (name === "content-length") length = Number(value);
+      else if (name === "transfer-encoding") chunked = /chunked\s*$/i.test(value);
+      else if (name === "connection") this.keepAlive = status[1] === "1" ? !/\bclose\b/i.test(value) : /\bkeep-alive\b/i.test(value);
+    }
+    const none = ex.method === "HEAD" || code === 204 || code === 304;
+    if (none) this.framing = { kind: "none" };
+    else if (chunked) this.framing = { kind: "chunked", left: 0, state: "size" };
+    else if (length !== undefined && Number.isFinite(length) && length >= 0) this.framing = length === 0 ? { kind: "none" } : { kind: "length", left: length };
+    else {
+      this.framing = { kind: "close" };
+      this.keepAlive = false;
+    }
+    ex.headers(code, status[3] ?? "", headers, chunked ? undefined : length, this.framing.kind !== "none");
+    if (this.framing.kind === "none") this.complete(ex);
+    return true;
+  }
+
+  /** Move body bytes from the buffer to the exchange; false when more bytes are needed. */
+  private parseBody(ex: Exchange): boolean {
+    const f = this.framing;
+    let buf = this.buf!;
+    if (f.kind === "close") {
+      this.buf = undefined;
+      ex.data(buf);
+      return false;
+    }
+    if (f.kind === "length") {
+      if (buf.length <= f.left) {
+        f.left -= buf.length;
+        this.buf = undefined;
+        ex.data(buf);
+        if (f.left === 0) this.complete(ex);
+        return false;
+      }
+      ex.data(buf.subarray(0, f.left));
+      this.buf = buf.subarray(f.left);
+      f.left = 0;
+      this.complete(ex);
+      return false;
+    }
+    if (f.kind !== "chunked") return false;
+    for (;;) {
+      if (f.state === "data") {
+        const n = Math.min(f.left, buf.length);
+        if (n) ex.data(buf.subarray(0, n));
+        f.left -= n;
+        buf = buf.subarray(n);
+        if (f.left > 0) break;
+        f.state = "crlf";
+      }
+      if (f.state === "crlf") {
+        if (buf.length < 2) break;
+        buf = buf.subarray(2);
+        f.state = "size";
+      }
+      const nl = buf.indexOf(10);
+      if (nl === -1) {
+        if (buf.length > 4096) ex.fail(new NetError("EPROTO", "the upstream sent a malformed chunk"));
+        break;
+      }
+      const line = buf.toString("latin1", 0, nl).trim();
+      buf = buf.subarray(nl + 1);
+      if (f.state === "trailer") {
+        if (line === "") {
+          this.buf = buf.length ? buf : undefined;
+          this.complete(ex);
+          return false;
+        }
+        continue;
+      }
+      const size = parseInt(line, 16);
+      if (!Number.isFinite(size) || size < 0) {
+        ex.fail(new NetError("EPROTO", "the upstream sent a malformed chunk size"));
+        return false;
+      }
+      if (size === 0) f.state = "trailer";
+      else {
+        f.state = "data";
+        f.left = size;
+      }
+    }
+    this.buf = buf.length ? buf : undefined;
+    return false;
+  }
+
+  /** The response is whole: hand the connection back to the pool if it can carry another. */
+  private complete(ex: Exchange) {
+    ex.finished = true;
+    ex.end();
+    ex.conn = undefined; // its reader must not pause or resume the connection's next exchange
+    this.exchange = undefined;
+    if (!this.keepAlive || this.buf || this.pending || this.closed) return this.destroy();
+    this.socket.resume();
+    this.socket.timeout(IDLE_SECONDS);
+    this.ep.idle.push(this);
+  }
+}
