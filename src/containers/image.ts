@@ -111,14 +111,7 @@ export function tar(files: Record<string, string | Uint8Array>): Uint8Array {
     blocks.push(h, data, new Uint8Array((512 - (data.length % 512)) % 512));
   }
   blocks.push(new Uint8Array(1024));
-  const total = blocks.reduce((n, b) => n + b.length, 0);
-  const out = new Uint8Array(total);
-  let o = 0;
-  for (const b of blocks) {
-    out.set(b, o);
-    o += b.length;
-  }
-  return out;
+  return Buffer.concat(blocks);
 }
 
 /** The build context of a project Dockerfile: every file under its folder but .git. */
