@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { handle, type Context } from "../src/proxy/forward";
 import { Grants } from "../src/proxy/grants";
 import { Targets } from "../src/proxy/targets";
-import { Audit } from "../src/proxy/audit";
+import { Audit, Recorder } from "../src/proxy/audit";
 import { Limits } from "../src/proxy/limits";
 import { Health } from "../src/proxy/health";
 import { open } from "../src/store";
@@ -35,7 +35,7 @@ if (process.argv[2] === "upstream") {
       grants,
       credentials: { get: () => ({ value: "sk-ant-api03-bench", kind: "api-key", source: "file" }) },
       targets: () => targets,
-      audit: process.env.NOAUDIT ? { record() {} } : new Audit(db, () => ({ maxRows: 100_000, maxAgeDays: 30 }), log),
+      audit: process.env.NOAUDIT ? { record() {} } : ((a) => new Recorder((rows) => a.write(rows)))(new Audit(db, () => ({ maxRows: 100_000, maxAgeDays: 30 }), log)),
       limits: process.env.NOLIMITS ? { record() {} } : new Limits(db),
       health: new Health(),
       log,

@@ -63,6 +63,7 @@ export class CredentialStore {
   /** Warned once each: a poll failure, and names whose stored value is unusable. */
   private pollWarning: string | undefined;
   private badValues = new Set<string>();
+  private listeners: (() => void)[] = [];
 
   private constructor(impl: BackendImpl, note: string, env: Record<string, string | undefined>, pollMs: number) {
     this.impl = impl;
@@ -91,6 +92,22 @@ export class CredentialStore {
     return fallback && { value: fallback.value, kind: kindOf(fallback.value), source: "env" };
   }
 
+  /** Every name get() answers for, resolved: a copy for the proxy's thread. */
+  snapshot(): Record<string, Resolved> {
+    const out: Record<string, Resolved> = {};
+    for (const { name } of this.list()) out[name] = this.get(name)!;
+    return out;
+  }
+
+  /** Call `fn` after every change in memory (a set, a remove, a reload). */
+  onChange(fn: () => void): void {
+    this.listeners.push(fn);
+  }
+
+  private changed(): void {
+    for (const fn of this.listeners) fn();
+  }
+
   list(): CredentialInfo[] {
     const out: CredentialInfo[] = [];
     for (const [name, e] of this.entries) out.push(this.info(name, e));
@@ -116,6 +133,7 @@ export class CredentialStore {
     const entry: Entry = { ...stored, kind: kindOf(value) };
     this.mutations++;
     this.entries.set(name, entry);
+    this.changed();
     log.info(`stored credential "${name}" (${entry.kind}) in ${this.impl.where}`);
     return this.info(name, entry);
   }
@@ -125,6 +143,7 @@ export class CredentialStore {
     const removed = await this.impl.remove(name);
     this.mutations++;
     this.entries.delete(name);
+    this.changed();
     if (removed) log.info(`removed credential "${name}" from ${this.impl.where}`);
     return removed;
   }
@@ -176,7 +195,9 @@ export class CredentialStore {
       this.badValues = bad;
       if (this.loaded) this.report(next);
       this.loaded = true;
+      const same = next.size === this.entries.size && [...next].every(([name, e]) => this.entries.get(name)?.value === e.value);
       this.entries = next;
+      if (!same) this.changed();
     } finally {
       this.loading = false;
     }

@@ -123,26 +123,28 @@ export function api(d: Daemon, token: string, log: Logger) {
       const task = Tasks.resolve(d.db, decodeURIComponent(params.ref));
       return { task, events: Tasks.events(d.db, task.id, Number(query.after ?? 0) || 0) };
     })
-    .get("/api/auth", () => ({
+    .get("/api/auth", async () => ({
       backend: d.credentials.backend,
       note: d.credentials.backendNote,
       credentials: d.credentials.list(),
-      problems: Object.fromEntries(d.proxy.credentialProblems),
+      problems: (await d.proxy.stats()).problems,
     }))
     .put("/api/auth/:name", async ({ params, body }) => {
       const { value } = parseBody(SetCredential, body);
       const info = await d.credentials.set(params.name, value);
-      d.proxy.credentialProblems.delete(params.name);
+      // The proxy's thread uses the new value from its next request on.
+      await d.proxy.clearProblem(params.name);
       log.info(`credential ${params.name} set (${info.kind}, ${d.credentials.backend})`);
       return info;
     })
     .delete("/api/auth/:name", async ({ params }) => {
       const removed = await d.credentials.remove(params.name);
       if (!removed) throw new LazyError("not_found", `No stored credential "${params.name}": see lazy auth list.`);
+      await d.proxy.sync();
       log.info(`credential ${params.name} removed`);
       return { removed: params.name };
     })
-    .post("/api/proxy/grants", ({ body }) => {
+    .post("/api/proxy/grants", async ({ body }) => {
       const input = parseBody(MintGrant, body);
       if (d.proxy.state !== "ready")
         throw new LazyError("proxy_unavailable", "The model proxy is not available, so nothing can be launched; run lazy doctor for the finding and remedy.");
@@ -150,7 +152,7 @@ export function api(d: Daemon, token: string, log: Logger) {
       const task = input.task ? Tasks.resolve(d.db, input.task) : undefined;
       if (input.role === "agent" && !task) throw new LazyError("invalid_input", "An agent grant needs a task.");
       if (task && isFinal(task.status)) throw new LazyError("conflict", `Task ${task.code ?? task.id} is ${task.status}; its session has ended.`);
-      const launch = d.proxy.mintFor({
+      const launch = await d.proxy.mintFor({
         role: input.role,
         profile: input.profile ?? task?.profile ?? defaultProfile(config),
         taskId: task?.id ?? null,
@@ -172,7 +174,7 @@ export function api(d: Daemon, token: string, log: Logger) {
       const limit = Math.min(10_000, Math.max(1, Number(query.limit ?? 100) || 100));
       return { rows: await d.proxy.audit.query({ taskId: t?.id, limit }), totals: t ? await d.proxy.audit.totals(t.id) : null, task: t ?? null };
     })
-    .get("/api/stats/limits", () => ({ limits: d.proxy.limits.list(), health: d.proxy.health.summary(), problems: Object.fromEntries(d.proxy.credentialProblems) }))
+    .get("/api/stats/limits", () => d.proxy.stats())
     .get("/api/events", ({ request }) => {
       // Live updates for the dashboard: the counts now, then again whenever a task changes.
       let unsubscribe = () => {};

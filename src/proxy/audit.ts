@@ -34,9 +34,39 @@ export interface Bounds {
   maxAgeDays: number;
 }
 
-export class Audit {
+/**
+ * Where rows are recorded, on the proxy's thread: queued, and handed on in batches (within
+ * ~50 ms, or at 500 rows) as one JSON string — cloning a string across threads is a copy, where
+ * cloning 500 objects cost as much as writing them.
+ */
+export class Recorder {
   private queue: Row[] = [];
   private timer: Timer | undefined;
+
+  constructor(private sink: (rows: string) => void) {}
+
+  record(row: Row): void {
+    this.queue.push(row);
+    if (this.queue.length >= 500) this.flush();
+    else this.timer ??= setTimeout(() => this.flush(), 50);
+  }
+
+  flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (!this.queue.length) return;
+    const rows = this.queue;
+    this.queue = [];
+    this.sink(JSON.stringify(rows));
+  }
+}
+
+/**
+ * The trail itself, on the daemon's main thread: batches from the proxy's thread go to the
+ * writer thread (audit-writer.ts), and reads wait until everything recorded before them is in
+ * the store — first what the proxy's thread still holds (`pending`), then the writer's queue.
+ */
+export class Audit {
   private pruneTimer: Timer;
   private writer!: Worker;
   private posted = 0;
@@ -48,6 +78,7 @@ export class Audit {
     private db: Database,
     private bounds: () => Bounds,
     private log: Logger,
+    private pending: () => Promise<void> = async () => {},
   ) {
     this.spawn();
     this.pruneTimer = setInterval(() => this.post({ type: "prune", id: ++this.posted, bounds: this.bounds() }), 60_000);
@@ -55,9 +86,7 @@ export class Audit {
   }
 
   private spawn(): void {
-    // Compiled, the worker is an entry point of the bundle, named from the bundle's root (src/).
-    const compiled = Bun.main.startsWith("/$bunfs/") || Bun.main.startsWith("B:/~BUN/");
-    const writer = new Worker(compiled ? "./proxy/audit-writer.ts" : new URL("./audit-writer.ts", import.meta.url).href);
+    const writer = new Worker(workerUrl("audit-writer.ts"));
     (writer as unknown as { unref(): void }).unref(); // Bun's: the writer alone keeps no process alive
     writer.onmessage = (e: MessageEvent<FromWriter>) => {
       const m = e.data;
@@ -82,28 +111,15 @@ export class Audit {
     this.waiters = this.waiters.filter((w) => (w.id <= this.written ? (w.resolve(), false) : true));
   }
 
-  /** Queue a row; it is written within ~50 ms, with others, in one transaction, off this thread. */
-  record(row: Row): void {
-    this.queue.push(row);
-    if (this.queue.length >= 500) this.flush();
-    else this.timer ??= setTimeout(() => this.flush(), 50);
-  }
-
-  /** Hand the queued rows to the writer. */
-  flush(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    if (!this.queue.length) return;
-    const rows = this.queue;
-    this.queue = [];
-    // As one string: cloning a string is a copy, where cloning 500 objects cost as much as writing them.
-    this.post({ type: "rows", id: ++this.posted, rows: JSON.stringify(rows), bounds: this.bounds() });
+  /** A batch of rows (a JSON array, from a Recorder): written in one transaction, off this thread. */
+  write(rows: string): void {
+    this.post({ type: "rows", id: ++this.posted, rows, bounds: this.bounds() });
   }
 
   /** Resolves once every row recorded so far is in the store. */
-  settled(): Promise<void> {
-    this.flush();
-    if (this.written >= this.posted) return Promise.resolve();
+  async settled(): Promise<void> {
+    await this.pending();
+    if (this.written >= this.posted) return;
     return new Promise((resolve) => this.waiters.push({ id: this.posted, resolve }));
   }
 
@@ -153,13 +169,18 @@ export class Audit {
     return { requests: r?.requests ?? 0, input: r?.input_tokens ?? 0, output: r?.output_tokens ?? 0, cacheRead: r?.cache_read ?? 0, cacheWrite: r?.cache_write ?? 0 };
   }
 
-  /** Write what is queued, then let the writer go. */
+  /** Write what was posted, then let the writer go. */
   async stop(): Promise<void> {
     clearInterval(this.pruneTimer);
-    this.flush();
     this.post({ type: "close", id: ++this.posted });
     const last = new Promise<void>((resolve) => this.waiters.push({ id: this.posted, resolve }));
     await Promise.race([last, Bun.sleep(5000)]);
     this.writer.terminate();
   }
+}
+
+/** A worker entry's URL: compiled, workers are entry points of the bundle, named from its root (src/). */
+export function workerUrl(file: string): string {
+  const compiled = Bun.main.startsWith("/$bunfs/") || Bun.main.startsWith("B:/~BUN/");
+  return compiled ? `./proxy/${file}` : new URL(`./${file}`, import.meta.url).href;
 }

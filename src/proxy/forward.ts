@@ -12,18 +12,18 @@ import * as Readings from "./readings";
 import { UsageTap } from "./usage";
 import type { Grants, Grant } from "./grants";
 import type { Targets, Target } from "./targets";
-import type { Audit, Row } from "./audit";
+import type { Recorder, Row } from "./audit";
 import type { Limits } from "./limits";
 import { kindOfStatus, type Health } from "./health";
 import { errorResponse, classify, providerFailure, type NetFailure } from "./errors";
 import * as Upstream from "./upstream";
 
 export interface Context {
-  grants: Grants;
-  credentials: CredentialStore;
+  grants: Pick<Grants, "lookup">;
+  credentials: Pick<CredentialStore, "get">;
   targets: () => Targets;
-  audit: Audit;
-  limits: Limits;
+  audit: Pick<Recorder, "record">;
+  limits: Pick<Limits, "record">;
   health: Health;
   log: Logger;
   firstByteTimeoutMs: () => number;

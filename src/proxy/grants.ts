@@ -72,12 +72,15 @@ export type Options = {
   /** How many builder grants may exist at once before the oldest is evicted. */
   builderCap?: number;
   now?: () => Date;
+  /** Called with every grant after each change is saved (the proxy's thread keeps a copy). */
+  onChange?: (grants: Grant[]) => void;
 };
 
 export class Grants {
   readonly #path: string;
   readonly #builderCap: number;
   readonly #now: () => Date;
+  readonly #onChange: ((grants: Grant[]) => void) | undefined;
   /** Insertion order is creation order, which is what builder eviction and the file keep. */
   readonly #byToken = new Map<string, Readonly<Grant>>();
   readonly #byIdentity = new Map<string, string>();
@@ -86,6 +89,7 @@ export class Grants {
     this.#path = path;
     this.#builderCap = opts.builderCap ?? DEFAULT_BUILDER_CAP;
     this.#now = opts.now ?? (() => new Date());
+    this.#onChange = opts.onChange;
   }
 
   /** Open (or create) the registry in a daemon state folder, loading what a previous daemon left. */
@@ -244,6 +248,12 @@ export class Grants {
   #save(): void {
     const registry = { version: 1 as const, grants: [...this.#byToken.values()] };
     Files.writeFileAtomic(this.#path, `${JSON.stringify(registry, null, 2)}\n`, 0o600);
+    this.#onChange?.(registry.grants);
+  }
+
+  /** Every grant, oldest first. */
+  all(): Grant[] {
+    return [...this.#byToken.values()];
   }
 }
 

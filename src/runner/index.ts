@@ -100,7 +100,7 @@ export class Runner {
       const config = this.d.config();
       const profile = resolveProfile(config, task.profile);
       // The credential must exist before anything starts (the placeholder stands for it).
-      const launch = this.d.proxy.mintFor({ role: "agent", profile: profile.name, taskId: task.id, taskRef: this.ref(task) });
+      const launch = await this.d.proxy.mintFor({ role: "agent", profile: profile.name, taskId: task.id, taskRef: this.ref(task) });
       const docker = await this.docker();
       const uid = Image.agentUid();
       if (process.getuid?.() === 0 && (statSync(this.d.root).mode & 0o005) !== 0o005)
@@ -157,7 +157,7 @@ export class Runner {
         info = await docker.inspect(id);
         run = this.run(task.id);
       }
-      if (docker.pins && info?.ip) this.d.proxy.grants.pin(launch.placeholder, info.ip);
+      if (docker.pins && info?.ip) await this.d.proxy.pin(launch.placeholder, info.ip);
 
       if (!run.setup_done && config.container.setup) {
         this.event(task, "setup", { command: config.container.setup });

@@ -11,11 +11,18 @@ let logFile: string | undefined;
 let toStderr = true;
 let minLevel: Level = (process.env.LAZY_LOG_LEVEL as Level) in order ? (process.env.LAZY_LOG_LEVEL as Level) : "info";
 
+export type Settings = { file?: string; stderr?: boolean; level?: Level };
+
 /** The daemon sends its log to a file (and not to a terminal it no longer has). */
-export function configure(opts: { file?: string; stderr?: boolean; level?: Level }) {
+export function configure(opts: Settings) {
   logFile = opts.file;
   if (opts.stderr !== undefined) toStderr = opts.stderr;
   if (opts.level) minLevel = opts.level;
+}
+
+/** The current settings, for a worker thread to log the same way. */
+export function settings(): Settings {
+  return { file: logFile, stderr: toStderr, level: minLevel };
 }
 
 function write(level: Level, tag: string, msg: string) {

@@ -1,18 +1,27 @@
 // The audit trail's writer thread (src/proxy/audit.ts, audit-writer.ts): rows recorded on the
 // proxy's thread are readable once settled; a writer that dies never leaves a reader hanging.
+// The Recorder runs on the proxy's thread in the daemon; here it feeds the trail directly, and
+// the trail's `pending` hook is what the daemon's is: hand over what the recorder holds.
 import { test, expect } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Database } from "bun:sqlite";
 import { open } from "../../src/store";
-import { Audit, type Row } from "../../src/proxy/audit";
+import { Audit, Recorder, type Row } from "../../src/proxy/audit";
 
 const row = (i: number, taskId: string | null = null): Row => ({
   at: Date.now(), taskId, taskRef: taskId, role: "builder", profile: "claude", credential: "anthropic", upstream: "https://api.anthropic.com",
   method: "POST", path: "/v1/messages", status: 200, durationMs: 1 + i, ttfbMs: 0.5, bytesIn: 10, bytesOut: 20,
   usage: { input: 3, output: 2, cacheRead: 0, cacheWrite: 0 }, retries: 0, note: null,
 });
+
+function trail(db: Database, log: never) {
+  let audit: Audit | undefined;
+  const recorder = new Recorder((rows) => audit!.write(rows));
+  audit = new Audit(db, () => ({ maxRows: 10_000, maxAgeDays: 30 }), log, async () => recorder.flush());
+  return { audit, recorder };
+}
 
 function logger() {
   const lines: string[] = [];
@@ -25,13 +34,14 @@ test("rows recorded on this thread are in the store once settled, token totals w
   try {
     const db = open(join(dir, "store.db"));
     const { log } = logger();
-    const audit = new Audit(db, () => ({ maxRows: 10_000, maxAgeDays: 30 }), log);
-    for (let i = 0; i < 1200; i++) audit.record(row(i, i % 2 ? "t1" : null));
+    const { audit, recorder } = trail(db, log);
+    for (let i = 0; i < 1200; i++) recorder.record(row(i, i % 2 ? "t1" : null));
     expect(await audit.count()).toBe(1200);
     const last = (await audit.query({ limit: 1 }))[0]!;
     expect(last.durationMs).toBe(1200);
     expect(await audit.totals("t1")).toEqual({ requests: 600, input: 1800, output: 1200, cacheRead: 0, cacheWrite: 0 });
-    audit.record(row(5000));
+    recorder.record(row(5000));
+    recorder.flush(); // what the proxy's thread does when it stops, before the trail stops
     await audit.stop();
     expect((db.query("SELECT COUNT(*) AS n FROM audit").get() as { n: number }).n).toBe(1201);
     db.close();
@@ -47,8 +57,8 @@ test("a writer that cannot open the store: the failure is logged and readers are
     // The store's path is a folder: the writer's open throws and the worker dies.
     const broken = { filename: dir, query: real.query.bind(real) } as unknown as Database;
     const { lines, log } = logger();
-    const audit = new Audit(broken, () => ({ maxRows: 10_000, maxAgeDays: 30 }), log);
-    audit.record(row(1));
+    const { audit, recorder } = trail(broken, log);
+    recorder.record(row(1));
     const counted = await Promise.race([audit.count(), Bun.sleep(10_000).then(() => "hung")]);
     expect(counted).toBe(0);
     expect(lines.some((l) => l.startsWith("the audit writer failed"))).toBe(true);
