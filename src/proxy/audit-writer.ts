@@ -5,7 +5,7 @@
  * them here in batches; readers first wait until what they posted is written (audit.ts).
  */
 import { Database } from "bun:sqlite";
-import type { Row, Bounds } from "./audit";
+import type { Tuple, Bounds } from "./audit";
 
 export type ToWriter = { type: "open"; path: string } | { type: "rows"; id: number; rows: string; bounds: Bounds } | { type: "prune"; id: number; bounds: Bounds } | { type: "close"; id: number };
 export type FromWriter = { type: "done"; id: number; error?: string };
@@ -15,37 +15,61 @@ declare const self: Worker;
 let db: Database | undefined;
 let sinceBound = 0;
 
-function write(rows: Row[], bounds: Bounds): void {
+/** Rows per INSERT statement: one call binding many rows costs less than many calls binding one. */
+const PER_STATEMENT = 50;
+const COLUMNS = `at, task_id, task_ref, role, profile, credential, upstream, method, path, status, duration_ms, ttfb_ms, bytes_in, bytes_out,
+  input_tokens, output_tokens, cache_read, cache_write, retries, note`;
+const PLACEHOLDERS = `(${Array(20).fill("?").join(", ")})`;
+
+function write(rows: Tuple[], bounds: Bounds): void {
   const d = db!;
-  const insert = d.query(
-    `INSERT INTO audit (at, task_id, task_ref, role, profile, credential, upstream, method, path, status, duration_ms, ttfb_ms, bytes_in, bytes_out,
-       input_tokens, output_tokens, cache_read, cache_write, retries, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
+  const many = d.query(`INSERT INTO audit (${COLUMNS}) VALUES ${Array(PER_STATEMENT).fill(PLACEHOLDERS).join(", ")}`);
+  const one = d.query(`INSERT INTO audit (${COLUMNS}) VALUES ${PLACEHOLDERS}`);
   const count = d.query(
-    `INSERT INTO task_tokens (task_id, requests, input_tokens, output_tokens, cache_read, cache_write) VALUES (?, 1, ?, ?, ?, ?)
-     ON CONFLICT(task_id) DO UPDATE SET requests = requests + 1, input_tokens = input_tokens + excluded.input_tokens,
+    `INSERT INTO task_tokens (task_id, requests, input_tokens, output_tokens, cache_read, cache_write) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT(task_id) DO UPDATE SET requests = requests + excluded.requests, input_tokens = input_tokens + excluded.input_tokens,
        output_tokens = output_tokens + excluded.output_tokens, cache_read = cache_read + excluded.cache_read, cache_write = cache_write + excluded.cache_write`,
   );
+  // Token counters per task: summed over the batch, one upsert per task.
+  const totals = new Map<string, [number, number, number, number, number]>();
+  for (const r of rows) {
+    const task = r[1];
+    if (!task) continue;
+    const t = totals.get(task) ?? [0, 0, 0, 0, 0];
+    t[0]++;
+    t[1] += r[14] ?? 0;
+    t[2] += r[15] ?? 0;
+    t[3] += r[16] ?? 0;
+    t[4] += r[17] ?? 0;
+    totals.set(task, t);
+  }
   d.transaction(() => {
-    for (const r of rows) {
-      const u = r.usage;
-      insert.run(r.at, r.taskId, r.taskRef, r.role, r.profile, r.credential, r.upstream, r.method, r.path, r.status, r.durationMs, r.ttfbMs, r.bytesIn, r.bytesOut,
-        u?.input ?? null, u?.output ?? null, u?.cacheRead ?? null, u?.cacheWrite ?? null, r.retries, r.note);
-      if (r.taskId) count.run(r.taskId, u?.input ?? 0, u?.output ?? 0, u?.cacheRead ?? 0, u?.cacheWrite ?? 0);
-    }
+    let i = 0;
+    for (; i + PER_STATEMENT <= rows.length; i += PER_STATEMENT) many.run(...(rows.slice(i, i + PER_STATEMENT).flat() as never[]));
+    for (; i < rows.length; i++) one.run(...rows[i]!);
+    for (const [task, t] of totals) count.run(task, ...t);
+    sinceBound += rows.length;
+    // Keep within the row bound without a COUNT per batch: trim once a tenth of it has arrived.
+    if (sinceBound >= Math.max(10, bounds.maxRows / 10)) trim(bounds.maxRows);
   }).immediate();
-  sinceBound += rows.length;
-  // Keep within the row bound without a COUNT per batch: trim once a tenth of it has arrived.
-  if (sinceBound >= Math.max(10, bounds.maxRows / 10)) prune(bounds);
 }
 
-function prune({ maxRows, maxAgeDays }: Bounds): void {
+/**
+ * Keep the newest `maxRows` rows. Ids only grow and only the oldest rows are ever deleted, so
+ * the newest `maxRows` are those within `maxRows` of the highest id: no scan to find the cut.
+ */
+function trim(maxRows: number): void {
   sinceBound = 0;
+  db!.query("DELETE FROM audit WHERE id <= (SELECT max(id) FROM audit) - ?").run(maxRows);
+}
+
+/** Both bounds (once a minute): the age bound scans the table, which costs less than an index on every insert. */
+function prune({ maxRows, maxAgeDays }: Bounds): void {
   const d = db!;
   const cutoff = Date.now() - maxAgeDays * 86_400_000;
   d.transaction(() => {
     d.query("DELETE FROM audit WHERE at < ?").run(cutoff);
-    d.query("DELETE FROM audit WHERE id <= (SELECT id FROM audit ORDER BY id DESC LIMIT 1 OFFSET ?)").run(maxRows);
+    trim(maxRows);
   }).immediate();
 }
 
@@ -60,7 +84,7 @@ self.onmessage = (e: MessageEvent<ToWriter>) => {
   }
   let error: string | undefined;
   try {
-    if (m.type === "rows") write(JSON.parse(m.rows) as Row[], m.bounds);
+    if (m.type === "rows") write(JSON.parse(m.rows) as Tuple[], m.bounds);
     else if (m.type === "prune") prune(m.bounds);
     else {
       db?.close();

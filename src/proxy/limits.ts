@@ -9,12 +9,15 @@ export interface Reading {
   owner: string;
   credential: string | null;
   upstream: string;
-  at: string;
+  /** Epoch ms: formatted when shown, not on every request. */
+  at: number;
   status: number;
   headers: Record<string, string>;
 }
 
-export interface LimitView extends Reading {
+export interface LimitView extends Omit<Reading, "at"> {
+  /** ISO 8601 */
+  at: string;
   windows: Window[];
 }
 
@@ -29,7 +32,7 @@ export class Limits {
         owner: r.owner as string,
         credential: r.credential as string | null,
         upstream: r.upstream as string,
-        at: new Date(r.at as number).toISOString(),
+        at: r.at as number,
         status: r.status as number,
         headers: JSON.parse(r.headers as string),
       });
@@ -41,7 +44,7 @@ export class Limits {
       // A credential seen answering without limit headers still gets a row: "no reading", never 0 %.
       if (this.latest.has(owner)) return;
     }
-    this.latest.set(owner, { owner, credential, upstream, at: new Date().toISOString(), status, headers });
+    this.latest.set(owner, { owner, credential, upstream, at: Date.now(), status, headers });
     this.dirty.add(owner);
     this.timer ??= setTimeout(() => this.flush(), 200);
   }
@@ -58,13 +61,13 @@ export class Limits {
     this.db.transaction(() => {
       for (const o of owners) {
         const r = this.latest.get(o);
-        if (r) upsert.run(r.owner, r.credential, r.upstream, Date.parse(r.at), r.status, JSON.stringify(r.headers));
+        if (r) upsert.run(r.owner, r.credential, r.upstream, r.at, r.status, JSON.stringify(r.headers));
       }
     }).immediate();
   }
 
   list(now = Date.now()): LimitView[] {
-    return [...this.latest.values()].sort((a, b) => a.owner.localeCompare(b.owner)).map((r) => ({ ...r, windows: windows(r.headers, now) }));
+    return [...this.latest.values()].sort((a, b) => a.owner.localeCompare(b.owner)).map((r) => ({ ...r, at: new Date(r.at).toISOString(), windows: windows(r.headers, now) }));
   }
 
   stop(): void {

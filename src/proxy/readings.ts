@@ -34,8 +34,10 @@ const KEPT_NAME =
 /** Keep only the allowlisted usage-limit headers, minus any value that looks like a secret. */
 export function filter(headers: Headers): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of headers) {
-    if (!KEPT_NAME.test(name)) continue;
+  const all = headers.toJSON() as Record<string, string | string[]>; // cheaper than iterating (Bun)
+  for (const name in all) {
+    const value = all[name]!;
+    if (typeof value !== "string" || !KEPT_NAME.test(name)) continue;
     const v = value.trim();
     if (looksLikeCredential(v)) continue;
     out[name] = v;

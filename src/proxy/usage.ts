@@ -45,6 +45,8 @@ const INTERESTING: ReadonlyArray<[string, Uint8Array]> = [
 /** The current event has a name, and it is not one of the above. */
 const SKIP = "";
 const EMPTY = new Uint8Array(0);
+/** Every decode is one-shot (a whole line or body), so one decoder serves every tap. */
+const DECODER = new TextDecoder();
 
 const DATA = bytes("data:");
 const EVENT = bytes("event:");
@@ -54,7 +56,6 @@ const ERROR_KEY = bytes('"error"');
 export class UsageTap {
   readonly #wire: Wire;
   #mode: "sse" | "json" | null;
-  #decoder = new TextDecoder();
 
   /** Bytes of the line (SSE) or body (JSON) not yet complete. */
   #parts: Uint8Array[] = [];
@@ -132,6 +133,12 @@ export class UsageTap {
   /** The usage in a whole body at once (a non-streamed answer). */
   static of(wire: Wire, contentType: string | null, body: Uint8Array): Usage {
     const tap = new UsageTap(wire, contentType);
+    if ((tap.#mode ?? sniff(body)) === "json" && body.length <= MAX_JSON) {
+      // The common case, without copying the body first.
+      tap.#ended = true;
+      tap.#apply(parseJson(DECODER.decode(body)), true);
+      return tap.#counts;
+    }
     tap.push(body);
     return tap.end();
   }
@@ -140,7 +147,7 @@ export class UsageTap {
     if (this.#ended) return this.#counts;
     this.#ended = true;
     if (this.#mode === "json") {
-      if (!this.#overflowed) this.#apply(parseJson(this.#decoder.decode(concat(this.#parts, this.#partsLength))), true);
+      if (!this.#overflowed) this.#apply(parseJson(DECODER.decode(concat(this.#parts, this.#partsLength))), true);
       this.#parts = [];
       return this.#counts;
     }
@@ -211,7 +218,7 @@ export class UsageTap {
         this.#overflowed = true;
         return;
       }
-      this.#data.push(this.#decoder.decode(buf.subarray(from, end)));
+      this.#data.push(DECODER.decode(buf.subarray(from, end)));
       this.#dataLength += end - from;
       return;
     }
