@@ -10,7 +10,9 @@ export function listen(host: string, port: number, opts: Options, tries = 50): S
   let lastError: unknown;
   for (let p = port, n = 0; n < (port === 0 ? 1 : tries) && p <= 65535; p++, n++) {
     try {
-      return Bun.serve({ ...opts, hostname: host, port: p, reusePort: false } as ServeOptions) as Server<undefined>;
+      // development: false — Bun's default follows NODE_ENV, and in development mode an uncaught
+      // error becomes a page with its stack trace; lazy's servers answer errors themselves.
+      return Bun.serve({ development: false, ...opts, hostname: host, port: p, reusePort: false } as ServeOptions) as Server<undefined>;
     } catch (e) {
       lastError = e;
       const code = (e as NodeJS.ErrnoException).code;
