@@ -4,6 +4,9 @@
  */
 import type { Database } from "bun:sqlite";
 import { windows, type Window } from "./readings";
+import * as Log from "../util/log";
+
+const log = Log.create("proxy");
 
 export interface Reading {
   owner: string;
@@ -46,7 +49,14 @@ export class Limits {
     }
     this.latest.set(owner, { owner, credential, upstream, at: Date.now(), status, headers });
     this.dirty.add(owner);
-    this.timer ??= setTimeout(() => this.flush(), 200);
+    this.timer ??= setTimeout(() => {
+      // On a timer nothing would catch it: a store busy past its timeout costs one flush, not the thread.
+      try {
+        this.flush();
+      } catch (e) {
+        log.warn(`usage readings not saved this time: ${(e as Error).message}`);
+      }
+    }, 200);
   }
 
   flush(): void {
