@@ -54,6 +54,7 @@ export class Proxy {
   /** Every address listened on, so a restarted thread listens there again. */
   private listening = new Map<string, number>();
   private respawns = 0;
+  private gone = false;
   private stopping = false;
 
   constructor(
@@ -89,6 +90,7 @@ export class Proxy {
       this.calls.clear();
       if (this.stopping) return;
       if (this.respawns++ >= RESPAWNS) {
+        this.gone = true;
         this.state = "failed";
         this.error = `its thread stopped ${RESPAWNS + 1} times; the last time: ${e.message}`;
         return;
@@ -106,6 +108,8 @@ export class Proxy {
   }
 
   private call<T>(c: Call): Promise<T> {
+    // A thread that was given up on answers nothing: fail at once rather than wait forever.
+    if (this.gone) return Promise.reject(new LazyError("proxy_unavailable", `lazy's proxy failed: ${this.error}; restart the daemon: lazy daemon restart.`));
     const id = ++this.nextId;
     return new Promise<T>((resolve, reject) => {
       this.calls.set(id, { resolve: resolve as (v: unknown) => void, reject });
