@@ -26,6 +26,12 @@ interface Session {
   taskId: string | null;
 }
 
+/** The session table as the request path sees it (on a proxy thread, it asks the main thread). */
+export interface Sessions {
+  swapOut(real: string, grant: Grant): Promise<string>;
+  pairs(grantToken: string): Promise<[string, string][]>;
+}
+
 /** Session placeholders minted for exchanged Cursor tokens: placeholder → the real token. */
 export class CursorSessions {
   private byPlaceholder = new Map<string, Session>();
@@ -58,7 +64,7 @@ export class CursorSessions {
   }
 }
 
-export async function handleCursor(ctx: Context, sessions: CursorSessions, req: Request, server: Server<undefined>): Promise<Response> {
+export async function handleCursor(ctx: Context, sessions: Sessions, req: Request, server: Server<undefined>): Promise<Response> {
   const started = performance.now();
   server.timeout(req, 0);
   const target = req.url.slice(req.url.indexOf("/", req.url.indexOf("//") + 2));
@@ -103,7 +109,7 @@ export async function handleCursor(ctx: Context, sessions: CursorSessions, req: 
     const cred = ctx.credentials.get(name);
     if (!cred) return fail(401, "authentication_error", `lazy's proxy has no credential "${name}" for Cursor: store it with lazy auth set ${name}.`, grant);
     credential = name;
-    pairs = [[token, cred.value], ...sessions.pairs(grant.token)];
+    pairs = [[token, cred.value], ...(await sessions.pairs(grant.token))];
     for (const [k, v] of headers) {
       const swapped = substitute(v, pairs);
       if (swapped !== v) headers.set(k, swapped);
@@ -144,7 +150,7 @@ export async function handleCursor(ctx: Context, sessions: CursorSessions, req: 
       return errorResponse("cursor", 502, "api_error", "Cursor answered the key exchange with something that is not JSON; lazy's proxy withheld it.");
     }
     for (const k of ["accessToken", "refreshToken", "access_token", "refresh_token", "token"])
-      if (typeof json[k] === "string") json[k] = sessions.swapOut(json[k] as string, grant);
+      if (typeof json[k] === "string") json[k] = await sessions.swapOut(json[k] as string, grant);
     const swapped = JSON.stringify(json);
     finish(swapped.length, "session tokens swapped for placeholders");
     out.set("content-type", "application/json");

@@ -17,10 +17,13 @@ import * as Log from "../util/log";
 import { Grants, type Role } from "./grants";
 import { Targets, type Target } from "./targets";
 import { Audit, workerUrl } from "./audit";
-import { PREFIX as CURSOR_PREFIX } from "./cursor";
+import { CursorSessions, PREFIX as CURSOR_PREFIX } from "./cursor";
+import { FAILURE_KINDS, type ProviderHealth } from "./health";
+import type { LimitView } from "./limits";
+import { threadCount, probe, listeners } from "./shared-port";
 import type { Shape } from "./placeholders";
 import type { ProxyState } from "./server";
-import type { ToThread, FromThread, Call, Stats, Listening } from "./thread";
+import type { ToThread, FromThread, Call, Stats, Listening, Init, Ask } from "./thread";
 
 export { Targets, type Target } from "./targets";
 export type { Grant } from "./grants";
@@ -41,41 +44,24 @@ export interface Launch {
 /** How many times a proxy thread that died is started again before the proxy is reported failed. */
 const RESPAWNS = 3;
 
-export class Proxy {
-  readonly grants: Grants;
-  readonly audit: Audit;
-  state: ProxyState = "starting";
-  error: string | undefined;
-  address: { host: string; port: number } | null = null;
-  private targets: Targets;
-  private thread!: Worker;
+/** One proxy thread: its Worker, the calls waiting on it, and its restarts. */
+class Thread {
+  worker!: Worker;
   private calls = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private nextId = 0;
-  /** Every address listened on, so a restarted thread listens there again. */
-  private listening = new Map<string, number>();
   private respawns = 0;
-  private gone = false;
-  private stopping = false;
+  gone: string | undefined;
 
-  constructor(
-    stateDir: string,
-    private db: Database,
-    private credentials: CredentialStore,
-    private config: () => Config,
-    private log = Log.create("proxy"),
-  ) {
-    this.grants = Grants.open(stateDir, { onChange: (grants) => this.post({ type: "grants", grants }) });
-    this.targets = Targets.build(config());
-    this.audit = new Audit(db, () => ({ maxRows: this.config().proxy.audit.max_rows, maxAgeDays: this.config().proxy.audit.max_age_days }), log, () => this.sync());
-    credentials.onChange(() => this.post({ type: "credentials", credentials: this.credentials.snapshot() }));
+  constructor(private owner: Proxy) {
     this.spawn();
   }
 
   private spawn(): void {
-    const thread = new Worker(workerUrl("thread.ts"));
-    thread.onmessage = (e: MessageEvent<FromThread>) => {
+    const worker = new Worker(workerUrl("thread.ts"));
+    worker.onmessage = (e: MessageEvent<FromThread>) => {
       const m = e.data;
-      if (m.type === "audit") return this.audit.write(m.rows);
+      if (m.type === "audit") return this.owner.audit.write(m.rows);
+      if (m.type === "ask") return this.post({ type: "answer", id: m.id, value: this.owner.answer(m.ask) });
       const waiter = this.calls.get(m.id);
       this.calls.delete(m.id);
       if (m.error !== undefined) waiter?.reject(new Error(m.error));
@@ -83,44 +69,135 @@ export class Proxy {
     };
     // The thread died (a bug; each request's own errors are caught there): requests in flight
     // on it are lost. Start another with the same state on the same addresses, a few times.
-    thread.onerror = (e) => {
-      this.log.error(`lazy's proxy failed: its thread stopped (${e.message})`);
-      thread.terminate();
-      for (const w of this.calls.values()) w.reject(new Error(`lazy's proxy failed: its thread stopped (${e.message})`));
+    worker.onerror = (e) => {
+      const why = `its thread stopped (${e.message})`;
+      worker.terminate();
+      for (const w of this.calls.values()) w.reject(new Error(`lazy's proxy failed: ${why}`));
       this.calls.clear();
-      if (this.stopping) return;
+      if (this.owner.stopping) return;
+      this.owner.log.error(`lazy's proxy failed: ${why}`);
       if (this.respawns++ >= RESPAWNS) {
-        this.gone = true;
-        this.state = "failed";
-        this.error = `its thread stopped ${RESPAWNS + 1} times; the last time: ${e.message}`;
-        return;
+        this.gone = `a thread stopped ${RESPAWNS + 1} times; the last time: ${e.message}`;
+        return this.owner.lost(this.gone);
       }
       this.spawn();
-      for (const [host, port] of this.listening) void this.listen(host, port).catch((err: Error) => this.log.error(`lazy's proxy failed to listen on ${host} again: ${err.message}`));
+      void this.owner.rejoin(this);
     };
-    this.thread = thread;
-    const c = this.config();
-    this.post({ type: "init", init: { config: c, credentials: this.credentials.snapshot(), grants: this.grants.all(), dbPath: this.db.filename, log: Log.settings() } });
+    this.worker = worker;
+    this.post({ type: "init", init: this.owner.init() });
   }
 
-  private post(m: ToThread): void {
-    this.thread.postMessage(m);
+  post(m: ToThread): void {
+    if (!this.gone) this.worker.postMessage(m);
   }
 
-  private call<T>(c: Call): Promise<T> {
+  call<T>(c: Call): Promise<T> {
     // A thread that was given up on answers nothing: fail at once rather than wait forever.
-    if (this.gone) return Promise.reject(new LazyError("proxy_unavailable", `lazy's proxy failed: ${this.error}; restart the daemon: lazy daemon restart.`));
+    if (this.gone) return Promise.reject(new LazyError("proxy_unavailable", `lazy's proxy failed: ${this.gone}; restart the daemon: lazy daemon restart.`));
     const id = ++this.nextId;
     return new Promise<T>((resolve, reject) => {
       this.calls.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.post({ type: "call", id, call: c });
+      this.worker.postMessage({ type: "call", id, call: c } satisfies ToThread);
     });
   }
 
+  terminate(): void {
+    this.worker.terminate();
+  }
+}
+
+export class Proxy {
+  readonly grants: Grants;
+  readonly audit: Audit;
+  /** Cursor session placeholders, for every proxy thread (they ask for them). */
+  readonly sessions = new CursorSessions();
+  state: ProxyState = "starting";
+  error: string | undefined;
+  address: { host: string; port: number } | null = null;
+  stopping = false;
+  private targets: Targets;
+  private threads: Thread[] = [];
+  /** Every address listened on, so a restarted thread listens there again. */
+  private listening = new Map<string, number>();
+
+  constructor(
+    stateDir: string,
+    private db: Database,
+    private credentials: CredentialStore,
+    private config: () => Config,
+    readonly log = Log.create("proxy"),
+    threads = threadCount(),
+  ) {
+    this.grants = Grants.open(stateDir, { onChange: (grants) => this.post({ type: "grants", grants }) });
+    this.targets = Targets.build(config());
+    this.audit = new Audit(db, () => ({ maxRows: this.config().proxy.audit.max_rows, maxAgeDays: this.config().proxy.audit.max_age_days }), log, () => this.sync());
+    credentials.onChange(() => this.post({ type: "credentials", credentials: this.credentials.snapshot() }));
+    for (let i = 0; i < threads; i++) this.threads.push(new Thread(this));
+  }
+
+  /** What a new proxy thread starts from. */
+  init(): Init {
+    return { config: this.config(), credentials: this.credentials.snapshot(), grants: this.grants.all(), dbPath: this.db.filename, log: Log.settings() };
+  }
+
+  /** A proxy thread asks for Cursor session placeholders. */
+  answer(a: Ask): unknown {
+    if (a.op === "swap") return this.sessions.swapOut(a.real, a.grant);
+    return this.sessions.pairs(a.grantToken);
+  }
+
+  /** A thread was given up on: the proxy is only whole with all of them. */
+  lost(why: string): void {
+    this.state = "failed";
+    this.error = why;
+  }
+
+  /** A restarted thread listens where the others do. */
+  async rejoin(t: Thread): Promise<void> {
+    for (const [host, port] of this.listening) {
+      const r = await t.call<Listening>({ op: "listen", host, port, shared: this.threads.length > 1 }).catch((e: Error) => ({ address: null, error: e.message }));
+      if (!r.address) this.log.error(`lazy's proxy failed to listen on ${host}:${port} again: ${r.error}`);
+    }
+  }
+
+  private post(m: ToThread): void {
+    for (const t of this.threads) t.post(m);
+  }
+
+  private all<T>(c: Call): Promise<T[]> {
+    return Promise.all(this.threads.map((t) => t.call<T>(c)));
+  }
+
+  /**
+   * Listen on `host`, at `port` or the first free one above it. One thread: an exclusive bind.
+   * Several: a port proven free, bound by each with reusePort, and checked to be ours alone.
+   */
   private async listen(host: string, port: number): Promise<Listening> {
-    const r = await this.call<Listening>({ op: "listen", host, port });
-    if (r.address) this.listening.set(host, r.address.port);
-    return r;
+    if (this.threads.length === 1) {
+      const r = await this.threads[0]!.call<Listening>({ op: "listen", host, port, shared: false });
+      if (r.address) this.listening.set(host, r.address.port);
+      return r;
+    }
+    let last = "no free port";
+    for (let p = port, n = 0; n < 50 && p <= 65535; p++, n++) {
+      let free: number | null;
+      try {
+        free = probe(host, p);
+      } catch (e) {
+        return { address: null, error: (e as Error).message };
+      }
+      if (free === null) continue;
+      const rs = await this.all<Listening>({ op: "listen", host, port: free, shared: true });
+      const ok = rs.every((r) => r.address);
+      if (ok && listeners(host, free) === this.threads.length) {
+        this.listening.set(host, free);
+        return rs[0]!;
+      }
+      last = ok ? `another process also listens on ${host}:${free}` : (rs.find((r) => !r.address)?.error ?? "unknown");
+      await this.all({ op: "unlisten", host });
+      if (port === 0) p--; // the kernel picks again
+    }
+    return { address: null, error: `no port of its own on ${host} from ${port}: ${last}` };
   }
 
   async start(): Promise<void> {
@@ -131,19 +208,19 @@ export class Proxy {
     this.error = r.error;
   }
 
-  /** Resolves once the proxy's thread has applied everything posted before, and handed over its audit rows. */
-  sync(): Promise<void> {
-    return this.call({ op: "sync" });
+  /** Resolves once every proxy thread has applied everything posted before, and handed over its audit rows. */
+  async sync(): Promise<void> {
+    await this.all({ op: "sync" });
   }
 
-  /** Usage-limit readings, provider health and rejected OAuth tokens, as of now. */
-  stats(): Promise<Stats> {
-    return this.call({ op: "stats" });
+  /** Usage-limit readings, provider health and rejected OAuth tokens, as of now, over every thread. */
+  async stats(): Promise<Stats> {
+    return merge(await this.all<Stats>({ op: "stats" }));
   }
 
   /** A credential was stored again: forget that its provider rejected the old one. */
-  clearProblem(name: string): Promise<void> {
-    return this.call({ op: "clear-problem", name });
+  async clearProblem(name: string): Promise<void> {
+    await this.all({ op: "clear-problem", name });
   }
 
   /** A new config: rebuild the credential map (the caller validated it with Targets.build first). */
@@ -156,7 +233,7 @@ export class Proxy {
    * The placeholder for a launch: minted per (role, task, profile, env var), shaped like the
    * real credential it stands for, in the variable the harness reads. A profile whose
    * credential is missing fails here, before anything starts, naming the slot and the fix.
-   * Resolves once the proxy's thread knows the placeholder.
+   * Resolves once the proxy's threads know the placeholder.
    */
   async mintFor(opts: { role: Role; profile: string; taskId?: string | null; taskRef?: string | null; session?: string | null }): Promise<Launch> {
     const config = this.config();
@@ -181,7 +258,7 @@ export class Proxy {
     return { envVar, placeholder: grant.token, target, profile };
   }
 
-  /** Accept this placeholder only from `ip` from now on; resolves once the proxy's thread does. */
+  /** Accept this placeholder only from `ip` from now on; resolves once the proxy's threads do. */
   async pin(token: string, ip: string): Promise<void> {
     this.grants.pin(token, ip);
     await this.sync();
@@ -189,7 +266,7 @@ export class Proxy {
 
   /** The task's session ended: its grants and Cursor session placeholders stop working. */
   async revokeTask(taskId: string): Promise<number> {
-    this.post({ type: "revoke-sessions", taskId });
+    this.sessions.revokeTask(taskId);
     const n = this.grants.revokeTask(taskId);
     await this.sync();
     return n;
@@ -200,7 +277,9 @@ export class Proxy {
    * of the project's Docker network), preferring the loopback listener's port.
    */
   async listenFor(host: string): Promise<{ host: string; port: number }> {
-    const r = await this.listen(host, this.listening.get(host) ?? this.address?.port ?? this.config().proxy.port);
+    const port = this.listening.get(host);
+    if (port !== undefined) return { host, port };
+    const r = await this.listen(host, this.address?.port ?? this.config().proxy.port);
     if (!r.address) throw new LazyError("proxy_unavailable", `lazy's proxy could not listen on ${host} for the project's containers (${r.error}); run lazy doctor.`);
     return r.address;
   }
@@ -208,15 +287,39 @@ export class Proxy {
   /** Stop listening on an address that is going away (the project's network was removed). */
   unlisten(host: string): void {
     this.listening.delete(host);
-    void this.call({ op: "unlisten", host }).catch(() => {});
+    void this.all({ op: "unlisten", host }).catch(() => {});
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
-    await Promise.race([this.call({ op: "stop" }).catch(() => {}), Bun.sleep(5000)]);
-    this.thread.terminate();
+    await Promise.race([this.all({ op: "stop" }).catch(() => {}), Bun.sleep(5000)]);
+    for (const t of this.threads) t.terminate();
     await this.audit.stop();
   }
+}
+
+/** Each thread's stats as one: the latest reading per owner, health summed per provider. */
+function merge(parts: Stats[]): Stats {
+  if (parts.length === 1) return parts[0]!;
+  const limits = new Map<string, LimitView>();
+  for (const p of parts) for (const l of p.limits) if (!limits.has(l.owner) || Date.parse(l.at) > Date.parse(limits.get(l.owner)!.at)) limits.set(l.owner, l);
+  const health = new Map<string, ProviderHealth>();
+  for (const p of parts)
+    for (const h of p.health) {
+      const have = health.get(h.provider);
+      if (!have) {
+        health.set(h.provider, { ...h, failures: { ...h.failures } });
+        continue;
+      }
+      have.requests += h.requests;
+      for (const k of FAILURE_KINDS) have.failures[k] += h.failures[k];
+      if (h.latest && (!have.latest || h.latest.at > have.latest.at)) have.latest = h.latest;
+    }
+  return {
+    limits: [...limits.values()].sort((a, b) => a.owner.localeCompare(b.owner)),
+    health: [...health.values()].sort((a, b) => a.provider.localeCompare(b.provider)),
+    problems: Object.assign({}, ...parts.map((p) => p.problems)),
+  };
 }
 
 /** Which variable a harness reads its credential from, and the placeholder shape to put there. */

@@ -19,13 +19,14 @@ export class ProxyServer {
     private handler: (req: Request, server: Server<undefined>) => Response | Promise<Response>,
   ) {}
 
-  async start(host: string, port: number): Promise<void> {
+  /** `shared`: exactly this port, shared with the proxy's other threads (shared-port.ts). */
+  async start(host: string, port: number, shared = false): Promise<void> {
     try {
       this.server = listen(host, port, {
         // Model calls think for a long time before their first byte: no idle cut (TRAPS.md).
         idleTimeout: 0,
         fetch: (req, server) => this.handler(req, server),
-      });
+      }, 50, shared);
       this.state = "ready";
       this.log.info(`proxy listening on ${this.address?.host}:${this.address?.port}`);
     } catch (e) {

@@ -8,7 +8,9 @@
  * reads (config, credential values, the grant table) whenever they change, and waits for this
  * thread's answer to a `sync` before it hands out a placeholder, so the first request that
  * presents it finds it here. Audit rows come back in batches; usage readings, provider health
- * and rejected OAuth tokens are kept here and read by a `stats` call.
+ * and rejected OAuth tokens are kept here and read by a `stats` call. On Linux there are two
+ * such threads sharing the port (shared-port.ts); what one learns that the other needs at once
+ * (Cursor's session tokens) is kept on the main thread and asked for.
  */
 import { Database } from "bun:sqlite";
 import type { Server } from "bun";
@@ -22,7 +24,7 @@ import { Limits, type LimitView } from "./limits";
 import { Health, type ProviderHealth } from "./health";
 import { Recorder } from "./audit";
 import { handle, type Context } from "./forward";
-import { handleCursor, CursorSessions, PREFIX as CURSOR_PREFIX } from "./cursor";
+import { handleCursor, PREFIX as CURSOR_PREFIX, type Sessions } from "./cursor";
 
 export type Init = {
   config: Config;
@@ -37,11 +39,11 @@ export type ToThread =
   | { type: "config"; config: Config }
   | { type: "credentials"; credentials: Record<string, Resolved> }
   | { type: "grants"; grants: Grant[] }
-  | { type: "revoke-sessions"; taskId: string }
-  | { type: "call"; id: number; call: Call };
+  | { type: "call"; id: number; call: Call }
+  | Answer;
 
 export type Call =
-  | { op: "listen"; host: string; port: number }
+  | { op: "listen"; host: string; port: number; shared: boolean }
   | { op: "unlisten"; host: string }
   | { op: "sync" }
   | { op: "stats" }
@@ -51,7 +53,14 @@ export type Call =
 export type Stats = { limits: LimitView[]; health: ProviderHealth[]; problems: Record<string, string> };
 export type Listening = { address: { host: string; port: number } | null; error?: string };
 
-export type FromThread = { type: "reply"; id: number; value?: unknown; error?: string } | { type: "audit"; rows: string };
+export type FromThread =
+  | { type: "reply"; id: number; value?: unknown; error?: string }
+  | { type: "audit"; rows: string }
+  | { type: "ask"; id: number; ask: Ask };
+
+/** What this thread asks the main thread: the Cursor session table lives there, shared by every proxy thread. */
+export type Ask = { op: "swap"; real: string; grant: Grant } | { op: "pairs"; grantToken: string };
+export type Answer = { type: "answer"; id: number; value: unknown };
 
 declare const self: Worker;
 
@@ -59,7 +68,23 @@ let ctx: Context | undefined;
 let config: Config;
 let db: Database;
 let limits: Limits;
-const sessions = new CursorSessions();
+const asked = new Map<number, (v: unknown) => void>();
+let lastAsk = 0;
+function ask<T>(a: Ask): Promise<T> {
+  const id = ++lastAsk;
+  return new Promise<T>((resolve) => {
+    asked.set(id, resolve as (v: unknown) => void);
+    post({ type: "ask", id, ask: a });
+  });
+}
+/**
+ * Cursor session placeholders, kept on the main thread: the agent's next call may arrive on
+ * another proxy thread, and a swap is recorded there before its answer goes out.
+ */
+const sessions: Sessions = {
+  swapOut: (real, grant) => ask<string>({ op: "swap", real, grant }),
+  pairs: (grantToken) => ask<[string, string][]>({ op: "pairs", grantToken }),
+};
 const servers = new Map<string, ProxyServer>();
 const log = Log.create("proxy");
 const post = (m: FromThread) => self.postMessage(m);
@@ -118,7 +143,7 @@ async function call(c: Call): Promise<unknown> {
       const have = servers.get(c.host);
       if (have?.address) return { address: have.address } satisfies Listening;
       const s = new ProxyServer(log, route);
-      await s.start(c.host, c.port);
+      await s.start(c.host, c.port, c.shared);
       if (s.address) servers.set(c.host, s);
       return { address: s.address, error: s.error } satisfies Listening;
     }
@@ -155,8 +180,10 @@ self.onmessage = (e: MessageEvent<ToThread>) => {
       return update?.credentials(m.credentials);
     case "grants":
       return update?.grants(m.grants);
-    case "revoke-sessions":
-      return sessions.revokeTask(m.taskId);
+    case "answer":
+      asked.get(m.id)?.(m.value);
+      asked.delete(m.id);
+      return;
     case "call":
       call(m.call).then(
         (value) => post({ type: "reply", id: m.id, value }),

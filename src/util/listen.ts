@@ -1,12 +1,15 @@
 /**
  * Bun.serve on the first free port at or above the one asked for. reusePort is off: with it,
- * two daemons could bind one port on Linux and split the traffic (TRAPS.md).
+ * two daemons could bind one port on Linux and split the traffic (TRAPS.md). `shared` is for
+ * threads of one process sharing a port the caller has made sure is its own (proxy/shared-port.ts):
+ * exactly that port, with reusePort.
  */
 import type { Server, ServeOptions } from "bun";
 
 type Options = Omit<ServeOptions, "hostname" | "port" | "reusePort"> & { fetch: (req: Request, server: Server<undefined>) => Response | Promise<Response> };
 
-export function listen(host: string, port: number, opts: Options, tries = 50): Server<undefined> {
+export function listen(host: string, port: number, opts: Options, tries = 50, shared = false): Server<undefined> {
+  if (shared) return Bun.serve({ development: false, ...opts, hostname: host, port, reusePort: true } as ServeOptions) as Server<undefined>;
   let lastError: unknown;
   for (let p = port, n = 0; n < (port === 0 ? 1 : tries) && p <= 65535; p++, n++) {
     try {
