@@ -246,7 +246,7 @@ export class Grants {
   }
 
   #save(): void {
-    const registry = { version: 1 as const, grants: [...this.#byToken.values()] };
+    const registry = { version: 1 as const, grants: this.all() };
     Files.writeFileAtomic(this.#path, `${JSON.stringify(registry, null, 2)}\n`, 0o600);
     this.#onChange?.(registry.grants);
   }

@@ -26,7 +26,7 @@ export class ProxyServer {
         // Model calls think for a long time before their first byte: no idle cut (TRAPS.md).
         idleTimeout: 0,
         fetch: (req, server) => this.handler(req, server),
-      }, 50, shared);
+      }, { shared });
       this.state = "ready";
       this.log.info(`proxy listening on ${this.address?.host}:${this.address?.port}`);
     } catch (e) {

@@ -100,15 +100,20 @@ function route(req: Request, server: Server<undefined>): Promise<Response> {
   });
 }
 
+// What the request path reads, replaced whole whenever the main thread posts a change.
+let targets: Targets;
+let credentials = new Map<string, Resolved>();
+let grants = new Map<string, Grant>();
+
 function init(m: Init): void {
   Log.configure(m.log);
   config = m.config;
+  targets = Targets.build(config);
+  credentials = new Map(Object.entries(m.credentials));
+  grants = new Map(m.grants.map((g) => [g.token, g]));
   db = new Database(m.dbPath);
   db.exec("PRAGMA busy_timeout = 5000");
   limits = new Limits(db);
-  let targets = Targets.build(config);
-  let credentials = new Map(Object.entries(m.credentials));
-  const grants = new Map(m.grants.map((g) => [g.token, g]));
   ctx = {
     grants: { lookup: (token) => grants.get(token) },
     credentials: { get: (name) => credentials.get(name) },
@@ -120,22 +125,7 @@ function init(m: Init): void {
     firstByteTimeoutMs: () => config.proxy.first_byte_timeout_s * 1000,
     credentialProblems: new Map(),
   };
-  update = {
-    config(c) {
-      config = c;
-      targets = Targets.build(c);
-    },
-    credentials(c) {
-      credentials = new Map(Object.entries(c));
-    },
-    grants(list) {
-      grants.clear();
-      for (const g of list) grants.set(g.token, g);
-    },
-  };
 }
-
-let update: { config(c: Config): void; credentials(c: Record<string, Resolved>): void; grants(g: Grant[]): void } | undefined;
 
 async function call(c: Call): Promise<unknown> {
   switch (c.op) {
@@ -175,11 +165,15 @@ self.onmessage = (e: MessageEvent<ToThread>) => {
     case "init":
       return init(m.init);
     case "config":
-      return update?.config(m.config);
+      config = m.config;
+      targets = Targets.build(m.config);
+      return;
     case "credentials":
-      return update?.credentials(m.credentials);
+      credentials = new Map(Object.entries(m.credentials));
+      return;
     case "grants":
-      return update?.grants(m.grants);
+      grants = new Map(m.grants.map((g) => [g.token, g]));
+      return;
     case "answer":
       asked.get(m.id)?.(m.value);
       asked.delete(m.id);
