@@ -130,6 +130,10 @@ export async function start(root: string): Promise<Client> {
       LAZY_PROJECT: root,
       // fetch runs at most 256 requests at once unless told at process start (TRAPS.md).
       BUN_CONFIG_MAX_HTTP_REQUESTS: process.env.BUN_CONFIG_MAX_HTTP_REQUESTS ?? "4096",
+      // Bun's allocator (mimalloc) hands freed pages back to the kernel after a few ms by default:
+      // under proxy load that is a madvise per few dozen requests, each a TLB shootdown across the
+      // daemon's threads. Kept, the daemon holds its peak (bench/README.md) and forwards ~15 % more.
+      MIMALLOC_PURGE_DELAY: process.env.MIMALLOC_PURGE_DELAY ?? "-1",
     },
   });
   closeSync(fd);
