@@ -67,22 +67,27 @@ class Thread {
       if (m.error !== undefined) waiter?.reject(new Error(m.error));
       else waiter?.resolve(m.value);
     };
-    // The thread died (a bug; each request's own errors are caught there): requests in flight
-    // on it are lost. Start another with the same state on the same addresses, a few times.
-    worker.onerror = (e) => {
-      const why = `its thread stopped (${e.message})`;
+    // The thread died (a bug; each request's own errors are caught there), by an uncaught error
+    // or by exiting: requests in flight on it are lost. Start another with the same state on
+    // the same addresses, a few times.
+    let ended = false;
+    const died = (why: string) => {
+      if (ended) return;
+      ended = true;
       worker.terminate();
       for (const w of this.calls.values()) w.reject(new Error(`lazy's proxy failed: ${why}`));
       this.calls.clear();
       if (this.owner.stopping) return;
       this.owner.log.error(`lazy's proxy failed: ${why}`);
       if (this.respawns++ >= RESPAWNS) {
-        this.gone = `a thread stopped ${RESPAWNS + 1} times; the last time: ${e.message}`;
+        this.gone = `a thread stopped ${RESPAWNS + 1} times; the last time: ${why}`;
         return this.owner.lost(this.gone);
       }
       this.spawn();
       void this.owner.rejoin(this);
     };
+    worker.onerror = (e) => died(`its thread stopped (${errorLine(e.message)})`);
+    worker.addEventListener("close", () => died("its thread exited"));
     this.worker = worker;
     this.post({ type: "init", init: this.owner.init() });
   }
@@ -152,11 +157,14 @@ export class Proxy {
     this.error = why;
   }
 
-  /** A restarted thread listens where the others do. */
+  /** A restarted thread listens where the others do: on those ports or not at all (the addresses agents were given). */
   async rejoin(t: Thread): Promise<void> {
     for (const [host, port] of this.listening) {
-      const r = await t.call<Listening>({ op: "listen", host, port, shared: this.threads.length > 1 }).catch((e: Error) => ({ address: null, error: e.message }));
-      if (!r.address) this.log.error(`lazy's proxy failed to listen on ${host}:${port} again: ${r.error}`);
+      const r = await t.call<Listening>({ op: "listen", host, port, shared: this.threads.length > 1, exact: true }).catch((e: Error) => ({ address: null, error: e.message }));
+      if (r.address) continue;
+      const why = `a restarted thread could not listen on ${host}:${port} again: ${r.error}`;
+      this.log.error(`lazy's proxy failed: ${why}`);
+      this.lost(why);
     }
   }
 
@@ -175,7 +183,7 @@ export class Proxy {
   private async listen(host: string, port: number): Promise<Listening> {
     if (this.threads.length === 1) {
       const r = await this.threads[0]!.call<Listening>({ op: "listen", host, port, shared: false });
-      if (r.address) this.listening.set(host, r.address.port);
+      if (r.address) this.listened(host, r.address.port);
       return r;
     }
     let last = "no free port";
@@ -190,7 +198,7 @@ export class Proxy {
       const rs = await this.all<Listening>({ op: "listen", host, port: free, shared: true });
       const ok = rs.every((r) => r.address);
       if (ok && listeners(host, free) === this.threads.length) {
-        this.listening.set(host, free);
+        this.listened(host, free);
         return rs[0]!;
       }
       last = ok ? `another process also listens on ${host}:${free}` : (rs.find((r) => !r.address)?.error ?? "unknown");
@@ -198,6 +206,11 @@ export class Proxy {
       if (port === 0) p--; // the kernel picks again
     }
     return { address: null, error: `no port of its own on ${host} from ${port}: ${last}` };
+  }
+
+  private listened(host: string, port: number): void {
+    this.listening.set(host, port);
+    this.log.info(`proxy listening on ${host}:${port}${this.threads.length > 1 ? ` (${this.threads.length} threads)` : ""}`);
   }
 
   async start(): Promise<void> {
@@ -296,6 +309,12 @@ export class Proxy {
     for (const t of this.threads) t.terminate();
     await this.audit.stop();
   }
+}
+
+/** Bun's worker error message carries a code frame and a stack: keep the "TypeError: …" line. */
+function errorLine(message: string): string {
+  const lines = message.split("\n").map((l) => l.trim());
+  return lines.find((l) => /^\w+: /.test(l)) ?? lines.find(Boolean) ?? "unknown error";
 }
 
 /** Each thread's stats as one: the latest reading per owner, health summed per provider. */

@@ -19,16 +19,18 @@ export class ProxyServer {
     private handler: (req: Request, server: Server<undefined>) => Response | Promise<Response>,
   ) {}
 
-  /** `shared`: exactly this port, shared with the proxy's other threads (shared-port.ts). */
-  async start(host: string, port: number, shared = false): Promise<void> {
+  /**
+   * `shared`: exactly this port, shared with the proxy's other threads (shared-port.ts).
+   * `exact`: this port or none (a restarted thread returning to its address).
+   */
+  async start(host: string, port: number, shared = false, exact = false): Promise<void> {
     try {
       this.server = listen(host, port, {
         // Model calls think for a long time before their first byte: no idle cut (TRAPS.md).
         idleTimeout: 0,
         fetch: (req, server) => this.handler(req, server),
-      }, { shared });
+      }, { shared, tries: exact ? 1 : undefined });
       this.state = "ready";
-      this.log.info(`proxy listening on ${this.address?.host}:${this.address?.port}`);
     } catch (e) {
       this.state = "failed";
       this.error = (e as Error).message;

@@ -43,7 +43,7 @@ export type ToThread =
   | Answer;
 
 export type Call =
-  | { op: "listen"; host: string; port: number; shared: boolean }
+  | { op: "listen"; host: string; port: number; shared: boolean; exact?: boolean }
   | { op: "unlisten"; host: string }
   | { op: "sync" }
   | { op: "stats" }
@@ -133,7 +133,7 @@ async function call(c: Call): Promise<unknown> {
       const have = servers.get(c.host);
       if (have?.address) return { address: have.address } satisfies Listening;
       const s = new ProxyServer(log, route);
-      await s.start(c.host, c.port, c.shared);
+      await s.start(c.host, c.port, c.shared, c.exact);
       if (s.address) servers.set(c.host, s);
       return { address: s.address, error: s.error } satisfies Listening;
     }

@@ -1,0 +1,86 @@
+/**
+ * A proxy thread that dies (an uncaught error, or the thread ending) is started again on the
+ * same address, so agents keep the URL they were given; after three restarts the proxy reports
+ * itself failed and its calls fail at once instead of waiting for an answer that never comes.
+ * The proxy runs in this process here, so the test can reach its threads.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Proxy } from "../../src/proxy";
+import { listeners } from "../../src/proxy/shared-port";
+import { open } from "../../src/store";
+import { CredentialStore } from "../../src/credentials";
+import { Config } from "../../src/config";
+import * as Log from "../../src/util/log";
+import { until } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
+
+const KEY = "sk-ant-api03-REAL-" + "r".repeat(80) + "AA";
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+type Inside = { threads: { worker: Worker }[] };
+
+describe("a proxy thread that dies", () => {
+  for (const count of [1, 2])
+    test(`is restarted on the same port, three times, then the proxy is failed (${count} thread${count > 1 ? "s" : ""})`, async () => {
+      const mock = await Mock.anthropic();
+      const dir = mkdtempSync(join(tmpdir(), "lazy-respawn-"));
+      dirs.push(dir);
+      const db = open(join(dir, "store.db"));
+      const credentials = await CredentialStore.open({ home: dir, backend: "file" });
+      await credentials.set("anthropic", KEY);
+      const config = Config.parse({ proxy: { port: 0, upstreams: { anthropic: mock.url } } });
+      const proxy = new Proxy(dir, db, credentials, () => config, Log.create("proxy"), count);
+      try {
+        await proxy.start();
+        expect(proxy.state).toBe("ready");
+        const { host, port } = proxy.address!;
+        const launch = await proxy.mintFor({ role: "host", profile: "claude" });
+        const ask = () =>
+          fetch(`http://${host}:${port}/v1/messages`, {
+            method: "POST",
+            headers: { "x-api-key": launch.placeholder, "content-type": "application/json" },
+            body: JSON.stringify({ model: "m", max_tokens: 8, messages: [{ role: "user", content: "hi" }] }),
+          }).then((r) => r.status, () => 0);
+        expect(await ask()).toBe(200);
+        const threads = (proxy as unknown as Inside).threads;
+
+        // Three deaths, each followed by a thread listening where the dead one did.
+        const deaths = [
+          // A bug in the thread: a message it cannot handle throws, uncaught.
+          () => threads[0]!.worker.postMessage({ type: "grants", grants: null }),
+          // The thread ends without an error.
+          () => threads[0]!.worker.terminate(),
+          () => threads[0]!.worker.postMessage({ type: "config", config: null }),
+        ];
+        for (const kill of deaths) {
+          const before = threads.map((t) => t.worker);
+          kill();
+          await until(() => threads.some((t, i) => t.worker !== before[i]), 10_000, "a new thread");
+          // Back on the same port: every thread listening there again, and requests answered.
+          await until(async () => listeners(host, port) === count && (await proxy.sync().then(() => true, () => false)), 10_000, "the new thread listening");
+          expect(proxy.state).toBe("ready");
+          expect(proxy.address).toEqual({ host, port });
+          for (let i = 0; i < 4; i++) expect(await ask()).toBe(200);
+        }
+        expect(mock.received.every((r) => r.headers["x-api-key"] === KEY)).toBe(true);
+
+        // The fourth death is one too many: the proxy says so, and its calls fail at once.
+        threads[0]!.worker.postMessage({ type: "grants", grants: null });
+        await until(() => proxy.state === "failed", 10_000, "the proxy failed");
+        expect(proxy.error).toBe("a thread stopped 4 times; the last time: its thread stopped (TypeError: null is not an object (evaluating 'm.grants.map'))");
+        const started = performance.now();
+        await expect(proxy.sync()).rejects.toThrow(`lazy's proxy failed: ${proxy.error}; restart the daemon: lazy daemon restart.`);
+        expect(performance.now() - started).toBeLessThan(1000);
+      } finally {
+        await proxy.stop();
+        db.close();
+        await mock.close();
+      }
+    }, 60_000);
+});
