@@ -78,8 +78,20 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
 
   const lua = join(nginxDir, "post.lua");
   writeFileSync(lua, `wrk.method = "POST"\nwrk.body = '${BODY}'\nwrk.headers["content-type"] = "application/json"\nwrk.headers["x-api-key"] = "${grant.placeholder}"\n`);
+  // CPU time per request, from /proc (all threads of a process): it says how much work each
+  // proxy does for a request, where req/s on a shared machine also depends on who else runs.
+  const nginxWorker = Number(Bun.spawnSync(["pgrep", "-P", String(nginx.pid)]).stdout.toString().trim().split("\n")[0]);
+  const cpuUs = (pid: number) => {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(f[11]) + Number(f[12])) * 1e6) / 100; // utime + stime, in clock ticks of 1/100 s
+  };
+  const proxyPid: Record<string, number> = { lazy: daemonPid, nginx: nginxWorker };
+
   // Async: the upstream lives in this process, and a synchronous spawn would stall it.
-  const wrk = async (url: string, conns: number) => {
+  const wrk = async (url: string, conns: number, proxy?: string) => {
+    const pids = [proxy ? proxyPid[proxy] : undefined, upstreamProc.pid];
+    const before = pids.map((p) => (p ? cpuUs(p) : 0));
     const r = Bun.spawn(["wrk", "-t", conns > 1 ? "2" : "1", "-c", String(conns), "-d", `${secs}s`, "--latency", "-s", lua, `${url}/v1/messages`], { stdout: "pipe", stderr: "pipe" });
     const out = await new Response(r.stdout).text();
     await r.exited;
@@ -92,24 +104,33 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
     const rps = Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN);
     const errors = out.match(/Non-2xx or 3xx responses: (\d+)/)?.[1];
     if (errors) throw new Error(`${url}: ${errors} non-2xx responses\n${out}`);
-    return { p50: ms("50"), p99: ms("99"), rps };
+    const n = Number(out.match(/(\d+) requests in/)?.[1] ?? NaN);
+    const [proxyCpu, upCpu] = pids.map((p, i) => (p ? (cpuUs(p) - before[i]!) / n : NaN));
+    const wrkCpu = Number(r.resourceUsage()?.cpuTime.total ?? NaN) / n;
+    return { p50: ms("50"), p99: ms("99"), rps, cpu: { proxy: proxyCpu!, upstream: upCpu!, wrk: wrkCpu } };
   };
 
   const targets = { direct: up, lazy: grant.proxyUrl, nginx: `http://127.0.0.1:${nginxPort}` };
   for (const u of Object.values(targets)) await wrk(u, 50); // warm up (the JIT, both pools)
   // This machine's CPU is shared and its speed drifts from one minute to the next: the three are
   // measured in turn, round after round, and each figure is the median over the rounds.
-  type Run = { p50: number; p99: number; rps: number };
+  type Cpu = { proxy: number; upstream: number; wrk: number };
+  type Run = { p50: number; p99: number; rps: number; cpu: Cpu };
   const oneRuns: Record<string, Run[]> = { direct: [], lazy: [], nginx: [] };
   const fiftyRuns: Record<string, Run[]> = { direct: [], lazy: [], nginx: [] };
   const ratios: number[] = [];
   for (let i = 0; i < rounds; i++) {
     for (const [k, u] of Object.entries(targets)) oneRuns[k]!.push(await wrk(u, 1));
-    for (const [k, u] of Object.entries(targets)) fiftyRuns[k]!.push(await wrk(u, 50));
+    for (const [k, u] of Object.entries(targets)) fiftyRuns[k]!.push(await wrk(u, 50, k));
     ratios.push(fiftyRuns.lazy!.at(-1)!.rps / fiftyRuns.nginx!.at(-1)!.rps);
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-  const med = (runs: Run[]): Run => ({ p50: median(runs.map((r) => r.p50)), p99: median(runs.map((r) => r.p99)), rps: median(runs.map((r) => r.rps)) });
+  const med = (runs: Run[]): Run => ({
+    p50: median(runs.map((r) => r.p50)),
+    p99: median(runs.map((r) => r.p99)),
+    rps: median(runs.map((r) => r.rps)),
+    cpu: { proxy: median(runs.map((r) => r.cpu.proxy)), upstream: median(runs.map((r) => r.cpu.upstream)), wrk: median(runs.map((r) => r.cpu.wrk)) },
+  });
   const one = Object.fromEntries(Object.entries(oneRuns).map(([k, v]) => [k, med(v)]));
   const fifty = Object.fromEntries(Object.entries(fiftyRuns).map(([k, v]) => [k, med(v)]));
 
@@ -137,6 +158,8 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
   console.log(`added by lazy: p50 ${f(one.lazy!.p50 - one.direct!.p50)} ms, p99 ${f(one.lazy!.p99 - one.direct!.p99)} ms   (target: ≤ 0.15 ms p50); nginx adds p50 ${f(one.nginx!.p50 - one.direct!.p50)} ms`);
   console.log(`req/s at 1 connection: direct ${one.direct!.rps.toFixed(0)}, lazy ${one.lazy!.rps.toFixed(0)}, nginx ${one.nginx!.rps.toFixed(0)} → lazy/nginx ${(one.lazy!.rps / one.nginx!.rps).toFixed(2)}`);
   console.log(`req/s at 50 connections: direct ${fifty.direct!.rps.toFixed(0)}, lazy ${fifty.lazy!.rps.toFixed(0)}, nginx ${fifty.nginx!.rps.toFixed(0)} → lazy/nginx ${(fifty.lazy!.rps / fifty.nginx!.rps).toFixed(2)}; per round ${ratios.map((r) => r.toFixed(2)).join(" ")}, median ${median(ratios).toFixed(2)}   (target: ≥ 0.60, audit on)`);
+  const us = (c: Cpu) => `proxy ${c.proxy.toFixed(1)}, upstream ${c.upstream.toFixed(1)}, wrk ${c.wrk.toFixed(1)}`;
+  console.log(`CPU µs per request at 50 connections: lazy: ${us(fifty.lazy!.cpu)}; nginx: ${us(fifty.nginx!.cpu)}; direct: upstream ${fifty.direct!.cpu.upstream.toFixed(1)}, wrk ${fifty.direct!.cpu.wrk.toFixed(1)}`);
   console.log(`RSS with 2,000 idle SSE streams (${opened.trim()}): ${during.toFixed(0)} MB (idle before: ${before.toFixed(0)} MB)   (target: ≤ 300 MB)`);
 } finally {
   nginx?.kill();
