@@ -17,6 +17,7 @@ import type { Limits } from "./limits";
 import { kindOfStatus, type Health } from "./health";
 import { errorResponse, classify, providerFailure, type NetFailure } from "./errors";
 import * as Upstream from "./upstream";
+import { endOfTurn } from "../util/turn";
 
 export interface Context {
   grants: Pick<Grants, "lookup">;
@@ -205,6 +206,8 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     if (bytes) {
       const usage = res.headers.get("content-encoding") ? null : UsageTap.of(wire, contentType, bytes);
       ctx.audit.record({ ...base, status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut: bytes.length, usage, retries: sent.retries, note: null });
+      // Answered with the others that are ready this turn (util/turn.ts).
+      await endOfTurn();
       return new Response(bytes, { status: res.status, statusText: res.statusText, headers: outHeaders });
     }
   }

@@ -6,6 +6,7 @@
  * come from one sweep for all exchanges. Bytes go through untouched (no decompression).
  */
 import type { Socket } from "bun";
+import { atEndOfTurn } from "../util/turn";
 
 /** The subset of a Response the proxy uses, from either this client or fetch. */
 export interface UpstreamResponse {
@@ -253,7 +254,8 @@ export class Conn {
     this.framing = { kind: "none" };
     this.socket.timeout(0); // a model may think for minutes: no idle cut while busy
     this.pending = ex.payload;
-    this.flush();
+    // Sent with the other requests of this turn (util/turn.ts); a drain before then sends it too.
+    atEndOfTurn(() => this.flush());
   }
 
   flush() {
