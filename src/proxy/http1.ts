@@ -255,8 +255,11 @@ export class Conn {
     this.socket.timeout(0); // a model may think for minutes: no idle cut while busy
     this.pending = ex.payload;
     // Sent with the other requests of this turn (util/turn.ts); a drain before then sends it too.
-    atEndOfTurn(() => this.flush());
+    atEndOfTurn(this.flushLater);
   }
+
+  /** flush, bound once per connection rather than a closure per request. */
+  private flushLater = () => this.flush();
 
   flush() {
     const p = this.pending;

@@ -1,7 +1,7 @@
 /**
- * The proxy's listener, always on inside the daemon. It binds per [proxy] (loopback by
- * default), probing upward from the configured port, and reports its state to status and
- * doctor. Requests are handed to the forwarder.
+ * One listener of a proxy thread: Bun.serve on an address, probing upward from the port asked
+ * for unless told exactly which. Requests are handed to the forwarder. Whether the proxy as a
+ * whole is up (for status and doctor) is the Proxy's to say (index.ts), from these answers.
  */
 import type { Server } from "bun";
 import type { Logger } from "../util/log";
@@ -10,7 +10,6 @@ import { listen } from "../util/listen";
 export type ProxyState = "starting" | "ready" | "failed";
 
 export class ProxyServer {
-  state: ProxyState = "starting";
   error: string | undefined;
   private server: Server<undefined> | undefined;
 
@@ -30,9 +29,7 @@ export class ProxyServer {
         idleTimeout: 0,
         fetch: (req, server) => this.handler(req, server),
       }, { shared, tries: exact ? 1 : undefined });
-      this.state = "ready";
     } catch (e) {
-      this.state = "failed";
       this.error = (e as Error).message;
       this.log.error(`proxy failed to start: ${this.error}`);
     }
