@@ -8,6 +8,7 @@ import type { Database } from "bun:sqlite";
 import type { Counts } from "./usage";
 import type { Logger } from "../util/log";
 import type { ToWriter, FromWriter } from "./audit-writer";
+import { workerUrl } from "./worker-url";
 
 export interface Row {
   at: number;
@@ -38,9 +39,15 @@ export type Tuple = [
 
 export function tuple(r: Row): Tuple {
   const u = r.usage;
-  return [r.at, r.taskId, r.taskRef, r.role, r.profile, r.credential, r.upstream, r.method, r.path, r.status, r.durationMs, r.ttfbMs, r.bytesIn, r.bytesOut,
+  return [r.at, r.taskId, r.taskRef, r.role, r.profile, r.credential, r.upstream, r.method, r.path, r.status, us(r.durationMs), r.ttfbMs === null ? null : us(r.ttfbMs), r.bytesIn, r.bytesOut,
     u ? u.input : null, u ? u.output : null, u ? u.cacheRead : null, u ? u.cacheWrite : null, r.retries, r.note];
 }
+
+/**
+ * Milliseconds kept to the microsecond: finer is noise, and a full-precision double costs twice
+ * as much to put through JSON on its way to the writer (and more room in the store).
+ */
+const us = (ms: number) => Math.round(ms * 1000) / 1000;
 
 export interface Bounds {
   maxRows: number;
@@ -190,10 +197,4 @@ export class Audit {
     await Promise.race([last, Bun.sleep(5000)]);
     this.writer.terminate();
   }
-}
-
-/** A worker entry's URL: compiled, workers are entry points of the bundle, named from its root (src/). */
-export function workerUrl(file: string): string {
-  const compiled = Bun.main.startsWith("/$bunfs/") || Bun.main.startsWith("B:/~BUN/");
-  return compiled ? `./proxy/${file}` : new URL(`./${file}`, import.meta.url).href;
 }

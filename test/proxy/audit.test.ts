@@ -39,11 +39,15 @@ test("rows recorded on this thread are in the store once settled, token totals w
     expect(await audit.count()).toBe(1200);
     const last = (await audit.query({ limit: 1 }))[0]!;
     expect(last.durationMs).toBe(1200);
+    // Durations are kept to the microsecond.
+    recorder.record({ ...row(0), durationMs: 12.3456789, ttfbMs: 0.0004 });
+    const fine = (await audit.query({ limit: 1 }))[0]!;
+    expect([fine.durationMs, fine.ttfbMs]).toEqual([12.346, 0]);
     expect(await audit.totals("t1")).toEqual({ requests: 600, input: 1800, output: 1200, cacheRead: 0, cacheWrite: 0 });
     recorder.record(row(5000));
     recorder.flush(); // what the proxy's thread does when it stops, before the trail stops
     await audit.stop();
-    expect((db.query("SELECT COUNT(*) AS n FROM audit").get() as { n: number }).n).toBe(1201);
+    expect((db.query("SELECT COUNT(*) AS n FROM audit").get() as { n: number }).n).toBe(1202);
     db.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });
