@@ -1,14 +1,22 @@
 /**
- * CPU microseconds per request of the proxy's request path, against a naive Bun.serve + fetch
- * pass-through, in one run. CPU time per request is steadier than req/s on a shared 2-core
- * machine, and it says where the cost is: run with NOAUDIT=1 or NOLIMITS=1 to see the audit
- * trail's and the usage readings' share.
- * Run: bun bench/proxy-cpu.ts            (needs wrk; loopback only)
+ * CPU microseconds per request of the proxy's request path, in one process, layer by layer, in
+ * one run: what Bun.serve costs before lazy does anything, and what each layer adds on top.
+ *   answer  Bun.serve reading the request body and answering from memory
+ *   socket  + a bare round trip to the upstream on Bun.connect (no parsing, no headers)
+ *   client  + lazy's HTTP/1.1 client (src/proxy/http1.ts): framing, headers, deadlines, abort
+ *   naive   a Bun.serve + fetch pass-through, for comparison with `client`
+ *   lazy    the whole request path (src/proxy/forward.ts), audit trail included
+ * CPU time per request is steadier than req/s on a shared 2-core machine. The variants take
+ * turns, round after round, and each figure is the median. NOAUDIT=1 or NOLIMITS=1 switch off
+ * the audit trail or the usage readings, to see their share.
+ * Run: bun bench/proxy-cpu.ts [rounds]      (needs wrk; loopback only)
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Server, Socket } from "bun";
 import { handle, type Context } from "../src/proxy/forward";
+import * as Upstream from "../src/proxy/upstream";
 import { Grants } from "../src/proxy/grants";
 import { Targets } from "../src/proxy/targets";
 import { Audit, Recorder } from "../src/proxy/audit";
@@ -42,41 +50,85 @@ if (process.argv[2] === "upstream") {
       firstByteTimeoutMs: () => 600_000,
       credentialProblems: new Map(),
     } as unknown as Context;
-    const lazy = Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 0, fetch: (req, server) => handle(ctx, req, server) });
-    const naive = Bun.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      idleTimeout: 0,
-      fetch: async (req) => {
+    const ANSWER = await (await fetch(`http://127.0.0.1:${upPort}/v1/messages`, { method: "POST", body: "{}" })).bytes();
+    const json = { "content-type": "application/json" };
+    const upstreamUrl = `http://127.0.0.1:${upPort}/v1/messages`;
+    // The bare round trip: one idle socket per request in flight, a fixed request, the answer's
+    // bytes counted off its content-length and nothing else looked at.
+    const REQUEST = Buffer.from(`POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1:${upPort}\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}`);
+    type Wait = { got: number; need: number; done?: () => void };
+    const idle: Socket<Wait>[] = [];
+    const onData = (s: Socket<Wait>, d: Buffer) => {
+      const w = s.data;
+      if (w.need < 0) {
+        const end = d.indexOf("\r\n\r\n");
+        w.need = end + 4 + Number(/content-length: *(\d+)/i.exec(d.toString("latin1", 0, end))?.[1] ?? 0);
+      }
+      w.got += d.length;
+      if (w.got >= w.need) w.done?.();
+    };
+    // The upstream closes a connection idle for 10 s (while the other variants take their turn).
+    const dropIdle = (s: Socket<Wait>) => {
+      const i = idle.indexOf(s);
+      if (i !== -1) idle.splice(i, 1);
+    };
+    const variants: Record<string, (req: Request, server: Server<undefined>) => Response | Promise<Response>> = {
+      answer: async (req) => {
+        await req.arrayBuffer();
+        return new Response(ANSWER, { headers: json });
+      },
+      socket: async (req) => {
+        await req.arrayBuffer();
+        const s = idle.pop() ?? (await Bun.connect<Wait>({ hostname: "127.0.0.1", port: upPort, data: { got: 0, need: -1 }, socket: { data: onData, close: dropIdle } }));
+        s.data.got = 0;
+        s.data.need = -1;
+        await new Promise<void>((done) => {
+          s.data.done = done;
+          s.write(REQUEST);
+        });
+        idle.push(s);
+        return new Response(ANSWER, { headers: json });
+      },
+      client: async (req) => {
+        const body = new Uint8Array(await req.arrayBuffer());
+        const res = await Upstream.request({ method: "POST", url: upstreamUrl, headers: "content-type: application/json\r\n", body, signal: req.signal, timeoutMs: 60_000, fresh: false });
+        return new Response(await res.bytes(), { status: res.status, headers: res.headers });
+      },
+      naive: async (req) => {
         const h = new Headers(req.headers);
         h.delete("host");
         const r = await fetch(`http://127.0.0.1:${upPort}${new URL(req.url).pathname}`, { method: req.method, headers: h, body: await req.arrayBuffer(), decompress: false } as RequestInit);
         return new Response(await r.bytes(), { status: r.status, headers: r.headers });
       },
-    });
+      lazy: (req, server) => handle(ctx, req, server),
+    };
+    const servers = Object.entries(variants).map(([name, fetch]) => ({ name, server: Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 0, fetch }) }));
     const lua = join(dir, "post.lua");
     writeFileSync(lua, `wrk.method = "POST"\nwrk.body = "{}"\nwrk.headers["content-type"] = "application/json"\nwrk.headers["x-api-key"] = "${g.token}"\n`);
-    const measure = async (port: number) => {
+    const measure = async (port: number, seconds: number) => {
       const before = process.cpuUsage();
-      const w = Bun.spawn(["wrk", "-t2", "-c50", "-d4s", "-s", lua, `http://127.0.0.1:${port}/v1/messages`], { stdout: "pipe" });
+      const w = Bun.spawn(["wrk", "-t2", "-c50", `-d${seconds}s`, "-s", lua, `http://127.0.0.1:${port}/v1/messages`], { stdout: "pipe" });
       const out = await new Response(w.stdout).text();
       const cpu = process.cpuUsage(before);
       const n = Number(out.match(/(\d+) requests in/)?.[1] ?? 0);
-      if (/Non-2xx/.test(out)) throw new Error(out);
-      return { us: (cpu.user + cpu.system) / n, rps: Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1]) };
+      if (!n || /Non-2xx/.test(out)) throw new Error(out);
+      return (cpu.user + cpu.system) / n;
     };
-    await measure(naive.port!);
-    await measure(lazy.port!);
-    const rows: string[] = [];
-    for (let i = 0; i < 3; i++) {
-      const a = await measure(naive.port!);
-      const b = await measure(lazy.port!);
-      rows.push(`naive ${a.us.toFixed(0)} µs/req (${a.rps.toFixed(0)} req/s)   lazy ${b.us.toFixed(0)} µs/req (${b.rps.toFixed(0)} req/s)   ratio ${(b.us / a.us).toFixed(2)}×`);
+    for (const v of servers) await measure(v.server.port!, 2);
+    const taken = new Map<string, number[]>(servers.map((v) => [v.name, []]));
+    const rounds = Number(process.argv[2] ?? 5);
+    for (let i = 0; i < rounds; i++) for (const v of servers) taken.get(v.name)!.push(await measure(v.server.port!, 3));
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+    console.log(`proxy CPU µs per request in one process, 50 connections, median of ${rounds} rounds${process.env.NOAUDIT ? ", audit off" : ""}${process.env.NOLIMITS ? ", readings off" : ""}, ${new Date().toISOString()}`);
+    let previous: number | undefined;
+    for (const v of servers) {
+      const us = median(taken.get(v.name)!);
+      const step = v.name === "naive" ? "" : previous === undefined ? "" : ` (+${(us - previous).toFixed(1)})`;
+      console.log(`  ${v.name.padEnd(7)} ${us.toFixed(1).padStart(6)} µs${step}`);
+      if (v.name !== "naive") previous = us;
     }
-    console.log(`proxy CPU per request, 50 connections${process.env.NOAUDIT ? ", audit off" : ""}${process.env.NOLIMITS ? ", readings off" : ""}, ${new Date().toISOString()}`);
-    for (const r of rows) console.log(r);
-    lazy.stop(true);
-    naive.stop(true);
+    for (const v of servers) v.server.stop(true);
+    for (const s of idle) s.end();
   } finally {
     up.kill();
     rmSync(dir, { recursive: true, force: true });
