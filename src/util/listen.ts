@@ -23,5 +23,7 @@ export function listen(host: string, port: number, opts: Options, { tries = 50, 
       if (code !== "EADDRINUSE" && !/in use/i.test(String((e as Error).message))) throw e;
     }
   }
-  throw new Error(`no free port on ${host} from ${port} to ${port + tries - 1}: ${(lastError as Error)?.message ?? "unknown"}`);
+  const why = (lastError as Error)?.message ?? "unknown";
+  if (tries === 1) throw new Error(`${host}:${port} is taken: ${why}`);
+  throw new Error(`no free port on ${host} from ${port} to ${port + tries - 1}: ${why}`);
 }

@@ -5,6 +5,7 @@
  * The proxy runs in this process here, so the test can reach its threads.
  */
 import { afterAll, describe, expect, test } from "bun:test";
+import type { TCPSocketListener } from "bun";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -83,4 +84,41 @@ describe("a proxy thread that dies", () => {
         await mock.close();
       }
     }, 60_000);
+
+  test("whose port someone took meanwhile: the proxy is failed and says which port, rather than moving", async () => {
+    const mock = await Mock.anthropic();
+    const dir = mkdtempSync(join(tmpdir(), "lazy-respawn-"));
+    dirs.push(dir);
+    const db = open(join(dir, "store.db"));
+    const credentials = await CredentialStore.open({ home: dir, backend: "file" });
+    await credentials.set("anthropic", KEY);
+    const config = Config.parse({ proxy: { port: 0, upstreams: { anthropic: mock.url } } });
+    const proxy = new Proxy(dir, db, credentials, () => config, Log.create("proxy"), 1);
+    let squatter: TCPSocketListener | undefined;
+    try {
+      await proxy.start();
+      const { host, port } = proxy.address!;
+      (proxy as unknown as Inside).threads[0]!.worker.terminate();
+      // Take the port the moment the dead thread lets go of it. This loop holds the event loop,
+      // so the proxy cannot start the new thread until the port is someone else's.
+      const deadline = performance.now() + 5000;
+      while (!squatter && performance.now() < deadline) {
+        try {
+          squatter = Bun.listen({ hostname: host, port, socket: { data() {} } });
+        } catch {
+          // still the dead thread's
+        }
+      }
+      expect(squatter?.port).toBe(port);
+      await until(() => proxy.state === "failed", 10_000, "the proxy failed");
+      expect(proxy.error).toStartWith(`a restarted thread could not listen on ${host}:${port} again: ${host}:${port} is taken: `);
+      // Still the address agents were given: lazy does not move them to another port quietly.
+      expect(proxy.address).toEqual({ host, port });
+    } finally {
+      squatter?.stop(true);
+      await proxy.stop();
+      db.close();
+      await mock.close();
+    }
+  }, 30_000);
 });
