@@ -26,17 +26,22 @@ afterAll(() => {
 
 type Inside = { threads: { worker: Worker }[] };
 
+/** A proxy with `threads` threads in this process, in front of a mock Anthropic. */
+async function inProcess(threads: number) {
+  const mock = await Mock.anthropic();
+  const dir = mkdtempSync(join(tmpdir(), "lazy-respawn-"));
+  dirs.push(dir);
+  const db = open(join(dir, "store.db"));
+  const credentials = await CredentialStore.open({ home: dir, backend: "file" });
+  await credentials.set("anthropic", KEY);
+  const config = Config.parse({ proxy: { port: 0, upstreams: { anthropic: mock.url } } });
+  return { mock, db, proxy: new Proxy(dir, db, credentials, () => config, Log.create("proxy"), threads) };
+}
+
 describe("a proxy thread that dies", () => {
   for (const count of [1, 2])
     test(`is restarted on the same port, three times, then the proxy is failed (${count} thread${count > 1 ? "s" : ""})`, async () => {
-      const mock = await Mock.anthropic();
-      const dir = mkdtempSync(join(tmpdir(), "lazy-respawn-"));
-      dirs.push(dir);
-      const db = open(join(dir, "store.db"));
-      const credentials = await CredentialStore.open({ home: dir, backend: "file" });
-      await credentials.set("anthropic", KEY);
-      const config = Config.parse({ proxy: { port: 0, upstreams: { anthropic: mock.url } } });
-      const proxy = new Proxy(dir, db, credentials, () => config, Log.create("proxy"), count);
+      const { mock, db, proxy } = await inProcess(count);
       try {
         await proxy.start();
         expect(proxy.state).toBe("ready");
@@ -86,14 +91,7 @@ describe("a proxy thread that dies", () => {
     }, 60_000);
 
   test("whose port someone took meanwhile: the proxy is failed and says which port, rather than moving", async () => {
-    const mock = await Mock.anthropic();
-    const dir = mkdtempSync(join(tmpdir(), "lazy-respawn-"));
-    dirs.push(dir);
-    const db = open(join(dir, "store.db"));
-    const credentials = await CredentialStore.open({ home: dir, backend: "file" });
-    await credentials.set("anthropic", KEY);
-    const config = Config.parse({ proxy: { port: 0, upstreams: { anthropic: mock.url } } });
-    const proxy = new Proxy(dir, db, credentials, () => config, Log.create("proxy"), 1);
+    const { mock, db, proxy } = await inProcess(1);
     let squatter: TCPSocketListener | undefined;
     try {
       await proxy.start();
