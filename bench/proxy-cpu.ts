@@ -50,9 +50,9 @@ if (process.argv[2] === "upstream") {
       firstByteTimeoutMs: () => 600_000,
       credentialProblems: new Map(),
     } as unknown as Context;
-    const ANSWER = await (await fetch(`http://127.0.0.1:${upPort}/v1/messages`, { method: "POST", body: "{}" })).bytes();
-    const json = { "content-type": "application/json" };
     const upstreamUrl = `http://127.0.0.1:${upPort}/v1/messages`;
+    const ANSWER = await (await fetch(upstreamUrl, { method: "POST", body: "{}" })).bytes();
+    const json = { "content-type": "application/json" };
     // The bare round trip: one idle socket per request in flight, a fixed request, the answer's
     // bytes counted off its content-length and nothing else looked at.
     const REQUEST = Buffer.from(`POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1:${upPort}\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}`);
@@ -102,7 +102,7 @@ if (process.argv[2] === "upstream") {
       },
       lazy: (req, server) => handle(ctx, req, server),
     };
-    const servers = Object.entries(variants).map(([name, fetch]) => ({ name, server: Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 0, fetch }) }));
+    const servers = Object.entries(variants).map(([name, handler]) => ({ name, server: Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 0, fetch: handler }) }));
     const lua = join(dir, "post.lua");
     writeFileSync(lua, `wrk.method = "POST"\nwrk.body = "{}"\nwrk.headers["content-type"] = "application/json"\nwrk.headers["x-api-key"] = "${g.token}"\n`);
     const measure = async (port: number, seconds: number) => {

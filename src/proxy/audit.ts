@@ -37,17 +37,17 @@ export type Tuple = [
   input: number | null, output: number | null, cacheRead: number | null, cacheWrite: number | null, retries: number, note: string | null,
 ];
 
-export function tuple(r: Row): Tuple {
-  const u = r.usage;
-  return [r.at, r.taskId, r.taskRef, r.role, r.profile, r.credential, r.upstream, r.method, r.path, r.status, us(r.durationMs), r.ttfbMs === null ? null : us(r.ttfbMs), r.bytesIn, r.bytesOut,
-    u ? u.input : null, u ? u.output : null, u ? u.cacheRead : null, u ? u.cacheWrite : null, r.retries, r.note];
-}
-
 /**
  * Milliseconds kept to the microsecond: finer is noise, and a full-precision double costs twice
  * as much to put through JSON on its way to the writer (and more room in the store).
  */
 const us = (ms: number) => Math.round(ms * 1000) / 1000;
+
+export function tuple(r: Row): Tuple {
+  const u = r.usage;
+  return [r.at, r.taskId, r.taskRef, r.role, r.profile, r.credential, r.upstream, r.method, r.path, r.status, us(r.durationMs), r.ttfbMs === null ? null : us(r.ttfbMs), r.bytesIn, r.bytesOut,
+    u ? u.input : null, u ? u.output : null, u ? u.cacheRead : null, u ? u.cacheWrite : null, r.retries, r.note];
+}
 
 export interface Bounds {
   maxRows: number;

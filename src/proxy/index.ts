@@ -23,7 +23,6 @@ import { FAILURE_KINDS, type ProviderHealth } from "./health";
 import type { LimitView } from "./limits";
 import { threadCount, probe, listeners } from "./shared-port";
 import type { Shape } from "./placeholders";
-import type { ProxyState } from "./server";
 import type { ToThread, FromThread, Call, Stats, Listening, Init, Ask } from "./thread";
 
 export { Targets, type Target } from "./targets";
@@ -41,6 +40,9 @@ export interface Launch {
   target: Target;
   profile: ResolvedProfile;
 }
+
+/** Whether the proxy as a whole is up, for status and doctor. */
+export type ProxyState = "starting" | "ready" | "failed";
 
 /** How many times a proxy thread that died is started again before the proxy is reported failed. */
 const RESPAWNS = 3;

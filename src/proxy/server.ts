@@ -7,8 +7,6 @@ import type { Server } from "bun";
 import type { Logger } from "../util/log";
 import { listen } from "../util/listen";
 
-export type ProxyState = "starting" | "ready" | "failed";
-
 export class ProxyServer {
   error: string | undefined;
   private server: Server<undefined> | undefined;
