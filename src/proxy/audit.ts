@@ -9,6 +9,8 @@ import type { Counts } from "./usage";
 import type { Logger } from "../util/log";
 import type { ToWriter, FromWriter } from "./audit-writer";
 import { workerUrl } from "./worker-url";
+import * as Store from "./audit-store";
+import type { Batch } from "./audit-store";
 
 export interface Row {
   at: number;
@@ -30,54 +32,34 @@ export interface Row {
   note: string | null;
 }
 
-/** A row as the writer takes it: the audit table's columns in order (audit-writer.ts). */
-export type Tuple = [
-  at: number, taskId: string | null, taskRef: string | null, role: string | null, profile: string | null, credential: string | null,
-  upstream: string, method: string, path: string, status: number, durationMs: number, ttfbMs: number | null, bytesIn: number, bytesOut: number,
-  input: number | null, output: number | null, cacheRead: number | null, cacheWrite: number | null, retries: number, note: string | null,
-];
-
-/**
- * Milliseconds kept to the microsecond: finer is noise, and a full-precision double costs twice
- * as much to put through JSON on its way to the writer (and more room in the store).
- */
-const us = (ms: number) => Math.round(ms * 1000) / 1000;
-
-export function tuple(r: Row): Tuple {
-  const u = r.usage;
-  return [r.at, r.taskId, r.taskRef, r.role, r.profile, r.credential, r.upstream, r.method, r.path, r.status, us(r.durationMs), r.ttfbMs === null ? null : us(r.ttfbMs), r.bytesIn, r.bytesOut,
-    u ? u.input : null, u ? u.output : null, u ? u.cacheRead : null, u ? u.cacheWrite : null, r.retries, r.note];
-}
-
 export interface Bounds {
   maxRows: number;
   maxAgeDays: number;
 }
 
 /**
- * Where rows are recorded, on the proxy's thread: queued, and handed on in batches (within
- * ~50 ms, or at 500 rows) as one JSON string of tuples — cloning a string across threads is a
- * copy, where cloning 500 objects cost as much as writing them.
+ * Where rows are recorded, on the proxy's thread: written into the columns of a batch
+ * (audit-store.ts), handed on within ~50 ms, or at 500 rows. Typed arrays cross threads as one
+ * block and hold nothing the collector must trace; 500 queued row objects and their JSON cost
+ * the proxy's threads 2-3 µs a request (bench/README.md).
  */
 export class Recorder {
-  private queue: Tuple[] = [];
+  static readonly CAPACITY = 500;
+  private batch = new Store.Builder(Recorder.CAPACITY);
   private timer: Timer | undefined;
 
-  constructor(private sink: (rows: string) => void) {}
+  constructor(private sink: (batch: Batch) => void) {}
 
-  record(row: Row): void {
-    this.queue.push(tuple(row));
-    if (this.queue.length >= 500) this.flush();
+  record(r: Row): void {
+    if (this.batch.add(r) === Recorder.CAPACITY) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), 50);
   }
 
   flush(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (!this.queue.length) return;
-    const rows = this.queue;
-    this.queue = [];
-    this.sink(JSON.stringify(rows));
+    const batch = this.batch.take();
+    if (batch) this.sink(batch);
   }
 }
 
@@ -101,7 +83,7 @@ export class Audit {
     private pending: () => Promise<void> = async () => {},
   ) {
     this.spawn();
-    this.pruneTimer = setInterval(() => this.post({ type: "prune", id: ++this.posted, bounds: this.bounds() }), 60_000);
+    this.pruneTimer = setInterval(() => this.prune(), 60_000);
     this.pruneTimer.unref();
   }
 
@@ -131,9 +113,14 @@ export class Audit {
     this.waiters = this.waiters.filter((w) => (w.id <= this.written ? (w.resolve(), false) : true));
   }
 
-  /** A batch of rows (a JSON array of tuples, from a Recorder): written in one transaction, off this thread. */
-  write(rows: string): void {
-    this.post({ type: "rows", id: ++this.posted, rows, bounds: this.bounds() });
+  /** Apply both bounds now (the trail does once a minute). */
+  prune(): void {
+    this.post({ type: "prune", id: ++this.posted, bounds: this.bounds() });
+  }
+
+  /** A batch of rows (from a Recorder): written in one transaction, off this thread. */
+  write(batch: Batch): void {
+    this.post({ type: "rows", id: ++this.posted, batch, bounds: this.bounds() });
   }
 
   /** Resolves once every row recorded so far is in the store. */
@@ -148,39 +135,25 @@ export class Audit {
     this.writer.postMessage(m);
   }
 
+  /** The newest `limit` rows (of one task), oldest first. */
   async query(opts: { taskId?: string; limit?: number } = {}): Promise<(Row & { id: number })[]> {
     await this.settled();
     const limit = opts.limit ?? 100;
-    const rows = (
-      opts.taskId
-        ? this.db.query("SELECT * FROM audit WHERE task_id = ? ORDER BY id DESC LIMIT ?").all(opts.taskId, limit)
-        : this.db.query("SELECT * FROM audit ORDER BY id DESC LIMIT ?").all(limit)
-    ) as Record<string, number | string | null>[];
-    return rows.reverse().map((r) => ({
-      id: r.id as number,
-      at: r.at as number,
-      taskId: r.task_id as string | null,
-      taskRef: r.task_ref as string | null,
-      role: r.role as string | null,
-      profile: r.profile as string | null,
-      credential: r.credential as string | null,
-      upstream: r.upstream as string,
-      method: r.method as string,
-      path: r.path as string,
-      status: r.status as number,
-      durationMs: r.duration_ms as number,
-      ttfbMs: r.ttfb_ms as number | null,
-      bytesIn: r.bytes_in as number,
-      bytesOut: r.bytes_out as number,
-      usage: r.input_tokens === null && r.output_tokens === null ? null : { input: (r.input_tokens as number) ?? 0, output: (r.output_tokens as number) ?? 0, cacheRead: (r.cache_read as number) ?? 0, cacheWrite: (r.cache_write as number) ?? 0 },
-      retries: r.retries as number,
-      note: r.note as string | null,
-    }));
+    const out: (Row & { id: number })[] = [];
+    for (const { id, batch } of Store.newestFirst(this.db)) {
+      // A task's rows hold its id's index in the batch's strings; a batch without it has none.
+      const task = opts.taskId === undefined ? undefined : batch.table.indexOf(opts.taskId);
+      if (task === -1) continue;
+      for (let i = batch.n - 1; i >= 0 && out.length < limit; i--)
+        if (task === undefined || Store.taskOf(batch, i) === task) out.push({ id: id + i, ...Store.rowOf(batch, i) });
+      if (out.length >= limit) break;
+    }
+    return out.reverse();
   }
 
   async count(): Promise<number> {
     await this.settled();
-    return (this.db.query("SELECT COUNT(*) AS n FROM audit").get() as { n: number }).n;
+    return Store.count(this.db);
   }
 
   async totals(taskId: string): Promise<{ requests: number; input: number; output: number; cacheRead: number; cacheWrite: number }> {

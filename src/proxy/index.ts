@@ -63,7 +63,7 @@ class Thread {
     const worker = new Worker(workerUrl("thread.ts"));
     worker.onmessage = (e: MessageEvent<FromThread>) => {
       const m = e.data;
-      if (m.type === "audit") return this.owner.audit.write(m.rows);
+      if (m.type === "audit") return this.owner.audit.write(m.batch);
       if (m.type === "ask") return this.post({ type: "answer", id: m.id, value: this.owner.answer(m.ask) });
       const waiter = this.calls.get(m.id);
       this.calls.delete(m.id);

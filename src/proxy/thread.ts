@@ -23,6 +23,7 @@ import { Targets } from "./targets";
 import { Limits, type LimitView } from "./limits";
 import { Health, type ProviderHealth } from "./health";
 import { Recorder } from "./audit";
+import type { Batch } from "./audit-store";
 import { handle, type Context } from "./forward";
 import { handleCursor, PREFIX as CURSOR_PREFIX, type Sessions } from "./cursor";
 
@@ -55,7 +56,7 @@ export type Listening = { address: { host: string; port: number } | null; error?
 
 export type FromThread =
   | { type: "reply"; id: number; value?: unknown; error?: string }
-  | { type: "audit"; rows: string }
+  | { type: "audit"; batch: Batch }
   | { type: "ask"; id: number; ask: Ask };
 
 /** What this thread asks the main thread: the Cursor session table lives there, shared by every proxy thread. */
@@ -88,7 +89,7 @@ const sessions: Sessions = {
 const servers = new Map<string, ProxyServer>();
 const log = Log.create("proxy");
 const post = (m: FromThread) => self.postMessage(m);
-const recorder = new Recorder((rows) => post({ type: "audit", rows }));
+const recorder = new Recorder((batch) => post({ type: "audit", batch }));
 
 function route(req: Request, server: Server<undefined>): Promise<Response> {
   const url = req.url;

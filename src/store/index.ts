@@ -28,7 +28,9 @@ function migrate(db: Database): void {
   const { user_version } = db.query("PRAGMA user_version").get() as { user_version: number };
   for (let v = user_version; v < MIGRATIONS.length; v++) {
     db.transaction(() => {
-      db.exec(MIGRATIONS[v]!);
+      const m = MIGRATIONS[v]!;
+      if (typeof m === "string") db.exec(m);
+      else m(db);
       db.exec(`PRAGMA user_version = ${v + 1}`);
     }).immediate();
   }

@@ -1,8 +1,12 @@
 /**
- * Schema migrations, embedded in the binary. Each entry runs once, in order, inside one
- * transaction; PRAGMA user_version records how far a store has come. Append, never edit.
+ * Schema migrations, embedded in the binary: SQL, or a function where rows must be rewritten.
+ * Each entry runs once, in order, inside one transaction; PRAGMA user_version records how far a
+ * store has come. Append, never edit.
  */
-export const MIGRATIONS: readonly string[] = [
+import type { Database } from "bun:sqlite";
+import * as AuditStore from "../proxy/audit-store";
+
+export const MIGRATIONS: readonly (string | ((db: Database) => void))[] = [
   `CREATE TABLE tasks (
      id         TEXT PRIMARY KEY,               -- hex
      code       TEXT UNIQUE,                    -- optional human handle, e.g. fix-login
@@ -74,4 +78,29 @@ export const MIGRATIONS: readonly string[] = [
   // The audit's age bound is applied once a minute: a scan then costs less than keeping an index
   // on every insert (the proxy's hot path writes one row per request).
   `DROP INDEX audit_at;`,
+  // The audit trail moves to one row per batch (src/proxy/audit-store.ts); the rows recorded so
+  // far are packed into batches, in order.
+  (db) => {
+    db.exec(AuditStore.SCHEMA);
+    const batch = new AuditStore.Builder(500);
+    let next = 1;
+    const flush = () => {
+      const b = batch.take();
+      if (!b) return;
+      AuditStore.append(db, b, next);
+      next += b.n;
+    };
+    for (const r of db.query("SELECT * FROM audit ORDER BY id").iterate() as Iterable<Record<string, number | string | null>>) {
+      const size = batch.add({
+        at: r.at as number, taskId: r.task_id as string | null, taskRef: r.task_ref as string | null, role: r.role as string | null, profile: r.profile as string | null,
+        credential: r.credential as string | null, upstream: r.upstream as string, method: r.method as string, path: r.path as string, status: r.status as number,
+        durationMs: r.duration_ms as number, ttfbMs: r.ttfb_ms as number | null, bytesIn: r.bytes_in as number, bytesOut: r.bytes_out as number,
+        usage: r.input_tokens === null && r.output_tokens === null ? null : { input: (r.input_tokens as number) ?? 0, output: (r.output_tokens as number) ?? 0, cacheRead: (r.cache_read as number) ?? 0, cacheWrite: (r.cache_write as number) ?? 0 },
+        retries: r.retries as number, note: r.note as string | null,
+      });
+      if (size === 500) flush();
+    }
+    flush();
+    db.exec("DROP TABLE audit");
+  },
 ];

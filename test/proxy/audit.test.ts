@@ -16,10 +16,10 @@ const row = (i: number, taskId: string | null = null): Row => ({
   usage: { input: 3, output: 2, cacheRead: 0, cacheWrite: 0 }, retries: 0, note: null,
 });
 
-function trail(db: Database, log: never) {
+function trail(db: Database, log: never, maxRows = 10_000) {
   let audit: Audit | undefined;
   const recorder = new Recorder((rows) => audit!.write(rows));
-  audit = new Audit(db, () => ({ maxRows: 10_000, maxAgeDays: 30 }), log, async () => recorder.flush());
+  audit = new Audit(db, () => ({ maxRows, maxAgeDays: 30 }), log, async () => recorder.flush());
   return { audit, recorder };
 }
 
@@ -47,7 +47,54 @@ test("rows recorded on this thread are in the store once settled, token totals w
     recorder.record(row(5000));
     recorder.flush(); // what the proxy's thread does when it stops, before the trail stops
     await audit.stop();
-    expect((db.query("SELECT COUNT(*) AS n FROM audit").get() as { n: number }).n).toBe(1202);
+    expect((db.query("SELECT SUM(n) AS n FROM audit_batches").get() as { n: number }).n).toBe(1202);
+    db.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("rows are stored in batches: the row bound cuts through one and keeps its newer rows, in order", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "lazy-audit-"));
+  try {
+    const db = open(join(dir, "store.db"));
+    const { audit, recorder } = trail(db, logger().log, 650);
+    for (let i = 0; i < 1200; i++) recorder.record(row(i, i % 3 === 0 ? "t3" : null));
+    expect(await audit.count()).toBe(650);
+    const rows = await audit.query({ limit: 1000 });
+    expect(rows.map((r) => r.durationMs)).toEqual(Array.from({ length: 650 }, (_, k) => 551 + k));
+    expect(rows.map((r) => r.id)).toEqual(Array.from({ length: 650 }, (_, k) => rows[0]!.id + k));
+    expect(rows.at(-1)).toMatchObject({ taskId: null, method: "POST", path: "/v1/messages", status: 200, ttfbMs: 0.5, usage: { input: 3, output: 2 }, note: null });
+    // Batches of 500, 500 and 200 went in: the first is gone, the bound cut through the second.
+    expect(db.query("SELECT n FROM audit_batches ORDER BY id").all()).toEqual([{ n: 450 }, { n: 200 }]);
+    // One task's newest rows, across the batches that hold any.
+    const t3 = await audit.query({ taskId: "t3", limit: 4 });
+    expect(t3.map((r) => [r.taskId, r.durationMs])).toEqual([["t3", 1189], ["t3", 1192], ["t3", 1195], ["t3", 1198]]);
+    expect(await audit.query({ taskId: "nobody" })).toEqual([]);
+    expect(await audit.totals("t3")).toMatchObject({ requests: 400, input: 1200 });
+    await audit.stop();
+    db.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the age bound drops old rows from a batch that also holds new ones, and whole old batches", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "lazy-audit-"));
+  try {
+    const db = open(join(dir, "store.db"));
+    const { audit, recorder } = trail(db, logger().log);
+    const old = Date.now() - 31 * 86_400_000;
+    for (let i = 0; i < 10; i++) recorder.record({ ...row(i), at: old, note: "old" });
+    recorder.flush();
+    for (let i = 10; i < 20; i++) recorder.record({ ...row(i), at: i % 2 ? old : Date.now(), note: i % 2 ? "old" : "new" });
+    expect(await audit.count()).toBe(20);
+    audit.prune();
+    expect(await audit.count()).toBe(5);
+    const rows = await audit.query();
+    expect(rows.map((r) => [r.note, r.durationMs])).toEqual([11, 13, 15, 17, 19].map((d) => ["new", d]));
+    expect((db.query("SELECT COUNT(*) AS n FROM audit_batches").get() as { n: number }).n).toBe(1);
+    await audit.stop();
     db.close();
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -164,7 +164,7 @@ describe("readings and provider health", () => {
     expect(mock.received).toHaveLength(1000);
     await Bun.sleep(300);
     const db = new Database(join(p.stateDir, "store.db"), { readonly: true });
-    const { n } = db.query("SELECT COUNT(*) AS n FROM audit").get() as { n: number };
+    const { n } = db.query("SELECT SUM(n) AS n FROM audit_batches").get() as { n: number };
     db.close();
     expect(n).toBeLessThanOrEqual(110);
     expect(n).toBeGreaterThan(0);

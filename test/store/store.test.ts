@@ -1,9 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
+import { Database } from "bun:sqlite";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { open, Tasks, canMove, STATUSES } from "../../src/store";
 import { LazyError } from "../../src/util/errors";
+import { MIGRATIONS } from "../../src/store/migrations";
+import { Audit } from "../../src/proxy/audit";
 
 const fresh = () => open(join(mkdtempSync(join(tmpdir(), "lazy-store-")), "store.db"));
 
@@ -57,5 +60,35 @@ describe("task store", () => {
     expect(c.queued).toBe(1);
     expect(c.running).toBe(1);
     expect(c.done).toBe(0);
+  });
+});
+
+describe("migrations", () => {
+  test("an audit trail stored a row per request is readable, in order, after the move to batches", async () => {
+    const file = join(mkdtempSync(join(tmpdir(), "lazy-store-")), "store.db");
+    const before = MIGRATIONS.findIndex((m) => typeof m === "function");
+    const old = new Database(file, { create: true, strict: true });
+    for (const m of MIGRATIONS.slice(0, before)) old.exec(m as string);
+    old.exec(`PRAGMA user_version = ${before}`);
+    const insert = old.query(
+      "INSERT INTO audit (at, task_id, task_ref, role, profile, credential, upstream, method, path, status, duration_ms, ttfb_ms, bytes_in, bytes_out, input_tokens, output_tokens, cache_read, cache_write, retries, note) VALUES (?, ?, ?, 'agent', 'claude', 'anthropic', 'https://api.anthropic.com', 'POST', ?, ?, ?, ?, 10, 20, ?, ?, 0, 0, ?, ?)",
+    );
+    old.transaction(() => {
+      for (let i = 1; i <= 1203; i++)
+        insert.run(1_700_000_000_000 + i, i % 2 ? "t1" : null, i % 2 ? "fix-it" : null, `/v1/messages?n=${i}`, i === 7 ? 401 : 200, i + 0.5, i === 7 ? null : 0.25, i === 7 ? null : 3, i === 7 ? null : 2, i === 9 ? 1 : 0, i === 7 ? "unknown or revoked placeholder" : null);
+    })();
+    old.close();
+
+    const db = open(file);
+    expect(db.query("SELECT name FROM sqlite_master WHERE name = 'audit'").all()).toEqual([]);
+    const audit = new Audit(db, () => ({ maxRows: 100_000, maxAgeDays: 100_000 }), { debug() {}, info() {}, warn() {}, error() {} } as never);
+    expect(await audit.count()).toBe(1203);
+    const rows = await audit.query({ limit: 2000 });
+    expect(rows.map((r) => r.path)).toEqual(Array.from({ length: 1203 }, (_, k) => `/v1/messages?n=${k + 1}`));
+    expect(rows[6]).toMatchObject({ at: 1_700_000_000_007, taskId: "t1", taskRef: "fix-it", status: 401, durationMs: 7.5, ttfbMs: null, usage: null, note: "unknown or revoked placeholder" });
+    expect(rows[8]).toMatchObject({ retries: 1, usage: { input: 3, output: 2, cacheRead: 0, cacheWrite: 0 }, bytesIn: 10, bytesOut: 20, credential: "anthropic" });
+    expect((await audit.query({ taskId: "t1", limit: 1 }))[0]!.path).toBe("/v1/messages?n=1203");
+    await audit.stop();
+    db.close();
   });
 });

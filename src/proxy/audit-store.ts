@@ -1,0 +1,202 @@
+/**
+ * The audit trail as stored: one SQLite row per batch of requests, as a proxy thread hands
+ * them on, with the batch's columns packed. The writer's work is then one INSERT a batch
+ * rather than one a request; a row each cost the writer thread ~3 µs a request, a tenth of
+ * what the proxy's own threads spend (bench/README.md).
+ *
+ *   audit_batches(id, n, first_at, last_at, numbers, strings, tbl)
+ *
+ * holds the requests numbered id .. id + n - 1, oldest first. `numbers` is n × NUMBERS
+ * float64s (NaN for null), `strings` n × STRINGS int32 indexes into `tbl`, a JSON array of
+ * the batch's distinct strings (-1 for null); both in the machine's byte order, little-endian
+ * on every platform lazy ships for. `first_at` and `last_at` bound the rows' times, so the age
+ * bound drops whole batches without reading them.
+ */
+import type { Database } from "bun:sqlite";
+import type { Row } from "./audit";
+
+/** A batch of rows in columns: per row, NUMBERS numbers and STRINGS indexes into `table`. */
+export interface Batch {
+  n: number;
+  numbers: Float64Array;
+  strings: Int32Array;
+  table: string[];
+}
+
+export const NUMBERS = ["at", "status", "duration_ms", "ttfb_ms", "bytes_in", "bytes_out", "input_tokens", "output_tokens", "cache_read", "cache_write", "retries"] as const;
+export const STRINGS = ["task_id", "task_ref", "role", "profile", "credential", "upstream", "method", "path", "note"] as const;
+const N = NUMBERS.length;
+const S = STRINGS.length;
+const TASK = STRINGS.indexOf("task_id");
+const AT = NUMBERS.indexOf("at");
+
+export const SCHEMA = `CREATE TABLE audit_batches (
+     id       INTEGER PRIMARY KEY,             -- the first row's number; the batch holds id .. id + n - 1
+     n        INTEGER NOT NULL,
+     first_at INTEGER NOT NULL,                -- the oldest and newest row's time (ms)
+     last_at  INTEGER NOT NULL,
+     numbers  BLOB NOT NULL,
+     strings  BLOB NOT NULL,
+     tbl      TEXT NOT NULL
+   )`;
+
+export type Stored = { id: number; batch: Batch };
+
+/** Milliseconds kept to the microsecond: finer is noise. */
+const us = (ms: number) => Math.round(ms * 1000) / 1000;
+
+/** Rows written into the columns of a batch of up to `capacity`, each string stored once. */
+export class Builder {
+  private n = 0;
+  private numbers: Float64Array;
+  private strings: Int32Array;
+  private table: string[] = [];
+  private index = new Map<string, number>();
+
+  constructor(private capacity: number) {
+    this.numbers = new Float64Array(capacity * N);
+    this.strings = new Int32Array(capacity * S);
+  }
+
+  /** Add a row (in NUMBERS and STRINGS order); returns how many the batch holds. */
+  add(r: Row): number {
+    const u = r.usage;
+    const x = this.numbers;
+    let o = this.n * N;
+    x[o++] = r.at;
+    x[o++] = r.status;
+    x[o++] = us(r.durationMs);
+    x[o++] = r.ttfbMs === null ? NaN : us(r.ttfbMs);
+    x[o++] = r.bytesIn;
+    x[o++] = r.bytesOut;
+    x[o++] = u ? u.input : NaN;
+    x[o++] = u ? u.output : NaN;
+    x[o++] = u ? u.cacheRead : NaN;
+    x[o++] = u ? u.cacheWrite : NaN;
+    x[o] = r.retries;
+    const y = this.strings;
+    o = this.n * S;
+    y[o++] = this.intern(r.taskId);
+    y[o++] = this.intern(r.taskRef);
+    y[o++] = this.intern(r.role);
+    y[o++] = this.intern(r.profile);
+    y[o++] = this.intern(r.credential);
+    y[o++] = this.intern(r.upstream);
+    y[o++] = this.intern(r.method);
+    y[o++] = this.intern(r.path);
+    y[o] = this.intern(r.note);
+    return ++this.n;
+  }
+
+  /** The batch so far (none if empty); the builder starts a new one. */
+  take(): Batch | undefined {
+    if (!this.n) return undefined;
+    const batch: Batch = { n: this.n, numbers: this.numbers.subarray(0, this.n * N), strings: this.strings.subarray(0, this.n * S), table: this.table };
+    this.n = 0;
+    this.numbers = new Float64Array(this.capacity * N);
+    this.strings = new Int32Array(this.capacity * S);
+    this.table = [];
+    this.index.clear();
+    return batch;
+  }
+
+  private intern(v: string | null): number {
+    if (v === null) return -1;
+    let k = this.index.get(v);
+    if (k === undefined) {
+      k = this.table.push(v) - 1;
+      this.index.set(v, k);
+    }
+    return k;
+  }
+}
+
+/** Store `batch` as rows `id` on. */
+export function append(db: Database, batch: Batch, id: number): void {
+  let first = Infinity;
+  let last = -Infinity;
+  for (let i = 0; i < batch.n; i++) {
+    const at = atOf(batch, i);
+    if (at < first) first = at;
+    if (at > last) last = at;
+  }
+  db.query("INSERT INTO audit_batches (id, n, first_at, last_at, numbers, strings, tbl) VALUES (?, ?, ?, ?, ?, ?, ?)").run(
+    id, batch.n, first, last, bytes(batch.numbers, batch.n * N), bytes(batch.strings, batch.n * S), JSON.stringify(batch.table),
+  );
+}
+
+/** The number the next row gets. */
+export function nextId(db: Database): number {
+  const r = db.query("SELECT id + n AS next FROM audit_batches ORDER BY id DESC LIMIT 1").get() as { next: number } | null;
+  return r?.next ?? 1;
+}
+
+export function count(db: Database): number {
+  return (db.query("SELECT COALESCE(SUM(n), 0) AS n FROM audit_batches").get() as { n: number }).n;
+}
+
+/** The stored batches, newest first, read one at a time (a reader may stop early). */
+export function* newestFirst(db: Database, where = "", ...params: number[]): Generator<Stored> {
+  // A statement of its own, finalized however the reader stops: one left mid-read would hold
+  // its snapshot of the store, and the WAL could not be checkpointed past it.
+  const q = db.prepare(`SELECT id, n, numbers, strings, tbl FROM audit_batches ${where} ORDER BY id DESC`);
+  try {
+    for (const r of q.iterate(...params) as Iterable<Record<string, unknown>>) yield { id: r.id as number, batch: decode(r) };
+  } finally {
+    q.finalize();
+  }
+}
+
+/** The index into the batch's strings of row `i`'s task id (-1: none). */
+export const taskOf = (b: Batch, i: number): number => b.strings[i * S + TASK]!;
+
+/** Row `i`'s time (ms). */
+export const atOf = (b: Batch, i: number): number => b.numbers[i * N + AT]!;
+
+/** Row `i` of a batch (offsets as Builder.add writes them). */
+export function rowOf(b: Batch, i: number): Row {
+  const x = b.numbers;
+  const o = i * N;
+  const str = (k: number) => {
+    const j = b.strings[i * S + k]!;
+    return j === -1 ? null : b.table[j]!;
+  };
+  const num = (k: number) => (Number.isNaN(x[o + k]!) ? null : x[o + k]!);
+  const input = num(6);
+  const output = num(7);
+  return {
+    at: x[o]!, status: x[o + 1]!, durationMs: x[o + 2]!, ttfbMs: num(3), bytesIn: x[o + 4]!, bytesOut: x[o + 5]!,
+    usage: input === null && output === null ? null : { input: input ?? 0, output: output ?? 0, cacheRead: num(8) ?? 0, cacheWrite: num(9) ?? 0 },
+    retries: x[o + 10]!,
+    taskId: str(0), taskRef: str(1), role: str(2), profile: str(3), credential: str(4), upstream: str(5)!, method: str(6)!, path: str(7)!, note: str(8),
+  };
+}
+
+/**
+ * Keep only the rows of a stored batch that `keep` accepts, renumbered to end where the batch
+ * ended (numbers only ever order rows); a batch left empty goes.
+ */
+export function keepOnly(db: Database, { id, batch }: Stored, keep: (i: number) => boolean): void {
+  const kept: number[] = [];
+  for (let i = 0; i < batch.n; i++) if (keep(i)) kept.push(i);
+  db.query("DELETE FROM audit_batches WHERE id = ?").run(id);
+  if (!kept.length) return;
+  const numbers = new Float64Array(kept.length * N);
+  const strings = new Int32Array(kept.length * S);
+  kept.forEach((i, k) => {
+    numbers.set(batch.numbers.subarray(i * N, (i + 1) * N), k * N);
+    strings.set(batch.strings.subarray(i * S, (i + 1) * S), k * S);
+  });
+  append(db, { n: kept.length, numbers, strings, table: batch.table }, id + batch.n - kept.length);
+}
+
+function bytes(a: Float64Array | Int32Array, length: number): Uint8Array {
+  return new Uint8Array(a.buffer, a.byteOffset, length * a.BYTES_PER_ELEMENT);
+}
+
+function decode(r: Record<string, unknown>): Batch {
+  // A copy: SQLite's bytes need not sit at an 8-byte boundary.
+  const numbers = new Float64Array((r.numbers as Uint8Array).slice().buffer);
+  const strings = new Int32Array((r.strings as Uint8Array).slice().buffer);
+  return { n: r.n as number, numbers, strings, table: JSON.parse(r.tbl as string) as string[] };
+}
