@@ -89,7 +89,8 @@ const sessions: Sessions = {
 const servers = new Map<string, ProxyServer>();
 const log = Log.create("proxy");
 const post = (m: FromThread) => self.postMessage(m);
-const recorder = new Recorder((batch) => post({ type: "audit", batch }));
+// The batch's arrays are handed over, not copied (the recorder starts new ones).
+const recorder = new Recorder((batch) => self.postMessage({ type: "audit", batch } satisfies FromThread, [batch.numbers.buffer, batch.strings.buffer]));
 
 function route(req: Request, server: Server<undefined>): Promise<Response> {
   const url = req.url;
