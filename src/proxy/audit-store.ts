@@ -1,15 +1,15 @@
 /**
  * The audit trail as stored: one SQLite row per batch of requests, as a proxy thread hands
  * them on, with the batch's columns packed. The writer's work is then one INSERT a batch
- * rather than one a request; a row each cost the writer thread ~3 µs a request, a tenth of
- * what the proxy's own threads spend (bench/README.md).
+ * rather than one a request: a row each cost the writer thread ~3 µs a request, where the
+ * proxy's own threads spend ~60 (bench/README.md).
  *
  *   audit_batches(id, n, first_at, last_at, numbers, strings, tbl)
  *
  * holds the requests numbered id .. id + n - 1, oldest first. `numbers` is n × NUMBERS
- * float64s (NaN for null), `strings` n × STRINGS int32 indexes into `tbl`, a JSON array of
- * the batch's distinct strings (-1 for null); both in the machine's byte order, little-endian
- * on every platform lazy ships for. `first_at` and `last_at` bound the rows' times, so the age
+ * float64s (NaN for null); `strings` is n × STRINGS int32s, each an index into `tbl` (a JSON
+ * array of the batch's distinct strings) or -1 for null. Both are in the machine's byte order,
+ * little-endian on every platform lazy ships for. `first_at` and `last_at` bound the rows' times, so the age
  * bound drops whole batches without reading them.
  */
 import type { Database } from "bun:sqlite";
