@@ -9,8 +9,8 @@
  * holds the requests numbered id .. id + n - 1, oldest first. `numbers` is n × NUMBERS
  * float64s (NaN for null); `strings` is n × STRINGS int32s, each an index into `tbl` (a JSON
  * array of the batch's distinct strings) or -1 for null. Both are in the machine's byte order,
- * little-endian on every platform lazy ships for. `first_at` and `last_at` bound the rows' times, so the age
- * bound drops whole batches without reading them.
+ * little-endian on every platform lazy ships for. `first_at` and `last_at` bound the rows'
+ * times, so the age bound drops whole batches without reading them.
  */
 import type { Database } from "bun:sqlite";
 import type { Row } from "./audit";
@@ -27,8 +27,11 @@ export const NUMBERS = ["at", "status", "duration_ms", "ttfb_ms", "bytes_in", "b
 export const STRINGS = ["task_id", "task_ref", "role", "profile", "credential", "upstream", "method", "path", "note"] as const;
 const N = NUMBERS.length;
 const S = STRINGS.length;
-const TASK = STRINGS.indexOf("task_id");
-const AT = NUMBERS.indexOf("at");
+/** A column's place in a row's numbers or strings, by name. */
+export const NUM = Object.fromEntries(NUMBERS.map((c, k) => [c, k])) as Record<(typeof NUMBERS)[number], number>;
+const STR = Object.fromEntries(STRINGS.map((c, k) => [c, k])) as Record<(typeof STRINGS)[number], number>;
+/** Rows a batch holds at most: the proxy's thread hands one on when it is full. */
+export const BATCH_ROWS = 500;
 
 export const SCHEMA = `CREATE TABLE audit_batches (
      id       INTEGER PRIMARY KEY,             -- the first row's number; the batch holds id .. id + n - 1
@@ -45,21 +48,16 @@ export type Stored = { id: number; batch: Batch };
 /** Milliseconds kept to the microsecond: finer is noise. */
 const us = (ms: number) => Math.round(ms * 1000) / 1000;
 
-/** Rows written into the columns of a batch of up to `capacity`, each string stored once. */
+/** Rows written into the columns of a batch of up to BATCH_ROWS, each string stored once. */
 export class Builder {
   private n = 0;
-  private numbers: Float64Array;
-  private strings: Int32Array;
+  private numbers = new Float64Array(BATCH_ROWS * N);
+  private strings = new Int32Array(BATCH_ROWS * S);
   private table: string[] = [];
   private index = new Map<string, number>();
 
-  constructor(private capacity: number) {
-    this.numbers = new Float64Array(capacity * N);
-    this.strings = new Int32Array(capacity * S);
-  }
-
-  /** Add a row (in NUMBERS and STRINGS order); returns how many the batch holds. */
-  add(r: Row): number {
+  /** Add a row (written in NUMBERS and STRINGS order); true once the batch is full. */
+  add(r: Row): boolean {
     const u = r.usage;
     const x = this.numbers;
     let o = this.n * N;
@@ -85,7 +83,7 @@ export class Builder {
     y[o++] = this.intern(r.method);
     y[o++] = this.intern(r.path);
     y[o] = this.intern(r.note);
-    return ++this.n;
+    return ++this.n === BATCH_ROWS;
   }
 
   /** The batch so far (none if empty); the builder starts a new one. */
@@ -93,8 +91,8 @@ export class Builder {
     if (!this.n) return undefined;
     const batch: Batch = { n: this.n, numbers: this.numbers.subarray(0, this.n * N), strings: this.strings.subarray(0, this.n * S), table: this.table };
     this.n = 0;
-    this.numbers = new Float64Array(this.capacity * N);
-    this.strings = new Int32Array(this.capacity * S);
+    this.numbers = new Float64Array(BATCH_ROWS * N);
+    this.strings = new Int32Array(BATCH_ROWS * S);
     this.table = [];
     this.index.clear();
     return batch;
@@ -148,27 +146,36 @@ export function* newestFirst(db: Database, where = "", ...params: number[]): Gen
 }
 
 /** The index into the batch's strings of row `i`'s task id (-1: none). */
-export const taskOf = (b: Batch, i: number): number => b.strings[i * S + TASK]!;
+export const taskOf = (b: Batch, i: number): number => b.strings[i * S + STR.task_id]!;
 
 /** Row `i`'s time (ms). */
-export const atOf = (b: Batch, i: number): number => b.numbers[i * N + AT]!;
+export const atOf = (b: Batch, i: number): number => b.numbers[i * N + NUM.at]!;
 
-/** Row `i` of a batch (offsets as Builder.add writes them). */
+/** A number of row `i` by its column (NaN stands for null). */
+export const numberOf = (b: Batch, i: number, column: number): number => b.numbers[i * N + column]!;
+
+/** A batch's buffers, handed to another thread rather than copied (a Builder starts new ones). */
+export const buffers = (b: Batch): ArrayBuffer[] => [b.numbers.buffer as ArrayBuffer, b.strings.buffer as ArrayBuffer];
+
+/** Row `i` of a batch. */
 export function rowOf(b: Batch, i: number): Row {
-  const x = b.numbers;
-  const o = i * N;
   const str = (k: number) => {
     const j = b.strings[i * S + k]!;
     return j === -1 ? null : b.table[j]!;
   };
-  const num = (k: number) => (Number.isNaN(x[o + k]!) ? null : x[o + k]!);
-  const input = num(6);
-  const output = num(7);
+  const num = (k: number) => {
+    const v = numberOf(b, i, k);
+    return Number.isNaN(v) ? null : v;
+  };
+  const input = num(NUM.input_tokens);
+  const output = num(NUM.output_tokens);
   return {
-    at: x[o]!, status: x[o + 1]!, durationMs: x[o + 2]!, ttfbMs: num(3), bytesIn: x[o + 4]!, bytesOut: x[o + 5]!,
-    usage: input === null && output === null ? null : { input: input ?? 0, output: output ?? 0, cacheRead: num(8) ?? 0, cacheWrite: num(9) ?? 0 },
-    retries: x[o + 10]!,
-    taskId: str(0), taskRef: str(1), role: str(2), profile: str(3), credential: str(4), upstream: str(5)!, method: str(6)!, path: str(7)!, note: str(8),
+    at: numberOf(b, i, NUM.at), status: numberOf(b, i, NUM.status), durationMs: numberOf(b, i, NUM.duration_ms), ttfbMs: num(NUM.ttfb_ms),
+    bytesIn: numberOf(b, i, NUM.bytes_in), bytesOut: numberOf(b, i, NUM.bytes_out),
+    usage: input === null && output === null ? null : { input: input ?? 0, output: output ?? 0, cacheRead: num(NUM.cache_read) ?? 0, cacheWrite: num(NUM.cache_write) ?? 0 },
+    retries: numberOf(b, i, NUM.retries),
+    taskId: str(STR.task_id), taskRef: str(STR.task_ref), role: str(STR.role), profile: str(STR.profile), credential: str(STR.credential),
+    upstream: str(STR.upstream)!, method: str(STR.method)!, path: str(STR.path)!, note: str(STR.note),
   };
 }
 

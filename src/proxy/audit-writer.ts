@@ -7,7 +7,7 @@
 import { Database } from "bun:sqlite";
 import type { Bounds } from "./audit";
 import * as Store from "./audit-store";
-import { NUMBERS, type Batch } from "./audit-store";
+import { NUM, type Batch } from "./audit-store";
 
 export type ToWriter = { type: "open"; path: string } | { type: "rows"; id: number; batch: Batch; bounds: Bounds } | { type: "prune"; id: number; bounds: Bounds } | { type: "close"; id: number };
 export type FromWriter = { type: "done"; id: number; error?: string };
@@ -19,7 +19,7 @@ let db: Database | undefined;
 let next = 1;
 let sinceBound = 0;
 
-const TOKENS = (["input_tokens", "output_tokens", "cache_read", "cache_write"] as const).map((c) => NUMBERS.indexOf(c));
+const TOKENS = [NUM.input_tokens, NUM.output_tokens, NUM.cache_read, NUM.cache_write];
 
 function write(batch: Batch, bounds: Bounds): void {
   const d = db!;
@@ -36,7 +36,7 @@ function write(batch: Batch, bounds: Bounds): void {
     let t = totals.get(task);
     if (!t) totals.set(task, (t = [0, 0, 0, 0, 0]));
     t[0]++;
-    for (let k = 0; k < TOKENS.length; k++) t[k + 1]! += batch.numbers[i * NUMBERS.length + TOKENS[k]!]! || 0;
+    for (let k = 0; k < TOKENS.length; k++) t[k + 1]! += Store.numberOf(batch, i, TOKENS[k]!) || 0;
   }
   d.transaction(() => {
     Store.append(d, batch, next);

@@ -44,14 +44,13 @@ export interface Bounds {
  * the proxy's threads 2-3 µs a request (bench/README.md).
  */
 export class Recorder {
-  static readonly CAPACITY = 500;
-  private batch = new Store.Builder(Recorder.CAPACITY);
+  private batch = new Store.Builder();
   private timer: Timer | undefined;
 
   constructor(private sink: (batch: Batch) => void) {}
 
   record(r: Row): void {
-    if (this.batch.add(r) === Recorder.CAPACITY) this.flush();
+    if (this.batch.add(r)) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), 50);
   }
 
@@ -132,8 +131,7 @@ export class Audit {
 
   private post(m: ToWriter): void {
     if (this.respawns > 3) return this.release(this.posted);
-    // A batch's arrays are handed over, not copied.
-    this.writer.postMessage(m, m.type === "rows" ? [m.batch.numbers.buffer, m.batch.strings.buffer] : []);
+    this.writer.postMessage(m, m.type === "rows" ? Store.buffers(m.batch) : []);
   }
 
   /** The newest `limit` rows (of one task), oldest first. */

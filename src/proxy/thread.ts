@@ -23,7 +23,7 @@ import { Targets } from "./targets";
 import { Limits, type LimitView } from "./limits";
 import { Health, type ProviderHealth } from "./health";
 import { Recorder } from "./audit";
-import type { Batch } from "./audit-store";
+import { buffers, type Batch } from "./audit-store";
 import { handle, type Context } from "./forward";
 import { handleCursor, PREFIX as CURSOR_PREFIX, type Sessions } from "./cursor";
 
@@ -89,8 +89,7 @@ const sessions: Sessions = {
 const servers = new Map<string, ProxyServer>();
 const log = Log.create("proxy");
 const post = (m: FromThread) => self.postMessage(m);
-// The batch's arrays are handed over, not copied (the recorder starts new ones).
-const recorder = new Recorder((batch) => self.postMessage({ type: "audit", batch } satisfies FromThread, [batch.numbers.buffer, batch.strings.buffer]));
+const recorder = new Recorder((batch) => self.postMessage({ type: "audit", batch } satisfies FromThread, buffers(batch)));
 
 function route(req: Request, server: Server<undefined>): Promise<Response> {
   const url = req.url;

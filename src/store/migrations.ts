@@ -82,7 +82,7 @@ export const MIGRATIONS: readonly (string | ((db: Database) => void))[] = [
   // far are packed into batches, in order.
   (db) => {
     db.exec(AuditStore.SCHEMA);
-    const batch = new AuditStore.Builder(500);
+    const batch = new AuditStore.Builder();
     let next = 1;
     const flush = () => {
       const b = batch.take();
@@ -91,14 +91,14 @@ export const MIGRATIONS: readonly (string | ((db: Database) => void))[] = [
       next += b.n;
     };
     for (const r of db.query("SELECT * FROM audit ORDER BY id").iterate() as Iterable<Record<string, number | string | null>>) {
-      const size = batch.add({
+      const full = batch.add({
         at: r.at as number, taskId: r.task_id as string | null, taskRef: r.task_ref as string | null, role: r.role as string | null, profile: r.profile as string | null,
         credential: r.credential as string | null, upstream: r.upstream as string, method: r.method as string, path: r.path as string, status: r.status as number,
         durationMs: r.duration_ms as number, ttfbMs: r.ttfb_ms as number | null, bytesIn: r.bytes_in as number, bytesOut: r.bytes_out as number,
         usage: r.input_tokens === null && r.output_tokens === null ? null : { input: (r.input_tokens as number) ?? 0, output: (r.output_tokens as number) ?? 0, cacheRead: (r.cache_read as number) ?? 0, cacheWrite: (r.cache_write as number) ?? 0 },
         retries: r.retries as number, note: r.note as string | null,
       });
-      if (size === 500) flush();
+      if (full) flush();
     }
     flush();
     db.exec("DROP TABLE audit");
