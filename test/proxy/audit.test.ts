@@ -23,6 +23,18 @@ function trail(db: Database, log: never, maxRows = 10_000) {
   return { audit, recorder };
 }
 
+/** A store of its own for one test, closed and removed after it. */
+async function inStore(fn: (db: Database, dir: string) => Promise<void>) {
+  const dir = mkdtempSync(join(tmpdir(), "lazy-audit-"));
+  const db = open(join(dir, "store.db"));
+  try {
+    await fn(db, dir);
+  } finally {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 function logger() {
   const lines: string[] = [];
   const push = (m: string) => void lines.push(m);
@@ -30,9 +42,7 @@ function logger() {
 }
 
 test("rows recorded on this thread are in the store once settled, token totals with them; stop writes what is queued", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "lazy-audit-"));
-  try {
-    const db = open(join(dir, "store.db"));
+  await inStore(async (db) => {
     const { log } = logger();
     const { audit, recorder } = trail(db, log);
     for (let i = 0; i < 1200; i++) recorder.record(row(i, i % 2 ? "t1" : null));
@@ -48,16 +58,11 @@ test("rows recorded on this thread are in the store once settled, token totals w
     recorder.flush(); // what the proxy's thread does when it stops, before the trail stops
     await audit.stop();
     expect((db.query("SELECT SUM(n) AS n FROM audit_batches").get() as { n: number }).n).toBe(1202);
-    db.close();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test("rows are stored in batches: the row bound cuts through one and keeps its newer rows, in order", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "lazy-audit-"));
-  try {
-    const db = open(join(dir, "store.db"));
+  await inStore(async (db) => {
     const { audit, recorder } = trail(db, logger().log, 650);
     for (let i = 0; i < 1200; i++) recorder.record(row(i, i % 3 === 0 ? "t3" : null));
     expect(await audit.count()).toBe(650);
@@ -73,16 +78,11 @@ test("rows are stored in batches: the row bound cuts through one and keeps its n
     expect(await audit.query({ taskId: "nobody" })).toEqual([]);
     expect(await audit.totals("t3")).toMatchObject({ requests: 400, input: 1200 });
     await audit.stop();
-    db.close();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test("the age bound drops old rows from a batch that also holds new ones, and whole old batches", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "lazy-audit-"));
-  try {
-    const db = open(join(dir, "store.db"));
+  await inStore(async (db) => {
     const { audit, recorder } = trail(db, logger().log);
     const old = Date.now() - 31 * 86_400_000;
     for (let i = 0; i < 10; i++) recorder.record({ ...row(i), at: old, note: "old" });
@@ -95,16 +95,11 @@ test("the age bound drops old rows from a batch that also holds new ones, and wh
     expect(rows.map((r) => [r.note, r.durationMs])).toEqual([11, 13, 15, 17, 19].map((d) => ["new", d]));
     expect((db.query("SELECT COUNT(*) AS n FROM audit_batches").get() as { n: number }).n).toBe(1);
     await audit.stop();
-    db.close();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test("a writer that cannot open the store: the failure is logged and readers are not left waiting", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "lazy-audit-"));
-  try {
-    const real = open(join(dir, "store.db"));
+  await inStore(async (real, dir) => {
     // The store's path is a folder: the writer's open throws and the worker dies.
     const broken = { filename: dir, query: real.query.bind(real) } as unknown as Database;
     const { lines, log } = logger();
@@ -114,8 +109,5 @@ test("a writer that cannot open the store: the failure is logged and readers are
     expect(counted).toBe(0);
     expect(lines.some((l) => l.startsWith("the audit writer failed"))).toBe(true);
     await audit.stop();
-    real.close();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
