@@ -91,7 +91,7 @@ if (process.argv[2] === "upstream") {
       },
       client: async (req) => {
         const body = new Uint8Array(await req.arrayBuffer());
-        const res = await Upstream.request({ method: "POST", url: upstreamUrl, headers: "content-type: application/json\r\n", body, signal: req.signal, timeoutMs: 60_000, fresh: false });
+        const res = await Upstream.request({ method: "POST", url: upstreamUrl, headers: "content-type: application/json\r\n", body, signal: () => req.signal, timeoutMs: 60_000, fresh: false });
         return new Response(await res.bytes(), { status: res.status, headers: res.headers });
       },
       naive: async (req) => {

@@ -230,7 +230,7 @@ export async function send(ctx: Pick<Context, "firstByteTimeoutMs">, url: string
     try {
       if (viaClient) {
         const lines = typeof headers === "string" ? headers : Upstream.toLines(headers);
-        const res = await Upstream.request({ method: req.method, url, headers: lines, body: body as Uint8Array | undefined, signal: req.signal, timeoutMs: ctx.firstByteTimeoutMs(), fresh: retries > 0 });
+        const res = await Upstream.request({ method: req.method, url, headers: lines, body: body as Uint8Array | undefined, signal: () => req.signal, timeoutMs: ctx.firstByteTimeoutMs(), fresh: retries > 0 });
         return { ok: true, res, retries };
       }
       return { ok: true, res: await viaFetch(ctx, url, req, headers, body, retries > 0), retries };

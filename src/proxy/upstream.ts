@@ -13,7 +13,7 @@
  * fetch stays for what this client does not do: a request body that is itself a stream (the
  * Cursor route), and an HTTP(S)_PROXY in the environment (fetch honours it and NO_PROXY).
  */
-import { Conn, Exchange, NetError, HOP_BY_HOP, abortError, type Endpoint, type UpstreamResponse } from "./http1";
+import { Conn, Exchange, NetError, HOP_BY_HOP, type Endpoint, type UpstreamResponse } from "./http1";
 
 export { NetError, HOP_BY_HOP, type UpstreamResponse } from "./http1";
 
@@ -24,8 +24,11 @@ export interface Outgoing {
   /** Header lines ("name: value\r\n" each) to send, without host, content-length and hop-by-hop ones. */
   headers: string;
   body: Uint8Array | undefined;
-  /** The agent's: aborted before the response headers, it fails the request (and drops the connection). */
-  signal: AbortSignal;
+  /**
+   * The agent's, asked for only when the wait for headers outlasts a sweep (http1.ts): aborted
+   * before the response headers, it fails the request (and drops the connection).
+   */
+  signal: () => AbortSignal;
   /** How long to wait for the response headers. */
   timeoutMs: number;
   /** Use a new connection rather than an idle one (the retry after a reset). */
@@ -72,7 +75,6 @@ export function request(out: Outgoing): Promise<UpstreamResponse> {
       payload.set(out.body, payload.write(head, 0, "latin1"));
     } else payload = Buffer.from(head, "latin1");
     const ex = new Exchange(out.method, payload, resolve, reject, out.signal, performance.now() + out.timeoutMs);
-    if (out.signal.aborted) return ex.fail(abortError());
     const conn = out.fresh ? undefined : ep.idle.pop();
     if (conn) conn.start(ex, true);
     else Conn.open(ep, ex);

@@ -37,7 +37,7 @@ function raw(answer: (head: string, socket: Bun.Socket<Conn>) => void) {
 }
 
 const get = (url: string, extra: Partial<Upstream.Outgoing> = {}) =>
-  Upstream.request({ method: "GET", url, headers: "accept: */*\r\n", body: undefined, signal: new AbortController().signal, timeoutMs: 10_000, fresh: false, ...extra });
+  Upstream.request({ method: "GET", url, headers: "accept: */*\r\n", body: undefined, signal: () => new AbortController().signal, timeoutMs: 10_000, fresh: false, ...extra });
 
 describe("framing", () => {
   test("a chunked body split at awkward places, with extensions and trailers, arrives decoded; the next request reuses the connection", async () => {
@@ -79,7 +79,7 @@ describe("framing", () => {
       s.write("HTTP/1.1 204 No Content\r\n\r\n");
     });
     const body = new TextEncoder().encode('{"x":1}');
-    const res = await Upstream.request({ method: "POST", url: `${srv.url}/v1/messages?beta=true`, headers: "x-api-key: k\r\n", body, signal: new AbortController().signal, timeoutMs: 10_000, fresh: false });
+    const res = await Upstream.request({ method: "POST", url: `${srv.url}/v1/messages?beta=true`, headers: "x-api-key: k\r\n", body, signal: () => new AbortController().signal, timeoutMs: 10_000, fresh: false });
     expect(res.status).toBe(204);
     expect(heads[0]!.split("\r\n")).toEqual(["POST /v1/messages?beta=true HTTP/1.1", `host: ${srv.url.slice(7)}`, "x-api-key: k", "content-length: 7"]);
     await get(`${srv.url}/`, { fresh: true });
@@ -106,7 +106,7 @@ describe("failures", () => {
     await expect(get(url, { timeoutMs: 300 })).rejects.toMatchObject({ code: "ETIMEDOUT" });
     expect(performance.now() - started).toBeLessThan(5000);
     const ctrl = new AbortController();
-    const pending = get(url, { signal: ctrl.signal });
+    const pending = get(url, { signal: () => ctrl.signal });
     await Bun.sleep(100);
     ctrl.abort();
     await expect(pending).rejects.toMatchObject({ name: "AbortError" });
@@ -169,7 +169,7 @@ describe("TLS", () => {
   const script = `
     const Upstream = await import(${JSON.stringify(resolve(import.meta.dir, "../../src/proxy/upstream.ts"))});
     try {
-      const res = await Upstream.request({ method: "GET", url: process.env.URL, headers: "", body: undefined, signal: new AbortController().signal, timeoutMs: 10000, fresh: false });
+      const res = await Upstream.request({ method: "GET", url: process.env.URL, headers: "", body: undefined, signal: () => new AbortController().signal, timeoutMs: 10000, fresh: false });
       console.log(res.status, new TextDecoder().decode(await res.bytes()));
     } catch (e) { console.log("error", e.code, e.message); }`;
 
