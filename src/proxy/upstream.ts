@@ -1,6 +1,6 @@
 /**
  * lazy's HTTP/1.1 client to the upstreams: a keep-alive pool per origin over Bun.connect
- * (the connections themselves: http1.ts).
+ * (the connections themselves: http1.ts; a request and its response on one: exchange.ts).
  *
  * Why not fetch: on this project's 2-core machine a Bun.serve + fetch pass-through did 14k
  * req/s where Bun.serve + this client did 19k (nginx: 21k), and fetch's hop to its own HTTP
@@ -13,9 +13,11 @@
  * fetch stays for what this client does not do: a request body that is itself a stream (the
  * Cursor route), and an HTTP(S)_PROXY in the environment (fetch honours it and NO_PROXY).
  */
-import { Conn, Exchange, NetError, HOP_BY_HOP, type Endpoint, type UpstreamResponse } from "./http1";
+import { Conn, HOP_BY_HOP, type Endpoint } from "./http1";
+import { Exchange, NetError, type UpstreamResponse } from "./exchange";
 
-export { NetError, HOP_BY_HOP, type UpstreamResponse } from "./http1";
+export { HOP_BY_HOP } from "./http1";
+export { NetError, type UpstreamResponse } from "./exchange";
 
 export interface Outgoing {
   method: string;
@@ -25,7 +27,7 @@ export interface Outgoing {
   headers: string;
   body: Uint8Array | undefined;
   /**
-   * The agent's, asked for only when the wait for headers outlasts a sweep (http1.ts): aborted
+   * The agent's, asked for only when the wait for headers outlasts a sweep (exchange.ts): aborted
    * before the response headers, it fails the request (and drops the connection).
    */
   signal: () => AbortSignal;
