@@ -80,8 +80,8 @@ export class Exchange {
   private error: Error | undefined;
   private wake: (() => void) | undefined;
   private streaming = false;
-  private signal: AbortSignal | undefined;
-  private onAbort = () => this.fail(abortError());
+  /** Stops listening for the agent's disconnect, once `listen` has started. */
+  private unlisten: (() => void) | undefined;
 
   constructor(
     readonly method: string,
@@ -104,17 +104,19 @@ export class Exchange {
    * an abort that came before it was read.
    */
   listen() {
-    if (this.signal || this.finished) return;
-    const signal = (this.signal = this.agent());
-    if (signal.aborted) this.fail(abortError());
-    else signal.addEventListener("abort", this.onAbort, { once: true });
+    if (this.unlisten || this.finished) return;
+    const signal = this.agent();
+    if (signal.aborted) return this.fail(abortError());
+    const onAbort = () => this.fail(abortError());
+    signal.addEventListener("abort", onAbort, { once: true });
+    this.unlisten = () => signal.removeEventListener("abort", onAbort);
   }
 
   headers(status: number, statusText: string, headers: Headers, length: number | undefined, hasBody: boolean) {
     this.headersDone = true;
     waiting.delete(this);
     // From here on the signal is the caller's business: it cancels the body it took.
-    this.signal?.removeEventListener("abort", this.onAbort);
+    this.unlisten?.();
     if (!hasBody) this.ended = true;
     this.resolveHead({
       status,
@@ -146,7 +148,7 @@ export class Exchange {
     if (this.finished) return;
     this.finished = true;
     waiting.delete(this);
-    this.signal?.removeEventListener("abort", this.onAbort);
+    this.unlisten?.();
     this.conn?.destroy();
     if (!this.headersDone) return this.rejectHead(e);
     this.error = e;
