@@ -6,6 +6,9 @@
  *   client  + lazy's HTTP/1.1 client (src/proxy/http1.ts, exchange.ts): framing, headers, deadlines, abort
  *   lazy    the whole request path (src/proxy/forward.ts), audit trail included
  *   naive   a Bun.serve + fetch pass-through, for comparison with `client`
+ *   listen  `client` with a front on Bun.listen (a minimal HTTP/1.1 parser, content-length
+ *           bodies only) instead of Bun.serve: what Bun.serve's request and response objects
+ *           cost in lazy's place. A measurement, not a server lazy could ship.
  * CPU time per request is steadier than req/s on a shared 2-core machine. The variants take
  * turns, round after round, each round starting one further on, and each figure is the median. NOAUDIT=1 or NOLIMITS=1 switch off
  * the audit trail or the usage readings, to see their share.
@@ -102,7 +105,12 @@ if (process.argv[2] === "upstream") {
         return new Response(await r.bytes(), { status: r.status, headers: r.headers });
       },
     };
-    const servers = Object.entries(variants).map(([name, handler]) => ({ name, server: Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 0, fetch: handler }) }));
+    const servers: { name: string; port: number; stop: () => void }[] = Object.entries(variants).map(([name, handler]) => {
+      const server = Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 0, fetch: handler });
+      return { name, port: server.port!, stop: () => server.stop(true) };
+    });
+    const front = listenFront(upstreamUrl);
+    servers.push({ name: "listen", port: front.port, stop: () => front.stop(true) });
     const lua = join(dir, "post.lua");
     writeFileSync(lua, `wrk.method = "POST"\nwrk.body = "{}"\nwrk.headers["content-type"] = "application/json"\nwrk.headers["x-api-key"] = "${g.token}"\n`);
     const measure = async (port: number, seconds: number) => {
@@ -114,7 +122,7 @@ if (process.argv[2] === "upstream") {
       if (!n || /Non-2xx/.test(out)) throw new Error(out);
       return (cpu.user + cpu.system) / n;
     };
-    for (const v of servers) await measure(v.server.port!, 2);
+    for (const v of servers) await measure(v.port, 2);
     const taken = new Map<string, number[]>(servers.map((v) => [v.name, []]));
     const rounds = Number(process.argv[2] ?? 5);
     // Each round starts one variant further on: a variant measured right after another one
@@ -122,21 +130,75 @@ if (process.argv[2] === "upstream") {
     for (let i = 0; i < rounds; i++)
       for (let j = 0; j < servers.length; j++) {
         const v = servers[(i + j) % servers.length]!;
-        taken.get(v.name)!.push(await measure(v.server.port!, 3));
+        taken.get(v.name)!.push(await measure(v.port, 3));
       }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     console.log(`proxy CPU µs per request in one process, 50 connections, median of ${rounds} rounds${process.env.NOAUDIT ? ", audit off" : ""}${process.env.NOLIMITS ? ", readings off" : ""}, ${new Date().toISOString()}`);
     let previous: number | undefined;
     for (const v of servers) {
       const us = median(taken.get(v.name)!);
-      const step = v.name === "naive" ? "" : previous === undefined ? "" : ` (+${(us - previous).toFixed(1)})`;
+      const aside = v.name === "naive" || v.name === "listen";
+      const step = aside || previous === undefined ? "" : ` (+${(us - previous).toFixed(1)})`;
       console.log(`  ${v.name.padEnd(7)} ${us.toFixed(1).padStart(6)} µs${step}`);
-      if (v.name !== "naive") previous = us;
+      if (!aside) previous = us;
     }
-    for (const v of servers) v.server.stop(true);
+    for (const v of servers) v.stop();
     for (const s of idle) s.end();
   } finally {
     up.kill();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The `client` layer behind a front on Bun.listen: requests parsed by hand (content-length
+ * bodies, no pipelining, no chunked uploads), lazy's client upstream, the answer written back.
+ */
+function listenFront(upstreamUrl: string) {
+  const never = new AbortController().signal;
+  type Front = { buf: Buffer | undefined };
+  return Bun.listen<Front>({
+    hostname: "127.0.0.1",
+    port: 0,
+    socket: {
+      open(s) {
+        s.data = { buf: undefined };
+      },
+      data(s, d) {
+        let b = s.data.buf ? Buffer.concat([s.data.buf, d]) : d;
+        for (;;) {
+          const end = b.indexOf("\r\n\r\n");
+          if (end < 0) break;
+          const head = b.toString("latin1", 0, end);
+          let lines = "";
+          let length = 0;
+          for (let at = head.indexOf("\r\n") + 2; at > 1 && at < head.length; ) {
+            let eol = head.indexOf("\r\n", at);
+            if (eol === -1) eol = head.length;
+            const colon = head.indexOf(":", at);
+            if (colon > at && colon < eol) {
+              const name = head.slice(at, colon).toLowerCase();
+              const value = head.slice(head.charCodeAt(colon + 1) === 32 ? colon + 2 : colon + 1, eol);
+              if (name === "content-length") length = Number(value);
+              else if (name !== "host") lines += `${name}: ${value}\r\n`;
+            }
+            at = eol + 2;
+          }
+          if (b.length < end + 4 + length) break;
+          const body = new Uint8Array(b.subarray(end + 4, end + 4 + length));
+          b = b.subarray(end + 4 + length);
+          void Upstream.request({ method: head.slice(0, head.indexOf(" ")), url: upstreamUrl, headers: lines, body, signal: () => never, timeoutMs: 60_000, fresh: false }).then(async (res) => {
+            const bytes = await res.bytes();
+            let out = `HTTP/1.1 ${res.status} ${res.statusText}\r\n`;
+            for (const [k, v] of res.headers) out += `${k}: ${v}\r\n`;
+            out += `content-length: ${bytes.length}\r\n\r\n`;
+            const answer = Buffer.allocUnsafe(Buffer.byteLength(out, "latin1") + bytes.length);
+            answer.set(bytes, answer.write(out, 0, "latin1"));
+            s.write(answer);
+          });
+        }
+        s.data.buf = b.length ? b : undefined;
+      },
+    },
+  });
 }
