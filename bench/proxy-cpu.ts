@@ -10,8 +10,9 @@
  *           bodies only) instead of Bun.serve: what Bun.serve's request and response objects
  *           cost in lazy's place. A measurement, not a server lazy could ship.
  * CPU time per request is steadier than req/s on a shared 2-core machine. The variants take
- * turns, round after round, each round starting one further on, and each figure is the median. NOAUDIT=1 or NOLIMITS=1 switch off
- * the audit trail or the usage readings, to see their share.
+ * turns, round after round, each round starting one further on, and each figure is the
+ * median. NOAUDIT=1 or NOLIMITS=1 switch off the audit trail or the usage readings, to see
+ * their share.
  * Run: bun bench/proxy-cpu.ts [rounds]      (needs wrk; loopback only)
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";

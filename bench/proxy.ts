@@ -90,12 +90,13 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
     const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     return ((Number(f[11]) + Number(f[12])) * 1e6) / 100; // utime + stime, in clock ticks of 1/100 s
   };
+  const cpuOf = (pids: number[]) => pids.reduce((sum, p) => sum + cpuUs(p), 0);
   const proxyPids: Record<string, number[]> = { lazy: [daemonPid], nginx: nginxWorkers };
 
   // Async: the upstream lives in this process, and a synchronous spawn would stall it.
   const wrk = async (url: string, conns: number, proxy?: string) => {
     const pids = [(proxy && proxyPids[proxy]) || [], [upstreamProc.pid]];
-    const before = pids.map((ps) => ps.reduce((sum, p) => sum + cpuUs(p), 0));
+    const before = pids.map(cpuOf);
     const r = Bun.spawn(["wrk", "-t", conns > 1 ? "2" : "1", "-c", String(conns), "-d", `${secs}s`, "--latency", "-s", lua, `${url}/v1/messages`], { stdout: "pipe", stderr: "pipe" });
     const out = await new Response(r.stdout).text();
     await r.exited;
@@ -109,7 +110,7 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
     const errors = out.match(/Non-2xx or 3xx responses: (\d+)/)?.[1];
     if (errors) throw new Error(`${url}: ${errors} non-2xx responses\n${out}`);
     const n = Number(out.match(/(\d+) requests in/)?.[1] ?? NaN);
-    const [proxyCpu, upCpu] = pids.map((ps, i) => (ps.length ? (ps.reduce((sum, p) => sum + cpuUs(p), 0) - before[i]!) / n : NaN));
+    const [proxyCpu, upCpu] = pids.map((ps, i) => (ps.length ? (cpuOf(ps) - before[i]!) / n : NaN));
     const wrkCpu = Number(r.resourceUsage()?.cpuTime.total ?? NaN) / n;
     return { p50: ms("50"), p99: ms("99"), rps, cpu: { proxy: proxyCpu!, upstream: upCpu!, wrk: wrkCpu } };
   };
