@@ -177,10 +177,21 @@ export class Runtime {
     }));
   }
 
-  /** Run a command in a running container, detached: the supervisor reports through files. */
-  async execDetached(id: string, cmd: string[], env: Record<string, string>, user: string): Promise<void> {
+  /** Run a command in a running container, detached: the supervisor reports through files. Its exec id. */
+  async execDetached(id: string, cmd: string[], env: Record<string, string>, user: string): Promise<string> {
     const exec = await this.docker.getContainer(id).exec({ Cmd: cmd, Env: Object.entries(env).map(([k, v]) => `${k}=${v}`), User: user, AttachStdout: false, AttachStderr: false, Tty: false });
     await exec.start({ Detach: true });
+    return exec.id;
+  }
+
+  /** Whether a detached command still runs, and its exit code once it has ended (undefined: unknown). */
+  async execState(execId: string): Promise<{ running: boolean; code: number | null } | undefined> {
+    try {
+      const i = (await this.docker.getExec(execId).inspect()) as { Running: boolean; ExitCode: number | null };
+      return { running: i.Running, code: i.ExitCode };
+    } catch {
+      return undefined;
+    }
   }
 
   /** Run a command and wait for it; its output and exit code. */

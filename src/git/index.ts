@@ -10,24 +10,29 @@
  * on its branch but cannot move other refs, edit config or hooks, delete objects, or touch
  * another task's worktree.
  */
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync, chownSync, lstatSync } from "node:fs";
+import { closeSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync, chownSync, lchownSync, lstatSync, readdirSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { inflateSync } from "node:zlib";
-import { join, dirname } from "node:path";
+import { basename, join, dirname } from "node:path";
 import { LazyError } from "../util/errors";
+import * as AgentDir from "../util/agent-dir";
 
 export const BRANCH_PREFIX = "lazy/";
 
+/**
+ * Every git lazy runs on the host runs in the project root (never in an agent-written tree),
+ * and with the agent's influence removed: no hooks (the user's own included: a merge of the
+ * agent's commits runs no code), no fsmonitor, no replace refs, no prompts. safe.directory:
+ * as root, lazy works in the user's repository.
+ */
+const HARDENED = ["-c", "safe.directory=*", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false"];
+const gitEnv = () => ({ ...process.env, GIT_TERMINAL_PROMPT: "0", GIT_NO_REPLACE_OBJECTS: "1", GIT_ASKPASS: "", SSH_ASKPASS: "", LC_ALL: "C" });
+
 export function git(cwd: string, args: string[], opts: { allowFail?: boolean } = {}): { code: number; out: string; err: string } {
-  // The agent's files are owned by its uid, not lazy's: trust the folders lazy made.
-  const r = Bun.spawnSync(["git", "-c", "safe.directory=*", ...args], { cwd, stdout: "pipe", stderr: "pipe", env: { ...process.env, GIT_TERMINAL_PROMPT: "0", LC_ALL: "C" } });
+  const r = Bun.spawnSync(["git", ...HARDENED, ...args], { cwd, stdout: "pipe", stderr: "pipe", env: gitEnv() });
   const res = { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
   if (res.code !== 0 && !opts.allowFail) throw new LazyError("launch_refused", `git ${args[0]} failed in ${cwd}: ${res.err.trim().split("\n").at(-1) ?? `exit ${res.code}`}`);
   return res;
-}
-
-export function isRepo(root: string): boolean {
-  return git(root, ["rev-parse", "--git-dir"], { allowFail: true }).code === 0;
 }
 
 export function commonDir(root: string): string {
@@ -46,6 +51,8 @@ export interface TaskGit {
   worktree: string;
   /** <common>/worktrees/<name>: the worktree's own HEAD, index and logs. */
   adminDir: string;
+  /** <name> above, as lazy recorded it when it made the worktree. */
+  adminName: string;
   commonDir: string;
   /** Private stand-ins mounted over the repository's own in the container. */
   privateRefs: string;
@@ -53,11 +60,26 @@ export interface TaskGit {
   privateObjects: string;
 }
 
-export function layout(root: string, worktree: string, taskDir: string, ref: string): Omit<TaskGit, "adminDir"> {
+const ADMIN_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$/;
+
+/**
+ * The task's git layout from lazy's own records: the project's common folder (asked of git in
+ * the project root, which the agent cannot write) and the admin folder's name lazy recorded
+ * when it made the worktree. Never from git run inside the agent-written worktree: its .git
+ * file is the agent's to rewrite, and pointed at the project's own .git it once got that
+ * folder chowned and mounted read-write.
+ */
+export function layout(root: string, worktree: string, taskDir: string, ref: string, adminName: string): TaskGit {
   const common = commonDir(root);
+  if (!ADMIN_NAME.test(adminName)) throw new LazyError("internal", `lazy's record of the worktree's admin folder ("${adminName}") is not a folder name`);
+  const adminDir = join(common, "worktrees", adminName);
+  const st = lstatSync(adminDir, { throwIfNoEntry: false });
+  if (!st?.isDirectory()) throw new LazyError("conflict", `The task's git admin folder ${adminDir} is missing; the worktree cannot be used. Close the task (lazy close) and start a new one.`);
   return {
     branch: `${BRANCH_PREFIX}${ref}`,
     worktree,
+    adminDir,
+    adminName,
     commonDir: common,
     privateRefs: join(taskDir, "git", "refs"),
     privateLogs: join(taskDir, "git", "logs"),
@@ -65,33 +87,76 @@ export function layout(root: string, worktree: string, taskDir: string, ref: str
   };
 }
 
-/** Create (or find again) the task's worktree and the private folders that stand in for the repo's. */
-export function ensureWorktree(root: string, worktree: string, taskDir: string, ref: string, agentUid: number | null): TaskGit {
-  const l = layout(root, worktree, taskDir, ref);
-  if (!existsSync(join(worktree, ".git"))) {
+/**
+ * Create the task's worktree if lazy has no record of one (`adminName` null), and the private
+ * folders that stand in for the repo's. Returns the layout; its adminName is what to record.
+ * Ownership is given to the agent's uid only here, on a tree lazy has just made and no
+ * container has seen; later turns chown nothing the agent could have replaced.
+ */
+export function ensureWorktree(root: string, worktree: string, taskDir: string, ref: string, agentUid: number | null, adminName: string | null): TaskGit {
+  const branch = `${BRANCH_PREFIX}${ref}`;
+  const fresh = adminName === null;
+  if (fresh) {
     const { commit } = head(root);
     mkdirSync(dirname(worktree), { recursive: true, mode: 0o700 });
-    const exists = git(root, ["rev-parse", "--verify", "--quiet", `refs/heads/${l.branch}`], { allowFail: true }).code === 0;
-    git(root, ["worktree", "add", ...(exists ? [] : ["-b", l.branch]), worktree, exists ? l.branch : commit]);
+    if (existsSync(worktree)) throw new LazyError("conflict", `${worktree} exists but lazy has no record of making it; move it away and start the task again.`);
+    const exists = git(root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`], { allowFail: true }).code === 0;
+    git(root, ["worktree", "add", ...(exists ? [] : ["-b", branch]), worktree, exists ? branch : commit]);
+    // Read once, now, while the tree is lazy's own: which admin folder git gave it.
+    const pointer = readFileSync(join(worktree, ".git"), "utf8").match(/^gitdir: (.*)$/m)?.[1]?.trim() ?? "";
+    adminName = basename(pointer);
+    if (join(commonDir(root), "worktrees", adminName) !== pointer) throw new LazyError("internal", `git made the worktree's admin folder at ${pointer}, not under the project's worktrees folder`);
     copyIncluded(root, worktree);
   }
-  const adminDir = git(worktree, ["rev-parse", "--absolute-git-dir"]).out.trim();
-  for (const d of [l.privateRefs, l.privateLogs, join(l.privateObjects, "info"), join(l.commonDir, "refs/heads/lazy"), join(l.commonDir, "logs/refs/heads/lazy")]) mkdirSync(d, { recursive: true });
+  const t = layout(root, worktree, taskDir, ref, adminName!);
+  const owner = agentUid ?? undefined;
+  mkdirSync(join(taskDir, "git"), { recursive: true, mode: 0o700 });
+  for (const d of [t.privateRefs, t.privateLogs, t.privateObjects]) {
+    if (!existsSync(d)) {
+      mkdirSync(d, { mode: 0o700 });
+      if (owner !== undefined) chownSync(d, owner, owner);
+    }
+  }
+  // Mount points in the project for the stand-ins (empty folders; what is mounted there is lazy's).
+  for (const d of [join(t.commonDir, "refs/heads/lazy"), join(t.commonDir, "logs/refs/heads/lazy")]) mkdirSync(d, { recursive: true });
+  AgentDir.mkdir(t.privateObjects, "info", { uid: owner });
+  AgentDir.write(t.privateObjects, "info/alternates", "/lazy/repo-objects\n", { mode: 0o644, uid: owner });
   // The agent's branch as the container sees it: set once; afterwards only the agent moves it.
   // It follows the real branch when that moved ahead on the host (lazy pair) since the last turn.
-  const privateRef = join(l.privateRefs, ref);
-  const real = git(root, ["rev-parse", `refs/heads/${l.branch}`]).out.trim();
-  const seen = existsSync(privateRef) ? readFileSync(privateRef, "utf8").trim() : "";
-  if (!seen || (seen !== real && git(root, ["merge-base", "--is-ancestor", seen, real], { allowFail: true }).code === 0)) writeFileSync(privateRef, `${real}\n`);
-  writeFileSync(join(l.privateObjects, "info", "alternates"), "/lazy/repo-objects\n");
-  if (agentUid !== null) for (const d of [worktree, adminDir, join(taskDir, "git")]) chownTree(d, agentUid);
-  return { ...l, adminDir };
+  const real = git(root, ["rev-parse", `refs/heads/${branch}`]).out.trim();
+  const seen = readRef(t, ref);
+  if (!seen || (seen !== real && git(root, ["merge-base", "--is-ancestor", seen, real], { allowFail: true }).code === 0)) AgentDir.write(t.privateRefs, ref, `${real}\n`, { mode: 0o644, uid: owner });
+  if (fresh && owner !== undefined) for (const d of [worktree, t.adminDir]) chownTree(d, owner);
+  restorePointers(t, owner);
+  return t;
 }
 
-/** The task's git layout as it stands, touching nothing. */
-export function existing(root: string, worktree: string, taskDir: string, ref: string): TaskGit {
-  const l = layout(root, worktree, taskDir, ref);
-  return { ...l, adminDir: git(worktree, ["rev-parse", "--absolute-git-dir"]).out.trim() };
+/** The commit the agent's private ref names, if it is a plain file holding one; else null. */
+function readRef(t: TaskGit, ref: string): string | null {
+  let text: string | null;
+  try {
+    text = AgentDir.readText(t.privateRefs, ref, 256);
+  } catch (e) {
+    if (e instanceof AgentDir.LinkRefused) return null; // a link there: replaced on the next write
+    throw e;
+  }
+  const want = text?.trim() ?? "";
+  return /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(want) ? want : null;
+}
+
+/**
+ * Put back what ties the worktree to the repository, from lazy's records: the worktree's .git
+ * file and its admin folder's gitdir and commondir, and no per-worktree config. The agent may
+ * have rewritten any of them; host-side git (lazy pair's harness, the user in that folder,
+ * git worktree remove) must find the project's own repository through them, nothing else.
+ */
+export function restorePointers(t: TaskGit, uid?: number): void {
+  const dotGit = AgentDir.lstat(t.worktree, ".git");
+  if (dotGit && !dotGit.isFile()) AgentDir.rename(t.worktree, ".git", `.git.agent-${Date.now()}`);
+  AgentDir.write(t.worktree, ".git", `gitdir: ${t.adminDir}\n`, { mode: 0o644, uid });
+  AgentDir.write(t.adminDir, "gitdir", `${join(t.worktree, ".git")}\n`, { mode: 0o644, uid });
+  AgentDir.write(t.adminDir, "commondir", "../..\n", { mode: 0o644, uid });
+  AgentDir.unlink(t.adminDir, "config.worktree");
 }
 
 /**
@@ -99,48 +164,79 @@ export function existing(root: string, worktree: string, taskDir: string, ref: s
  * checked against its name; packs through git index-pack), then move the task's branch to
  * the commit its private ref names, if that is a commit.
  */
-export function syncBranch(root: string, t: TaskGit, ref: string): { moved: boolean; tip: string } {
-  importObjects(t.privateObjects, join(t.commonDir, "objects"), root);
-  const file = join(t.privateRefs, ref);
+export function syncBranch(root: string, t: TaskGit, ref: string): { moved: boolean; tip: string; skipped: string[] } {
+  const skipped = importObjects(t.privateObjects, join(t.commonDir, "objects"), root);
   const current = git(root, ["rev-parse", `refs/heads/${t.branch}`]).out.trim();
-  if (!existsSync(file)) return { moved: false, tip: current };
-  const want = readFileSync(file, "utf8").trim();
-  if (!/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(want) || want === current) return { moved: false, tip: current };
-  if (git(root, ["cat-file", "-t", want], { allowFail: true }).out.trim() !== "commit") return { moved: false, tip: current };
+  const want = readRef(t, ref);
+  if (!want || want === current) return { moved: false, tip: current, skipped };
+  if (git(root, ["cat-file", "-t", want], { allowFail: true }).out.trim() !== "commit") return { moved: false, tip: current, skipped };
   // Forward only: the branch may have moved on the host meanwhile (lazy pair), and an agent
   // that rewrote its history does not get to rewind what is already on the branch.
-  if (git(root, ["merge-base", "--is-ancestor", current, want], { allowFail: true }).code !== 0) return { moved: false, tip: current };
+  if (git(root, ["merge-base", "--is-ancestor", current, want], { allowFail: true }).code !== 0) return { moved: false, tip: current, skipped };
   git(root, ["update-ref", "-m", "lazy: the task's turn", `refs/heads/${t.branch}`, want, current]);
-  return { moved: true, tip: want };
+  return { moved: true, tip: want, skipped };
 }
 
-function importObjects(from: string, to: string, root: string): void {
-  if (!existsSync(from)) return;
+/** Bounds on what one turn's import reads: a loose object, a pack, and all of it. */
+const MAX_LOOSE = 64 * 1024 * 1024;
+const MAX_PACK = 2 * 1024 * 1024 * 1024;
+
+/**
+ * Copy the agent's new objects into the repository. Read through AgentDir (no link followed,
+ * regular files only, bounded); what is refused is named in the result, never fatal.
+ */
+function importObjects(from: string, to: string, root: string): string[] {
+  const skipped: string[] = [];
   const format = git(root, ["rev-parse", "--show-object-format"], { allowFail: true }).out.trim() || "sha1";
-  for (const dir of readdirSync(from)) {
+  const guard = <T>(what: string, fn: () => T): T | undefined => {
+    try {
+      return fn();
+    } catch (e) {
+      if (!(e instanceof AgentDir.LinkRefused)) throw e;
+      skipped.push(`${what}: ${e.message}`);
+      return undefined;
+    }
+  };
+  for (const dir of AgentDir.list(from, "")) {
     if (!/^[0-9a-f]{2}$/.test(dir)) continue;
-    for (const name of readdirSync(join(from, dir))) {
+    for (const name of guard(dir, () => AgentDir.list(from, dir)) ?? []) {
+      if (!/^[0-9a-f]{38}([0-9a-f]{24})?$/.test(name)) continue;
       const dest = join(to, dir, name);
       if (existsSync(dest)) continue;
-      const src = join(from, dir, name);
-      if (!lstatSync(src).isFile()) continue;
-      const data = readFileSync(src);
+      const got = guard(`${dir}/${name}`, () => AgentDir.read(from, `${dir}/${name}`, { max: MAX_LOOSE }));
+      if (!got) continue;
+      if (got.size > MAX_LOOSE) {
+        skipped.push(`${dir}/${name}: over ${MAX_LOOSE} bytes`);
+        continue;
+      }
       let ok = false;
       try {
-        ok = createHash(format === "sha256" ? "sha256" : "sha1").update(inflateSync(data)).digest("hex") === dir + name;
+        ok = createHash(format === "sha256" ? "sha256" : "sha1").update(inflateSync(got.data, { maxOutputLength: 4 * MAX_LOOSE })).digest("hex") === dir + name;
       } catch {}
       if (!ok) continue; // not the object its name claims: never let it into the repository
       mkdirSync(join(to, dir), { recursive: true });
       const tmp = `${dest}.lazy-${process.pid}`;
-      copyFileSync(src, tmp);
+      writeFileSync(tmp, got.data, { flag: "wx", mode: 0o444 });
       renameSync(tmp, dest);
     }
   }
-  const packs = join(from, "pack");
-  if (existsSync(packs))
-    for (const p of readdirSync(packs).filter((f) => f.endsWith(".pack")))
+  for (const p of guard("pack", () => AgentDir.list(from, "pack")) ?? []) {
+    if (!/^pack-[0-9a-f]+\.pack$/.test(p)) continue;
+    const f = guard(`pack/${p}`, () => AgentDir.openFile(from, `pack/${p}`));
+    if (!f) continue;
+    try {
+      if (f.size > MAX_PACK) {
+        skipped.push(`pack/${p}: over ${MAX_PACK} bytes`);
+        continue;
+      }
       // index-pack checks every object in the pack as it writes it into the real repository.
-      Bun.spawnSync(["git", "-c", "safe.directory=*", "index-pack", "--stdin", "--fix-thin"], { cwd: root, stdin: Bun.file(join(packs, p)), stdout: "ignore", stderr: "ignore" });
+      const r = Bun.spawnSync(["git", ...HARDENED, "index-pack", "--stdin", "--fix-thin"], { cwd: root, env: gitEnv(), stdin: Bun.file(f.fd), stdout: "ignore", stderr: "pipe" });
+      if (r.exitCode !== 0) skipped.push(`pack/${p}: git index-pack refused it (${r.stderr.toString().trim().split("\n").at(-1)})`);
+    } finally {
+      closeSync(f.fd);
+    }
+  }
+  return skipped;
 }
 
 /** The task's commits not yet on the project's branch, one line each. */
@@ -158,8 +254,16 @@ export function merge(root: string, branch: string, message: string): void {
   }
 }
 
-export function removeWorktree(root: string, worktree: string): void {
-  if (existsSync(worktree)) git(root, ["worktree", "remove", "--force", worktree], { allowFail: true });
+/**
+ * Remove the task's worktree and its admin folder. Only once its container is gone (the
+ * caller's rule): with no agent left to race it, the pointers are put back from lazy's records
+ * and git removes what they name, never following a link.
+ */
+export function removeWorktree(root: string, t: TaskGit): void {
+  if (existsSync(t.worktree)) {
+    restorePointers(t);
+    git(root, ["worktree", "remove", "--force", "--force", t.worktree], { allowFail: true });
+  }
   git(root, ["worktree", "prune"], { allowFail: true });
 }
 
@@ -186,10 +290,10 @@ function copyIncluded(root: string, worktree: string): void {
   }
 }
 
+/** Only on a tree lazy has just made, before any container saw it; links are not followed. */
 function chownTree(path: string, uid: number): void {
-  if (!existsSync(path)) return;
-  const st = lstatSync(path);
-  if (st.isSymbolicLink()) return;
-  chownSync(path, uid, uid);
+  const st = lstatSync(path, { throwIfNoEntry: false });
+  if (!st || st.isSymbolicLink()) return;
+  lchownSync(path, uid, uid);
   if (st.isDirectory()) for (const e of readdirSync(path)) chownTree(join(path, e), uid);
 }

@@ -7,8 +7,8 @@
  * honest: a restarted daemon finds its containers by label and reconciles every task.
  */
 import type { Database } from "bun:sqlite";
-import { existsSync, mkdirSync, readFileSync, statSync, openSync, readSync, closeSync, chownSync, rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, statSync, chownSync, rmSync } from "node:fs";
+import { basename, join } from "node:path";
 import { Tasks, canMove, isFinal, type Task } from "../store";
 import type { Status } from "../store";
 import { resolveProfile, type Config } from "../config";
@@ -17,6 +17,7 @@ import * as Git from "../git";
 import * as Harness from "../harness";
 import type { Proxy } from "../proxy";
 import { LazyError } from "../util/errors";
+import * as AgentDir from "../util/agent-dir";
 import type { Logger } from "../util/log";
 import type { Bus } from "../daemon/bus";
 import { FILES, type Exit } from "../supervisor";
@@ -41,12 +42,21 @@ interface Run {
   offset: number;
   setup_done: number;
   profile: string | null;
+  admin: string | null;
+  stopped_turn: number | null;
 }
+
+/** How much of a turn's events one poll reads, and the longest event line kept. */
+const READ_CHUNK = 4 * 1024 * 1024;
+/** exit.json is a few fields; anything larger is not the supervisor's. */
+const MAX_EXIT = 64 * 1024;
 
 
 export class Runner {
   private runtime: Runtime | undefined;
   private watchers = new Map<string, Timer>();
+  /** The running turn's supervisor, per task (this daemon's launches; a restart checks the container). */
+  private execs = new Map<string, string>();
   private housekeeping: Timer | undefined;
   private starting = new Set<string>();
 
@@ -108,7 +118,7 @@ export class Runner {
       const tdir = this.taskDir(task);
       for (const sub of ["home", "harness", "turns"]) mkdirSync(join(tdir, sub), { recursive: true, mode: 0o700 });
       if (process.getuid?.() === 0) for (const sub of ["", "home", "harness", "turns"]) chownSync(join(tdir, sub), uid, uid);
-      const g = Git.ensureWorktree(this.d.root, this.worktree(task), tdir, this.ref(task), process.getuid?.() === 0 ? uid : null);
+      const g = this.taskGit(task, process.getuid?.() === 0 ? uid : null);
 
       // Where the container reaches the proxy: the project network's gateway (native Linux), or
       // host.docker.internal (Docker Desktop).
@@ -179,22 +189,23 @@ export class Runner {
         resume: message !== undefined && sameProfile ? (run.session ?? undefined) : undefined,
         args: profile.harness === "claude" ? ["--dangerously-skip-permissions"] : profile.harness === "codex" ? ["--dangerously-bypass-approvals-and-sandbox"] : [],
       });
-      Harness.writeFiles(join(tdir, "harness"), prepared.files);
-      if (process.getuid?.() === 0) for (const f of ["", ...Object.keys(prepared.files)]) chownSync(join(tdir, "harness", f), uid, uid);
+      // The harness folder is the agent's to write: never through a link it left there.
+      for (const [rel, content] of Object.entries(prepared.files)) AgentDir.write(join(tdir, "harness"), rel, content, { uid: process.getuid?.() === 0 ? uid : undefined });
 
+      // The supervisor makes the turn's folder inside the container; whatever the agent put at
+      // that name beforehand is moved aside, and a link there refuses the turn.
       const turn = run.turn + 1;
-      const turnDir = join(tdir, "turns", String(turn));
-      mkdirSync(turnDir, { recursive: true });
-      if (process.getuid?.() === 0) chownSync(turnDir, uid, uid);
-      this.save(task.id, { turn, offset: 0, profile: profile.name });
+      this.clearTurnDir(task, turn);
+      this.save(task.id, { turn, offset: 0, profile: profile.name, stopped_turn: null });
       task = this.move(task, "running", { turn, profile: profile.name, ...(message !== undefined ? { message } : {}) });
       if (message !== undefined) this.event(task, "user", { text: message });
-      await docker.execDetached(
+      const execId = await docker.execDetached(
         info!.id,
         [BIN, "supervise", "--turn", `/lazy/turns/${turn}`, "--cwd", g.worktree, "--", ...prepared.command],
         { ...containerEnv(this.d.root), ...prepared.env },
         `${uid}:${uid}`,
       );
+      this.execs.set(task.id, execId);
       this.watch(task);
       return task;
     } finally {
@@ -202,68 +213,145 @@ export class Runner {
     }
   }
 
+  /**
+   * The task's git layout from lazy's records, making the worktree on the first turn. Tasks
+   * from before the record existed get the name git gives a worktree (its folder's name).
+   */
+  private taskGit(task: Task, agentUid: number | null): Git.TaskGit {
+    const run = this.run(task.id);
+    const worktree = this.worktree(task);
+    const admin = run.admin ?? (existsSync(worktree) ? basename(worktree) : null);
+    const g = Git.ensureWorktree(this.d.root, worktree, this.taskDir(task), this.ref(task), agentUid, admin);
+    if (run.admin !== g.adminName) this.save(task.id, { admin: g.adminName });
+    return g;
+  }
+
+  /** The task's git layout as recorded, touching nothing; undefined when it has none. */
+  private recordedGit(task: Task): Git.TaskGit | undefined {
+    const run = this.run(task.id);
+    const admin = run.admin ?? (existsSync(this.worktree(task)) ? basename(this.worktree(task)) : null);
+    return admin ? Git.layout(this.d.root, this.worktree(task), this.taskDir(task), this.ref(task), admin) : undefined;
+  }
+
+  private clearTurnDir(task: Task, turn: number): void {
+    const turns = join(this.taskDir(task), "turns");
+    const st = AgentDir.lstat(turns, String(turn));
+    if (!st) return;
+    if (st.isDirectory()) return AgentDir.rename(turns, String(turn), `${turn}.stale-${Date.now()}`);
+    AgentDir.unlink(turns, String(turn));
+    this.event(task, "refused", { reason: `turns/${turn} was a ${st.isSymbolicLink() ? "link" : "file"} the task's container made; lazy removed it without following it` });
+    throw new AgentDir.LinkRefused(join(turns, String(turn)), st.isSymbolicLink() ? "a link where the next turn's folder goes (lazy removed it; start the turn again)" : "a file where the next turn's folder goes (lazy removed it; start the turn again)");
+  }
+
   /** Follow a running turn's files until it ends. */
   private watch(task: Task): void {
     if (this.watchers.has(task.id)) return;
+    let ticks = 0;
+    let checking = false;
     const tick = () => {
       try {
-        if (this.poll(task.id)) this.unwatch(task.id);
+        if (this.poll(task.id)) return this.unwatch(task.id);
       } catch (e) {
         this.d.log.error(`watching task ${task.id}: ${(e as Error).message}`);
       }
+      // Every 2 s: a turn whose container or supervisor is gone without an exit.json (the agent
+      // can kill either) ends as failed instead of hanging in running.
+      if (++ticks % 10 || checking) return;
+      checking = true;
+      void this.checkAlive(task.id)
+        .catch((e) => this.d.log.warn(`checking task ${task.id}'s container: ${(e as Error).message}`))
+        .finally(() => (checking = false));
     };
     this.watchers.set(task.id, setInterval(tick, 200));
+  }
+
+  private async checkAlive(taskId: string): Promise<void> {
+    const run = this.run(taskId);
+    const docker = await this.docker();
+    const info = run.container_id ? await docker.inspect(run.container_id) : undefined;
+    const execId = this.execs.get(taskId);
+    const exec = info?.running && execId ? await docker.execState(execId) : undefined;
+    let error: string | undefined;
+    if (!info?.running) error = "the task's container is gone (stopped from inside, or removed)";
+    else if (exec && !exec.running) error = `the turn's supervisor ended (exit ${exec.code ?? "unknown"}) without reporting how the turn ended`;
+    if (!error) return;
+    await Bun.sleep(500); // an exit.json written just before the end is read first
+    if (this.poll(taskId)) return this.unwatch(taskId);
+    const task = Tasks.resolve(this.d.db, taskId);
+    if (task.status !== "running") return this.unwatch(taskId);
+    this.settle(task, false, { code: exec?.code ?? null, signal: null, at: new Date().toISOString(), error }, "", run.stopped_turn === run.turn);
+    this.unwatch(taskId);
   }
 
   private unwatch(id: string): void {
     clearInterval(this.watchers.get(id));
     this.watchers.delete(id);
+    this.execs.delete(id);
   }
 
-  /** Read what the supervisor wrote since last time; settle the turn when it has ended. True when done. */
+  /**
+   * Read what the supervisor wrote since last time; settle the turn when it has ended. True
+   * when done. The turn's folder is the agent's: read through AgentDir (no link followed,
+   * bounded), and a link or special file there ends the turn as failed, with the reason.
+   */
   private poll(taskId: string): boolean {
     const task = Tasks.resolve(this.d.db, taskId);
     if (task.status !== "running") return true;
     const run = this.run(taskId);
-    const dir = join(this.taskDir(task), "turns", String(run.turn));
-    const events = join(dir, FILES.events);
-    const harness = resolveProfile(this.d.config(), run.profile ?? task.profile).harness;
-    // Look for the end first: the supervisor writes exit.json after its last event line.
-    const exitFile = join(dir, FILES.exit);
-    const ended = existsSync(exitFile);
-    if (existsSync(events)) {
-      const size = statSync(events).size;
-      if (size > run.offset) {
-        const fd = openSync(events, "r");
-        const buf = Buffer.alloc(size - run.offset);
-        readSync(fd, buf, 0, buf.length, run.offset);
-        closeSync(fd);
-        const text = buf.toString("utf8");
-        const end = text.lastIndexOf("\n");
-        if (end >= 0) {
-          for (const line of text.slice(0, end).split("\n"))
-            for (const e of Harness.parseEvent(harness, line)) {
-              if (e.kind === "session") this.save(taskId, { session: e.data.id });
-              else this.event(task, e.kind, e.data);
-            }
-          this.save(taskId, { offset: run.offset + Buffer.byteLength(text.slice(0, end + 1)) });
+    const turns = join(this.taskDir(task), "turns");
+    const dir = String(run.turn);
+    try {
+      const harness = resolveProfile(this.d.config(), run.profile ?? task.profile).harness;
+      // Look for the end first: the supervisor writes exit.json after its last event line.
+      const exitText = AgentDir.readText(turns, `${dir}/${FILES.exit}`, MAX_EXIT);
+      let offset = run.offset;
+      for (;;) {
+        const got = AgentDir.read(turns, `${dir}/${FILES.events}`, { max: READ_CHUNK, offset });
+        if (!got || got.data.length === 0) break;
+        const end = got.data.lastIndexOf(10);
+        if (end < 0) {
+          if (got.data.length < READ_CHUNK) break; // a line still being written
+          // A line longer than the bound is not an event lazy keeps.
+          offset += got.data.length;
+          this.event(task, "refused", { reason: `an event line over ${READ_CHUNK} bytes was skipped` });
+          continue;
         }
+        for (const line of got.data.subarray(0, end).toString("utf8").split("\n"))
+          for (const e of Harness.parseEvent(harness, line)) {
+            if (e.kind === "session") this.save(taskId, { session: e.data.id });
+            else this.event(task, e.kind, e.data);
+          }
+        offset += end + 1;
+        this.save(taskId, { offset });
+        if (got.data.length < READ_CHUNK) break;
       }
+      if (exitText === null) return false;
+      let exit: Exit;
+      try {
+        exit = JSON.parse(exitText) as Exit;
+        if (typeof exit !== "object" || exit === null) throw new Error("not an object");
+      } catch {
+        exit = { code: null, signal: null, at: new Date().toISOString(), error: "the turn's exit.json is not what the supervisor writes" };
+      }
+      const all = Tasks.events(this.d.db, taskId);
+      const turnStart = all.findLastIndex((e) => e.kind === "status" && e.data.to === "running");
+      const last = all.slice(turnStart + 1).filter((e) => e.kind === "result").at(-1);
+      const ok = exit.code === 0 && (last ? last.data.ok !== false : true);
+      this.settle(task, ok, { code: typeof exit.code === "number" ? exit.code : null, signal: typeof exit.signal === "string" ? exit.signal : null, at: String(exit.at), ...(typeof exit.error === "string" ? { error: exit.error.slice(0, 2000) } : {}) }, last ? String(last.data.text ?? "") : "", run.stopped_turn === run.turn);
+      return true;
+    } catch (e) {
+      if (!(e instanceof AgentDir.LinkRefused)) throw e;
+      this.settle(task, false, { code: null, signal: null, at: new Date().toISOString(), error: e.message }, "", false);
+      return true;
     }
-    if (!ended) return false;
-    const exit = JSON.parse(readFileSync(exitFile, "utf8")) as Exit;
-    const all = Tasks.events(this.d.db, taskId);
-    const turnStart = all.findLastIndex((e) => e.kind === "status" && e.data.to === "running");
-    const last = all.slice(turnStart + 1).filter((e) => e.kind === "result").at(-1);
-    const ok = exit.code === 0 && (last ? last.data.ok !== false : true);
-    this.settle(task, ok, exit, last ? String(last.data.text ?? "") : "", existsSync(join(dir, "stopped-by-user")));
-    return true;
   }
 
   private settle(task: Task, ok: boolean, exit: Exit, text: string, stoppedByUser: boolean): void {
-    let sync: { moved: boolean; tip: string } | undefined;
+    let sync: { moved: boolean; tip: string; skipped: string[] } | undefined;
     try {
-      sync = Git.syncBranch(this.d.root, Git.existing(this.d.root, this.worktree(task), this.taskDir(task), this.ref(task)), this.ref(task));
+      const g = this.recordedGit(task);
+      if (g) sync = Git.syncBranch(this.d.root, g, this.ref(task));
+      if (sync?.skipped.length) this.event(task, "refused", { reason: `some of the agent's objects were not imported: ${sync.skipped.slice(0, 5).join("; ")}` });
     } catch (e) {
       this.d.log.error(`task ${task.id}: bringing the agent's commits onto ${Git.BRANCH_PREFIX}${this.ref(task)} failed: ${(e as Error).message}`);
     }
@@ -278,22 +366,25 @@ export class Runner {
     const task = Tasks.resolve(this.d.db, ref);
     if (isFinal(task.status)) throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}; its worktree is gone.`);
     const worktree = this.worktree(task);
-    if (!existsSync(join(worktree, ".git"))) throw new LazyError("conflict", `Task ${this.ref(task)} has no worktree yet: lazy start ${this.ref(task)} makes it.`);
+    const g = this.recordedGit(task);
+    if (!g || !existsSync(worktree)) throw new LazyError("conflict", `Task ${this.ref(task)} has no worktree yet: lazy start ${this.ref(task)} makes it.`);
+    // Host-side git in this folder must find the project's repository, not what the agent named.
+    Git.restorePointers(g);
     const run = this.run(task.id);
     return { task, worktree, configDir: join(this.taskDir(task), "harness"), session: run.session, profile: run.profile ?? task.profile };
   }
 
-  /** Stop a running turn: the harness gets SIGTERM through the supervisor. */
+  /**
+   * Stop a running turn: the harness gets SIGTERM through lazy's own binary in the container
+   * (any image; no kill binary needed). Who stopped it is lazy's record, not a file the agent
+   * could plant or point elsewhere.
+   */
   async stop(ref: string): Promise<Task> {
     const task = Tasks.resolve(this.d.db, ref);
     if (task.status !== "running") throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}, not running.`);
     const run = this.run(task.id);
-    const turnDir = join(this.taskDir(task), "turns", String(run.turn));
-    // The harness may catch the signal and exit with a code of its own: remember who stopped it.
-    writeFileSync(join(turnDir, "stopped-by-user"), new Date().toISOString());
-    const pidFile = join(turnDir, FILES.pid);
-    const pid = existsSync(pidFile) ? readFileSync(pidFile, "utf8").trim() : "";
-    if (run.container_id && /^\d+$/.test(pid)) await (await this.docker()).exec(run.container_id, ["kill", "-TERM", pid], `${Image.agentUid()}:${Image.agentUid()}`).catch(() => undefined);
+    this.save(task.id, { stopped_turn: run.turn });
+    if (run.container_id) await (await this.docker()).exec(run.container_id, [BIN, "supervise", "--stop", `/lazy/turns/${run.turn}`], `${Image.agentUid()}:${Image.agentUid()}`).catch((e) => this.d.log.warn(`stopping task ${this.ref(task)}: ${(e as Error).message}`));
     this.event(task, "stop", { by: "user" });
     return task;
   }
@@ -335,15 +426,29 @@ export class Runner {
    * remove its container and worktree. One failing never skips another.
    */
   private async endSession(task: Task, opts: { deleteBranch: boolean }): Promise<void> {
+    // The worktree and private folders are removed only once no container of the task is left:
+    // an agent still running could swap a folder for a link in the middle of the removal.
+    let containerGone = false;
     const steps: [string, () => unknown][] = [
       ["revoke the task's placeholders", () => this.d.proxy.revokeTask(task.id)],
       ["remove its container", async () => {
         const run = this.run(task.id);
-        if (run.container_id) await (await this.docker()).remove(run.container_id);
+        const docker = await this.docker();
+        if (run.container_id) await docker.remove(run.container_id);
+        for (const c of await docker.list(this.d.slug)) if (c.taskId === task.id) await docker.remove(c.id);
+        if ((await docker.list(this.d.slug)).some((c) => c.taskId === task.id)) throw new Error("a container of the task is still there");
+        containerGone = true;
       }],
       ["remove the project's network if no task uses it", () => this.dropIdleNetwork()],
-      ["remove its worktree", () => Git.removeWorktree(this.d.root, this.worktree(task))],
-      ["remove its private folders", () => rmSync(join(this.taskDir(task), "git"), { recursive: true, force: true })],
+      ["remove its worktree", () => {
+        if (!containerGone) throw new Error("its container could not be removed, so its worktree stays; remove the container (docker rm -f) and close again");
+        const g = this.recordedGit(task);
+        if (g) Git.removeWorktree(this.d.root, g);
+      }],
+      ["remove its private folders", () => {
+        if (!containerGone) throw new Error("its container could not be removed");
+        rmSync(join(this.taskDir(task), "git"), { recursive: true, force: true });
+      }],
       ...(opts.deleteBranch ? ([["delete its branch", () => Git.deleteBranch(this.d.root, `${Git.BRANCH_PREFIX}${this.ref(task)}`)]] as [string, () => unknown][]) : []),
     ];
     for (const [what, step] of steps) {

@@ -103,4 +103,9 @@ export const MIGRATIONS: readonly (string | ((db: Database) => void))[] = [
     flush();
     db.exec("DROP TABLE audit");
   },
+  // The runner's own records of what the agent's container could otherwise lie about: the
+  // worktree's admin folder name (never asked of git in the agent-written worktree) and which
+  // turn a human stopped (never a marker file in a folder the agent writes).
+  `ALTER TABLE runs ADD COLUMN admin TEXT;`,
+  `ALTER TABLE runs ADD COLUMN stopped_turn INTEGER;`,
 ];

@@ -7,7 +7,7 @@
  * Files, not a socket: a daemon that restarts mid-turn picks up where it left off.
  */
 import { spawn } from "node:child_process";
-import { appendFileSync, createWriteStream, mkdirSync, writeFileSync, renameSync } from "node:fs";
+import { appendFileSync, createWriteStream, mkdirSync, writeFileSync, renameSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { constants } from "node:os";
 
@@ -34,6 +34,24 @@ export async function idle(): Promise<number> {
         resolve(0);
       });
   });
+}
+
+/**
+ * `lazy supervise --stop DIR`: signal the turn's harness from inside the container, so stopping
+ * needs nothing of the image (not even a kill binary). 0 when signalled, 1 when nothing runs.
+ */
+export function stop(dir: string): number {
+  let pid = NaN;
+  try {
+    pid = Number(readFileSync(join(dir, FILES.pid), "utf8").trim());
+  } catch {}
+  if (!Number.isInteger(pid) || pid <= 1) return 1;
+  try {
+    process.kill(pid, "SIGTERM");
+    return 0;
+  } catch {
+    return 1;
+  }
 }
 
 export async function turn(dir: string, cwd: string, cmd: string[]): Promise<number> {
