@@ -10,7 +10,7 @@
  * on its branch but cannot move other refs, edit config or hooks, delete objects, or touch
  * another task's worktree.
  */
-import { closeSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync, chownSync, lchownSync, lstatSync, readdirSync } from "node:fs";
+import { closeSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync, chownSync, lchownSync, lstatSync, readdirSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { inflateSync } from "node:zlib";
 import { basename, join, dirname } from "node:path";
@@ -49,10 +49,8 @@ export function head(root: string): { branch: string | null; commit: string } {
 export interface TaskGit {
   branch: string;
   worktree: string;
-  /** <common>/worktrees/<name>: the worktree's own HEAD, index and logs. */
+  /** The worktree's own HEAD, index and logs: <taskDir>/git/admin (older tasks: <common>/worktrees/<name>). */
   adminDir: string;
-  /** <name> above, as lazy recorded it when it made the worktree. */
-  adminName: string;
   commonDir: string;
   /** Private stand-ins mounted over the repository's own in the container. */
   privateRefs: string;
@@ -60,26 +58,31 @@ export interface TaskGit {
   privateObjects: string;
 }
 
-const ADMIN_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$/;
+const LEGACY_ADMIN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$/;
+
+/** Where a task's admin folder goes: in the task's own state, not in the project's .git. */
+export const adminDirOf = (taskDir: string) => join(taskDir, "git", "admin");
 
 /**
  * The task's git layout from lazy's own records: the project's common folder (asked of git in
- * the project root, which the agent cannot write) and the admin folder's name lazy recorded
- * when it made the worktree. Never from git run inside the agent-written worktree: its .git
- * file is the agent's to rewrite, and pointed at the project's own .git it once got that
- * folder chowned and mounted read-write.
+ * the project root, which the agent cannot write) and the admin folder lazy recorded when it
+ * made the worktree. Never from git run inside the agent-written worktree: its .git file is the
+ * agent's to rewrite, and pointed at the project's own .git it once got that folder chowned
+ * and mounted read-write. `admin` is the recorded path, or (tasks made before the record) the
+ * name of a folder under <common>/worktrees.
  */
-export function layout(root: string, worktree: string, taskDir: string, ref: string, adminName: string): TaskGit {
+export function layout(root: string, worktree: string, taskDir: string, ref: string, admin: string): TaskGit {
   const common = commonDir(root);
-  if (!ADMIN_NAME.test(adminName)) throw new LazyError("internal", `lazy's record of the worktree's admin folder ("${adminName}") is not a folder name`);
-  const adminDir = join(common, "worktrees", adminName);
+  let adminDir: string;
+  if (admin === adminDirOf(taskDir)) adminDir = admin;
+  else if (LEGACY_ADMIN.test(admin)) adminDir = join(common, "worktrees", admin);
+  else throw new LazyError("internal", `lazy's record of the worktree's admin folder ("${admin}") is neither the task's own nor a folder name`);
   const st = lstatSync(adminDir, { throwIfNoEntry: false });
   if (!st?.isDirectory()) throw new LazyError("conflict", `The task's git admin folder ${adminDir} is missing; the worktree cannot be used. Close the task (lazy close) and start a new one.`);
   return {
     branch: `${BRANCH_PREFIX}${ref}`,
     worktree,
     adminDir,
-    adminName,
     commonDir: common,
     privateRefs: join(taskDir, "git", "refs"),
     privateLogs: join(taskDir, "git", "logs"),
@@ -87,30 +90,45 @@ export function layout(root: string, worktree: string, taskDir: string, ref: str
   };
 }
 
+/** A worktree made before lazy recorded its admin folder: git's name for it, if there is one. */
+export function legacyAdmin(root: string, worktree: string): string | null {
+  if (!existsSync(worktree)) return null;
+  const name = basename(worktree);
+  return LEGACY_ADMIN.test(name) && lstatSync(join(commonDir(root), "worktrees", name), { throwIfNoEntry: false })?.isDirectory() ? name : null;
+}
+
 /**
- * Create the task's worktree if lazy has no record of one (`adminName` null), and the private
- * folders that stand in for the repo's. Returns the layout; its adminName is what to record.
- * Ownership is given to the agent's uid only here, on a tree lazy has just made and no
- * container has seen; later turns chown nothing the agent could have replaced.
+ * Create the task's worktree if lazy has no record of one (`admin` null), and the private
+ * folders that stand in for the repo's. The worktree is linked to the project the way git
+ * links one (a .git file naming an admin folder whose commondir is the project's), but its
+ * admin folder lives in the task's state: nothing in the project's .git is made, chowned or
+ * mounted writable for it. Ownership goes to the agent's uid only here, on a tree lazy has
+ * just made and no container has seen; later turns chown nothing the agent could have replaced.
  */
-export function ensureWorktree(root: string, worktree: string, taskDir: string, ref: string, agentUid: number | null, adminName: string | null): TaskGit {
+export function ensureWorktree(root: string, worktree: string, taskDir: string, ref: string, agentUid: number | null, admin: string | null): TaskGit {
   const branch = `${BRANCH_PREFIX}${ref}`;
-  const fresh = adminName === null;
+  const owner = agentUid ?? undefined;
+  const fresh = admin === null;
+  mkdirSync(join(taskDir, "git"), { recursive: true, mode: 0o700 });
   if (fresh) {
     const { commit } = head(root);
     mkdirSync(dirname(worktree), { recursive: true, mode: 0o700 });
-    if (existsSync(worktree)) throw new LazyError("conflict", `${worktree} exists but lazy has no record of making it; move it away and start the task again.`);
-    const exists = git(root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`], { allowFail: true }).code === 0;
-    git(root, ["worktree", "add", ...(exists ? [] : ["-b", branch]), worktree, exists ? branch : commit]);
-    // Read once, now, while the tree is lazy's own: which admin folder git gave it.
-    const pointer = readFileSync(join(worktree, ".git"), "utf8").match(/^gitdir: (.*)$/m)?.[1]?.trim() ?? "";
-    adminName = basename(pointer);
-    if (join(commonDir(root), "worktrees", adminName) !== pointer) throw new LazyError("internal", `git made the worktree's admin folder at ${pointer}, not under the project's worktrees folder`);
+    // Left by a launch that failed before lazy recorded the worktree, so before any container.
+    rmSync(worktree, { recursive: true, force: true });
+    if (git(root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`], { allowFail: true }).code !== 0) git(root, ["branch", branch, commit]);
+    admin = adminDirOf(taskDir);
+    rmSync(admin, { recursive: true, force: true }); // a half-made one from a launch that failed
+    mkdirSync(admin, { mode: 0o755 });
+    mkdirSync(worktree, { mode: 0o755 });
+    writeFileSync(join(admin, "HEAD"), `ref: refs/heads/${branch}\n`);
+  }
+  const t = layout(root, worktree, taskDir, ref, admin!);
+  if (fresh) {
+    restorePointers(t);
+    // The tree is lazy's own until a container sees it: git may run in it this once.
+    git(root, ["--git-dir", t.adminDir, "--work-tree", worktree, "reset", "--hard", "--quiet"]);
     copyIncluded(root, worktree);
   }
-  const t = layout(root, worktree, taskDir, ref, adminName!);
-  const owner = agentUid ?? undefined;
-  mkdirSync(join(taskDir, "git"), { recursive: true, mode: 0o700 });
   for (const d of [t.privateRefs, t.privateLogs, t.privateObjects]) {
     if (!existsSync(d)) {
       mkdirSync(d, { mode: 0o700 });
@@ -155,7 +173,7 @@ export function restorePointers(t: TaskGit, uid?: number): void {
   if (dotGit && !dotGit.isFile()) AgentDir.rename(t.worktree, ".git", `.git.agent-${Date.now()}`);
   AgentDir.write(t.worktree, ".git", `gitdir: ${t.adminDir}\n`, { mode: 0o644, uid });
   AgentDir.write(t.adminDir, "gitdir", `${join(t.worktree, ".git")}\n`, { mode: 0o644, uid });
-  AgentDir.write(t.adminDir, "commondir", "../..\n", { mode: 0o644, uid });
+  AgentDir.write(t.adminDir, "commondir", `${t.commonDir}\n`, { mode: 0o644, uid });
   AgentDir.unlink(t.adminDir, "config.worktree");
 }
 
@@ -256,10 +274,15 @@ export function merge(root: string, branch: string, message: string): void {
 
 /**
  * Remove the task's worktree and its admin folder. Only once its container is gone (the
- * caller's rule): with no agent left to race it, the pointers are put back from lazy's records
- * and git removes what they name, never following a link.
+ * caller's rule): with no agent left to race it, nothing there changes under the removal, and
+ * rm never follows a link. A worktree from before lazy kept its admin folder is git's to remove.
  */
-export function removeWorktree(root: string, t: TaskGit): void {
+export function removeWorktree(root: string, t: TaskGit, taskDir: string): void {
+  if (t.adminDir === adminDirOf(taskDir)) {
+    rmSync(t.worktree, { recursive: true, force: true });
+    rmSync(t.adminDir, { recursive: true, force: true });
+    return;
+  }
   if (existsSync(t.worktree)) {
     restorePointers(t);
     git(root, ["worktree", "remove", "--force", "--force", t.worktree], { allowFail: true });

@@ -220,16 +220,17 @@ export class Runner {
   private taskGit(task: Task, agentUid: number | null): Git.TaskGit {
     const run = this.run(task.id);
     const worktree = this.worktree(task);
-    const admin = run.admin ?? (existsSync(worktree) ? basename(worktree) : null);
+    const admin = run.admin ?? Git.legacyAdmin(this.d.root, worktree);
     const g = Git.ensureWorktree(this.d.root, worktree, this.taskDir(task), this.ref(task), agentUid, admin);
-    if (run.admin !== g.adminName) this.save(task.id, { admin: g.adminName });
+    const recorded = g.adminDir === Git.adminDirOf(this.taskDir(task)) ? g.adminDir : basename(g.adminDir);
+    if (run.admin !== recorded) this.save(task.id, { admin: recorded });
     return g;
   }
 
   /** The task's git layout as recorded, touching nothing; undefined when it has none. */
   private recordedGit(task: Task): Git.TaskGit | undefined {
     const run = this.run(task.id);
-    const admin = run.admin ?? (existsSync(this.worktree(task)) ? basename(this.worktree(task)) : null);
+    const admin = run.admin ?? Git.legacyAdmin(this.d.root, this.worktree(task));
     return admin ? Git.layout(this.d.root, this.worktree(task), this.taskDir(task), this.ref(task), admin) : undefined;
   }
 
@@ -443,7 +444,7 @@ export class Runner {
       ["remove its worktree", () => {
         if (!containerGone) throw new Error("its container could not be removed, so its worktree stays; remove the container (docker rm -f) and close again");
         const g = this.recordedGit(task);
-        if (g) Git.removeWorktree(this.d.root, g);
+        if (g) Git.removeWorktree(this.d.root, g, this.taskDir(task));
       }],
       ["remove its private folders", () => {
         if (!containerGone) throw new Error("its container could not be removed");
