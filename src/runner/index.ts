@@ -7,11 +7,11 @@
  * honest: a restarted daemon finds its containers by label and reconciles every task.
  */
 import type { Database } from "bun:sqlite";
-import { existsSync, mkdirSync, statSync, chownSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, statSync, lchownSync, rmSync } from "node:fs";
 import { basename, join } from "node:path";
-import { Tasks, canMove, isFinal, type Task } from "../store";
+import { Tasks, Runs, canMove, isFinal, type Task, type Run } from "../store";
 import type { Status } from "../store";
-import { resolveProfile, type Config } from "../config";
+import { resolveProfile, type Config, type ResolvedProfile } from "../config";
 import { Runtime, Image } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
@@ -32,18 +32,6 @@ export interface RunnerDeps {
   config: () => Config;
   bus: Bus;
   log: Logger;
-}
-
-interface Run {
-  task_id: string;
-  container_id: string | null;
-  session: string | null;
-  turn: number;
-  offset: number;
-  setup_done: number;
-  profile: string | null;
-  admin: string | null;
-  stopped_turn: number | null;
 }
 
 /** How much of a turn's events one poll reads, and the longest event line kept. */
@@ -68,16 +56,11 @@ export class Runner {
   }
 
   private run(taskId: string): Run {
-    const r = this.d.db.query("SELECT * FROM runs WHERE task_id = ?").get(taskId) as Run | null;
-    if (r) return r;
-    this.d.db.query("INSERT INTO runs (task_id) VALUES (?)").run(taskId);
-    return this.d.db.query("SELECT * FROM runs WHERE task_id = ?").get(taskId) as Run;
+    return Runs.get(this.d.db, taskId);
   }
 
-  private save(taskId: string, patch: Partial<Run>): void {
-    const keys = Object.keys(patch);
-    if (!keys.length) return;
-    this.d.db.query(`UPDATE runs SET ${keys.map((k) => `${k} = ?`).join(", ")} WHERE task_id = ?`).run(...(keys.map((k) => (patch as Record<string, string | number | null>)[k]!) as (string | number | null)[]), taskId);
+  private save(taskId: string, patch: Runs.RunPatch): void {
+    Runs.save(this.d.db, taskId, patch);
   }
 
   private event(task: Task, kind: string, data: Record<string, unknown>): void {
@@ -112,105 +95,130 @@ export class Runner {
       // The credential must exist before anything starts (the placeholder stands for it).
       const launch = await this.d.proxy.mintFor({ role: "agent", profile: profile.name, taskId: task.id, taskRef: this.ref(task) });
       const docker = await this.docker();
-      const uid = Image.agentUid();
-      if (process.getuid?.() === 0 && (statSync(this.d.root).mode & 0o005) !== 0o005)
-        throw new LazyError("launch_refused", `lazy runs as root, so the agent runs as uid ${uid}, which cannot read ${this.d.root} (mode ${(statSync(this.d.root).mode & 0o777).toString(8)}): chmod o+rx ${this.d.root}, or run lazy as your own user.`);
-      const tdir = this.taskDir(task);
-      for (const sub of ["home", "harness", "turns"]) mkdirSync(join(tdir, sub), { recursive: true, mode: 0o700 });
-      if (process.getuid?.() === 0) for (const sub of ["", "home", "harness", "turns"]) chownSync(join(tdir, sub), uid, uid);
-      const g = this.taskGit(task, process.getuid?.() === 0 ? uid : null);
-
-      // Where the container reaches the proxy: the project network's gateway (native Linux), or
-      // host.docker.internal (Docker Desktop).
-      const net = await docker.ensureNetwork(this.d.slug);
-      let proxyUrl: string;
-      if (docker.kind === "desktop") proxyUrl = `http://host.docker.internal:${this.d.proxy.address!.port}`;
-      else {
-        const a = await this.d.proxy.listenFor(net.gateway);
-        proxyUrl = `http://${a.host}:${a.port}`;
-      }
-
-      const image = Image.plan(this.d.root, config.container);
-      if (image.kind === "build" && !(await docker.imageExists(image.tag))) {
-        this.event(task, "build", { image: image.tag, what: image.what });
-        this.d.log.info(`building ${image.what} as ${image.tag}`);
-        const files = image.context ? Image.contextOf(image.context, image.dockerfile) : { Dockerfile: image.dockerfile };
-        let last = 0;
-        await docker.build(image.tag, files, image.buildArgs, (line) => {
-          this.d.log.info(`build: ${line}`);
-          if (/^Step \d+\/\d+/.test(line) && Date.now() - last > 200) {
-            last = Date.now();
-            this.event(task, "build", { progress: line });
-          }
-        });
-      }
-
-      let run = this.run(task.id);
-      let info = run.container_id ? await docker.inspect(run.container_id) : undefined;
-      if (!info?.running) {
-        if (info) await docker.remove(info.id);
-        for (const c of await docker.list(this.d.slug)) if (c.taskId === task.id) await docker.remove(c.id);
-        const id = await docker.create({
-          name: this.containerName(task),
-          image: image.tag,
-          project: this.d.slug,
-          root: this.d.root,
-          taskId: task.id,
-          user: `${uid}:${uid}`,
-          env: containerEnv(this.d.root),
-          mounts: mounts(this.d.root, g, tdir, linuxBinary()),
-          network: net.name,
-          hostGateway: docker.kind === "desktop",
-          cmd: [BIN, "supervise", "--idle"],
-        });
-        this.save(task.id, { container_id: id });
-        info = await docker.inspect(id);
-        run = this.run(task.id);
-      }
-      if (docker.pins && info?.ip) await this.d.proxy.pin(launch.placeholder, info.ip);
-
-      if (!run.setup_done && config.container.setup) {
-        this.event(task, "setup", { command: config.container.setup });
-        const r = await docker.exec(info!.id, ["sh", "-c", config.container.setup], `${uid}:${uid}`, containerEnv(this.d.root), g.worktree);
-        this.event(task, "setup", { code: r.code, output: r.output.slice(-4000) });
-        if (r.code !== 0) throw new LazyError("launch_refused", `[container] setup failed with exit code ${r.code}; see lazy logs ${this.ref(task)}.`);
-      }
-      this.save(task.id, { setup_done: 1 });
-
-      // The harness's configuration, rewritten before every turn, in a folder lazy owns.
-      const sameProfile = run.profile === profile.name;
-      const prepared = Harness.prepare({
-        proxyUrl,
-        envVar: launch.envVar,
-        placeholder: launch.placeholder,
-        profile,
-        configDir: "/lazy/harness",
-        prompt: message ?? task.prompt,
-        resume: message !== undefined && sameProfile ? (run.session ?? undefined) : undefined,
-        args: profile.harness === "claude" ? ["--dangerously-skip-permissions"] : profile.harness === "codex" ? ["--dangerously-bypass-approvals-and-sandbox"] : [],
-      });
-      // The harness folder is the agent's to write: never through a link it left there.
-      for (const [rel, content] of Object.entries(prepared.files)) AgentDir.write(join(tdir, "harness"), rel, content, { uid: process.getuid?.() === 0 ? uid : undefined });
-
-      // The supervisor makes the turn's folder inside the container; whatever the agent put at
-      // that name beforehand is moved aside, and a link there refuses the turn.
-      const turn = run.turn + 1;
-      this.clearTurnDir(task, turn);
-      this.save(task.id, { turn, offset: 0, profile: profile.name, stopped_turn: null });
-      task = this.move(task, "running", { turn, profile: profile.name, ...(message !== undefined ? { message } : {}) });
-      if (message !== undefined) this.event(task, "user", { text: message });
-      const execId = await docker.execDetached(
-        info!.id,
-        [BIN, "supervise", "--turn", `/lazy/turns/${turn}`, "--cwd", g.worktree, "--", ...prepared.command],
-        { ...containerEnv(this.d.root), ...prepared.env },
-        `${uid}:${uid}`,
-      );
-      this.execs.set(task.id, execId);
-      this.watch(task);
-      return task;
+      const box = await this.containerReady(task, config, docker, launch.placeholder);
+      const turn = this.prepareTurn(task, profile, launch, box.proxyUrl, message);
+      return await this.launch(task, docker, box, turn, message);
     } finally {
       this.starting.delete(task.id);
     }
+  }
+
+  /**
+   * Step 1 of a turn: the task's worktree, the project's network (and where the container
+   * reaches the proxy on it), the image, and a running container with its setup done.
+   */
+  private async containerReady(task: Task, config: Config, docker: Runtime, placeholder: string): Promise<{ id: string; g: Git.TaskGit; proxyUrl: string }> {
+    const uid = Image.agentUid();
+    const asRoot = process.getuid?.() === 0;
+    if (asRoot && (statSync(this.d.root).mode & 0o005) !== 0o005)
+      throw new LazyError("launch_refused", `lazy runs as root, so the agent runs as uid ${uid}, which cannot read ${this.d.root} (mode ${(statSync(this.d.root).mode & 0o777).toString(8)}): chmod o+rx ${this.d.root}, or run lazy as your own user.`);
+    const tdir = this.taskDir(task);
+    // tasks/<id> is lazy's; its sub-folders are mount roots the agent writes below, never replaces.
+    for (const sub of ["home", "harness", "turns"]) mkdirSync(join(tdir, sub), { recursive: true, mode: 0o700 });
+    if (asRoot) for (const sub of ["", "home", "harness", "turns"]) lchownSync(join(tdir, sub), uid, uid);
+    const g = this.taskGit(task, asRoot ? uid : null);
+
+    // Where the container reaches the proxy: the project network's gateway (native Linux), or
+    // host.docker.internal (Docker Desktop).
+    const net = await docker.ensureNetwork(this.d.slug);
+    let proxyUrl: string;
+    if (docker.kind === "desktop") proxyUrl = `http://host.docker.internal:${this.d.proxy.address!.port}`;
+    else {
+      const a = await this.d.proxy.listenFor(net.gateway);
+      proxyUrl = `http://${a.host}:${a.port}`;
+    }
+
+    const image = Image.plan(this.d.root, config.container);
+    if (image.kind === "build" && !(await docker.imageExists(image.tag))) {
+      this.event(task, "build", { image: image.tag, what: image.what });
+      this.d.log.info(`building ${image.what} as ${image.tag}`);
+      const files = image.context ? Image.contextOf(image.context, image.dockerfile) : { Dockerfile: image.dockerfile };
+      let last = 0;
+      await docker.build(image.tag, files, image.buildArgs, (line) => {
+        this.d.log.info(`build: ${line}`);
+        if (/^Step \d+\/\d+/.test(line) && Date.now() - last > 200) {
+          last = Date.now();
+          this.event(task, "build", { progress: line });
+        }
+      });
+    }
+
+    const run = this.run(task.id);
+    let info = run.container_id ? await docker.inspect(run.container_id) : undefined;
+    if (!info?.running) {
+      if (info) await docker.remove(info.id);
+      for (const c of await docker.list(this.d.slug)) if (c.taskId === task.id) await docker.remove(c.id);
+      const id = await docker.create({
+        name: this.containerName(task),
+        image: image.tag,
+        project: this.d.slug,
+        root: this.d.root,
+        taskId: task.id,
+        user: `${uid}:${uid}`,
+        env: containerEnv(this.d.root),
+        mounts: mounts(this.d.root, g, tdir, linuxBinary()),
+        network: net.name,
+        hostGateway: docker.kind === "desktop",
+        cmd: [BIN, "supervise", "--idle"],
+      });
+      this.save(task.id, { container_id: id });
+      info = await docker.inspect(id);
+    }
+    if (!info) throw new LazyError("launch_refused", `The task's container vanished as it started; see lazy daemon logs, or docker ps -a --filter label=dev.lazy.task=${task.id}.`);
+    if (docker.pins && info.ip) await this.d.proxy.pin(placeholder, info.ip);
+
+    if (!run.setup_done && config.container.setup) {
+      this.event(task, "setup", { command: config.container.setup });
+      const r = await docker.exec(info.id, ["sh", "-c", config.container.setup], `${uid}:${uid}`, containerEnv(this.d.root), g.worktree);
+      this.event(task, "setup", { code: r.code, output: r.output.slice(-4000) });
+      if (r.code !== 0) throw new LazyError("launch_refused", `[container] setup failed with exit code ${r.code}; see lazy logs ${this.ref(task)}.`);
+    }
+    this.save(task.id, { setup_done: 1 });
+    return { id: info.id, g, proxyUrl };
+  }
+
+  /**
+   * Step 2: the harness's configuration, rewritten before every turn in the folder lazy gives
+   * it (the agent's to write: never through a link it left there), and a clear turn folder.
+   */
+  private prepareTurn(task: Task, profile: ResolvedProfile, launch: { envVar: string; placeholder: string }, proxyUrl: string, message: string | undefined): { n: number; prepared: Harness.Prepared } {
+    const run = this.run(task.id);
+    const sameProfile = run.profile === profile.name;
+    const prepared = Harness.prepare({
+      proxyUrl,
+      envVar: launch.envVar,
+      placeholder: launch.placeholder,
+      profile,
+      configDir: "/lazy/harness",
+      prompt: message ?? task.prompt,
+      resume: message !== undefined && sameProfile ? (run.session ?? undefined) : undefined,
+      args: profile.harness === "claude" ? ["--dangerously-skip-permissions"] : profile.harness === "codex" ? ["--dangerously-bypass-approvals-and-sandbox"] : [],
+    });
+    const uid = process.getuid?.() === 0 ? Image.agentUid() : undefined;
+    for (const [rel, content] of Object.entries(prepared.files)) AgentDir.write(join(this.taskDir(task), "harness"), rel, content, { uid });
+    // The supervisor makes the turn's folder inside the container; whatever the agent put at
+    // that name beforehand is moved aside, and a link there refuses the turn.
+    const n = run.turn + 1;
+    this.clearTurnDir(task, n);
+    this.save(task.id, { turn: n, offset: 0, profile: profile.name, stopped_turn: null });
+    return { n, prepared };
+  }
+
+  /** Step 3: the task is running; the supervisor starts the harness in the container. */
+  private async launch(task: Task, docker: Runtime, box: { id: string; g: Git.TaskGit }, turn: { n: number; prepared: Harness.Prepared }, message: string | undefined): Promise<Task> {
+    const uid = Image.agentUid();
+    const profile = this.run(task.id).profile;
+    task = this.move(task, "running", { turn: turn.n, profile, ...(message !== undefined ? { message } : {}) });
+    if (message !== undefined) this.event(task, "user", { text: message });
+    const execId = await docker.execDetached(
+      box.id,
+      [BIN, "supervise", "--turn", `/lazy/turns/${turn.n}`, "--cwd", box.g.worktree, "--", ...turn.prepared.command],
+      { ...containerEnv(this.d.root), ...turn.prepared.env },
+      `${uid}:${uid}`,
+    );
+    this.execs.set(task.id, execId);
+    this.watch(task);
+    return task;
   }
 
   /**

@@ -1,6 +1,6 @@
 /**
  * The task store: bun:sqlite in WAL mode, migrations embedded in the binary, and the daemon
- * its only writer. Tasks, their events, and the status rules (status.ts).
+ * its only writer. Tasks, their events, the status rules (status.ts) and each task's run.
  */
 import { Database } from "bun:sqlite";
 import { closeSync, existsSync, openSync } from "node:fs";
@@ -8,6 +8,8 @@ import { MIGRATIONS } from "./migrations";
 
 export * as Tasks from "./tasks";
 export type { Task, TaskEvent } from "./tasks";
+export * as Runs from "./runs";
+export type { Run } from "./runs";
 export * from "./status";
 
 export function open(file: string): Database {

@@ -4,7 +4,8 @@
  *
  *   queued → running → done (turn finished, to review) | waiting (needs a human) | failed
  *   done | waiting | failed → running (the next turn; a failed turn can be retried)
- *   queued | done | waiting | failed → accepted | rejected | closed (the session ends)
+ *   done | waiting → accepted (merged)
+ *   queued | done | waiting | failed → rejected | closed (the session ends unmerged)
  */
 export const STATUSES = ["queued", "running", "done", "waiting", "failed", "accepted", "rejected", "closed"] as const;
 export type Status = (typeof STATUSES)[number];

@@ -58,4 +58,3 @@ export class LazyError extends Error {
   }
 }
 
-export const isLazyError = (e: unknown): e is LazyError => e instanceof LazyError;

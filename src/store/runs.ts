@@ -1,0 +1,38 @@
+/**
+ * A task's run: its container, harness session, turn counter, how far the daemon has read the
+ * current turn's events (so a restarted daemon picks up where it left off), and lazy's own
+ * records of what the agent's container could otherwise lie about (the worktree's admin folder,
+ * which turn a human stopped). The runner's only table; its SQL lives here.
+ */
+import type { Database } from "bun:sqlite";
+
+export interface Run {
+  task_id: string;
+  container_id: string | null;
+  session: string | null;
+  turn: number;
+  offset: number;
+  setup_done: number;
+  profile: string | null;
+  admin: string | null;
+  stopped_turn: number | null;
+}
+
+export type RunPatch = Partial<Omit<Run, "task_id">>;
+
+const COLUMNS = new Set(["container_id", "session", "turn", "offset", "setup_done", "profile", "admin", "stopped_turn"]);
+
+/** The task's run, made on first use. */
+export function get(db: Database, taskId: string): Run {
+  const r = db.query("SELECT * FROM runs WHERE task_id = ?").get(taskId) as Run | null;
+  if (r) return r;
+  db.query("INSERT INTO runs (task_id) VALUES (?)").run(taskId);
+  return db.query("SELECT * FROM runs WHERE task_id = ?").get(taskId) as Run;
+}
+
+export function save(db: Database, taskId: string, patch: RunPatch): void {
+  const keys = Object.keys(patch).filter((k) => COLUMNS.has(k));
+  if (!keys.length) return;
+  const values = keys.map((k) => (patch as Record<string, string | number | null>)[k] ?? null);
+  db.query(`UPDATE runs SET ${keys.map((k) => `${k} = ?`).join(", ")} WHERE task_id = ?`).run(...values, taskId);
+}
