@@ -172,3 +172,31 @@ describe("the API and the dashboard answer only to their own Host", () => {
     expect(page.status).toBe(200);
   });
 });
+
+describe("which Host values name the daemon, by bind address", () => {
+  test("bound to ::1: [::1]:PORT and localhost:PORT are ours, 127.0.0.1:PORT is not; the CLI still works", async () => {
+    const p = new Project({ toml: '[server]\nbind = "::1"\n' });
+    await p.ok(["task", "add", "over IPv6", "--code", "six"]);
+    const port = p.runtime()!.api.port;
+    const base = `http://[::1]:${port}`;
+    const token = { authorization: `Bearer ${p.token()}` };
+    for (const host of [`[::1]:${port}`, `localhost:${port}`]) expect((await fetch(`${base}/api/tasks`, { headers: { ...token, host } })).status).toBe(200);
+    await refused(await fetch(`${base}/api/tasks`, { headers: { ...token, host: `127.0.0.1:${port}` } }), /Host/);
+    const write = await fetch(`${base}/api/tasks`, { method: "POST", headers: { ...token, origin: base, "content-type": "application/json" }, body: JSON.stringify({ prompt: "from [::1]" }) });
+    expect(write.status).toBe(201);
+    await p.ok(["close", "six"]);
+    expect((await tasks(p)).map((t) => [t.title, t.status])).toEqual([["over IPv6", "closed"], ["from [::1]", "queued"]]);
+  });
+
+  test("a wildcard bind takes the loopback names and this machine's interface addresses, nothing else", async () => {
+    // The guard alone (no daemon bound to every interface: tests stay on loopback).
+    const { requestGuard } = await import("../../src/daemon/api-guard");
+    const { networkInterfaces } = await import("node:os");
+    const guard = requestGuard(() => "http://0.0.0.0:4000");
+    const status = (host: string) => guard(new Request("http://x/api/tasks", { headers: { host } }))?.status ?? 200;
+    for (const host of ["0.0.0.0:4000", "127.0.0.1:4000", "localhost:4000", "[::1]:4000"]) expect(`${host} ${status(host)}`).toBe(`${host} 200`);
+    const external = Object.values(networkInterfaces()).flat().find((a) => a && !a.internal && a.family === "IPv4");
+    if (external) expect(status(`${external.address}:4000`)).toBe(200);
+    for (const host of ["evil.example:4000", "127.0.0.1:4001", "10.255.255.1:4000", "localhost", ""]) expect(`${host} ${status(host)}`).toBe(`${host} 403`);
+  });
+});
