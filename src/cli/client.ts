@@ -62,10 +62,13 @@ export class Client {
   }
 
   send(method: string, path: string, body?: unknown, timeoutMs = 30_000): Promise<Response> {
+    // The daemon takes a state-changing request only as JSON (daemon/api-guard.ts), so even a
+    // bodiless POST sends an empty object.
+    const write = method !== "GET" && method !== "HEAD";
     return fetch(this.url + path, {
       method,
-      headers: { authorization: `Bearer ${this.token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
+      headers: { authorization: `Bearer ${this.token}`, ...(write ? { "content-type": "application/json" } : {}) },
+      body: write ? JSON.stringify(body ?? {}) : undefined,
       signal: AbortSignal.timeout(timeoutMs),
     }).catch((e) => {
       throw new LazyError("daemon_unavailable", `The daemon stopped answering (${(e as Error).message}); run lazy daemon status, or lazy daemon logs.`);

@@ -1,7 +1,9 @@
 /**
- * The daemon's HTTP API (Elysia). Every /api route requires the daemon token, as a bearer
- * header (the CLI) or the session cookie the dashboard gets from it. This is one of the two
- * places a LazyError becomes words (the CLI's printer is the other).
+ * The daemon's HTTP API (Elysia). Every request first passes the guard (api-guard.ts: its own
+ * Host; writes in JSON and from its own origin or with the token header). Every /api route
+ * requires the daemon token, as a bearer header (the CLI) or the session cookie the dashboard
+ * gets from it. This is one of the two places a LazyError becomes words (the CLI's printer is
+ * the other).
  */
 import { Elysia } from "elysia";
 import { timingSafeEqual } from "node:crypto";
@@ -12,8 +14,7 @@ import { Tasks, STATUSES, isStatus, isFinal, type Status } from "../store";
 import { resolveProfile, defaultProfile } from "../config";
 import { dashboardPage } from "../dashboard";
 import type { Daemon } from "./daemon";
-
-const COOKIE = "lazy_session";
+import { requestGuard, cookieValue, SESSION_COOKIE as COOKIE } from "./api-guard";
 
 export const SetCredential = z.strictObject({ value: z.string().describe("The secret; it travels over the loopback API only.") });
 
@@ -40,11 +41,13 @@ export function api(d: Daemon, token: string, log: Logger) {
   const want = Buffer.from(token);
   const authorized = (req: Request): boolean => {
     const h = req.headers.get("authorization");
-    const given = h?.startsWith("Bearer ") ? h.slice(7) : cookie(req.headers.get("cookie"), COOKIE);
+    const given = h?.startsWith("Bearer ") ? h.slice(7) : cookieValue(req.headers.get("cookie"), COOKIE);
     if (!given) return false;
     const g = Buffer.from(given);
     return g.length === want.length && timingSafeEqual(g, want);
   };
+
+  const guard = requestGuard(() => d.apiUrl);
 
   return new Elysia()
     .onError(({ error, code, set }) => {
@@ -65,6 +68,12 @@ export function api(d: Daemon, token: string, log: Logger) {
       return new LazyError("internal", "The daemon hit an internal error; see lazy daemon logs.").toJSON();
     })
     .onRequest(({ request, set }) => {
+      // Before routing and body parsing: a refused request changes nothing.
+      const refused = guard(request);
+      if (refused) {
+        set.status = refused.status;
+        return refused.toJSON();
+      }
       const path = new URL(request.url).pathname;
       if (path.startsWith("/api/") && !authorized(request)) {
         set.status = 401;
@@ -203,13 +212,4 @@ export function api(d: Daemon, token: string, log: Logger) {
       });
       return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" } });
     });
-}
-
-function cookie(header: string | null, name: string): string | undefined {
-  if (!header) return undefined;
-  for (const part of header.split(";")) {
-    const [k, ...v] = part.trim().split("=");
-    if (k === name) return v.join("=");
-  }
-  return undefined;
 }

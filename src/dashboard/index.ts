@@ -37,7 +37,8 @@ ${STATUSES.map((s) => `  <li data-status="${s}"><span class="n" data-count="${s}
   const err = document.getElementById("error");
   const m = location.hash.match(/token=([0-9a-f]+)/);
   if (m) {
-    await fetch("/api/session", { method: "POST", headers: { authorization: "Bearer " + m[1] } });
+    // JSON, like every write the daemon takes (daemon/api-guard.ts).
+    await fetch("/api/session", { method: "POST", headers: { authorization: "Bearer " + m[1], "content-type": "application/json" }, body: "{}" });
     history.replaceState(null, "", location.pathname);
   }
   const show = (counts) => {

@@ -12,6 +12,7 @@ export type ErrorCode =
   | "daemon_unavailable"
   | "daemon_failed"
   | "unauthorized"
+  | "forbidden"
   | "credential_missing"
   | "proxy_unavailable"
   | "launch_refused"
@@ -26,6 +27,7 @@ const httpStatus: Record<ErrorCode, number> = {
   daemon_unavailable: 503,
   daemon_failed: 500,
   unauthorized: 401,
+  forbidden: 403,
   credential_missing: 424,
   proxy_unavailable: 503,
   launch_refused: 409,
