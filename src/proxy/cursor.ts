@@ -23,14 +23,17 @@
 import type { Server } from "bun";
 import * as Placeholders from "./placeholders";
 import { rawResponse } from "./errors";
-import { send, relay, offPin, HOP, type Context } from "./forward";
+import { send, relay, offPin, presented, HOP, type Context } from "./forward";
 import { Scrubber, scrubStream } from "./cursor-scrub";
 import type { Row } from "./audit";
 import type { Grant } from "./grants";
 
 export const PREFIX = "/_lazy/cursor/";
-/** The key exchange body is read whole (its `apiKey` is swapped); it is tiny. */
-const MAX_SUBSTITUTED_BODY = 64 * 1024;
+/**
+ * Request bodies up to this are read whole: the key exchange's (its `apiKey` is swapped), and
+ * any other that declares it, so a reset can be retried. Bigger ones (the agent stream) stream.
+ */
+const MAX_BUFFERED_BODY = 64 * 1024;
 /** Answers of known size up to this are scrubbed whole; bigger ones, and streams, chunk by chunk. */
 const MAX_SCRUBBED_WHOLE = 8 * 1024 * 1024;
 
@@ -114,21 +117,22 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
   for (const h of HOP) headers.delete(h);
   let grant: Grant | undefined;
   let credential: string | null = null;
+  let key = "";
   /** Real credential → its placeholder: what went upstream, scrubbed from the answer. */
   let secrets: [string, string][] = [];
 
   if (token === "-") {
     // A host login session rides here untouched. A container holds only placeholders, and none
     // of them is redeemed on this route: one presented here is a container's trick, refused.
-    for (const [k, v] of headers)
-      if (v.split(/[\s,]+/).some((w) => Placeholders.isPlaceholder(w)))
-        return fail(401, `lazy's proxy refused a lazy placeholder on the host-login Cursor route (/_lazy/cursor/-/): nothing is substituted there. A task's cursor-agent uses /_lazy/cursor/<its placeholder>/.`, undefined, `placeholder in header ${k} on the host-login route`);
+    const shown = presented(headers);
+    if (shown && Placeholders.isPlaceholder(shown))
+      return fail(401, `lazy's proxy refused a lazy placeholder on the host-login Cursor route (/_lazy/cursor/-/): nothing is substituted there. A task's cursor-agent uses /_lazy/cursor/<its placeholder>/.`, undefined, "placeholder presented on the host-login route");
   } else {
     grant = ctx.grants.lookup(token);
     if (!grant) return fail(401, "lazy's proxy does not know this Cursor placeholder: the task's grant is gone. Start the task again: lazy start TASK.");
     const from = offPin(grant, req, server);
     if (from)
-      return fail(401, `lazy's proxy refused this placeholder: it belongs to task ${grant.taskRef ?? grant.taskId}'s container (${grant.pinnedIp}) and was presented from ${from}.`, grant, `pinned placeholder presented from ${from}, not its container ${grant.pinnedIp}`);
+      return fail(401, `lazy's proxy refused this placeholder: it belongs to ${grant.taskRef ?? grant.taskId ? `task ${grant.taskRef ?? grant.taskId}'s` : "a"} container (${grant.pinnedIp}) and was presented from ${from}.`, grant, `pinned placeholder presented from ${from}, not its container ${grant.pinnedIp}`);
     // Only a Cursor profile's placeholder redeems the Cursor key: any other grant (a Claude or a
     // local-model profile) stands for another credential and another upstream.
     const mine = ctx.targets().forProfile(grant.profile);
@@ -141,6 +145,7 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
     if (!cred) return fail(401, `lazy's proxy has no credential "${name}" for Cursor: store it with lazy auth set ${name}.`, grant);
     if (/[\r\n\0]/.test(cred.value)) return fail(401, `lazy's proxy will not send the stored credential "${name}": it contains a line break. Store it again: lazy auth set ${name}.`, grant);
     credential = name;
+    key = cred.value;
     const sessionPairs = await sessions.pairs(grant.token);
     secrets = [[cred.value, token], ...sessionPairs.map(([ph, real]): [string, string] => [real, ph])];
     // The key (or a session token) goes only where cursor-agent puts it: Authorization: Bearer.
@@ -159,10 +164,10 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
   if (req.method !== "GET" && req.method !== "HEAD") {
     if (grant && exchange) {
       // The key exchange is the one body cursor-agent puts its key in ({"apiKey": …}).
-      const raw = await readAtMost(req, MAX_SUBSTITUTED_BODY);
-      if (!raw) return fail(413, `lazy's proxy refused a Cursor key exchange body over ${MAX_SUBSTITUTED_BODY} bytes.`, grant);
-      body = withKey(raw, token, secrets[0]![0]);
-    } else if (Number.isFinite(declared) && declared <= MAX_SUBSTITUTED_BODY) body = new Uint8Array(await req.arrayBuffer()); // replayable on a reset
+      const raw = await readAtMost(req, MAX_BUFFERED_BODY);
+      if (!raw) return fail(413, `lazy's proxy refused a Cursor key exchange body over ${MAX_BUFFERED_BODY} bytes.`, grant);
+      body = withKey(raw, token, key);
+    } else if (Number.isFinite(declared) && declared <= MAX_BUFFERED_BODY) body = new Uint8Array(await req.arrayBuffer()); // replayable on a reset
     else body = req.body ?? undefined; // streamed through, never buffered
   }
 
@@ -218,15 +223,19 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
 
   // A real credential went upstream: none may come back. A bounded answer is scrubbed whole.
   const scrubber = new Scrubber(secrets, Scrubber.isText(out.get("content-type")));
+  const scrubbed = (bytesOut: number, note: string | null) => {
+    if (scrubber.replaced) ctx.log.warn(`Cursor's answer to ${req.method} ${shownPath} (profile ${grant.profile}) carried a real Cursor credential ${scrubber.replaced} time(s); lazy's proxy replaced it before the agent got it`);
+    finish(bytesOut, scrubber.replaced ? [note, `${scrubber.replaced} real credential(s) in the answer replaced`].filter(Boolean).join("; ") : note);
+  };
   if (!out.get("content-type")?.includes("event-stream") && res.length !== undefined && res.length <= MAX_SCRUBBED_WHOLE) {
     const bytes = await res.bytes().catch(() => null);
     if (bytes) {
       const clean = scrubber.all(bytes);
-      finish(clean.length, clean === bytes ? null : "real credential in the answer replaced");
+      scrubbed(clean.length, null);
       return new Response(clean, { status: res.status, statusText: res.statusText, headers: out });
     }
   }
-  return new Response(relay(scrubStream(res.stream(), scrubber), null, finish), { status: res.status, statusText: res.statusText, headers: out });
+  return new Response(relay(scrubStream(res.stream(), scrubber), null, scrubbed), { status: res.status, statusText: res.statusText, headers: out });
 }
 
 /** Cursor speaks Connect: its errors are `{code, message}` with the HTTP status. */

@@ -165,6 +165,7 @@ describe("the Cursor route, against a hostile agent", () => {
       expect(cursor.received.at(-1)!.body).toBe(body);
       expect(cursor.received.at(-1)!.headers.authorization).toBe(`Bearer ${cursor.realSessionToken}`);
       expect(JSON.parse(unaryText)).toEqual({ echo: body, authorization: `Bearer ${session}` });
+      expect((await lastAudit()).note).toBe("1 real credential(s) in the answer replaced");
 
       // The agent stream (Connect frames, chunked): the prompt frame comes back byte for byte;
       // the quoted session token is starred out at its own length, so every frame still parses.
@@ -178,6 +179,7 @@ describe("the Cursor route, against a hostile agent", () => {
       expect(got.map(([f]) => f)).toEqual([0, 0, 2]);
       expect(got[0]![1].equals(Buffer.from(frame))).toBe(true); // the mock repeats the whole body it got
       expect(got[1]![1].toString()).toBe(`Bearer ${"*".repeat(cursor.realSessionToken.length)}`);
+      expect((await lastAudit()).note).toBe("1 real credential(s) in the answer replaced");
 
       // A refused exchange that quotes the key it got: the agent reads its placeholder there.
       cursor.apiKey = "crsr_SOMEONE_ELSE";
@@ -192,6 +194,8 @@ describe("the Cursor route, against a hostile agent", () => {
       cursor.apiKey = null;
     }
     for (const s of seen) expectNoSecret(s);
+    expectNoSecret(p.log());
+    expect(p.log()).toContain("carried a real Cursor credential 1 time(s)");
   });
 
   test("the host-login route takes no placeholder: a container's key or session placeholder there is refused unforwarded", async () => {
