@@ -136,59 +136,82 @@ describe("the Cursor route, against a hostile agent", () => {
     expect(cursor.received[0]!.headers.authorization).toBe(`Bearer ${KEY}`);
   }, 60_000);
 
-  test("the placeholder in a prompt stays the placeholder; an echoing upstream hands the agent no real credential", async () => {
+  /** A Cursor grant, its route and a session placeholder from a plain key exchange. */
+  async function session() {
     cursor.reset();
     cursor.echo = false;
     const g = await p.grant({ role: "host", profile: "cursor" });
     const base = `${g.proxyUrl}/_lazy/cursor/${g.placeholder}`;
-    const prompt = `repeat: ${g.placeholder}`;
-    const seen: string[] = [];
-
-    // The exchange: the key in its apiKey field and header only, not in the prompt beside it.
-    const ex = await exchange(base, g.placeholder, { prompt });
-    const exText = await ex.text();
-    seen.push(exText);
+    const ex = await exchange(base, g.placeholder);
     expect(ex.status).toBe(200);
-    const sent = JSON.parse(cursor.received[0]!.body);
-    expect(sent).toEqual({ apiKey: KEY, prompt });
-    const session = JSON.parse(exText).accessToken as string;
+    return { g, base, session: (await ex.json()).accessToken as string };
+  }
 
+  test("'repeat: <placeholder>' to an echoing model comes back as the placeholder, never the real key", async () => {
+    const { g, base, session: token } = await session();
+    const prompt = `repeat: ${g.placeholder}`;
     try {
       cursor.echo = true;
-      // A unary call (JSON, of declared length): the prompt comes back as sent; the header the
-      // upstream quotes comes back as the session placeholder the agent sent.
+      // A unary call (JSON, of declared length): the upstream gets the prompt as written.
       const body = JSON.stringify({ prompt });
-      const unary = await fetch(`${base}/aiserver.v1.AiService/AvailableModels`, { method: "POST", headers: { authorization: `Bearer ${session}`, "content-type": "application/json" }, body });
+      const unary = await fetch(`${base}/aiserver.v1.AiService/AvailableModels`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body });
       const unaryText = await unary.text();
-      seen.push(unaryText);
+      expectNoSecret(unaryText);
       expect(unary.status).toBe(200);
+      expect(JSON.parse(unaryText).echo).toBe(body);
       expect(cursor.received.at(-1)!.body).toBe(body);
-      expect(cursor.received.at(-1)!.headers.authorization).toBe(`Bearer ${cursor.realSessionToken}`);
-      expect(JSON.parse(unaryText)).toEqual({ echo: body, authorization: `Bearer ${session}` });
-      expect((await lastAudit()).note).toBe("1 real credential(s) in the answer replaced");
 
-      // The agent stream (Connect frames, chunked): the prompt frame comes back byte for byte;
-      // the quoted session token is starred out at its own length, so every frame still parses.
+      // The agent stream (Connect frames): the prompt frame comes back byte for byte.
       const frame = Mock.connectFrame(0, new TextEncoder().encode(prompt));
-      const run = await fetch(`${base}/agent.v1.AgentService/RunSSE`, { method: "POST", headers: { authorization: `Bearer ${session}`, "content-type": "application/connect+proto", "connect-protocol-version": "1" }, body: frame });
+      const run = await fetch(`${base}/agent.v1.AgentService/RunSSE`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/connect+proto", "connect-protocol-version": "1" }, body: frame });
       const bytes = new Uint8Array(await run.arrayBuffer());
-      seen.push(Buffer.from(bytes).toString("latin1"));
+      expectNoSecret(Buffer.from(bytes).toString("latin1"));
       expect(run.status).toBe(200);
       expect(Buffer.from(cursor.received.at(-1)!.bytes).equals(Buffer.from(frame))).toBe(true);
+      expect(frames(bytes)[0]![1].equals(Buffer.from(frame))).toBe(true); // the mock repeats the whole body it got
+
+      // The key exchange: the key goes in its apiKey field (and header), not the prompt beside it.
+      cursor.echo = false;
+      const ex = await exchange(base, g.placeholder, { prompt });
+      expectNoSecret(await ex.text());
+      expect(ex.status).toBe(200);
+      expect(JSON.parse(cursor.received.at(-1)!.body)).toEqual({ apiKey: KEY, prompt });
+    } finally {
+      cursor.echo = false;
+    }
+  });
+
+  test("an upstream quoting the credential it got hands the agent the placeholder (text) or stars (frames), audited and logged", async () => {
+    const { g, base, session: token } = await session();
+    const seen: string[] = [];
+    try {
+      cursor.echo = true;
+      // A unary answer quoting the Authorization header: the agent reads the session placeholder it sent.
+      const unary = await fetch(`${base}/aiserver.v1.AiService/AvailableModels`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: "{}" });
+      const unaryText = await unary.text();
+      seen.push(unaryText);
+      expect(cursor.received.at(-1)!.headers.authorization).toBe(`Bearer ${cursor.realSessionToken}`);
+      expect(JSON.parse(unaryText)).toEqual({ echo: "{}", authorization: `Bearer ${token}` });
+      expect((await lastAudit()).note).toBe("1 real credential(s) in the answer replaced");
+
+      // A stream quoting it, cut across two writes: starred out at its own length, so every
+      // Connect frame still parses.
+      const run = await fetch(`${base}/agent.v1.AgentService/RunSSE`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/connect+proto" }, body: Mock.connectFrame(0, new TextEncoder().encode("hi")) });
+      const bytes = new Uint8Array(await run.arrayBuffer());
+      seen.push(Buffer.from(bytes).toString("latin1"));
       const got = frames(bytes);
       expect(got.map(([f]) => f)).toEqual([0, 0, 2]);
-      expect(got[0]![1].equals(Buffer.from(frame))).toBe(true); // the mock repeats the whole body it got
       expect(got[1]![1].toString()).toBe(`Bearer ${"*".repeat(cursor.realSessionToken.length)}`);
       expect((await lastAudit()).note).toBe("1 real credential(s) in the answer replaced");
 
-      // A refused exchange that quotes the key it got: the agent reads its placeholder there.
+      // A refused key exchange that quotes the key it got: the agent reads its placeholder there.
       cursor.apiKey = "crsr_SOMEONE_ELSE";
       const refused = await exchange(base, g.placeholder);
       const refusedText = await refused.text();
       seen.push(refusedText);
       expect(refused.status).toBe(401);
-      expect(JSON.parse(refusedText).message).toBe(`The provided API key is invalid: ${g.placeholder}`);
       expect(cursor.received.at(-1)!.headers.authorization).toBe(`Bearer ${KEY}`);
+      expect(JSON.parse(refusedText).message).toBe(`The provided API key is invalid: ${g.placeholder}`);
     } finally {
       cursor.echo = false;
       cursor.apiKey = null;
