@@ -65,7 +65,7 @@ export class CursorSessions {
     return this.byPlaceholder.get(placeholder)?.real;
   }
 
-  /** All session placeholders of a grant, for substitution in a request. */
+  /** All session placeholders of a grant: swapped back in its Authorization header, scrubbed from its answers. */
   pairs(grantToken: string): [string, string][] {
     const out: [string, string][] = [];
     for (const [ph, s] of this.byPlaceholder) if (s.grantToken === grantToken) out.push([ph, s.real]);
@@ -248,7 +248,6 @@ const CONNECT_CODES: Record<number, string> = {
   401: "unauthenticated",
   403: "permission_denied",
   413: "resource_exhausted",
-  499: "canceled",
   502: "unavailable",
   504: "deadline_exceeded",
 };
