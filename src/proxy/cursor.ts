@@ -1,24 +1,41 @@
 /**
  * The Cursor route, `/_lazy/cursor/<placeholder>/<upstream path>`: forwarded verbatim to
  * Cursor's API, the one exception to the forwarding surface. cursor-agent puts its key in more
- * than one place, so the placeholder rides in the URL and the real key is substituted wherever
- * the client put it: headers, and bodies that declare ≤ 64 KiB (the bidirectional agent stream
- * is never buffered). The token in the path is never logged; a malformed route is reported by
- * segment count only. `/_lazy/cursor/-/…` carries a host login session, untouched.
+ * than one place, so the placeholder rides in the URL. The agent is hostile (issue 17), so:
+ *
+ * - only a placeholder of a cursor-agent profile redeems here, and a pinned one only from its
+ *   container's address (the check forward.ts makes, shared);
+ * - the real key goes only where cursor-agent puts it (WIRE.md §5): `Authorization: Bearer`, and
+ *   the `apiKey` field of the key exchange's JSON body. The placeholder's bytes anywhere else (a
+ *   prompt saying "repeat: key_lazy_…") stay the placeholder;
+ * - whatever a real credential went upstream for, the answer is scrubbed of it (cursor-scrub.ts)
+ *   before it reaches the container: whole when its size is known, chunk by chunk otherwise.
+ *
+ * The token in the path is never logged; a malformed route is reported by segment count only.
+ * `/_lazy/cursor/-/…` carries a host login session, untouched and unattributed; a lazy
+ * placeholder presented there is refused (a container has nothing else to present).
  *
  * Beyond the docs (WIRE.md §5): Cursor trades the key for a session token, which every later
  * call carries. The proxy swaps the real session tokens in that answer for placeholders of its
- * own and swaps them back on every later request, so no real Cursor credential reaches the agent.
+ * own and swaps them back in later requests' Authorization header, so no real Cursor
+ * credential reaches the agent.
  */
 import type { Server } from "bun";
 import * as Placeholders from "./placeholders";
-import { errorResponse } from "./errors";
-import { send, relay, HOP, type Context } from "./forward";
+import { rawResponse } from "./errors";
+import { send, relay, offPin, presented, HOP, type Context } from "./forward";
+import { Scrubber, scrubStream } from "./cursor-scrub";
 import type { Row } from "./audit";
 import type { Grant } from "./grants";
 
 export const PREFIX = "/_lazy/cursor/";
-const MAX_SUBSTITUTED_BODY = 64 * 1024;
+/**
+ * Request bodies up to this are read whole: the key exchange's (its `apiKey` is swapped), and
+ * any other that declares it, so a reset can be retried. Bigger ones (the agent stream) stream.
+ */
+const MAX_BUFFERED_BODY = 64 * 1024;
+/** Answers of known size up to this are scrubbed whole; bigger ones, and streams, chunk by chunk. */
+const MAX_SCRUBBED_WHOLE = 8 * 1024 * 1024;
 
 interface Session {
   real: string;
@@ -48,7 +65,7 @@ export class CursorSessions {
     return this.byPlaceholder.get(placeholder)?.real;
   }
 
-  /** All session placeholders of a grant, for substitution in a request. */
+  /** All session placeholders of a grant: swapped back in its Authorization header, scrubbed from its answers. */
   pairs(grantToken: string): [string, string][] {
     const out: [string, string][] = [];
     for (const [ph, s] of this.byPlaceholder) if (s.grantToken === grantToken) out.push([ph, s.real]);
@@ -72,7 +89,7 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
   const path = q === -1 ? target : target.slice(0, q);
   const query = q === -1 ? "" : target.slice(q);
   const segments = path.split("/");
-  const upstream = ctx.targets().cursor();
+  let upstream = ctx.targets().cursor();
   const token = segments[3] ?? "";
   const rest = "/" + segments.slice(4).join("/");
   const shownPath = `${PREFIX}…${rest}`.slice(0, 300);
@@ -87,42 +104,71 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
     method: req.method,
     path: shownPath,
   });
-  const fail = (status: number, type: string, message: string, grant?: Grant): Response => {
-    ctx.audit.record({ ...row(grant, null), path: segments.length < 5 ? `${PREFIX}(malformed)` : shownPath, status, durationMs: performance.now() - started, ttfbMs: null, bytesIn: 0, bytesOut: 0, usage: null, retries: 0, note: message });
-    ctx.log.warn(`${status} ${req.method} cursor route: ${message}`);
-    return errorResponse("cursor", status, type, message);
+  const fail = (status: number, message: string, grant?: Grant, note = message): Response => {
+    ctx.audit.record({ ...row(grant, null), path: segments.length < 5 ? `${PREFIX}(malformed)` : shownPath, status, durationMs: performance.now() - started, ttfbMs: null, bytesIn: 0, bytesOut: 0, usage: null, retries: 0, note });
+    ctx.log.warn(`${status} ${req.method} cursor route: ${note}`);
+    return connectError(status, message);
   };
 
   if (segments.length < 5 || !token || segments[4] === undefined)
-    return fail(400, "invalid_request_error", `lazy's proxy got a malformed Cursor route (${segments.length - 1} path segments; expected /_lazy/cursor/<placeholder>/<upstream path>).`);
+    return fail(400, `lazy's proxy got a malformed Cursor route (${segments.length - 1} path segments; expected /_lazy/cursor/<placeholder>/<upstream path>).`);
 
   const headers = new Headers(req.headers);
   for (const h of HOP) headers.delete(h);
   let grant: Grant | undefined;
-  let pairs: [string, string][] = [];
   let credential: string | null = null;
+  let key = "";
+  /** Real credential → its placeholder: what went upstream, scrubbed from the answer. */
+  let secrets: [string, string][] = [];
 
-  if (token !== "-") {
+  if (token === "-") {
+    // A host login session rides here untouched. A container holds only placeholders, and none
+    // of them is redeemed on this route: one presented here is a container's trick, refused.
+    const shown = presented(headers);
+    if (shown && Placeholders.isPlaceholder(shown))
+      return fail(401, `lazy's proxy refused a lazy placeholder on the host-login Cursor route (/_lazy/cursor/-/): nothing is substituted there. A task's cursor-agent uses /_lazy/cursor/<its placeholder>/.`, undefined, "placeholder presented on the host-login route");
+  } else {
     grant = ctx.grants.lookup(token);
-    if (!grant) return fail(401, "authentication_error", "lazy's proxy does not know this Cursor placeholder: the task's grant is gone. Start the task again: lazy start TASK.");
-    const name = upstream.credential ?? "cursor";
+    if (!grant) return fail(401, "lazy's proxy does not know this Cursor placeholder: the task's grant is gone. Start the task again: lazy start TASK.");
+    const from = offPin(grant, req, server);
+    if (from)
+      return fail(401, `lazy's proxy refused this placeholder: it belongs to ${grant.taskRef ?? grant.taskId ? `task ${grant.taskRef ?? grant.taskId}'s` : "a"} container (${grant.pinnedIp}) and was presented from ${from}.`, grant, `pinned placeholder presented from ${from}, not its container ${grant.pinnedIp}`);
+    // Only a Cursor profile's placeholder redeems the Cursor key: any other grant (a Claude or a
+    // local-model profile) stands for another credential and another upstream.
+    const mine = ctx.targets().forProfile(grant.profile);
+    if (mine?.kind !== "cursor")
+      return fail(403, `lazy's proxy refused this placeholder on the Cursor route: it belongs to profile ${grant.profile}, which ${mine ? "is not a cursor-agent profile" : "is no longer in lazy.toml"}. Only a cursor-agent profile's placeholder works under /_lazy/cursor/.`, grant, `placeholder of non-Cursor profile ${grant.profile} on the Cursor route`);
+    upstream = mine;
+    const name = upstream.credential;
+    if (!name) return fail(401, `lazy's proxy has no credential for Cursor: profile ${grant.profile} sets credential = "none". Name the credential under [profiles.${grant.profile}] in lazy.toml.`, grant);
     const cred = ctx.credentials.get(name);
-    if (!cred) return fail(401, "authentication_error", `lazy's proxy has no credential "${name}" for Cursor: store it with lazy auth set ${name}.`, grant);
+    if (!cred) return fail(401, `lazy's proxy has no credential "${name}" for Cursor: store it with lazy auth set ${name}.`, grant);
+    if (/[\r\n\0]/.test(cred.value)) return fail(401, `lazy's proxy will not send the stored credential "${name}": it contains a line break. Store it again: lazy auth set ${name}.`, grant);
     credential = name;
-    pairs = [[token, cred.value], ...(await sessions.pairs(grant.token))];
-    for (const [k, v] of headers) {
-      const swapped = substitute(v, pairs);
-      if (swapped !== v) headers.set(k, swapped);
-    }
+    key = cred.value;
+    const sessionPairs = await sessions.pairs(grant.token);
+    secrets = [[cred.value, token], ...sessionPairs.map(([ph, real]): [string, string] => [real, ph])];
+    // The key (or a session token) goes only where cursor-agent puts it: Authorization: Bearer.
+    const auth = /^bearer\s+(\S+)\s*$/i.exec(headers.get("authorization") ?? "")?.[1];
+    const real = auth === token ? cred.value : sessionPairs.find(([ph]) => ph === auth)?.[1];
+    if (real) headers.set("authorization", `Bearer ${real}`);
+    // Plain bytes back, so the answer can be scrubbed: no HTTP nor Connect per-message compression.
+    headers.set("accept-encoding", "identity");
+    headers.delete("connect-accept-encoding");
+    headers.delete("grpc-accept-encoding");
   }
 
+  const exchange = rest.endsWith("/auth/exchange_user_api_key");
   const declared = Number(req.headers.get("content-length") ?? NaN);
   let body: Uint8Array | ReadableStream<Uint8Array> | undefined;
   if (req.method !== "GET" && req.method !== "HEAD") {
-    if (Number.isFinite(declared) && declared <= MAX_SUBSTITUTED_BODY) {
-      const raw = new Uint8Array(await req.arrayBuffer());
-      body = pairs.length ? substituteBytes(raw, pairs) : raw;
-    } else body = req.body ?? undefined; // streamed through, never buffered
+    if (grant && exchange) {
+      // The key exchange is the one body cursor-agent puts its key in ({"apiKey": …}).
+      const raw = await readAtMost(req, MAX_BUFFERED_BODY);
+      if (!raw) return fail(413, `lazy's proxy refused a Cursor key exchange body over ${MAX_BUFFERED_BODY} bytes.`, grant);
+      body = withKey(raw, token, key);
+    } else if (Number.isFinite(declared) && declared <= MAX_BUFFERED_BODY) body = new Uint8Array(await req.arrayBuffer()); // replayable on a reset
+    else body = req.body ?? undefined; // streamed through, never buffered
   }
 
   const sent = await send(ctx, upstream.base + rest + query, req, headers, body);
@@ -130,7 +176,7 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
     if (sent.failure === "aborted") return new Response(null, { status: 499 });
     const message = `Cursor (${new URL(upstream.origin).host}${grant ? `, profile ${grant.profile}` : ""}) ${sent.failure === "connect" ? "could not be reached" : sent.failure === "timeout" ? "sent no response headers" : "reset the connection"} ${Math.round(performance.now() - started)} ms into the request`;
     if (sent.failure !== "other") ctx.health.record("Cursor", sent.failure, message);
-    return fail(sent.failure === "timeout" ? 504 : 502, "api_error", message, grant);
+    return fail(sent.failure === "timeout" ? 504 : 502, message, grant);
   }
   const res = sent.res;
   const ttfb = performance.now() - started;
@@ -138,20 +184,32 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
   const out = res.headers; // end-to-end headers only (upstream.ts)
   const finish = (bytesOut: number, note: string | null) =>
     ctx.audit.record({ ...row(grant, credential), status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn: body instanceof Uint8Array ? body.length : 0, bytesOut, usage: null, retries: sent.retries, note } satisfies Row);
+  const withheld = (note: string, message: string): Response => {
+    res.cancel();
+    finish(0, note);
+    return connectError(502, message);
+  };
+
+  if (grant && !/^(identity)?$/i.test((out.get("content-encoding") ?? "").trim()))
+    return withheld("compressed answer withheld", `Cursor answered compressed (${out.get("content-encoding")}) although lazy's proxy asked for plain bytes; the proxy cannot check it for credentials, so it withheld it.`);
+  if (grant && !/^(identity)?$/i.test((out.get("connect-content-encoding") ?? "").trim()))
+    return withheld("compressed stream withheld", `Cursor answered with compressed messages (${out.get("connect-content-encoding")}) although lazy's proxy asked for none; the proxy cannot check them for credentials, so it withheld them.`);
 
   // The key exchange answers with real session tokens: the agent gets placeholders instead.
-  if (grant && rest.endsWith("/auth/exchange_user_api_key") && res.ok) {
+  if (grant && exchange && res.ok) {
     const text = new TextDecoder().decode(await res.bytes());
     let json: Record<string, unknown>;
     try {
       json = JSON.parse(text);
     } catch {
       finish(text.length, "unparsable key exchange answer withheld");
-      return errorResponse("cursor", 502, "api_error", "Cursor answered the key exchange with something that is not JSON; lazy's proxy withheld it.");
+      return connectError(502, "Cursor answered the key exchange with something that is not JSON; lazy's proxy withheld it.");
     }
     for (const k of ["accessToken", "refreshToken", "access_token", "refresh_token", "token"])
       if (typeof json[k] === "string") json[k] = await sessions.swapOut(json[k] as string, grant);
-    const swapped = JSON.stringify(json);
+    // Anything else in it that is real (an echoed key, a token under another name) is scrubbed too.
+    const all = [...secrets, ...(await sessions.pairs(grant.token)).map(([ph, real]): [string, string] => [real, ph])];
+    const swapped = new Scrubber(all, true).all(new TextEncoder().encode(JSON.stringify(json)));
     finish(swapped.length, "session tokens swapped for placeholders");
     out.set("content-type", "application/json");
     return new Response(swapped, { status: res.status, headers: out });
@@ -161,20 +219,74 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
     finish(0, null);
     return new Response(null, { status: res.status, headers: out });
   }
-  return new Response(relay(res.stream(), null, finish), { status: res.status, statusText: res.statusText, headers: out });
+  if (!grant) return new Response(relay(res.stream(), null, finish), { status: res.status, statusText: res.statusText, headers: out });
+
+  // A real credential went upstream: none may come back. A bounded answer is scrubbed whole.
+  const scrubber = new Scrubber(secrets, Scrubber.isText(out.get("content-type")));
+  const scrubbed = (bytesOut: number, note: string | null) => {
+    if (scrubber.replaced) ctx.log.warn(`Cursor's answer to ${req.method} ${shownPath} (profile ${grant.profile}) carried a real Cursor credential ${scrubber.replaced} time(s); lazy's proxy replaced it before the agent got it`);
+    finish(bytesOut, scrubber.replaced ? [note, `${scrubber.replaced} real credential(s) in the answer replaced`].filter(Boolean).join("; ") : note);
+  };
+  if (!out.get("content-type")?.includes("event-stream") && res.length !== undefined && res.length <= MAX_SCRUBBED_WHOLE) {
+    const bytes = await res.bytes().catch(() => null);
+    if (bytes) {
+      const clean = scrubber.all(bytes);
+      scrubbed(clean.length, null);
+      return new Response(clean, { status: res.status, statusText: res.statusText, headers: out });
+    }
+  }
+  return new Response(relay(scrubStream(res.stream(), scrubber), null, scrubbed), { status: res.status, statusText: res.statusText, headers: out });
 }
 
-function substitute(value: string, pairs: [string, string][]): string {
-  let v = value;
-  for (const [from, to] of pairs) if (v.includes(from)) v = v.split(from).join(to);
-  return v;
+/** Cursor speaks Connect: its errors are `{code, message}` with the HTTP status. */
+function connectError(status: number, message: string): Response {
+  return rawResponse(status, { code: CONNECT_CODES[status] ?? (status >= 500 ? "unavailable" : "unknown"), message });
 }
 
-function substituteBytes(raw: Uint8Array, pairs: [string, string][]): Uint8Array {
-  const text = Buffer.from(raw).toString("latin1");
-  let changed = text;
-  for (const [from, to] of pairs) if (changed.includes(from)) changed = changed.split(from).join(Buffer.from(to).toString("latin1"));
-  return changed === text ? raw : Buffer.from(changed, "latin1");
+const CONNECT_CODES: Record<number, string> = {
+  400: "invalid_argument",
+  401: "unauthenticated",
+  403: "permission_denied",
+  413: "resource_exhausted",
+  502: "unavailable",
+  504: "deadline_exceeded",
+};
+
+/** The request body, or null when it runs past `max` bytes (whatever its framing). */
+async function readAtMost(req: Request, max: number): Promise<Uint8Array | null> {
+  if (!req.body) return new Uint8Array(0);
+  const reader = req.body.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > max) {
+      void reader.cancel().catch(() => {});
+      return null;
+    }
+    parts.push(value);
+  }
+  return Buffer.concat(parts);
+}
+
+/**
+ * The key exchange body with the real key in its `apiKey` field, when that field holds exactly
+ * this placeholder. Anything else is forwarded as sent: the placeholder's bytes elsewhere (in a
+ * prompt, a name) stay the placeholder.
+ */
+function withKey(raw: Uint8Array, placeholder: string, key: string): Uint8Array {
+  let json: unknown;
+  try {
+    json = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(raw));
+  } catch {
+    return raw;
+  }
+  if (typeof json !== "object" || json === null || Array.isArray(json)) return raw;
+  const obj = json as Record<string, unknown>;
+  if (obj.apiKey !== placeholder) return raw;
+  return new TextEncoder().encode(JSON.stringify({ ...obj, apiKey: key }));
 }
 
 function jwtExp(token: string): number | undefined {

@@ -51,6 +51,13 @@ export function presented(headers: Headers): string | undefined {
   return undefined;
 }
 
+/** Where a pinned placeholder was presented from, when that is not its container's address; undefined when it may be used. */
+export function offPin(grant: Grant, req: Request, server: Server<undefined>): string | undefined {
+  if (!grant.pinnedIp) return undefined;
+  const from = (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, "");
+  return from === grant.pinnedIp ? undefined : from;
+}
+
 export async function handle(ctx: Context, req: Request, server: Server<undefined>): Promise<Response> {
   const started = performance.now();
   // No idle cut: the proxy's listener runs with idleTimeout 0 (a model may think for minutes).
@@ -90,8 +97,8 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
 
   // A placeholder pinned to its container works from that container's address only.
   if (grant?.pinnedIp) {
-    const from = (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, "");
-    if (from !== grant.pinnedIp)
+    const from = offPin(grant, req, server);
+    if (from)
       return refuse(
         errorResponse("anthropic", 401, "authentication_error", `lazy's proxy refused this placeholder: it belongs to task ${grant.taskRef ?? grant.taskId}'s container (${grant.pinnedIp}) and was presented from ${from}.`),
         `pinned placeholder presented from ${from}, not its container ${grant.pinnedIp}`,

@@ -81,6 +81,13 @@ export interface CursorMockProvider extends MockProvider {
   realRefreshToken: string;
   /** When set, the exchange accepts only this key (header, and body `apiKey` if present). null: any non-empty key. */
   apiKey: string | null;
+  /**
+   * An upstream that repeats what it got, as a model asked to "repeat: …" would, and as an error
+   * that quotes the credential does: AvailableModels (JSON) answers `{echo: <body>, authorization:
+   * <header>}`; RunSSE one data frame with the request body, then one with the Authorization
+   * header; a refused key exchange names the key it got. Off by default.
+   */
+  echo: boolean;
 }
 
 export const DEFAULT_REPLY_TEXT = "Hello from lazy's mock provider.";
@@ -677,6 +684,7 @@ class CursorMock extends Mock implements CursorMockProvider {
   realSessionToken = jwt("api_key_token", 3600);
   realRefreshToken = jwt("refresh_token", 60 * 86400);
   apiKey: string | null = null;
+  echo = false;
 
   protected errorBody(status: number, message: string): unknown {
     return { code: CONNECT_CODES[status] ?? (status >= 500 ? "unavailable" : "unknown"), message };
@@ -689,6 +697,16 @@ class CursorMock extends Mock implements CursorMockProvider {
     if (method !== "POST" || !rpc) return json(404, this.errorBody(404, `${method} ${path} not found`));
     if (r.headers.authorization !== `Bearer ${this.realSessionToken}`) {
       return json(401, this.errorBody(401, "Not logged in (no valid session token)"));
+    }
+    if (this.echo && path === "/aiserver.v1.AiService/AvailableModels") {
+      // A unary answer of declared length, as Connect sends one.
+      const text = JSON.stringify({ echo: r.body, authorization: r.headers.authorization });
+      return { status: 200, headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) }, chunks: [text] };
+    }
+    if (this.echo) {
+      // The header's frame goes out in two writes, cut inside the token.
+      const auth = connectFrame(0, new TextEncoder().encode(r.headers.authorization));
+      return { status: 200, headers: { "content-type": "application/connect+proto" }, chunks: [connectFrame(0, r.bytes), auth.subarray(0, 30), auth.subarray(30), connectFrame(2, new TextEncoder().encode("{}"))] };
     }
     if (path === "/aiserver.v1.AiService/AvailableModels") {
       if ((r.headers["content-type"] ?? "").includes("json")) return json(200, { models: CURSOR_MODELS.map((name) => ({ name })) });
@@ -706,7 +724,7 @@ class CursorMock extends Mock implements CursorMockProvider {
     const body = parseBody(r);
     const bodyKey = body && typeof body.apiKey === "string" ? body.apiKey : null;
     const valid = key !== "" && (this.apiKey === null || (key === this.apiKey && (bodyKey === null || bodyKey === this.apiKey)));
-    if (!valid) return json(401, this.errorBody(401, "The provided API key is invalid."));
+    if (!valid) return json(401, this.errorBody(401, this.echo ? `The provided API key is invalid: ${key}` : "The provided API key is invalid."));
     return json(200, { accessToken: this.realSessionToken, refreshToken: this.realRefreshToken });
   }
 }
