@@ -53,6 +53,31 @@ afterAll(async () => {
   await openai?.close();
 });
 
+/**
+ * A task of this profile whose first turn has finished, made by whichever test needs it first
+ * (a test that made it itself, with its own assertions, leaves it for the others): every test
+ * runs alone (bun test -t) as well as in order.
+ */
+const made = new Map<string, Promise<any>>();
+function finishedTask(code: string, profile: "claude" | "codex" | "pi"): Promise<any> {
+  let m = made.get(code);
+  if (!m) {
+    m = (async () => {
+      const existing = (await p.json(["task", "list"])).find((t: any) => t.code === code);
+      if (existing && existing.status !== "queued" && existing.status !== "running") return existing;
+      anthropic.reply = { text: "ok." };
+      openai.reply = { text: "ok." };
+      if (!existing) await p.ok(["task", "add", `Say ok (${code})`, "--code", code, ...(profile === "claude" ? [] : ["--profile", profile])]);
+      await p.ok(["start", code]);
+      const t = await waitStatus(code);
+      expect(t.status).toBe("done");
+      return t;
+    })();
+    made.set(code, m);
+  }
+  return m;
+}
+
 const events = async (ref: string) => (await p.json(["logs", ref])) as never as any[];
 async function waitStatus(ref: string, timeoutMs = 600_000): Promise<any> {
   return until(async () => {
@@ -143,7 +168,7 @@ describe("a task in its container", () => {
   }, 900_000);
 
   test("the real credential appears nowhere a container can see", async () => {
-    const t = (await p.json(["task", "show", "codex-hello"])).task;
+    const t = await finishedTask("codex-hello", "codex");
     const name = `lazy-${p.stateDir.split("/").at(-1)}-${t.id}`;
     const inspect = docker(`inspect ${name}`);
     expect(inspect.code).toBe(0);
@@ -169,7 +194,8 @@ describe("a task in its container", () => {
   }, 120_000);
 
   test("from inside a task container: another branch's ref, .git/config, .git/hooks and another task's worktree are out of reach", async () => {
-    const t = (await p.json(["task", "show", "codex-hello"])).task;
+    const t = await finishedTask("codex-hello", "codex");
+    await finishedTask("pi-hello", "pi");
     const name = `lazy-${p.stateDir.split("/").at(-1)}-${t.id}`;
     const other = join(p.stateDir, "worktrees", "pi-hello");
     const mine = join(p.stateDir, "worktrees", "codex-hello");
@@ -192,7 +218,7 @@ describe("a task in its container", () => {
   }, 120_000);
 
   test("a placeholder replayed from a second container gets a 401, audited with its cause", async () => {
-    const t = (await p.json(["task", "show", "pi-hello"])).task;
+    const t = await finishedTask("pi-hello", "pi");
     const name = `lazy-${p.stateDir.split("/").at(-1)}-${t.id}`;
     const env = docker(`exec ${name} cat /lazy/harness/models.json`).out;
     const base = JSON.parse(env).providers.anthropic.baseUrl;
@@ -207,17 +233,23 @@ describe("a task in its container", () => {
   }, 120_000);
 
   test("reject leaves main untouched; after accept or reject the grant's next request gets a 401", async () => {
-    const g = await p.grant({ role: "agent", task: "pi-hello", profile: "pi" });
+    await finishedTask("reject-me", "pi");
+    const accepted = await finishedTask("accept-me", "claude");
+    const g = await p.grant({ role: "agent", task: "reject-me", profile: "pi" });
+    const ga = await p.grant({ role: "agent", task: "accept-me" });
     const mainBefore = sh(p.root, "git rev-parse main").out.trim();
-    await p.ok(["reject", "pi-hello"]);
+    await p.ok(["reject", "reject-me"]);
     expect(sh(p.root, "git rev-parse main").out.trim()).toBe(mainBefore);
-    expect(sh(p.root, "git rev-parse --verify --quiet lazy/pi-hello").code).not.toBe(0);
+    expect(sh(p.root, "git rev-parse --verify --quiet lazy/reject-me").code).not.toBe(0);
     const res = await fetch(`${p.runtimeProxyUrl()}/v1/messages`, { method: "POST", headers: { "x-api-key": g.placeholder }, body: "{}" });
     expect(res.status).toBe(401);
     expect((await res.json()).error.message).toContain("grant is gone");
-    // The accepted task's container is gone too, and its placeholder with it.
-    expect(docker(`ps -aq --filter label=dev.lazy.root=${p.root} --filter label=dev.lazy.task=${(await p.json(["task", "show", "add-hello"])).task.id}`).out.trim()).toBe("");
-  }, 120_000);
+    // After accept, the task's container is gone too, and its placeholder with it.
+    await p.ok(["accept", "accept-me"]);
+    expect(docker(`ps -aq --filter label=dev.lazy.root=${p.root} --filter label=dev.lazy.task=${accepted.id}`).out.trim()).toBe("");
+    const after = await fetch(`${p.runtimeProxyUrl()}/v1/messages`, { method: "POST", headers: { "x-api-key": ga.placeholder }, body: "{}" });
+    expect(after.status).toBe(401);
+  }, 300_000);
 
   test("kill -9 of the daemon during a turn: after restart the task is reconciled, not stuck", async () => {
     anthropic.reset();
