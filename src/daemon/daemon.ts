@@ -19,7 +19,7 @@ import { CredentialStore } from "../credentials";
 import { lazyHome } from "../util/paths";
 import { api } from "./api";
 import { Runner } from "../runner";
-import { Bus } from "./bus";
+import { Bus } from "../bus";
 import { ConfigWatch } from "./config-watch";
 import * as State from "./state";
 
