@@ -105,7 +105,7 @@ export function api(d: Daemon, token: string, log: Logger) {
     })
     .post("/api/tasks", ({ body, set }) => {
       const input = parseBody(AddTask, body);
-      const config = d.config.state.config;
+      const config = d.configWatch.state.config;
       const profile = input.profile ?? defaultProfile(config);
       resolveProfile(config, profile);
       const task = Tasks.add(d.db, { ...input, profile });
@@ -157,7 +157,7 @@ export function api(d: Daemon, token: string, log: Logger) {
       const input = parseBody(MintGrant, body);
       if (d.proxy.state !== "ready")
         throw new LazyError("proxy_unavailable", "The model proxy is not available, so nothing can be launched; run lazy doctor for the finding and remedy.");
-      const config = d.config.state.config;
+      const config = d.configWatch.state.config;
       const task = input.task ? Tasks.resolve(d.db, input.task) : undefined;
       if (input.role === "agent" && !task) throw new LazyError("invalid_input", "An agent grant needs a task.");
       if (task && isFinal(task.status)) throw new LazyError("conflict", `Task ${task.code ?? task.id} is ${task.status}; its session has ended.`);

@@ -47,7 +47,7 @@ export class Daemon {
     readonly root: string,
     readonly paths: State.StatePaths,
     readonly db: Database,
-    readonly config: ConfigWatch,
+    readonly configWatch: ConfigWatch,
     readonly proxy: Proxy,
     readonly credentials: CredentialStore,
     readonly runner: Runner,
@@ -58,7 +58,7 @@ export class Daemon {
   ) {}
 
   get webEnabled(): boolean {
-    return this.config.state.config.server.web;
+    return this.configWatch.state.config.server.web;
   }
 
   /**
@@ -90,7 +90,7 @@ export class Daemon {
         Log.create("config"),
         (c) => {
           if (!daemon) return;
-          if (!daemon.config.state.broken) daemon.proxy.reconfigure(c);
+          if (!daemon.configWatch.state.broken) daemon.proxy.reconfigure(c);
           daemon.bus.publish({ kind: "config" });
         },
         (c) => {
@@ -111,7 +111,7 @@ export class Daemon {
       daemon.listenApi(config, token);
       watch.start();
       const proxyAddr = proxy.address;
-      State.writeRuntime(paths, {
+      State.writeRecord(paths, {
         pid: process.pid,
         version: VERSION,
         root,
@@ -155,7 +155,7 @@ export class Daemon {
   }
 
   status(): Status {
-    const c = this.config.state;
+    const c = this.configWatch.state;
     const proxyAddr = this.proxy.address;
     return {
       pid: process.pid,
@@ -178,12 +178,12 @@ export class Daemon {
     if (this.stopping) return;
     this.stopping = true;
     this.log.info(`stopping: ${reason}`);
-    this.config.stop();
+    this.configWatch.stop();
     this.runner.shutdown();
     this.apiServer?.stop(true);
     await this.proxy.stop();
     this.credentials.stop();
-    State.clearRuntime(this.paths, process.pid);
+    State.clearRecord(this.paths, process.pid);
     this.db.close();
     this.lock.release();
     process.exit(0);

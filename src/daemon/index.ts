@@ -4,7 +4,7 @@
  * parts from here (state files, types); the daemon itself loads when `lazy daemon run` asks.
  */
 export * as State from "./state";
-export type { Runtime } from "./state";
+export type { DaemonRecord } from "./state";
 export type { Status, Daemon } from "./daemon";
 
 /** `lazy daemon run`: serve the project in this process until told to stop. */
