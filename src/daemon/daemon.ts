@@ -20,22 +20,9 @@ import { lazyHome } from "../util/paths";
 import { api } from "./api";
 import { Runner } from "../runner";
 import { Bus } from "../bus";
+import type { Status } from "./status";
 import { ConfigWatch } from "./config-watch";
 import * as State from "./state";
-
-export interface Status {
-  pid: number;
-  version: string;
-  root: string;
-  slug: string;
-  stateDir: string;
-  startedAt: string;
-  uptimeMs: number;
-  web: { enabled: boolean; url: string | null };
-  api: { url: string };
-  proxy: { state: string; url: string | null; error?: string };
-  config: { state: "ok" | "broken"; loadedAt: string; present: boolean; problems: string[]; brokenSince?: string };
-}
 
 export class Daemon {
   readonly version = VERSION;
@@ -134,7 +121,23 @@ export class Daemon {
   }
 
   private listenApi(config: Config, token: string): void {
-    const app = api(this, token, Log.create("api"));
+    const app = api(
+      {
+        version: this.version,
+        db: this.db,
+        bus: this.bus,
+        config: () => this.configWatch.state.config,
+        runner: this.runner,
+        credentials: this.credentials,
+        proxy: this.proxy,
+        log: Log.create("api"),
+        apiUrl: () => this.apiUrl,
+        webEnabled: () => this.webEnabled,
+        status: () => this.status(),
+        stop: (reason) => this.stop(reason),
+      },
+      token,
+    );
     const pid = String(process.pid);
     this.apiServer = listen(config.server.bind, config.server.port, {
       idleTimeout: 30,

@@ -5,7 +5,8 @@
  */
 export * as State from "./state";
 export type { DaemonRecord } from "./state";
-export type { Status, Daemon } from "./daemon";
+export type { Status } from "./status";
+export type { Daemon } from "./daemon";
 
 /** `lazy daemon run`: serve the project in this process until told to stop. */
 export async function run(root: string): Promise<void> {
