@@ -31,14 +31,14 @@ export class Daemon {
   private stopping = false;
 
   private constructor(
-    readonly root: string,
-    readonly paths: State.StatePaths,
-    readonly db: Database,
-    readonly configWatch: ConfigWatch,
-    readonly proxy: Proxy,
-    readonly credentials: CredentialStore,
-    readonly runner: Runner,
-    readonly bus: Bus,
+    private readonly root: string,
+    private readonly paths: State.StatePaths,
+    private readonly db: Database,
+    private readonly configWatch: ConfigWatch,
+    private readonly proxy: Proxy,
+    private readonly credentials: CredentialStore,
+    private readonly runner: Runner,
+    private readonly bus: Bus,
     private lock: Lock,
     private log: Log.Logger,
     private configPresent: boolean,
