@@ -48,6 +48,12 @@ export interface ApiDeps {
   stop: (reason: string) => Promise<void>;
 }
 
+/**
+ * The routes the server must not cut for idleness: the dashboard's live stream is quiet for long
+ * stretches (TRAPS.md), and a turn's start may build an image for minutes before it answers.
+ */
+export const longLived = (url: string): boolean => url.endsWith("/api/events") || /\/api\/tasks\/[^/]+\/(start|send)$/.test(url);
+
 export function api(d: ApiDeps, token: string) {
   const want = Buffer.from(token);
   const authorized = (req: Request): boolean => {

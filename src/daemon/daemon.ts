@@ -17,7 +17,7 @@ import { VERSION } from "../version";
 import { Proxy, Targets } from "../proxy";
 import { CredentialStore } from "../credentials";
 import { lazyHome } from "../util/paths";
-import { api } from "./api";
+import { api, longLived } from "./api";
 import { Runner } from "../runner";
 import { Bus } from "../bus";
 import type { Status } from "./status";
@@ -142,9 +142,7 @@ export class Daemon {
     this.apiServer = listen(config.server.bind, config.server.port, {
       idleTimeout: 30,
       fetch: (req, server) => {
-        // The dashboard's live stream is quiet for long stretches: no idle cut (TRAPS.md);
-        // and a turn's start may build an image for minutes before it answers.
-        if (req.url.endsWith("/api/events") || /\/api\/tasks\/[^/]+\/(start|send)$/.test(req.url)) server.timeout(req, 0);
+        if (longLived(req.url)) server.timeout(req, 0);
         return app.handle(req).then((res) => {
           res.headers.set("x-lazy-pid", pid);
           return res;
