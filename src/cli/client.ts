@@ -1,5 +1,5 @@
 /**
- * The CLI's way to the daemon. It finds the running daemon from its runtime record, starts
+ * The CLI's way to the daemon. It finds the running daemon from its record (daemon.json), starts
  * one when needed (two racing commands start exactly one: the daemon's lock decides), and
  * speaks to its API with the token. The CLI never writes the store itself.
  */
@@ -7,11 +7,11 @@ import { spawn } from "node:child_process";
 import { openSync, closeSync, readFileSync, existsSync, rmSync } from "node:fs";
 import { LazyError } from "../util/errors";
 import { ensurePrivateDir } from "../util/files";
-import { State, type Runtime } from "../daemon";
+import { State, type DaemonRecord } from "../daemon";
 
 export class Client {
   /**
-   * Unverified: found from the runtime record but not asked yet. The first request checks the
+   * Unverified: found from the daemon's record but not asked yet. The first request checks the
    * daemon's pid on the answer; a dead or foreign listener means starting ours and asking again.
    * That spares every command a separate health round trip.
    */
@@ -19,7 +19,7 @@ export class Client {
 
   constructor(
     readonly root: string,
-    public runtime: Runtime,
+    public record: DaemonRecord,
     private token: string,
     verified = true,
   ) {
@@ -27,8 +27,8 @@ export class Client {
   }
 
   get url(): string {
-    const h = this.runtime.api.host === "0.0.0.0" ? "127.0.0.1" : this.runtime.api.host === "::" ? "::1" : this.runtime.api.host;
-    return `http://${h.includes(":") ? `[${h}]` : h}:${this.runtime.api.port}`;
+    const h = this.record.api.host === "0.0.0.0" ? "127.0.0.1" : this.record.api.host === "::" ? "::1" : this.record.api.host;
+    return `http://${h.includes(":") ? `[${h}]` : h}:${this.record.api.port}`;
   }
 
   get authToken(): string {
@@ -40,10 +40,10 @@ export class Client {
     let res: Response | undefined;
     if (!this.verified) {
       res = await this.send(method, path, body, timeoutMs).catch(() => undefined);
-      if (!res || res.headers.get("x-lazy-pid") !== String(this.runtime.pid)) {
+      if (!res || res.headers.get("x-lazy-pid") !== String(this.record.pid)) {
         await res?.arrayBuffer();
         const fresh = await start(this.root);
-        this.runtime = fresh.runtime;
+        this.record = fresh.record;
         this.token = fresh.token;
         res = undefined;
       }
@@ -85,15 +85,15 @@ function selfCommand(): string[] {
 }
 
 async function reachable(root: string, p: State.StatePaths): Promise<Client | undefined> {
-  const runtime = State.readRuntime(p);
+  const record = State.readRecord(p);
   const token = State.readToken(p);
-  if (!runtime || !token || !State.isAlive(runtime.pid)) return undefined;
-  const c = new Client(root, runtime, token);
+  if (!record || !token || !State.isAlive(record.pid)) return undefined;
+  const c = new Client(root, record, token);
   try {
     // Every answer names the daemon's pid: a port reused by another process is not ours.
     const res = await c.send("GET", "/api/health", undefined, 2000);
     await res.arrayBuffer();
-    return res.ok && res.headers.get("x-lazy-pid") === String(runtime.pid) ? c : undefined;
+    return res.ok && res.headers.get("x-lazy-pid") === String(record.pid) ? c : undefined;
   } catch {
     return undefined;
   }
@@ -107,9 +107,9 @@ export async function running(root: string): Promise<Client | undefined> {
 /** The project's daemon, started when none runs. */
 export async function connect(root: string): Promise<Client> {
   const p = State.paths(root);
-  const runtime = State.readRuntime(p);
+  const record = State.readRecord(p);
   const token = State.readToken(p);
-  if (runtime && token && State.isAlive(runtime.pid)) return new Client(root, runtime, token, false);
+  if (record && token && State.isAlive(record.pid)) return new Client(root, record, token, false);
   return start(root);
 }
 
@@ -177,22 +177,22 @@ function readStartupError(p: State.StatePaths): LazyError | undefined {
 /** Stop the project's daemon (politely, then by force) and wait until it is gone. */
 export async function stop(root: string): Promise<{ pid: number } | undefined> {
   const p = State.paths(root);
-  const runtime = State.readRuntime(p);
-  if (!runtime || !State.isAlive(runtime.pid)) {
-    if (runtime) State.clearRuntime(p, runtime.pid);
+  const record = State.readRecord(p);
+  if (!record || !State.isAlive(record.pid)) {
+    if (record) State.clearRecord(p, record.pid);
     return undefined;
   }
   const c = await reachable(root, p);
   if (c) await c.request("POST", "/api/daemon/stop").catch(() => {});
-  else process.kill(runtime.pid, "SIGTERM");
+  else process.kill(record.pid, "SIGTERM");
   const deadline = Date.now() + 10_000;
-  while (State.isAlive(runtime.pid) && Date.now() < deadline) await Bun.sleep(20);
-  if (State.isAlive(runtime.pid)) {
-    process.kill(runtime.pid, "SIGKILL");
+  while (State.isAlive(record.pid) && Date.now() < deadline) await Bun.sleep(20);
+  if (State.isAlive(record.pid)) {
+    process.kill(record.pid, "SIGKILL");
     const hard = Date.now() + 5_000;
-    while (State.isAlive(runtime.pid) && Date.now() < hard) await Bun.sleep(20);
+    while (State.isAlive(record.pid) && Date.now() < hard) await Bun.sleep(20);
   }
   // A daemon killed by force leaves its record behind.
-  rmSync(p.runtime, { force: true });
-  return { pid: runtime.pid };
+  rmSync(p.record, { force: true });
+  return { pid: record.pid };
 }

@@ -24,7 +24,14 @@ export const SESSION_COOKIE = "lazy_session";
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
-/** The value of one cookie in a Cookie header. */
+/**
+ * The value of one cookie in a Cookie header. Elysia sets the cookie (routes/dashboard.ts) but
+ * cannot read it here: the guard and the token check run in onRequest, before routing, whose
+ * context has no `cookie` (Elysia parses cookies after routing, for the handlers that use them),
+ * and `elysia/cookies`' parseCookie is async and writes a jar into `set`. Checking the token after
+ * routing instead would parse bodies of unauthenticated requests and answer 404 or 400 where 401
+ * is due. So this one small parser stays, for the guard and the token check alike.
+ */
 export function cookieValue(header: string | null, name: string): string | undefined {
   if (!header) return undefined;
   for (const part of header.split(";")) {

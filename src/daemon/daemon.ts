@@ -17,25 +17,12 @@ import { VERSION } from "../version";
 import { Proxy, Targets } from "../proxy";
 import { CredentialStore } from "../credentials";
 import { lazyHome } from "../util/paths";
-import { api } from "./api";
+import { api, longLived } from "./api";
 import { Runner } from "../runner";
-import { Bus } from "./bus";
+import { Bus } from "../bus";
+import type { Status } from "./status";
 import { ConfigWatch } from "./config-watch";
 import * as State from "./state";
-
-export interface Status {
-  pid: number;
-  version: string;
-  root: string;
-  slug: string;
-  stateDir: string;
-  startedAt: string;
-  uptimeMs: number;
-  web: { enabled: boolean; url: string | null };
-  api: { url: string };
-  proxy: { state: string; url: string | null; error?: string };
-  config: { state: "ok" | "broken"; loadedAt: string; present: boolean; problems: string[]; brokenSince?: string };
-}
 
 export class Daemon {
   readonly version = VERSION;
@@ -44,21 +31,21 @@ export class Daemon {
   private stopping = false;
 
   private constructor(
-    readonly root: string,
-    readonly paths: State.StatePaths,
-    readonly db: Database,
-    readonly config: ConfigWatch,
-    readonly proxy: Proxy,
-    readonly credentials: CredentialStore,
-    readonly runner: Runner,
-    readonly bus: Bus,
+    private readonly root: string,
+    private readonly paths: State.StatePaths,
+    private readonly db: Database,
+    private readonly configWatch: ConfigWatch,
+    private readonly proxy: Proxy,
+    private readonly credentials: CredentialStore,
+    private readonly runner: Runner,
+    private readonly bus: Bus,
     private lock: Lock,
     private log: Log.Logger,
     private configPresent: boolean,
   ) {}
 
   get webEnabled(): boolean {
-    return this.config.state.config.server.web;
+    return this.configWatch.state.config.server.web;
   }
 
   /**
@@ -90,7 +77,7 @@ export class Daemon {
         Log.create("config"),
         (c) => {
           if (!daemon) return;
-          if (!daemon.config.state.broken) daemon.proxy.reconfigure(c);
+          if (!daemon.configWatch.state.broken) daemon.proxy.reconfigure(c);
           daemon.bus.publish({ kind: "config" });
         },
         (c) => {
@@ -111,7 +98,7 @@ export class Daemon {
       daemon.listenApi(config, token);
       watch.start();
       const proxyAddr = proxy.address;
-      State.writeRuntime(paths, {
+      State.writeRecord(paths, {
         pid: process.pid,
         version: VERSION,
         root,
@@ -134,14 +121,28 @@ export class Daemon {
   }
 
   private listenApi(config: Config, token: string): void {
-    const app = api(this, token, Log.create("api"));
+    const app = api(
+      {
+        version: this.version,
+        db: this.db,
+        bus: this.bus,
+        config: () => this.configWatch.state.config,
+        runner: this.runner,
+        credentials: this.credentials,
+        proxy: this.proxy,
+        log: Log.create("api"),
+        apiUrl: () => this.apiUrl,
+        webEnabled: () => this.webEnabled,
+        status: () => this.status(),
+        stop: (reason) => this.stop(reason),
+      },
+      token,
+    );
     const pid = String(process.pid);
     this.apiServer = listen(config.server.bind, config.server.port, {
       idleTimeout: 30,
       fetch: (req, server) => {
-        // The dashboard's live stream is quiet for long stretches: no idle cut (TRAPS.md);
-        // and a turn's start may build an image for minutes before it answers.
-        if (req.url.endsWith("/api/events") || /\/api\/tasks\/[^/]+\/(start|send)$/.test(req.url)) server.timeout(req, 0);
+        if (longLived(req.url)) server.timeout(req, 0);
         return app.handle(req).then((res) => {
           res.headers.set("x-lazy-pid", pid);
           return res;
@@ -155,7 +156,7 @@ export class Daemon {
   }
 
   status(): Status {
-    const c = this.config.state;
+    const c = this.configWatch.state;
     const proxyAddr = this.proxy.address;
     return {
       pid: process.pid,
@@ -178,12 +179,12 @@ export class Daemon {
     if (this.stopping) return;
     this.stopping = true;
     this.log.info(`stopping: ${reason}`);
-    this.config.stop();
+    this.configWatch.stop();
     this.runner.shutdown();
     this.apiServer?.stop(true);
     await this.proxy.stop();
     this.credentials.stop();
-    State.clearRuntime(this.paths, process.pid);
+    State.clearRecord(this.paths, process.pid);
     this.db.close();
     this.lock.release();
     process.exit(0);

@@ -4,8 +4,9 @@
  * parts from here (state files, types); the daemon itself loads when `lazy daemon run` asks.
  */
 export * as State from "./state";
-export type { Runtime } from "./state";
-export type { Status, Daemon } from "./daemon";
+export type { DaemonRecord } from "./state";
+export type { Status } from "./status";
+export type { Daemon } from "./daemon";
 
 /** `lazy daemon run`: serve the project in this process until told to stop. */
 export async function run(root: string): Promise<void> {

@@ -1,7 +1,7 @@
 /**
  * The daemon's per-project state folder, `~/.lazy/daemon/<slug>/` (0700): the auth token
- * (0600), the single-instance lock, the pid, the log, the runtime record the CLI finds the
- * daemon by, and the task store. Nothing here lives under the project root.
+ * (0600), the single-instance lock, the pid, the log, the record the CLI finds the daemon by
+ * (daemon.json), and the task store. Nothing here lives under the project root.
  */
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -10,7 +10,7 @@ import { ensurePrivateDir, writeFileAtomic } from "../util/files";
 import { stateDir, projectSlug } from "../util/paths";
 
 /** The record a ready daemon leaves for the CLI (daemon.json). No zod here: every command reads it, and start-up time counts. */
-export interface Runtime {
+export interface DaemonRecord {
   pid: number;
   version: string;
   root: string;
@@ -21,8 +21,8 @@ export interface Runtime {
   proxy: { host: string; port: number } | null;
 }
 
-function isRuntime(v: unknown): v is Runtime {
-  const r = v as Runtime;
+function isRecord(v: unknown): v is DaemonRecord {
+  const r = v as DaemonRecord;
   return !!r && typeof r.pid === "number" && typeof r.version === "string" && typeof r.api?.host === "string" && typeof r.api?.port === "number";
 }
 
@@ -33,7 +33,8 @@ export interface StatePaths {
   lock: string;
   pid: string;
   log: string;
-  runtime: string;
+  /** daemon.json: the DaemonRecord. */
+  record: string;
   startupError: string;
   store: string;
 }
@@ -47,7 +48,7 @@ export function paths(root: string): StatePaths {
     lock: join(dir, "lock"),
     pid: join(dir, "pid"),
     log: join(dir, "daemon.log"),
-    runtime: join(dir, "daemon.json"),
+    record: join(dir, "daemon.json"),
     startupError: join(dir, "startup-error.json"),
     store: join(dir, "store.db"),
   };
@@ -73,24 +74,24 @@ export function readToken(p: StatePaths): string | undefined {
   }
 }
 
-export function readRuntime(p: StatePaths): Runtime | undefined {
+export function readRecord(p: StatePaths): DaemonRecord | undefined {
   try {
-    const r: unknown = JSON.parse(readFileSync(p.runtime, "utf8"));
-    return isRuntime(r) ? r : undefined;
+    const r: unknown = JSON.parse(readFileSync(p.record, "utf8"));
+    return isRecord(r) ? r : undefined;
   } catch {
     return undefined;
   }
 }
 
-export function writeRuntime(p: StatePaths, r: Runtime): void {
-  writeFileAtomic(p.runtime, JSON.stringify(r, null, 2));
+export function writeRecord(p: StatePaths, r: DaemonRecord): void {
+  writeFileAtomic(p.record, JSON.stringify(r, null, 2));
   writeFileAtomic(p.pid, `${r.pid}\n`);
 }
 
-export function clearRuntime(p: StatePaths, pid: number): void {
-  const r = readRuntime(p);
+export function clearRecord(p: StatePaths, pid: number): void {
+  const r = readRecord(p);
   if (r && r.pid !== pid) return;
-  rmSync(p.runtime, { force: true });
+  rmSync(p.record, { force: true });
   rmSync(p.pid, { force: true });
 }
 

@@ -3,7 +3,7 @@
  * status and updates live over SSE. The page carries no data: it trades the token in its
  * URL fragment (never sent to a server or a log) for a session cookie, then asks the API.
  */
-import { STATUSES } from "../store/status";
+import { STATUSES } from "../store";
 
 export function dashboardPage(): string {
   return `<!doctype html>

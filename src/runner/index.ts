@@ -19,7 +19,7 @@ import type { Proxy } from "../proxy";
 import { LazyError } from "../util/errors";
 import * as AgentDir from "../util/agent-dir";
 import type { Logger } from "../util/log";
-import type { Bus } from "../daemon/bus";
+import type { Bus } from "../bus";
 import { FILES, type Exit } from "../supervisor";
 import { BIN, containerEnv, mounts, linuxBinary } from "./container-spec";
 

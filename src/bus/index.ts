@@ -1,6 +1,7 @@
 /**
- * In-process change notifications: the store's writers publish, the dashboard's SSE
- * streams subscribe. Listeners must not throw; one that does is dropped.
+ * In-process change notifications: the store's writers (the API, the runner) publish, the
+ * dashboard's SSE streams subscribe. Listeners must not throw; one that does is dropped.
+ * A folder of its own, so the runner reaches it without going into daemon/.
  */
 export type Change = { kind: "task"; taskId: string } | { kind: "config" };
 type Listener = (c: Change) => void;

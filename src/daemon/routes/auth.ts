@@ -1,0 +1,41 @@
+/** The credential routes behind `lazy auth`: list (with the proxy's findings), set, remove. */
+import { Elysia } from "elysia";
+import { z } from "zod";
+import { LazyError } from "../../util/errors";
+import type { Logger } from "../../util/log";
+import type { CredentialStore } from "../../credentials";
+import type { Proxy } from "../../proxy";
+import { parseBody } from "./input";
+
+export const SetCredential = z.strictObject({ value: z.string().describe("The secret; it travels over the loopback API only.") });
+
+export interface AuthDeps {
+  credentials: Pick<CredentialStore, "backend" | "backendNote" | "list" | "set" | "remove">;
+  proxy: Pick<Proxy, "stats" | "clearProblem" | "sync">;
+  log: Logger;
+}
+
+export function authRoutes(d: AuthDeps) {
+  return new Elysia()
+    .get("/api/auth", async () => ({
+      backend: d.credentials.backend,
+      note: d.credentials.backendNote,
+      credentials: d.credentials.list(),
+      problems: (await d.proxy.stats()).problems,
+    }))
+    .put("/api/auth/:name", async ({ params, body }) => {
+      const { value } = parseBody(SetCredential, body);
+      const info = await d.credentials.set(params.name, value);
+      // The proxy's thread uses the new value from its next request on.
+      await d.proxy.clearProblem(params.name);
+      d.log.info(`credential ${params.name} set (${info.kind}, ${d.credentials.backend})`);
+      return info;
+    })
+    .delete("/api/auth/:name", async ({ params }) => {
+      const removed = await d.credentials.remove(params.name);
+      if (!removed) throw new LazyError("not_found", `No stored credential "${params.name}": see lazy auth list.`);
+      await d.proxy.sync();
+      d.log.info(`credential ${params.name} removed`);
+      return { removed: params.name };
+    });
+}

@@ -1,0 +1,20 @@
+/** The daemon's own routes: health (the CLI's liveness check), status, stop. */
+import { Elysia } from "elysia";
+import type { Status } from "../status";
+
+export interface DaemonDeps {
+  version: string;
+  status: () => Status;
+  stop: (reason: string) => Promise<void>;
+}
+
+export function daemonRoutes(d: DaemonDeps) {
+  return new Elysia()
+    .get("/api/health", () => ({ ok: true, pid: process.pid, version: d.version }))
+    .get("/api/status", () => d.status())
+    .post("/api/daemon/stop", () => {
+      // Answer first: the stop ends this process.
+      setTimeout(() => void d.stop("stop requested"), 10);
+      return { stopping: true, pid: process.pid };
+    });
+}

@@ -1,0 +1,11 @@
+/**
+ * The daemon API's routes, one file per resource. Each is a small Elysia plugin that takes only
+ * what it uses (its `...Deps`); api.ts puts them behind the guard and the token check.
+ */
+export { taskRoutes, type TaskDeps } from "./tasks";
+export { authRoutes, type AuthDeps } from "./auth";
+export { proxyRoutes, type GrantDeps } from "./proxy";
+export { statsRoutes, type StatsDeps } from "./stats";
+export { eventRoutes, type EventDeps } from "./events";
+export { daemonRoutes, type DaemonDeps } from "./daemon";
+export { dashboardRoutes, type DashboardDeps } from "./dashboard";

@@ -1,0 +1,64 @@
+/** The task routes: list, add, show, the task counts, and the runner's verbs on one task. */
+import type { Database } from "bun:sqlite";
+import { Elysia } from "elysia";
+import { z } from "zod";
+import { LazyError } from "../../util/errors";
+import { Tasks, STATUSES, isStatus, type Status } from "../../store";
+import { resolveProfile, defaultProfile, type Config } from "../../config";
+import type { Runner } from "../../runner";
+import type { Bus } from "../../bus";
+import { parseBody, taskRef } from "./input";
+
+export const AddTask = z.strictObject({
+  prompt: z.string().describe("What the agent should do."),
+  title: z.string().optional(),
+  code: z.string().optional().describe("Unique handle such as fix-login."),
+  profile: z.string().optional().describe("Agent profile; the [models.roles] agent one when absent."),
+});
+
+export interface TaskDeps {
+  db: Database;
+  bus: Pick<Bus, "publish">;
+  /** The config in force now (it reloads while the daemon runs). */
+  config: () => Config;
+  runner: Pick<Runner, "start" | "stop" | "accept" | "reject" | "close" | "workspace">;
+}
+
+export function taskRoutes(d: TaskDeps) {
+  return new Elysia()
+    .get("/api/tasks", ({ query }) => {
+      const status = query.status as string | undefined;
+      if (status !== undefined && !isStatus(status))
+        throw new LazyError("invalid_input", `Unknown status "${status}": use one of ${STATUSES.join(", ")}.`);
+      return Tasks.list(d.db, { status: status as Status | undefined });
+    })
+    .post("/api/tasks", ({ body, set }) => {
+      const input = parseBody(AddTask, body);
+      const config = d.config();
+      const profile = input.profile ?? defaultProfile(config);
+      resolveProfile(config, profile);
+      const task = Tasks.add(d.db, { ...input, profile });
+      d.bus.publish({ kind: "task", taskId: task.id });
+      set.status = 201;
+      return task;
+    })
+    .get("/api/tasks/:ref", ({ params }) => {
+      const task = Tasks.resolve(d.db, taskRef(params));
+      return { task, events: Tasks.events(d.db, task.id) };
+    })
+    .get("/api/counts", () => Tasks.counts(d.db))
+    .post("/api/tasks/:ref/start", ({ params }) => d.runner.start(taskRef(params)))
+    .post("/api/tasks/:ref/send", ({ params, body }) => {
+      const { message } = parseBody(z.strictObject({ message: z.string().min(1) }), body);
+      return d.runner.start(taskRef(params), message);
+    })
+    .post("/api/tasks/:ref/stop", ({ params }) => d.runner.stop(taskRef(params)))
+    .post("/api/tasks/:ref/accept", ({ params }) => d.runner.accept(taskRef(params)))
+    .post("/api/tasks/:ref/reject", ({ params }) => d.runner.reject(taskRef(params)))
+    .post("/api/tasks/:ref/close", ({ params }) => d.runner.close(taskRef(params)))
+    .get("/api/tasks/:ref/workspace", ({ params }) => d.runner.workspace(taskRef(params)))
+    .get("/api/tasks/:ref/events", ({ params, query }) => {
+      const task = Tasks.resolve(d.db, taskRef(params));
+      return { task, events: Tasks.events(d.db, task.id, Number(query.after ?? 0) || 0) };
+    });
+}

@@ -1,0 +1,14 @@
+/** What `lazy daemon status` shows: the daemon's answer to GET /api/status. */
+export interface Status {
+  pid: number;
+  version: string;
+  root: string;
+  slug: string;
+  stateDir: string;
+  startedAt: string;
+  uptimeMs: number;
+  web: { enabled: boolean; url: string | null };
+  api: { url: string };
+  proxy: { state: string; url: string | null; error?: string };
+  config: { state: "ok" | "broken"; loadedAt: string; present: boolean; problems: string[]; brokenSince?: string };
+}
