@@ -97,18 +97,33 @@ function withDir<T>(root: string, rel: string, create: { mode: number; uid?: num
  * Read `root/rel` if it is a regular file: at most `max` bytes from `offset`. Missing: null.
  * A link, FIFO, device or folder there is refused (a FIFO would block the daemon forever).
  */
+/**
+ * Open `name` in the open folder `dir` for reading if it is a regular file; null when missing.
+ * O_NONBLOCK: a FIFO must not block the daemon before fstat can refuse it.
+ */
+function openRegular(dir: number, dirPath: string, name: string): { fd: number; size: number } | null {
+  let fd: number;
+  try {
+    fd = openSync(at(dir, dirPath, name), C.O_RDONLY | NOFOLLOW | NONBLOCK);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
+    refuse(join(dirPath, name), e, "file");
+  }
+  const st = fstatSync(fd);
+  if (!st.isFile()) {
+    closeSync(fd);
+    throw new LinkRefused(join(dirPath, name), "not a regular file");
+  }
+  return { fd, size: st.size };
+}
+
 export function read(root: string, rel: string, opts: { max: number; offset?: number }): { data: Buffer; size: number } | null {
   return withDir(root, rel, null, (dir, dirPath, name) => {
-    let fd: number;
+    const f = openRegular(dir, dirPath, name);
+    if (!f) return null;
+    const { fd } = f;
     try {
-      fd = openSync(at(dir, dirPath, name), C.O_RDONLY | NOFOLLOW | NONBLOCK);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
-      refuse(join(dirPath, name), e, "file");
-    }
-    try {
-      const st = fstatSync(fd);
-      if (!st.isFile()) throw new LinkRefused(join(dirPath, name), "not a regular file");
+      const st = { size: f.size };
       const from = opts.offset ?? 0;
       const len = Math.max(0, Math.min(opts.max, st.size - from));
       const data = Buffer.alloc(len);
@@ -195,21 +210,7 @@ export function list(root: string, rel: string): string[] {
  * caller closes the descriptor. Missing: null.
  */
 export function openFile(root: string, rel: string): { fd: number; size: number } | null {
-  return withDir(root, rel, null, (dir, dirPath, name) => {
-    let fd: number;
-    try {
-      fd = openSync(at(dir, dirPath, name), C.O_RDONLY | NOFOLLOW | NONBLOCK);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
-      refuse(join(dirPath, name), e, "file");
-    }
-    const st = fstatSync(fd);
-    if (!st.isFile()) {
-      closeSync(fd);
-      throw new LinkRefused(join(dirPath, name), "not a regular file");
-    }
-    return { fd, size: st.size };
-  });
+  return withDir(root, rel, null, openRegular);
 }
 
 /** Move `root/from` to `root/to` (same folder tree); a rename never follows the last name. */
