@@ -7,6 +7,7 @@ import { runCommand, renderUsage, type CommandDef } from "citty";
 import { command, setPassthrough, getExitCode } from "./command";
 import { LazyError } from "../util/errors";
 import { VERSION } from "../version";
+import { say } from "./voice";
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, internal: 70 } as const;
 
@@ -81,17 +82,16 @@ export async function run(argv: string[]): Promise<number> {
 
 function report(e: unknown): number {
   if (e instanceof LazyError) {
-    process.stderr.write(`lazy: ${e.message}\n`);
-    for (const d of e.details) process.stderr.write(`  ${d}\n`);
+    say.error([e.message, ...e.details.map((d) => `  ${d}`)].join("\n"));
     return e.code === "invalid_input" ? EXIT.usage : EXIT.failed;
   }
   // citty's own complaints (a missing argument, an unknown subcommand) are usage errors.
   const err = e as Error & { code?: string };
   if (err?.name === "CLIError" || err?.code?.startsWith?.("E_")) {
-    process.stderr.write(`lazy: ${err.message.replace(/\.?$/, ".")} See lazy --help.\n`);
+    say.error(`${err.message.replace(/\.?$/, ".")} See lazy --help.`);
     return EXIT.usage;
   }
-  process.stderr.write(`lazy: unexpected error: ${err?.message ?? String(e)}. Please report it with the output of lazy daemon logs.\n`);
-  if (process.env.LAZY_DEBUG) process.stderr.write(`${err?.stack}\n`);
+  say.error(`unexpected error: ${err?.message ?? String(e)}. Please report it with the output of lazy daemon logs.`);
+  say.debug(err?.stack);
   return EXIT.internal;
 }

@@ -118,6 +118,7 @@ describe("a hostile agent in its task container", () => {
     expect(stat(victim)).toEqual(before);
     expect(readFileSync(join(victim, "keep"), "utf8")).toBe("untouched");
     expect(await status("turn-link")).toBe("done"); // not left hanging in running
+    expect((await p.ok(["logs", "turn-link"])).stdout).toContain("refused: turns/2 was a link");
     // lazy removed the link without following it: the next try runs.
     await p.ok(["send", "turn-link", "next"]);
     expect(await settled("turn-link")).toBe("done");

@@ -33,7 +33,7 @@ export class Project {
     projects.push(this);
   }
 
-  private fullEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
+  fullEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
     const env: Record<string, string> = {};
     for (const [k, v] of Object.entries({ ...process.env, ...this.env, ...extra })) if (v !== undefined) env[k] = v;
     delete env.LAZY_PROJECT;

@@ -3,6 +3,7 @@ import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import { LazyError } from "../../util/errors";
 import type { CredentialInfo } from "../../credentials";
+import { say } from "../voice";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 
@@ -51,7 +52,7 @@ const set = command({
     const c = await Client.connect(findProjectRoot());
     const info = await c.request<CredentialInfo>("PUT", `/api/auth/${encodeURIComponent(args.name)}`, { value });
     if (args.json) printJson(info);
-    else print(`Stored ${info.name} (${info.kind}, …${info.last4}) in the ${info.source} store.`);
+    else say.success(`Stored ${info.name} (${info.kind}, …${info.last4}) in the ${info.source} store.`);
   },
 });
 
@@ -80,7 +81,7 @@ const rm = command({
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
     await c.request("DELETE", `/api/auth/${encodeURIComponent(args.name)}`);
-    print(`Removed ${args.name}.`);
+    say.success(`Removed ${args.name}.`);
   },
 });
 

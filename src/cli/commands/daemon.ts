@@ -3,6 +3,7 @@ import { command, print, printJson, duration } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import { State, run as runDaemon, type Status } from "../../daemon";
+import { say } from "../voice";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 
@@ -53,7 +54,7 @@ const stop = command({
   args: {},
   async run() {
     const r = await Client.stop(findProjectRoot());
-    print(r ? `Stopped the daemon (pid ${r.pid}).` : "The daemon was not running.");
+    say.success(r ? `Stopped the daemon (pid ${r.pid}).` : "The daemon was not running.");
   },
 });
 

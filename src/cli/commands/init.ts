@@ -5,6 +5,7 @@ import { starter, FILE } from "../../config";
 import { findProjectRoot } from "../../util/paths";
 import { LazyError } from "../../util/errors";
 import { writeFileAtomic } from "../../util/files";
+import { say } from "../voice";
 
 export const init = command({
   meta: { name: "init", description: "Write a commented lazy.toml starter at the project root" },
@@ -14,7 +15,7 @@ export const init = command({
     const file = join(root, FILE);
     if (existsSync(file)) throw new LazyError("conflict", `${file} already exists; edit it, or remove it to start over.`);
     writeFileAtomic(file, starter(), 0o644);
-    print(`Wrote ${file}.`);
+    say.success(`Wrote ${file}.`);
     print("Next: lazy daemon start, then lazy task add \"what to do\".");
   },
 });

@@ -2,6 +2,7 @@ import { command, print, printJson, table } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import type { Task, TaskEvent } from "../../store";
+import { say } from "../voice";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 
@@ -18,7 +19,7 @@ const add = command({
     const c = await Client.connect(findProjectRoot());
     const t = await c.request<Task>("POST", "/api/tasks", { prompt: args.prompt, code: args.code, profile: args.profile, title: args.title });
     if (args.json) printJson(t);
-    else print(`Added task ${t.id}${t.code ? ` (${t.code})` : ""}: ${t.title} [${t.profile}]`);
+    else say.success(`Added task ${t.id}${t.code ? ` (${t.code})` : ""}: ${t.title} [${t.profile}]`);
   },
 });
 

@@ -3,6 +3,7 @@ import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import { LazyError, type ErrorCode } from "../../util/errors";
 import type { Task, TaskEvent } from "../../store";
+import { say } from "../voice";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 const taskArg = { task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true } } as const;
@@ -24,6 +25,10 @@ function line(e: TaskEvent): string {
       return `${t}  tokens: ${d.input} in, ${d.output} out, ${d.cacheRead} cache read, ${d.cacheWrite} cache write`;
     case "status":
       return `${t}  -- ${d.from} → ${d.to}${d.result ? "" : d.error ? `: ${d.error}` : ""}`;
+    case "refused":
+      return `${t}  !! refused: ${d.reason}`;
+    case "stop":
+      return `${t}  -- stopped by ${d.by}`;
     case "summary":
       return `${t}  accepted ${d.commits?.length ?? 0} commit(s) from ${d.branch}${(d.commits ?? []).map((c: string) => `\n          ${c}`).join("")}`;
     default:
@@ -66,7 +71,7 @@ export const accept = command({
     const c = await Client.connect(findProjectRoot());
     const r = await c.request<{ task: Task; commits: string[] }>("POST", `/api/tasks/${enc(args.task)}/accept`);
     if (args.json) return printJson(r);
-    print(`Accepted ${r.task.code ?? r.task.id}: ${r.commits.length} commit(s) merged.`);
+    say.success(`Accepted ${r.task.code ?? r.task.id}: ${r.commits.length} commit(s) merged.`);
     for (const c of r.commits) print(`  ${c}`);
   },
 });
@@ -114,7 +119,7 @@ export const run = command({
       await c.request<Task>("POST", `/api/tasks/${t.id}/start`, undefined, 30 * 60_000);
     } catch (e) {
       if (!(e instanceof LazyError)) throw e;
-      process.stderr.write(`lazy: ${e.message}\n`);
+      say.error(e.message);
       if (args.json) printJson({ task: t, status: "refused", error: { code: e.code, message: e.message } });
       return setExitCode(exitFor(e.code));
     }
@@ -128,7 +133,7 @@ export const run = command({
         after = e.id;
         if (e.kind === "message") messages.push(String(e.data.text));
         if (e.kind === "result") result = String(e.data.text ?? "");
-        if (!args.json) process.stderr.write(line(e) + "\n");
+        if (!args.json) say.info(line(e));
       }
       task = r.task;
       if (task.status !== "running" && task.status !== "queued") break;
