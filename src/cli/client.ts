@@ -8,6 +8,7 @@ import { openSync, closeSync, readFileSync, existsSync, rmSync } from "node:fs";
 import { LazyError } from "../util/errors";
 import { ensurePrivateDir } from "../util/files";
 import { State, type DaemonRecord } from "../daemon";
+import { STANDARD } from "../credentials";
 
 export class Client {
   /**
@@ -57,7 +58,7 @@ export class Client {
     } catch {
       json = undefined;
     }
-    if (!res.ok) throw LazyError.fromJSON(json, `The daemon answered ${res.status} to ${method} ${path}.`);
+    if (!res.ok) throw exported(LazyError.fromJSON(json, `The daemon answered ${res.status} to ${method} ${path}.`));
     return json as T;
   }
 
@@ -195,4 +196,22 @@ export async function stop(root: string): Promise<{ pid: number } | undefined> {
   // A daemon killed by force leaves its record behind.
   rmSync(p.record, { force: true });
   return { pid: record.pid };
+}
+
+/**
+ * A credential "not stored" while this shell exports its variable: the daemon (started from
+ * another shell, or before the export) does not have it. Say exactly that, and the two fixes;
+ * the value itself is never read here beyond its presence.
+ */
+function exported(e: LazyError): LazyError {
+  if (e.code !== "credential_missing") return e;
+  for (const [name, variable] of Object.entries(STANDARD)) {
+    if (!e.message.includes(`"${name}" credential`) || !process.env[variable]) continue;
+    return new LazyError(
+      e.code,
+      `${e.message.replace(/\.$/, "")}. This shell exports ${variable}, but the running daemon was started without it: run lazy daemon restart from this shell, or store it with lazy auth set ${name}.`,
+      e.details,
+    );
+  }
+  return e;
 }

@@ -129,3 +129,42 @@ export function contextOf(dir: string, dockerfile: string): Record<string, Uint8
   files.Dockerfile = dockerfile;
   return files;
 }
+
+/**
+ * What a build said, kept to explain its failure: the step it was on and the last lines, so
+ * the error names the failing command and shows its own error line (npm's `ERR!`, apt's
+ * `E:`), not only Docker's "returned a non-zero code".
+ */
+export class BuildLog {
+  private step = "";
+  private tail: string[] = [];
+  private static readonly KEEP = 60;
+  /** Lines a tool prints when it fails, most telling first. */
+  private static readonly TELLING = [/npm (ERR!|error)/, /^E: /, /\berror\b/i, /not found|no such file|permission denied/i];
+
+  add(line: string): void {
+    if (/^Step \d+\/\d+ : /.test(line)) {
+      this.step = line;
+      this.tail = [];
+      return;
+    }
+    this.tail.push(line.length > 500 ? `${line.slice(0, 500)}…` : line);
+    if (this.tail.length > BuildLog.KEEP) this.tail.shift();
+  }
+
+  failure(tag: string, error: string): LazyError {
+    const lines = this.tail.filter((l) => l.trim() !== error.trim() && !/^ ---> |^Removing intermediate/.test(l));
+    let telling: string | undefined;
+    for (const re of BuildLog.TELLING) {
+      telling = lines.findLast((l) => re.test(l));
+      if (telling) break;
+    }
+    const step = this.step.replace(/^Step (\d+\/\d+) : /, "step $1 (") + (this.step ? ")" : "");
+    const where = step ? ` at ${step.length > 160 ? `${step.slice(0, 160)}…)` : step}` : "";
+    const why = telling ? `${telling.trim()} — ${error.trim()}` : error.trim();
+    return new LazyError("launch_refused", `Building the task image ${tag} failed${where}: ${why}. Fix the Dockerfile (or [container] in lazy.toml) and run again.`, [
+      "the build's last lines:",
+      ...lines.slice(-12).map((l) => `  ${l}`),
+    ]);
+  }
+}

@@ -112,17 +112,24 @@ export class Runtime {
   async build(tag: string, files: Record<string, string | Uint8Array>, buildArgs: Record<string, string>, progress: (line: string) => void): Promise<void> {
     const archive = Image.tar(files);
     const stream = await this.docker.buildImage(Buffer.from(archive) as unknown as NodeJS.ReadableStream, { t: tag, buildargs: buildArgs, rm: true, forcerm: true, labels: { "dev.lazy.image": "1" } });
+    const log = new Image.BuildLog();
     await new Promise<void>((resolve, reject) => {
       this.docker.modem.followProgress(
         stream,
         (err: Error | null, out: { error?: string; errorDetail?: { message?: string } }[]) => {
           const failed = err?.message ?? out?.find((o) => o.error)?.error;
-          if (failed) reject(new LazyError("launch_refused", `Building the task image ${tag} failed: ${failed.trim()}`));
+          if (failed) reject(log.failure(tag, failed));
           else resolve();
         },
-        (event: { stream?: string; status?: string; error?: string }) => {
-          const line = (event.stream ?? event.status ?? event.error ?? "").trimEnd();
-          if (line) progress(line);
+        (event: { stream?: string; status?: string; progress?: string; id?: string; error?: string }) => {
+          const text = event.stream ?? (event.status ? [event.id, event.status, event.progress].filter(Boolean).join(" ") : (event.error ?? ""));
+          // Docker colours a step's stderr: the escapes go (logs, events and the CLI want text).
+          for (const line of text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").split(/\r?\n|\r/)) {
+            const l = line.trimEnd();
+            if (!l) continue;
+            log.add(l);
+            progress(l);
+          }
         },
       );
     });

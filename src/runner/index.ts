@@ -86,10 +86,10 @@ export class Runner {
     if (!canMove(task.status, "running"))
       throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}; ${isFinal(task.status) ? "its session has ended" : "it cannot start a turn now"}.`);
     if (message !== undefined && task.status === "queued") throw new LazyError("conflict", `Task ${this.ref(task)} has not started yet: lazy start ${this.ref(task)} runs its first turn.`);
-    if (this.d.proxy.state !== "ready")
-      throw new LazyError("proxy_unavailable", "The model proxy is not available, so no turn can start; run lazy doctor for the finding and remedy.");
     this.starting.add(task.id);
     try {
+      if (this.d.proxy.state !== "ready")
+        throw new LazyError("proxy_unavailable", "The model proxy is not available, so no turn can start; run lazy doctor for the finding and remedy.");
       const config = this.d.config();
       const profile = resolveProfile(config, task.profile);
       // The credential must exist before anything starts (the placeholder stands for it).
@@ -98,9 +98,25 @@ export class Runner {
       const box = await this.containerReady(task, config, docker, launch.placeholder);
       const turn = this.prepareTurn(task, profile, launch, box.proxyUrl, message);
       return await this.launch(task, docker, box, turn, message);
+    } catch (e) {
+      this.refusedLaunch(task, e);
+      throw e;
     } finally {
       this.starting.delete(task.id);
     }
+  }
+
+  /**
+   * A launch that failed before its turn ran: a task that never ran says `failed` with the
+   * reason (so a retried `lazy run` in CI leaves no `queued` litter and the list says why);
+   * one that ran before keeps its status, and its events say what was refused.
+   */
+  private refusedLaunch(task: Task, e: unknown): void {
+    const now = Tasks.resolve(this.d.db, task.id);
+    if (now.status === "running") return; // the turn began; its own failure path records it
+    const reason = e instanceof LazyError ? e.message : `lazy failed to launch the turn: ${(e as Error)?.message ?? String(e)}`;
+    if (now.status === "queued") this.move(now, "failed", { error: reason, launch: "refused" });
+    else this.event(now, "refused", { reason });
   }
 
   /**
@@ -136,11 +152,14 @@ export class Runner {
       let last = 0;
       await docker.build(image.tag, files, image.buildArgs, (line) => {
         this.d.log.info(`build: ${line}`);
-        if (/^Step \d+\/\d+/.test(line) && Date.now() - last > 200) {
+        // Every step is recorded; what a step prints only now and then, for the live line.
+        const step = /^Step \d+\/\d+/.test(line);
+        if (step || Date.now() - last > 1000) {
           last = Date.now();
-          this.event(task, "build", { progress: line });
+          this.event(task, "build", step ? { progress: line } : { output: line.slice(0, 300) });
         }
       });
+      this.event(task, "build", { done: image.tag });
     }
 
     const run = this.run(task.id);

@@ -3,6 +3,7 @@
  * move; the CLI, the dashboard and agents all see the same rules because they all ask it.
  *
  *   queued → running → done (turn finished, to review) | waiting (needs a human) | failed
+ *   queued → failed (its first launch was refused before anything ran: the reason is recorded)
  *   done | waiting | failed → running (the next turn; a failed turn can be retried)
  *   done | waiting → accepted (merged)
  *   queued | done | waiting | failed → rejected | closed (the session ends unmerged)
@@ -11,7 +12,7 @@ export const STATUSES = ["queued", "running", "done", "waiting", "failed", "acce
 export type Status = (typeof STATUSES)[number];
 
 const moves: Record<Status, readonly Status[]> = {
-  queued: ["running", "rejected", "closed"],
+  queued: ["running", "failed", "rejected", "closed"],
   running: ["done", "waiting", "failed"],
   done: ["running", "accepted", "rejected", "closed"],
   waiting: ["running", "accepted", "rejected", "closed"],

@@ -46,11 +46,40 @@ describe("launching a turn", () => {
     expect(r.stderr).toContain('needs the "anthropic" credential');
     expect(r.stderr).toContain("lazy auth set anthropic");
     expect(containersOf(p)).toEqual([]);
-    expect((await p.json(["task", "show", "no-key"])).task.status).toBe("queued");
+    // A refused first launch leaves no queued task: it says failed, with the reason.
+    const shown = await p.json(["task", "show", "no-key"]);
+    expect(shown.task.status).toBe("failed");
+    expect(shown.events.at(-1).data.error).toContain('needs the "anthropic" credential');
     const run = await p.run(["run", "anything else"]);
     expect(run.code).toBe(5);
     expect(run.stderr).toContain("lazy auth set anthropic");
+    expect((await p.json<any[]>(["task", "list"])).filter((t) => t.status === "queued")).toEqual([]);
+    // The user's shell exports the key, but the daemon was started without it: say so.
+    const exported = await p.run(["run", "with the key exported"], { env: { ANTHROPIC_API_KEY: KEY } });
+    expect(exported.code).toBe(5);
+    expect(exported.stderr).toContain("This shell exports ANTHROPIC_API_KEY, but the running daemon was started without it: run lazy daemon restart from this shell");
+    expect(exported.stderr).not.toContain(KEY);
   }, 120_000);
+
+  test("a project Dockerfile whose RUN fails: lazy run exits 4 with the failing command's own error line, and leaves no queued task", async () => {
+    const p = project();
+    projects.push(p.root);
+    p.writeToml(`[container]\ndockerfile = "Dockerfile.broken"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n`);
+    await Bun.write(
+      `${p.root}/Dockerfile.broken`,
+      `FROM ${TEST_IMAGES.node}\nRUN echo fine-${crypto.randomUUID()}\nRUN echo "E: Unable to locate package no-such-package" >&2; exit 100\nRUN true\n`,
+    );
+    await p.setCredential("anthropic", KEY);
+    const r = await p.run(["run", "build me"]);
+    expect(r.code, r.stderr).toBe(4);
+    expect(r.stderr).toContain("E: Unable to locate package no-such-package");
+    expect(r.stderr).toMatch(/failed at step 3\/\d+ \(RUN echo "E: Unable/);
+    expect(r.stderr).toMatch(/ {2}Step 2\/\d+ : RUN echo fine-/); // the progress lines came first
+    expect(r.stderr).not.toContain("\x1b");
+    const tasks = await p.json<any[]>(["task", "list"]);
+    expect(tasks.map((t) => t.status)).toEqual(["failed"]);
+    expect(containersOf(p)).toEqual([]);
+  }, 300_000);
 
   test("lazy run for CI: 0 with the result when the turn finishes, 3 when the agent fails", async () => {
     const p = project();
@@ -94,11 +123,22 @@ describe("launching a turn", () => {
     await p.ok(["task", "add", "no claude here", "--code", "bare-image"]);
     const r = await p.run(["start", "bare-image"]);
     expect(r.code, r.stderr).toBe(0);
+    // Not a terminal: each build step a plain line, before the task's status.
+    expect(r.stderr).toContain("Building the task image from the project's Dockerfile.lazy");
+    expect(r.stderr).toMatch(/\n {2}Step 2\/\d+ : RUN echo build-/);
+    expect(r.stderr).not.toContain("\r");
     const t = await until(async () => {
       const x = (await p.json(["task", "show", "bare-image"])).task;
       return x.status !== "running" ? x : undefined;
     }, 120_000, "the turn to end");
     expect(t.status).toBe("failed");
+    // On a terminal the steps share one updating line: carriage returns, no escape bytes.
+    await Bun.write(`${p.root}/Dockerfile.lazy`, `FROM ${TEST_IMAGES.node}\nRUN echo tty-${crypto.randomUUID()}\nRUN true\n`);
+    await p.ok(["task", "add", "again on a terminal", "--code", "tty-image"]);
+    const tty = await p.onTerminal(["start", "tty-image"]);
+    expect(tty).toMatch(/\r {2}Step 3\/\d+ : RUN true/);
+    expect(tty).not.toContain("\x1b");
+    expect(tty).toContain("Task tty-image: running");
     const events = (await p.json(["task", "show", "bare-image"])).events;
     const builds = events.filter((e: any) => e.kind === "build");
     expect(builds[0].data.what).toContain("Dockerfile.lazy");

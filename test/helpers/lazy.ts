@@ -53,6 +53,22 @@ export class Project {
     return { code, stdout, stderr };
   }
 
+  /**
+   * Run `lazy ARGS` on a real pseudo-terminal (util-linux `script`): what a person at a
+   * terminal sees, both streams together. FORCE_COLOR/NO_COLOR come only from `env`.
+   */
+  async onTerminal(args: string[], env: Record<string, string> = {}): Promise<string> {
+    const cmd = [BIN, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(" ");
+    const full: Record<string, string> = { ...this.fullEnv(), TERM: "xterm", COLUMNS: "200" };
+    delete full.FORCE_COLOR;
+    delete full.NO_COLOR;
+    Object.assign(full, env);
+    const proc = Bun.spawn(["script", "-qec", cmd, "/dev/null"], { cwd: this.root, env: full, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+    const out = await new Response(proc.stdout).text();
+    await proc.exited;
+    return out;
+  }
+
   /** Like run, but fails the test with the output when the command fails. */
   async ok(args: string[], opts: Parameters<Project["run"]>[1] = {}): Promise<Result> {
     const r = await this.run(args, opts);

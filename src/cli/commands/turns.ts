@@ -4,6 +4,7 @@ import { findProjectRoot } from "../../util/paths";
 import { LazyError, type ErrorCode } from "../../util/errors";
 import type { Task, TaskEvent } from "../../store";
 import { say } from "../voice";
+import { whileLaunching } from "../progress";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 const taskArg = { task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true } } as const;
@@ -42,7 +43,8 @@ const simple = (name: "start" | "stop" | "reject" | "close", description: string
     args: { ...taskArg, ...json },
     async run({ args }) {
       const c = await Client.connect(findProjectRoot());
-      const t = await c.request<Task>("POST", `/api/tasks/${enc(args.task)}/${name}`, undefined, 30 * 60_000);
+      const post = () => c.request<Task>("POST", `/api/tasks/${enc(args.task)}/${name}`, undefined, 30 * 60_000);
+      const t = name === "start" ? (await whileLaunching(c, args.task, post)).result : await post();
       if (args.json) printJson(t);
       else print(`Task ${t.code ?? t.id}: ${t.status}${name === "start" ? ` (follow it: lazy logs ${t.code ?? t.id} -f)` : ""}`);
     },
@@ -58,7 +60,7 @@ export const send = command({
   args: { ...taskArg, message: { type: "positional", description: "What to tell the agent", required: true }, ...json },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
-    const t = await c.request<Task>("POST", `/api/tasks/${enc(args.task)}/send`, { message: args.message }, 30 * 60_000);
+    const { result: t } = await whileLaunching(c, args.task, () => c.request<Task>("POST", `/api/tasks/${enc(args.task)}/send`, { message: args.message }, 30 * 60_000));
     if (args.json) printJson(t);
     else print(`Task ${t.code ?? t.id}: ${t.status}`);
   },
@@ -115,15 +117,16 @@ export const run = command({
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
     const t = await c.request<Task>("POST", "/api/tasks", { prompt: args.prompt, profile: args.profile, code: args.code });
+    let after = 0;
     try {
-      await c.request<Task>("POST", `/api/tasks/${t.id}/start`, undefined, 30 * 60_000);
+      after = (await whileLaunching(c, t.id, () => c.request<Task>("POST", `/api/tasks/${t.id}/start`, undefined, 30 * 60_000))).after;
     } catch (e) {
       if (!(e instanceof LazyError)) throw e;
-      say.error(e.message);
-      if (args.json) printJson({ task: t, status: "refused", error: { code: e.code, message: e.message } });
+      say.error([e.message, ...e.details.map((d) => `  ${d}`)].join("\n"));
+      const now = await c.request<{ task: Task }>("GET", `/api/tasks/${t.id}`).then((r) => r.task, () => t);
+      if (args.json) printJson({ task: now, status: "refused", error: { code: e.code, message: e.message, details: e.details } });
       return setExitCode(exitFor(e.code));
     }
-    let after = 0;
     let task = t;
     const messages: string[] = [];
     let result = "";
