@@ -70,7 +70,8 @@ export class Client {
       method,
       headers: { authorization: `Bearer ${this.token}`, ...(write ? { "content-type": "application/json" } : {}) },
       body: write ? JSON.stringify(body ?? {}) : undefined,
-      signal: AbortSignal.timeout(timeoutMs),
+      // 0: no deadline (a live stream, lazy watch).
+      signal: timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined,
     }).catch((e) => {
       throw new LazyError("daemon_unavailable", `The daemon stopped answering (${(e as Error).message}); run lazy daemon status, or lazy daemon logs.`);
     });

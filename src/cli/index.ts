@@ -29,6 +29,7 @@ const main = command({
     send: () => import("./commands/turns").then((m) => m.send),
     stop: () => import("./commands/turns").then((m) => m.stop),
     logs: () => import("./commands/turns").then((m) => m.logs),
+    watch: () => import("./commands/watch").then((m) => m.watch),
     accept: () => import("./commands/turns").then((m) => m.accept),
     reject: () => import("./commands/turns").then((m) => m.reject),
     close: () => import("./commands/turns").then((m) => m.close),

@@ -28,6 +28,8 @@ import {
   type AuthDeps,
   type GrantDeps,
   type StatsDeps,
+  watchRoutes,
+  type WatchDeps,
 } from "./routes";
 
 /** What the API needs from the daemon; each route file declares its own share. */
@@ -39,7 +41,7 @@ export interface ApiDeps {
   config: () => Config;
   runner: TaskDeps["runner"];
   credentials: AuthDeps["credentials"];
-  proxy: AuthDeps["proxy"] & GrantDeps["proxy"] & StatsDeps["proxy"];
+  proxy: AuthDeps["proxy"] & GrantDeps["proxy"] & StatsDeps["proxy"] & WatchDeps["proxy"];
   log: Logger;
   /** `http://host:port` the API listens at; known once it listens (the guard reads it on the first request). */
   apiUrl: () => string;
@@ -49,10 +51,10 @@ export interface ApiDeps {
 }
 
 /**
- * The routes the server must not cut for idleness: the dashboard's live stream is quiet for long
+ * The routes the server must not cut for idleness: the live streams (the dashboard's, lazy watch's) are quiet for long
  * stretches (TRAPS.md), and a turn's start may build an image for minutes before it answers.
  */
-export const longLived = (url: string): boolean => url.endsWith("/api/events") || /\/api\/tasks\/[^/]+\/(start|send)$/.test(url);
+export const longLived = (url: string): boolean => url.endsWith("/api/events") || url.includes("/api/watch") || /\/api\/tasks\/[^/]+\/(start|send)$/.test(url);
 
 export function api(d: ApiDeps, token: string) {
   const want = Buffer.from(token);
@@ -103,5 +105,6 @@ export function api(d: ApiDeps, token: string) {
     .use(authRoutes(d))
     .use(proxyRoutes(d))
     .use(statsRoutes(d))
-    .use(eventRoutes(d));
+    .use(eventRoutes(d))
+    .use(watchRoutes(d));
 }

@@ -74,6 +74,7 @@ export class Audit {
   private written = 0;
   private waiters: { id: number; resolve: () => void }[] = [];
   private respawns = 0;
+  private live = new Set<(rows: Row[]) => void>();
 
   constructor(
     private db: Database,
@@ -119,7 +120,25 @@ export class Audit {
 
   /** A batch of rows (from a Recorder): written in one transaction, off this thread. */
   write(batch: Batch): void {
+    // Live readers (lazy watch) get the rows first: posting hands the batch's buffers over.
+    if (this.live.size) {
+      const rows = Array.from({ length: batch.n }, (_, i) => Store.rowOf(batch, i));
+      for (const l of this.live) {
+        try {
+          l(rows);
+        } catch (e) {
+          this.live.delete(l);
+          this.log.warn(`a live audit reader failed and was dropped: ${(e as Error).message}`);
+        }
+      }
+    }
     this.post({ type: "rows", id: ++this.posted, batch, bounds: this.bounds() });
+  }
+
+  /** Rows as they are recorded (after the proxy's thread hands them over, within ~50 ms). */
+  onRows(listener: (rows: Row[]) => void): () => void {
+    this.live.add(listener);
+    return () => this.live.delete(listener);
   }
 
   /** Resolves once every row recorded so far is in the store. */
@@ -134,17 +153,22 @@ export class Audit {
     this.writer.postMessage(m, m.type === "rows" ? Store.buffers(m.batch) : []);
   }
 
-  /** The newest `limit` rows (of one task), oldest first. */
-  async query(opts: { taskId?: string; limit?: number } = {}): Promise<(Row & { id: number })[]> {
+  /** The newest `limit` rows (of one task; recorded at or after `since`), oldest first. */
+  async query(opts: { taskId?: string; limit?: number; since?: number } = {}): Promise<(Row & { id: number })[]> {
     await this.settled();
     const limit = opts.limit ?? 100;
+    const since = opts.since ?? 0;
     const out: (Row & { id: number })[] = [];
-    for (const { id, batch } of Store.newestFirst(this.db)) {
+    scan: for (const { id, batch } of Store.newestFirst(this.db)) {
       // A task's rows hold its id's index in the batch's strings; a batch without it has none.
       const task = opts.taskId === undefined ? undefined : batch.table.indexOf(opts.taskId);
       if (task === -1) continue;
-      for (let i = batch.n - 1; i >= 0 && out.length < limit; i--)
-        if (task === undefined || Store.taskOf(batch, i) === task) out.push({ id: id + i, ...Store.rowOf(batch, i) });
+      for (let i = batch.n - 1; i >= 0 && out.length < limit; i--) {
+        if (task !== undefined && Store.taskOf(batch, i) !== task) continue;
+        const row = Store.rowOf(batch, i);
+        if (row.at < since) break scan;
+        out.push({ id: id + i, ...row });
+      }
       if (out.length >= limit) break;
     }
     return out.reverse();

@@ -30,6 +30,7 @@ export type { Grant } from "./grants";
 export { FAILURE_KINDS, type ProviderHealth } from "./health";
 export type { LimitView } from "./limits";
 export type { Row as AuditRow } from "./audit";
+export { refusalCause } from "./refusals";
 export type { Stats } from "./thread";
 export { CURSOR_PREFIX };
 

@@ -110,10 +110,50 @@ export function resolve(db: Database, ref: string): Task {
   throw new LazyError("not_found", `No task "${r}": see lazy task list for codes and ids.`);
 }
 
+/**
+ * A task filter (--task, ?task=), by the docs' rules: each ref resolves as `resolve` does (a
+ * code exactly, a hex id by a prefix of at least 4); a filter that names no task — an empty
+ * string, an empty list — is refused, never read as "everything". null (no filter) is null.
+ */
+export function resolveFilter(db: Database, refs: readonly string[] | null): Task[] | null {
+  if (refs === null) return null;
+  if (!refs.length || refs.some((r) => !r.trim())) throw new LazyError("invalid_input", "An empty task filter names no task; give a code or an id prefix, or leave --task out.");
+  const seen = new Map<string, Task>();
+  for (const r of refs) {
+    const t = resolve(db, r);
+    seen.set(t.id, t);
+  }
+  return [...seen.values()];
+}
+
 export function events(db: Database, taskId: string, afterId = 0): TaskEvent[] {
   return (db.query("SELECT * FROM events WHERE task_id = ? AND id > ? ORDER BY id").all(taskId, afterId) as {
     id: number; task_id: string; at: number; kind: string; data: string;
   }[]).map((e) => ({ id: e.id, taskId: e.task_id, at: new Date(e.at).toISOString(), kind: e.kind, data: JSON.parse(e.data) }));
+}
+
+/**
+ * Events of every task (or of `taskIds`) after event id `after` and at or after `since` (ms),
+ * oldest first, with the task's code: the feed `lazy watch` and the dashboard follow.
+ */
+export function feed(db: Database, opts: { after?: number; since?: number; taskIds?: readonly string[] | null; limit?: number }): (TaskEvent & { code: string | null })[] {
+  const ids = opts.taskIds ?? null;
+  const where = ["e.id > ?", "e.at >= ?"];
+  const params: (string | number)[] = [opts.after ?? 0, opts.since ?? 0];
+  if (ids) {
+    where.push(`e.task_id IN (${ids.map(() => "?").join(",") || "NULL"})`);
+    params.push(...ids);
+  }
+  params.push(opts.limit ?? 10_000);
+  const rows = db
+    .query(`SELECT e.*, t.code AS code FROM events e JOIN tasks t ON t.id = e.task_id WHERE ${where.join(" AND ")} ORDER BY e.id LIMIT ?`)
+    .all(...params) as { id: number; task_id: string; at: number; kind: string; data: string; code: string | null }[];
+  return rows.map((e) => ({ id: e.id, taskId: e.task_id, at: new Date(e.at).toISOString(), kind: e.kind, data: JSON.parse(e.data), code: e.code }));
+}
+
+/** The newest event id (0 when there is none). */
+export function lastEventId(db: Database): number {
+  return (db.query("SELECT COALESCE(MAX(id), 0) AS n FROM events").get() as { n: number }).n;
 }
 
 export function addEvent(db: Database, taskId: string, kind: string, data: Record<string, unknown> = {}, now = Date.now()): void {

@@ -5,37 +5,12 @@ import { LazyError, type ErrorCode } from "../../util/errors";
 import type { Task, TaskEvent } from "../../store";
 import { say } from "../voice";
 import { whileLaunching } from "../progress";
+import { line } from "../lines";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 const taskArg = { task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true } } as const;
 const enc = encodeURIComponent;
 
-function line(e: TaskEvent): string {
-  const d = e.data as Record<string, any>;
-  const t = e.at.slice(11, 19);
-  switch (e.kind) {
-    case "message":
-      return `${t}  ${d.text}`;
-    case "user":
-      return `${t}  > ${d.text}`;
-    case "tool":
-      return `${t}  [${d.name}] ${d.input}`;
-    case "result":
-      return `${t}  ${d.ok ? "result" : "FAILED"}: ${d.text}`;
-    case "usage":
-      return `${t}  tokens: ${d.input} in, ${d.output} out, ${d.cacheRead} cache read, ${d.cacheWrite} cache write`;
-    case "status":
-      return `${t}  -- ${d.from} → ${d.to}${d.result ? "" : d.error ? `: ${d.error}` : ""}`;
-    case "refused":
-      return `${t}  !! refused: ${d.reason}`;
-    case "stop":
-      return `${t}  -- stopped by ${d.by}`;
-    case "summary":
-      return `${t}  accepted ${d.commits?.length ?? 0} commit(s) from ${d.branch}${(d.commits ?? []).map((c: string) => `\n          ${c}`).join("")}`;
-    default:
-      return `${t}  ${e.kind} ${JSON.stringify(d)}`;
-  }
-}
 
 const simple = (name: "start" | "stop" | "reject" | "close", description: string) =>
   command({

@@ -9,3 +9,4 @@ export { statsRoutes, type StatsDeps } from "./stats";
 export { eventRoutes, type EventDeps } from "./events";
 export { daemonRoutes, type DaemonDeps } from "./daemon";
 export { dashboardRoutes, type DashboardDeps } from "./dashboard";
+export { watchRoutes, type WatchDeps } from "./watch";

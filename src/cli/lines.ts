@@ -1,0 +1,55 @@
+/**
+ * How lazy prints what happened, as text: a task's events (lazy logs, lazy run, lazy watch)
+ * and the proxy's traffic (`net>` lines in lazy watch). One place, so they read the same
+ * wherever they appear.
+ */
+import type { TaskEvent } from "../store";
+import type { WatchItem } from "../watch";
+
+export function line(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
+  const d = e.data as Record<string, any>;
+  const t = e.at.slice(11, 19);
+  switch (e.kind) {
+    case "message":
+      return `${t}  ${d.text}`;
+    case "user":
+      return `${t}  > ${d.text}`;
+    case "tool":
+      return `${t}  [${d.name}] ${d.input}`;
+    case "result":
+      return `${t}  ${d.ok ? "result" : "FAILED"}: ${d.text}`;
+    case "usage":
+      return `${t}  tokens: ${d.input} in, ${d.output} out, ${d.cacheRead} cache read, ${d.cacheWrite} cache write`;
+    case "status":
+      return `${t}  -- ${d.from} → ${d.to}${d.result ? "" : d.error ? `: ${d.error}` : ""}`;
+    case "refused":
+      return `${t}  !! refused: ${d.reason}`;
+    case "stop":
+      return `${t}  -- stopped by ${d.by}`;
+    case "summary":
+      return `${t}  accepted ${d.commits?.length ?? 0} commit(s) from ${d.branch}${(d.commits ?? []).map((c: string) => `\n          ${c}`).join("")}`;
+    default:
+      return `${t}  ${e.kind} ${JSON.stringify(d)}`;
+  }
+}
+
+/** A task as a watch line names it: its code, or the first 8 characters of its id. */
+export const tag = (t: { id: string; code: string | null } | null): string => (t ? (t.code ?? t.id.slice(0, 8)) : "-");
+
+/** One `lazy watch` item as a line. */
+export function watchLine(item: WatchItem): string | null {
+  switch (item.type) {
+    case "hello":
+      return item.proxy ? `-- watching; ${item.proxy}: no net> lines until it is back` : null;
+    case "dropped":
+      return `-- ${item.count} line(s) dropped: this terminal fell behind`;
+    case "event":
+      return line(item).replace(/^(\S+) {2}/, (_, t: string) => `${t}  ${tag(item.task)}  `);
+    case "net": {
+      const t = item.at.slice(11, 19);
+      const tokens = item.input !== null ? `  ${item.input} in/${item.output} out` : "";
+      const why = item.refused ? `  REFUSED: ${item.refused}` : item.note && item.status >= 400 ? `  (${item.note})` : "";
+      return `${t}  ${tag(item.task)}  net> ${item.role ?? "-"} ${item.profile ?? "-"} ${item.method} ${item.path} ${item.status} ${item.durationMs}ms${tokens}${why}`;
+    }
+  }
+}
