@@ -21,7 +21,10 @@ export function line(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
     case "usage":
       return `${t}  tokens: ${d.input} in, ${d.output} out, ${d.cacheRead} cache read, ${d.cacheWrite} cache write`;
     case "status":
+      if (d.reason === "usage_pause") return `${t}  -- ${d.from} → ${d.to}: held by [usage_pause] (${d.credential}: ${d.detail}) until ${d.resetsAt}`;
       return `${t}  -- ${d.from} → ${d.to}${d.result ? "" : d.error ? `: ${d.error}` : ""}`;
+    case "held":
+      return `${t}  -- turn held by [usage_pause] (${d.credential}: ${d.detail}) until ${d.resetsAt}`;
     case "refused":
       return `${t}  !! refused: ${d.reason}`;
     case "stop":

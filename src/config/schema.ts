@@ -102,7 +102,9 @@ export const Config = z
     container: Container.default({}),
     usage_pause: z
       .strictObject({
-        threshold: z.number().min(1).max(100).optional().describe("Percent of a subscription window past which lazy starts no new turn on that credential."),
+        threshold: z.number().min(1).max(100).optional().describe("Percent of a subscription window past which lazy starts no new turn on that credential (every window)."),
+        "5h": z.number().min(1).max(100).optional().describe("Threshold for the 5-hour window (Claude five_hour, Codex primary); overrides threshold."),
+        "7d": z.number().min(1).max(100).optional().describe("Threshold for the 7-day window (Claude seven_day, Codex secondary); overrides threshold."),
       })
       .default({})
       .describe("Hold new turns when a subscription window is nearly used."),

@@ -16,6 +16,7 @@ import type { Recorder, Row } from "./audit";
 import type { Limits } from "./limits";
 import { kindOfStatus, type Health } from "./health";
 import { errorResponse, classify, providerFailure, type NetFailure } from "./errors";
+import * as Quota from "./quota";
 import * as Upstream from "./upstream";
 import { endOfTurn } from "../util/turn";
 
@@ -24,7 +25,7 @@ export interface Context {
   credentials: Pick<CredentialStore, "get">;
   targets: () => Targets;
   audit: Pick<Recorder, "record">;
-  limits: Pick<Limits, "record">;
+  limits: Pick<Limits, "record" | "refused">;
   health: Health;
   log: Logger;
   firstByteTimeoutMs: () => number;
@@ -181,12 +182,24 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
 
   const res = sent.res;
   const ttfb = performance.now() - started;
-  const failure = kindOfStatus(res.status);
-  ctx.health.record(upstream.provider, failure, failure ? `${upstream.provider} answered ${res.status}` : undefined);
 
   // Usage-limit readings: only the allowlisted headers, named by who owns the credential.
   const owner = grant ? `credential:${grant.envVar}` : token ? `upstream:${upstream.origin}` : null;
   if (owner) ctx.limits.record(owner, base.credential, upstream.origin, res.status, Readings.filter(res.headers));
+
+  // Provider health; a refusal is told apart (quota or a short rate limit) once its body, when
+  // small and whole, can be read. The agent gets the answer unchanged either way.
+  const failure = kindOfStatus(res.status);
+  const maybeRefusal = res.status === 429 || res.status === 402 || res.status === 403;
+  if (!maybeRefusal) ctx.health.record(upstream.provider, failure, failure ? `${upstream.provider} answered ${res.status}` : undefined);
+  const settle = (body?: Uint8Array): string | null => {
+    if (!maybeRefusal) return null;
+    const r = Quota.classify(res.status, res.headers, body && body.length <= 65_536 ? new TextDecoder().decode(body) : undefined);
+    const kind = r?.kind === "quota" ? "quota" : failure;
+    ctx.health.record(upstream.provider, kind, kind ? `${upstream.provider} answered ${res.status}${r ? `: ${r.detail}` : ""}` : undefined);
+    if (r && owner) ctx.limits.refused(owner, r);
+    return r ? r.detail : null;
+  };
 
   // An upstream 401 for an OAuth token: say what it means (lazy never refreshes tokens itself).
   if (res.status === 401 && credentialKind === "oauth-token" && base.credential) {
@@ -202,25 +215,29 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   if (!res.hasBody || req.method === "HEAD") {
     res.cancel();
     if (req.method === "HEAD" && res.length !== undefined) outHeaders.set("content-length", String(res.length));
-    ctx.audit.record({ ...base, status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut: 0, usage: null, retries: sent.retries, note: null });
+    ctx.audit.record({ ...base, status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut: 0, usage: null, retries: sent.retries, note: settle() });
     return new Response(null, { status: res.status, headers: outHeaders });
   }
   const contentType = res.headers.get("content-type");
-  if (!contentType?.includes("event-stream") && res.length !== undefined && res.length <= MAX_BUFFERED) {
+  // A refusal's JSON error body is read whole even when its length is not announced: its code
+  // tells a used-up quota from a short rate limit (quota.ts).
+  const refusalBody = maybeRefusal && res.length === undefined && !!contentType?.includes("json");
+  if (!contentType?.includes("event-stream") && ((res.length !== undefined && res.length <= MAX_BUFFERED) || refusalBody)) {
     // A whole answer of known, modest size: take it in one piece. Relaying it chunk by chunk
     // through a JS stream costs more than the rest of the request path together.
     const bytes = await res.bytes().catch(() => null);
     if (bytes) {
       const usage = res.headers.get("content-encoding") ? null : UsageTap.of(wire, contentType, bytes);
-      ctx.audit.record({ ...base, status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut: bytes.length, usage, retries: sent.retries, note: null });
+      ctx.audit.record({ ...base, status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut: bytes.length, usage, retries: sent.retries, note: settle(bytes) });
       // Answered with the others that are ready this turn (util/turn.ts).
       await endOfTurn();
       return new Response(bytes, { status: res.status, statusText: res.statusText, headers: outHeaders });
     }
   }
   const tap = res.headers.get("content-encoding") ? null : new UsageTap(wire, contentType);
+  const refusal = settle();
   return new Response(relay(res.stream(), tap, (bytesOut, note) => {
-    ctx.audit.record({ ...base, status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut, usage: tap ? tap.end() : null, retries: sent.retries, note });
+    ctx.audit.record({ ...base, status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut, usage: tap ? tap.end() : null, retries: sent.retries, note: [refusal, note].filter(Boolean).join("; ") || null });
     if (note?.startsWith("upstream")) ctx.health.record(upstream.provider, "reset", `${upstream.provider} (${host(upstream)}) ${note}`);
   }), { status: res.status, statusText: res.statusText, headers: outHeaders });
 }

@@ -235,6 +235,11 @@ export class Proxy {
     return merge(await this.all<Stats>({ op: "stats" }));
   }
 
+  /** The credential slot a profile's traffic bills (null: none, or an unknown profile). */
+  credentialFor(profile: string): string | null {
+    return this.targets.forProfile(profile)?.credential ?? null;
+  }
+
   /** A credential was stored again: forget that its provider rejected the old one. */
   async clearProblem(name: string): Promise<void> {
     await this.all({ op: "clear-problem", name });

@@ -4,6 +4,7 @@
  */
 import type { Database } from "bun:sqlite";
 import { windows, type Window } from "./readings";
+import type { Refusal } from "./quota";
 import * as Log from "../util/log";
 
 const log = Log.create("proxy");
@@ -16,13 +17,32 @@ export interface Reading {
   at: number;
   status: number;
   headers: Record<string, string>;
+  /** The latest quota refusal for this credential, until its reset passes. */
+  quota: Quota | null;
 }
 
-export interface LimitView extends Omit<Reading, "at"> {
+export interface Quota {
+  /** Epoch ms of the refusal, and of the reset when the provider said (null: unknown). */
+  at: number;
+  window: string | null;
+  resetsAt: number | null;
+  detail: string;
+}
+
+export interface LimitView extends Omit<Reading, "at" | "quota"> {
   /** ISO 8601 */
   at: string;
   windows: Window[];
+  /** A quota refusal whose reset has not passed (times ISO 8601). */
+  quota: { at: string; window: string | null; resetsAt: string | null; detail: string } | null;
 }
+
+/**
+ * When a quota refusal stops holding turns: its reset, or — when the provider named none
+ * (OpenAI's insufficient_quota) — an hour after it, when lazy tries again.
+ */
+export const UNKNOWN_RESET_MS = 3_600_000;
+const resetOf = (q: Quota) => q.resetsAt ?? q.at + UNKNOWN_RESET_MS;
 
 export class Limits {
   private latest = new Map<string, Reading>();
@@ -38,6 +58,7 @@ export class Limits {
         at: r.at as number,
         status: r.status as number,
         headers: JSON.parse(r.headers as string),
+        quota: r.quota ? (JSON.parse(r.quota as string) as Quota) : null,
       });
   }
 
@@ -47,7 +68,19 @@ export class Limits {
       // A credential seen answering without limit headers still gets a row: "no reading", never 0 %.
       if (this.latest.has(owner)) return;
     }
-    this.latest.set(owner, { owner, credential, upstream, at: Date.now(), status, headers });
+    this.latest.set(owner, { owner, credential, upstream, at: Date.now(), status, headers, quota: this.latest.get(owner)?.quota ?? null });
+    this.changed(owner);
+  }
+
+  /** A provider refused this credential: a quota refusal is kept until its reset. */
+  refused(owner: string, refusal: Refusal, now = Date.now()): void {
+    const r = this.latest.get(owner);
+    if (!r || refusal.kind !== "quota") return;
+    r.quota = { at: now, window: refusal.window, resetsAt: refusal.resetsAt, detail: refusal.detail };
+    this.changed(owner);
+  }
+
+  private changed(owner: string): void {
     this.dirty.add(owner);
     this.timer ??= setTimeout(() => {
       // On a timer nothing would catch it: a store busy past its timeout costs one flush, not the thread.
@@ -64,20 +97,27 @@ export class Limits {
     this.timer = undefined;
     if (!this.dirty.size) return;
     const upsert = this.db.query(
-      "INSERT INTO readings (owner, credential, upstream, at, status, headers) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(owner) DO UPDATE SET credential = excluded.credential, upstream = excluded.upstream, at = excluded.at, status = excluded.status, headers = excluded.headers",
+      "INSERT INTO readings (owner, credential, upstream, at, status, headers, quota) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(owner) DO UPDATE SET credential = excluded.credential, upstream = excluded.upstream, at = excluded.at, status = excluded.status, headers = excluded.headers, quota = excluded.quota",
     );
     const owners = [...this.dirty];
     this.dirty.clear();
     this.db.transaction(() => {
       for (const o of owners) {
         const r = this.latest.get(o);
-        if (r) upsert.run(r.owner, r.credential, r.upstream, r.at, r.status, JSON.stringify(r.headers));
+        if (r) upsert.run(r.owner, r.credential, r.upstream, r.at, r.status, JSON.stringify(r.headers), r.quota ? JSON.stringify(r.quota) : null);
       }
     }).immediate();
   }
 
   list(now = Date.now()): LimitView[] {
-    return [...this.latest.values()].sort((a, b) => a.owner.localeCompare(b.owner)).map((r) => ({ ...r, at: new Date(r.at).toISOString(), windows: windows(r.headers, now) }));
+    return [...this.latest.values()]
+      .sort((a, b) => a.owner.localeCompare(b.owner))
+      .map((r) => ({
+        ...r,
+        at: new Date(r.at).toISOString(),
+        windows: windows(r.headers, now),
+        quota: r.quota && resetOf(r.quota) > now ? { ...r.quota, at: new Date(r.quota.at).toISOString(), resetsAt: new Date(resetOf(r.quota)).toISOString() } : null,
+      }));
   }
 
   stop(): void {

@@ -9,7 +9,7 @@
 import type { Database } from "bun:sqlite";
 import { existsSync, mkdirSync, statSync, lchownSync, rmSync } from "node:fs";
 import { basename, join } from "node:path";
-import { Tasks, Runs, canMove, isFinal, type Task, type Run } from "../store";
+import { Tasks, Runs, HeldTurns, canMove, isFinal, type Task, type Run } from "../store";
 import type { Status } from "../store";
 import { resolveProfile, type Config, type ResolvedProfile } from "../config";
 import { Runtime, Image } from "../containers";
@@ -22,6 +22,7 @@ import type { Logger } from "../util/log";
 import type { Bus } from "../bus";
 import { FILES, type Exit } from "../supervisor";
 import { BIN, containerEnv, mounts, linuxBinary } from "./container-spec";
+import { Holds } from "./holds";
 
 export interface RunnerDeps {
   root: string;
@@ -48,7 +49,20 @@ export class Runner {
   private housekeeping: Timer | undefined;
   private starting = new Set<string>();
 
-  constructor(private d: RunnerDeps) {}
+  private holds: Holds;
+
+  constructor(private d: RunnerDeps) {
+    this.holds = new Holds({
+      db: d.db,
+      proxy: d.proxy,
+      config: d.config,
+      log: d.log,
+      move: (t, to, data) => this.move(t, to, data),
+      event: (t, kind, data) => this.event(t, kind, data),
+      start: (id, message) => this.start(id, message),
+      ref: (t) => this.ref(t),
+    });
+  }
 
   private async docker(): Promise<Runtime> {
     this.runtime ??= await Runtime.connect(this.d.log);
@@ -92,6 +106,9 @@ export class Runner {
         throw new LazyError("proxy_unavailable", "The model proxy is not available, so no turn can start; run lazy doctor for the finding and remedy.");
       const config = this.d.config();
       const profile = resolveProfile(config, task.profile);
+      // [usage_pause]: a credential past its threshold (or refused for quota) starts nothing.
+      const pause = await this.holds.pauseFor(profile);
+      if (pause) return this.holds.hold(task, message, pause);
       // The credential must exist before anything starts (the placeholder stands for it).
       const launch = await this.d.proxy.mintFor({ role: "agent", profile: profile.name, taskId: task.id, taskRef: this.ref(task) });
       const docker = await this.docker();
@@ -459,6 +476,7 @@ export class Runner {
     let containerGone = false;
     const steps: [string, () => unknown][] = [
       ["revoke the task's placeholders", () => this.d.proxy.revokeTask(task.id)],
+      ["drop its held turn", () => HeldTurns.removeTask(this.d.db, task.id)],
       ["remove its container", async () => {
         const run = this.run(task.id);
         const docker = await this.docker();
@@ -540,6 +558,7 @@ export class Runner {
   }
 
   startHousekeeping(everyMs = 15_000): void {
+    this.holds.schedule(); // turns held before a restart start when their window resets
     void this.reconcile().catch((e) => this.d.log.error(`reconcile: ${(e as Error).message}`));
     this.housekeeping = setInterval(() => void this.reconcile().catch((e) => this.d.log.error(`reconcile: ${(e as Error).message}`)), everyMs);
     this.housekeeping.unref();
@@ -547,6 +566,7 @@ export class Runner {
 
   shutdown(): void {
     clearInterval(this.housekeeping);
+    this.holds.stop();
     for (const id of [...this.watchers.keys()]) this.unwatch(id);
   }
 }

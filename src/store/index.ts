@@ -1,6 +1,7 @@
 /**
  * The task store: bun:sqlite in WAL mode, migrations embedded in the binary, and the daemon
- * its only writer. Tasks, their events, the status rules (status.ts) and each task's run.
+ * its only writer. Tasks, their events, the status rules (status.ts), each task's run, and
+ * the turns [usage_pause] holds.
  */
 import { Database } from "bun:sqlite";
 import { closeSync, existsSync, openSync } from "node:fs";
@@ -10,6 +11,8 @@ export * as Tasks from "./tasks";
 export type { Task, TaskEvent } from "./tasks";
 export * as Runs from "./runs";
 export type { Run } from "./runs";
+export * as HeldTurns from "./held";
+export type { Held } from "./held";
 export * from "./status";
 
 export function open(file: string): Database {

@@ -108,4 +108,17 @@ export const MIGRATIONS: readonly (string | ((db: Database) => void))[] = [
   // turn a human stopped (never a marker file in a folder the agent writes).
   `ALTER TABLE runs ADD COLUMN admin TEXT;`,
   `ALTER TABLE runs ADD COLUMN stopped_turn INTEGER;`,
+  // A provider's quota refusal, beside the credential's reading: [usage_pause] holds turns on
+  // it until its reset (OpenAI's insufficient_quota carries no usage-limit headers to read).
+  `ALTER TABLE readings ADD COLUMN quota TEXT;`,
+  // Turns held by [usage_pause]: started by lazy, oldest first, once the window resets.
+  `CREATE TABLE held_turns (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     task_id TEXT NOT NULL REFERENCES tasks(id) ON DELETE CASCADE,
+     message TEXT,
+     at INTEGER NOT NULL,
+     credential TEXT,
+     window TEXT,
+     resets_at INTEGER
+   );`,
 ];

@@ -4,6 +4,7 @@
  *
  *   queued → running → done (turn finished, to review) | waiting (needs a human) | failed
  *   queued → failed (its first launch was refused before anything ran: the reason is recorded)
+ *   queued | done | failed → waiting ([usage_pause] holds its next turn until the window resets)
  *   done | waiting | failed → running (the next turn; a failed turn can be retried)
  *   done | waiting → accepted (merged)
  *   queued | done | waiting | failed → rejected | closed (the session ends unmerged)
@@ -12,11 +13,11 @@ export const STATUSES = ["queued", "running", "done", "waiting", "failed", "acce
 export type Status = (typeof STATUSES)[number];
 
 const moves: Record<Status, readonly Status[]> = {
-  queued: ["running", "failed", "rejected", "closed"],
+  queued: ["running", "failed", "waiting", "rejected", "closed"],
   running: ["done", "waiting", "failed"],
-  done: ["running", "accepted", "rejected", "closed"],
+  done: ["running", "waiting", "accepted", "rejected", "closed"],
   waiting: ["running", "accepted", "rejected", "closed"],
-  failed: ["running", "rejected", "closed"],
+  failed: ["running", "waiting", "rejected", "closed"],
   accepted: [],
   rejected: [],
   closed: [],

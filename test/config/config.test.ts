@@ -14,6 +14,17 @@ describe("lazy.toml", () => {
     ]);
   });
 
+  test("[usage_pause]: thresholds 1–100, windows 5h and 7d only, each problem at its place", () => {
+    const r = loadText('[usage_pause]\nthreshold = 150\n"5h" = "90%"\n"1h" = 50\n');
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    const lines = r.problems.map(formatProblem);
+    expect(lines[0]).toStartWith("lazy.toml:2:13 usage_pause.threshold — ");
+    expect(lines[1]).toBe("lazy.toml:3:8 usage_pause.5h — expected a number, got a string");
+    expect(lines[2]).toBe("lazy.toml:4:1 usage_pause.1h — unknown key (expected one of: threshold, 5h, 7d)");
+    expect(loadText('[usage_pause]\nthreshold = 90\n"7d" = 95\n').ok).toBe(true);
+  });
+
   test("a syntax error names its place", () => {
     const r = loadText("[server]\nport = \n");
     expect(r.ok).toBe(false);

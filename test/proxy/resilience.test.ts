@@ -143,7 +143,7 @@ describe("readings and provider health", () => {
     await fetch(`${gh.proxyUrl}/api/pull`, { method: "POST", headers: { "x-api-key": gh.placeholder } });
     expect(statuses).toEqual([502, 504, 500, 529, 429, 502]);
     const health = (await h.json(["stats", "limits"])).health.find((x: any) => x.provider === "Anthropic");
-    expect(health.failures).toEqual({ reset: 1, timeout: 1, connect: 1, "5xx": 1, "529": 1, "429": 1 });
+    expect(health.failures).toEqual({ reset: 1, timeout: 1, connect: 1, "5xx": 1, "529": 1, "429": 1, quota: 0 }); // its 429 is a short rate limit, not a quota
     expect(health.requests).toBe(6);
     expect(health.latest.kind).toBe("connect");
     expect((await h.ok(["stats", "limits"])).stdout).toMatch(/Anthropic: 6 requests; reset 1, timeout 1, connect 1, 5xx 1, 529 1, 429 1; latest: /);

@@ -20,7 +20,7 @@ describe("task store", () => {
   test("statuses move only along the written rules", () => {
     const db = fresh();
     const t = Tasks.add(db, { prompt: "do it", profile: "claude" });
-    expect(() => Tasks.move(db, t.id, "done")).toThrow(/queued; it can move to running, failed, rejected, closed, not done/);
+    expect(() => Tasks.move(db, t.id, "done")).toThrow(/queued; it can move to running, failed, waiting, rejected, closed, not done/);
     expect(Tasks.move(db, t.id, "running").status).toBe("running");
     expect(Tasks.move(db, t.id, "done").status).toBe("done");
     expect(Tasks.move(db, t.id, "running").status).toBe("running");

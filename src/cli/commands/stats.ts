@@ -2,6 +2,7 @@ import { command, print, printJson, table } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import { FAILURE_KINDS, type AuditRow, type LimitView, type ProviderHealth } from "../../proxy";
+import type { Pause } from "../../usage";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 
@@ -49,11 +50,14 @@ const limits = command({
   args: json,
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
-    const r = await c.request<{ limits: LimitView[]; health: ProviderHealth[]; problems: Record<string, string> }>("GET", "/api/stats/limits");
+    const r = await c.request<{ limits: LimitView[]; health: ProviderHealth[]; problems: Record<string, string>; paused: Pause[] }>("GET", "/api/stats/limits");
     if (args.json) return printJson(r);
     if (!r.limits.length) print("No usage-limit readings yet.");
     for (const l of r.limits) {
       print(`${l.owner}${l.credential ? ` (credential ${l.credential})` : ""} — ${l.upstream}, read ${l.at}`);
+      const paused = r.paused.find((p) => p.credential === l.credential);
+      if (paused) print(`  PAUSED until ${paused.resetsAt}: ${paused.detail} — new turns on ${paused.credential} wait for the reset ([usage_pause])`);
+      if (l.quota && !paused) print(`  quota refused ${l.quota.at}: ${l.quota.detail}`);
       const ws = l.windows.filter((w) => w.usedPercent !== null || w.status);
       if (!ws.length) print("  no reading");
       const retry = l.headers["retry-after-ms"] ? `${Number(l.headers["retry-after-ms"]) / 1000}` : l.headers["retry-after"];

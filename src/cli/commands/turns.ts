@@ -12,6 +12,18 @@ const taskArg = { task: { type: "positional", description: "Task code or hex id 
 const enc = encodeURIComponent;
 
 
+/** What `lazy start`/`send` say of the task after the request: its status, and why it waits when held. */
+async function after(c: Client.Client, t: Task, follow: boolean): Promise<string> {
+  const ref = t.code ?? t.id;
+  if (t.status === "waiting") {
+    const r = await c.request<{ events: TaskEvent[] }>("GET", `/api/tasks/${t.id}`);
+    const d = r.events.findLast((e) => e.kind === "status" || e.kind === "held")?.data;
+    if (d?.reason === "usage_pause")
+      return `Task ${ref}: waiting — held by [usage_pause]: ${d.credential}'s ${d.detail}; it starts by itself at ${d.resetsAt}.`;
+  }
+  return `Task ${ref}: ${t.status}${follow && t.status === "running" ? ` (follow it: lazy logs ${ref} -f)` : ""}`;
+}
+
 const simple = (name: "start" | "stop" | "reject" | "close", description: string) =>
   command({
     meta: { name, description },
@@ -21,7 +33,7 @@ const simple = (name: "start" | "stop" | "reject" | "close", description: string
       const post = () => c.request<Task>("POST", `/api/tasks/${enc(args.task)}/${name}`, undefined, 30 * 60_000);
       const t = name === "start" ? (await whileLaunching(c, args.task, post)).result : await post();
       if (args.json) printJson(t);
-      else print(`Task ${t.code ?? t.id}: ${t.status}${name === "start" ? ` (follow it: lazy logs ${t.code ?? t.id} -f)` : ""}`);
+      else print(await after(c, t, name === "start"));
     },
   });
 
@@ -37,7 +49,7 @@ export const send = command({
     const c = await Client.connect(findProjectRoot());
     const { result: t } = await whileLaunching(c, args.task, () => c.request<Task>("POST", `/api/tasks/${enc(args.task)}/send`, { message: args.message }, 30 * 60_000));
     if (args.json) printJson(t);
-    else print(`Task ${t.code ?? t.id}: ${t.status}`);
+    else print(await after(c, t, true));
   },
 });
 
@@ -73,7 +85,7 @@ export const logs = command({
 });
 
 /** `lazy run` exit codes: one per kind of failure, so CI can tell them apart. */
-export const RUN_EXIT = { done: 0, agentFailed: 3, launchRefused: 4, credentialMissing: 5, proxyUnavailable: 6 } as const;
+export const RUN_EXIT = { done: 0, agentFailed: 3, launchRefused: 4, credentialMissing: 5, proxyUnavailable: 6, paused: 7 } as const;
 const exitFor = (code: ErrorCode) =>
   code === "credential_missing" ? RUN_EXIT.credentialMissing : code === "proxy_unavailable" ? RUN_EXIT.proxyUnavailable : RUN_EXIT.launchRefused;
 
@@ -81,12 +93,13 @@ export const run = command({
   meta: {
     name: "run",
     description:
-      "One-shot for CI: add a task, run its turn, wait, print the result. Exit codes: 0 the turn finished; 3 the agent failed; 4 the launch was refused; 5 a credential is missing; 6 the proxy is unavailable; 2 bad usage",
+      "One-shot for CI: add a task, run its turn, wait, print the result. Exit codes: 0 the turn finished; 3 the agent failed; 4 the launch was refused; 5 a credential is missing; 6 the proxy is unavailable; 7 held by [usage_pause] (the reset time is printed; --wait waits for it); 2 bad usage",
   },
   args: {
     prompt: { type: "positional", description: "What the agent should do", required: true },
     profile: { type: "string", description: "Agent profile" },
     code: { type: "string", description: "A code for the task" },
+    wait: { type: "boolean", description: "When [usage_pause] holds the turn, wait for the reset instead of exiting 7" },
     ...json,
   },
   async run({ args }) {
@@ -105,16 +118,25 @@ export const run = command({
     let task = t;
     const messages: string[] = [];
     let result = "";
+    let held: Record<string, unknown> | null = null;
     for (;;) {
       const r = await c.request<{ task: Task; events: TaskEvent[] }>("GET", `/api/tasks/${t.id}/events?after=${after}`);
       for (const e of r.events) {
         after = e.id;
         if (e.kind === "message") messages.push(String(e.data.text));
         if (e.kind === "result") result = String(e.data.text ?? "");
+        if (e.kind === "status") held = e.data.reason === "usage_pause" ? e.data : null;
         if (!args.json) say.info(line(e));
       }
       task = r.task;
-      if (task.status !== "running" && task.status !== "queued") break;
+      if (held && task.status === "waiting") {
+        if (!args.wait) {
+          const text = `Task ${t.code ?? t.id} is held by [usage_pause]: ${held.credential}'s ${held.detail ?? `${held.window} window`}; it starts by itself at ${held.resetsAt} (lazy run --wait waits for it).`;
+          if (args.json) printJson({ task, status: "paused", resetsAt: held.resetsAt, credential: held.credential, window: held.window });
+          else say.warn(text);
+          return setExitCode(RUN_EXIT.paused);
+        }
+      } else if (task.status !== "running" && task.status !== "queued") break;
       await Bun.sleep(250);
     }
     const ok = task.status === "done" || task.status === "waiting";

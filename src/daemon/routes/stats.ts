@@ -3,9 +3,12 @@ import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
 import { Tasks } from "../../store";
 import type { Proxy } from "../../proxy";
+import type { Config } from "../../config";
+import { pauseOf, type Pause } from "../../usage";
 
 export interface StatsDeps {
   db: Database;
+  config: () => Config;
   proxy: Pick<Proxy, "stats"> & { audit: Pick<Proxy["audit"], "query" | "totals"> };
 }
 
@@ -16,5 +19,10 @@ export function statsRoutes(d: StatsDeps) {
       const limit = Math.min(10_000, Math.max(1, Number(query.limit ?? 100) || 100));
       return { rows: await d.proxy.audit.query({ taskId: t?.id, limit }), totals: t ? await d.proxy.audit.totals(t.id) : null, task: t ?? null };
     })
-    .get("/api/stats/limits", () => d.proxy.stats());
+    .get("/api/stats/limits", async () => {
+      const stats = await d.proxy.stats();
+      const credentials = [...new Set(stats.limits.map((l) => l.credential).filter((c): c is string => !!c))];
+      const paused = credentials.map((c) => pauseOf(d.config().usage_pause, stats.limits, c)).filter((p): p is Pause => p !== null);
+      return { ...stats, paused };
+    });
 }
