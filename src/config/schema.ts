@@ -108,6 +108,15 @@ export const Config = z
       })
       .default({})
       .describe("Hold new turns when a subscription window is nearly used."),
+    budget: z
+      .strictObject({
+        per_task_tokens: z.number().int().min(0).optional().describe("Tokens (input, output and cache, all counted) one task may spend before its turn is stopped; lazy task budget T +N raises it."),
+        per_day_tokens: z.number().int().min(0).optional().describe("Tokens all of the project's tasks may spend in a UTC day."),
+        per_task_usd: z.number().min(0).optional().describe("Dollars one task may spend, where lazy knows the model's price."),
+        per_day_usd: z.number().min(0).optional().describe("Dollars all tasks may spend in a UTC day, where lazy knows the prices."),
+      })
+      .default({})
+      .describe("Token budgets: a task that reaches one is stopped at its next request and waits (reason budget)."),
   })
   .describe("lazy.toml, at the project root.");
 

@@ -109,6 +109,12 @@ export class Builder {
   }
 }
 
+/** A row's string in column `column` (null when it has none). */
+export function stringOf(b: Batch, i: number, column: (typeof STRINGS)[number]): string | null {
+  const j = b.strings[i * S + STR[column]]!;
+  return j === -1 ? null : b.table[j]!;
+}
+
 /** Store `batch` as rows `id` on. */
 export function append(db: Database, batch: Batch, id: number): void {
   let first = Infinity;

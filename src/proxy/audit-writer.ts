@@ -38,10 +38,30 @@ function write(batch: Batch, bounds: Bounds): void {
     t[0]++;
     for (let k = 0; k < TOKENS.length; k++) t[k + 1]! += Store.numberOf(batch, i, TOKENS[k]!) || 0;
   }
+  // And per UTC day, task, profile and credential, for budgets (lazy stats budget).
+  const days = new Map<string, [string, string, string, string, number, number, number, number, number]>();
+  for (let i = 0; i < batch.n; i++) {
+    const input = Store.numberOf(batch, i, NUM.input_tokens);
+    const output = Store.numberOf(batch, i, NUM.output_tokens);
+    if (Number.isNaN(input) && Number.isNaN(output)) continue;
+    const day = new Date(Store.atOf(batch, i)).toISOString().slice(0, 10);
+    const key = [day, Store.stringOf(batch, i, "task_id") ?? "", Store.stringOf(batch, i, "profile") ?? "", Store.stringOf(batch, i, "credential") ?? ""] as const;
+    const k = key.join("\u0000");
+    let t = days.get(k);
+    if (!t) days.set(k, (t = [...key, 0, 0, 0, 0, 0]));
+    t[4]++;
+    for (let j = 0; j < TOKENS.length; j++) (t[j + 5] as number) += Store.numberOf(batch, i, TOKENS[j]!) || 0;
+  }
+  const daily = d.query(
+    `INSERT INTO usage_days (day, task_id, profile, credential, requests, input_tokens, output_tokens, cache_read, cache_write) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT(day, task_id, profile, credential) DO UPDATE SET requests = requests + excluded.requests, input_tokens = input_tokens + excluded.input_tokens,
+       output_tokens = output_tokens + excluded.output_tokens, cache_read = cache_read + excluded.cache_read, cache_write = cache_write + excluded.cache_write`,
+  );
   d.transaction(() => {
     Store.append(d, batch, next);
     next += batch.n;
     for (const [task, t] of totals) count.run(batch.table[task]!, ...t);
+    for (const t of days.values()) daily.run(...t);
     sinceBound += batch.n;
     // Keep within the row bound without counting per batch: trim once a tenth of it has arrived.
     if (sinceBound >= Math.max(10, bounds.maxRows / 10)) trim(bounds.maxRows);

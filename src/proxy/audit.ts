@@ -75,6 +75,9 @@ export class Audit {
   private waiters: { id: number; resolve: () => void }[] = [];
   private respawns = 0;
   private live = new Set<(rows: Row[]) => void>();
+  private written_ = new Set<(taskIds: ReadonlySet<string>) => void>();
+  /** Batches posted and not yet written → the tasks whose tokens they carry. */
+  private spent = new Map<number, Set<string>>();
 
   constructor(
     private db: Database,
@@ -110,6 +113,22 @@ export class Audit {
 
   private release(id: number): void {
     this.written = Math.max(this.written, id);
+    if (this.spent.size) {
+      const tasks = new Set<string>();
+      for (const [k, ts] of this.spent)
+        if (k <= id) {
+          for (const t of ts) tasks.add(t);
+          this.spent.delete(k);
+        }
+      if (tasks.size)
+        for (const l of this.written_) {
+          try {
+            l(tasks);
+          } catch (e) {
+            this.log.warn(`a listener to written audit rows failed: ${(e as Error).message}`);
+          }
+        }
+    }
     this.waiters = this.waiters.filter((w) => (w.id <= this.written ? (w.resolve(), false) : true));
   }
 
@@ -132,7 +151,22 @@ export class Audit {
         }
       }
     }
-    this.post({ type: "rows", id: ++this.posted, batch, bounds: this.bounds() });
+    const id = ++this.posted;
+    if (this.written_.size) {
+      const tasks = new Set<string>();
+      for (let i = 0; i < batch.n; i++) {
+        const t = Store.stringOf(batch, i, "task_id");
+        if (t !== null && !Number.isNaN(Store.numberOf(batch, i, Store.NUM.input_tokens))) tasks.add(t);
+      }
+      if (tasks.size) this.spent.set(id, tasks);
+    }
+    this.post({ type: "rows", id, batch, bounds: this.bounds() });
+  }
+
+  /** Tasks whose token counters a batch moved, once that batch is in the store (budgets read them). */
+  onWritten(listener: (taskIds: ReadonlySet<string>) => void): () => void {
+    this.written_.add(listener);
+    return () => this.written_.delete(listener);
   }
 
   /** Rows as they are recorded (after the proxy's thread hands them over, within ~50 ms). */

@@ -22,6 +22,8 @@ import { endOfTurn } from "../util/turn";
 
 export interface Context {
   grants: Pick<Grants, "lookup">;
+  /** Why a task's turns are stopped at their next request (a budget reached), if they are. */
+  stopped: (taskId: string) => string | undefined;
   credentials: Pick<CredentialStore, "get">;
   targets: () => Targets;
   audit: Pick<Recorder, "record">;
@@ -118,6 +120,10 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     );
   base.upstream = upstream.origin;
   const wire: Surface.Wire = upstream.wire === "openai" ? "openai" : "anthropic";
+
+  // A task that reached its budget: its turn stops here, and the agent is told why.
+  const stop = grant?.taskId ? ctx.stopped(grant.taskId) : undefined;
+  if (stop) return refuse(errorResponse(wire, 403, "permission_error", `lazy's proxy stopped this turn: ${stop}.`), `budget: ${stop}`, upstream.origin);
 
   // 3. What it may ask for: the forwarding surface, in source.
   const kind = upstream.kind === "cursor" ? "anthropic-primary" : upstream.kind;

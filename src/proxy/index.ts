@@ -126,6 +126,7 @@ export class Proxy {
   stopping = false;
   private targets: Targets;
   private threads: Thread[] = [];
+  private stopped = new Map<string, string>();
   /** Every address listened on, so a restarted thread listens there again. */
   private listening = new Map<string, number>();
 
@@ -146,7 +147,7 @@ export class Proxy {
 
   /** What a new proxy thread starts from. */
   init(): Init {
-    return { config: this.config(), credentials: this.credentials.snapshot(), grants: this.grants.all(), dbPath: this.db.filename, log: Log.settings() };
+    return { config: this.config(), credentials: this.credentials.snapshot(), grants: this.grants.all(), stopped: Object.fromEntries(this.stopped), dbPath: this.db.filename, log: Log.settings() };
   }
 
   /** A proxy thread asks for Cursor session placeholders. */
@@ -233,6 +234,21 @@ export class Proxy {
   /** Usage-limit readings, provider health and rejected OAuth tokens, as of now, over every thread. */
   async stats(): Promise<Stats> {
     return merge(await this.all<Stats>({ op: "stats" }));
+  }
+
+  /**
+   * Stop a task's turns at their next request (`message` says why: a budget reached), or let
+   * them through again (null). "*" stands for every task (today's project budget).
+   */
+  stopTask(taskId: string, message: string | null): void {
+    if (message === null ? !this.stopped.delete(taskId) : this.stopped.get(taskId) === message) return;
+    if (message !== null) this.stopped.set(taskId, message);
+    this.post({ type: "stopped", stopped: Object.fromEntries(this.stopped) });
+  }
+
+  /** Why a task's turns are stopped, if they are. */
+  stoppedFor(taskId: string): string | undefined {
+    return this.stopped.get(taskId) ?? this.stopped.get("*");
   }
 
   /** The credential slot a profile's traffic bills (null: none, or an unknown profile). */

@@ -31,6 +31,8 @@ export type Init = {
   config: Config;
   credentials: Record<string, Resolved>;
   grants: Grant[];
+  /** Tasks whose turns are stopped at their next request (a budget reached): task id, or "*" for every task → why. */
+  stopped: Record<string, string>;
   dbPath: string;
   log: Log.Settings;
 };
@@ -40,6 +42,7 @@ export type ToThread =
   | { type: "config"; config: Config }
   | { type: "credentials"; credentials: Record<string, Resolved> }
   | { type: "grants"; grants: Grant[] }
+  | { type: "stopped"; stopped: Record<string, string> }
   | { type: "call"; id: number; call: Call }
   | Answer;
 
@@ -105,6 +108,7 @@ function route(req: Request, server: Server<undefined>): Promise<Response> {
 let targets: Targets;
 let credentials = new Map<string, Resolved>();
 let grants = new Map<string, Grant>();
+let stopped = new Map<string, string>();
 
 function init(m: Init): void {
   Log.configure(m.log);
@@ -112,11 +116,13 @@ function init(m: Init): void {
   targets = Targets.build(config);
   credentials = new Map(Object.entries(m.credentials));
   grants = new Map(m.grants.map((g) => [g.token, g]));
+  stopped = new Map(Object.entries(m.stopped));
   db = new Database(m.dbPath);
   db.exec("PRAGMA busy_timeout = 5000");
   limits = new Limits(db);
   ctx = {
     grants: { lookup: (token) => grants.get(token) },
+    stopped: (taskId) => stopped.get(taskId) ?? stopped.get("*"),
     credentials: { get: (name) => credentials.get(name) },
     targets: () => targets,
     audit: recorder,
@@ -174,6 +180,9 @@ self.onmessage = (e: MessageEvent<ToThread>) => {
       return;
     case "grants":
       grants = new Map(m.grants.map((g) => [g.token, g]));
+      return;
+    case "stopped":
+      stopped = new Map(Object.entries(m.stopped));
       return;
     case "answer":
       asked.get(m.id)?.(m.value);

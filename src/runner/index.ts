@@ -23,6 +23,7 @@ import type { Bus } from "../bus";
 import { FILES, type Exit } from "../supervisor";
 import { BIN, containerEnv, mounts, linuxBinary } from "./container-spec";
 import { Holds } from "./holds";
+import { Budgets, why as budgetWhy } from "./budgets";
 
 export interface RunnerDeps {
   root: string;
@@ -50,8 +51,10 @@ export class Runner {
   private starting = new Set<string>();
 
   private holds: Holds;
+  readonly budgets: Budgets;
 
   constructor(private d: RunnerDeps) {
+    this.budgets = new Budgets({ db: d.db, config: d.config, proxy: d.proxy, log: d.log, move: (t, to, data) => this.move(t, to, data), ref: (t) => this.ref(t) });
     this.holds = new Holds({
       db: d.db,
       proxy: d.proxy,
@@ -106,6 +109,9 @@ export class Runner {
         throw new LazyError("proxy_unavailable", "The model proxy is not available, so no turn can start; run lazy doctor for the finding and remedy.");
       const config = this.d.config();
       const profile = resolveProfile(config, task.profile);
+      // [budget]: a task that reached its budget (or a project that reached today's) starts nothing.
+      const over = this.budgets.over(task);
+      if (over) throw new LazyError("conflict", `Task ${this.ref(task)} cannot start a turn: ${over.message}.`);
       // [usage_pause]: a credential past its threshold (or refused for quota) starts nothing.
       const pause = await this.holds.pauseFor(profile);
       if (pause) return this.holds.hold(task, message, pause);
@@ -401,8 +407,12 @@ export class Runner {
       this.d.log.error(`task ${task.id}: bringing the agent's commits onto ${Git.BRANCH_PREFIX}${this.ref(task)} failed: ${(e as Error).message}`);
     }
     const stopped = stoppedByUser || exit.signal === "SIGTERM" || exit.signal === "SIGINT";
-    const to: Status = stopped ? "waiting" : ok ? "done" : "failed";
-    this.move(task, to, { exit: exit.code, signal: exit.signal, ...(stopped ? { stopped: true } : {}), ...(sync?.moved ? { branch: `${Git.BRANCH_PREFIX}${this.ref(task)}`, tip: sync.tip } : {}), ...(text ? { result: text.slice(0, 4000) } : {}), ...(exit.error ? { error: exit.error } : {}) });
+    // A budget reached during the turn (the proxy stopped it, or its last answer crossed it).
+    const over = this.budgets.over(task);
+    const budget = over ? budgetWhy(over) : this.budgets.stoppedFor(task) ? { reason: "budget", detail: this.budgets.stoppedFor(task) } : null;
+    const to: Status = stopped || budget ? "waiting" : ok ? "done" : "failed";
+    this.move(task, to, {
+      ...(budget ?? {}), exit: exit.code, signal: exit.signal, ...(stopped ? { stopped: true } : {}), ...(sync?.moved ? { branch: `${Git.BRANCH_PREFIX}${this.ref(task)}`, tip: sync.tip } : {}), ...(text ? { result: text.slice(0, 4000) } : {}), ...(exit.error ? { error: exit.error } : {}) });
     this.d.log.info(`task ${this.ref(task)} turn ended: ${to} (exit ${exit.code ?? exit.signal})`);
   }
 
@@ -559,6 +569,7 @@ export class Runner {
 
   startHousekeeping(everyMs = 15_000): void {
     this.holds.schedule(); // turns held before a restart start when their window resets
+    this.budgets.start();
     void this.reconcile().catch((e) => this.d.log.error(`reconcile: ${(e as Error).message}`));
     this.housekeeping = setInterval(() => void this.reconcile().catch((e) => this.d.log.error(`reconcile: ${(e as Error).message}`)), everyMs);
     this.housekeeping.unref();
@@ -567,6 +578,7 @@ export class Runner {
   shutdown(): void {
     clearInterval(this.housekeeping);
     this.holds.stop();
+    this.budgets.stop();
     for (const id of [...this.watchers.keys()]) this.unwatch(id);
   }
 }

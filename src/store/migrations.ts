@@ -121,4 +121,18 @@ export const MIGRATIONS: readonly (string | ((db: Database) => void))[] = [
      window TEXT,
      resets_at INTEGER
    );`,
+  // Token counters per UTC day, task, profile and credential: what lazy stats budget and the
+  // [budget] limits read. Counters, so the audit's row bound never erases them. task_id and
+  // credential are '' where there is none (a host launch; a local model).
+  `CREATE TABLE usage_days (
+     day TEXT NOT NULL, task_id TEXT NOT NULL, profile TEXT NOT NULL, credential TEXT NOT NULL,
+     requests INTEGER NOT NULL DEFAULT 0,
+     input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0,
+     cache_read INTEGER NOT NULL DEFAULT 0, cache_write INTEGER NOT NULL DEFAULT 0,
+     PRIMARY KEY (day, task_id, profile, credential)
+   ) WITHOUT ROWID;
+   CREATE INDEX usage_days_task ON usage_days(task_id);`,
+  // What a human added to a task's budget (lazy task budget T +N).
+  `ALTER TABLE runs ADD COLUMN budget_tokens INTEGER NOT NULL DEFAULT 0;`,
+  `ALTER TABLE runs ADD COLUMN budget_usd REAL NOT NULL DEFAULT 0;`,
 ];

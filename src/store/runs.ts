@@ -16,11 +16,14 @@ export interface Run {
   profile: string | null;
   admin: string | null;
   stopped_turn: number | null;
+  /** Tokens and dollars a human added to the task's budget (lazy task budget). */
+  budget_tokens: number;
+  budget_usd: number;
 }
 
 export type RunPatch = Partial<Omit<Run, "task_id">>;
 
-const COLUMNS = new Set(["container_id", "session", "turn", "offset", "setup_done", "profile", "admin", "stopped_turn"]);
+const COLUMNS = new Set(["container_id", "session", "turn", "offset", "setup_done", "profile", "admin", "stopped_turn", "budget_tokens", "budget_usd"]);
 
 /** The task's run, made on first use. */
 export function get(db: Database, taskId: string): Run {

@@ -1,5 +1,8 @@
 /**
  * Usage on the daemon's main thread: what the readings and the audit's counters mean for
- * starting turns ([usage_pause]) and for what the user sees (lazy stats limits, budget).
+ * starting turns ([usage_pause], [budget]) and for what the user sees (lazy stats limits,
+ * lazy stats budget).
  */
 export { pauseOf, windowKey, type Pause } from "./pause";
+export { overFor, dayOver, report, spentByTask, taskLimit, today, type Over, type Spent, type BudgetReport } from "./budget";
+export { PRICES, priceOf, costOf, tokensOf } from "./prices";

@@ -2,7 +2,7 @@ import { command, print, printJson, table } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import { FAILURE_KINDS, type AuditRow, type LimitView, type ProviderHealth } from "../../proxy";
-import type { Pause } from "../../usage";
+import type { BudgetReport, Pause } from "../../usage";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 
@@ -75,7 +75,42 @@ const limits = command({
   },
 });
 
+const usd = (v: number | null) => (v === null ? "-" : `$${v.toFixed(2)}`);
+
+const budget = command({
+  meta: { name: "stats budget", description: "Tokens and cost per task, profile, credential and day, against any [budget]; each credential's windows" },
+  args: { days: { type: "string", description: "How many days back (default 30)" }, ...json },
+  async run({ args }) {
+    const c = await Client.connect(findProjectRoot());
+    const r = await c.request<BudgetReport & { limits: LimitView[] }>("GET", `/api/stats/budget${args.days ? `?days=${encodeURIComponent(args.days)}` : ""}`);
+    if (args.json) return printJson(r);
+    const b = r.budget;
+    const set = [b.per_task_tokens !== undefined && `per task ${b.per_task_tokens} tokens`, b.per_task_usd !== undefined && `per task ${usd(b.per_task_usd)}`, b.per_day_tokens !== undefined && `per day ${b.per_day_tokens} tokens`, b.per_day_usd !== undefined && `per day ${usd(b.per_day_usd)}`].filter(Boolean);
+    print(`Budget: ${set.length ? set.join(", ") : "none set ([budget] in lazy.toml)"}`);
+    print(`Today (${r.today.day}, UTC): ${r.today.tokens} tokens in ${r.today.requests} requests, ${usd(r.today.usd)}${r.today.usd === null ? " (a profile's model has no known price)" : ""}`);
+    print("\nCredentials:");
+    if (!r.credentials.length && !r.limits.length) print("  none used yet");
+    for (const cr of r.credentials) {
+      const reading = r.limits.filter((l) => (l.credential ?? "(none)") === cr.credential).flatMap((l) => l.windows.filter((w) => w.usedPercent !== null && /five_hour|seven_day|primary|secondary/.test(w.name)));
+      print(`  ${cr.credential.padEnd(16)} ${String(cr.tokens).padStart(10)} tokens  ${usd(cr.usd).padStart(9)}  ${reading.length ? reading.map((w) => `${w.name} ${Math.round(w.usedPercent!)} %`).join(", ") : "no reading"}`);
+    }
+    print("\nTasks (most tokens first):");
+    if (!r.tasks.length) print("  none used yet");
+    else
+      print(
+        table([
+          ["  TASK", "TOKENS", "COST", "BUDGET"],
+          ...r.tasks.map((t) => [`  ${t.code ?? t.taskId.slice(0, 8)}`, String(t.tokens), usd(t.usd), [t.limit.tokens !== null ? `${t.limit.tokens} tokens` : "", t.limit.usd !== null ? usd(t.limit.usd) : ""].filter(Boolean).join(", ") || "-"]),
+        ]),
+      );
+    print("\nProfiles:");
+    for (const p of r.profiles) print(`  ${p.profile.padEnd(16)} ${String(p.tokens).padStart(10)} tokens  ${p.priced ? usd(p.usd) : `tokens only (${p.model ? `no price known for ${p.model}` : "the profile names no model"})`}`);
+    print("\nDays:");
+    for (const d of r.days) print(`  ${d.day}  ${String(d.tokens).padStart(10)} tokens  ${usd(d.usd)}`);
+  },
+});
+
 export const stats = command({
-  meta: { name: "stats", description: "What the proxy saw: audit, limits and provider health" },
-  subCommands: { audit, limits },
+  meta: { name: "stats", description: "What the proxy saw: audit, limits, budget and provider health" },
+  subCommands: { audit, limits, budget },
 });

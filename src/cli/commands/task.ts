@@ -3,6 +3,7 @@ import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import type { Task, TaskEvent } from "../../store";
 import { say } from "../voice";
+import { LazyError } from "../../util/errors";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 
@@ -52,7 +53,34 @@ const show = command({
   },
 });
 
+const budget = command({
+  meta: { name: "task budget", description: "Raise a task's budget: lazy task budget T +100000 (tokens), or +5 --usd" },
+  args: {
+    task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true },
+    amount: { type: "positional", description: "What to add, e.g. +100000", required: true },
+    usd: { type: "boolean", description: "The amount is dollars, not tokens" },
+    ...json,
+  },
+  async run({ args }) {
+    const m = /^\+?(\d+(?:\.\d+)?)$/.exec(args.amount.trim());
+    if (!m || Number(m[1]) <= 0) throw new LazyError("invalid_input", `"${args.amount}" is not an amount to add: give a positive number, like +100000 (tokens) or +5 --usd.`);
+    if (!args.usd && !Number.isInteger(Number(m[1]))) throw new LazyError("invalid_input", `Tokens come whole: "${args.amount}".`);
+    const c = await Client.connect(findProjectRoot());
+    const r = await c.request<{ task: Task; limit: { tokens: number | null; usd: number | null }; spent: { tokens: number; usd: number | null }; over: { message: string } | null }>(
+      "POST",
+      `/api/tasks/${encodeURIComponent(args.task)}/budget`,
+      args.usd ? { usd: Number(m[1]) } : { tokens: Number(m[1]) },
+    );
+    if (args.json) return printJson(r);
+    const ref = r.task.code ?? r.task.id;
+    const limit = args.usd ? (r.limit.usd === null ? "no dollar budget set ([budget] per_task_usd)" : `$${r.limit.usd.toFixed(2)} ($${(r.spent.usd ?? 0).toFixed(2)} spent)`) : r.limit.tokens === null ? "no token budget set ([budget] per_task_tokens)" : `${r.limit.tokens} tokens (${r.spent.tokens} spent)`;
+    say.success(`Task ${ref}'s budget is now ${limit}.`);
+    if (r.over) say.warn(`Still over: ${r.over.message}.`);
+    else if (r.task.status === "waiting") print(`Its next turn can run: lazy send ${ref} "…" or lazy start ${ref}.`);
+  },
+});
+
 export const task = command({
-  meta: { name: "task", description: "Add, list and show tasks" },
-  subCommands: { add, list, show },
+  meta: { name: "task", description: "Add, list and show tasks, and raise a task's budget" },
+  subCommands: { add, list, show, budget },
 });

@@ -4,12 +4,12 @@ import { Elysia } from "elysia";
 import { Tasks } from "../../store";
 import type { Proxy } from "../../proxy";
 import type { Config } from "../../config";
-import { pauseOf, type Pause } from "../../usage";
+import { pauseOf, report, type Pause } from "../../usage";
 
 export interface StatsDeps {
   db: Database;
   config: () => Config;
-  proxy: Pick<Proxy, "stats"> & { audit: Pick<Proxy["audit"], "query" | "totals"> };
+  proxy: Pick<Proxy, "stats"> & { audit: Pick<Proxy["audit"], "query" | "totals" | "settled"> };
 }
 
 export function statsRoutes(d: StatsDeps) {
@@ -18,6 +18,12 @@ export function statsRoutes(d: StatsDeps) {
       const t = query.task !== undefined ? Tasks.resolveFilter(d.db, [String(query.task)])![0] : undefined;
       const limit = Math.min(10_000, Math.max(1, Number(query.limit ?? 100) || 100));
       return { rows: await d.proxy.audit.query({ taskId: t?.id, limit }), totals: t ? await d.proxy.audit.totals(t.id) : null, task: t ?? null };
+    })
+    .get("/api/stats/budget", async ({ query }) => {
+      await d.proxy.audit.settled(); // the counters include every call answered so far
+      const stats = await d.proxy.stats();
+      const days = Math.min(366, Math.max(1, Number(query.days ?? 30) || 30));
+      return { ...report(d.db, d.config(), { days }), limits: stats.limits };
     })
     .get("/api/stats/limits", async () => {
       const stats = await d.proxy.stats();

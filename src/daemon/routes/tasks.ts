@@ -21,7 +21,7 @@ export interface TaskDeps {
   bus: Pick<Bus, "publish">;
   /** The config in force now (it reloads while the daemon runs). */
   config: () => Config;
-  runner: Pick<Runner, "start" | "stop" | "accept" | "reject" | "close" | "workspace">;
+  runner: Pick<Runner, "start" | "stop" | "accept" | "reject" | "close" | "workspace" | "budgets">;
 }
 
 export function taskRoutes(d: TaskDeps) {
@@ -56,6 +56,14 @@ export function taskRoutes(d: TaskDeps) {
     .post("/api/tasks/:ref/accept", ({ params }) => d.runner.accept(taskRef(params)))
     .post("/api/tasks/:ref/reject", ({ params }) => d.runner.reject(taskRef(params)))
     .post("/api/tasks/:ref/close", ({ params }) => d.runner.close(taskRef(params)))
+    .post("/api/tasks/:ref/budget", ({ params, body }) => {
+      const add = parseBody(
+        z.strictObject({ tokens: z.number().int().positive().optional(), usd: z.number().positive().optional() }).refine((a) => a.tokens !== undefined || a.usd !== undefined, "give tokens or usd to add"),
+        body,
+      );
+      const task = Tasks.resolve(d.db, taskRef(params));
+      return { task, ...d.runner.budgets.raise(task, add) };
+    })
     .get("/api/tasks/:ref/workspace", ({ params }) => d.runner.workspace(taskRef(params)))
     .get("/api/tasks/:ref/events", ({ params, query }) => {
       const task = Tasks.resolve(d.db, taskRef(params));

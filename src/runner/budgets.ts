@@ -1,0 +1,81 @@
+/**
+ * [budget] in the runner: after each batch of the audit is stored, the tasks it billed are
+ * checked against their budgets (usage/budget.ts). A task that reached one is stopped at its
+ * next request by the proxy (the agent is told which budget), and once its turn ends it is
+ * `waiting` with reason `budget` until a human raises it (lazy task budget) or closes it.
+ */
+import type { Database } from "bun:sqlite";
+import { Runs, Tasks, canMove, isFinal, type Task, type Status } from "../store";
+import type { Config } from "../config";
+import type { Proxy } from "../proxy";
+import type { Logger } from "../util/log";
+import { LazyError } from "../util/errors";
+import { dayOver, overFor, spentByTask, taskLimit, type Over } from "../usage";
+
+export interface BudgetDeps {
+  db: Database;
+  config: () => Config;
+  proxy: Pick<Proxy, "stopTask" | "stoppedFor"> & { audit: Pick<Proxy["audit"], "onWritten"> };
+  log: Logger;
+  move: (task: Task, to: Status, data: Record<string, unknown>) => Task;
+  ref: (t: Task) => string;
+}
+
+export class Budgets {
+  private off: (() => void) | undefined;
+
+  constructor(private d: BudgetDeps) {}
+
+  start(): void {
+    this.off = this.d.proxy.audit.onWritten((ids) => {
+      for (const id of ids) this.check(id);
+    });
+  }
+
+  stop(): void {
+    this.off?.();
+  }
+
+  /** The budget this task has reached, if any (its own, or today's project budget). */
+  over(task: Task): Over | null {
+    return overFor(this.d.db, this.d.config(), { id: task.id, ref: this.d.ref(task) });
+  }
+
+  /** Why the proxy stops this task's turns now, if it does. */
+  stoppedFor(task: Task): string | undefined {
+    return this.d.proxy.stoppedFor(task.id);
+  }
+
+  /** After tokens were billed to a task: stop it at the next request, or let it go again. */
+  check(taskId: string): void {
+    let task: Task;
+    try {
+      task = Tasks.resolve(this.d.db, taskId);
+    } catch {
+      return;
+    }
+    const over = this.over(task);
+    if (!over) {
+      this.d.proxy.stopTask(task.id, null);
+      if (!dayOver(this.d.db, this.d.config())) this.d.proxy.stopTask("*", null);
+      return;
+    }
+    this.d.proxy.stopTask(over.scope === "day" ? "*" : task.id, over.message);
+    this.d.log.warn(`budget: ${over.message}`);
+    // The turn already ended (its last answer crossed the line): the task waits all the same.
+    if ((task.status === "done" || task.status === "failed") && canMove(task.status, "waiting")) this.d.move(task, "waiting", why(over));
+  }
+
+  /** A human raised the task's budget: add to it, and let its turns through if it is under. */
+  raise(task: Task, add: { tokens?: number; usd?: number }): { limit: { tokens: number | null; usd: number | null }; spent: { tokens: number; usd: number | null }; over: Over | null } {
+    if (isFinal(task.status)) throw new LazyError("conflict", `Task ${this.d.ref(task)} is ${task.status}; its session has ended.`);
+    const run = Runs.get(this.d.db, task.id);
+    Runs.save(this.d.db, task.id, { budget_tokens: run.budget_tokens + (add.tokens ?? 0), budget_usd: run.budget_usd + (add.usd ?? 0) });
+    this.check(task.id);
+    const s = spentByTask(this.d.db, this.d.config(), task.id);
+    return { limit: taskLimit(this.d.db, this.d.config(), task.id), spent: { tokens: s.tokens, usd: s.usd }, over: this.over(task) };
+  }
+}
+
+/** A status event's data for a task waiting on its budget. */
+export const why = (o: Over) => ({ reason: "budget", scope: o.scope, unit: o.unit, spent: o.spent, limit: o.limit, detail: o.message });

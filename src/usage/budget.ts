@@ -1,0 +1,137 @@
+/**
+ * Budgets ([budget]) and what was spent: tokens per task, profile, credential and UTC day from
+ * the usage_days counters (the audit's row bound never erases them), priced where the profile
+ * names a model lazy knows (prices.ts). A task that reaches its budget is stopped at its next
+ * request and waits with reason `budget`; never a silent cap, never a silent overrun.
+ */
+import type { Database } from "bun:sqlite";
+import { resolveProfile, type Config } from "../config";
+import { costOf, priceOf, tokensOf, type Tokens } from "./prices";
+
+export interface Spent extends Tokens {
+  requests: number;
+  tokens: number;
+  /** Dollars, where every profile involved has a known price; null otherwise. */
+  usd: number | null;
+}
+
+export interface Over {
+  /** Which limit: the task's own, or the project's for today. */
+  scope: "task" | "day";
+  unit: "tokens" | "usd";
+  spent: number;
+  limit: number;
+  /** One sentence for the agent's error, the task's event and the CLI. */
+  message: string;
+}
+
+type Sums = { profile: string; requests: number; input: number; output: number; cacheRead: number; cacheWrite: number };
+const SUMS = "SUM(requests) AS requests, SUM(input_tokens) AS input, SUM(output_tokens) AS output, SUM(cache_read) AS cacheRead, SUM(cache_write) AS cacheWrite";
+
+export const today = (now = Date.now()) => new Date(now).toISOString().slice(0, 10);
+
+/** Add up rows grouped by profile into tokens and, where every profile is priced, dollars. */
+export function total(config: Config, rows: readonly Sums[]): Spent {
+  const out: Spent = { requests: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, tokens: 0, usd: 0 };
+  for (const r of rows) {
+    out.requests += r.requests;
+    out.input += r.input;
+    out.output += r.output;
+    out.cacheRead += r.cacheRead;
+    out.cacheWrite += r.cacheWrite;
+    const cost = costOf(priceOf(modelOf(config, r.profile)), r);
+    out.usd = out.usd === null || cost === null ? null : out.usd + cost;
+  }
+  out.tokens = tokensOf(out);
+  if (!rows.length) out.usd = 0;
+  return out;
+}
+
+function modelOf(config: Config, profile: string): string | undefined {
+  try {
+    return resolveProfile(config, profile).model;
+  } catch {
+    return undefined; // a profile since removed from lazy.toml: no price
+  }
+}
+
+export function spentByTask(db: Database, config: Config, taskId: string): Spent {
+  return total(config, db.query(`SELECT profile, ${SUMS} FROM usage_days WHERE task_id = ? GROUP BY profile`).all(taskId) as Sums[]);
+}
+
+export function spentOnDay(db: Database, config: Config, day = today()): Spent {
+  return total(config, db.query(`SELECT profile, ${SUMS} FROM usage_days WHERE day = ? GROUP BY profile`).all(day) as Sums[]);
+}
+
+/** A task's budget: [budget] per_task_* plus what a human added (lazy task budget). */
+export function taskLimit(db: Database, config: Config, taskId: string): { tokens: number | null; usd: number | null } {
+  const r = db.query("SELECT budget_tokens, budget_usd FROM runs WHERE task_id = ?").get(taskId) as { budget_tokens: number; budget_usd: number } | null;
+  const b = config.budget;
+  return {
+    tokens: b.per_task_tokens === undefined ? null : b.per_task_tokens + (r?.budget_tokens ?? 0),
+    usd: b.per_task_usd === undefined ? null : b.per_task_usd + (r?.budget_usd ?? 0),
+  };
+}
+
+/** Has this task (or today's project total) reached a budget? The first one reached, or null. */
+export function overFor(db: Database, config: Config, task: { id: string; ref: string }): Over | null {
+  return taskOver(db, config, task) ?? dayOver(db, config);
+}
+
+function taskOver(db: Database, config: Config, task: { id: string; ref: string }): Over | null {
+  const lim = taskLimit(db, config, task.id);
+  if (lim.tokens !== null || lim.usd !== null) {
+    const s = spentByTask(db, config, task.id);
+    if (lim.tokens !== null && s.tokens >= lim.tokens)
+      return { scope: "task", unit: "tokens", spent: s.tokens, limit: lim.tokens, message: `task ${task.ref} reached its token budget (${s.tokens} of ${lim.tokens} tokens); a human can raise it: lazy task budget ${task.ref} +N` };
+    if (lim.usd !== null && s.usd !== null && s.usd >= lim.usd)
+      return { scope: "task", unit: "usd", spent: s.usd, limit: lim.usd, message: `task ${task.ref} reached its budget ($${s.usd.toFixed(2)} of $${lim.usd.toFixed(2)}); a human can raise it: lazy task budget ${task.ref} +N --usd` };
+  }
+  return null;
+}
+
+/** Has the project reached today's budget? */
+export function dayOver(db: Database, config: Config): Over | null {
+  const b = config.budget;
+  if (b.per_day_tokens !== undefined || b.per_day_usd !== undefined) {
+    const d = spentOnDay(db, config);
+    if (b.per_day_tokens !== undefined && d.tokens >= b.per_day_tokens)
+      return { scope: "day", unit: "tokens", spent: d.tokens, limit: b.per_day_tokens, message: `the project reached today's token budget (${d.tokens} of ${b.per_day_tokens} tokens, [budget] per_day_tokens); it renews at 00:00 UTC` };
+    if (b.per_day_usd !== undefined && d.usd !== null && d.usd >= b.per_day_usd)
+      return { scope: "day", unit: "usd", spent: d.usd, limit: b.per_day_usd, message: `the project reached today's budget ($${d.usd.toFixed(2)} of $${b.per_day_usd.toFixed(2)}, [budget] per_day_usd); it renews at 00:00 UTC` };
+  }
+  return null;
+}
+
+export interface BudgetReport {
+  budget: Config["budget"];
+  today: Spent & { day: string };
+  days: (Spent & { day: string })[];
+  tasks: (Spent & { taskId: string; code: string | null; limit: { tokens: number | null; usd: number | null } })[];
+  profiles: (Spent & { profile: string; model: string | null; priced: boolean })[];
+  credentials: (Spent & { credential: string })[];
+}
+
+/** Everything lazy stats budget shows but the readings: one GROUP BY per view over the counters. */
+export function report(db: Database, config: Config, opts: { days?: number; tasks?: number } = {}): BudgetReport {
+  const since = today(Date.now() - ((opts.days ?? 30) - 1) * 86_400_000);
+  const group = <K extends string>(key: K, where = "", ...params: (string | number)[]) => {
+    const rows = db.query(`SELECT ${key} AS k, profile, ${SUMS} FROM usage_days ${where} GROUP BY ${key}, profile`).all(...params) as (Sums & { k: string })[];
+    const by = new Map<string, Sums[]>();
+    for (const r of rows) by.set(r.k, [...(by.get(r.k) ?? []), r]);
+    return [...by].map(([k, rs]) => ({ k, spent: total(config, rs) }));
+  };
+  const days = group("day", "WHERE day >= ?", since).map(({ k, spent }) => ({ day: k, ...spent })).sort((a, b) => b.day.localeCompare(a.day));
+  const code = db.query("SELECT code FROM tasks WHERE id = ?");
+  const tasks = group("task_id", "WHERE task_id != ''")
+    .map(({ k, spent }) => ({ taskId: k, code: (code.get(k) as { code: string | null } | null)?.code ?? null, limit: taskLimit(db, config, k), ...spent }))
+    .sort((a, b) => b.tokens - a.tokens)
+    .slice(0, opts.tasks ?? 50);
+  const profiles = group("profile").map(({ k, spent }) => {
+    const model = modelOf(config, k) ?? null;
+    return { profile: k, model, priced: priceOf(model ?? undefined) !== null, ...spent };
+  });
+  const credentials = group("credential").map(({ k, spent }) => ({ credential: k || "(none)", ...spent }));
+  const t = today();
+  return { budget: config.budget, today: days.find((d) => d.day === t) ?? { day: t, ...total(config, []) }, days, tasks, profiles, credentials };
+}
