@@ -11,7 +11,7 @@ const all = process.argv.includes("--all");
 
 async function compile(out: string, target?: string): Promise<void> {
   const cmd = [
-    process.execPath, "build", "src/index.ts", "src/proxy/audit-writer.ts", "src/proxy/thread.ts",
+    process.execPath, "build", "src/index.ts", "src/proxy/audit/writer.ts", "src/proxy/thread.ts",
     "--compile",
     "--no-compile-autoload-dotenv",
     "--no-compile-autoload-bunfig",

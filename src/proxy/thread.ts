@@ -22,8 +22,7 @@ import type { Grant } from "./grants";
 import { Targets } from "./targets";
 import { Limits, type LimitView } from "./limits";
 import { Health, type ProviderHealth } from "./health";
-import { Recorder } from "./audit";
-import { buffers, type Batch } from "./audit-store";
+import { Recorder, buffers, type Batch } from "./audit";
 import { handle, type Context } from "./forward";
 import { handleCursor, PREFIX as CURSOR_PREFIX, type Sessions } from "./cursor";
 

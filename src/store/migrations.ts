@@ -4,7 +4,6 @@
  * store has come. Append, never edit.
  */
 import type { Database } from "bun:sqlite";
-import * as AuditStore from "../proxy/audit-store";
 
 export const MIGRATIONS: readonly (string | ((db: Database) => void))[] = [
   `CREATE TABLE tasks (
@@ -78,30 +77,19 @@ export const MIGRATIONS: readonly (string | ((db: Database) => void))[] = [
   // The audit's age bound is applied once a minute: a scan then costs less than keeping an index
   // on every insert (the proxy's hot path writes one row per request).
   `DROP INDEX audit_at;`,
-  // The audit trail moves to one row per batch (src/proxy/audit-store.ts); the rows recorded so
-  // far are packed into batches, in order.
+  // The audit trail moves to one row per batch (src/proxy/audit/store.ts). The old table goes
+  // when empty; rows in it are packed into batches by the trail when it opens (packLegacy).
   (db) => {
-    db.exec(AuditStore.SCHEMA);
-    const batch = new AuditStore.Builder();
-    let next = 1;
-    const flush = () => {
-      const b = batch.take();
-      if (!b) return;
-      AuditStore.append(db, b, next);
-      next += b.n;
-    };
-    for (const r of db.query("SELECT * FROM audit ORDER BY id").iterate() as Iterable<Record<string, number | string | null>>) {
-      const full = batch.add({
-        at: r.at as number, taskId: r.task_id as string | null, taskRef: r.task_ref as string | null, role: r.role as string | null, profile: r.profile as string | null,
-        credential: r.credential as string | null, upstream: r.upstream as string, method: r.method as string, path: r.path as string, status: r.status as number,
-        durationMs: r.duration_ms as number, ttfbMs: r.ttfb_ms as number | null, bytesIn: r.bytes_in as number, bytesOut: r.bytes_out as number,
-        usage: r.input_tokens === null && r.output_tokens === null ? null : { input: (r.input_tokens as number) ?? 0, output: (r.output_tokens as number) ?? 0, cacheRead: (r.cache_read as number) ?? 0, cacheWrite: (r.cache_write as number) ?? 0 },
-        retries: r.retries as number, note: r.note as string | null,
-      });
-      if (full) flush();
-    }
-    flush();
-    db.exec("DROP TABLE audit");
+    db.exec(`CREATE TABLE audit_batches (
+     id       INTEGER PRIMARY KEY,
+     n        INTEGER NOT NULL,
+     first_at INTEGER NOT NULL,
+     last_at  INTEGER NOT NULL,
+     numbers  BLOB NOT NULL,
+     strings  BLOB NOT NULL,
+     tbl      TEXT NOT NULL
+   )`);
+    if (!db.query("SELECT 1 FROM audit LIMIT 1").get()) db.exec("DROP TABLE audit");
   },
   // The runner's own records of what the agent's container could otherwise lie about: the
   // worktree's admin folder name (never asked of git in the agent-written worktree) and which

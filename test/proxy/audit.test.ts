@@ -1,4 +1,4 @@
-// The audit trail's writer thread (src/proxy/audit.ts, audit-writer.ts): rows recorded on the
+// The audit trail's writer thread (src/proxy/audit/): rows recorded on the
 // proxy's thread are readable once settled; a writer that dies never leaves a reader hanging.
 // The Recorder runs on the proxy's thread in the daemon; here it feeds the trail directly, and
 // the trail's `pending` hook is what the daemon's is: hand over what the recorder holds.

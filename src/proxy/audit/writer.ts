@@ -2,12 +2,11 @@
  * The audit trail's writer, on a worker thread: it owns a connection of its own to the store
  * and does the SQLite work (a batch's insert, token counters, WAL checkpoints, pruning), which
  * on the proxy's thread cost about a tenth of each request. The proxy's threads post batches of
- * rows here (audit-store.ts); readers first wait until what they posted is written (audit.ts).
+ * rows here (store.ts); readers first wait until what they posted is written (trail.ts).
  */
 import { Database } from "bun:sqlite";
-import type { Bounds } from "./audit";
-import * as Store from "./audit-store";
-import { NUM, type Batch } from "./audit-store";
+import * as Store from "./store";
+import { NUM, type Batch, type Bounds } from "./store";
 
 export type ToWriter = { type: "open"; path: string } | { type: "rows"; id: number; batch: Batch; bounds: Bounds } | { type: "prune"; id: number; bounds: Bounds } | { type: "close"; id: number };
 export type FromWriter = { type: "done"; id: number; error?: string };

@@ -13,7 +13,32 @@
  * times, so the age bound drops whole batches without reading them.
  */
 import type { Database } from "bun:sqlite";
-import type { Row } from "./audit";
+import type { Counts } from "../usage";
+
+export interface Row {
+  at: number;
+  taskId: string | null;
+  taskRef: string | null;
+  role: string | null;
+  profile: string | null;
+  credential: string | null;
+  upstream: string;
+  method: string;
+  path: string;
+  status: number;
+  durationMs: number;
+  ttfbMs: number | null;
+  bytesIn: number;
+  bytesOut: number;
+  usage: Counts | null;
+  retries: number;
+  note: string | null;
+}
+
+export interface Bounds {
+  maxRows: number;
+  maxAgeDays: number;
+}
 
 /** A batch of rows in columns: per row, NUMBERS numbers and STRINGS indexes into `table`. */
 export interface Batch {
@@ -32,16 +57,6 @@ export const NUM = Object.fromEntries(NUMBERS.map((c, k) => [c, k])) as Record<(
 const STR = Object.fromEntries(STRINGS.map((c, k) => [c, k])) as Record<(typeof STRINGS)[number], number>;
 /** Rows a batch holds at most: the proxy's thread hands one on when it is full. */
 export const BATCH_ROWS = 500;
-
-export const SCHEMA = `CREATE TABLE audit_batches (
-     id       INTEGER PRIMARY KEY,             -- the first row's number; the batch holds id .. id + n - 1
-     n        INTEGER NOT NULL,
-     first_at INTEGER NOT NULL,                -- the oldest and newest row's time (ms)
-     last_at  INTEGER NOT NULL,
-     numbers  BLOB NOT NULL,
-     strings  BLOB NOT NULL,
-     tbl      TEXT NOT NULL
-   )`;
 
 export type Stored = { id: number; batch: Batch };
 
@@ -212,4 +227,50 @@ function decode(r: Record<string, unknown>): Batch {
   const numbers = new Float64Array((r.numbers as Uint8Array).slice().buffer);
   const strings = new Int32Array((r.strings as Uint8Array).slice().buffer);
   return { n: r.n as number, numbers, strings, table: JSON.parse(r.tbl as string) as string[] };
+}
+
+/**
+ * Before the batches, the trail was one SQLite row per request in a table `audit`: pack what a
+ * store still holds there into batches, in order, and drop it. The stored form's own upgrade,
+ * so the store's migrations need not know it (they only create the table).
+ */
+export function packLegacy(db: Database): void {
+  if (!db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'audit'").get()) return;
+  db.transaction(() => {
+    const batch = new Builder();
+    let next = nextId(db);
+    const flush = () => {
+      const b = batch.take();
+      if (!b) return;
+      append(db, b, next);
+      next += b.n;
+    };
+    for (const r of db.query("SELECT * FROM audit ORDER BY id").iterate() as Iterable<Record<string, number | string | null>>) {
+      const full = batch.add({
+        at: r.at as number,
+        taskId: r.task_id as string | null,
+        taskRef: r.task_ref as string | null,
+        role: r.role as string | null,
+        profile: r.profile as string | null,
+        credential: r.credential as string | null,
+        upstream: r.upstream as string,
+        method: r.method as string,
+        path: r.path as string,
+        status: r.status as number,
+        durationMs: r.duration_ms as number,
+        ttfbMs: r.ttfb_ms as number | null,
+        bytesIn: r.bytes_in as number,
+        bytesOut: r.bytes_out as number,
+        usage:
+          r.input_tokens === null && r.output_tokens === null
+            ? null
+            : { input: (r.input_tokens as number) ?? 0, output: (r.output_tokens as number) ?? 0, cacheRead: (r.cache_read as number) ?? 0, cacheWrite: (r.cache_write as number) ?? 0 },
+        retries: r.retries as number,
+        note: r.note as string | null,
+      });
+      if (full) flush();
+    }
+    flush();
+    db.exec("DROP TABLE audit");
+  }).immediate();
 }

@@ -1,66 +1,14 @@
 /**
- * The proxy's audit trail: one row per request (refusals and 401s included), written off the
- * hot path in batches, bounded by rows and by age. Token totals per task are running
- * counters beside it, so they survive the trail's eviction. Nothing secret is ever written:
- * a credential appears by its label only, and a Cursor path without its placeholder segment.
+ * The audit trail on the daemon's main thread (the proxy's threads record rows with a
+ * Recorder, recorder.ts): batches go to the writer thread (writer.ts), reads wait for what was
+ * recorded before them, live readers (lazy watch) and budget checks hear of new rows.
  */
 import type { Database } from "bun:sqlite";
-import type { Counts } from "./usage";
-import type { Logger } from "../util/log";
-import type { ToWriter, FromWriter } from "./audit-writer";
-import { workerUrl } from "./worker-url";
-import * as Store from "./audit-store";
-import type { Batch } from "./audit-store";
-
-export interface Row {
-  at: number;
-  taskId: string | null;
-  taskRef: string | null;
-  role: string | null;
-  profile: string | null;
-  credential: string | null;
-  upstream: string;
-  method: string;
-  path: string;
-  status: number;
-  durationMs: number;
-  ttfbMs: number | null;
-  bytesIn: number;
-  bytesOut: number;
-  usage: Counts | null;
-  retries: number;
-  note: string | null;
-}
-
-export interface Bounds {
-  maxRows: number;
-  maxAgeDays: number;
-}
-
-/**
- * Where rows are recorded, on the proxy's thread: written into the columns of a batch
- * (audit-store.ts), handed on within ~50 ms, or at 500 rows. Typed arrays cross threads as one
- * block and hold nothing the collector must trace; 500 queued row objects and their JSON cost
- * the proxy's threads 2-3 µs a request (bench/README.md).
- */
-export class Recorder {
-  private batch = new Store.Builder();
-  private timer: Timer | undefined;
-
-  constructor(private sink: (batch: Batch) => void) {}
-
-  record(r: Row): void {
-    if (this.batch.add(r)) this.flush();
-    else this.timer ??= setTimeout(() => this.flush(), 50);
-  }
-
-  flush(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    const batch = this.batch.take();
-    if (batch) this.sink(batch);
-  }
-}
+import type { Logger } from "../../util/log";
+import type { ToWriter, FromWriter } from "./writer";
+import { workerUrl } from "../worker-url";
+import * as Store from "./store";
+import type { Batch, Bounds, Row } from "./store";
 
 /**
  * The trail itself, on the daemon's main thread: batches from the proxy's thread go to the
@@ -85,13 +33,14 @@ export class Audit {
     private log: Logger,
     private pending: () => Promise<void> = async () => {},
   ) {
+    Store.packLegacy(db);
     this.spawn();
     this.pruneTimer = setInterval(() => this.prune(), 60_000);
     this.pruneTimer.unref();
   }
 
   private spawn(): void {
-    const writer = new Worker(workerUrl("audit-writer.ts"));
+    const writer = new Worker(workerUrl("audit/writer.ts"));
     (writer as unknown as { unref(): void }).unref(); // Bun's: the writer alone keeps no process alive
     writer.onmessage = (e: MessageEvent<FromWriter>) => {
       const m = e.data;

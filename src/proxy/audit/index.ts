@@ -1,0 +1,11 @@
+/**
+ * The proxy's audit trail: one row per request (refusals and 401s included), recorded on the
+ * proxy's threads (recorder.ts), written off the hot path by a worker (writer.ts) in batches
+ * (store.ts: the stored form, the row and bound types), read and bounded on the daemon's main
+ * thread (trail.ts). Token totals per task and per day are counters beside it, so they survive
+ * the trail's eviction. Nothing secret is ever written: a credential appears by its label
+ * only, and a Cursor path without its placeholder segment.
+ */
+export { Recorder } from "./recorder";
+export { Audit } from "./trail";
+export { buffers, type Batch, type Bounds, type Row } from "./store";

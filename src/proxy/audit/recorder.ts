@@ -1,0 +1,28 @@
+/**
+ * Where rows are recorded, on the proxy's thread: written into the columns of a batch
+ * (store.ts), handed on within ~50 ms, or at 500 rows. Typed arrays cross threads as one
+ * block and hold nothing the collector must trace; 500 queued row objects and their JSON cost
+ * the proxy's threads 2-3 µs a request (bench/README.md).
+ */
+import * as Store from "./store";
+import type { Batch, Row } from "./store";
+
+export class Recorder {
+  private batch = new Store.Builder();
+  private timer: Timer | undefined;
+
+  constructor(private sink: (batch: Batch) => void) {}
+
+  record(r: Row): void {
+    if (this.batch.add(r)) this.flush();
+    else this.timer ??= setTimeout(() => this.flush(), 50);
+  }
+
+  flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const batch = this.batch.take();
+    if (batch) this.sink(batch);
+  }
+}
+
