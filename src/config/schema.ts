@@ -39,7 +39,7 @@ export const Fallback = z
   })
   .describe("An upstream that takes over when the primary fails in one of the listed ways.");
 
-export const Proxy = z
+export const ProxyConfig = z
   .strictObject({
     bind: z.string().min(1).default("127.0.0.1").describe("Interface the model proxy listens on for host clients. Loopback by default."),
     port: port.default(26124).describe("First port to try for the proxy; when taken, lazy probes upward."),
@@ -86,7 +86,7 @@ export const Container = z
 export const Config = z
   .strictObject({
     server: Server.default(Server.parse({})),
-    proxy: Proxy.default(Proxy.parse({})),
+    proxy: ProxyConfig.default(ProxyConfig.parse({})),
     profiles: z.record(profileName, Profile).default({}).describe("Agent profiles by name; claude, codex, cursor and pi exist without any config."),
     models: z
       .strictObject({

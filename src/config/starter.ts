@@ -3,7 +3,7 @@
  * descriptions, so the starter and the validator cannot drift apart.
  */
 import type { z } from "zod";
-import { Server, Proxy, Container, Profile, Config } from "./schema";
+import { Server, ProxyConfig, Container, Profile, Config } from "./schema";
 
 type Def = { type: string; shape?: Record<string, z.ZodType>; innerType?: z.ZodType; defaultValue?: unknown };
 const def = (t: z.ZodType) => (t as unknown as { def: Def }).def;
@@ -41,7 +41,7 @@ export function starter(): string {
     "",
     section("server", Server),
     "",
-    section("proxy", Proxy, {}, ["audit", "upstreams", "fallback"]),
+    section("proxy", ProxyConfig, {}, ["audit", "upstreams", "fallback"]),
     "",
     `# ${describe(shapeOf(Config).models ?? Config)}`,
     "# [models.roles]",

@@ -14,7 +14,7 @@ import * as Log from "../util/log";
 import { listen } from "../util/listen";
 import { LazyError } from "../util/errors";
 import { VERSION } from "../version";
-import { Proxy, Targets } from "../proxy";
+import { ModelProxy, Targets } from "../proxy";
 import { CredentialStore } from "../credentials";
 import { lazyHome } from "../util/paths";
 import { api, longLived } from "./api";
@@ -35,7 +35,7 @@ export class Daemon {
     private readonly paths: State.StatePaths,
     private readonly db: Database,
     private readonly configWatch: ConfigWatch,
-    private readonly proxy: Proxy,
+    private readonly proxy: ModelProxy,
     private readonly credentials: CredentialStore,
     private readonly runner: Runner,
     private readonly bus: Bus,
@@ -89,7 +89,7 @@ export class Daemon {
           }
         },
       );
-      const proxy = new Proxy(paths.dir, db, credentials, () => watch.state.config);
+      const proxy = new ModelProxy(paths.dir, db, credentials, () => watch.state.config);
       const bus = new Bus();
       const runner = new Runner({ root, slug: paths.slug, stateDir: paths.dir, db, proxy, config: () => watch.state.config, bus, log: Log.create("runner") });
       daemon = new Daemon(root, paths, db, watch, proxy, credentials, runner, bus, lock, log, loaded.present);

@@ -56,7 +56,7 @@ class Thread {
   private respawns = 0;
   gone: string | undefined;
 
-  constructor(private owner: Proxy) {
+  constructor(private owner: ModelProxy) {
     this.spawn();
   }
 
@@ -115,7 +115,7 @@ class Thread {
   }
 }
 
-export class Proxy {
+export class ModelProxy {
   readonly grants: Grants;
   readonly audit: Audit;
   /** Cursor session placeholders, for every proxy thread (they ask for them). */

@@ -7,7 +7,7 @@
 import type { Database } from "bun:sqlite";
 import { Runs, Tasks, canMove, isFinal, type Task, type Status } from "../store";
 import type { Config } from "../config";
-import type { Proxy } from "../proxy";
+import type { ModelProxy } from "../proxy";
 import type { Logger } from "../util/log";
 import { LazyError } from "../util/errors";
 import { dayOver, overFor, spentByTask, taskLimit, type Over } from "../usage";
@@ -15,7 +15,7 @@ import { dayOver, overFor, spentByTask, taskLimit, type Over } from "../usage";
 export interface BudgetDeps {
   db: Database;
   config: () => Config;
-  proxy: Pick<Proxy, "stopTask" | "stoppedFor"> & { audit: Pick<Proxy["audit"], "onWritten"> };
+  proxy: Pick<ModelProxy, "stopTask" | "stoppedFor"> & { audit: Pick<ModelProxy["audit"], "onWritten"> };
   log: Logger;
   move: (task: Task, to: Status, data: Record<string, unknown>) => Task;
   ref: (t: Task) => string;

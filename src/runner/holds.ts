@@ -8,13 +8,13 @@
 import type { Database } from "bun:sqlite";
 import { HeldTurns, Tasks, canMove, isFinal, type Task, type Status } from "../store";
 import type { Config, ResolvedProfile } from "../config";
-import type { Proxy } from "../proxy";
+import type { ModelProxy } from "../proxy";
 import type { Logger } from "../util/log";
 import { pauseOf, type Pause } from "../usage";
 
 export interface HoldDeps {
   db: Database;
-  proxy: Pick<Proxy, "credentialFor" | "stats" | "state">;
+  proxy: Pick<ModelProxy, "credentialFor" | "stats" | "state">;
   config: () => Config;
   log: Logger;
   move: (task: Task, to: Status, data: Record<string, unknown>) => Task;

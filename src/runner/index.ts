@@ -15,7 +15,7 @@ import { resolveProfile, type Config, type ResolvedProfile } from "../config";
 import { Runtime, Image } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
-import type { Proxy } from "../proxy";
+import type { ModelProxy } from "../proxy";
 import { LazyError } from "../util/errors";
 import * as AgentDir from "../util/agent-dir";
 import type { Logger } from "../util/log";
@@ -30,7 +30,7 @@ export interface RunnerDeps {
   slug: string;
   stateDir: string;
   db: Database;
-  proxy: Proxy;
+  proxy: ModelProxy;
   config: () => Config;
   bus: Bus;
   log: Logger;

@@ -9,7 +9,7 @@ import type { TCPSocketListener } from "bun";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Proxy } from "../../src/proxy";
+import { ModelProxy } from "../../src/proxy";
 import { listeners } from "../../src/proxy/shared-port";
 import { open } from "../../src/store";
 import { CredentialStore } from "../../src/credentials";
@@ -35,7 +35,7 @@ async function inProcess(threads: number) {
   const credentials = await CredentialStore.open({ home: dir, backend: "file" });
   await credentials.set("anthropic", KEY);
   const config = Config.parse({ proxy: { port: 0, upstreams: { anthropic: mock.url } } });
-  return { mock, db, proxy: new Proxy(dir, db, credentials, () => config, Log.create("proxy"), threads) };
+  return { mock, db, proxy: new ModelProxy(dir, db, credentials, () => config, Log.create("proxy"), threads) };
 }
 
 describe("a proxy thread that dies", () => {

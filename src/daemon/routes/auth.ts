@@ -4,14 +4,14 @@ import { z } from "zod";
 import { LazyError } from "../../util/errors";
 import type { Logger } from "../../util/log";
 import type { CredentialStore } from "../../credentials";
-import type { Proxy } from "../../proxy";
+import type { ModelProxy } from "../../proxy";
 import { parseBody } from "./input";
 
 export const SetCredential = z.strictObject({ value: z.string().describe("The secret; it travels over the loopback API only.") });
 
 export interface AuthDeps {
   credentials: Pick<CredentialStore, "backend" | "backendNote" | "list" | "set" | "remove">;
-  proxy: Pick<Proxy, "stats" | "clearProblem" | "sync">;
+  proxy: Pick<ModelProxy, "stats" | "clearProblem" | "sync">;
   log: Logger;
 }
 

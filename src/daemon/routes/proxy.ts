@@ -5,7 +5,7 @@ import { z } from "zod";
 import { LazyError } from "../../util/errors";
 import { Tasks, isFinal } from "../../store";
 import { defaultProfile, type Config } from "../../config";
-import type { Proxy } from "../../proxy";
+import type { ModelProxy } from "../../proxy";
 import { parseBody } from "./input";
 
 export const MintGrant = z.strictObject({
@@ -17,7 +17,7 @@ export const MintGrant = z.strictObject({
 export interface GrantDeps {
   db: Database;
   config: () => Config;
-  proxy: Pick<Proxy, "state" | "address" | "mintFor">;
+  proxy: Pick<ModelProxy, "state" | "address" | "mintFor">;
 }
 
 export function proxyRoutes(d: GrantDeps) {

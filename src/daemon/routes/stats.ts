@@ -2,14 +2,14 @@
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
 import { Tasks } from "../../store";
-import type { Proxy } from "../../proxy";
+import type { ModelProxy } from "../../proxy";
 import type { Config } from "../../config";
 import { pauseOf, report, type Pause } from "../../usage";
 
 export interface StatsDeps {
   db: Database;
   config: () => Config;
-  proxy: Pick<Proxy, "stats"> & { audit: Pick<Proxy["audit"], "query" | "totals" | "settled"> };
+  proxy: Pick<ModelProxy, "stats"> & { audit: Pick<ModelProxy["audit"], "query" | "totals" | "settled"> };
 }
 
 export function statsRoutes(d: StatsDeps) {

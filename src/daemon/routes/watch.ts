@@ -10,12 +10,12 @@ import { Tasks } from "../../store";
 import { LazyError } from "../../util/errors";
 import { follow, type WatchItem, type WatchSource } from "../../watch";
 import type { Bus } from "../../bus";
-import type { Proxy } from "../../proxy";
+import type { ModelProxy } from "../../proxy";
 
 export interface WatchDeps {
   db: Database;
   bus: Pick<Bus, "subscribe">;
-  proxy: Pick<Proxy, "state" | "error"> & { audit: WatchSource["audit"] & {} };
+  proxy: Pick<ModelProxy, "state" | "error"> & { audit: WatchSource["audit"] & {} };
 }
 
 /** Lines a reader may fall behind before lines are dropped (and counted). */
