@@ -7,6 +7,10 @@ import type { Harness } from "./types";
 
 export const claude: Harness = {
   name: "claude",
+  slot(_profile, real) {
+    if (real.bearer) return { envVar: "ANTHROPIC_AUTH_TOKEN", shape: real.openrouter ? "openrouter" : "generic" };
+    return real.kind === "oauth-token" ? { envVar: "CLAUDE_CODE_OAUTH_TOKEN", shape: "anthropic-oauth" } : { envVar: "ANTHROPIC_API_KEY", shape: "anthropic-api-key" };
+  },
   prepare(l) {
     const model = l.profile.model ? ["--model", l.profile.model] : [];
     const turn = l.prompt !== undefined ? ["-p", l.prompt, "--output-format", "stream-json", "--verbose"] : [];

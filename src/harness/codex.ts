@@ -10,6 +10,7 @@ import type { Harness } from "./types";
 
 export const codex: Harness = {
   name: "codex",
+  slot: (_profile, real) => ({ envVar: "OPENAI_API_KEY", shape: real.openrouter ? "openrouter" : "openai" }),
   prepare(l) {
     if (!/^https?:\/\/[^/]+/.test(l.proxyUrl))
       throw new LazyError("launch_refused", "Codex cannot be launched without the proxy's address; it would dial OpenAI unaudited. Run lazy doctor.");

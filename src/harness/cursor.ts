@@ -7,6 +7,7 @@ import type { Harness } from "./types";
 
 export const cursor: Harness = {
   name: "cursor",
+  slot: () => ({ envVar: "CURSOR_API_KEY", shape: "cursor" }),
   prepare(l) {
     const endpoint = `${l.proxyUrl}/_lazy/cursor/${l.placeholder}`;
     const turn = l.prompt !== undefined ? ["-p", l.prompt, "--output-format", "stream-json", "--force", "--trust"] : [];

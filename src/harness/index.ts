@@ -6,20 +6,25 @@
 import { mkdirSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { writeFileAtomic, ensurePrivateDir } from "../util/files";
-import type { Harness, Launch, Prepared } from "./types";
+import type { Harness, Launch, Prepared, RealCredential, CredentialSlot } from "./types";
 import { CREDENTIAL_VARS } from "./types";
 import { claude } from "./claude";
 import { codex } from "./codex";
 import { pi } from "./pi";
 import { cursor } from "./cursor";
 
-export type { Harness, Launch, Prepared } from "./types";
+export type { Harness, Launch, Prepared, RealCredential, CredentialSlot } from "./types";
 export { CREDENTIAL_VARS } from "./types";
 
 const harnesses: Record<Launch["profile"]["harness"], Harness> = { claude, codex, pi, cursor };
 
 export function prepare(l: Launch): Prepared {
   return harnesses[l.profile.harness].prepare(l);
+}
+
+/** The variable the profile's harness reads its credential from, and the placeholder's shape. */
+export function slot(profile: Launch["profile"], real: RealCredential): CredentialSlot {
+  return harnesses[profile.harness].slot(profile, real);
 }
 
 /** Write the harness's configuration files (0600 in a 0700 folder), replacing what was there. */

@@ -8,6 +8,10 @@ import type { Harness } from "./types";
 
 export const pi: Harness = {
   name: "pi",
+  slot(profile, real) {
+    if (profile.wire === "openai") return { envVar: "OPENAI_API_KEY", shape: real.openrouter ? "openrouter" : "openai" };
+    return real.kind === "oauth-token" ? { envVar: "ANTHROPIC_OAUTH_TOKEN", shape: "anthropic-oauth" } : { envVar: "ANTHROPIC_API_KEY", shape: "anthropic-api-key" };
+  },
   prepare(l) {
     const provider = l.profile.wire === "openai" ? "openai" : "anthropic";
     // The profile's model is declared too, so Pi accepts any id the upstream serves (a model

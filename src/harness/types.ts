@@ -27,8 +27,26 @@ export interface Prepared {
   files: Record<string, string>;
 }
 
+/** What the proxy knows of the real credential a placeholder stands for. */
+export interface RealCredential {
+  /** Sent as a bearer token (an OpenAI-style gateway behind an Anthropic-wire profile). */
+  bearer: boolean;
+  /** An OpenRouter key (the placeholder then looks like one). */
+  openrouter: boolean;
+  /** The stored credential's kind (api-key, oauth-token, …), or null when there is none. */
+  kind: string | null;
+}
+
+/** Where a harness reads its credential, and what the value must look like to be accepted. */
+export interface CredentialSlot {
+  envVar: string;
+  shape: "anthropic-api-key" | "anthropic-oauth" | "openai" | "openrouter" | "cursor" | "generic";
+}
+
 export interface Harness {
   readonly name: ResolvedProfile["harness"];
+  /** The variable this harness reads its credential from, for this profile and credential. */
+  slot(profile: ResolvedProfile, real: RealCredential): CredentialSlot;
   prepare(l: Launch): Prepared;
 }
 

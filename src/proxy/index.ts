@@ -14,6 +14,7 @@ import { resolveProfile } from "../config";
 import type { CredentialStore } from "../credentials";
 import { LazyError } from "../util/errors";
 import * as Log from "../util/log";
+import * as Harness from "../harness";
 import { Grants, type Role } from "./grants";
 import { Targets, type Target } from "./targets";
 import { Audit } from "./audit";
@@ -22,7 +23,6 @@ import { CursorSessions, PREFIX as CURSOR_PREFIX } from "./cursor";
 import { FAILURE_KINDS, type ProviderHealth } from "./health";
 import type { LimitView } from "./limits";
 import { threadCount, probe, listeners } from "./shared-port";
-import type { Shape } from "./placeholders";
 import type { ToThread, FromThread, Call, Stats, Listening, Init, Ask } from "./thread";
 
 export { Targets, type Target } from "./targets";
@@ -282,7 +282,7 @@ export class ModelProxy {
     const cred = target.credential ? this.credentials.get(target.credential) : undefined;
     if (target.credential && !cred)
       throw new LazyError("credential_missing", `Profile ${profile.name} needs the "${target.credential}" credential, which is not stored: run lazy auth set ${target.credential}.`);
-    const { envVar, shape } = variableFor(profile, target, cred?.kind ?? null);
+    const { envVar, shape } = Harness.slot(profile, { bearer: target.style === "bearer" && !!target.credential, openrouter: target.credential === "openrouter", kind: cred?.kind ?? null });
     const grant = this.grants.mint({
       role: opts.role,
       taskId: opts.taskId ?? null,
@@ -367,18 +367,3 @@ function merge(parts: Stats[]): Stats {
 }
 
 /** Which variable a harness reads its credential from, and the placeholder shape to put there. */
-export function variableFor(profile: ResolvedProfile, target: Target, kind: string | null): { envVar: string; shape: Shape } {
-  const openrouter = target.credential === "openrouter";
-  switch (profile.harness) {
-    case "cursor":
-      return { envVar: "CURSOR_API_KEY", shape: "cursor" };
-    case "codex":
-      return { envVar: "OPENAI_API_KEY", shape: openrouter ? "openrouter" : "openai" };
-    case "pi":
-      if (profile.wire === "openai") return { envVar: "OPENAI_API_KEY", shape: openrouter ? "openrouter" : "openai" };
-      return kind === "oauth-token" ? { envVar: "ANTHROPIC_OAUTH_TOKEN", shape: "anthropic-oauth" } : { envVar: "ANTHROPIC_API_KEY", shape: "anthropic-api-key" };
-    case "claude":
-      if (target.style === "bearer" && target.credential) return { envVar: "ANTHROPIC_AUTH_TOKEN", shape: openrouter ? "openrouter" : "generic" };
-      return kind === "oauth-token" ? { envVar: "CLAUDE_CODE_OAUTH_TOKEN", shape: "anthropic-oauth" } : { envVar: "ANTHROPIC_API_KEY", shape: "anthropic-api-key" };
-  }
-}
