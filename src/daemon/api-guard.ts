@@ -18,6 +18,7 @@
  *   without a CORS preflight, which the daemon never grants.
  */
 import { networkInterfaces } from "node:os";
+import { parseCookie } from "elysia/cookies";
 import { LazyError } from "../util/errors";
 
 export const SESSION_COOKIE = "lazy_session";
@@ -25,20 +26,17 @@ export const SESSION_COOKIE = "lazy_session";
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /**
- * The value of one cookie in a Cookie header. Elysia sets the cookie (routes/dashboard.ts) but
- * cannot read it here: the guard and the token check run in onRequest, before routing, whose
- * context has no `cookie` (Elysia parses cookies after routing, for the handlers that use them),
- * and `elysia/cookies`' parseCookie is async and writes a jar into `set`. Checking the token after
- * routing instead would parse bodies of unauthenticated requests and answer 404 or 400 where 401
- * is due. So this one small parser stays, for the guard and the token check alike.
+ * The session cookie's value, read with Elysia's own cookie parser. The guard and the token
+ * check run in onRequest, before routing (so an unauthenticated body is never parsed and 401
+ * comes before 404 or 400), where the context has no `cookie` yet; `parseCookie` is the
+ * parser Elysia uses for it later, given a throwaway `set` to write its jar into.
  */
-export function cookieValue(header: string | null, name: string): string | undefined {
+export async function sessionCookie(req: Request): Promise<string | undefined> {
+  const header = req.headers.get("cookie");
   if (!header) return undefined;
-  for (const part of header.split(";")) {
-    const [k, ...v] = part.trim().split("=");
-    if (k === name) return v.join("=");
-  }
-  return undefined;
+  const jar = await parseCookie({ headers: {}, cookie: {} } as never, header);
+  const v = jar[SESSION_COOKIE]?.value;
+  return typeof v === "string" && v ? v : undefined;
 }
 
 /** How a Host header spells an address: lower case, IPv6 in brackets. */
@@ -77,7 +75,7 @@ function interfaceHost(given: string, port: number): boolean {
  * first request arrives: the port is known only once the daemon listens). It returns the
  * refusal, or undefined when the request may go on to its route.
  */
-export function requestGuard(url: () => string): (req: Request) => LazyError | undefined {
+export function requestGuard(url: () => string): (req: Request) => Promise<LazyError | undefined> {
   let own: { hosts: Set<string>; wildcard: boolean; port: number; shown: string } | undefined;
   const address = () => {
     if (own) return own;
@@ -91,7 +89,7 @@ export function requestGuard(url: () => string): (req: Request) => LazyError | u
     return own;
   };
 
-  return (req) => {
+  return async (req) => {
     const me = address();
     const host = (req.headers.get("host") ?? "").toLowerCase();
     const { pathname } = new URL(req.url);
@@ -105,7 +103,7 @@ export function requestGuard(url: () => string): (req: Request) => LazyError | u
     const origin = req.headers.get("origin");
     const site = req.headers.get("sec-fetch-site");
     const bearer = req.headers.get("authorization")?.startsWith("Bearer ") === true;
-    const byCookie = !bearer && cookieValue(req.headers.get("cookie"), SESSION_COOKIE) !== undefined;
+    const byCookie = !bearer && (await sessionCookie(req)) !== undefined;
     const ours = `http://${host}`;
     const foreign = origin !== null && origin.toLowerCase() !== ours;
 

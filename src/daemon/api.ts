@@ -15,7 +15,7 @@ import type { Logger } from "../util/log";
 import type { Config } from "../config";
 import type { Bus } from "../bus";
 import type { Status } from "./status";
-import { requestGuard, cookieValue, SESSION_COOKIE } from "./api-guard";
+import { requestGuard, sessionCookie } from "./api-guard";
 import {
   taskRoutes,
   authRoutes,
@@ -58,9 +58,9 @@ export const longLived = (url: string): boolean => url.endsWith("/api/events") |
 
 export function api(d: ApiDeps, token: string) {
   const want = Buffer.from(token);
-  const authorized = (req: Request): boolean => {
+  const authorized = async (req: Request): Promise<boolean> => {
     const h = req.headers.get("authorization");
-    const given = h?.startsWith("Bearer ") ? h.slice(7) : cookieValue(req.headers.get("cookie"), SESSION_COOKIE);
+    const given = h?.startsWith("Bearer ") ? h.slice(7) : await sessionCookie(req);
     if (!given) return false;
     const g = Buffer.from(given);
     return g.length === want.length && timingSafeEqual(g, want);
@@ -86,15 +86,15 @@ export function api(d: ApiDeps, token: string) {
       set.status = 500;
       return new LazyError("internal", "The daemon hit an internal error; see lazy daemon logs.").toJSON();
     })
-    .onRequest(({ request, set }) => {
+    .onRequest(async ({ request, set }) => {
       // Before routing and body parsing: a refused request changes nothing.
-      const refused = guard(request);
+      const refused = await guard(request);
       if (refused) {
         set.status = refused.status;
         return refused.toJSON();
       }
       const path = new URL(request.url).pathname;
-      if (path.startsWith("/api/") && !authorized(request)) {
+      if (path.startsWith("/api/") && !(await authorized(request))) {
         set.status = 401;
         return new LazyError("unauthorized", "The daemon token is missing or wrong; use the lazy CLI (it reads the token from the daemon's state folder).").toJSON();
       }

@@ -193,10 +193,10 @@ describe("which Host values name the daemon, by bind address", () => {
     const { requestGuard } = await import("../../src/daemon/api-guard");
     const { networkInterfaces } = await import("node:os");
     const guard = requestGuard(() => "http://0.0.0.0:4000");
-    const status = (host: string) => guard(new Request("http://x/api/tasks", { headers: { host } }))?.status ?? 200;
-    for (const host of ["0.0.0.0:4000", "127.0.0.1:4000", "localhost:4000", "[::1]:4000"]) expect(`${host} ${status(host)}`).toBe(`${host} 200`);
+    const status = async (host: string) => (await guard(new Request("http://x/api/tasks", { headers: { host } })))?.status ?? 200;
+    for (const host of ["0.0.0.0:4000", "127.0.0.1:4000", "localhost:4000", "[::1]:4000"]) expect(`${host} ${await status(host)}`).toBe(`${host} 200`);
     const external = Object.values(networkInterfaces()).flat().find((a) => a && !a.internal && a.family === "IPv4");
-    if (external) expect(status(`${external.address}:4000`)).toBe(200);
-    for (const host of ["evil.example:4000", "127.0.0.1:4001", "10.255.255.1:4000", "localhost", ""]) expect(`${host} ${status(host)}`).toBe(`${host} 403`);
+    if (external) expect(await status(`${external.address}:4000`)).toBe(200);
+    for (const host of ["evil.example:4000", "127.0.0.1:4001", "10.255.255.1:4000", "localhost", ""]) expect(`${host} ${await status(host)}`).toBe(`${host} 403`);
   });
 });
