@@ -104,6 +104,19 @@ describe("[usage_pause]", () => {
     expect((await p.ok(["run", "--help"])).stdout).toContain("7 held by [usage_pause]");
   }, 120_000);
 
+  test("lazy run --wait waits out a pause and prints the turn's result", async () => {
+    const p = await project(`"5h" = 50\n`);
+    anthropic.reset();
+    anthropic.reply = { text: "Waited, then ran." };
+    anthropic.rateLimitHeaders = { "anthropic-ratelimit-unified-5h-utilization": "0.6", "anthropic-ratelimit-unified-5h-reset": inSeconds(4) };
+    expect(await ask(p)).toBe(200);
+    anthropic.rateLimitHeaders = {};
+    const r = await p.run(["run", "say it", "--wait"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain("held by [usage_pause] (anthropic: 5h window at 60 % (threshold 50 %))");
+    expect(r.stdout.trim()).toBe("Waited, then ran.");
+  }, 400_000);
+
   test("a rate_limit_error 429 with retry-after: 1 does not pause", async () => {
     const p = await project();
     anthropic.reset();
