@@ -30,6 +30,7 @@ const main = command({
     stop: () => import("./commands/turns").then((m) => m.stop),
     logs: () => import("./commands/turns").then((m) => m.logs),
     watch: () => import("./commands/watch").then((m) => m.watch),
+    memory: () => import("./commands/memory").then((m) => m.memory),
     accept: () => import("./commands/turns").then((m) => m.accept),
     reject: () => import("./commands/turns").then((m) => m.reject),
     close: () => import("./commands/turns").then((m) => m.close),

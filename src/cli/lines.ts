@@ -21,10 +21,20 @@ export function line(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
     case "usage":
       return `${t}  tokens: ${d.input} in, ${d.output} out, ${d.cacheRead} cache read, ${d.cacheWrite} cache write`;
     case "status":
+      if (d.reason === "question") return `${t}  -- ${d.from} → ${d.to}: waiting for your answer (lazy send TASK "…"): ${d.question}`;
+      if (d.reason === "budget") return `${t}  -- ${d.from} → ${d.to}: ${d.detail}`;
       if (d.reason === "usage_pause") return `${t}  -- ${d.from} → ${d.to}: held by [usage_pause] (${d.credential}: ${d.detail}) until ${d.resetsAt}`;
       return `${t}  -- ${d.from} → ${d.to}${d.result ? "" : d.error ? `: ${d.error}` : ""}`;
     case "held":
       return `${t}  -- turn held by [usage_pause] (${d.credential}: ${d.detail}) until ${d.resetsAt}`;
+    case "progress":
+      return `${t}  .. ${d.text}`;
+    case "question":
+      return `${t}  ?? asks: ${d.text}`;
+    case "finish":
+      return `${t}  == summary: ${d.summary}`;
+    case "memory":
+      return `${t}  remembers (note ${d.id}): ${d.text}`;
     case "refused":
       return `${t}  !! refused: ${d.reason}`;
     case "stop":

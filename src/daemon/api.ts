@@ -30,6 +30,7 @@ import {
   type StatsDeps,
   watchRoutes,
   type WatchDeps,
+  memoryRoutes,
 } from "./routes";
 
 /** What the API needs from the daemon; each route file declares its own share. */
@@ -106,5 +107,6 @@ export function api(d: ApiDeps, token: string) {
     .use(proxyRoutes(d))
     .use(statsRoutes(d))
     .use(eventRoutes(d))
-    .use(watchRoutes(d));
+    .use(watchRoutes(d))
+    .use(memoryRoutes(d));
 }

@@ -242,7 +242,8 @@ export class Runner {
     // that name beforehand is moved aside, and a link there refuses the turn.
     const n = run.turn + 1;
     this.clearTurnDir(task, n);
-    this.save(task.id, { turn: n, offset: 0, profile: profile.name, stopped_turn: null });
+    // A message answers the agent's question, if it asked one.
+    this.save(task.id, { turn: n, offset: 0, profile: profile.name, stopped_turn: null, ...(message !== undefined ? { question: null } : {}) });
     return { n, prepared };
   }
 
@@ -410,9 +411,13 @@ export class Runner {
     // A budget reached during the turn (the proxy stopped it, or its last answer crossed it).
     const over = this.budgets.over(task);
     const budget = over ? budgetWhy(over) : this.budgets.stoppedFor(task) ? { reason: "budget", detail: this.budgets.stoppedFor(task) } : null;
-    const to: Status = stopped || budget ? "waiting" : ok ? "done" : "failed";
+    // The agent asked the human something (MCP ask_human): the task waits for the answer.
+    const question = this.run(task.id).question;
+    const asked = question && !budget ? { reason: "question", question } : null;
+    const to: Status = stopped || budget || asked ? "waiting" : ok ? "done" : "failed";
     this.move(task, to, {
-      ...(budget ?? {}), exit: exit.code, signal: exit.signal, ...(stopped ? { stopped: true } : {}), ...(sync?.moved ? { branch: `${Git.BRANCH_PREFIX}${this.ref(task)}`, tip: sync.tip } : {}), ...(text ? { result: text.slice(0, 4000) } : {}), ...(exit.error ? { error: exit.error } : {}) });
+      ...(budget ?? {}),
+      ...(asked ?? {}), exit: exit.code, signal: exit.signal, ...(stopped ? { stopped: true } : {}), ...(sync?.moved ? { branch: `${Git.BRANCH_PREFIX}${this.ref(task)}`, tip: sync.tip } : {}), ...(text ? { result: text.slice(0, 4000) } : {}), ...(exit.error ? { error: exit.error } : {}) });
     this.d.log.info(`task ${this.ref(task)} turn ended: ${to} (exit ${exit.code ?? exit.signal})`);
   }
 

@@ -12,6 +12,8 @@ export type { Task, TaskEvent } from "./tasks";
 export * as Runs from "./runs";
 export type { Run } from "./runs";
 export * as HeldTurns from "./held";
+export * as Memory from "./memory";
+export type { Note } from "./memory";
 export type { Held } from "./held";
 export * from "./status";
 

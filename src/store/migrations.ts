@@ -123,4 +123,16 @@ export const MIGRATIONS: readonly (string | ((db: Database) => void))[] = [
   // What a human added to a task's budget (lazy task budget T +N).
   `ALTER TABLE runs ADD COLUMN budget_tokens INTEGER NOT NULL DEFAULT 0;`,
   `ALTER TABLE runs ADD COLUMN budget_usd REAL NOT NULL DEFAULT 0;`,
+  // Project memory: short notes agents (MCP memory_write) and people (lazy memory add) keep.
+  `CREATE TABLE memory (
+     id INTEGER PRIMARY KEY AUTOINCREMENT,
+     at INTEGER NOT NULL,
+     text TEXT NOT NULL,
+     task_id TEXT,
+     by TEXT NOT NULL
+   );`,
+  // What an agent said through MCP that outlives its turn: a question for the human (the task
+  // waits on it) and its own summary when it finished.
+  `ALTER TABLE runs ADD COLUMN question TEXT;`,
+  `ALTER TABLE runs ADD COLUMN summary TEXT;`,
 ];

@@ -19,11 +19,15 @@ export interface Run {
   /** Tokens and dollars a human added to the task's budget (lazy task budget). */
   budget_tokens: number;
   budget_usd: number;
+  /** A question the agent asked the human (MCP ask_human), until a message answers it. */
+  question: string | null;
+  /** The agent's own summary of its work (MCP finish). */
+  summary: string | null;
 }
 
 export type RunPatch = Partial<Omit<Run, "task_id">>;
 
-const COLUMNS = new Set(["container_id", "session", "turn", "offset", "setup_done", "profile", "admin", "stopped_turn", "budget_tokens", "budget_usd"]);
+const COLUMNS = new Set(["container_id", "session", "turn", "offset", "setup_done", "profile", "admin", "stopped_turn", "budget_tokens", "budget_usd", "question", "summary"]);
 
 /** The task's run, made on first use. */
 export function get(db: Database, taskId: string): Run {
@@ -37,5 +41,6 @@ export function save(db: Database, taskId: string, patch: RunPatch): void {
   const keys = Object.keys(patch).filter((k) => COLUMNS.has(k));
   if (!keys.length) return;
   const values = keys.map((k) => (patch as Record<string, string | number | null>)[k] ?? null);
+  db.query("INSERT OR IGNORE INTO runs (task_id) VALUES (?)").run(taskId); // a task that never ran has no row yet
   db.query(`UPDATE runs SET ${keys.map((k) => `${k} = ?`).join(", ")} WHERE task_id = ?`).run(...values, taskId);
 }

@@ -10,3 +10,4 @@ export { eventRoutes, type EventDeps } from "./events";
 export { daemonRoutes, type DaemonDeps } from "./daemon";
 export { dashboardRoutes, type DashboardDeps } from "./dashboard";
 export { watchRoutes, type WatchDeps } from "./watch";
+export { memoryRoutes, type MemoryDeps } from "./memory";

@@ -1,0 +1,97 @@
+/**
+ * The MCP token registry: which bearer token stands for which caller of lazy's MCP tools —
+ * a task's agent, or a builder session. Every call is attributed by its token, never by what
+ * the agent says. It lives in `mcp-tokens.json` in the daemon's state folder (0600, written
+ * atomically), beside the grants and never under the project root. A task's token is revoked
+ * when its session ends, independently of its grants (docs: "Lifetime").
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import { z } from "zod";
+import * as Files from "../util/files";
+import * as Log from "../util/log";
+
+const log = Log.create("mcp");
+
+export const FILE_NAME = "mcp-tokens.json";
+
+export const Holder = z
+  .object({
+    token: z.string().min(32).describe("the bearer token the harness sends to lazy's MCP route"),
+    kind: z.enum(["task", "builder"]).describe("a task's agent, or a builder session"),
+    taskId: z.string().nullable().describe("the task (kind task); null for a builder session"),
+    session: z.string().nullable().describe("the builder session's name (kind builder)"),
+    createdAt: z.string(),
+  })
+  .describe("One MCP token and the caller it stands for");
+export type Holder = z.infer<typeof Holder>;
+
+const Registry = z.object({ version: z.literal(1), tokens: z.array(Holder) }).describe(`The ${FILE_NAME} file`);
+
+export class McpTokens {
+  readonly #path: string;
+  readonly #byToken = new Map<string, Holder>();
+
+  private constructor(path: string) {
+    this.#path = path;
+  }
+
+  static open(stateDir: string): McpTokens {
+    Files.ensurePrivateDir(stateDir);
+    const t = new McpTokens(join(stateDir, FILE_NAME));
+    t.#load();
+    return t;
+  }
+
+  lookup(token: string): Holder | undefined {
+    return this.#byToken.get(token);
+  }
+
+  /** The task's token, minted on first use (the same one across turns, like its grant). */
+  forTask(taskId: string): Holder {
+    for (const h of this.#byToken.values()) if (h.kind === "task" && h.taskId === taskId) return h;
+    return this.#add({ kind: "task", taskId, session: null });
+  }
+
+  forBuilder(session: string): Holder {
+    for (const h of this.#byToken.values()) if (h.kind === "builder" && h.session === session) return h;
+    return this.#add({ kind: "builder", taskId: null, session });
+  }
+
+  revokeTask(taskId: string): number {
+    return this.#revokeWhere((h) => h.kind === "task" && h.taskId === taskId);
+  }
+
+  revokeBuilder(session: string): number {
+    return this.#revokeWhere((h) => h.kind === "builder" && h.session === session);
+  }
+
+  #add(h: Omit<Holder, "token" | "createdAt">): Holder {
+    const holder: Holder = { ...h, token: `lazy-mcp-${randomBytes(24).toString("hex")}`, createdAt: new Date().toISOString() };
+    this.#byToken.set(holder.token, holder);
+    this.#save();
+    return holder;
+  }
+
+  #revokeWhere(match: (h: Holder) => boolean): number {
+    let n = 0;
+    for (const [t, h] of this.#byToken) if (match(h)) (this.#byToken.delete(t), n++);
+    if (n) this.#save();
+    return n;
+  }
+
+  #load(): void {
+    if (!existsSync(this.#path)) return;
+    try {
+      for (const h of Registry.parse(JSON.parse(readFileSync(this.#path, "utf8"))).tokens) this.#byToken.set(h.token, h);
+    } catch (e) {
+      // A broken registry strands no secret: its tokens stop working and are minted again.
+      log.warn(`${this.#path} is not a valid MCP token registry (${(e as Error).message}); starting an empty one`);
+    }
+  }
+
+  #save(): void {
+    Files.writeFileAtomic(this.#path, JSON.stringify({ version: 1, tokens: [...this.#byToken.values()] }, null, 2), 0o600);
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * The tools a task's agent gets through lazy's MCP route. Each runs for the task its token
+ * belongs to (tokens.ts): what the agent passes never names another task. Their effects are
+ * lazy's own records — task events (live in watch and the dashboard), the run's question and
+ * summary, project memory — never files in the agent's worktree.
+ */
+import type { Database } from "bun:sqlite";
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { z } from "zod";
+import { Memory, Runs, Tasks, type Task } from "../store";
+import type { Config } from "../config";
+import { overFor, spentByTask, taskLimit } from "../usage";
+
+export interface TaskToolDeps {
+  db: Database;
+  config: () => Config;
+  /** Record an event on the task and tell the bus (watch, dashboard). */
+  event: (task: Task, kind: string, data: Record<string, unknown>) => void;
+  /** The branch a task's commits land on. */
+  branchOf: (task: Task) => string;
+}
+
+/** What memory hands an agent at most, in characters (the rest waits for compaction). */
+export const MEMORY_BOUND = 8_000;
+
+const text = (value: unknown) => ({ content: [{ type: "text" as const, text: typeof value === "string" ? value : JSON.stringify(value, null, 2) }] });
+
+export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: string): void {
+  const task = () => Tasks.resolve(d.db, taskId);
+
+  server.registerTool(
+    "task_info",
+    { description: "Your task: its code, title, prompt and status, the branch your commits land on, and the token budget left.", annotations: { readOnlyHint: true } },
+    async () => {
+      const t = task();
+      const config = d.config();
+      const limit = taskLimit(d.db, config, t.id);
+      const spent = spentByTask(d.db, config, t.id);
+      const over = overFor(d.db, config, { id: t.id, ref: t.code ?? t.id });
+      return text({
+        task: { id: t.id, code: t.code, title: t.title, prompt: t.prompt, status: t.status },
+        branch: d.branchOf(t),
+        budget: {
+          tokens: { limit: limit.tokens, spent: spent.tokens, left: limit.tokens === null ? null : Math.max(0, limit.tokens - spent.tokens) },
+          usd: { limit: limit.usd, spent: spent.usd, left: limit.usd === null || spent.usd === null ? null : Math.max(0, limit.usd - spent.usd) },
+          reached: over?.message ?? null,
+        },
+      });
+    },
+  );
+
+  server.registerTool(
+    "report_progress",
+    { description: "Tell the human how the work is going, in one or two sentences. It shows live in lazy watch and on the dashboard.", inputSchema: { note: z.string().min(1).max(2000) } },
+    async ({ note }) => {
+      d.event(task(), "progress", { text: note });
+      return text("Noted.");
+    },
+  );
+
+  server.registerTool(
+    "ask_human",
+    {
+      description: "Ask the human a question you cannot answer yourself, then end your turn. The task waits; the human's answer arrives as your next message.",
+      inputSchema: { question: z.string().min(1).max(4000) },
+    },
+    async ({ question }) => {
+      const t = task();
+      Runs.save(d.db, t.id, { question });
+      d.event(t, "question", { text: question });
+      return text("Your question is recorded. End your turn now; the human's answer will be your next message.");
+    },
+  );
+
+  server.registerTool(
+    "finish",
+    { description: "Say you are done, with a short summary of what you did and what is left. It is kept with the task for the human's review.", inputSchema: { summary: z.string().min(1).max(8000) } },
+    async ({ summary }) => {
+      const t = task();
+      Runs.save(d.db, t.id, { summary });
+      d.event(t, "finish", { summary });
+      return text("Summary kept. End your turn.");
+    },
+  );
+
+  server.registerTool(
+    "memory_read",
+    { description: "Read the project's memory: short notes about this project kept by agents and people.", annotations: { readOnlyHint: true } },
+    async () => {
+      const notes = Memory.within(d.db, MEMORY_BOUND);
+      return text(notes.length ? notes.map((n) => `${n.id}. ${n.text}`).join("\n") : "The project's memory is empty.");
+    },
+  );
+
+  server.registerTool(
+    "memory_write",
+    { description: "Add one short fact to the project's memory that future tasks should know (a convention, a pitfall, where something lives).", inputSchema: { note: z.string().min(1).max(Memory.MAX_NOTE) } },
+    async ({ note }) => {
+      const t = task();
+      const n = Memory.add(d.db, note, "agent", t.id);
+      d.event(t, "memory", { id: n.id, text: n.text });
+      return text(`Kept as note ${n.id}.`);
+    },
+  );
+}

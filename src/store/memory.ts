@@ -1,0 +1,56 @@
+/**
+ * Project memory: short notes about the project that agents (through the MCP tools) and
+ * people (lazy memory) keep, handed to each new task's agent within a bound. Who wrote a note
+ * is lazy's record (the task an MCP token belongs to, or "human"), never what the note says.
+ */
+import type { Database } from "bun:sqlite";
+import { LazyError } from "../util/errors";
+
+export interface Note {
+  id: number;
+  at: string;
+  text: string;
+  taskId: string | null;
+  by: "agent" | "human" | "lazy";
+}
+
+/** A note's longest text: memory is for short facts, not documents. */
+export const MAX_NOTE = 2_000;
+
+type Row = { id: number; at: number; text: string; task_id: string | null; by: string };
+const toNote = (r: Row): Note => ({ id: r.id, at: new Date(r.at).toISOString(), text: r.text, taskId: r.task_id, by: r.by as Note["by"] });
+
+export function add(db: Database, text: string, by: Note["by"], taskId: string | null = null, now = Date.now()): Note {
+  const t = text.trim();
+  if (!t) throw new LazyError("invalid_input", "A memory note needs some text.");
+  if (t.length > MAX_NOTE) throw new LazyError("invalid_input", `A memory note is at most ${MAX_NOTE} characters (this one is ${t.length}); keep it to one fact.`);
+  const r = db.query("INSERT INTO memory (at, text, task_id, by) VALUES (?, ?, ?, ?) RETURNING *").get(now, t, taskId, by) as Row;
+  return toNote(r);
+}
+
+export function list(db: Database): Note[] {
+  return (db.query("SELECT * FROM memory ORDER BY id").all() as Row[]).map(toNote);
+}
+
+export function remove(db: Database, id: number): Note {
+  const r = db.query("DELETE FROM memory WHERE id = ? RETURNING *").get(id) as Row | null;
+  if (!r) throw new LazyError("not_found", `No memory note ${id}: lazy memory lists them with their numbers.`);
+  return toNote(r);
+}
+
+/** The notes, newest first, that fit in `bound` characters (what an agent is handed). */
+export function within(db: Database, bound: number): Note[] {
+  const out: Note[] = [];
+  let used = 0;
+  for (const n of (db.query("SELECT * FROM memory ORDER BY id DESC").all() as Row[]).map(toNote)) {
+    if (used + n.text.length + 3 > bound) break;
+    used += n.text.length + 3;
+    out.push(n);
+  }
+  return out.reverse();
+}
+
+/** Characters all notes take, to tell when memory has passed its bound (and wants compacting). */
+export function size(db: Database): number {
+  return (db.query("SELECT COALESCE(SUM(LENGTH(text) + 3), 0) AS n FROM memory").get() as { n: number }).n;
+}

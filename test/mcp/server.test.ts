@@ -1,0 +1,90 @@
+/**
+ * lazy's MCP tools for a task's agent, through the official SDK's client over real HTTP on
+ * loopback: the token decides the task, the tools' effects are lazy's own records.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { open, Tasks, Runs, Memory } from "../../src/store";
+import { loadText } from "../../src/config";
+import { handle, McpTokens, MCP_PATH, MCP_TOKENS_FILE } from "../../src/mcp";
+
+const dir = mkdtempSync(join(tmpdir(), "lazy-mcp-"));
+const db = open(join(dir, "store.db"));
+const tokens = McpTokens.open(dir);
+const loaded = loadText("[budget]\nper_task_tokens = 5000\n");
+if (!loaded.ok) throw new Error("config");
+const config = loaded.config;
+let server: ReturnType<typeof Bun.serve>;
+const events: { taskId: string; kind: string; data: Record<string, unknown> }[] = [];
+
+beforeAll(() => {
+  server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: (req) =>
+      new URL(req.url).pathname === MCP_PATH
+        ? handle({ db, tokens, config: () => config, event: (t, kind, data) => (Tasks.addEvent(db, t.id, kind, data), events.push({ taskId: t.id, kind, data })), branchOf: (t) => `lazy/${t.code ?? t.id}` }, req)
+        : new Response("not found", { status: 404 }),
+  });
+});
+afterAll(() => server?.stop(true));
+
+async function connect(token: string): Promise<Client> {
+  const client = new Client({ name: "test", version: "1" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${server.port}${MCP_PATH}`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  return client;
+}
+const textOf = (r: any) => r.content[0].text as string;
+
+describe("MCP tools for a task's agent", () => {
+  test("the token decides the task; the tools record progress, a question, a summary and memory", async () => {
+    const a = Tasks.add(db, { prompt: "Fix the login form", code: "fix-login", profile: "claude" });
+    const b = Tasks.add(db, { prompt: "Other work", code: "other", profile: "claude" });
+    const client = await connect(tokens.forTask(a.id).token);
+    const names = (await client.listTools()).tools.map((t) => t.name).sort();
+    expect(names).toEqual(["ask_human", "finish", "memory_read", "memory_write", "report_progress", "task_info"]);
+
+    const info = JSON.parse(textOf(await client.callTool({ name: "task_info", arguments: {} })));
+    expect(info.task).toMatchObject({ id: a.id, code: "fix-login", prompt: "Fix the login form" });
+    expect(info.branch).toBe("lazy/fix-login");
+    expect(info.budget.tokens).toEqual({ limit: 5000, spent: 0, left: 5000 });
+
+    await client.callTool({ name: "report_progress", arguments: { note: "Found the validator." } });
+    expect(Tasks.events(db, a.id).at(-1)).toMatchObject({ kind: "progress", data: { text: "Found the validator." } });
+    expect(Tasks.events(db, b.id).some((e) => e.kind === "progress")).toBe(false);
+
+    await client.callTool({ name: "ask_human", arguments: { question: "Keep the old regex?" } });
+    expect(Runs.get(db, a.id).question).toBe("Keep the old regex?");
+    await client.callTool({ name: "finish", arguments: { summary: "Validator fixed; tests added." } });
+    expect(Runs.get(db, a.id).summary).toBe("Validator fixed; tests added.");
+
+    await client.callTool({ name: "memory_write", arguments: { note: "Emails are validated in src/auth/email.ts." } });
+    const notes = Memory.list(db);
+    expect(notes.at(-1)).toMatchObject({ text: "Emails are validated in src/auth/email.ts.", taskId: a.id, by: "agent" });
+    expect(textOf(await client.callTool({ name: "memory_read", arguments: {} }))).toContain("Emails are validated in src/auth/email.ts.");
+    await client.close();
+  });
+
+  test("an unknown or revoked token gets 401 and reaches no tool; the registry is 0600", async () => {
+    const t = Tasks.add(db, { prompt: "short", code: "revoked", profile: "claude" });
+    const token = tokens.forTask(t.id).token;
+    expect(tokens.forTask(t.id).token).toBe(token); // the same token across turns
+    expect(statSync(join(dir, MCP_TOKENS_FILE)).mode & 0o777).toBe(0o600);
+    tokens.revokeTask(t.id);
+    const before = events.length;
+    for (const bearer of [token, "lazy-mcp-" + "0".repeat(48), ""]) {
+      const res = await fetch(`http://127.0.0.1:${server.port}${MCP_PATH}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "report_progress", arguments: { note: "x" } } }),
+      });
+      expect(res.status).toBe(401);
+      expect(res.headers.get("www-authenticate")).toBeNull();
+    }
+    expect(events.length).toBe(before);
+  });
+});
