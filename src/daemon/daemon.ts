@@ -14,6 +14,7 @@ import * as Log from "../util/log";
 import { listen } from "../util/listen";
 import { LazyError } from "../util/errors";
 import { VERSION } from "../version";
+import { McpTokens } from "../mcp";
 import { ModelProxy, Targets } from "../proxy";
 import { CredentialStore } from "../credentials";
 import { lazyHome } from "../util/paths";
@@ -91,7 +92,8 @@ export class Daemon {
       );
       const proxy = new ModelProxy(paths.dir, db, credentials, () => watch.state.config);
       const bus = new Bus();
-      const runner = new Runner({ root, slug: paths.slug, stateDir: paths.dir, db, proxy, config: () => watch.state.config, bus, log: Log.create("runner") });
+      const mcp = McpTokens.open(paths.dir);
+      const runner = new Runner({ root, slug: paths.slug, stateDir: paths.dir, db, proxy, mcp, config: () => watch.state.config, bus, log: Log.create("runner") });
       daemon = new Daemon(root, paths, db, watch, proxy, credentials, runner, bus, lock, log, loaded.present);
       log.info(`credentials: ${credentials.backend} (${credentials.backendNote})`);
       await proxy.start();

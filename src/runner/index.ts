@@ -16,6 +16,7 @@ import { Runtime, Image } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
 import type { ModelProxy } from "../proxy";
+import type { McpTokens } from "../mcp";
 import { LazyError } from "../util/errors";
 import * as AgentDir from "../util/agent-dir";
 import type { Logger } from "../util/log";
@@ -31,6 +32,8 @@ export interface RunnerDeps {
   stateDir: string;
   db: Database;
   proxy: ModelProxy;
+  /** MCP tokens: a task's is revoked with its session, independently of its grants. */
+  mcp: Pick<McpTokens, "revokeTask">;
   config: () => Config;
   bus: Bus;
   log: Logger;
@@ -491,6 +494,7 @@ export class Runner {
     let containerGone = false;
     const steps: [string, () => unknown][] = [
       ["revoke the task's placeholders", () => this.d.proxy.revokeTask(task.id)],
+      ["revoke its MCP token", () => this.d.mcp.revokeTask(task.id)],
       ["drop its held turn", () => HeldTurns.removeTask(this.d.db, task.id)],
       ["remove its container", async () => {
         const run = this.run(task.id);
