@@ -66,6 +66,7 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
     },
     async ({ question }) => {
       const t = task();
+      if (t.status !== "running") return { isError: true, content: [{ type: "text" as const, text: `Task ${t.code ?? t.id} is ${t.status}, not running: only a running turn can ask the human.` }] };
       Runs.save(d.db, t.id, { question });
       d.event(t, "question", { text: question });
       return text("Your question is recorded. End your turn now; the human's answer will be your next message.");

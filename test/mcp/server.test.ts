@@ -57,8 +57,15 @@ describe("MCP tools for a task's agent", () => {
     expect(Tasks.events(db, a.id).at(-1)).toMatchObject({ kind: "progress", data: { text: "Found the validator." } });
     expect(Tasks.events(db, b.id).some((e) => e.kind === "progress")).toBe(false);
 
+    const refused = (await client.callTool({ name: "ask_human", arguments: { question: "Keep the old regex?" } })) as any;
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toContain("is queued, not running");
+    Tasks.move(db, a.id, "running");
     await client.callTool({ name: "ask_human", arguments: { question: "Keep the old regex?" } });
     expect(Runs.get(db, a.id).question).toBe("Keep the old regex?");
+    const bad = (await client.callTool({ name: "report_progress", arguments: { note: 42 } })) as any;
+    expect(bad.isError).toBe(true);
+    expect(textOf(bad)).toContain("note");
     await client.callTool({ name: "finish", arguments: { summary: "Validator fixed; tests added." } });
     expect(Runs.get(db, a.id).summary).toBe("Validator fixed; tests added.");
 
