@@ -31,6 +31,7 @@ const main = command({
     logs: () => import("./commands/turns").then((m) => m.logs),
     watch: () => import("./commands/watch").then((m) => m.watch),
     memory: () => import("./commands/memory").then((m) => m.memory),
+    ask: () => import("./commands/ask").then((m) => m.ask),
     accept: () => import("./commands/turns").then((m) => m.accept),
     reject: () => import("./commands/turns").then((m) => m.reject),
     close: () => import("./commands/turns").then((m) => m.close),

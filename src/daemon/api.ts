@@ -31,6 +31,7 @@ import {
   watchRoutes,
   type WatchDeps,
   memoryRoutes,
+  askRoutes,
 } from "./routes";
 
 /** What the API needs from the daemon; each route file declares its own share. */
@@ -55,7 +56,7 @@ export interface ApiDeps {
  * The routes the server must not cut for idleness: the live streams (the dashboard's, lazy watch's) are quiet for long
  * stretches (TRAPS.md), and a turn's start may build an image for minutes before it answers.
  */
-export const longLived = (url: string): boolean => url.endsWith("/api/events") || url.includes("/api/watch") || /\/api\/tasks\/[^/]+\/(start|send)$/.test(url);
+export const longLived = (url: string): boolean => url.endsWith("/api/events") || url.includes("/api/watch") || url.endsWith("/api/ask") || /\/api\/tasks\/[^/]+\/(start|send|accept)$/.test(url);
 
 export function api(d: ApiDeps, token: string) {
   const want = Buffer.from(token);
@@ -108,5 +109,6 @@ export function api(d: ApiDeps, token: string) {
     .use(statsRoutes(d))
     .use(eventRoutes(d))
     .use(watchRoutes(d))
-    .use(memoryRoutes(d));
+    .use(memoryRoutes(d))
+    .use(askRoutes(d));
 }

@@ -263,6 +263,11 @@ export function commitsToMerge(root: string, branch: string): string[] {
   return r.out.trim() ? r.out.trim().split("\n") : [];
 }
 
+/** What the branch changes against the project's current branch, as `git diff --stat` puts it. */
+export function diffStat(root: string, branch: string): string {
+  return git(root, ["diff", "--stat", `HEAD...refs/heads/${branch}`], { allowFail: true }).out.trim();
+}
+
 /** Merge the task's branch into the project's current branch (never a fast-forward that hides it). */
 export function merge(root: string, branch: string, message: string): void {
   const r = git(root, ["merge", "--no-ff", "-m", message, `refs/heads/${branch}`], { allowFail: true });

@@ -25,6 +25,7 @@ import { FILES, type Exit } from "../supervisor";
 import { BIN, containerEnv, mounts, linuxBinary } from "./container-spec";
 import { Holds } from "./holds";
 import { Budgets, why as budgetWhy } from "./budgets";
+import { OwnCalls } from "./own-calls";
 
 export interface RunnerDeps {
   root: string;
@@ -55,8 +56,23 @@ export class Runner {
 
   private holds: Holds;
   readonly budgets: Budgets;
+  /** lazy's own model calls (the accept summary, lazy ask, lazy report, memory compaction). */
+  readonly calls: OwnCalls;
 
   constructor(private d: RunnerDeps) {
+    this.calls = new OwnCalls({
+      root: d.root,
+      slug: d.slug,
+      stateDir: d.stateDir,
+      db: d.db,
+      proxy: d.proxy,
+      config: d.config,
+      log: d.log,
+      docker: () => this.docker(),
+      gateway: (docker, config) => this.gateway(docker, config),
+      image: (docker, config) => this.image(docker, config),
+      ref: (t) => this.ref(t),
+    });
     this.budgets = new Budgets({ db: d.db, config: d.config, proxy: d.proxy, log: d.log, move: (t, to, data) => this.move(t, to, data), ref: (t) => this.ref(t) });
     this.holds = new Holds({
       db: d.db,
@@ -160,33 +176,8 @@ export class Runner {
     if (asRoot) for (const sub of ["", "home", "harness", "turns"]) lchownSync(join(tdir, sub), uid, uid);
     const g = this.taskGit(task, asRoot ? uid : null);
 
-    // Where the container reaches the proxy: the project network's gateway (native Linux), or
-    // host.docker.internal (Docker Desktop).
-    const net = await docker.ensureNetwork(this.d.slug);
-    let proxyUrl: string;
-    if (docker.kind === "desktop") proxyUrl = `http://host.docker.internal:${this.d.proxy.address!.port}`;
-    else {
-      const a = await this.d.proxy.listenFor(net.gateway);
-      proxyUrl = `http://${a.host}:${a.port}`;
-    }
-
-    const image = Image.plan(this.d.root, config.container);
-    if (image.kind === "build" && !(await docker.imageExists(image.tag))) {
-      this.event(task, "build", { image: image.tag, what: image.what });
-      this.d.log.info(`building ${image.what} as ${image.tag}`);
-      const files = image.context ? Image.contextOf(image.context, image.dockerfile) : { Dockerfile: image.dockerfile };
-      let last = 0;
-      await docker.build(image.tag, files, image.buildArgs, (line) => {
-        this.d.log.info(`build: ${line}`);
-        // Every step is recorded; what a step prints only now and then, for the live line.
-        const step = /^Step \d+\/\d+/.test(line);
-        if (step || Date.now() - last > 1000) {
-          last = Date.now();
-          this.event(task, "build", step ? { progress: line } : { output: line.slice(0, 300) });
-        }
-      });
-      this.event(task, "build", { done: image.tag });
-    }
+    const { net, proxyUrl } = await this.gateway(docker, config);
+    const image = await this.image(docker, config, task);
 
     const run = this.run(task.id);
     let info = run.container_id ? await docker.inspect(run.container_id) : undefined;
@@ -220,6 +211,39 @@ export class Runner {
     }
     this.save(task.id, { setup_done: 1 });
     return { id: info.id, g, proxyUrl };
+  }
+
+  /**
+   * Where a container reaches the proxy: the project network's gateway (native Linux), or
+   * host.docker.internal (Docker Desktop). Agent turns and lazy's own calls alike.
+   */
+  async gateway(docker: Runtime, _config: Config): Promise<{ net: { name: string; gateway: string }; proxyUrl: string }> {
+    const net = await docker.ensureNetwork(this.d.slug);
+    if (docker.kind === "desktop") return { net, proxyUrl: `http://host.docker.internal:${this.d.proxy.address!.port}` };
+    const a = await this.d.proxy.listenFor(net.gateway);
+    return { net, proxyUrl: `http://${a.host}:${a.port}` };
+  }
+
+  /** The task image, built first if it is missing (its steps recorded on `task` when given). */
+  async image(docker: Runtime, config: Config, task?: Task): Promise<Image.ImagePlan> {
+    const image = Image.plan(this.d.root, config.container);
+    if (image.kind === "build" && !(await docker.imageExists(image.tag))) {
+      if (task) this.event(task, "build", { image: image.tag, what: image.what });
+      this.d.log.info(`building ${image.what} as ${image.tag}`);
+      const files = image.context ? Image.contextOf(image.context, image.dockerfile) : { Dockerfile: image.dockerfile };
+      let last = 0;
+      await docker.build(image.tag, files, image.buildArgs, (line) => {
+        this.d.log.info(`build: ${line}`);
+        // Every step is recorded; what a step prints only now and then, for the live line.
+        const step = /^Step \d+\/\d+/.test(line);
+        if (task && (step || Date.now() - last > 1000)) {
+          last = Date.now();
+          this.event(task, "build", step ? { progress: line } : { output: line.slice(0, 300) });
+        }
+      });
+      if (task) this.event(task, "build", { done: image.tag });
+    }
+    return image;
   }
 
   /**
@@ -453,19 +477,34 @@ export class Runner {
   }
 
   /** Merge the task's branch into the project's branch, record its commits, end the session. */
-  async accept(ref: string): Promise<{ task: Task; commits: string[] }> {
+  /**
+   * Merge the task's branch into the project's branch with a summary of the work (one of lazy's
+   * own model calls; when it fails, the merge still happens and says why there is none), record
+   * its commits, end the session.
+   */
+  async accept(ref: string): Promise<{ task: Task; commits: string[]; summary: string | null; summaryError: string | null }> {
     let task = Tasks.resolve(this.d.db, ref);
     if (!canMove(task.status, "accepted")) throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}; only a task whose turn is done (or waiting) can be accepted.`);
     const branch = `${Git.BRANCH_PREFIX}${this.ref(task)}`;
     let commits: string[] = [];
+    let summary: string | null = null;
+    let summaryError: string | null = null;
     if (Git.git(this.d.root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`], { allowFail: true }).code === 0) {
       commits = Git.commitsToMerge(this.d.root, branch);
-      if (commits.length) Git.merge(this.d.root, branch, `lazy: accept ${this.ref(task)}: ${task.title}\n\n${commits.map((c) => `- ${c}`).join("\n")}\n`);
+      if (commits.length) {
+        try {
+          summary = (await this.calls.ask(summaryPrompt(task, commits, Git.diffStat(this.d.root, branch)), { task, purpose: "the accept summary" })).text.slice(0, 4000);
+        } catch (e) {
+          summaryError = (e as Error).message;
+          this.d.log.warn(`task ${this.ref(task)}: no summary for its merge: ${summaryError}`);
+        }
+        Git.merge(this.d.root, branch, `lazy: accept ${this.ref(task)}: ${task.title}\n\n${summary ? `${summary}\n\n` : ""}${commits.map((c) => `- ${c}`).join("\n")}\n`);
+      }
     }
-    this.event(task, "summary", { commits, branch });
+    this.event(task, "summary", { commits, branch, ...(summary ? { text: summary } : {}), ...(summaryError ? { error: summaryError } : {}) });
     task = this.move(task, "accepted", { commits: commits.length });
     await this.endSession(task, { deleteBranch: false });
-    return { task, commits };
+    return { task, commits, summary, summaryError };
   }
 
   async reject(ref: string): Promise<Task> {
@@ -536,7 +575,10 @@ export class Runner {
     } catch {
       return; // no engine: nothing to reconcile against; doctor says so
     }
-    const containers = await docker.list(this.d.slug);
+    const all = await docker.list(this.d.slug);
+    // lazy's own calls in flight are not a task's; one left by a daemon that died is an orphan.
+    const containers = all.filter((c) => !this.calls.isCall(c.name));
+    for (const c of all) if (this.calls.isCall(c.name) && !this.calls.active.has(c.name)) await docker.remove(c.id);
     const running = Tasks.list(this.d.db, { status: "running" });
     // Containers that outlived a daemon still talk to the proxy at the network's gateway.
     if (docker.kind !== "desktop" && containers.some((c) => c.running))
@@ -569,7 +611,7 @@ export class Runner {
   }
 
   private async dropIdleNetwork(): Promise<void> {
-    if (this.starting.size) return; // a turn being set up is about to use it
+    if (this.starting.size || this.calls.active.size) return; // a turn or a call being set up is about to use it
     const docker = await this.docker();
     if ((await docker.list(this.d.slug)).length) return;
     const gateway = await docker.removeNetwork(this.d.slug);
@@ -590,4 +632,19 @@ export class Runner {
     this.budgets.stop();
     for (const id of [...this.watchers.keys()]) this.unwatch(id);
   }
+}
+
+/** What lazy asks the model when it writes the summary of an accepted task. */
+function summaryPrompt(task: Task, commits: string[], stat: string): string {
+  return [
+    "Write the body of a merge commit message: what this task changed and why, in at most six short lines of plain text.",
+    "No heading, no Markdown, no preamble: only the lines. Do not run any tool; everything you need is below.",
+    "",
+    `Task: ${task.title}`,
+    `What the agent was asked:\n${task.prompt.slice(0, 4000)}`,
+    "",
+    `Commits:\n${commits.slice(0, 50).join("\n")}`,
+    "",
+    `Files changed:\n${stat.slice(0, 4000)}`,
+  ].join("\n");
 }

@@ -58,10 +58,12 @@ export const accept = command({
   args: { ...taskArg, ...json },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
-    const r = await c.request<{ task: Task; commits: string[] }>("POST", `/api/tasks/${enc(args.task)}/accept`);
+    const r = await c.request<{ task: Task; commits: string[]; summary: string | null; summaryError: string | null }>("POST", `/api/tasks/${enc(args.task)}/accept`, undefined, 15 * 60_000);
     if (args.json) return printJson(r);
     say.success(`Accepted ${r.task.code ?? r.task.id}: ${r.commits.length} commit(s) merged.`);
     for (const c of r.commits) print(`  ${c}`);
+    if (r.summary) print(`\n${r.summary}`);
+    if (r.summaryError) say.warn(`The merge has no summary: ${r.summaryError}`);
   },
 });
 

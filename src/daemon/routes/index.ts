@@ -11,3 +11,4 @@ export { daemonRoutes, type DaemonDeps } from "./daemon";
 export { dashboardRoutes, type DashboardDeps } from "./dashboard";
 export { watchRoutes, type WatchDeps } from "./watch";
 export { memoryRoutes, type MemoryDeps } from "./memory";
+export { askRoutes, type AskDeps } from "./ask";

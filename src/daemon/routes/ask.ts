@@ -1,0 +1,47 @@
+/**
+ * lazy's own model calls a person asks for: `lazy ask "question" [--task T]` (about the project
+ * and its tasks). The answer comes from a throwaway container on the agent profile, through the
+ * proxy (runner/own-calls.ts).
+ */
+import type { Database } from "bun:sqlite";
+import { Elysia } from "elysia";
+import { z } from "zod";
+import { Tasks, type Task } from "../../store";
+import type { Runner } from "../../runner";
+import { parseBody } from "./input";
+
+export interface AskDeps {
+  db: Database;
+  runner: { calls: Pick<Runner["calls"], "ask"> };
+}
+
+const Ask = z.strictObject({ question: z.string().trim().min(1).max(8000), task: z.string().optional() });
+
+/** What a question about the project is asked with: the tasks, and one task's story when named. */
+export function askPrompt(db: Database, question: string, task: Task | undefined): string {
+  const tasks = Tasks.list(db).slice(-200);
+  const lines = [
+    "You answer a question about a software project that lazy (a tool that runs coding agents on tasks) manages.",
+    "The project is in the current directory, read-only. Answer in plain text, briefly; do not change anything.",
+    "",
+    `Tasks (code or id, status, title):\n${tasks.map((t) => `- ${t.code ?? t.id.slice(0, 8)}  ${t.status}  ${t.title}`).join("\n") || "(none)"}`,
+  ];
+  if (task) {
+    const story = Tasks.events(db, task.id)
+      .filter((e) => ["user", "message", "result", "status", "progress", "question", "finish", "summary"].includes(e.kind))
+      .slice(-60)
+      .map((e) => `${e.at} ${e.kind}: ${JSON.stringify(e.data).slice(0, 400)}`);
+    lines.push("", `The question is about task ${task.code ?? task.id} (${task.status}): ${task.title}`, `Its prompt:\n${task.prompt.slice(0, 4000)}`, `What happened:\n${story.join("\n")}`);
+  }
+  lines.push("", `Question: ${question}`);
+  return lines.join("\n");
+}
+
+export function askRoutes(d: AskDeps) {
+  return new Elysia().post("/api/ask", async ({ body }) => {
+    const input = parseBody(Ask, body);
+    const task = input.task !== undefined ? Tasks.resolveFilter(d.db, [input.task])![0] : undefined;
+    const answer = await d.runner.calls.ask(askPrompt(d.db, input.question, task), { task, purpose: "lazy ask" });
+    return { answer: answer.text, profile: answer.profile, task: task ?? null };
+  });
+}

@@ -1,0 +1,97 @@
+/**
+ * lazy's own model calls: the accept summary and lazy ask, each one prompt in a throwaway
+ * container on the agent profile, through the proxy (audited, attributed), never holding the
+ * real key; when the call fails, accept still merges and says why there is no summary.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Project, cleanupAll, until } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
+import { requireDocker, TEST_IMAGES } from "../helpers/env";
+
+const KEY = "sk-ant-api03-OWNCALLS-" + "o".repeat(73) + "AA";
+let anthropic: Mock.MockProvider;
+let p: Project;
+
+const sh = (cwd: string, cmd: string) => {
+  const r = Bun.spawnSync(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
+  return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+};
+
+beforeAll(async () => {
+  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
+  anthropic = await Mock.anthropic();
+  p = new Project({ toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n` });
+  sh(p.root, "git -c user.name=Dev -c user.email=dev@example.com commit -q --allow-empty -m init");
+  await p.setCredential("anthropic", KEY);
+});
+afterAll(async () => {
+  await cleanupAll();
+  await anthropic?.close();
+});
+
+async function committed(code: string, file: string): Promise<void> {
+  anthropic.reset();
+  anthropic.reply = { text: "Committed.", toolUse: { name: "Bash", input: { command: `echo hi > ${file} && git add ${file} && git commit -qm 'add ${file}'`, description: "commit" } } };
+  await p.ok(["task", "add", `Add ${file}`, "--code", code]);
+  await p.ok(["start", code]);
+  const t = await until(async () => {
+    const x = (await p.json(["task", "show", code])).task;
+    return x.status !== "running" && x.status !== "queued" ? x : undefined;
+  }, 300_000, "the turn");
+  expect(t.status).toBe("done");
+}
+
+describe("lazy's own model calls", () => {
+  test("lazy accept writes a summary that came through the proxy, attributed to the task, into the merge commit", async () => {
+    await committed("summed", "a.txt");
+    anthropic.reset();
+    anthropic.reply = { text: "Adds a.txt with a greeting." };
+    const acc = await p.json(["accept", "summed"]);
+    expect(acc.summary).toBe("Adds a.txt with a greeting.");
+    expect(acc.summaryError).toBeNull();
+    expect(sh(p.root, "git log -1 --format=%B main").out).toContain("Adds a.txt with a greeting.");
+    const prompt = anthropic.received.find((r) => r.method === "POST")!.body;
+    expect(prompt).toContain("Write the body of a merge commit message");
+    expect(prompt).toContain("add a.txt");
+    const rows = (await p.json(["stats", "audit", "--task", "summed"])).rows;
+    expect(rows.at(-1)).toMatchObject({ taskRef: "summed", role: "agent", status: 200 });
+    expect(sh("/", `docker ps -aq --filter name=call-`).out.trim()).toBe("");
+  }, 600_000);
+
+  test("with the provider failing, accept still merges and says why there is no summary", async () => {
+    await committed("unsummed", "b.txt");
+    anthropic.reset();
+    anthropic.behavior = { kind: "status", status: 400, body: { type: "error", error: { type: "invalid_request_error", message: "no such model" } } };
+    const r = await p.run(["accept", "unsummed"]);
+    anthropic.reset();
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("Accepted unsummed: 1 commit(s) merged.");
+    expect(r.stderr).toContain("The merge has no summary: lazy's own model call (the accept summary, profile claude) failed");
+    expect(sh(p.root, "git log --format=%s main").out).toContain("add b.txt");
+    expect((await p.json(["task", "show", "unsummed"])).task.status).toBe("accepted");
+  }, 600_000);
+
+  test("lazy ask with no task is attributed to the project; its container never holds the real key", async () => {
+    anthropic.reset();
+    anthropic.reply = { text: "Two tasks were accepted." };
+    anthropic.behavior = { kind: "silent-then-stream", firstByteDelayMs: 3000, gapMs: 0 };
+    const asking = p.run(["ask", "what changed?"]);
+    // While the model thinks, the call's container exists: nothing in it is the real key.
+    const id = await until(() => sh("/", `docker ps -q --filter name=lazy-.*-call-`).out.trim() || undefined, 120_000, "the call's container");
+    const inspect = sh("/", `docker inspect ${id}`).out;
+    expect(inspect.length).toBeGreaterThan(100);
+    expect(inspect).not.toContain(KEY);
+    const env = sh("/", `docker exec ${id} sh -c 'cat /proc/*/environ 2>/dev/null | tr "\\\\0" "\\\\n"'`).out;
+    expect(env).toContain("ANTHROPIC_API_KEY=");
+    expect(env).not.toContain(KEY);
+    const r = await asking;
+    anthropic.behavior = { kind: "ok" };
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toBe("Two tasks were accepted.");
+    const prompt = anthropic.received.find((x) => x.method === "POST")!.body;
+    expect(prompt).toContain("Question: what changed?");
+    expect(prompt).toContain("summed");
+    const row = (await p.json(["stats", "audit"])).rows.filter((x: any) => x.method === "POST").at(-1);
+    expect(row).toMatchObject({ role: "lazy", taskId: null, status: 200 });
+  }, 600_000);
+});
