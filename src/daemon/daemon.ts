@@ -20,6 +20,7 @@ import { lazyHome } from "../util/paths";
 import { api, longLived } from "./api";
 import { Runner } from "../runner";
 import { Bus } from "../bus";
+import { Notifier } from "../notify";
 import type { Status } from "./status";
 import { ConfigWatch } from "./config-watch";
 import * as State from "./state";
@@ -39,6 +40,7 @@ export class Daemon {
     private readonly credentials: CredentialStore,
     private readonly runner: Runner,
     private readonly bus: Bus,
+    private readonly notifier: Notifier,
     private lock: Lock,
     private log: Log.Logger,
     private configPresent: boolean,
@@ -92,7 +94,9 @@ export class Daemon {
       const proxy = new Proxy(paths.dir, db, credentials, () => watch.state.config);
       const bus = new Bus();
       const runner = new Runner({ root, slug: paths.slug, stateDir: paths.dir, db, proxy, config: () => watch.state.config, bus, log: Log.create("runner") });
-      daemon = new Daemon(root, paths, db, watch, proxy, credentials, runner, bus, lock, log, loaded.present);
+      const notifier = new Notifier({ db, bus, config: () => watch.state.config, log: Log.create("notify") });
+      notifier.start();
+      daemon = new Daemon(root, paths, db, watch, proxy, credentials, runner, bus, notifier, lock, log, loaded.present);
       log.info(`credentials: ${credentials.backend} (${credentials.backendNote})`);
       await proxy.start();
       daemon.listenApi(config, token);
@@ -181,6 +185,7 @@ export class Daemon {
     this.log.info(`stopping: ${reason}`);
     this.configWatch.stop();
     this.runner.shutdown();
+    this.notifier.stop();
     this.apiServer?.stop(true);
     await this.proxy.stop();
     this.credentials.stop();

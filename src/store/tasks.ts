@@ -116,6 +116,14 @@ export function events(db: Database, taskId: string, afterId = 0): TaskEvent[] {
   }[]).map((e) => ({ id: e.id, taskId: e.task_id, at: new Date(e.at).toISOString(), kind: e.kind, data: JSON.parse(e.data) }));
 }
 
+/** The task's newest event of one kind (its last agent message, say), read backwards on the task's index. */
+export function lastEvent(db: Database, taskId: string, kind: string): TaskEvent | undefined {
+  const e = db.query("SELECT * FROM events WHERE task_id = ? AND kind = ? ORDER BY id DESC LIMIT 1").get(taskId, kind) as
+    | { id: number; task_id: string; at: number; kind: string; data: string }
+    | null;
+  return e ? { id: e.id, taskId: e.task_id, at: new Date(e.at).toISOString(), kind: e.kind, data: JSON.parse(e.data) } : undefined;
+}
+
 export function addEvent(db: Database, taskId: string, kind: string, data: Record<string, unknown> = {}, now = Date.now()): void {
   db.query("INSERT INTO events (task_id, at, kind, data) VALUES (?, ?, ?, ?)").run(taskId, now, kind, JSON.stringify(data));
 }
