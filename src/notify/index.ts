@@ -14,8 +14,8 @@ import * as Payload from "./payload";
 import * as Desktop from "./desktop";
 import { Webhook, type WebhookOptions } from "./webhook";
 
-export { desktopTool, type DesktopTool } from "./desktop";
-export { originOf, Webhook } from "./webhook";
+export { desktopTool, argv as desktopArgv, type DesktopTool } from "./desktop";
+export { originOf, Webhook, BACKOFF_MS, TIMEOUT_MS } from "./webhook";
 export { build, type Notification, type Event } from "./payload";
 
 export interface NotifierDeps {

@@ -124,7 +124,7 @@ export class Webhook {
     } catch (e) {
       const err = e as Error & { code?: string };
       if (err.name === "TimeoutError") return `no answer within ${this.timeoutMs / 1000} s`;
-      return scrub(`${err.code ? `${err.code}: ` : ""}${err.message}`, item.url);
+      return scrub(err.code && !err.message.startsWith(err.code) ? `${err.code}: ${err.message}` : err.message, item.url);
     }
   }
 }

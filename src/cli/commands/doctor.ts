@@ -79,7 +79,7 @@ async function findings(root: string): Promise<Finding[]> {
             check: "notify",
             ok: false,
             blocking: false,
-            summary: "notify: desktop = true but neither notify-send nor osascript is on PATH",
+            summary: "desktop = true but neither notify-send nor osascript is on PATH",
             remedy: "install notify-send (Debian/Ubuntu: apt install libnotify-bin), or set desktop = false in [notify]",
           },
     );
