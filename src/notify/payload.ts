@@ -48,8 +48,11 @@ export function build(db: Database, c: StatusChange, now = new Date()): Notifica
 }
 
 function reasonOf(to: Event, data: Record<string, unknown>): string | undefined {
-  if (to === "waiting") return str(data.reason) ?? (data.stopped ? "stopped by the user (lazy stop)" : "waiting for a human");
-  if (to !== "failed") return undefined;
+  if (to === "done") return undefined;
+  // A move that names its reason (a held turn's "usage_pause", "budget") may say more in `detail`.
+  const named = str(data.reason);
+  if (named) return str(data.detail) ? `${named}: ${data.detail}` : named;
+  if (to === "waiting") return data.stopped ? "stopped by the user (lazy stop)" : "waiting for a human";
   const error = str(data.error);
   if (error) return error;
   if (typeof data.signal === "string") return `the agent was ended by ${data.signal}`;
