@@ -29,7 +29,17 @@ const escapeMarkup = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;
 export function argv(tool: DesktopTool, title: string, body: string): string[] {
   const b = body.length > BODY_MAX ? `${body.slice(0, BODY_MAX - 1)}…` : body;
   if (tool.name === "notify-send") return [tool.path, "--app-name=lazy", "--", title, escapeMarkup(b)];
-  return [tool.path, "-e", "on run argv", "-e", "display notification (item 2 of argv) with title (item 1 of argv)", "-e", "end run", title, b];
+  return [
+    tool.path,
+    "-e",
+    "on run argv",
+    "-e",
+    "display notification (item 2 of argv) with title (item 1 of argv)",
+    "-e",
+    "end run",
+    title,
+    b,
+  ];
 }
 
 /** Show one notification; returns at once, and a failure is a log line. */
@@ -45,6 +55,9 @@ export function show(tool: DesktopTool, title: string, body: string, log: Logger
   void (async () => {
     const [code, err] = await Promise.all([proc.exited, new Response(proc.stderr as ReadableStream).text()]);
     clearTimeout(timer);
-    if (code !== 0) log.warn(`desktop notification: ${tool.name} exited ${code}${err.trim() ? `: ${err.trim().split("\n")[0]!.slice(0, 200)}` : ""}`);
+    if (code !== 0)
+      log.warn(
+        `desktop notification: ${tool.name} exited ${code}${err.trim() ? `: ${(err.trim().split("\n")[0] ?? "").slice(0, 200)}` : ""}`,
+      );
   })().catch((e) => log.warn(`desktop notification: ${(e as Error).message}`));
 }

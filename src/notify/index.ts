@@ -12,7 +12,7 @@ import type { Logger } from "../util/log";
 import { VERSION } from "../version";
 import * as Payload from "./payload";
 import * as Desktop from "./desktop";
-import { Webhook, type WebhookOptions } from "./webhook";
+import { Webhook } from "./webhook";
 
 export { desktopTool, argv as desktopArgv, type DesktopTool } from "./desktop";
 export { originOf, Webhook, BACKOFF_MS, TIMEOUT_MS } from "./webhook";
@@ -24,9 +24,6 @@ export interface NotifierDeps {
   /** The config in force now (it reloads while the daemon runs). */
   config: () => Config;
   log: Logger;
-  /** Tests shorten the webhook's waits; the daemon keeps the defaults. */
-  webhook?: Partial<Omit<WebhookOptions, "log" | "userAgent">>;
-  desktopTool?: () => Desktop.DesktopTool | undefined;
 }
 
 export class Notifier {
@@ -35,7 +32,7 @@ export class Notifier {
   private warnedNoDesktop = false;
 
   constructor(private d: NotifierDeps) {
-    this.webhook = new Webhook({ log: d.log, userAgent: `lazy/${VERSION}`, ...d.webhook });
+    this.webhook = new Webhook({ log: d.log, userAgent: `lazy/${VERSION}` });
   }
 
   start(): void {
@@ -71,14 +68,17 @@ export class Notifier {
   }
 
   private desktop(note: Payload.Notification, ref: string): void {
-    const tool = (this.d.desktopTool ?? Desktop.desktopTool)();
+    const tool = Desktop.desktopTool();
     if (!tool) {
       if (!this.warnedNoDesktop)
-        this.d.log.warn("notify: desktop = true but neither notify-send nor osascript is on PATH, so no desktop notification is shown; install libnotify-bin (Linux) or set desktop = false");
+        this.d.log.warn(
+          "notify: desktop = true but neither notify-send nor osascript is on PATH, so no desktop notification is shown; install libnotify-bin (Linux) or set desktop = false",
+        );
       this.warnedNoDesktop = true;
       return;
     }
-    const body = note.event === "done" ? (note.message ?? note.task.title) : `${note.reason ?? note.event}${note.message ? `\n${note.message}` : ""}`;
+    const body =
+      note.event === "done" ? (note.message ?? note.task.title) : `${note.reason ?? note.event}${note.message ? `\n${note.message}` : ""}`;
     Desktop.show(tool, `lazy: ${ref} ${note.event}`, body, this.d.log);
   }
 }

@@ -58,9 +58,11 @@ export class Webhook {
   /** Queue a POST of `body` (JSON) to `url`; returns at once. */
   send(url: string, body: string, what: string): void {
     if (this.stopped) return;
-    if (this.queue.length >= this.maxQueue) {
-      const dropped = this.queue.shift()!;
-      this.o.log.warn(`webhook ${originOf(dropped.url)}: ${this.maxQueue} notifications are waiting to be sent; dropped the oldest (${dropped.what})`);
+    const dropped = this.queue.length >= this.maxQueue ? this.queue.shift() : undefined;
+    if (dropped) {
+      this.o.log.warn(
+        `webhook ${originOf(dropped.url)}: ${this.maxQueue} notifications are waiting to be sent; dropped the oldest (${dropped.what})`,
+      );
     }
     this.queue.push({ url, body, what });
     void this.drain();
@@ -100,10 +102,12 @@ export class Webhook {
         return;
       }
       this.o.log.debug(`webhook ${origin}: try ${n} of ${tries} for the ${item.what} notification failed: ${last}`);
-      if (n < tries && !this.stopped) await Bun.sleep(this.backoffMs[n - 1]!);
+      if (n < tries && !this.stopped) await Bun.sleep(this.backoffMs[n - 1] ?? 0);
       if (this.stopped) return;
     }
-    this.o.log.warn(`webhook ${origin} failed ${tries} times (last: ${last}); the ${item.what} notification was dropped. Check [notify] webhook in lazy.toml and that the receiver answers 2xx.`);
+    this.o.log.warn(
+      `webhook ${origin} failed ${tries} times (last: ${last}); the ${item.what} notification was dropped. Check [notify] webhook in lazy.toml and that the receiver answers 2xx.`,
+    );
   }
 
   /** One POST; "" when it was taken (2xx), else what went wrong, without the URL's path or query. */
@@ -119,7 +123,8 @@ export class Webhook {
       });
       await res.body?.cancel().catch(() => {});
       if (res.status >= 200 && res.status < 300) return "";
-      if (res.status >= 300 && res.status < 400) return `HTTP ${res.status} (a redirect; lazy does not follow a webhook's redirects: put the final URL in lazy.toml)`;
+      if (res.status >= 300 && res.status < 400)
+        return `HTTP ${res.status} (a redirect; lazy does not follow a webhook's redirects: put the final URL in lazy.toml)`;
       return `HTTP ${res.status}`;
     } catch (e) {
       const err = e as Error & { code?: string };

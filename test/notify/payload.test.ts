@@ -28,7 +28,9 @@ describe("a notification's body", () => {
   test("done: the task, the status and the turn's summary; no reason", () => {
     const t = task("sum-up");
     Store.Tasks.addEvent(db, t.id, "message", { text: "Working on it." });
-    expect(build(db, { kind: "status", taskId: t.id, from: "running", to: "done", data: { exit: 0, result: "Fixed the login bug." } }, AT)).toEqual({
+    expect(
+      build(db, { kind: "status", taskId: t.id, from: "running", to: "done", data: { exit: 0, result: "Fixed the login bug." } }, AT),
+    ).toEqual({
       event: "done",
       task: { id: t.id, code: "sum-up", title: "Do sum-up", profile: "claude" },
       status: "done",
@@ -41,10 +43,24 @@ describe("a notification's body", () => {
     const t = task("stopped");
     Store.Tasks.addEvent(db, t.id, "message", { text: "First." });
     Store.Tasks.addEvent(db, t.id, "message", { text: "Halfway through the docs." });
-    const stopped = build(db, { kind: "status", taskId: t.id, from: "running", to: "waiting", data: { exit: null, signal: "SIGTERM", stopped: true } }, AT)!;
+    const stopped = build(
+      db,
+      { kind: "status", taskId: t.id, from: "running", to: "waiting", data: { exit: null, signal: "SIGTERM", stopped: true } },
+      AT,
+    )!;
     expect(stopped.reason).toBe("stopped by the user (lazy stop)");
     expect(stopped.message).toBe("Halfway through the docs.");
-    const held = build(db, { kind: "status", taskId: t.id, from: "done", to: "waiting", data: { reason: "budget", detail: "the task spent $5.02 of its $5.00" } }, AT)!;
+    const held = build(
+      db,
+      {
+        kind: "status",
+        taskId: t.id,
+        from: "done",
+        to: "waiting",
+        data: { reason: "budget", detail: "the task spent $5.02 of its $5.00" },
+      },
+      AT,
+    )!;
     expect(held.reason).toBe("budget: the task spent $5.02 of its $5.00");
   });
 

@@ -16,7 +16,7 @@ import * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
 import pkg from "../../package.json" with { type: "json" };
 
-const KEY = "sk-ant-api03-NOTIFYTURNS-" + "n".repeat(68) + "AA";
+const KEY = `sk-ant-api03-NOTIFYTURNS-${"n".repeat(68)}AA`;
 const SECRET = "hook-secret-5d41402abc4b2a76";
 const QSECRET = "qs-7f3c9e";
 
@@ -37,7 +37,12 @@ function receiver(): Receiver {
     port: 0,
     async fetch(req): Promise<Response> {
       const u = new URL(req.url);
-      hits.push({ at: Date.now(), path: u.pathname + u.search, headers: Object.fromEntries(req.headers), body: JSON.parse(await req.text()) });
+      hits.push({
+        at: Date.now(),
+        path: u.pathname + u.search,
+        headers: Object.fromEntries(req.headers),
+        body: JSON.parse(await req.text()),
+      });
       return new Response(null, { status: r.answer });
     },
   });
@@ -53,12 +58,26 @@ let p: Project;
 let bin: string;
 const shown = () => join(bin, "shown");
 const toml = (webhook: string, desktop: boolean) =>
-  [`[container]`, `base = "${TEST_IMAGES.node}"`, ``, `[proxy.upstreams]`, `anthropic = "${anthropic.url}"`, ``, `[notify]`, `webhook = "${webhook}"`, `desktop = ${desktop}`, ``].join("\n");
+  [
+    `[container]`,
+    `base = "${TEST_IMAGES.node}"`,
+    ``,
+    `[proxy.upstreams]`,
+    `anthropic = "${anthropic.url}"`,
+    ``,
+    `[notify]`,
+    `webhook = "${webhook}"`,
+    `desktop = ${desktop}`,
+    ``,
+  ].join("\n");
 
 /** Each notification the stand-in notify-send showed: its argv. */
 const desktopShown = (): string[][] =>
   existsSync(shown())
-    ? readFileSync(shown(), "utf8").split("\x1e").filter(Boolean).map((rec) => rec.split("\0").slice(0, -1))
+    ? readFileSync(shown(), "utf8")
+        .split("\x1e")
+        .filter(Boolean)
+        .map((rec) => rec.split("\0").slice(0, -1))
     : [];
 
 const sh = (cwd: string, cmd: string) => {
@@ -72,11 +91,17 @@ beforeAll(async () => {
   hook = receiver();
   hook2 = receiver();
   bin = realpathSync(mkdtempSync(join(tmpdir(), "lazy-notify-bin-")));
-  writeFileSync(join(bin, "notify-send"), `#!/bin/sh\nfor a in "$@"; do printf '%s\\0' "$a"; done >> '${shown()}'\nprintf '\\036' >> '${shown()}'\n`);
+  writeFileSync(
+    join(bin, "notify-send"),
+    `#!/bin/sh\nfor a in "$@"; do printf '%s\\0' "$a"; done >> '${shown()}'\nprintf '\\036' >> '${shown()}'\n`,
+  );
   chmodSync(join(bin, "notify-send"), 0o755);
   // The daemon inherits the CLI's environment: the stand-in is the notify-send it finds.
   p = new Project({ toml: toml(hook.url, true), env: { PATH: `${bin}${delimiter}${process.env.PATH}` } });
-  sh(p.root, "git config user.email dev@example.com && git config user.name Dev && echo '# demo' > README.md && echo lazy.toml > .gitignore && git add README.md .gitignore && git commit -qm init");
+  sh(
+    p.root,
+    "git config user.email dev@example.com && git config user.name Dev && echo '# demo' > README.md && echo lazy.toml > .gitignore && git add README.md .gitignore && git commit -qm init",
+  );
   await p.setCredential("anthropic", KEY);
 }, 120_000);
 
@@ -89,10 +114,14 @@ afterAll(async () => {
 });
 
 async function waitStatus(ref: string, timeoutMs = 600_000): Promise<any> {
-  return until(async () => {
-    const t = (await p.json(["task", "show", ref])).task;
-    return t.status !== "running" && t.status !== "queued" ? t : undefined;
-  }, timeoutMs, `task ${ref} to end its turn`);
+  return until(
+    async () => {
+      const t = (await p.json(["task", "show", ref])).task;
+      return t.status !== "running" && t.status !== "queued" ? t : undefined;
+    },
+    timeoutMs,
+    `task ${ref} to end its turn`,
+  );
 }
 const events = (r: Receiver) => r.hits.map((h) => h.body.event);
 
@@ -209,15 +238,26 @@ describe("notifications from real turns", () => {
 describe("lazy doctor and the desktop channel", () => {
   test("desktop = true with neither notify-send nor osascript on PATH is a warning naming both; with one it is ok", async () => {
     p.writeToml(toml(hook.url, true));
-    const path = (process.env.PATH ?? "").split(delimiter).filter((d) => d && !existsSync(join(d, "notify-send")) && !existsSync(join(d, "osascript"))).join(delimiter);
+    const path = (process.env.PATH ?? "")
+      .split(delimiter)
+      .filter((d) => d && !existsSync(join(d, "notify-send")) && !existsSync(join(d, "osascript")))
+      .join(delimiter);
     const without = await p.run(["doctor", "--json"], { env: { PATH: path } });
     const findings = JSON.parse(without.stdout).findings.filter((f: any) => f.check === "notify");
     expect(findings).toEqual([
-      { check: "notify", ok: false, blocking: false, summary: "desktop = true but neither notify-send nor osascript is on PATH", remedy: "install notify-send (Debian/Ubuntu: apt install libnotify-bin), or set desktop = false in [notify]" },
+      {
+        check: "notify",
+        ok: false,
+        blocking: false,
+        summary: "desktop = true but neither notify-send nor osascript is on PATH",
+        remedy: "install notify-send (Debian/Ubuntu: apt install libnotify-bin), or set desktop = false in [notify]",
+      },
     ]);
     const text = await p.run(["doctor"], { env: { PATH: path } });
     expect(text.stdout).toContain("warn  notify   desktop = true but neither notify-send nor osascript is on PATH");
     const withTool = JSON.parse((await p.run(["doctor", "--json"])).stdout).findings.filter((f: any) => f.check === "notify");
-    expect(withTool).toEqual([{ check: "notify", ok: true, blocking: false, summary: `desktop notifications through ${join(bin, "notify-send")}` }]);
+    expect(withTool).toEqual([
+      { check: "notify", ok: true, blocking: false, summary: `desktop notifications through ${join(bin, "notify-send")}` },
+    ]);
   }, 120_000);
 });

@@ -26,7 +26,12 @@ function receiver(answer: (n: number) => Response | Promise<Response>) {
     hostname: "127.0.0.1",
     port: 0,
     async fetch(req) {
-      hits.push({ at: Date.now(), path: new URL(req.url).pathname + new URL(req.url).search, headers: req.headers, body: await req.text() });
+      hits.push({
+        at: Date.now(),
+        path: new URL(req.url).pathname + new URL(req.url).search,
+        headers: req.headers,
+        body: await req.text(),
+      });
       return answer(hits.length);
     },
   });
@@ -69,7 +74,9 @@ describe("the webhook", () => {
       expect(h.body).toBe('{"event":"done"}');
     }
     const warns = log.lines.filter((l) => l.startsWith("warn "));
-    expect(warns).toEqual([`warn webhook ${r.origin} failed 4 times (last: HTTP 500); the done of fix-login notification was dropped. Check [notify] webhook in lazy.toml and that the receiver answers 2xx.`]);
+    expect(warns).toEqual([
+      `warn webhook ${r.origin} failed 4 times (last: HTTP 500); the done of fix-login notification was dropped. Check [notify] webhook in lazy.toml and that the receiver answers 2xx.`,
+    ]);
     noSecret(log.lines);
   });
 
@@ -101,7 +108,7 @@ describe("the webhook", () => {
   test("a refused connection's error is logged without the URL's path or query", async () => {
     const r = receiver(() => new Response(null));
     const url = r.url;
-    servers.splice(0).forEach((s) => s.stop(true)); // nothing listens there now
+    for (const s of servers.splice(0)) s.stop(true); // nothing listens there now
     const log = logger();
     const w = new Webhook({ log, userAgent: "lazy/test", backoffMs: [10] });
     w.send(url, "{}", "done of c");
@@ -158,7 +165,15 @@ describe("the desktop notification's argv", () => {
   });
   test("osascript: the text is the run handler's argument, never script text", () => {
     const a = argv({ name: "osascript", path: "/usr/bin/osascript" }, "lazy: t1 failed", hostile);
-    expect(a.slice(0, 7)).toEqual(["/usr/bin/osascript", "-e", "on run argv", "-e", "display notification (item 2 of argv) with title (item 1 of argv)", "-e", "end run"]);
+    expect(a.slice(0, 7)).toEqual([
+      "/usr/bin/osascript",
+      "-e",
+      "on run argv",
+      "-e",
+      "display notification (item 2 of argv) with title (item 1 of argv)",
+      "-e",
+      "end run",
+    ]);
     expect(a.slice(7)).toEqual(["lazy: t1 failed", hostile]);
   });
 });
