@@ -83,6 +83,17 @@ export const Container = z
   .refine((c) => !(c.image && c.dockerfile), { message: "set either image or dockerfile, not both" })
   .describe("How task containers are made.");
 
+export const Notify = z
+  .strictObject({
+    webhook: z
+      .string()
+      .refine((v) => isHttpUrl(v), { message: 'expected an http(s) URL for notify.webhook, like "https://hooks.example.com/lazy"' })
+      .optional()
+      .describe("URL that gets a JSON POST when a task starts waiting, finishes or fails (tried 4 times, then logged). Its path may carry a secret: lazy logs only its origin."),
+    desktop: z.boolean().default(false).describe("Show a desktop notification for the same events (notify-send on Linux, osascript on macOS); lazy doctor warns when neither is on PATH."),
+  })
+  .describe("Tell someone when a task needs a human: it waits, is done, or failed.");
+
 export const Config = z
   .strictObject({
     server: Server.default(Server.parse({})),
@@ -117,6 +128,7 @@ export const Config = z
       })
       .default({})
       .describe("Token budgets: a task that reaches one is stopped at its next request and waits (reason budget)."),
+    notify: Notify.default(Notify.parse({})),
   })
   .describe("lazy.toml, at the project root.");
 
@@ -149,6 +161,7 @@ export function crossCheck(raw: unknown): { path: (string | number)[]; message: 
 }
 export type Profile = z.infer<typeof Profile>;
 export type Fallback = z.infer<typeof Fallback>;
+export type Notify = z.infer<typeof Notify>;
 
 function isHttpUrl(v: string): boolean {
   try {

@@ -3,7 +3,7 @@
  * descriptions, so the starter and the validator cannot drift apart.
  */
 import type { z } from "zod";
-import { Server, ProxyConfig, Container, Profile, Config } from "./schema";
+import { Server, ProxyConfig, Container, Profile, Config, Notify } from "./schema";
 
 type Def = { type: string; shape?: Record<string, z.ZodType>; innerType?: z.ZodType; defaultValue?: unknown };
 const def = (t: z.ZodType) => (t as unknown as { def: Def }).def;
@@ -55,6 +55,8 @@ export function starter(): string {
       .join("\n"),
     "",
     section("container", Container, { image: "node:22-bookworm", setup: "npm ci" }, ["dockerfile"]),
+    "",
+    section("notify", Notify, { webhook: "https://hooks.example.com/lazy" }),
     "",
   ].join("\n");
 }

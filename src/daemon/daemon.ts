@@ -21,6 +21,7 @@ import { lazyHome } from "../util/paths";
 import { api, longLived } from "./api";
 import { Runner } from "../runner";
 import { Bus } from "../bus";
+import { Notifier } from "../notify";
 import type { Status } from "./status";
 import { ConfigWatch } from "./config-watch";
 import * as State from "./state";
@@ -40,6 +41,7 @@ export class Daemon {
     private readonly credentials: CredentialStore,
     private readonly runner: Runner,
     private readonly bus: Bus,
+    private readonly notifier: Notifier,
     private lock: Lock,
     private log: Log.Logger,
     private configPresent: boolean,
@@ -94,7 +96,9 @@ export class Daemon {
       const bus = new Bus();
       const mcp = McpTokens.open(paths.dir);
       const runner = new Runner({ root, slug: paths.slug, stateDir: paths.dir, db, proxy, mcp, config: () => watch.state.config, bus, log: Log.create("runner") });
-      daemon = new Daemon(root, paths, db, watch, proxy, credentials, runner, bus, lock, log, loaded.present);
+      const notifier = new Notifier({ db, bus, config: () => watch.state.config, log: Log.create("notify") });
+      notifier.start();
+      daemon = new Daemon(root, paths, db, watch, proxy, credentials, runner, bus, notifier, lock, log, loaded.present);
       log.info(`credentials: ${credentials.backend} (${credentials.backendNote})`);
       await proxy.start();
       daemon.listenApi(config, token);
@@ -183,6 +187,7 @@ export class Daemon {
     this.log.info(`stopping: ${reason}`);
     this.configWatch.stop();
     this.runner.shutdown();
+    this.notifier.stop();
     this.apiServer?.stop(true);
     await this.proxy.stop();
     this.credentials.stop();

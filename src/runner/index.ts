@@ -107,6 +107,7 @@ export class Runner {
   private move(task: Task, to: Status, data: Record<string, unknown> = {}): Task {
     const t = Tasks.move(this.d.db, task.id, to, data);
     this.d.bus.publish({ kind: "task", taskId: task.id });
+    this.d.bus.publish({ kind: "status", taskId: task.id, from: task.status, to, data });
     return t;
   }
 

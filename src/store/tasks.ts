@@ -156,6 +156,14 @@ export function lastEventId(db: Database): number {
   return (db.query("SELECT COALESCE(MAX(id), 0) AS n FROM events").get() as { n: number }).n;
 }
 
+/** The task's newest event of one kind (its last agent message, say), read backwards on the task's index. */
+export function lastEvent(db: Database, taskId: string, kind: string): TaskEvent | undefined {
+  const e = db.query("SELECT * FROM events WHERE task_id = ? AND kind = ? ORDER BY id DESC LIMIT 1").get(taskId, kind) as
+    | { id: number; task_id: string; at: number; kind: string; data: string }
+    | null;
+  return e ? { id: e.id, taskId: e.task_id, at: new Date(e.at).toISOString(), kind: e.kind, data: JSON.parse(e.data) } : undefined;
+}
+
 export function addEvent(db: Database, taskId: string, kind: string, data: Record<string, unknown> = {}, now = Date.now()): void {
   db.query("INSERT INTO events (task_id, at, kind, data) VALUES (?, ?, ?, ?)").run(taskId, now, kind, JSON.stringify(data));
 }

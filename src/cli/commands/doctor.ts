@@ -3,6 +3,7 @@ import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import { load, formatProblem } from "../../config";
 import { Engine } from "../../containers";
+import { desktopTool } from "../../notify";
 import { LazyError } from "../../util/errors";
 import type { Status } from "../../daemon";
 
@@ -67,6 +68,21 @@ async function findings(root: string): Promise<Finding[]> {
     } catch (e) {
       out.push({ check: "secrets", ok: false, blocking: false, summary: `cannot read the credential store: ${(e as Error).message}` });
     }
+  }
+
+  if (loaded.ok && loaded.config.notify.desktop) {
+    const tool = desktopTool();
+    out.push(
+      tool
+        ? { check: "notify", ok: true, blocking: false, summary: `desktop notifications through ${tool.path}` }
+        : {
+            check: "notify",
+            ok: false,
+            blocking: false,
+            summary: "desktop = true but neither notify-send nor osascript is on PATH",
+            remedy: "install notify-send (Debian/Ubuntu: apt install libnotify-bin), or set desktop = false in [notify]",
+          },
+    );
   }
 
   const ep = Engine.resolve();

@@ -1,0 +1,84 @@
+/**
+ * Notifications: someone is told when a task needs a human. The notifier listens on the bus for
+ * status moves to waiting, done and failed, builds one notification (payload.ts) and hands it
+ * to the channels lazy.toml's [notify] turns on: a webhook (webhook.ts) and the desktop
+ * (desktop.ts). It reads the config at each move, so a reload counts from the next one, and
+ * nothing it does can fail or slow the turn that moved: sends are detached, errors are logged.
+ */
+import type { Database } from "bun:sqlite";
+import type { Bus, StatusChange } from "../bus";
+import type { Config } from "../config";
+import type { Logger } from "../util/log";
+import { VERSION } from "../version";
+import * as Payload from "./payload";
+import * as Desktop from "./desktop";
+import { Webhook } from "./webhook";
+
+export { desktopTool, argv as desktopArgv, type DesktopTool } from "./desktop";
+export { originOf, Webhook, BACKOFF_MS, TIMEOUT_MS } from "./webhook";
+export { build, type Notification, type Event } from "./payload";
+
+export interface NotifierDeps {
+  db: Database;
+  bus: Bus;
+  /** The config in force now (it reloads while the daemon runs). */
+  config: () => Config;
+  log: Logger;
+}
+
+export class Notifier {
+  private readonly webhook: Webhook;
+  private unsubscribe: (() => void) | undefined;
+  private warnedNoDesktop = false;
+
+  constructor(private d: NotifierDeps) {
+    this.webhook = new Webhook({ log: d.log, userAgent: `lazy/${VERSION}` });
+  }
+
+  start(): void {
+    this.unsubscribe ??= this.d.bus.subscribe((c) => {
+      if (c.kind === "status") this.onStatus(c);
+    });
+  }
+
+  stop(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    this.webhook.stop();
+  }
+
+  /** Resolves once every queued webhook send has ended (tests). */
+  idle(): Promise<void> {
+    return this.webhook.idle();
+  }
+
+  /** Runs inside the bus's publish, on the turn's path: quick, and never throws. */
+  private onStatus(c: StatusChange): void {
+    try {
+      const n = this.d.config().notify;
+      if (!n.webhook && !n.desktop) return;
+      const note = Payload.build(this.d.db, c);
+      if (!note) return;
+      const ref = note.task.code ?? note.task.id;
+      if (n.webhook) this.webhook.send(n.webhook, JSON.stringify(note), `${note.event} of ${ref}`);
+      if (n.desktop) this.desktop(note, ref);
+    } catch (e) {
+      this.d.log.error(`notify: task ${c.taskId} moved to ${c.to}, but its notification could not be made: ${(e as Error).message}`);
+    }
+  }
+
+  private desktop(note: Payload.Notification, ref: string): void {
+    const tool = Desktop.desktopTool();
+    if (!tool) {
+      if (!this.warnedNoDesktop)
+        this.d.log.warn(
+          "notify: desktop = true but neither notify-send nor osascript is on PATH, so no desktop notification is shown; install libnotify-bin (Linux) or set desktop = false",
+        );
+      this.warnedNoDesktop = true;
+      return;
+    }
+    const body =
+      note.event === "done" ? (note.message ?? note.task.title) : `${note.reason ?? note.event}${note.message ? `\n${note.message}` : ""}`;
+    Desktop.show(tool, `lazy: ${ref} ${note.event}`, body, this.d.log);
+  }
+}
