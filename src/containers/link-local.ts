@@ -62,6 +62,18 @@ const prelude = (bridge: string) => {
     // -w: wait for the xtables lock instead of failing while Docker holds it.
     "v4() { iptables -w 10 -t raw \"$@\"; }",
     "v6() { ip6tables -w 10 -t raw \"$@\"; }",
+    // prune FAMILY: remove jumps to the chain that name an interface which is gone (a project
+    // network removed behind lazy's back). The listing is read token by token, never as a
+    // whole line: iptables prints options in its own order.
+    "prune() {",
+    "  $1 -S PREROUTING 2>/dev/null | while read -r line; do",
+    '    case " $line " in *" -j $C "*) ;; *) continue ;; esac',
+    "    i=''; prev=''",
+    '    for w in $line; do [ "$prev" = "-i" ] && i=$w; prev=$w; done',
+    '    case "$i" in \'\' | *[!A-Za-z0-9_.-]*) continue ;; esac',
+    '    [ -e "/sys/class/net/$i" ] || $1 -D PREROUTING -i "$i" -j $C',
+    "  done",
+    "}",
   ];
 };
 
@@ -81,6 +93,7 @@ export function applyScript(bridge: string): string {
     '  $f -C PREROUTING -i "$BR" -j $C 2>/dev/null || $f -I PREROUTING 1 -i "$BR" -j $C || return 1',
     "}",
     `command -v iptables >/dev/null 2>&1 || { echo 'no iptables command' >&2; exit ${EXIT.noIptables}; }`,
+    "prune v4; [ -e /proc/net/if_inet6 ] && prune v6",
     `ensure v4 ${RULES4.map((r) => `'${r}'`).join(" ")} || exit ${EXIT.v4}`,
     // A kernel without IPv6 has no IPv6 path to guard.
     `if [ -e /proc/net/if_inet6 ]; then ensure v6 ${RULES6.map((r) => `'${r}'`).join(" ")} || exit ${EXIT.v6}; fi`,
@@ -88,11 +101,12 @@ export function applyScript(bridge: string): string {
   ].join("\n");
 }
 
-/** The script that removes the bridge's jumps (the shared chain stays for other projects). */
+/** The script that removes the bridge's jumps, and any left for bridges that are gone (the shared chain stays for other projects). */
 export function removeScript(bridge: string): string {
   return [
     ...prelude(bridge),
     "for f in v4 v6; do",
+    "  prune $f",
     "  i=0",
     '  while [ $i -lt 20 ] && $f -C PREROUTING -i "$BR" -j $C 2>/dev/null; do $f -D PREROUTING -i "$BR" -j $C || break; i=$((i + 1)); done',
     "done",
