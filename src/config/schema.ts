@@ -79,6 +79,10 @@ export const Container = z
     dockerfile: z.string().min(1).optional().describe("Project Dockerfile to build the task image from (path relative to the project root)."),
     base: z.string().min(1).optional().describe("Base image lazy's default task image is built FROM (default debian:bookworm)."),
     setup: z.string().min(1).optional().describe("Command run in a new worktree before the first turn (e.g. npm ci)."),
+    allow_metadata: z
+      .boolean()
+      .default(false)
+      .describe("Let task containers reach link-local addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254), where a cloud VM's metadata service hands out the host's own credentials. Off: lazy's firewall rules drop them."),
   })
   .refine((c) => !(c.image && c.dockerfile), { message: "set either image or dockerfile, not both" })
   .describe("How task containers are made.");
@@ -110,7 +114,8 @@ export const Config = z
       })
       .default({ roles: {} })
       .describe("Model roles."),
-    container: Container.default({}),
+    // zod 4's .default({}) would skip the inner defaults (allow_metadata).
+    container: Container.default(Container.parse({})),
     usage_pause: z
       .strictObject({
         threshold: z.number().min(1).max(100).optional().describe("Percent of a subscription window past which lazy starts no new turn on that credential (every window)."),

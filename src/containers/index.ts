@@ -1,8 +1,11 @@
 /**
  * Everything lazy does with Docker, behind an interface of lazy's own (dockerode lives in
- * engine.ts and runtime.ts only): which engine, the project's network, the task image, and the
- * labelled task containers a restarted daemon finds again.
+ * engine.ts and runtime.ts only): which engine, the project's network and its firewall against
+ * link-local metadata addresses, the task image, and the labelled task containers a restarted
+ * daemon finds again.
  */
 export * as Engine from "./engine";
 export * as Image from "./image";
-export { Runtime, LABEL_PROJECT, LABEL_TASK, type Mount, type TaskContainerSpec, type ContainerInfo, type Network } from "./runtime";
+export { Runtime, LABEL_PROJECT, LABEL_TASK, type Mount, type TaskContainerSpec, type ContainerInfo, type Network, type NetworkOptions } from "./runtime";
+export * as LinkLocal from "./link-local";
+export type { Guard as LinkLocalGuard } from "./link-local";

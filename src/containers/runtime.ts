@@ -8,6 +8,7 @@ import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import * as Engine from "./engine";
 import * as Image from "./image";
+import * as LinkLocal from "./link-local";
 
 export const LABEL_PROJECT = "dev.lazy.project";
 export const LABEL_TASK = "dev.lazy.task";
@@ -37,7 +38,19 @@ export interface TaskContainerSpec {
 export interface Network {
   name: string;
   gateway: string;
+  /** Whether its containers can reach link-local metadata addresses, and why. */
+  guard: LinkLocal.Guard;
 }
+
+export interface NetworkOptions {
+  /** `[container] allow_metadata`: leave link-local addresses reachable from the project's containers. */
+  allowMetadata: boolean;
+  /** An image to run the firewall helper in when lazy is not root (the task image, once it exists). */
+  helperImage?: string;
+}
+
+/** How long the firewall script (or its helper container) may take. */
+const GUARD_TIMEOUT_MS = 30_000;
 
 export interface ContainerInfo {
   id: string;
@@ -71,31 +84,111 @@ export class Runtime {
     return this.kind === "native";
   }
 
-  /** The project's own bridge network; on native Linux its gateway is where the proxy listens for containers. */
-  async ensureNetwork(project: string): Promise<Network> {
+  /**
+   * The project's own bridge network; on native Linux its gateway is where the proxy listens for
+   * containers. Each call also (re)applies the link-local guard on its bridge: Docker or a
+   * firewall reload can flush it, so the runner's housekeeping calls this again.
+   */
+  async ensureNetwork(project: string, opts: NetworkOptions): Promise<Network> {
     const name = `lazy-${project}`;
     let net = (await this.docker.listNetworks({ filters: { name: [name] } })).find((n) => n.Name === name);
     if (!net) {
       await this.docker.createNetwork({ Name: name, Driver: "bridge", Labels: { [LABEL_PROJECT]: project }, CheckDuplicate: true });
       net = (await this.docker.listNetworks({ filters: { name: [name] } })).find((n) => n.Name === name);
     }
-    const detail = (await this.docker.getNetwork(net!.Id).inspect()) as { IPAM?: { Config?: { Gateway?: string; Subnet?: string }[] } };
+    const detail = (await this.docker.getNetwork(net!.Id).inspect()) as { Id: string; Options?: Record<string, string>; IPAM?: { Config?: { Gateway?: string; Subnet?: string }[] } };
     const gateway = detail.IPAM?.Config?.find((c) => c.Gateway && !c.Gateway.includes(":"))?.Gateway;
     if (!gateway) throw new LazyError("launch_refused", `Docker network ${name} has no IPv4 gateway; remove it (docker network rm ${name}) and try again.`);
-    return { name, gateway };
+    const guard = await this.guardLinkLocal(project, LinkLocal.bridgeOf(detail), opts);
+    return { name, gateway, guard };
+  }
+
+  /**
+   * Drop what the bridge's containers send to link-local metadata addresses (or, when the
+   * project allows it, remove that). Never throws: where it cannot be done, the answer says
+   * why and what to do, for the daemon's log and lazy doctor.
+   */
+  private async guardLinkLocal(project: string, bridge: string, opts: NetworkOptions): Promise<LinkLocal.Guard> {
+    if (this.kind !== "native")
+      return {
+        state: "unblocked",
+        reason: `${this.kindDetail} runs containers where lazy cannot set the firewall (${this.kind === "rootless" ? "rootless Docker's containers reach the network through the user's own process" : "not this host's network stack"}), so task containers may reach 169.254.169.254`,
+        remedy: "block link-local metadata addresses in that engine's VM or host firewall, or use native Linux Docker",
+      };
+    if (!LinkLocal.validBridge(bridge)) return { state: "unblocked", reason: `the network's bridge interface name ${JSON.stringify(bridge)} is not one lazy can use`, remedy: `remove the network (docker network rm lazy-${project}); lazy makes it again` };
+    const script = opts.allowMetadata ? LinkLocal.removeScript(bridge) : LinkLocal.applyScript(bridge);
+    const r = process.getuid?.() === 0 ? await this.runHostScript(script) : await this.runHelperScript(project, script, opts.helperImage);
+    if ("skipped" in r) return { state: "unblocked", reason: r.skipped, remedy: "run the daemon as root, or give it a task image (it runs the firewall helper in it)" };
+    if (r.code !== 0)
+      return {
+        state: "unblocked",
+        reason: `${opts.allowMetadata ? "removing" : "installing"} the ${LinkLocal.CHAIN} firewall rules for ${bridge} failed: ${LinkLocal.failure(r.code, r.output)}`,
+        remedy: "install iptables (and ip6tables) on the host, or run the daemon as root, then lazy daemon restart",
+      };
+    return opts.allowMetadata ? { state: "allowed", bridge } : { state: "blocked", bridge };
+  }
+
+  private async runHostScript(script: string): Promise<{ code: number; output: string }> {
+    const p = Bun.spawn(["sh", "-c", script], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    const timer = setTimeout(() => p.kill("SIGKILL"), GUARD_TIMEOUT_MS);
+    try {
+      const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+      return { code, output: out + err };
+    } catch (e) {
+      return { code: -1, output: (e as Error).message };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * lazy is not root but may use Docker: the script runs in a short-lived container in the
+   * host's network namespace, with the host's own iptables (chroot into / mounted read-only)
+   * and only the capabilities that needs. It carries no project label: it is not a task's.
+   */
+  private async runHelperScript(project: string, script: string, image: string | undefined): Promise<{ code: number; output: string } | { skipped: string }> {
+    if (!image || !(await this.imageExists(image))) return { skipped: `lazy runs as uid ${process.getuid?.()} and has no task image yet to run its firewall helper in` };
+    let c: Docker.Container | undefined;
+    try {
+      c = await this.docker.createContainer({
+        name: `lazy-${project}-linklocal-${Math.random().toString(36).slice(2, 8)}`,
+        Image: image,
+        Entrypoint: ["chroot"],
+        Cmd: ["/host", "sh", "-c", script],
+        User: "0:0",
+        Labels: { "dev.lazy.helper": "link-local" },
+        HostConfig: { NetworkMode: "host", Binds: ["/:/host:ro"], CapDrop: ["ALL"], CapAdd: ["NET_ADMIN", "SYS_CHROOT"], Privileged: false },
+      });
+      await c.start();
+      const done = (await Promise.race([c.wait(), Bun.sleep(GUARD_TIMEOUT_MS).then(() => undefined)])) as { StatusCode: number } | undefined;
+      const logs = (await c.logs({ stdout: true, stderr: true })) as unknown as Buffer;
+      const output = demux(Buffer.from(logs));
+      return done ? { code: done.StatusCode, output } : { code: -1, output: `no answer within ${GUARD_TIMEOUT_MS / 1000} s` };
+    } catch (e) {
+      return { code: -1, output: `the helper container (image ${image}) could not run: ${(e as Error).message}` };
+    } finally {
+      await c?.remove({ force: true }).catch(() => {});
+    }
   }
 
   /**
    * Remove the project's network once no container uses it: Docker's default address pools
    * hold about thirty networks, so one per project cannot stay forever.
    */
-  async removeNetwork(project: string): Promise<string | undefined> {
+  async removeNetwork(project: string, opts: NetworkOptions): Promise<string | undefined> {
     const name = `lazy-${project}`;
     const net = (await this.docker.listNetworks({ filters: { name: [name] } })).find((n) => n.Name === name);
     if (!net) return undefined;
-    const detail = (await this.docker.getNetwork(net.Id).inspect()) as { Containers?: Record<string, unknown>; IPAM?: { Config?: { Gateway?: string }[] } };
+    const detail = (await this.docker.getNetwork(net.Id).inspect()) as { Id: string; Options?: Record<string, string>; Containers?: Record<string, unknown>; IPAM?: { Config?: { Gateway?: string }[] } };
     if (Object.keys(detail.Containers ?? {}).length) return undefined;
     await this.docker.getNetwork(net.Id).remove();
+    // Its bridge is gone; so goes the jump that named it.
+    const bridge = LinkLocal.bridgeOf(detail);
+    if (this.kind === "native" && LinkLocal.validBridge(bridge)) {
+      const script = LinkLocal.removeScript(bridge);
+      const r = process.getuid?.() === 0 ? await this.runHostScript(script) : await this.runHelperScript(project, script, opts.helperImage);
+      if ("code" in r && r.code !== 0) this.log.warn(`could not remove the ${LinkLocal.CHAIN} jump for ${bridge}: ${LinkLocal.failure(r.code, r.output)}`);
+    }
     return detail.IPAM?.Config?.find((c) => c.Gateway && !c.Gateway.includes(":"))?.Gateway;
   }
 
@@ -148,8 +241,11 @@ export class Runtime {
         Binds: spec.mounts.map((m) => `${m.host}:${m.container}:${m.readOnly ? "ro" : "rw"}`),
         NetworkMode: spec.network,
         ExtraHosts: spec.hostGateway ? ["host.docker.internal:host-gateway"] : [],
-        // No Docker socket, no privileged mode; an init reaps the agent's orphans.
+        // No Docker socket, no privileged mode; an init reaps the agent's orphans. Nor the
+        // capabilities to forge packets (raw sockets), make device nodes or grant file
+        // capabilities: the agent's sudo needs none of them.
         Privileged: false,
+        CapDrop: ["NET_RAW", "MKNOD", "SETFCAP"],
         Init: true,
       },
     });
@@ -223,4 +319,16 @@ export class Runtime {
       if (!/no such container|404/i.test((e as Error).message)) this.log.warn(`could not remove container ${id.slice(0, 12)}: ${(e as Error).message}`);
     }
   }
+}
+
+/** Non-TTY logs come in frames: a byte for the stream, three zeros, a 4-byte length, the bytes. */
+function demux(buf: Buffer): string {
+  const parts: Buffer[] = [];
+  let i = 0;
+  while (i + 8 <= buf.length) {
+    const len = buf.readUInt32BE(i + 4);
+    parts.push(buf.subarray(i + 8, i + 8 + len));
+    i += 8 + len;
+  }
+  return Buffer.concat(parts).toString("utf8");
 }

@@ -174,6 +174,7 @@ export class Daemon {
       uptimeMs: Date.now() - this.startedAt.getTime(),
       web: { enabled: this.webEnabled, url: this.webEnabled ? `${this.apiUrl}/` : null },
       api: { url: this.apiUrl },
+      metadata: this.runner.metadataGuard() ?? null,
       proxy: { state: this.proxy.state, url: proxyAddr ? `http://${urlHost(proxyAddr.host)}:${proxyAddr.port}` : null, ...(this.proxy.error ? { error: this.proxy.error } : {}) },
       config: c.broken
         ? { state: "broken", loadedAt: c.loadedAt, present: this.configPresent, problems: c.broken.problems, brokenSince: c.broken.since }

@@ -1,4 +1,6 @@
 /** What `lazy daemon status` shows: the daemon's answer to GET /api/status. */
+import type { LinkLocalGuard } from "../containers";
+
 export interface Status {
   pid: number;
   version: string;
@@ -10,5 +12,7 @@ export interface Status {
   web: { enabled: boolean; url: string | null };
   api: { url: string };
   proxy: { state: string; url: string | null; error?: string };
+  /** Whether task containers can reach link-local metadata addresses (null: no task network yet). */
+  metadata: LinkLocalGuard | null;
   config: { state: "ok" | "broken"; loadedAt: string; present: boolean; problems: string[]; brokenSince?: string };
 }

@@ -12,7 +12,7 @@ import { basename, join } from "node:path";
 import { Tasks, Runs, HeldTurns, canMove, isFinal, type Task, type Run } from "../store";
 import type { Status } from "../store";
 import { resolveProfile, type Config, type ResolvedProfile } from "../config";
-import { Runtime, Image } from "../containers";
+import { Runtime, Image, type LinkLocalGuard, type NetworkOptions } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
 import type { ModelProxy } from "../proxy";
@@ -47,7 +47,9 @@ const MAX_EXIT = 64 * 1024;
 
 
 export class Runner {
-  private runtime: Runtime | undefined;
+  private runtime: Promise<Runtime> | undefined;
+  /** The last word on whether the project's containers can reach link-local metadata addresses. */
+  private guard: LinkLocalGuard | undefined;
   private watchers = new Map<string, Timer>();
   /** The running turn's supervisor, per task (this daemon's launches; a restart checks the container). */
   private execs = new Map<string, string>();
@@ -86,9 +88,37 @@ export class Runner {
     });
   }
 
-  private async docker(): Promise<Runtime> {
-    this.runtime ??= await Runtime.connect(this.d.log);
+  /** One Runtime for the daemon: callers at start-up share the connection under way. */
+  private docker(): Promise<Runtime> {
+    this.runtime ??= Runtime.connect(this.d.log).catch((e: unknown) => {
+      this.runtime = undefined; // the engine may come up later
+      throw e;
+    });
     return this.runtime;
+  }
+
+  /** What the project's network options are now (the config reloads). */
+  private networkOptions(config: Config): NetworkOptions {
+    let helperImage: string | undefined;
+    try {
+      helperImage = Image.plan(this.d.root, config.container).tag;
+    } catch {} // no task image yet (a missing Dockerfile): the guard says it needs one
+    return { allowMetadata: config.container.allow_metadata, helperImage };
+  }
+
+  /** The link-local guard's state, for lazy doctor; undefined until a network was ensured. */
+  metadataGuard(): LinkLocalGuard | undefined {
+    return this.guard;
+  }
+
+  /** Keep the guard's state, and say it once in the log when it changes. */
+  private noteGuard(g: LinkLocalGuard): void {
+    const before = this.guard;
+    this.guard = g;
+    if (JSON.stringify(before) === JSON.stringify(g)) return;
+    if (g.state === "blocked") this.d.log.info(`task containers cannot reach link-local metadata addresses (firewall rules on ${g.bridge})`);
+    else if (g.state === "allowed") this.d.log.warn(`[container] allow_metadata = true: task containers can reach link-local metadata addresses such as 169.254.169.254`);
+    else this.d.log.warn(`link-local metadata addresses are NOT blocked for task containers: ${g.reason}; ${g.remedy}`);
   }
 
   private run(taskId: string): Run {
@@ -177,8 +207,10 @@ export class Runner {
     if (asRoot) for (const sub of ["", "home", "harness", "turns"]) lchownSync(join(tdir, sub), uid, uid);
     const g = this.taskGit(task, asRoot ? uid : null);
 
-    const { net, proxyUrl } = await this.gateway(docker, config);
     const image = await this.image(docker, config, task);
+    // After the image: without root, the network's firewall rules are set from a helper
+    // container of that image.
+    const { net, proxyUrl } = await this.gateway(docker, config);
 
     const run = this.run(task.id);
     let info = run.container_id ? await docker.inspect(run.container_id) : undefined;
@@ -218,8 +250,9 @@ export class Runner {
    * Where a container reaches the proxy: the project network's gateway (native Linux), or
    * host.docker.internal (Docker Desktop). Agent turns and lazy's own calls alike.
    */
-  async gateway(docker: Runtime, _config: Config): Promise<{ net: { name: string; gateway: string }; proxyUrl: string }> {
-    const net = await docker.ensureNetwork(this.d.slug);
+  async gateway(docker: Runtime, config: Config): Promise<{ net: { name: string; gateway: string }; proxyUrl: string }> {
+    const net = await docker.ensureNetwork(this.d.slug, this.networkOptions(config));
+    this.noteGuard(net.guard);
     if (docker.kind === "desktop") return { net, proxyUrl: `http://host.docker.internal:${this.d.proxy.address!.port}` };
     const a = await this.d.proxy.listenFor(net.gateway);
     return { net, proxyUrl: `http://${a.host}:${a.port}` };
@@ -581,13 +614,25 @@ export class Runner {
     const containers = all.filter((c) => !this.calls.isCall(c.name));
     for (const c of all) if (this.calls.isCall(c.name) && !this.calls.active.has(c.name)) await docker.remove(c.id);
     const running = Tasks.list(this.d.db, { status: "running" });
-    // Containers that outlived a daemon still talk to the proxy at the network's gateway.
-    if (docker.kind !== "desktop" && containers.some((c) => c.running))
+    // Containers that outlived a daemon still talk to the proxy at the network's gateway, and
+    // their network's firewall rules are put back if Docker or a firewall reload flushed them
+    // (or taken away when the config now allows metadata).
+    if (containers.some((c) => c.running) && !this.starting.size) {
+      let gateway: string | undefined;
       try {
-        await this.d.proxy.listenFor((await docker.ensureNetwork(this.d.slug)).gateway);
+        const net = await docker.ensureNetwork(this.d.slug, this.networkOptions(this.d.config()));
+        this.noteGuard(net.guard);
+        gateway = net.gateway;
       } catch (e) {
-        this.d.log.error(`the proxy cannot listen for the project's containers: ${(e as Error).message}`);
+        this.d.log.error(`the project's network: ${(e as Error).message}`);
       }
+      if (gateway && docker.kind !== "desktop")
+        try {
+          await this.d.proxy.listenFor(gateway);
+        } catch (e) {
+          this.d.log.error(`the proxy cannot listen for the project's containers: ${(e as Error).message}`);
+        }
+    }
     for (const task of running) {
       if (this.watchers.has(task.id) || this.starting.has(task.id)) continue;
       const c = containers.find((x) => x.taskId === task.id);
@@ -615,7 +660,7 @@ export class Runner {
     if (this.starting.size || this.calls.active.size) return; // a turn or a call being set up is about to use it
     const docker = await this.docker();
     if ((await docker.list(this.d.slug)).length) return;
-    const gateway = await docker.removeNetwork(this.d.slug);
+    const gateway = await docker.removeNetwork(this.d.slug, this.networkOptions(this.d.config()));
     if (gateway) this.d.proxy.unlisten(gateway);
   }
 

@@ -75,8 +75,8 @@ export class OwnCalls {
       taskRef: task ? this.d.ref(task) : null,
     });
     const docker = await this.d.docker();
-    const { net, proxyUrl } = await this.d.gateway(docker, config);
     const image = await this.d.image(docker, config);
+    const { net, proxyUrl } = await this.d.gateway(docker, config);
 
     // A folder of its own under the state folder, the agent's to write; gone after the call.
     const id = randomBytes(6).toString("hex");

@@ -93,6 +93,19 @@ threshold = 90
     expect(full.ok).toBe(true);
   });
 
+  test("containers cannot reach metadata addresses unless [container] allow_metadata says so", () => {
+    for (const src of ["", "[container]\n", '[container]\nimage = "node:22"\n']) {
+      const r = loadText(src);
+      expect(r.ok && r.config.container.allow_metadata).toBe(false);
+    }
+    const on = loadText("[container]\nallow_metadata = true\n");
+    expect(on.ok && on.config.container.allow_metadata).toBe(true);
+    const bad = loadText('[container]\nallow_metadata = "yes"\n');
+    expect(bad.ok).toBe(false);
+    if (!bad.ok) expect(bad.problems.map(formatProblem)[0]).toMatch(/^lazy\.toml:2:\d+ container\.allow_metadata/);
+    expect(starter()).toContain("# allow_metadata = false");
+  });
+
   test("the starter lazy init writes loads", () => {
     expect(loadText(starter()).ok).toBe(true);
   });

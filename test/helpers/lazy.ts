@@ -5,6 +5,7 @@
 import { mkdtempSync, realpathSync, rmSync, existsSync, readFileSync, writeFileSync, readdirSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { LinkLocal } from "../../src/containers";
 
 export const BIN = resolve(import.meta.dir, "../../dist/lazy");
 
@@ -159,7 +160,13 @@ export class Project {
     if (slug && Bun.which("docker")) {
       const ids = Bun.spawnSync(["docker", "ps", "-aq", "--filter", `label=dev.lazy.project=${slug}`]).stdout.toString().split("\n").filter(Boolean);
       if (ids.length) Bun.spawnSync(["docker", "rm", "-f", ...ids], { stdout: "ignore", stderr: "ignore" });
+      const net = Bun.spawnSync(["docker", "network", "inspect", `lazy-${slug}`]);
       Bun.spawnSync(["docker", "network", "rm", `lazy-${slug}`], { stdout: "ignore", stderr: "ignore" });
+      // lazy's firewall jump for that bridge (the daemon drops it only when it removes the network itself).
+      if (net.exitCode === 0 && process.getuid?.() === 0) {
+        const n = (JSON.parse(net.stdout.toString()) as { Id: string; Options?: Record<string, string> }[])[0];
+        if (n) Bun.spawnSync(["sh", "-c", LinkLocal.removeScript(LinkLocal.bridgeOf(n))], { stdout: "ignore", stderr: "ignore" });
+      }
     }
     await this.run(["daemon", "stop"]).catch(() => {});
     if (rt) {

@@ -99,6 +99,7 @@ async function findings(root: string): Promise<Finding[]> {
         summary: `${k.kind === "desktop" ? "Docker Desktop" : k.kind === "rootless" ? "rootless Docker" : "a remote Docker engine"} (${k.detail}): placeholders are not pinned to their containers`,
         remedy: "a placeholder is still revoked when its task ends; pinning needs native Linux Docker",
       });
+    if (k) out.push(metadataFinding(k.kind, status, loaded.ok ? loaded.config.container.allow_metadata : undefined));
   } else
     out.push({
       check: "docker",
@@ -108,6 +109,28 @@ async function findings(root: string): Promise<Finding[]> {
       remedy: "start Docker (Linux: sudo systemctl start docker, or dockerd), or point DOCKER_HOST at a running engine",
     });
   return out;
+}
+
+/**
+ * Whether task containers can reach link-local metadata addresses (169.254.169.254 hands out a
+ * cloud VM's own credentials). The daemon knows once it has set up a task network; before
+ * that, only what the engine's kind rules out can be said.
+ */
+function metadataFinding(kind: string, status: Status | undefined, allow: boolean | undefined): Finding {
+  const g = status?.metadata;
+  if (g?.state === "blocked") return { check: "network", ok: true, blocking: false, summary: `task containers cannot reach link-local metadata addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254): firewall rules on ${g.bridge}` };
+  if (g?.state === "allowed" || (!g && allow))
+    return { check: "network", ok: false, blocking: false, summary: "[container] allow_metadata = true: task containers can reach link-local metadata addresses such as 169.254.169.254", remedy: "remove allow_metadata from lazy.toml unless a task needs the metadata service" };
+  if (g?.state === "unblocked") return { check: "network", ok: false, blocking: false, summary: `link-local metadata addresses are not blocked for task containers: ${g.reason}`, remedy: g.remedy };
+  if (kind !== "native")
+    return {
+      check: "network",
+      ok: false,
+      blocking: false,
+      summary: `${kind === "desktop" ? "Docker Desktop" : kind === "rootless" ? "rootless Docker" : "a remote Docker engine"} runs containers where lazy cannot set the firewall: task containers may reach 169.254.169.254`,
+      remedy: "block link-local metadata addresses in that engine's VM or host firewall, or use native Linux Docker",
+    };
+  return { check: "network", ok: true, blocking: false, summary: "link-local metadata addresses are blocked when a task's network is set up (none yet)" };
 }
 
 export const doctor = command({
