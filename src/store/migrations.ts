@@ -135,4 +135,7 @@ export const MIGRATIONS: readonly (string | ((db: Database) => void))[] = [
   // What a human added to a task's budget (lazy task budget T +N).
   `ALTER TABLE runs ADD COLUMN budget_tokens INTEGER NOT NULL DEFAULT 0;`,
   `ALTER TABLE runs ADD COLUMN budget_usd REAL NOT NULL DEFAULT 0;`,
+  // The dashboard's task list pages newest first, by status or not (Tasks.page), over 10,000 tasks.
+  `CREATE INDEX tasks_created ON tasks(created_at, id);
+   CREATE INDEX tasks_status_created ON tasks(status, created_at, id);`,
 ];

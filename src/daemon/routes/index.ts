@@ -10,3 +10,5 @@ export { eventRoutes, type EventDeps } from "./events";
 export { daemonRoutes, type DaemonDeps } from "./daemon";
 export { dashboardRoutes, type DashboardDeps } from "./dashboard";
 export { watchRoutes, type WatchDeps } from "./watch";
+export { boardRoutes, type BoardDeps } from "./board";
+export { diffRoutes, type DiffDeps } from "./diff";
