@@ -54,7 +54,7 @@ function limitsView(limits: Limit[], paused: Pause[]): Node[] {
         !ws.length && h("p", { class: "muted" }, "no reading"),
         ...ws.map((w) => {
           const pct = w.usedPercent === null ? null : Math.round(w.usedPercent);
-          const bar = h("progress", { max: "100", value: String(Math.min(100, pct ?? 0)), "aria-label": `${w.name} used` });
+          const bar = pct === null ? h("span", { class: "muted" }, "no fill level") : h("progress", { max: "100", value: String(Math.min(100, pct)), "aria-label": `${w.name} used` });
           return h(
             "div",
             { class: "window" },
