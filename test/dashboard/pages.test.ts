@@ -146,6 +146,21 @@ describe("the dashboard's pages", () => {
     expect(p.log()).not.toContain(p.token());
   });
 
+  test("the open page follows a daemon restart by itself: a task added afterwards shows without a reload", async () => {
+    const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    const port = probe.port;
+    probe.stop(true);
+    const q = new Project({ toml: `[server]\nport = ${port}\n` });
+    await q.ok(["task", "add", "before the restart"]);
+    const { ctx, page } = await signedIn(q);
+    await page.page.waitForFunction(() => document.querySelector('[data-count="queued"]')?.textContent === "1", undefined, { timeout: 5000 });
+    await q.ok(["daemon", "restart"]);
+    await q.ok(["task", "add", "after the restart"]);
+    await page.page.waitForFunction(() => document.querySelector('[data-count="queued"]')?.textContent === "2", undefined, { timeout: 15_000 });
+    expect(await page.page.locator("#state").textContent()).toBe("live");
+    await ctx.close();
+  }, 60_000);
+
   for (const [label, viewport] of [["desktop", { width: 1280, height: 800 }], ["phone", { width: 390, height: 844 }]] as const)
     test(`every page at ${viewport.width}×${viewport.height}: no console error, no failed request, no sideways scroll`, async () => {
       const { ctx, origin, page } = await signedIn(p, viewport);
