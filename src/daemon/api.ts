@@ -32,11 +32,15 @@ import {
   type WatchDeps,
   memoryRoutes,
   askRoutes,
+  boardRoutes,
+  diffRoutes,
 } from "./routes";
 
 /** What the API needs from the daemon; each route file declares its own share. */
 export interface ApiDeps {
   version: string;
+  /** The project root (host-side git for a task's diff runs there only). */
+  root: string;
   db: Database;
   bus: Pick<Bus, "publish" | "subscribe">;
   /** The config in force now (it reloads while the daemon runs). */
@@ -56,7 +60,7 @@ export interface ApiDeps {
  * The routes the server must not cut for idleness: the live streams (the dashboard's, lazy watch's) are quiet for long
  * stretches (TRAPS.md), and a turn's start may build an image for minutes before it answers.
  */
-export const longLived = (url: string): boolean => url.endsWith("/api/events") || url.includes("/api/watch") || url.endsWith("/api/ask") || /\/api\/tasks\/[^/]+\/(start|send|accept)$/.test(url);
+export const longLived = (url: string): boolean => url.includes("/api/events") || url.includes("/api/watch") || url.endsWith("/api/ask") || /\/api\/tasks\/[^/]+\/(start|send|accept)$/.test(url);
 
 export function api(d: ApiDeps, token: string) {
   const want = Buffer.from(token);
@@ -110,5 +114,7 @@ export function api(d: ApiDeps, token: string) {
     .use(eventRoutes(d))
     .use(watchRoutes(d))
     .use(memoryRoutes(d))
-    .use(askRoutes(d));
+    .use(askRoutes(d))
+    .use(boardRoutes(d))
+    .use(diffRoutes(d));
 }

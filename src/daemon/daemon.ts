@@ -130,6 +130,7 @@ export class Daemon {
     const app = api(
       {
         version: this.version,
+        root: this.root,
         db: this.db,
         bus: this.bus,
         config: () => this.configWatch.state.config,

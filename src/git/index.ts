@@ -28,9 +28,11 @@ export const BRANCH_PREFIX = "lazy/";
 const HARDENED = ["-c", "safe.directory=*", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false"];
 const gitEnv = () => ({ ...process.env, GIT_TERMINAL_PROMPT: "0", GIT_NO_REPLACE_OBJECTS: "1", GIT_ASKPASS: "", SSH_ASKPASS: "", LC_ALL: "C" });
 
-export function git(cwd: string, args: string[], opts: { allowFail?: boolean } = {}): { code: number; out: string; err: string } {
-  const r = Bun.spawnSync(["git", ...HARDENED, ...args], { cwd, stdout: "pipe", stderr: "pipe", env: gitEnv() });
-  const res = { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+export function git(cwd: string, args: string[], opts: { allowFail?: boolean; maxBytes?: number } = {}): { code: number; out: string; err: string; cut?: boolean } {
+  const r = Bun.spawnSync(["git", ...HARDENED, ...args], { cwd, stdout: "pipe", stderr: "pipe", env: gitEnv(), ...(opts.maxBytes ? { maxBuffer: opts.maxBytes } : {}) });
+  // Output past maxBytes ends git (the dashboard's diff): what came so far, marked cut.
+  if (r.exitedDueToMaxBuffer) return { code: 0, out: r.stdout.toString(), err: "", cut: true };
+  const res = { code: r.exitCode ?? 1, out: r.stdout.toString(), err: r.stderr.toString() };
   if (res.code !== 0 && !opts.allowFail) throw new LazyError("launch_refused", `git ${args[0]} failed in ${cwd}: ${res.err.trim().split("\n").at(-1) ?? `exit ${res.code}`}`);
   return res;
 }

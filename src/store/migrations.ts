@@ -135,4 +135,7 @@ export const MIGRATIONS: readonly (string | ((db: Database) => void))[] = [
   // waits on it) and its own summary when it finished.
   `ALTER TABLE runs ADD COLUMN question TEXT;`,
   `ALTER TABLE runs ADD COLUMN summary TEXT;`,
+  // The dashboard's task list pages newest first, by status or not (Tasks.page), over 10,000 tasks.
+  `CREATE INDEX tasks_created ON tasks(created_at, id);
+   CREATE INDEX tasks_status_created ON tasks(status, created_at, id);`,
 ];

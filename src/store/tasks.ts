@@ -79,6 +79,62 @@ export function list(db: Database, filter: { status?: Status } = {}): Task[] {
   return rows.map(toTask);
 }
 
+/** A page of the task list (the dashboard's): newest first, by status, by text, and where the last page ended. */
+export interface PageQuery {
+  status?: Status;
+  /** Words the title, prompt, code or id contain (case-insensitive). */
+  q?: string;
+  /** The `next` of the page before; absent: the newest. */
+  before?: string;
+  limit?: number;
+}
+
+const CURSOR_RE = /^(\d{1,15}):([0-9a-f]{1,32})$/;
+
+/**
+ * Keyset paging over (created_at, id), so page 200 of 10,000 tasks costs what page 1 does
+ * (indexes tasks_created, tasks_status_created); `total` counts what the filter matches.
+ */
+export function page(db: Database, query: PageQuery = {}): { tasks: Task[]; total: number; next: string | null } {
+  const limit = Math.min(200, Math.max(1, Math.floor(query.limit ?? 50)));
+  const where: string[] = [];
+  const params: (string | number)[] = [];
+  if (query.status) {
+    where.push("status = ?");
+    params.push(query.status);
+  }
+  for (const word of (query.q ?? "").trim().split(/\s+/).filter(Boolean).slice(0, 8)) {
+    const like = `%${word.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    where.push("(title LIKE ? ESCAPE '\\' OR prompt LIKE ? ESCAPE '\\' OR code LIKE ? ESCAPE '\\' OR id LIKE ? ESCAPE '\\')");
+    params.push(like, like, like, like);
+  }
+  const total = (db.query(`SELECT COUNT(*) AS n FROM tasks${where.length ? ` WHERE ${where.join(" AND ")}` : ""}`).get(...params) as { n: number }).n;
+  if (query.before !== undefined) {
+    const m = CURSOR_RE.exec(query.before);
+    if (!m) throw new LazyError("invalid_input", `"${query.before}" is not a page of the task list; start again from the first page.`);
+    where.push("(created_at < ? OR (created_at = ? AND id < ?))");
+    params.push(Number(m[1]), Number(m[1]), m[2]!);
+  }
+  const rows = db
+    .query(`SELECT * FROM tasks${where.length ? ` WHERE ${where.join(" AND ")}` : ""} ORDER BY created_at DESC, id DESC LIMIT ?`)
+    .all(...params, limit + 1) as Row[];
+  const more = rows.length > limit;
+  const shown = rows.slice(0, limit);
+  const last = shown.at(-1);
+  return { tasks: shown.map(toTask), total, next: more && last ? `${last.created_at}:${last.id}` : null };
+}
+
+/** Each task's newest event of `kind` (a message, a status change), for a page of tasks. */
+export function latest(db: Database, taskIds: readonly string[], kind: string): Map<string, TaskEvent> {
+  const out = new Map<string, TaskEvent>();
+  const q = db.query("SELECT * FROM events WHERE task_id = ? AND kind = ? ORDER BY id DESC LIMIT 1");
+  for (const id of taskIds) {
+    const e = q.get(id, kind) as { id: number; task_id: string; at: number; kind: string; data: string } | null;
+    if (e) out.set(id, { id: e.id, taskId: e.task_id, at: new Date(e.at).toISOString(), kind: e.kind, data: JSON.parse(e.data) });
+  }
+  return out;
+}
+
 export function counts(db: Database): Record<Status, number> {
   const out = Object.fromEntries(STATUSES.map((s) => [s, 0])) as Record<Status, number>;
   for (const r of db.query("SELECT status, COUNT(*) AS n FROM tasks GROUP BY status").all() as { status: string; n: number }[])

@@ -128,7 +128,7 @@ describe("lazy.toml and the daemon", () => {
     expect(lines).toEqual([
       "  lazy.toml:2:8 server.port — expected a number, got a string",
       "  lazy.toml:5:9 models.roles.agent — expected a string, got a number",
-      "  lazy.toml:8:1 container.imag — unknown key (expected one of: image, dockerfile, base, setup)",
+      "  lazy.toml:8:1 container.imag — unknown key (expected one of: image, dockerfile, base, setup, allow_metadata)",
     ]);
     expect(p.runtime()).toBeUndefined();
 

@@ -12,3 +12,5 @@ export { dashboardRoutes, type DashboardDeps } from "./dashboard";
 export { watchRoutes, type WatchDeps } from "./watch";
 export { memoryRoutes, type MemoryDeps } from "./memory";
 export { askRoutes, type AskDeps } from "./ask";
+export { boardRoutes, type BoardDeps } from "./board";
+export { diffRoutes, type DiffDeps } from "./diff";

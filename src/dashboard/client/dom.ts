@@ -1,0 +1,89 @@
+/**
+ * The client's small tools: building elements (text only, never HTML: everything shown may
+ * come from an agent), calling the daemon's API with the session cookie (its error text shown
+ * as the CLI shows it), and formatting numbers, ages and countdowns.
+ */
+type Child = Node | string | null | undefined | false;
+
+export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string | boolean | undefined> = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === false) continue;
+    if (k === "class") el.className = String(v);
+    else el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children) if (c !== null && c !== undefined && c !== false) el.append(c);
+  return el;
+}
+
+export const $ = <T extends HTMLElement = HTMLElement>(id: string): T => document.getElementById(id) as T;
+
+export function fill(el: HTMLElement, ...children: Child[]): void {
+  el.replaceChildren(...(children.filter((c) => c !== null && c !== undefined && c !== false) as (Node | string)[]));
+  el.classList.remove("muted");
+}
+
+/** An error the daemon answered: its message is the one the CLI prints. */
+export class ApiError extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message);
+  }
+}
+
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(path, {
+    method,
+    headers: body === undefined && method === "GET" ? {} : { "content-type": "application/json" },
+    body: method === "GET" ? undefined : JSON.stringify(body ?? {}),
+  });
+  const text = await res.text();
+  let json: unknown = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {}
+  if (!res.ok) {
+    const e = (json as { error?: { message?: string; details?: string[] } } | null)?.error;
+    throw new ApiError(res.status, e?.message ? [e.message, ...(e.details ?? [])].join("\n") : `The daemon answered ${res.status}.`);
+  }
+  return json as T;
+}
+
+export function showError(e: unknown): void {
+  const el = document.getElementById("error");
+  if (!el) return;
+  el.hidden = !e;
+  el.textContent = e ? (e instanceof Error ? e.message : String(e)) : "";
+}
+
+export const num = (n: number) => n.toLocaleString("en-US");
+export const usd = (n: number | null | undefined) => (n === null || n === undefined ? "–" : `$${n.toFixed(n < 1 ? 4 : 2)}`);
+
+export function ago(iso: string, now = Date.now()): string {
+  const s = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
+  if (s < 60) return `${s}s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h ago`;
+  return `${Math.floor(s / 86400)}d ago`;
+}
+
+export function countdown(iso: string, now = Date.now()): string {
+  let s = Math.max(0, Math.round((Date.parse(iso) - now) / 1000));
+  if (!s) return "now";
+  const d = Math.floor(s / 86400);
+  s -= d * 86400;
+  const hh = Math.floor(s / 3600);
+  const mm = Math.floor((s % 3600) / 60);
+  const ss = s % 60;
+  return `${d ? `${d}d ` : ""}${hh}h ${String(mm).padStart(2, "0")}m ${String(ss).padStart(2, "0")}s`;
+}
+
+/** Run `fn` once after calls stop coming for `ms` (a burst of live changes → one reload). */
+export function debounce(fn: () => void, ms: number): () => void {
+  let t: ReturnType<typeof setTimeout> | undefined;
+  return () => {
+    clearTimeout(t);
+    t = setTimeout(fn, ms);
+  };
+}
+
+export const badge = (status: string) => h("span", { class: `badge s-${status}` }, status);

@@ -1,0 +1,29 @@
+/** A task as a row of a list (home, tasks): its status and why first, then profile, tokens, age, last message. */
+import { h, badge, num, usd, ago } from "./dom";
+
+export interface Row {
+  id: string;
+  code: string | null;
+  title: string;
+  status: string;
+  profile: string;
+  createdAt: string;
+  updatedAt: string;
+  why: string;
+  tokens: number;
+  usd: number | null;
+  lastMessage: string | null;
+}
+
+export const refOf = (t: { id: string; code: string | null }) => t.code ?? t.id;
+
+export function rowItem(t: Row): HTMLLIElement {
+  return h(
+    "li",
+    { "data-task": t.id, "data-status": t.status },
+    h("div", { class: "row-head" }, badge(t.status), h("a", { href: `/tasks/${encodeURIComponent(refOf(t))}` }, t.title), h("span", { class: "muted" }, refOf(t))),
+    h("div", { class: "why" }, t.why),
+    h("div", { class: "row-meta" }, h("span", {}, `profile ${t.profile}`), h("span", {}, `${num(t.tokens)} tokens`), t.usd !== null && h("span", {}, usd(t.usd)), h("span", { title: t.createdAt }, `added ${ago(t.createdAt)}`)),
+    t.lastMessage && h("p", { class: "last" }, t.lastMessage),
+  );
+}

@@ -1,0 +1,215 @@
+/**
+ * One task: its state and why first, the actions the CLI has (same routes, same rules, same
+ * error texts), the prompt, the live event stream as `lazy logs` prints it, the diff of its
+ * branch, and its audit rows.
+ */
+import { $, api, fill, h, badge, num, usd, debounce, showError, ApiError } from "./dom";
+import { live } from "./live";
+import { line, type EventLike } from "./lines";
+import { refOf, type Row } from "./rows";
+
+interface Ev extends EventLike {
+  id: number;
+}
+interface DiffFile {
+  path: string;
+  added: number | null;
+  removed: number | null;
+  binary: boolean;
+  hunks: { header: string; lines: string[] }[];
+}
+interface Diff {
+  branch: string;
+  base: string | null;
+  tip: string | null;
+  files: DiffFile[];
+  cut: boolean;
+  note: string | null;
+}
+interface AuditRow {
+  at: number;
+  role: string | null;
+  credential: string | null;
+  method: string;
+  path: string;
+  status: number;
+  durationMs: number;
+  usage: { input: number; output: number; cacheRead: number; cacheWrite: number } | null;
+  note: string | null;
+}
+
+const MAX_EVENTS = 5_000;
+
+function eventItem(e: Ev): HTMLLIElement {
+  const cls = e.kind === "status" ? "status" : e.kind === "result" && !e.data.ok ? "failed" : e.kind === "refused" ? "refused" : e.kind;
+  return h("li", { "data-id": String(e.id), "data-kind": e.kind, class: cls }, line(e));
+}
+
+function diffView(d: Diff): Node[] {
+  if (!d.files.length) return [h("p", { class: "muted" }, d.note ?? `No changes on ${d.branch}.`)];
+  const out: Node[] = [
+    h("p", { class: "muted" }, `${d.branch}: ${d.files.length} file(s) changed since ${d.base?.slice(0, 10)}${d.cut ? " (the diff is too large to show whole: later files show their counts only)" : ""}`),
+    h("ul", { class: "files" }, ...d.files.map((f) => h("li", {}, f.binary ? "bin " : h("span", { class: "plus" }, `+${f.added} `), !f.binary && h("span", { class: "minus" }, `−${f.removed} `), f.path))),
+  ];
+  for (const f of d.files)
+    out.push(
+      h(
+        "details",
+        { class: "file", open: d.files.length <= 20 },
+        h("summary", {}, f.path, " ", f.binary ? "(binary)" : `+${f.added} −${f.removed}`),
+        ...f.hunks.map((hk) =>
+          h("pre", { class: "hunk" }, h("span", { class: "h" }, hk.header), ...hk.lines.map((l) => h("span", { class: l[0] === "+" ? "a" : l[0] === "-" ? "d" : "" }, l || " "))),
+        ),
+        !f.hunks.length && !f.binary && h("p", { class: "muted" }, "Hunks not shown (size limit)."),
+      ),
+    );
+  return out;
+}
+
+function auditView(rows: AuditRow[]): Node {
+  if (!rows.length) return h("p", { class: "muted" }, "No requests recorded for this task.");
+  return h(
+    "div",
+    { class: "scroll" },
+    h(
+      "table",
+      {},
+      h("thead", {}, h("tr", {}, h("th", {}, "time"), h("th", {}, "request"), h("th", { class: "num" }, "status"), h("th", { class: "num" }, "ms"), h("th", { class: "num" }, "tokens in/out"))),
+      h(
+        "tbody",
+        {},
+        ...rows.map((r) =>
+          h(
+            "tr",
+            {},
+            h("td", {}, new Date(r.at).toISOString().slice(11, 19)),
+            h("td", {}, `${r.method} ${r.path}${r.note ? ` (${r.note})` : ""}`),
+            h("td", { class: "num" }, String(r.status)),
+            h("td", { class: "num" }, String(Math.round(r.durationMs))),
+            h("td", { class: "num" }, r.usage ? `${num(r.usage.input + r.usage.cacheRead + r.usage.cacheWrite)}/${num(r.usage.output)}` : "–"),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+export async function task(): Promise<void> {
+  const ref = decodeURIComponent(location.pathname.slice("/tasks/".length));
+  const path = `/api/tasks/${encodeURIComponent(ref)}`;
+  const list = $("events");
+  const seen = new Map<number, Ev>();
+  let id: string | null = null;
+  let status: string | null = null;
+
+  const head = (t: Row, limit?: { tokens: number | null; usd: number | null }) => {
+    document.title = `lazy · ${refOf(t)}`;
+    $("title").textContent = t.title;
+    fill($("status"), t.status);
+    $("status").className = `badge s-${t.status}`;
+    $("ref").textContent = `${refOf(t)} · ${t.id}`;
+    $("why").textContent = t.why;
+    $("profile").textContent = t.profile;
+    $("tokens").textContent = num(t.tokens);
+    $("cost").textContent = usd(t.usd);
+    if (limit) $("limit").textContent = limit.tokens === null && limit.usd === null ? "none" : [limit.tokens !== null && `${num(limit.tokens)} tokens`, limit.usd !== null && usd(limit.usd)].filter(Boolean).join(", ");
+    if (status !== null && status !== t.status) void loadDiff();
+    status = t.status;
+  };
+  const addEvents = (evs: Ev[]) => {
+    const atEnd = list.scrollTop + list.clientHeight >= list.scrollHeight - 8;
+    for (const e of evs) {
+      if (seen.has(e.id)) continue;
+      seen.set(e.id, e);
+      const li = eventItem(e);
+      // In id order: almost always at the end.
+      const after = [...list.children].reverse().find((c) => Number((c as HTMLElement).dataset.id) < e.id);
+      if (after) after.after(li);
+      else list.prepend(li);
+    }
+    while (list.children.length > MAX_EVENTS) list.firstElementChild?.remove();
+    if (atEnd) list.scrollTop = list.scrollHeight;
+  };
+  const loadDiff = async () => {
+    try {
+      fill($("diff"), ...diffView(await api<Diff>("GET", `${path}/diff`)));
+    } catch (e) {
+      fill($("diff"), h("p", { class: "error" }, (e as Error).message));
+    }
+  };
+  const loadAudit = async () => {
+    try {
+      fill($("audit"), auditView((await api<{ rows: AuditRow[] }>("GET", `/api/stats/audit?task=${encodeURIComponent(ref)}&limit=200`)).rows));
+    } catch (e) {
+      fill($("audit"), h("p", { class: "error" }, (e as Error).message));
+    }
+  };
+  const load = async () => {
+    try {
+      const [shown, row] = await Promise.all([api<{ task: Row & { prompt: string }; events: Ev[] }>("GET", path), api<{ task: Row; limit: { tokens: number | null; usd: number | null } }>("GET", `/api/board/tasks/${encodeURIComponent(ref)}`)]);
+      id = shown.task.id;
+      $("prompt").textContent = shown.task.prompt ?? "";
+      head(row.task, row.limit);
+      addEvents(shown.events);
+      showError(null);
+    } catch (e) {
+      showError(e);
+      if (e instanceof ApiError && e.status === 404) return;
+    }
+    void loadDiff();
+    void loadAudit();
+  };
+  const audit = debounce(() => void loadAudit(), 500);
+  const refreshRow = debounce(async () => {
+    try {
+      const row = await api<{ task: Row; limit: { tokens: number | null; usd: number | null } }>("GET", `/api/board/tasks/${encodeURIComponent(ref)}`);
+      head(row.task, row.limit);
+    } catch {}
+  }, 300);
+
+  // The actions: the CLI's routes; what they answer (or refuse) is shown as the CLI says it.
+  const notice = $("notice");
+  const act = async (label: string, verb: string, body: unknown = {}) => {
+    const buttons = [...document.querySelectorAll<HTMLButtonElement>(".actions button, #send button, #budget button")];
+    for (const b of buttons) b.disabled = true;
+    notice.className = "muted";
+    notice.textContent = verb === "start" || verb === "send" ? `${label}… (a first turn may build the task's image: this can take minutes)` : `${label}…`;
+    try {
+      const r = await api<any>("POST", `${path}/${verb}`, body);
+      const t = r?.task ?? r;
+      notice.className = "";
+      notice.textContent = `${label}: done${t?.status ? ` — the task is ${t.status}` : ""}${r?.commits ? ` (${r.commits.length} commit(s) merged)` : ""}.`;
+      refreshRow();
+      return true;
+    } catch (e) {
+      notice.className = "error";
+      notice.textContent = (e as Error).message;
+      return false;
+    } finally {
+      for (const b of buttons) b.disabled = false;
+    }
+  };
+  for (const b of document.querySelectorAll<HTMLButtonElement>(".actions button")) b.addEventListener("click", () => void act(b.textContent ?? "", b.dataset.verb!));
+  $<HTMLFormElement>("send").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const text = $<HTMLTextAreaElement>("send-text");
+    if (await act("Send", "send", { message: text.value })) text.value = "";
+  });
+  $<HTMLFormElement>("budget").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const n = Number($<HTMLInputElement>("budget-n").value);
+    const unit = $<HTMLSelectElement>("budget-unit").value;
+    await act("Raise the budget", "budget", unit === "usd" ? { usd: n } : { tokens: Math.round(n) });
+  });
+
+  live(`?task=${encodeURIComponent(ref)}`, {
+    hello: () => void load(),
+    task: (row: Row) => {
+      if (row.id === id) head(row);
+    },
+    item: (item: any) => {
+      if (item.type === "event") addEvents([{ id: item.id, at: item.at, kind: item.kind, data: item.data }]);
+      else if (item.type === "net") audit();
+    },
+  });
+}

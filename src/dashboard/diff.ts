@@ -1,0 +1,65 @@
+/**
+ * A task's diff for the dashboard: its branch (lazy/<ref>) against where it forked from the
+ * project's current branch — what Accept would merge. Host-side git in the project root only,
+ * through git/index.ts's hardened runner (never in the agent-written worktree), with external
+ * diff drivers and textconv off (a .gitattributes the agent committed must run nothing), and
+ * bounded: files changed first, then hunks until the output limit, the rest marked cut.
+ */
+import * as Git from "../git";
+
+export interface DiffFile {
+  path: string;
+  added: number | null;
+  removed: number | null;
+  binary: boolean;
+  hunks: { header: string; lines: string[] }[];
+}
+
+export interface Diff {
+  branch: string;
+  base: string | null;
+  tip: string | null;
+  files: DiffFile[];
+  /** The patch passed the size limit: later files show their counts, not their hunks. */
+  cut: boolean;
+  note: string | null;
+}
+
+export const MAX_PATCH_BYTES = 2_000_000;
+const MAX_FILES = 2_000;
+const FLAGS = ["--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-relative"];
+
+export function taskDiff(root: string, ref: string): Diff {
+  const branch = `${Git.BRANCH_PREFIX}${ref}`;
+  const empty = (note: string, base: string | null = null, tip: string | null = null): Diff => ({ branch, base, tip, files: [], cut: false, note });
+  const tipR = Git.git(root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}^{commit}`], { allowFail: true });
+  if (tipR.code !== 0) return empty(`No branch ${branch}: the task has not started, or it was rejected.`);
+  const tip = tipR.out.trim();
+  const baseR = Git.git(root, ["merge-base", "HEAD", tip], { allowFail: true });
+  if (baseR.code !== 0) return empty(`${branch} shares no history with the project's HEAD.`, null, tip);
+  const base = baseR.out.trim();
+  if (base === tip) return empty(`${branch} has no commits the project's HEAD lacks (nothing to merge, or already merged).`, base, tip);
+
+  const stat = Git.git(root, ["diff", ...FLAGS, "--numstat", "-z", base, tip], { maxBytes: 4_000_000 });
+  const files: DiffFile[] = [];
+  for (const rec of stat.out.split("\0")) {
+    const m = /^(-|\d+)\t(-|\d+)\t([\s\S]+)$/.exec(rec.replace(/^\n/, ""));
+    if (!m || files.length >= MAX_FILES) continue;
+    const binary = m[1] === "-";
+    files.push({ path: m[3]!, added: binary ? null : Number(m[1]), removed: binary ? null : Number(m[2]), binary, hunks: [] });
+  }
+  const patch = Git.git(root, ["diff", ...FLAGS, "-U3", base, tip], { maxBytes: MAX_PATCH_BYTES });
+  // One section a file, in numstat's order; a section cut short by the limit is dropped whole.
+  const sections = patch.out.split(/^diff --git /m).slice(1);
+  if (patch.cut) sections.pop();
+  sections.forEach((sec, i) => {
+    const f = files[i];
+    if (!f) return;
+    let hunk: DiffFile["hunks"][number] | null = null;
+    for (const l of sec.split("\n")) {
+      if (l.startsWith("@@")) f.hunks.push((hunk = { header: l, lines: [] }));
+      else if (hunk && (l[0] === " " || l[0] === "+" || l[0] === "-" || l[0] === "\\")) hunk.lines.push(l);
+    }
+  });
+  return { branch, base, tip, files, cut: !!patch.cut || files.length >= MAX_FILES, note: null };
+}

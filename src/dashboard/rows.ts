@@ -1,0 +1,58 @@
+/**
+ * What the dashboard's pages show of a task beyond its record: why it is where it is (the first
+ * thing one reads), its tokens and cost, its last message. Computed on the daemon from the same
+ * store and counters the CLI reads, so the page never shows a state the CLI would not.
+ */
+import type { Database } from "bun:sqlite";
+import { Tasks, type Task, type TaskEvent } from "../store";
+import { spentByTask, type Spent } from "../usage";
+import type { Config } from "../config";
+
+export interface TaskRow extends Task {
+  /** What the task is doing or waiting for, in a sentence. */
+  why: string;
+  tokens: number;
+  usd: number | null;
+  /** The agent's newest message (its first 240 characters), if any. */
+  lastMessage: string | null;
+}
+
+/** Why a task is in its status, from its newest status event (the runner records the reason there). */
+export function why(t: Task, last: TaskEvent | undefined): string {
+  const d = (last?.data ?? {}) as Record<string, unknown>;
+  switch (t.status) {
+    case "queued":
+      return "Not started yet: Start runs its first turn.";
+    case "running":
+      return `Its agent is working (since ${last?.at ?? t.updatedAt}).`;
+    case "waiting":
+      if (d.reason === "usage_pause") return `Held by [usage_pause] (${d.credential}: ${d.detail}); it starts by itself at ${d.resetsAt}.`;
+      if (d.reason === "budget") return `Stopped by its budget: ${d.detail}. Raise the budget to go on.`;
+      if (d.stopped) return "Stopped by a person: waiting for you to send a message, accept, reject or close it.";
+      return "Waiting for you: send a message, accept, reject or close it.";
+    case "done":
+      return "Its turn is done: review the diff, then accept, reject, or send a message.";
+    case "failed":
+      return `Failed${d.error ? `: ${String(d.error)}` : d.reason ? `: ${String(d.reason)}` : ""}. Start retries it; close ends it.`;
+    case "accepted":
+      return `Accepted: merged into the project${typeof d.commits === "number" ? ` (${d.commits} commit(s))` : ""}.`;
+    case "rejected":
+      return "Rejected: its branch was deleted.";
+    case "closed":
+      return "Closed without merging.";
+  }
+}
+
+const spentOf = (db: Database, config: Config, id: string): Spent => spentByTask(db, config, id);
+
+/** The rows of a page of tasks: a few indexed reads per task, so a page of 50 costs the same at 10,000 tasks. */
+export function rows(db: Database, config: Config, tasks: readonly Task[]): TaskRow[] {
+  const ids = tasks.map((t) => t.id);
+  const status = Tasks.latest(db, ids, "status");
+  const message = Tasks.latest(db, ids, "message");
+  return tasks.map((t) => {
+    const s = spentOf(db, config, t.id);
+    const m = message.get(t.id)?.data.text;
+    return { ...t, why: why(t, status.get(t.id)), tokens: s.tokens, usd: s.usd, lastMessage: typeof m === "string" ? m.slice(0, 240) : null };
+  });
+}

@@ -1,0 +1,76 @@
+/**
+ * A task run from the dashboard, end to end (issue 20): real Claude Code in the test image,
+ * the mock provider's reply a Bash tool_use that writes and commits a file. The task page shows
+ * its events live, the diff shows the file, and Accept from the page merges it: the CLI sees
+ * `accepted`. Needs a real Docker engine (CI starts one).
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { Project, cleanupAll } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
+import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { closeBrowser, signedIn, shot } from "./browser";
+
+const KEY = "sk-ant-api03-DASHRUN-" + "r".repeat(74) + "AA";
+let anthropic: Mock.MockProvider;
+let p: Project;
+
+const sh = (cwd: string, cmd: string) => {
+  const r = Bun.spawnSync(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
+  return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+};
+
+beforeAll(async () => {
+  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
+  anthropic = await Mock.anthropic();
+  p = new Project({ toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n` });
+  sh(p.root, "git config user.email dev@example.com && git config user.name Dev && echo '# demo' > README.md && echo lazy.toml > .gitignore && git add README.md .gitignore && git commit -qm init");
+  await p.setCredential("anthropic", KEY);
+}, 120_000);
+
+afterAll(async () => {
+  for (const c of sh("/", `docker ps -aq --filter label=dev.lazy.root=${p?.root}`).out.split("\n").filter(Boolean)) sh("/", `docker rm -f ${c}`);
+  await closeBrowser();
+  await cleanupAll();
+  await anthropic?.close();
+});
+
+describe("a task run from its page", () => {
+  test("Start from the page: events live, the diff shows the committed file, Accept merges it", async () => {
+    anthropic.reset();
+    anthropic.reply = { text: "I committed greeting.txt.", toolUse: { name: "Bash", input: { command: "printf 'hello from the agent\\n' > greeting.txt && git add greeting.txt && git commit -qm 'add greeting'", description: "commit a file" } } };
+    await p.ok(["task", "add", "Add greeting.txt and commit it", "--code", "greet"]);
+    const { ctx, origin, page } = await signedIn(p);
+    const pg = page.page;
+    await pg.goto(`${origin}/tasks/greet`);
+    await pg.waitForFunction(() => document.getElementById("status")?.textContent === "queued", undefined, { timeout: 10_000 });
+    expect(await pg.locator("#why").textContent()).toContain("Not started yet");
+
+    // Start with the page's button (keyboard: focus it and press Enter).
+    await pg.getByRole("button", { name: "Start" }).focus();
+    await pg.keyboard.press("Enter");
+    // The events arrive while the page stays open: no reload.
+    await pg.waitForSelector('#events li[data-kind="tool"] >> text=[Bash]', { timeout: 600_000 });
+    await pg.waitForSelector("#events li >> text=I committed greeting.txt.", { timeout: 120_000 });
+    await pg.waitForFunction(() => document.getElementById("status")?.textContent === "done", undefined, { timeout: 120_000 });
+    expect(await pg.locator("#why").textContent()).toContain("review the diff");
+
+    // The diff: the file first, then its hunk.
+    await pg.waitForSelector(".files >> text=greeting.txt", { timeout: 10_000 });
+    expect(await pg.locator(".hunk .a").first().textContent()).toBe("+hello from the agent");
+    // The audit rows of its turn.
+    await pg.waitForSelector("#audit table", { timeout: 10_000 });
+    await shot(pg, "task-done-desktop");
+
+    await pg.getByRole("button", { name: "Accept" }).click();
+    await pg.waitForFunction(() => document.getElementById("notice")?.textContent?.includes("the task is accepted"), undefined, { timeout: 60_000 });
+    expect((await p.json(["task", "show", "greet"])).task.status).toBe("accepted");
+    expect(sh(p.root, "git log --format=%s main").out).toContain("add greeting");
+    await pg.waitForFunction(() => document.getElementById("status")?.textContent === "accepted", undefined, { timeout: 5000 });
+
+    // A verb the rules refuse answers with the CLI's words.
+    await pg.getByRole("button", { name: "Stop" }).click();
+    await pg.waitForFunction(() => document.getElementById("notice")?.textContent === "Task greet is accepted, not running.", undefined, { timeout: 5000 });
+    expect(page.problems.filter((x) => !x.includes("409"))).toEqual([]);
+    await ctx.close();
+  }, 900_000);
+});
