@@ -12,7 +12,6 @@ import type { McpTokens } from "./tokens";
 import { registerTaskTools, type TaskToolDeps } from "./tools";
 
 export { McpTokens, FILE_NAME as MCP_TOKENS_FILE, type Holder } from "./tokens";
-export { MEMORY_BOUND } from "./tools";
 
 /** The path of lazy's MCP route on the listener agents reach. */
 export const MCP_PATH = "/mcp";

@@ -18,10 +18,10 @@ export interface TaskToolDeps {
   event: (task: Task, kind: string, data: Record<string, unknown>) => void;
   /** The branch a task's commits land on. */
   branchOf: (task: Task) => string;
+  /** Memory grew: compact it if it passed its bound (in the background). */
+  compact?: () => void;
 }
 
-/** What memory hands an agent at most, in characters (the rest waits for compaction). */
-export const MEMORY_BOUND = 8_000;
 
 const text = (value: unknown) => ({ content: [{ type: "text" as const, text: typeof value === "string" ? value : JSON.stringify(value, null, 2) }] });
 
@@ -88,7 +88,7 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
     "memory_read",
     { description: "Read the project's memory: short notes about this project kept by agents and people.", annotations: { readOnlyHint: true } },
     async () => {
-      const notes = Memory.within(d.db, MEMORY_BOUND);
+      const notes = Memory.within(d.db, Memory.BOUND);
       return text(notes.length ? notes.map((n) => `${n.id}. ${n.text}`).join("\n") : "The project's memory is empty.");
     },
   );
@@ -100,6 +100,7 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
       const t = task();
       const n = Memory.add(d.db, note, "agent", t.id);
       d.event(t, "memory", { id: n.id, text: n.text });
+      d.compact?.();
       return text(`Kept as note ${n.id}.`);
     },
   );

@@ -26,6 +26,7 @@ import { BIN, containerEnv, mounts, linuxBinary } from "./container-spec";
 import { Holds } from "./holds";
 import { Budgets, why as budgetWhy } from "./budgets";
 import { OwnCalls } from "./own-calls";
+import { Compactor, withMemory } from "./memory";
 
 export interface RunnerDeps {
   root: string;
@@ -60,6 +61,8 @@ export class Runner {
   readonly budgets: Budgets;
   /** lazy's own model calls (the accept summary, lazy ask, lazy report, memory compaction). */
   readonly calls: OwnCalls;
+  /** Compacts project memory past its bound, with one of lazy's own calls. */
+  readonly memory: Compactor;
 
   constructor(private d: RunnerDeps) {
     this.calls = new OwnCalls({
@@ -75,6 +78,7 @@ export class Runner {
       image: (docker, config) => this.image(docker, config),
       ref: (t) => this.ref(t),
     });
+    this.memory = new Compactor(d.db, this.calls, d.log);
     this.budgets = new Budgets({ db: d.db, config: d.config, proxy: d.proxy, log: d.log, move: (t, to, data) => this.move(t, to, data), ref: (t) => this.ref(t) });
     this.holds = new Holds({
       db: d.db,
@@ -293,7 +297,8 @@ export class Runner {
       placeholder: launch.placeholder,
       profile,
       configDir: "/lazy/harness",
-      prompt: message ?? task.prompt,
+      // A task's first turn carries the project's memory (within its bound).
+      prompt: message ?? (run.turn === 0 ? withMemory(this.d.db, task.prompt) : task.prompt),
       resume: message !== undefined && sameProfile ? (run.session ?? undefined) : undefined,
       args: profile.harness === "claude" ? ["--dangerously-skip-permissions"] : profile.harness === "codex" ? ["--dangerously-bypass-approvals-and-sandbox"] : [],
     });

@@ -17,6 +17,9 @@ export interface Note {
 /** A note's longest text: memory is for short facts, not documents. */
 export const MAX_NOTE = 2_000;
 
+/** What memory hands an agent at most, in characters; past it, memory is compacted. */
+export const BOUND = 8_000;
+
 type Row = { id: number; at: number; text: string; task_id: string | null; by: string };
 const toNote = (r: Row): Note => ({ id: r.id, at: new Date(r.at).toISOString(), text: r.text, taskId: r.task_id, by: r.by as Note["by"] });
 
@@ -53,4 +56,16 @@ export function within(db: Database, bound: number): Note[] {
 /** Characters all notes take, to tell when memory has passed its bound (and wants compacting). */
 export function size(db: Database): number {
   return (db.query("SELECT COALESCE(SUM(LENGTH(text) + 3), 0) AS n FROM memory").get() as { n: number }).n;
+}
+
+/**
+ * Replace the notes up to `upTo` by `texts` (a compaction), in one transaction: either the
+ * compacted notes are stored and the old ones gone, or nothing changed. Notes added meanwhile
+ * (above `upTo`) stay.
+ */
+export function replaceUpTo(db: Database, upTo: number, texts: string[], now = Date.now()): void {
+  db.transaction(() => {
+    db.query("DELETE FROM memory WHERE id <= ?").run(upTo);
+    for (const t of texts) add(db, t, "lazy", null, now);
+  }).immediate();
 }

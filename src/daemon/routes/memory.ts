@@ -8,6 +8,8 @@ import { parseBody } from "./input";
 
 export interface MemoryDeps {
   db: Database;
+  /** Memory grew: compact it if it passed its bound (in the background). */
+  runner: { memory: { maybe(): Promise<void> } };
 }
 
 export function memoryRoutes(d: MemoryDeps) {
@@ -16,7 +18,9 @@ export function memoryRoutes(d: MemoryDeps) {
     .post("/api/memory", ({ body, set }) => {
       const { text } = parseBody(z.strictObject({ text: z.string() }), body);
       set.status = 201;
-      return Memory.add(d.db, text, "human");
+      const note = Memory.add(d.db, text, "human");
+      void d.runner.memory.maybe();
+      return note;
     })
     .delete("/api/memory/:id", ({ params }) => {
       const id = Number(params.id);

@@ -21,7 +21,7 @@ export interface TaskDeps {
   bus: Pick<Bus, "publish">;
   /** The config in force now (it reloads while the daemon runs). */
   config: () => Config;
-  runner: Pick<Runner, "start" | "stop" | "accept" | "reject" | "close" | "workspace" | "budgets" | "calls">;
+  runner: Pick<Runner, "start" | "stop" | "accept" | "reject" | "close" | "workspace" | "budgets" | "calls" | "memory">;
 }
 
 export function taskRoutes(d: TaskDeps) {
