@@ -10,7 +10,7 @@
  * `lazy start` right after the worktree and container exist, so no model turn runs in it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BIN, Project, cleanupAll, type Result } from "../helpers/lazy";
@@ -106,6 +106,11 @@ describe("lazy pair with Claude Code", () => {
     expect(existsSync(join(own, "projects", "earlier", "link.jsonl"))).toBe(false);
     expect(existsSync(join(own, "settings.json"))).toBe(false);
     expect(r.stderr).toContain("projects/earlier/link.jsonl (a link)");
+    // What the pair said went back to the task's folder (its next container turn resumes it),
+    // owned like that folder (the agent's uid when lazy runs as root).
+    const back = sh(`grep -rl "say hi" ${join(t.harness, "projects")}`).trim().split("\n").filter(Boolean);
+    expect(back.length, "the pair's transcript in the task's harness folder").toBeGreaterThan(0);
+    for (const f of back) expect(statSync(f).uid).toBe(statSync(t.harness).uid);
 
     // The same plants run when Claude Code is started plainly in that folder.
     const config = temp("lazy-pair-claude-config-");
@@ -160,5 +165,19 @@ describe("lazy pair with Pi", () => {
     } finally {
       rmSync(join(t.worktree, ".pi/settings.json"));
     }
+  }, 120_000);
+
+  test("git in the pair is pinned to the task's repository as lazy recorded it", async () => {
+    const out = join(marks, "git-env");
+    anthropic.reset();
+    anthropic.reply = { text: "checked git.", toolUse: { name: "bash", input: { command: `env | grep -E "^GIT_(DIR|COMMON_DIR|WORK_TREE)=" | sort > ${out}; git rev-parse --absolute-git-dir >> ${out}` } } };
+    try {
+      const r = await pair("pair-pi", ["-p", "check git"]);
+      expect(r.code, r.stderr).toBe(0);
+    } finally {
+      anthropic.reply = { text: Mock.DEFAULT_REPLY_TEXT };
+    }
+    const admin = join(p.stateDir, "tasks", t.id, "git", "admin");
+    expect(readFileSync(out, "utf8")).toBe(`GIT_COMMON_DIR=${join(p.root, ".git")}\nGIT_DIR=${admin}\nGIT_WORK_TREE=${t.worktree}\n${admin}\n`);
   }, 120_000);
 });
