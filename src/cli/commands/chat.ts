@@ -89,7 +89,7 @@ export const chat = command({
 });
 
 export const pair = command({
-  meta: { name: "pair", description: "Work with a task's agent on the host, in the task's worktree, resuming its session (-- ARGS pass through)" },
+  meta: { name: "pair", description: "Work with a task's agent on the host, in the task's worktree, resuming its session; nothing executable the agent left there (hooks, MCP servers, extensions) is loaded (-- ARGS pass through)" },
   args: { task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true } },
   async run({ args, passthrough }) {
     const root = findProjectRoot();
