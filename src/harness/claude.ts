@@ -2,8 +2,18 @@
  * Claude Code: the proxy as its API base address, exactly one credential variable (chosen by
  * the real credential's kind), nonessential traffic off so only model calls go out. Headless
  * turns use -p with stream-json, which needs --verbose.
+ *
+ * In an agent-written worktree (lazy pair) Claude Code reads only lazy's own settings
+ * (`--setting-sources user`: CLAUDE_CONFIG_DIR is lazy's folder), so the project's
+ * .claude/settings*.json hooks, its skills, agents and commands stay off, and
+ * `--strict-mcp-config` keeps .mcp.json's servers from starting. `-p` skips the trust dialog
+ * that would otherwise ask. CLAUDE.md still loads: it is instructions, not code.
  */
 import type { Harness } from "./types";
+import * as Worktree from "./worktree";
+
+const SETTINGS = [".claude/settings.json", ".claude/settings.local.json"];
+const FOLDERS = [".claude/skills", ".claude/agents", ".claude/commands", ".claude/output-styles"];
 
 export const claude: Harness = {
   name: "claude",
@@ -15,8 +25,9 @@ export const claude: Harness = {
     const model = l.profile.model ? ["--model", l.profile.model] : [];
     const turn = l.prompt !== undefined ? ["-p", l.prompt, "--output-format", "stream-json", "--verbose"] : [];
     const resume = l.resume ? ["--resume", l.resume] : [];
+    const untrusted = l.untrustedCwd ? ["--setting-sources", "user", "--strict-mcp-config"] : [];
     return {
-      command: ["claude", ...model, ...resume, ...turn, ...(l.args ?? [])],
+      command: ["claude", ...untrusted, ...model, ...resume, ...turn, ...(l.args ?? [])],
       env: {
         ANTHROPIC_BASE_URL: l.proxyUrl,
         [l.envVar]: l.placeholder,
@@ -31,4 +42,23 @@ export const claude: Harness = {
       },
     };
   },
+  inspect(worktree) {
+    const notLoaded: string[] = [];
+    for (const rel of SETTINGS) {
+      const found = Worktree.json(worktree, rel);
+      if (found) notLoaded.push(Worktree.describe(rel, found));
+    }
+    const mcp = Worktree.json(worktree, ".mcp.json");
+    if (mcp) {
+      const servers = mcp.ok && mcp.value.mcpServers && typeof mcp.value.mcpServers === "object" ? Object.keys(mcp.value.mcpServers) : [];
+      notLoaded.push(mcp.ok && servers.length ? `.mcp.json (MCP servers: ${servers.join(", ")})` : Worktree.describe(".mcp.json", mcp));
+    }
+    for (const rel of FOLDERS) {
+      const names = Worktree.names(worktree, rel);
+      if (names.length) notLoaded.push(`${rel} (${names.join(", ")})`);
+      else if (Worktree.kind(worktree, rel) === "link") notLoaded.push(`${rel} (a link)`);
+    }
+    return { notLoaded, refused: [] };
+  },
+  sessions: ["projects"],
 };

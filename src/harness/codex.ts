@@ -3,10 +3,15 @@
  * Not named "openai" (that switches on OpenAI-only behaviour), wire_api "responses", no
  * websockets, base_url the proxy, and the placeholder in OPENAI_API_KEY, which Codex sends as
  * a bearer header on every request.
+ *
+ * In an agent-written worktree (lazy pair) the same file marks that folder untrusted: Codex
+ * loads a project's .codex (config layers, hooks) only from a trusted folder, and an explicit
+ * "untrusted" also keeps the interactive TUI from offering to trust it.
  */
 import { stringify } from "smol-toml";
 import { LazyError } from "../util/errors";
 import type { Harness } from "./types";
+import * as Worktree from "./worktree";
 
 export const codex: Harness = {
   name: "codex",
@@ -27,6 +32,7 @@ export const codex: Harness = {
           requires_openai_auth: false,
         },
       },
+      ...(l.untrustedCwd ? { projects: { [l.untrustedCwd]: { trust_level: "untrusted" } } } : {}),
     };
     const turn = l.prompt !== undefined ? ["exec", "--json", "--skip-git-repo-check", ...(l.resume ? ["resume", l.resume] : []), l.prompt] : l.resume ? ["resume", l.resume] : [];
     return {
@@ -35,4 +41,10 @@ export const codex: Harness = {
       files: { "config.toml": `# Written by lazy before every turn; edits are overwritten.\n${stringify(config)}\n` },
     };
   },
+  inspect(worktree) {
+    const notLoaded = Worktree.entries(worktree, ".codex");
+    if (Worktree.kind(worktree, ".codex") === "link") notLoaded.push(".codex (a link)");
+    return { notLoaded, refused: [] };
+  },
+  sessions: ["sessions", "archived_sessions", "session_index.jsonl"],
 };

@@ -2,8 +2,16 @@
  * cursor-agent: the placeholder in CURSOR_API_KEY, and both of its endpoints (control and
  * agent stream) under the proxy's /_lazy/cursor/<placeholder>/ route, so the placeholder rides
  * in the URL of every request. HTTP/1.1 for the agent stream: the proxy does not speak h2c.
+ *
+ * cursor-agent has no switch to skip a workspace's own configuration, and it also reads Claude
+ * Code's project settings. In an agent-written worktree (lazy pair) a launch is refused while
+ * the worktree carries any of it.
  */
 import type { Harness } from "./types";
+import * as Worktree from "./worktree";
+
+/** Project files cursor-agent reads that can run code (hooks, MCP servers) or set permissions. */
+const PROJECT = [".cursor/hooks.json", ".cursor/mcp.json", ".cursor/cli.json", ".cursor/cli-config.json", ".cursor/hooks", ".claude/settings.json", ".claude/settings.local.json"];
 
 export const cursor: Harness = {
   name: "cursor",
@@ -19,4 +27,8 @@ export const cursor: Harness = {
       files: { "cli-config.json": JSON.stringify({ network: { useHttp1ForAgent: true } }, null, 2) },
     };
   },
+  inspect(worktree) {
+    return { notLoaded: [], refused: PROJECT.filter((rel) => Worktree.kind(worktree, rel) !== "missing") };
+  },
+  sessions: ["chats"],
 };

@@ -1,11 +1,14 @@
 /**
  * The four harnesses behind one interface: each adapter says how its agent is pointed at the
  * proxy (variables, arguments, configuration files in a folder lazy owns) and nothing else.
- * Launching (on the host, or in a task container) is the caller's business.
+ * Launching (on the host, or in a task container) is the caller's business. A launch in an
+ * agent-written worktree (lazy pair) is inspected first: what the harness would load from there
+ * is turned off and named, or, where the harness has no switch for it, the launch is refused.
  */
 import { mkdirSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { writeFileAtomic, ensurePrivateDir } from "../util/files";
+import { LazyError } from "../util/errors";
 import type { Harness, Launch, Prepared, RealCredential, CredentialSlot } from "./types";
 import { CREDENTIAL_VARS } from "./types";
 import { claude } from "./claude";
@@ -13,13 +16,29 @@ import { codex } from "./codex";
 import { pi } from "./pi";
 import { cursor } from "./cursor";
 
-export type { Harness, Launch, Prepared, RealCredential, CredentialSlot } from "./types";
+import { printable } from "./worktree";
+
+export type { Harness, Launch, Prepared, Inspection, RealCredential, CredentialSlot } from "./types";
 export { CREDENTIAL_VARS } from "./types";
+export * as Sessions from "./sessions";
 
 const harnesses: Record<Launch["profile"]["harness"], Harness> = { claude, codex, pi, cursor };
 
 export function prepare(l: Launch): Prepared {
-  return harnesses[l.profile.harness].prepare(l);
+  const h = harnesses[l.profile.harness];
+  if (l.untrustedCwd === undefined) return h.prepare(l);
+  const seen = h.inspect(l.untrustedCwd);
+  if (seen.refused.length)
+    throw new LazyError(
+      "launch_refused",
+      `${h.name} would load configuration from the task's worktree that lazy cannot turn off: ${seen.refused.map(printable).join("; ")}. Remove it in ${l.untrustedCwd} (or let the agent work in its container: lazy send), then run lazy pair again.`,
+    );
+  return { ...h.prepare(l), notLoaded: seen.notLoaded.map(printable) };
+}
+
+/** Where in a harness's configuration folder its session transcripts live. */
+export function sessionPaths(harness: Launch["profile"]["harness"]): readonly string[] {
+  return harnesses[harness].sessions;
 }
 
 /** The variable the profile's harness reads its credential from, and the placeholder's shape. */

@@ -2,9 +2,22 @@
  * Pi: PI_CODING_AGENT_DIR/models.json pins each built-in provider's baseUrl to the proxy (Pi
  * ignores ANTHROPIC_BASE_URL), rewritten before every turn; the placeholder sits in the
  * variable Pi reads (ANTHROPIC_OAUTH_TOKEN for an OAuth credential, whose shape also switches
- * Pi's request style); PI_OFFLINE stops its start-up network calls.
+ * Pi's request style); PI_OFFLINE stops its start-up network calls (and its installing of
+ * packages a settings file names).
+ *
+ * In an agent-written worktree (lazy pair) `--no-extensions` stops Pi loading the folder's
+ * .pi/extensions and the extensions its settings or packages name (lazy's own would be passed
+ * with -e). Pi has no switch for the rest of .pi/settings.json, which it always reads: a
+ * worktree whose settings choose what runs commands (shellPath, shellCommandPrefix, npmCommand)
+ * is refused.
  */
 import type { Harness } from "./types";
+import * as Worktree from "./worktree";
+
+/** Settings that name a program Pi runs. */
+const RUNS = ["shellPath", "shellCommandPrefix", "npmCommand"];
+/** Settings whose code --no-extensions keeps out. */
+const EXTENDS = ["extensions", "packages"];
 
 export const pi: Harness = {
   name: "pi",
@@ -29,10 +42,26 @@ export const pi: Harness = {
     const model = l.profile.model ? ["--provider", provider, "--model", l.profile.model] : ["--provider", provider];
     const turn = l.prompt !== undefined ? ["--mode", "json", "-p", l.prompt] : [];
     const resume = l.resume ? ["--session", l.resume] : [];
+    const untrusted = l.untrustedCwd ? ["--no-extensions"] : [];
     return {
-      command: ["pi", ...model, ...resume, ...turn, ...(l.args ?? [])],
+      command: ["pi", ...untrusted, ...model, ...resume, ...turn, ...(l.args ?? [])],
       env: { PI_CODING_AGENT_DIR: l.configDir, [l.envVar]: l.placeholder, PI_OFFLINE: "1", PI_SKIP_VERSION_CHECK: "1", PI_TELEMETRY: "0" },
       files: { "models.json": JSON.stringify(models, null, 2) },
     };
   },
+  inspect(worktree) {
+    const notLoaded = Worktree.entries(worktree, ".pi/extensions");
+    if (Worktree.kind(worktree, ".pi/extensions") === "link") notLoaded.push(".pi/extensions (a link)");
+    const refused: string[] = [];
+    const settings = Worktree.json(worktree, ".pi/settings.json");
+    if (settings && !settings.ok) refused.push(`.pi/settings.json (${settings.why}: Pi reads it, and lazy cannot check what it runs)`);
+    if (settings?.ok) {
+      const runs = RUNS.filter((k) => k in settings.value);
+      if (runs.length) refused.push(`.pi/settings.json (sets ${runs.join(", ")}: a program Pi would run)`);
+      const ext = EXTENDS.filter((k) => k in settings.value);
+      if (ext.length) notLoaded.push(`.pi/settings.json (${ext.join(", ")})`);
+    }
+    return { notLoaded, refused };
+  },
+  sessions: ["sessions"],
 };

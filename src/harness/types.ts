@@ -16,6 +16,12 @@ export interface Launch {
   resume?: string;
   /** Extra arguments, passed through untouched (`lazy chat -- ARGS`). */
   args?: string[];
+  /**
+   * The working directory is this task worktree, which the agent wrote (lazy pair): the harness
+   * starts with everything executable it would load from there (hooks, MCP servers, extensions,
+   * project settings) turned off. Absent: the folder is the user's own (lazy chat).
+   */
+  untrustedCwd?: string;
 }
 
 export interface Prepared {
@@ -25,6 +31,16 @@ export interface Prepared {
   env: Record<string, string>;
   /** Files to write under configDir (path relative to it), mode 0600. */
   files: Record<string, string>;
+  /** With untrustedCwd: what the worktree carries that was not loaded, one entry per thing. */
+  notLoaded?: string[];
+}
+
+/** What a worktree carries that a harness would load from its working directory. */
+export interface Inspection {
+  /** Turned off by the launch's flags or configuration: the user is told. */
+  notLoaded: string[];
+  /** The harness has no switch to skip these: the launch is refused, naming them. */
+  refused: string[];
 }
 
 /** What the proxy knows of the real credential a placeholder stands for. */
@@ -48,6 +64,10 @@ export interface Harness {
   /** The variable this harness reads its credential from, for this profile and credential. */
   slot(profile: ResolvedProfile, real: RealCredential): CredentialSlot;
   prepare(l: Launch): Prepared;
+  /** Read (never follow, never run) what `worktree` carries for this harness. */
+  inspect(worktree: string): Inspection;
+  /** Where in its configuration folder the harness keeps session transcripts (a pair copies them). */
+  readonly sessions: readonly string[];
 }
 
 /**

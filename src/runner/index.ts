@@ -488,7 +488,7 @@ export class Runner {
   }
 
   /** Where a host session (lazy pair) works on the task: its worktree, harness folder and session. */
-  workspace(ref: string): { task: Task; worktree: string; configDir: string; session: string | null; profile: string } {
+  workspace(ref: string): { task: Task; worktree: string; configDir: string; session: string | null; profile: string; git: { dir: string; commonDir: string } } {
     const task = Tasks.resolve(this.d.db, ref);
     if (isFinal(task.status)) throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}; its worktree is gone.`);
     const worktree = this.worktree(task);
@@ -497,7 +497,9 @@ export class Runner {
     // Host-side git in this folder must find the project's repository, not what the agent named.
     Git.restorePointers(g);
     const run = this.run(task.id);
-    return { task, worktree, configDir: join(this.taskDir(task), "harness"), session: run.session, profile: run.profile ?? task.profile };
+    // configDir is the container's harness folder (agent-written: a pair copies transcripts from it);
+    // git is what the host harness's git must use, from lazy's records, never from the worktree.
+    return { task, worktree, configDir: join(this.taskDir(task), "harness"), session: run.session, profile: run.profile ?? task.profile, git: { dir: g.adminDir, commonDir: g.commonDir } };
   }
 
   /**
