@@ -15,12 +15,14 @@ export function colours(stream: NodeJS.WriteStream): boolean {
 }
 
 // CSI (ESC [ … final) and OSC (ESC ] … BEL or ST) sequences, then any other ESC pair.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching escape sequences is the point
 const ANSI = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]/g;
 
 /** Text without its escape sequences: a library's colours (citty's help) when we may not colour. */
 export const stripAnsi = (s: string) => s.replace(ANSI, "");
 
 // C0 controls but tab and newline, DEL, and the C1 controls (U+0080–U+009F: U+009B is a CSI).
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control bytes is the point
 const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
 
 /** Control bytes shown, not obeyed: ESC becomes the four characters `\x1b`. */

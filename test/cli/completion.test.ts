@@ -129,7 +129,10 @@ zpty -d z
     const p = new Project();
     const script = (await p.ok(["completion", "fish"])).stdout;
     expect(await sh(["fish", "-n", SCRIPT], script)).toMatchObject({ code: 0, err: "" });
-    const r = await sh(["fish", "-c", `source ${SCRIPT}; complete -C'lazy ta'; echo ==; complete -C'lazy task '; echo ==; complete -C'lazy completion '`], script);
+    const r = await sh(
+      ["fish", "-c", `source ${SCRIPT}; complete -C'lazy ta'; echo ==; complete -C'lazy task '; echo ==; complete -C'lazy completion '`],
+      script,
+    );
     expect(r.err).toBe("");
     const [ta, task, shells] = r.out.split("==\n");
     expect(ta).toBe("task\tAdd, list and show tasks\n");

@@ -15,7 +15,12 @@ const quote = (a: string) => `'${a.replace(/'/g, `'\\''`)}'`;
 
 /** `sh -c CMD` in the project, CMD seeing the binary as `lazy`. */
 async function shell(p: Project, cmd: string, env: Record<string, string | undefined> = plain): Promise<string> {
-  const proc = Bun.spawn(["sh", "-c", `lazy() { ${quote(BIN)} "$@"; }; ${cmd}`], { cwd: p.root, env: p.fullEnv(env), stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn(["sh", "-c", `lazy() { ${quote(BIN)} "$@"; }; ${cmd}`], {
+    cwd: p.root,
+    env: p.fullEnv(env),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [out] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
   return out;
 }
@@ -98,11 +103,22 @@ describe("--json on every read command", () => {
   test("streams print one JSON object a line: lazy logs and lazy daemon logs", async () => {
     const p = new Project();
     await p.ok(["task", "add", "Something", "--code", "some"]);
-    const events = (await p.ok(["logs", "some", "--json"])).stdout.trim().split("\n").map((l) => JSON.parse(l));
+    const events = (await p.ok(["logs", "some", "--json"])).stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(events[0]).toMatchObject({ kind: "created" });
-    const logged = (await p.ok(["daemon", "logs", "--json"])).stdout.trim().split("\n").map((l) => JSON.parse(l));
+    const logged = (await p.ok(["daemon", "logs", "--json"])).stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(logged.length).toBeGreaterThan(0);
-    expect(logged[0]).toEqual({ at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), level: expect.any(String), tag: expect.any(String), message: expect.any(String) });
+    expect(logged[0]).toEqual({
+      at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      level: expect.any(String),
+      tag: expect.any(String),
+      message: expect.any(String),
+    });
     expect((await p.ok(["daemon", "logs", "-n", "1", "--json"])).stdout.trim().split("\n")).toHaveLength(1);
     const bad = await p.run(["daemon", "logs", "-n", "many"]);
     expect(bad.code).toBe(2);

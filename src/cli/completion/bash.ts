@@ -17,17 +17,28 @@ export function bash(nodes: Node[]): string {
   const key = (n: Node) => n.path.join(" ");
   const choiceRows: [string, string[]][] = nodes.flatMap((n) => [
     [key(n), n.choices] as [string, string[]],
-    ...n.flags.filter((f) => f.choices.length).flatMap((f) => f.names.map((x) => [[...n.path, x].join(" "), f.choices] as [string, string[]])),
+    ...n.flags
+      .filter((f) => f.choices.length)
+      .flatMap((f) => f.names.map((x) => [[...n.path, x].join(" "), f.choices] as [string, string[]])),
   ]);
   return `# lazy completion for bash, generated from lazy's commands by \`lazy completion bash\`.
 # Use it now: source <(lazy completion bash)
 # Keep it: lazy completion bash > ~/.local/share/bash-completion/completions/lazy
 
-${table("_lazy_subs", nodes.map((n) => [key(n), n.subs.map((s) => s.name)]))}
+${table(
+  "_lazy_subs",
+  nodes.map((n) => [key(n), n.subs.map((s) => s.name)]),
+)}
 
-${table("_lazy_flags", nodes.map((n) => [key(n), n.flags.flatMap((f) => f.names)]))}
+${table(
+  "_lazy_flags",
+  nodes.map((n) => [key(n), n.flags.flatMap((f) => f.names)]),
+)}
 
-${table("_lazy_valued", nodes.map((n) => [key(n), n.flags.filter((f) => f.value).flatMap((f) => f.names)]))}
+${table(
+  "_lazy_valued",
+  nodes.map((n) => [key(n), n.flags.filter((f) => f.value).flatMap((f) => f.names)]),
+)}
 
 ${table("_lazy_choices", choiceRows)}
 

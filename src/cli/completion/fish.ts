@@ -17,17 +17,28 @@ export function fish(nodes: Node[]): string {
   const tabbed = (name: string, description: string) => sq(description ? `${name}\t${description}` : name);
   const choiceRows: [string, string[]][] = nodes.flatMap((n) => [
     [key(n), n.choices.map(sq)] as [string, string[]],
-    ...n.flags.filter((f) => f.choices.length).flatMap((f) => f.names.map((x) => [[...n.path, x].join(" "), f.choices.map(sq)] as [string, string[]])),
+    ...n.flags
+      .filter((f) => f.choices.length)
+      .flatMap((f) => f.names.map((x) => [[...n.path, x].join(" "), f.choices.map(sq)] as [string, string[]])),
   ]);
   return `# lazy completion for fish, generated from lazy's commands by \`lazy completion fish\`.
 # Use it now: lazy completion fish | source
 # Keep it: lazy completion fish > ~/.config/fish/completions/lazy.fish
 
-${table("__lazy_subs", nodes.map((n) => [key(n), n.subs.map((s) => tabbed(s.name, s.description))]))}
+${table(
+  "__lazy_subs",
+  nodes.map((n) => [key(n), n.subs.map((s) => tabbed(s.name, s.description))]),
+)}
 
-${table("__lazy_flags", nodes.map((n) => [key(n), n.flags.flatMap((f) => f.names.map((x) => tabbed(x, f.description)))]))}
+${table(
+  "__lazy_flags",
+  nodes.map((n) => [key(n), n.flags.flatMap((f) => f.names.map((x) => tabbed(x, f.description)))]),
+)}
 
-${table("__lazy_valued", nodes.map((n) => [key(n), n.flags.filter((f) => f.value).flatMap((f) => f.names.map(sq))]))}
+${table(
+  "__lazy_valued",
+  nodes.map((n) => [key(n), n.flags.filter((f) => f.value).flatMap((f) => f.names.map(sq))]),
+)}
 
 ${table("__lazy_choices", choiceRows)}
 

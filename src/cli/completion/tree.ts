@@ -28,7 +28,10 @@ const resolve = async <T>(v: Resolvable<T>): Promise<T> => (typeof v === "functi
 
 /** One line of a description: completion menus show a short phrase, not a paragraph. */
 export function short(description: string | undefined): string {
-  const first = (description ?? "").split(/\n|\.\s+(?=[A-Z])/)[0]!.replace(/\.$/, "").trim();
+  const first = (description ?? "")
+    .split(/\n|\.\s+(?=[A-Z])/)[0]!
+    .replace(/\.$/, "")
+    .trim();
   return first.length > 70 ? `${first.slice(0, 69).trimEnd()}…` : first;
 }
 
