@@ -4,14 +4,15 @@
  * LazyError becomes words (the daemon's HTTP handler is the first).
  */
 import { runCommand, renderUsage, type CommandDef } from "citty";
-import { command, setPassthrough, getExitCode } from "./command";
+import { command, setPassthrough, getExitCode, printJson } from "./command";
 import { LazyError } from "../util/errors";
 import { VERSION } from "../version";
 import { say } from "./voice";
+import { forStream, stripAnsi } from "./terminal";
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, internal: 70 } as const;
 
-const main = command({
+const main: CommandDef<any> = command({
   meta: { name: "lazy", description: "Run coding agents in containers, behind a proxy that keeps your credentials" },
   // Each command loads when used, so a quick command does not pay for the others' imports.
   subCommands: {
@@ -36,6 +37,8 @@ const main = command({
     reject: () => import("./commands/turns").then((m) => m.reject),
     close: () => import("./commands/turns").then((m) => m.close),
     run: () => import("./commands/turns").then((m) => m.run),
+    // The completion scripts are generated from this very tree, so they name every command.
+    completion: (): Promise<CommandDef<any>> => import("./commands/completion").then((m) => m.completion(main)),
   },
 });
 
@@ -61,13 +64,19 @@ export async function run(argv: string[]): Promise<number> {
   const own = dd === -1 ? argv : argv.slice(0, dd);
   setPassthrough(dd === -1 ? [] : argv.slice(dd + 1));
   try {
-    if (own.length === 1 && (own[0] === "--version" || own[0] === "-v")) {
-      process.stdout.write(`${VERSION}\n`);
+    const version = own.filter((w) => w !== "--json");
+    if (version.length === 1 && (version[0] === "--version" || version[0] === "-v")) {
+      if (own.includes("--json")) printJson({ version: VERSION });
+      else process.stdout.write(`${VERSION}\n`);
       return EXIT.ok;
     }
     if (own.includes("--help") || own.includes("-h") || own.length === 0) {
       const { cmd, parent } = await findCommand(own);
-      process.stdout.write((await renderUsage(cmd, parent)) + "\n");
+      // A command's meta name is its path ("task list"): citty prefixes the parent's, so the
+      // parent it is shown is lazy itself ("lazy task list", not "task task list").
+      const usage = await renderUsage(cmd, parent ? { meta: { name: "lazy" } } : undefined);
+      // citty colours its help unless NO_COLOR is exactly "1": lazy's rule decides instead.
+      process.stdout.write(forStream(process.stdout, usage) + "\n");
       return EXIT.ok;
     }
     const { cmd } = await findCommand(own);
@@ -91,7 +100,7 @@ function report(e: unknown): number {
   // citty's own complaints (a missing argument, an unknown subcommand) are usage errors.
   const err = e as Error & { code?: string };
   if (err?.name === "CLIError" || err?.code?.startsWith?.("E_")) {
-    say.error(`${err.message.replace(/\.?$/, ".")} See lazy --help.`);
+    say.error(`${stripAnsi(err.message).replace(/\.?$/, ".")} See lazy --help.`);
     return EXIT.usage;
   }
   say.error(`unexpected error: ${err?.message ?? String(e)}. Please report it with the output of lazy daemon logs.`);

@@ -5,20 +5,15 @@
  * data a command prints (tables, JSON, a task's result, log lines) goes through `print` and
  * `printJson` in command.ts, unadorned, so it pipes. Errors and warnings go to stderr as
  * `lazy: …`, and so do progress (`start`) and running commentary (`info`), which a script
- * reading stdout does not want; confirmations of what a command did (`success`) go to stdout. Colour only when the stream is a terminal and
- * `NO_COLOR` is unset (https://no-color.org); `LAZY_DEBUG` opens the debug level.
+ * reading stdout does not want; confirmations of what a command did (`success`) go to stdout.
+ * Colour only when the stream is a terminal and `NO_COLOR` is unset (terminal.ts); `LAZY_DEBUG`
+ * opens the debug level.
  */
 import { createConsola, type ConsolaReporter, type LogObject } from "consola/core";
 import { formatWithOptions } from "node:util";
+import { colours, visible } from "./terminal";
 
 const ANSI = { red: 31, yellow: 33, green: 32, cyan: 36, dim: 2 } as const;
-
-function colours(stream: NodeJS.WriteStream): boolean {
-  const env = process.env;
-  if ("NO_COLOR" in env && env.NO_COLOR !== "") return false;
-  if (env.FORCE_COLOR && env.FORCE_COLOR !== "0") return true;
-  return Boolean(stream.isTTY) && env.TERM !== "dumb";
-}
 
 const paint = (stream: NodeJS.WriteStream, c: keyof typeof ANSI, s: string) => (colours(stream) ? `\x1b[${ANSI[c]}m${s}\x1b[0m` : s);
 
@@ -49,7 +44,8 @@ const reporter: ConsolaReporter = {
   log(o) {
     const s = shape(o.type);
     const stream = s.err ? process.stderr : process.stdout;
-    const text = formatWithOptions({ colors: false }, ...o.args);
+    // A message may quote what an agent wrote: its control bytes are shown, never obeyed.
+    const text = visible(formatWithOptions({ colors: false }, ...o.args));
     const [first = "", ...rest] = text.split("\n");
     const head = s.colour && s.prefix ? paint(stream, s.colour, s.prefix.trimEnd()) + " " : s.prefix;
     const body = s.colour && !s.prefix ? paint(stream, s.colour, first) : first;

@@ -1,9 +1,11 @@
 import { existsSync, readFileSync, openSync, readSync, statSync, closeSync } from "node:fs";
-import { command, print, printJson, duration } from "../command";
+import { StringDecoder } from "node:string_decoder";
+import { command, print, printJson, printJsonLine, duration } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import { State, run as runDaemon, type Status } from "../../daemon";
 import { say } from "../voice";
+import { LazyError } from "../../util/errors";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 
@@ -51,12 +53,19 @@ const start = command({
 
 const stop = command({
   meta: { name: "daemon stop", description: "Stop the project's daemon" },
-  args: {},
-  async run() {
+  args: json,
+  async run({ args }) {
     const r = await Client.stop(findProjectRoot());
-    say.success(r ? `Stopped the daemon (pid ${r.pid}).` : "The daemon was not running.");
+    if (args.json) printJson({ stopped: Boolean(r), pid: r?.pid ?? null });
+    else say.success(r ? `Stopped the daemon (pid ${r.pid}).` : "The daemon was not running.");
   },
 });
+
+/** A daemon log line (util/log.ts writes `ISO LEVEL [tag] message`) as a record; other lines (a message's continuation) carry only their text. */
+function record(line: string): { at: string | null; level: string | null; tag: string | null; message: string } {
+  const m = /^(\d{4}-\d\d-\d\dT[\d:.]+Z) (DEBUG|INFO|WARN|ERROR)\s+\[([^\]]*)\] ?(.*)$/.exec(line);
+  return m ? { at: m[1]!, level: m[2]!.toLowerCase(), tag: m[3]!, message: m[4]! } : { at: null, level: null, tag: null, message: line };
+}
 
 const restart = command({
   meta: { name: "daemon restart", description: "Stop the daemon and start it again (refuses on a lazy.toml that does not load)" },
@@ -76,20 +85,32 @@ const logs = command({
   args: {
     follow: { type: "boolean", alias: "f", description: "Keep printing new lines as they come" },
     lines: { type: "string", alias: "n", description: "How many of the last lines to print (default 200)" },
+    json: { type: "boolean", description: "One JSON object a line on stdout: at, level, tag, message" },
   },
   async run({ args }) {
     const p = State.paths(findProjectRoot());
+    const n = Number(args.lines ?? 200);
+    if (!Number.isInteger(n) || n < 0) throw new LazyError("invalid_input", `--lines takes a whole number, not "${args.lines}".`);
+    // Whole lines only: a chunk read while the daemon writes may end mid-line (or mid-character).
+    const decoder = new StringDecoder("utf8");
+    let partial = "";
+    const emit = (chunk: Buffer, last?: number) => {
+      const lines = (partial + decoder.write(chunk)).split("\n");
+      partial = lines.pop()!;
+      for (const l of last === undefined ? lines : lines.slice(lines.length - Math.min(last, lines.length))) args.json ? printJsonLine(record(l)) : print(l);
+    };
     if (!existsSync(p.log)) {
-      print(`No daemon log yet (${p.log}).`);
+      if (args.json) say.info(`No daemon log yet (${p.log}).`);
+      else print(`No daemon log yet (${p.log}).`);
       if (!args.follow) return;
     }
-    const n = Number(args.lines ?? 200);
-    const text = existsSync(p.log) ? readFileSync(p.log, "utf8") : "";
-    const all = text.split("\n");
-    if (all.at(-1) === "") all.pop();
-    process.stdout.write(all.slice(-n).join("\n") + (all.length ? "\n" : ""));
-    if (!args.follow) return;
-    let offset = Buffer.byteLength(text);
+    const text = existsSync(p.log) ? readFileSync(p.log) : Buffer.alloc(0);
+    emit(text, n);
+    if (!args.follow) {
+      if (partial && n > 0) emit(Buffer.from("\n"));
+      return;
+    }
+    let offset = text.length;
     for (;;) {
       await Bun.sleep(200);
       if (!existsSync(p.log)) continue;
@@ -101,7 +122,7 @@ const logs = command({
       readSync(fd, buf, 0, buf.length, offset);
       closeSync(fd);
       offset = size;
-      process.stdout.write(buf);
+      emit(buf);
     }
   },
 });

@@ -1,4 +1,4 @@
-import { command, print } from "../command";
+import { command, print, printJson } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import { LazyError } from "../../util/errors";
@@ -6,11 +6,13 @@ import type { Status } from "../../daemon";
 
 export const dashboard = command({
   meta: { name: "dashboard", description: "Print the dashboard's address, signed in (the token rides in the URL fragment)" },
-  args: {},
-  async run() {
+  args: { json: { type: "boolean", description: "Print JSON on stdout: the signed-in url" } },
+  async run({ args }) {
     const c = await Client.connect(findProjectRoot());
     const s = await c.request<Status>("GET", "/api/status");
     if (!s.web.url) throw new LazyError("invalid_input", "The dashboard is off ([server] web = false in lazy.toml).");
-    print(`${s.web.url}#token=${c.authToken}`);
+    const url = `${s.web.url}#token=${c.authToken}`;
+    if (args.json) printJson({ url });
+    else print(url);
   },
 });

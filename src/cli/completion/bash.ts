@@ -1,0 +1,84 @@
+/**
+ * The bash completion script: the tree as `case` tables (bash 3.2, macOS's, has no
+ * associative arrays) and one function that walks the words typed so far to find the command,
+ * skipping flags and their values, and stops at `--` (what follows is a harness's).
+ */
+import type { Node } from "./tree";
+
+const sq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** `name() { case "$1" in 'key') REPLY=…;; esac; }` for every key with something to say. */
+function table(name: string, rows: [key: string, words: string[]][]): string {
+  const cases = rows.filter(([, w]) => w.length).map(([k, w]) => `    ${sq(k)}) REPLY=${sq(w.join(" "))} ;;`);
+  return [`${name}() {`, `  REPLY=''`, `  case "$1" in`, ...cases, `  esac`, `}`].join("\n");
+}
+
+export function bash(nodes: Node[]): string {
+  const key = (n: Node) => n.path.join(" ");
+  const choiceRows: [string, string[]][] = nodes.flatMap((n) => [
+    [key(n), n.choices] as [string, string[]],
+    ...n.flags
+      .filter((f) => f.choices.length)
+      .flatMap((f) => f.names.map((x) => [[...n.path, x].join(" "), f.choices] as [string, string[]])),
+  ]);
+  return `# lazy completion for bash, generated from lazy's commands by \`lazy completion bash\`.
+# Use it now: source <(lazy completion bash)
+# Keep it: lazy completion bash > ~/.local/share/bash-completion/completions/lazy
+
+${table(
+  "_lazy_subs",
+  nodes.map((n) => [key(n), n.subs.map((s) => s.name)]),
+)}
+
+${table(
+  "_lazy_flags",
+  nodes.map((n) => [key(n), n.flags.flatMap((f) => f.names)]),
+)}
+
+${table(
+  "_lazy_valued",
+  nodes.map((n) => [key(n), n.flags.filter((f) => f.value).flatMap((f) => f.names)]),
+)}
+
+${table("_lazy_choices", choiceRows)}
+
+_lazy() {
+  local cur="\${COMP_WORDS[COMP_CWORD]}" prev="" path="" w i
+  COMPREPLY=()
+  for ((i = 1; i < COMP_CWORD; i++)); do
+    w="\${COMP_WORDS[i]}"
+    [[ $w == -- ]] && return 0
+    [[ $w == = ]] && continue
+    if [[ $w == -* ]]; then
+      _lazy_valued "$path"
+      [[ $w != *=* && " $REPLY " == *" $w "* ]] && ((i++))
+      continue
+    fi
+    _lazy_subs "$path"
+    [[ " $REPLY " == *" $w "* ]] && path="\${path:+$path }$w"
+  done
+  # A flag's value: its choices, else bash's default (file names).
+  prev="\${COMP_WORDS[COMP_CWORD - 1]}"
+  [[ $prev == = && COMP_CWORD -gt 1 ]] && prev="\${COMP_WORDS[COMP_CWORD - 2]}"
+  if [[ $cur != -* && $prev == -* ]]; then
+    _lazy_valued "$path"
+    if [[ " $REPLY " == *" $prev "* ]]; then
+      _lazy_choices "\${path:+$path }$prev"
+      COMPREPLY=($(compgen -W "$REPLY" -- "$cur"))
+      return 0
+    fi
+  fi
+  if [[ $cur == -* ]]; then
+    _lazy_flags "$path"
+  else
+    _lazy_subs "$path"
+    local subs="$REPLY"
+    _lazy_choices "$path"
+    REPLY="$subs $REPLY"
+  fi
+  COMPREPLY=($(compgen -W "$REPLY" -- "$cur"))
+}
+
+complete -o default -F _lazy lazy
+`;
+}

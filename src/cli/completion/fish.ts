@@ -1,0 +1,93 @@
+/**
+ * The fish completion script: the same walk as bash's over the same tables, each candidate
+ * with its description (fish shows "name<TAB>description").
+ */
+import type { Node } from "./tree";
+
+// In fish's single quotes only \\ and \' are escapes.
+const sq = (s: string) => `'${s.replace(/[\\']/g, (c) => `\\${c}`)}'`;
+
+function table(name: string, rows: [key: string, words: string[]][]): string {
+  const cases = rows.filter(([, w]) => w.length).map(([k, w]) => `    case ${sq(k)}\n      printf '%s\\n' ${w.join(" ")}`);
+  return [`function ${name}`, `  switch "$argv[1]"`, ...cases, `  end`, `end`].join("\n");
+}
+
+export function fish(nodes: Node[]): string {
+  const key = (n: Node) => n.path.join(" ");
+  const tabbed = (name: string, description: string) => sq(description ? `${name}\t${description}` : name);
+  const choiceRows: [string, string[]][] = nodes.flatMap((n) => [
+    [key(n), n.choices.map(sq)] as [string, string[]],
+    ...n.flags
+      .filter((f) => f.choices.length)
+      .flatMap((f) => f.names.map((x) => [[...n.path, x].join(" "), f.choices.map(sq)] as [string, string[]])),
+  ]);
+  return `# lazy completion for fish, generated from lazy's commands by \`lazy completion fish\`.
+# Use it now: lazy completion fish | source
+# Keep it: lazy completion fish > ~/.config/fish/completions/lazy.fish
+
+${table(
+  "__lazy_subs",
+  nodes.map((n) => [key(n), n.subs.map((s) => tabbed(s.name, s.description))]),
+)}
+
+${table(
+  "__lazy_flags",
+  nodes.map((n) => [key(n), n.flags.flatMap((f) => f.names.map((x) => tabbed(x, f.description)))]),
+)}
+
+${table(
+  "__lazy_valued",
+  nodes.map((n) => [key(n), n.flags.filter((f) => f.value).flatMap((f) => f.names.map(sq))]),
+)}
+
+${table("__lazy_choices", choiceRows)}
+
+function __lazy_complete
+  set -l tokens (commandline -opc)
+  set -e tokens[1]
+  set -l cur (commandline -ct)
+  set -l cmdpath ''
+  set -l value 0
+  for w in $tokens
+    if test $value = 1
+      set value 0
+      continue
+    end
+    test "$w" = '--'; and return
+    if string match -q -- '-*' $w
+      if not string match -q -- '*=*' $w; and contains -- $w (__lazy_valued "$cmdpath")
+        set value 1
+      end
+      continue
+    end
+    if contains -- $w (__lazy_subs "$cmdpath" | string replace -r '\\t.*' '')
+      if test -z "$cmdpath"
+        set cmdpath $w
+      else
+        set cmdpath "$cmdpath $w"
+      end
+    end
+  end
+  if test $value = 1
+    set -l key $tokens[-1]
+    test -n "$cmdpath"; and set key "$cmdpath $key"
+    set -l choices (__lazy_choices "$key")
+    if test (count $choices) -gt 0
+      printf '%s\\n' $choices
+    else
+      __fish_complete_path $cur
+    end
+    return
+  end
+  if string match -q -- '-*' $cur
+    __lazy_flags "$cmdpath"
+    return
+  end
+  __lazy_subs "$cmdpath"
+  __lazy_choices "$cmdpath"
+end
+
+complete -c lazy -e
+complete -c lazy -f -a '(__lazy_complete)'
+`;
+}

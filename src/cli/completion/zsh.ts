@@ -1,0 +1,90 @@
+/**
+ * The zsh completion script: the same walk as bash's over the same tables, with each
+ * command's and flag's description shown beside it. Works from fpath (as `_lazy`) or sourced
+ * after compinit.
+ */
+import type { Node } from "./tree";
+
+const sq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+// _describe splits "name:description" at the first unescaped colon.
+const described = (name: string, description: string) => sq(`${name.replace(/:/g, "\\:")}:${description}`);
+
+function table(name: string, rows: [key: string, words: string[]][]): string {
+  const cases = rows.filter(([, w]) => w.length).map(([k, w]) => `    (${sq(k)}) reply=(${w.join(" ")}) ;;`);
+  return [`${name}() {`, `  reply=()`, `  case $1 in`, ...cases, `  esac`, `}`].join("\n");
+}
+
+export function zsh(nodes: Node[]): string {
+  const key = (n: Node) => n.path.join(" ");
+  const choiceRows: [string, string[]][] = nodes.flatMap((n) => [
+    [key(n), n.choices.map(sq)] as [string, string[]],
+    ...n.flags
+      .filter((f) => f.choices.length)
+      .flatMap((f) => f.names.map((x) => [[...n.path, x].join(" "), f.choices.map(sq)] as [string, string[]])),
+  ]);
+  return `#compdef lazy
+# lazy completion for zsh, generated from lazy's commands by \`lazy completion zsh\`.
+# Use it now (after compinit): source <(lazy completion zsh)
+# Keep it: lazy completion zsh > "\${fpath[1]}/_lazy"
+
+${table(
+  "_lazy_subs",
+  nodes.map((n) => [key(n), n.subs.map((s) => described(s.name, s.description))]),
+)}
+
+${table(
+  "_lazy_flags",
+  nodes.map((n) => [key(n), n.flags.flatMap((f) => f.names.map((x) => described(x, f.description)))]),
+)}
+
+${table(
+  "_lazy_valued",
+  nodes.map((n) => [key(n), n.flags.filter((f) => f.value).flatMap((f) => f.names.map(sq))]),
+)}
+
+${table("_lazy_choices", choiceRows)}
+
+_lazy() {
+  local cmdpath='' w prev i
+  local -a reply cands names
+  for (( i = 2; i < CURRENT; i++ )); do
+    w=\${words[i]}
+    [[ $w == -- ]] && return 0
+    if [[ $w == -* ]]; then
+      _lazy_valued "$cmdpath"
+      [[ $w != *=* ]] && (( \${reply[(Ie)$w]} )) && (( i++ ))
+      continue
+    fi
+    _lazy_subs "$cmdpath"
+    names=(\${reply%%:*})
+    (( \${names[(Ie)$w]} )) && cmdpath=\${cmdpath:+$cmdpath }$w
+  done
+  prev=\${words[CURRENT-1]}
+  if (( CURRENT > 2 )) && [[ $prev == -* ]]; then
+    _lazy_valued "$cmdpath"
+    if (( \${reply[(Ie)$prev]} )); then
+      _lazy_choices "\${cmdpath:+$cmdpath }$prev"
+      if (( $#reply )); then compadd -a reply; else _files; fi
+      return
+    fi
+  fi
+  if [[ \${words[CURRENT]} == -* ]]; then
+    _lazy_flags "$cmdpath"
+    cands=("\${reply[@]}")
+    _describe -t options 'lazy option' cands
+    return
+  fi
+  _lazy_subs "$cmdpath"
+  cands=("\${reply[@]}")
+  _lazy_choices "$cmdpath"
+  cands+=("\${reply[@]}")
+  if (( $#cands )); then _describe -t commands 'lazy command' cands; else _files; fi
+}
+
+if [[ \${funcstack[1]} == _lazy ]]; then
+  _lazy "$@"
+elif (( \${+functions[compdef]} )); then
+  compdef _lazy lazy
+fi
+`;
+}
