@@ -49,7 +49,7 @@ t lazy run -- ta`,
     expect(lines[0]).toBe("fn=_lazy");
     expect(lines.slice(1)).toEqual([
       "lazy ta|task",
-      "lazy task |add list show",
+      "lazy task |add list show budget",
       "lazy d|daemon doctor dashboard",
       // Flags come from the definitions: stats audit's own, then lazy's --help.
       "lazy stats audit -|--task --limit --json --help -h",
@@ -135,8 +135,9 @@ zpty -d z
     );
     expect(r.err).toBe("");
     const [ta, task, shells] = r.out.split("==\n");
-    expect(ta).toBe("task\tAdd, list and show tasks\n");
-    expect(task).toBe("add\tAdd a task\nlist\tList tasks\nshow\tShow a task and its events\n");
+    expect(ta).toBe("task\tAdd, list and show tasks, and raise a task's budget\n");
+    expect(task!.split("\n").filter(Boolean).map((l) => l.split("\t")[0]).sort()).toEqual(["add", "budget", "list", "show"]);
+    expect(task).toContain("add\tAdd a task\nbudget\tRaise a task's budget");
     expect(shells!.trim().split("\n").sort()).toEqual(["bash", "fish", "zsh"]);
   });
 
