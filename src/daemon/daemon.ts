@@ -14,7 +14,9 @@ import * as Log from "../util/log";
 import { listen } from "../util/listen";
 import { LazyError } from "../util/errors";
 import { VERSION } from "../version";
+import * as Mcp from "../mcp";
 import { McpTokens } from "../mcp";
+import * as Git from "../git";
 import { ModelProxy, Targets } from "../proxy";
 import { CredentialStore } from "../credentials";
 import { lazyHome } from "../util/paths";
@@ -99,6 +101,23 @@ export class Daemon {
       const notifier = new Notifier({ db, bus, config: () => watch.state.config, log: Log.create("notify") });
       notifier.start();
       daemon = new Daemon(root, paths, db, watch, proxy, credentials, runner, bus, notifier, lock, log, loaded.present);
+      // lazy's MCP tools, on the proxy's listeners (where task containers reach it).
+      proxy.serveMcp((req) =>
+        Mcp.serve(
+          {
+            db,
+            tokens: mcp,
+            config: () => watch.state.config,
+            event: (t, kind, data) => {
+              Store.Tasks.addEvent(db, t.id, kind, data);
+              bus.publish({ kind: "task", taskId: t.id });
+            },
+            branchOf: (t) => `${Git.BRANCH_PREFIX}${t.code ?? t.id}`,
+            compact: () => void runner.memory.maybe(),
+          },
+          req,
+        ),
+      );
       log.info(`credentials: ${credentials.backend} (${credentials.backendNote})`);
       await proxy.start();
       daemon.listenApi(config, token);
@@ -145,6 +164,8 @@ export class Daemon {
       },
       token,
     );
+    // The proxy's listeners (which task containers reach) answer 404 for any of these, token or not.
+    this.proxy.notServed([...new Set(app.routes.map((r) => r.path).filter((p) => p.startsWith("/api/")).map((p) => p.split("/").slice(0, 3).join("/")))]);
     const pid = String(process.pid);
     this.apiServer = listen(config.server.bind, config.server.port, {
       idleTimeout: 30,

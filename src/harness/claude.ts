@@ -11,6 +11,7 @@
  */
 import type { Harness } from "./types";
 import * as Worktree from "./worktree";
+import * as Mcp from "./mcp";
 
 const SETTINGS = [".claude/settings.json", ".claude/settings.local.json"];
 const FOLDERS = [".claude/skills", ".claude/agents", ".claude/commands", ".claude/output-styles"];
@@ -26,9 +27,13 @@ export const claude: Harness = {
     const turn = l.prompt !== undefined ? ["-p", l.prompt, "--output-format", "stream-json", "--verbose"] : [];
     const resume = l.resume ? ["--resume", l.resume] : [];
     const untrusted = l.untrustedCwd ? ["--setting-sources", "user", "--strict-mcp-config"] : [];
+    // lazy's tools: loaded up front (alwaysLoad; else they hide behind ToolSearch) and allowed
+    // (-p denies an unapproved tool); only lazy's server, whatever the worktree declares.
+    const mcp = l.mcp ? ["--mcp-config", `${l.configDir}/mcp.json`, ...(l.untrustedCwd ? [] : ["--strict-mcp-config"]), "--allowedTools", `mcp__${Mcp.SERVER}`] : [];
     return {
-      command: ["claude", ...untrusted, ...model, ...resume, ...turn, ...(l.args ?? [])],
+      command: ["claude", ...untrusted, ...mcp, ...model, ...resume, ...turn, ...(l.args ?? [])],
       env: {
+        ...(l.mcp ? { [Mcp.MCP_TOKEN_VAR]: l.mcp.token } : {}),
         ANTHROPIC_BASE_URL: l.proxyUrl,
         [l.envVar]: l.placeholder,
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
@@ -39,6 +44,15 @@ export const claude: Harness = {
         // Interactive sessions ask once to approve an API key; approve the placeholder (its last
         // 20 characters, as Claude Code stores them) and skip the first-run screens.
         ".claude.json": JSON.stringify({ hasCompletedOnboarding: true, customApiKeyResponses: { approved: [l.placeholder.slice(-20)], rejected: [] } }, null, 2),
+        ...(l.mcp
+          ? {
+              "mcp.json": JSON.stringify(
+                { mcpServers: { [Mcp.SERVER]: { type: "http", url: l.mcp.url, headers: { Authorization: `Bearer \${${Mcp.MCP_TOKEN_VAR}}` }, alwaysLoad: true } } },
+                null,
+                2,
+              ),
+            }
+          : {}),
       },
     };
   },

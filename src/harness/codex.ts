@@ -12,6 +12,7 @@ import { stringify } from "smol-toml";
 import { LazyError } from "../util/errors";
 import type { Harness } from "./types";
 import * as Worktree from "./worktree";
+import * as Mcp from "./mcp";
 
 export const codex: Harness = {
   name: "codex",
@@ -33,11 +34,14 @@ export const codex: Harness = {
         },
       },
       ...(l.untrustedCwd ? { projects: { [l.untrustedCwd]: { trust_level: "untrusted" } } } : {}),
+      // lazy's tools: approved (exec would block them), required (a failing server would be
+      // dropped silently otherwise: now exec exits 1 naming it), the token from a variable.
+      ...(l.mcp ? { mcp_servers: { [Mcp.SERVER]: { url: l.mcp.url, bearer_token_env_var: Mcp.MCP_TOKEN_VAR, default_tools_approval_mode: "approve", required: true } } } : {}),
     };
     const turn = l.prompt !== undefined ? ["exec", "--json", "--skip-git-repo-check", ...(l.resume ? ["resume", l.resume] : []), l.prompt] : l.resume ? ["resume", l.resume] : [];
     return {
       command: ["codex", ...turn, ...(l.args ?? [])],
-      env: { CODEX_HOME: l.configDir, OPENAI_API_KEY: l.placeholder },
+      env: { CODEX_HOME: l.configDir, OPENAI_API_KEY: l.placeholder, ...(l.mcp ? { [Mcp.MCP_TOKEN_VAR]: l.mcp.token } : {}) },
       files: { "config.toml": `# Written by lazy before every turn; edits are overwritten.\n${stringify(config)}\n` },
     };
   },

@@ -13,6 +13,7 @@
  */
 import type { Harness } from "./types";
 import * as Worktree from "./worktree";
+import * as Mcp from "./mcp";
 
 /** Settings that name a program Pi runs. */
 const RUNS = ["shellPath", "shellCommandPrefix", "npmCommand"];
@@ -43,10 +44,19 @@ export const pi: Harness = {
     const turn = l.prompt !== undefined ? ["--mode", "json", "-p", l.prompt] : [];
     const resume = l.resume ? ["--session", l.resume] : [];
     const untrusted = l.untrustedCwd ? ["--no-extensions"] : [];
+    // lazy's tools through lazy's own extension (Pi has no MCP), loaded by path.
+    const mcp = l.mcp ? ["-e", `${l.configDir}/lazy-mcp.ts`] : [];
     return {
-      command: ["pi", ...untrusted, ...model, ...resume, ...turn, ...(l.args ?? [])],
-      env: { PI_CODING_AGENT_DIR: l.configDir, [l.envVar]: l.placeholder, PI_OFFLINE: "1", PI_SKIP_VERSION_CHECK: "1", PI_TELEMETRY: "0" },
-      files: { "models.json": JSON.stringify(models, null, 2) },
+      command: ["pi", ...untrusted, ...mcp, ...model, ...resume, ...turn, ...(l.args ?? [])],
+      env: {
+        PI_CODING_AGENT_DIR: l.configDir,
+        [l.envVar]: l.placeholder,
+        PI_OFFLINE: "1",
+        PI_SKIP_VERSION_CHECK: "1",
+        PI_TELEMETRY: "0",
+        ...(l.mcp ? { [Mcp.MCP_TOKEN_VAR]: l.mcp.token, [Mcp.MCP_URL_VAR]: l.mcp.url } : {}),
+      },
+      files: { "models.json": JSON.stringify(models, null, 2), ...(l.mcp ? { "lazy-mcp.ts": Mcp.PI_EXTENSION } : {}) },
     };
   },
   inspect(worktree) {

@@ -22,6 +22,8 @@ export interface Launch {
    * project settings) turned off. Absent: the folder is the user's own (lazy chat).
    */
   untrustedCwd?: string;
+  /** lazy's MCP route and this caller's token (task turns): the harness gets lazy's tools. */
+  mcp?: { url: string; token: string };
 }
 
 export interface Prepared {
@@ -88,4 +90,6 @@ export const CREDENTIAL_VARS = [
   "OPENROUTER_API_KEY",
   "CURSOR_API_KEY",
   "OLLAMA_API_KEY",
+  "LAZY_MCP_TOKEN",
+  "LAZY_MCP_URL",
 ] as const;

@@ -13,8 +13,7 @@ import { registerTaskTools, type TaskToolDeps } from "./tools";
 
 export { McpTokens, FILE_NAME as MCP_TOKENS_FILE, type Holder } from "./tokens";
 
-/** The path of lazy's MCP route on the listener agents reach. */
-export const MCP_PATH = "/mcp";
+export { MCP_PATH } from "../proxy";
 
 export interface McpDeps extends TaskToolDeps {
   tokens: Pick<McpTokens, "lookup">;
@@ -22,6 +21,27 @@ export interface McpDeps extends TaskToolDeps {
 
 const refuse = (status: number, message: string) =>
   Response.json({ jsonrpc: "2.0", error: { code: -32001, message }, id: null }, { status, headers: { "cache-control": "no-store" } });
+
+/**
+ * Answer one MCP request, and say who made it (by its token) and what it called, for the
+ * proxy's audit row: `tools/call <name>`, or why it was refused.
+ */
+export async function serve(d: McpDeps, req: Request): Promise<{ response: Response; who: { taskId: string | null; taskRef: string | null; role: string } | null; note: string | null }> {
+  const auth = req.headers.get("authorization");
+  const token = auth?.startsWith("Bearer ") ? auth.slice(7).trim() : "";
+  const holder = token ? d.tokens.lookup(token) : undefined;
+  let note: string | null = holder ? null : token ? "unknown or revoked MCP token" : "no MCP token";
+  if (holder && req.method === "POST") {
+    const body = (await req.clone().json().catch(() => null)) as { method?: unknown; params?: { name?: unknown } } | null;
+    if (body && typeof body.method === "string") note = body.method === "tools/call" && typeof body.params?.name === "string" ? `tools/call ${body.params.name}` : body.method;
+  }
+  let who: { taskId: string | null; taskRef: string | null; role: string } | null = null;
+  if (holder?.kind === "task" && holder.taskId) {
+    const code = (d.db.query("SELECT code FROM tasks WHERE id = ?").get(holder.taskId) as { code: string | null } | null)?.code ?? null;
+    who = { taskId: holder.taskId, taskRef: code ?? holder.taskId, role: "agent" };
+  } else if (holder) who = { taskId: null, taskRef: null, role: "builder" };
+  return { response: await handle(d, req), who, note };
+}
 
 /** Answer one MCP request (POST, GET or DELETE on MCP_PATH). */
 export async function handle(d: McpDeps, req: Request): Promise<Response> {

@@ -23,7 +23,8 @@ import { CursorSessions, PREFIX as CURSOR_PREFIX } from "./cursor";
 import { FAILURE_KINDS, type ProviderHealth } from "./health";
 import type { LimitView } from "./limits";
 import { threadCount, probe, listeners } from "./shared-port";
-import type { ToThread, FromThread, Call, Stats, Listening, Init, Ask } from "./thread";
+import type { ToThread, FromThread, Call, Stats, Listening, Init, Ask, McpAnswer } from "./thread";
+import { MCP_PATH } from "./mcp-route";
 
 export { Targets, type Target } from "./targets";
 export type { Grant } from "./grants";
@@ -31,6 +32,7 @@ export { FAILURE_KINDS, type ProviderHealth } from "./health";
 export type { LimitView } from "./limits";
 export type { Row as AuditRow } from "./audit";
 export { refusalCause } from "./refusals";
+export { MCP_PATH } from "./mcp-route";
 export type { Stats } from "./thread";
 export { CURSOR_PREFIX };
 
@@ -65,7 +67,11 @@ class Thread {
     worker.onmessage = (e: MessageEvent<FromThread>) => {
       const m = e.data;
       if (m.type === "audit") return this.owner.audit.write(m.batch);
-      if (m.type === "ask") return this.post({ type: "answer", id: m.id, value: this.owner.answer(m.ask) });
+      if (m.type === "ask") {
+        const v = this.owner.answer(m.ask);
+        if (v instanceof Promise) return void v.then((value) => this.post({ type: "answer", id: m.id, value }));
+        return this.post({ type: "answer", id: m.id, value: v });
+      }
       const waiter = this.calls.get(m.id);
       this.calls.delete(m.id);
       if (m.error !== undefined) waiter?.reject(new Error(m.error));
@@ -127,6 +133,8 @@ export class ModelProxy {
   private targets: Targets;
   private threads: Thread[] = [];
   private stopped = new Map<string, string>();
+  private apiRoots: string[] = [];
+  private mcpHandler: ((req: Request) => Promise<Omit<McpAnswer, "status" | "headers" | "body"> & { response: Response }>) | undefined;
   /** Every address listened on, so a restarted thread listens there again. */
   private listening = new Map<string, number>();
 
@@ -147,11 +155,12 @@ export class ModelProxy {
 
   /** What a new proxy thread starts from. */
   init(): Init {
-    return { config: this.config(), credentials: this.credentials.snapshot(), grants: this.grants.all(), stopped: Object.fromEntries(this.stopped), dbPath: this.db.filename, log: Log.settings() };
+    return { config: this.config(), credentials: this.credentials.snapshot(), grants: this.grants.all(), stopped: Object.fromEntries(this.stopped), apiRoots: this.apiRoots, dbPath: this.db.filename, log: Log.settings() };
   }
 
   /** A proxy thread asks for Cursor session placeholders. */
   answer(a: Ask): unknown {
+    if (a.op === "mcp") return this.mcpAnswer(a);
     if (a.op === "swap") return this.sessions.swapOut(a.real, a.grant);
     return this.sessions.pairs(a.grantToken);
   }
@@ -249,6 +258,28 @@ export class ModelProxy {
   /** Why a task's turns are stopped, if they are. */
   stoppedFor(taskId: string): string | undefined {
     return this.stopped.get(taskId) ?? this.stopped.get("*");
+  }
+
+  /** The daemon API's roots: the proxy's listeners answer 404 for them (mcp-route.ts). */
+  notServed(roots: string[]): void {
+    this.apiRoots = roots;
+    this.post({ type: "api-roots", roots });
+  }
+
+  /** Who answers lazy's MCP route (the daemon wires the MCP server here). */
+  serveMcp(handler: (req: Request) => Promise<Omit<McpAnswer, "status" | "headers" | "body"> & { response: Response }>): void {
+    this.mcpHandler = handler;
+  }
+
+  private async mcpAnswer(a: Extract<Ask, { op: "mcp" }>): Promise<McpAnswer> {
+    if (!this.mcpHandler) return { status: 503, headers: [["content-type", "application/json"]], body: JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "lazy's MCP server is not running." }, id: null }), who: null, note: "no MCP server" };
+    try {
+      const r = await this.mcpHandler(new Request(`http://lazy${MCP_PATH}`, { method: a.method, headers: a.headers, body: a.body }));
+      return { status: r.response.status, headers: [...r.response.headers], body: await r.response.text(), who: r.who, note: r.note };
+    } catch (e) {
+      this.log.error(`lazy's MCP server failed: ${(e as Error).stack ?? e}`);
+      return { status: 500, headers: [["content-type", "application/json"]], body: JSON.stringify({ jsonrpc: "2.0", error: { code: -32603, message: `lazy's MCP server failed: ${(e as Error).message}` }, id: null }), who: null, note: "MCP server error" };
+    }
   }
 
   /** The credential slot a profile's traffic bills (null: none, or an unknown profile). */

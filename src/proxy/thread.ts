@@ -22,6 +22,7 @@ import type { Grant } from "./grants";
 import { Targets } from "./targets";
 import { Limits, type LimitView } from "./limits";
 import { Health, type ProviderHealth } from "./health";
+import { MCP_PATH, under } from "./mcp-route";
 import { Recorder, buffers, type Batch } from "./audit";
 import { handle, type Context } from "./forward";
 import { handleCursor, PREFIX as CURSOR_PREFIX, type Sessions } from "./cursor";
@@ -30,6 +31,8 @@ export type Init = {
   config: Config;
   credentials: Record<string, Resolved>;
   grants: Grant[];
+  /** The daemon API's roots: answered 404 here (mcp-route.ts). */
+  apiRoots: string[];
   /** Tasks whose turns are stopped at their next request (a budget reached): task id, or "*" for every task → why. */
   stopped: Record<string, string>;
   dbPath: string;
@@ -42,6 +45,7 @@ export type ToThread =
   | { type: "credentials"; credentials: Record<string, Resolved> }
   | { type: "grants"; grants: Grant[] }
   | { type: "stopped"; stopped: Record<string, string> }
+  | { type: "api-roots"; roots: string[] }
   | { type: "call"; id: number; call: Call }
   | Answer;
 
@@ -62,7 +66,13 @@ export type FromThread =
   | { type: "ask"; id: number; ask: Ask };
 
 /** What this thread asks the main thread: the Cursor session table lives there, shared by every proxy thread. */
-export type Ask = { op: "swap"; real: string; grant: Grant } | { op: "pairs"; grantToken: string };
+export type Ask =
+  | { op: "swap"; real: string; grant: Grant }
+  | { op: "pairs"; grantToken: string }
+  /** A request on lazy's MCP route: the tools run on the main thread, where the store is. */
+  | { op: "mcp"; method: string; headers: [string, string][]; body: string | null };
+/** The main thread's answer to an MCP request, and who made it (by its token), for the audit. */
+export type McpAnswer = { status: number; headers: [string, string][]; body: string; who: { taskId: string | null; taskRef: string | null; role: string } | null; note: string | null };
 export type Answer = { type: "answer"; id: number; value: unknown };
 
 declare const self: Worker;
@@ -93,9 +103,52 @@ const log = Log.create("proxy");
 const post = (m: FromThread) => self.postMessage(m);
 const recorder = new Recorder((batch) => self.postMessage({ type: "audit", batch } satisfies FromThread, buffers(batch)));
 
+/** The largest MCP request body lazy reads (tool arguments are short). */
+const MAX_MCP_BODY = 1024 * 1024;
+
+/**
+ * lazy's MCP route, on the listener task containers reach: the request goes to the main thread
+ * (the tools work on the store there) and is audited here like every other request, attributed
+ * by its token.
+ */
+async function mcp(req: Request): Promise<Response> {
+  const started = performance.now();
+  let body: string | null = null;
+  if (req.method !== "GET" && req.method !== "HEAD" && req.method !== "DELETE") {
+    const bytes = new Uint8Array(await req.arrayBuffer());
+    if (bytes.length > MAX_MCP_BODY) return Response.json({ jsonrpc: "2.0", error: { code: -32600, message: `An MCP request body is at most ${MAX_MCP_BODY} bytes.` }, id: null }, { status: 413 });
+    body = new TextDecoder().decode(bytes);
+  }
+  const a = await ask<McpAnswer>({ op: "mcp", method: req.method, headers: [...req.headers], body });
+  recorder.record({
+    at: Date.now(),
+    taskId: a.who?.taskId ?? null,
+    taskRef: a.who?.taskRef ?? null,
+    role: a.who?.role ?? null,
+    profile: null,
+    credential: null,
+    upstream: "lazy:mcp",
+    method: req.method,
+    path: MCP_PATH,
+    status: a.status,
+    durationMs: performance.now() - started,
+    ttfbMs: null,
+    bytesIn: body?.length ?? 0,
+    bytesOut: a.body.length,
+    usage: null,
+    retries: 0,
+    note: a.note,
+  });
+  return new Response(a.body, { status: a.status, headers: a.headers });
+}
+
 function route(req: Request, server: Server<undefined>): Promise<Response> {
   const url = req.url;
-  const p = url.startsWith(CURSOR_PREFIX, url.indexOf("/", url.indexOf("//") + 2)) ? handleCursor(ctx!, sessions, req, server) : handle(ctx!, req, server);
+  const at = url.indexOf("/", url.indexOf("//") + 2);
+  const path = url.slice(at);
+  if (under(path, apiRoots))
+    return Promise.resolve(Response.json({ type: "error", error: { type: "not_found_error", message: "Not a route of lazy's proxy: the daemon's API is not served on this listener." } }, { status: 404 }));
+  const p = under(path, [MCP_PATH]) ? mcp(req) : url.startsWith(CURSOR_PREFIX, at) ? handleCursor(ctx!, sessions, req, server) : handle(ctx!, req, server);
   return p.catch((e: unknown) => {
     const msg = `lazy's proxy failed: ${(e as Error)?.message ?? String(e)}`;
     log.error(`${msg}\n${(e as Error)?.stack ?? ""}`);
@@ -108,6 +161,7 @@ let targets: Targets;
 let credentials = new Map<string, Resolved>();
 let grants = new Map<string, Grant>();
 let stopped = new Map<string, string>();
+let apiRoots: string[] = [];
 
 function init(m: Init): void {
   Log.configure(m.log);
@@ -116,6 +170,7 @@ function init(m: Init): void {
   credentials = new Map(Object.entries(m.credentials));
   grants = new Map(m.grants.map((g) => [g.token, g]));
   stopped = new Map(Object.entries(m.stopped));
+  apiRoots = m.apiRoots;
   db = new Database(m.dbPath);
   db.exec("PRAGMA busy_timeout = 5000");
   limits = new Limits(db);
@@ -182,6 +237,9 @@ self.onmessage = (e: MessageEvent<ToThread>) => {
       return;
     case "stopped":
       stopped = new Map(Object.entries(m.stopped));
+      return;
+    case "api-roots":
+      apiRoots = m.roots;
       return;
     case "answer":
       asked.get(m.id)?.(m.value);

@@ -15,7 +15,7 @@ import { resolveProfile, type Config, type ResolvedProfile } from "../config";
 import { Runtime, Image, type LinkLocalGuard, type NetworkOptions } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
-import type { ModelProxy } from "../proxy";
+import { MCP_PATH, type ModelProxy } from "../proxy";
 import type { McpTokens } from "../mcp";
 import { LazyError } from "../util/errors";
 import * as AgentDir from "../util/agent-dir";
@@ -35,7 +35,7 @@ export interface RunnerDeps {
   db: Database;
   proxy: ModelProxy;
   /** MCP tokens: a task's is revoked with its session, independently of its grants. */
-  mcp: Pick<McpTokens, "revokeTask">;
+  mcp: Pick<McpTokens, "revokeTask" | "forTask">;
   config: () => Config;
   bus: Bus;
   log: Logger;
@@ -300,6 +300,8 @@ export class Runner {
       // A task's first turn carries the project's memory (within its bound).
       prompt: message ?? (run.turn === 0 ? withMemory(this.d.db, task.prompt) : task.prompt),
       resume: message !== undefined && sameProfile ? (run.session ?? undefined) : undefined,
+      // lazy's MCP tools, on the listener the container reaches the proxy at.
+      mcp: { url: `${proxyUrl}${MCP_PATH}`, token: this.d.mcp.forTask(task.id).token },
       args: profile.harness === "claude" ? ["--dangerously-skip-permissions"] : profile.harness === "codex" ? ["--dangerously-bypass-approvals-and-sandbox"] : [],
     });
     const uid = process.getuid?.() === 0 ? Image.agentUid() : undefined;

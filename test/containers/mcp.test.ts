@@ -1,0 +1,166 @@
+/**
+ * lazy's MCP tools reach the agents: real Claude Code, Codex and Pi in task containers get the
+ * server from the configuration lazy writes, on the listener where they reach the proxy, with
+ * the task's own token. The listener serves the MCP route and the proxy, nothing of the API.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Project, cleanupAll, until } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
+import { requireDocker, TEST_IMAGES } from "../helpers/env";
+
+const KEY = "sk-ant-api03-MCPTOOLS-" + "m".repeat(73) + "AA";
+const OPENAI_KEY = "sk-proj-MCPTOOLS-" + "n".repeat(40);
+let anthropic: Mock.MockProvider;
+let openai: Mock.MockProvider;
+let p: Project;
+
+beforeAll(async () => {
+  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
+  anthropic = await Mock.anthropic();
+  openai = await Mock.openai();
+  p = new Project({ toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\nopenai = "${openai.url}"\n\n[profiles.codex]\nmodel = "gpt-5"\n` });
+  Bun.spawnSync(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "--allow-empty", "-m", "init"], { cwd: p.root });
+  await p.setCredential("anthropic", KEY);
+  await p.setCredential("openai", OPENAI_KEY);
+});
+afterAll(async () => {
+  await cleanupAll();
+  await anthropic?.close();
+  await openai?.close();
+});
+
+async function settled(code: string): Promise<any> {
+  return until(async () => {
+    const s = await p.json(["task", "show", code]);
+    return s.task.status !== "running" && s.task.status !== "queued" ? s : undefined;
+  }, 300_000, `task ${code}'s turn`);
+}
+
+describe("MCP tools in task containers", () => {
+  test("real Claude Code calls lazy's report_progress: the note is in the task's events and in lazy watch", async () => {
+    anthropic.reset();
+    anthropic.reply = { text: "Reported.", toolUse: { name: "mcp__lazy__report_progress", input: { note: "Halfway through the login form." } } };
+    const watch = Bun.spawn([join(import.meta.dir, "..", "..", "dist", "lazy"), "watch", "--json"], { cwd: p.root, env: p.fullEnv(), stdout: "pipe" });
+    await p.ok(["task", "add", "Report progress", "--code", "reporter"]);
+    await p.ok(["start", "reporter"]);
+    const s = await settled("reporter");
+    expect(s.task.status).toBe("done");
+    expect(s.events.find((e: any) => e.kind === "progress")?.data.text).toBe("Halfway through the login form.");
+    // The model saw lazy's tool (loaded up front, not behind ToolSearch).
+    const first = anthropic.received.find((r) => r.method === "POST" && r.path.startsWith("/v1/messages"))!;
+    expect(first.body).toContain('"name":"mcp__lazy__report_progress"');
+    await Bun.sleep(300);
+    watch.kill();
+    const lines = (await new Response(watch.stdout).text()).split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    expect(lines.some((x) => x.type === "event" && x.kind === "progress" && x.data.text === "Halfway through the login form.")).toBe(true);
+    expect(lines.some((x) => x.type === "net" && x.path === "/mcp" && x.task?.code === "reporter" && x.note === "tools/call report_progress")).toBe(true);
+    expect((await p.ok(["logs", "reporter"])).stdout).toContain(".. Halfway through the login form.");
+  }, 600_000);
+
+  test("ask_human leaves the task waiting with the question; lazy send T \"blue\" runs the next turn with the answer", async () => {
+    anthropic.reset();
+    anthropic.reply = { text: "I asked.", toolUse: { name: "mcp__lazy__ask_human", input: { question: "Which colour?" } } };
+    await p.ok(["task", "add", "Paint it", "--code", "asker"]);
+    await p.ok(["start", "asker"]);
+    const s = await settled("asker");
+    expect(s.task.status).toBe("waiting");
+    expect(s.events.filter((e: any) => e.kind === "status").at(-1).data).toMatchObject({ reason: "question", question: "Which colour?" });
+    anthropic.reset();
+    anthropic.reply = { text: "Painted it blue." };
+    await p.ok(["send", "asker", "blue"]);
+    const next = await settled("asker");
+    expect(next.task.status).toBe("done");
+    expect(anthropic.received.filter((r) => r.method === "POST").some((r) => r.body.includes("blue"))).toBe(true);
+  }, 600_000);
+
+  test("real Codex lists lazy's tools; real Pi calls report_progress through lazy's extension", async () => {
+    openai.reset();
+    openai.reply = { text: "Codex here." };
+    await p.ok(["task", "add", "Codex with tools", "--code", "codex-tools", "--profile", "codex"]);
+    await p.ok(["start", "codex-tools"]);
+    expect((await settled("codex-tools")).task.status).toBe("done");
+    const req = openai.received.find((r) => r.path === "/v1/responses")!;
+    expect(req.body).toContain('"mcp__lazy"');
+    expect(req.body).toContain("report_progress");
+
+    anthropic.reset();
+    anthropic.reply = { text: "Pi reported.", toolUse: { name: "mcp__lazy__report_progress", input: { note: "Pi was here." } } };
+    await p.ok(["task", "add", "Pi with tools", "--code", "pi-tools", "--profile", "pi"]);
+    await p.ok(["start", "pi-tools"]);
+    const s = await settled("pi-tools");
+    expect(s.task.status).toBe("done");
+    expect(s.events.find((e: any) => e.kind === "progress")?.data.text).toBe("Pi was here.");
+  }, 600_000);
+
+  test("the listener serves the MCP route and the proxy, and 404 for the daemon's API; after close both the token and the placeholder get 401", async () => {
+    const token = readFileSync(join(p.stateDir, "token"), "utf8").trim();
+    for (const headers of [{}, { authorization: `Bearer ${token}` }] as Record<string, string>[]) {
+      const r = await fetch(`${p.runtimeProxyUrl()}/api/tasks`, { headers });
+      expect(r.status).toBe(404);
+      expect(await r.text()).toContain("Not a route of lazy's proxy");
+    }
+    // A task of its own, whose turn minted its MCP token.
+    anthropic.reset();
+    anthropic.reply = { text: "ok." };
+    await p.ok(["task", "add", "Say ok", "--code", "closer"]);
+    await p.ok(["start", "closer"]);
+    expect((await settled("closer")).task.status).toBe("done");
+    const tokens = JSON.parse(readFileSync(join(p.stateDir, "mcp-tokens.json"), "utf8")).tokens;
+    const id = (await p.json(["task", "show", "closer"])).task.id;
+    const mine = tokens.find((t: any) => t.taskId === id).token;
+    const grant = await p.grant({ role: "agent", task: "closer" });
+    const call = () =>
+      fetch(`${p.runtimeProxyUrl()}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${mine}` },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
+      });
+    expect((await call()).status).toBe(200);
+    await p.ok(["close", "closer"]);
+    expect((await call()).status).toBe(401);
+    const r = await fetch(`${p.runtimeProxyUrl()}/v1/messages`, { method: "POST", headers: { "x-api-key": grant.placeholder, "content-type": "application/json" }, body: "{}" });
+    expect(r.status).toBe(401);
+    const audit = (await p.json(["stats", "audit"])).rows.filter((x: any) => x.path === "/mcp");
+    expect(audit.at(-1)).toMatchObject({ status: 401, note: "unknown or revoked MCP token" });
+    expect(existsSync(join(p.stateDir, "mcp-tokens.json"))).toBe(true);
+  }, 300_000);
+
+  test("a failure injected into one revocation does not skip the other, and the daemon log names it", async () => {
+    const { mkdirSync, rmSync, renameSync } = await import("node:fs");
+    for (const [code, broken] of [
+      ["break-mcp", "mcp-tokens.json"],
+      ["break-grants", "proxy-tokens.json"],
+    ] as const) {
+      anthropic.reset();
+      anthropic.reply = { text: "ok." };
+      await p.ok(["task", "add", "Say ok", "--code", code]);
+      await p.ok(["start", code]);
+      expect((await settled(code)).task.status).toBe("done");
+      const id = (await p.json(["task", "show", code])).task.id;
+      const mine = JSON.parse(readFileSync(join(p.stateDir, "mcp-tokens.json"), "utf8")).tokens.find((t: any) => t.taskId === id).token;
+      const grant = await p.grant({ role: "agent", task: code });
+      // The registry's file becomes a folder: writing it fails.
+      const file = join(p.stateDir, broken);
+      renameSync(file, `${file}.saved`);
+      mkdirSync(file);
+      try {
+        await p.ok(["close", code]);
+      } finally {
+        rmSync(file, { recursive: true });
+        renameSync(`${file}.saved`, file);
+      }
+      const mcpStatus = (
+        await fetch(`${p.runtimeProxyUrl()}/mcp`, {
+          method: "POST",
+          headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${mine}` },
+          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
+        })
+      ).status;
+      const proxyStatus = (await fetch(`${p.runtimeProxyUrl()}/v1/messages`, { method: "POST", headers: { "x-api-key": grant.placeholder, "content-type": "application/json" }, body: "{}" })).status;
+      expect({ code, mcpStatus, proxyStatus }).toEqual({ code, mcpStatus: 401, proxyStatus: 401 });
+      expect(p.log()).toContain(`task ${code}: could not ${broken === "mcp-tokens.json" ? "revoke its MCP token" : "revoke the task's placeholders"}`);
+    }
+  }, 600_000);
+});
