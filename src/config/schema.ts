@@ -108,6 +108,7 @@ export const Config = z
         roles: z
           .strictObject({
             agent: profileName.optional().describe("Profile used for tasks that name none, and for lazy's own model calls."),
+            builder: profileName.optional().describe("Profile of a builder session (lazy build); the agent one when absent."),
           })
           .default({})
           .describe("Which profile plays which role."),
@@ -146,7 +147,7 @@ export type Config = z.infer<typeof Config>;
  */
 export function crossCheck(raw: unknown): { path: (string | number)[]; message: string }[] {
   const out: { path: (string | number)[]; message: string }[] = [];
-  const doc = (raw ?? {}) as { profiles?: unknown; models?: { roles?: { agent?: unknown } } };
+  const doc = (raw ?? {}) as { profiles?: unknown; models?: { roles?: Record<string, unknown> } };
   const profiles = doc.profiles && typeof doc.profiles === "object" ? (doc.profiles as Record<string, Record<string, unknown>>) : {};
   const builtin = (n: string) => (HARNESSES as readonly string[]).includes(n);
   for (const [name, p] of Object.entries(profiles)) {
@@ -159,9 +160,11 @@ export function crossCheck(raw: unknown): { path: (string | number)[]; message: 
     if (p.wire !== undefined && harness === "claude" && p.wire !== "anthropic")
       out.push({ path: ["profiles", name, "wire"], message: 'expected "anthropic": Claude Code speaks only the Anthropic wire' });
   }
-  const agent = doc.models?.roles?.agent;
-  if (typeof agent === "string" && !(agent in profiles) && !builtin(agent))
-    out.push({ path: ["models", "roles", "agent"], message: `expected the name of a profile; "${agent}" is not defined` });
+  for (const role of ["agent", "builder"]) {
+    const named = doc.models?.roles?.[role];
+    if (typeof named === "string" && !(named in profiles) && !builtin(named))
+      out.push({ path: ["models", "roles", role], message: `expected the name of a profile; "${named}" is not defined` });
+  }
   return out;
 }
 export type Profile = z.infer<typeof Profile>;

@@ -30,8 +30,10 @@ import {
   type StatsDeps,
   watchRoutes,
   type WatchDeps,
+  type BuildDeps,
   memoryRoutes,
   askRoutes,
+  buildRoutes,
   boardRoutes,
   diffRoutes,
 } from "./routes";
@@ -47,7 +49,9 @@ export interface ApiDeps {
   config: () => Config;
   runner: TaskDeps["runner"];
   credentials: AuthDeps["credentials"];
-  proxy: AuthDeps["proxy"] & GrantDeps["proxy"] & StatsDeps["proxy"] & WatchDeps["proxy"];
+  proxy: AuthDeps["proxy"] & GrantDeps["proxy"] & StatsDeps["proxy"] & WatchDeps["proxy"] & BuildDeps["proxy"];
+  /** MCP tokens (builder sessions'). */
+  mcp: BuildDeps["mcp"];
   log: Logger;
   /** `http://host:port` the API listens at; known once it listens (the guard reads it on the first request). */
   apiUrl: () => string;
@@ -115,6 +119,7 @@ export function api(d: ApiDeps, token: string) {
     .use(watchRoutes(d))
     .use(memoryRoutes(d))
     .use(askRoutes(d))
+    .use(buildRoutes(d))
     .use(boardRoutes(d))
     .use(diffRoutes(d));
 }

@@ -44,6 +44,7 @@ export class Daemon {
     private readonly runner: Runner,
     private readonly bus: Bus,
     private readonly notifier: Notifier,
+    private readonly mcp: McpTokens,
     private lock: Lock,
     private log: Log.Logger,
     private configPresent: boolean,
@@ -100,7 +101,7 @@ export class Daemon {
       const runner = new Runner({ root, slug: paths.slug, stateDir: paths.dir, db, proxy, mcp, config: () => watch.state.config, bus, log: Log.create("runner") });
       const notifier = new Notifier({ db, bus, config: () => watch.state.config, log: Log.create("notify") });
       notifier.start();
-      daemon = new Daemon(root, paths, db, watch, proxy, credentials, runner, bus, notifier, lock, log, loaded.present);
+      daemon = new Daemon(root, paths, db, watch, proxy, credentials, runner, bus, notifier, mcp, lock, log, loaded.present);
       // lazy's MCP tools, on the proxy's listeners (where task containers reach it).
       proxy.serveMcp((req) =>
         Mcp.serve(
@@ -114,6 +115,8 @@ export class Daemon {
             },
             branchOf: (t) => `${Git.BRANCH_PREFIX}${t.code ?? t.id}`,
             compact: () => void runner.memory.maybe(),
+            add: (input) => runner.add(input),
+            start: (ref, message) => runner.start(ref, message),
           },
           req,
         ),
@@ -156,6 +159,7 @@ export class Daemon {
         runner: this.runner,
         credentials: this.credentials,
         proxy: this.proxy,
+        mcp: this.mcp,
         log: Log.create("api"),
         apiUrl: () => this.apiUrl,
         webEnabled: () => this.webEnabled,

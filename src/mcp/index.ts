@@ -10,12 +10,13 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import { VERSION } from "../version";
 import type { McpTokens } from "./tokens";
 import { registerTaskTools, type TaskToolDeps } from "./tools";
+import { registerBuilderTools, type BuilderToolDeps } from "./builder-tools";
 
 export { McpTokens, FILE_NAME as MCP_TOKENS_FILE, type Holder } from "./tokens";
 
 export { MCP_PATH } from "../proxy";
 
-export interface McpDeps extends TaskToolDeps {
+export interface McpDeps extends TaskToolDeps, BuilderToolDeps {
   tokens: Pick<McpTokens, "lookup">;
 }
 
@@ -49,9 +50,9 @@ export async function handle(d: McpDeps, req: Request): Promise<Response> {
   const token = auth?.startsWith("Bearer ") ? auth.slice(7).trim() : "";
   const holder = token ? d.tokens.lookup(token) : undefined;
   if (!holder) return refuse(401, token ? "lazy's MCP route does not know this token: the task's session ended, or it was never lazy's." : "lazy's MCP route needs the task's token (Authorization: Bearer …).");
-  if (holder.kind !== "task" || !holder.taskId) return refuse(403, "Builder sessions' tools are not served yet.");
   const server = new McpServer({ name: "lazy", version: VERSION }, { capabilities: { tools: {} } });
-  registerTaskTools(server, d, holder.taskId);
+  if (holder.kind === "task" && holder.taskId) registerTaskTools(server, d, holder.taskId);
+  else registerBuilderTools(server, d);
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   await server.connect(transport);
   try {

@@ -334,6 +334,13 @@ export class ModelProxy {
   }
 
   /** The task's session ended: its grants and Cursor session placeholders stop working. */
+  /** Revoke a builder session's grants (alongside its MCP token, which the daemon revokes). */
+  async revokeBuilder(session: string): Promise<number> {
+    const n = this.grants.revokeBuilder(session);
+    await this.sync();
+    return n;
+  }
+
   async revokeTask(taskId: string): Promise<number> {
     this.sessions.revokeTask(taskId);
     const n = this.grants.revokeTask(taskId);

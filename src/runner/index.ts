@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, statSync, lchownSync, rmSync } from "node:fs";
 import { basename, join } from "node:path";
 import { Tasks, Runs, HeldTurns, canMove, isFinal, type Task, type Run } from "../store";
 import type { Status } from "../store";
-import { resolveProfile, type Config, type ResolvedProfile } from "../config";
+import { defaultProfile, resolveProfile, type Config, type ResolvedProfile } from "../config";
 import { Runtime, Image, type LinkLocalGuard, type NetworkOptions } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
@@ -149,6 +149,16 @@ export class Runner {
   taskDir = (t: Task) => join(this.d.stateDir, "tasks", t.id);
   worktree = (t: Task) => join(this.d.stateDir, "worktrees", this.ref(t));
   containerName = (t: Task) => `lazy-${this.d.slug}-${t.id}`;
+
+  /** Add a task (the CLI, the dashboard, a builder session): its profile must exist. */
+  add(input: { prompt: string; title?: string; code?: string; profile?: string }): Task {
+    const config = this.d.config();
+    const profile = input.profile ?? defaultProfile(config);
+    resolveProfile(config, profile);
+    const task = Tasks.add(this.d.db, { ...input, profile });
+    this.d.bus.publish({ kind: "task", taskId: task.id });
+    return task;
+  }
 
   /** Start the task's next turn: the first prompt, or a follow-up message. */
   async start(ref: string, message?: string): Promise<Task> {

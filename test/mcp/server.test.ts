@@ -27,7 +27,7 @@ beforeAll(() => {
     port: 0,
     fetch: (req) =>
       new URL(req.url).pathname === MCP_PATH
-        ? handle({ db, tokens, config: () => config, event: (t, kind, data) => (Tasks.addEvent(db, t.id, kind, data), events.push({ taskId: t.id, kind, data })), branchOf: (t) => `lazy/${t.code ?? t.id}` }, req)
+        ? handle({ db, tokens, config: () => config, event: (t, kind, data) => (Tasks.addEvent(db, t.id, kind, data), events.push({ taskId: t.id, kind, data })), branchOf: (t) => `lazy/${t.code ?? t.id}`, add: (input) => Tasks.add(db, { ...input, profile: input.profile ?? "claude" }), start: async (ref) => Tasks.resolve(db, ref) }, req)
         : new Response("not found", { status: 404 }),
   });
 });

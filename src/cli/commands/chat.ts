@@ -8,12 +8,16 @@ import { LazyError } from "../../util/errors";
 import { State } from "../../daemon";
 import * as Harness from "../../harness";
 import type { ResolvedProfile } from "../../config";
+import { say } from "../voice";
 
 interface GrantAnswer {
   envVar: string;
   placeholder: string;
   proxyUrl: string;
   profile: ResolvedProfile;
+  /** A builder session's MCP route and token. */
+  mcp?: { url: string; token: string };
+  session?: string;
 }
 
 /** What a pair brings to a host launch: the task's worktree is the agent's, not the user's. */
@@ -33,11 +37,22 @@ interface Pair {
  * turned off (the user is told what that was), in a folder lazy makes afresh holding only the
  * task's session transcripts, and with git pinned to the task's repository as lazy recorded it.
  */
-export async function hostLaunch(opts: { root: string; cwd: string; profile?: string; args: string[]; resume?: string; pair?: Pair }): Promise<number> {
+export async function hostLaunch(opts: { root: string; cwd: string; profile?: string; args: string[]; resume?: string; pair?: Pair; builder?: { name?: string } }): Promise<number> {
   const c = await Client.connect(opts.root);
-  const g = await c.request<GrantAnswer>("POST", "/api/proxy/grants", { role: "host", profile: opts.profile });
+  const g = opts.builder
+    ? await c.request<GrantAnswer>("POST", "/api/build/session", { name: opts.builder.name, profile: opts.profile })
+    : await c.request<GrantAnswer>("POST", "/api/proxy/grants", { role: "host", profile: opts.profile });
   const harnessRoot = join(State.paths(opts.root).dir, "harness");
-  const configDir = join(harnessRoot, opts.pair ? `pair-${opts.pair.taskId}` : `host-${g.profile.name}`);
+  const configDir = join(harnessRoot, opts.pair ? `pair-${opts.pair.taskId}` : g.session ? `build-${g.session}` : `host-${g.profile.name}`);
+  try {
+    return await launchWith(c, g, configDir, opts);
+  } finally {
+    // A builder session's grant and MCP token end with it, together.
+    if (g.session) await c.request("POST", "/api/build/end", { session: g.session }).catch((e: Error) => say.error(`the builder session ${g.session} did not end cleanly: ${e.message}`));
+  }
+}
+
+async function launchWith(c: Client.Client, g: GrantAnswer, configDir: string, opts: Parameters<typeof hostLaunch>[0]): Promise<number> {
   const prepared = Harness.prepare({
     proxyUrl: g.proxyUrl,
     envVar: g.envVar,
@@ -47,6 +62,7 @@ export async function hostLaunch(opts: { root: string; cwd: string; profile?: st
     args: opts.args,
     resume: opts.resume,
     untrustedCwd: opts.pair ? opts.cwd : undefined,
+    mcp: g.mcp,
   });
   for (const thing of prepared.notLoaded ?? []) process.stderr.write(`lazy pair: not loaded from the worktree: ${thing}\n`);
   const sessions = Harness.sessionPaths(g.profile.harness);
@@ -97,5 +113,17 @@ export const pair = command({
     const w = await c.request<{ task: { id: string }; worktree: string; configDir: string; session: string | null; profile: string; git: Pair["git"] }>("GET", `/api/tasks/${encodeURIComponent(args.task)}/workspace`);
     const pair = { taskId: w.task.id, agentHarness: w.configDir, git: w.git };
     setExitCode(await hostLaunch({ root, cwd: w.worktree, profile: w.profile, args: passthrough, resume: w.session ?? undefined, pair }));
+  },
+});
+
+export const build = command({
+  meta: { name: "build", description: "A builder session on the host: an agent that plans work as tasks with lazy's builder tools (create, list, show, start, send); accepting stays yours (-- ARGS pass through)" },
+  args: {
+    name: { type: "string", description: "The session's name (its grant and MCP token are keyed by it); default build-XXXXXX" },
+    profile: { type: "string", description: "Profile (default: [models.roles] builder, else agent, else claude)" },
+  },
+  async run({ args, passthrough }) {
+    const root = findProjectRoot();
+    setExitCode(await hostLaunch({ root, cwd: root, profile: args.profile, args: passthrough, builder: { name: args.name } }));
   },
 });

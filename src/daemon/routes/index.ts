@@ -14,3 +14,4 @@ export { memoryRoutes, type MemoryDeps } from "./memory";
 export { askRoutes, type AskDeps } from "./ask";
 export { boardRoutes, type BoardDeps } from "./board";
 export { diffRoutes, type DiffDeps } from "./diff";
+export { buildRoutes, type BuildDeps } from "./build";

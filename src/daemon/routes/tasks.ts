@@ -21,7 +21,7 @@ export interface TaskDeps {
   bus: Pick<Bus, "publish">;
   /** The config in force now (it reloads while the daemon runs). */
   config: () => Config;
-  runner: Pick<Runner, "start" | "stop" | "accept" | "reject" | "close" | "workspace" | "budgets" | "calls" | "memory">;
+  runner: Pick<Runner, "start" | "stop" | "accept" | "reject" | "close" | "workspace" | "budgets" | "calls" | "memory" | "add">;
 }
 
 export function taskRoutes(d: TaskDeps) {
@@ -33,12 +33,7 @@ export function taskRoutes(d: TaskDeps) {
       return Tasks.list(d.db, { status: status as Status | undefined });
     })
     .post("/api/tasks", ({ body, set }) => {
-      const input = parseBody(AddTask, body);
-      const config = d.config();
-      const profile = input.profile ?? defaultProfile(config);
-      resolveProfile(config, profile);
-      const task = Tasks.add(d.db, { ...input, profile });
-      d.bus.publish({ kind: "task", taskId: task.id });
+      const task = d.runner.add(parseBody(AddTask, body));
       set.status = 201;
       return task;
     })

@@ -1,0 +1,47 @@
+/**
+ * lazy build: a builder session on the host (real Claude Code) plans work with lazy's builder
+ * tools; its grant and MCP token end with the session.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Project, cleanupAll } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
+
+const KEY = "sk-ant-api03-BUILDER-" + "u".repeat(74) + "AA";
+const TOOLS = `${process.env.LAZY_TEST_TOOLS ?? "/opt/lazy-test-tools"}/node_modules/.bin`;
+let anthropic: Mock.MockProvider;
+
+beforeAll(async () => {
+  anthropic = await Mock.anthropic();
+});
+afterAll(async () => {
+  await cleanupAll();
+  await anthropic?.close();
+});
+
+describe("lazy build", () => {
+  test("the builder's agent creates a task with task_create; after the session its grant and token are gone", async () => {
+    const p = new Project({ toml: `[proxy.upstreams]\nanthropic = "${anthropic.url}"\n` });
+    await p.setCredential("anthropic", KEY);
+    anthropic.reset();
+    anthropic.reply = { text: "Planned.", toolUse: { name: "mcp__lazy__task_create", input: { prompt: "Write the docs for the login form", code: "docs" } } };
+    const r = await p.run(["build", "--name", "plan-1", "--", "-p", "plan the work", "--output-format", "json"], { env: { PATH: `${TOOLS}:${process.env.PATH}` } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).result).toContain("Planned.");
+    const tasks = await p.json<any[]>(["task", "list"]);
+    expect(tasks.map((t) => [t.code, t.status, t.title])).toEqual([["docs", "queued", "Write the docs for the login form"]]);
+    // The model saw the builder tools, and none of a task's.
+    const first = anthropic.received.find((x) => x.method === "POST")!.body;
+    expect(first).toContain('"name":"mcp__lazy__task_create"');
+    expect(first).not.toContain('"name":"mcp__lazy__report_progress"');
+    // The session ended: its grant and its MCP token are gone from their registries.
+    const grants = JSON.parse(readFileSync(join(p.stateDir, "proxy-tokens.json"), "utf8")).grants;
+    expect(grants.filter((g: any) => g.role === "builder")).toEqual([]);
+    const tokens = JSON.parse(readFileSync(join(p.stateDir, "mcp-tokens.json"), "utf8")).tokens;
+    expect(tokens.filter((t: any) => t.kind === "builder")).toEqual([]);
+    const rows = (await p.json(["stats", "audit"])).rows;
+    expect(rows.some((x: any) => x.role === "builder" && x.path === "/mcp" && x.note === "tools/call task_create")).toBe(true);
+    expect(rows.some((x: any) => x.role === "builder" && x.path.startsWith("/v1/messages"))).toBe(true);
+  }, 120_000);
+});
