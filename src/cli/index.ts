@@ -33,6 +33,7 @@ const main: CommandDef<any> = command({
     watch: () => import("./commands/watch").then((m) => m.watch),
     memory: () => import("./commands/memory").then((m) => m.memory),
     ask: () => import("./commands/ask").then((m) => m.ask),
+    report: () => import("./commands/ask").then((m) => m.report),
     build: () => import("./commands/chat").then((m) => m.build),
     accept: () => import("./commands/turns").then((m) => m.accept),
     reject: () => import("./commands/turns").then((m) => m.reject),

@@ -64,7 +64,7 @@ export interface ApiDeps {
  * The routes the server must not cut for idleness: the live streams (the dashboard's, lazy watch's) are quiet for long
  * stretches (TRAPS.md), and a turn's start may build an image for minutes before it answers.
  */
-export const longLived = (url: string): boolean => url.includes("/api/events") || url.includes("/api/watch") || url.endsWith("/api/ask") || /\/api\/tasks\/[^/]+\/(start|send|accept)$/.test(url);
+export const longLived = (url: string): boolean => url.includes("/api/events") || url.includes("/api/watch") || url.endsWith("/api/ask") || url.endsWith("/api/report") || /\/api\/tasks\/[^/]+\/(start|send|accept)$/.test(url);
 
 export function api(d: ApiDeps, token: string) {
   const want = Buffer.from(token);

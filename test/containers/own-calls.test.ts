@@ -94,4 +94,42 @@ describe("lazy's own model calls", () => {
     const row = (await p.json(["stats", "audit"])).rows.filter((x: any) => x.method === "POST").at(-1);
     expect(row).toMatchObject({ role: "lazy", taskId: null, status: 200 });
   }, 600_000);
+
+  test("lazy report writes a Markdown report across tasks through the proxy; a bad --since is a usage error", async () => {
+    anthropic.reset();
+    anthropic.reply = { text: "# Report\n\n- summed: accepted" };
+    const r = await p.run(["report", "--since", "1d"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("# Report");
+    const prompt = anthropic.received.find((x) => x.method === "POST")!.body;
+    expect(prompt).toContain("Write a short Markdown report");
+    expect(prompt).toContain("summed");
+    const bad = await p.run(["report", "--since", "yesterday"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--since "yesterday" is neither a duration');
+  }, 300_000);
+
+  test("memory past its bound is compacted through the proxy; a failed compaction loses no note", async () => {
+    const q = new Project({ toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n` });
+    sh(q.root, "git -c user.name=Dev -c user.email=dev@example.com commit -q --allow-empty -m init");
+    await q.setCredential("anthropic", KEY);
+    // A failing provider first: the notes past the bound are all kept.
+    anthropic.reset();
+    anthropic.behavior = { kind: "status", status: 400, body: { type: "error", error: { type: "invalid_request_error", message: "no" } } };
+    for (let i = 1; i <= 5; i++) await q.ok(["memory", "add", `fact ${i}: ${"x".repeat(1900)}`]);
+    await until(() => anthropic.received.some((x) => x.method === "POST") || undefined, 120_000, "the compaction call");
+    await until(() => q.log().includes("project memory was not compacted") || undefined, 120_000, "the failure to be logged");
+    expect((await q.json(["memory", "list", "--json"])).notes).toHaveLength(5);
+    // Then it answers: the notes are replaced by the compacted ones.
+    anthropic.reset();
+    anthropic.reply = { text: "- five facts about x\n- each one long" };
+    await q.ok(["memory", "add", "fact 6: the last straw"]);
+    const notes = await until(async () => {
+      const n = (await q.json(["memory", "list", "--json"])).notes;
+      return n.length === 2 ? n : undefined;
+    }, 120_000, "the compacted memory");
+    expect(notes.map((n: any) => [n.text, n.by])).toEqual([["five facts about x", "lazy"], ["each one long", "lazy"]]);
+    const prompt = anthropic.received.find((x) => x.method === "POST")!.body;
+    expect(prompt).toContain("fact 6: the last straw");
+  }, 600_000);
 });

@@ -17,3 +17,17 @@ export const ask = command({
     print(r.answer);
   },
 });
+
+export const report = command({
+  meta: { name: "report", description: "A Markdown report across tasks, written by a model through the proxy (one of lazy's own calls)" },
+  args: {
+    since: { type: "string", description: "What moved since then: 30m, 12h, 7d (default), or an ISO time" },
+    json: { type: "boolean", description: "Print JSON on stdout" },
+  },
+  async run({ args }) {
+    const c = await Client.connect(findProjectRoot());
+    const r = await c.request<{ report: string; since: string }>("POST", "/api/report", { since: args.since ?? "7d" }, 15 * 60_000);
+    if (args.json) return printJson(r);
+    print(r.report);
+  },
+});

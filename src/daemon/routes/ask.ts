@@ -9,6 +9,7 @@ import { z } from "zod";
 import { Tasks, type Task } from "../../store";
 import type { Runner } from "../../runner";
 import { parseBody } from "./input";
+import { parseSince } from "./watch";
 
 export interface AskDeps {
   db: Database;
@@ -37,8 +38,30 @@ export function askPrompt(db: Database, question: string, task: Task | undefined
   return lines.join("\n");
 }
 
+/** What `lazy report` asks: a Markdown report across the tasks that moved since `since`. */
+export function reportPrompt(db: Database, since: number): string {
+  const tasks = Tasks.list(db).filter((t) => Date.parse(t.updatedAt) >= since).slice(-200);
+  const lines = tasks.map((t) => {
+    const last = Tasks.events(db, t.id).filter((e) => ["result", "summary", "status", "finish"].includes(e.kind)).slice(-6);
+    return `## ${t.code ?? t.id.slice(0, 8)} — ${t.title} (${t.status})\n${last.map((e) => `- ${e.at} ${e.kind}: ${JSON.stringify(e.data).slice(0, 400)}`).join("\n")}`;
+  });
+  return [
+    `Write a short Markdown report for the people on this project of what its coding agents did since ${new Date(since).toISOString()}: what was done, what waits for a human, what failed and why.`,
+    "Use a heading per part and a bullet per task (by its code). Answer with the report only. Do not run any tool.",
+    "",
+    lines.join("\n\n") || "(no task moved in that time)",
+  ].join("\n");
+}
+
 export function askRoutes(d: AskDeps) {
-  return new Elysia().post("/api/ask", async ({ body }) => {
+  return new Elysia()
+    .post("/api/report", async ({ body }) => {
+      const { since } = parseBody(z.strictObject({ since: z.string().default("7d") }), body);
+      const from = parseSince(since);
+      const answer = await d.runner.calls.ask(reportPrompt(d.db, from), { purpose: "lazy report" });
+      return { report: answer.text, since: new Date(from).toISOString(), profile: answer.profile };
+    })
+    .post("/api/ask", async ({ body }) => {
     const input = parseBody(Ask, body);
     const task = input.task !== undefined ? Tasks.resolveFilter(d.db, [input.task])![0] : undefined;
     const answer = await d.runner.calls.ask(askPrompt(d.db, input.question, task), { task, purpose: "lazy ask" });
