@@ -11,7 +11,11 @@ const all = process.argv.includes("--all");
 
 async function compile(out: string, target?: string): Promise<void> {
   const cmd = [
-    process.execPath, "build", "src/index.ts", "src/proxy/audit/writer.ts", "src/proxy/thread.ts",
+    process.execPath,
+    "build",
+    "src/index.ts",
+    "src/proxy/audit/writer.ts",
+    "src/proxy/thread.ts",
     "--compile",
     "--no-compile-autoload-dotenv",
     "--no-compile-autoload-bunfig",
@@ -23,7 +27,8 @@ async function compile(out: string, target?: string): Promise<void> {
     "--format=esm",
     "--splitting",
     ...(target ? [`--target=bun-${target}`] : []),
-    "--outfile", out,
+    "--outfile",
+    out,
   ];
   const p = Bun.spawn(cmd, { stdout: "inherit", stderr: "inherit" });
   if ((await p.exited) !== 0) throw new Error(`bun build failed for ${target ?? "host"}`);

@@ -33,7 +33,10 @@ const rel = (p: string) => relative(resolve(ROOT, ".."), p);
 for (const f of all) {
   const src = readFileSync(f, "utf8");
   // Type-only imports vanish at run time but still tie the folders together: count them too.
-  const specs = [...transpiler.scanImports(src).map((i) => i.path), ...[...src.matchAll(/^\s*(?:import|export)\s+type\s[^;]*?from\s+["']([^"']+)["']/gm)].map((m) => m[1]!)];
+  const specs = [
+    ...transpiler.scanImports(src).map((i) => i.path),
+    ...[...src.matchAll(/^\s*(?:import|export)\s+type\s[^;]*?from\s+["']([^"']+)["']/gm)].map((m) => m[1]!),
+  ];
   const targets: string[] = [];
   for (const spec of new Set(specs)) {
     const t = resolveImport(f, spec);
@@ -46,7 +49,8 @@ for (const f of all) {
     const inside = fromDir === toDir || (fromDir + sep).startsWith(toDir + sep);
     if (!inside && !t.endsWith(`${sep}index.ts`)) {
       // Reaching a file in another folder: allowed only when that folder has no index.ts (src/ itself).
-      if (existsSync(join(toDir, "index.ts")) && toDir !== ROOT) problems.push(`${rel(f)} imports ${rel(t)}: go through ${rel(join(toDir, "index.ts"))}`);
+      if (existsSync(join(toDir, "index.ts")) && toDir !== ROOT)
+        problems.push(`${rel(f)} imports ${rel(t)}: go through ${rel(join(toDir, "index.ts"))}`);
     }
   }
   graph.set(f, targets);
@@ -75,5 +79,9 @@ function visit(f: string): void {
 for (const f of all) if (!state.has(f)) visit(f);
 
 for (const p of problems) console.log(p);
-console.log(problems.length ? `check-imports: ${problems.length} problem(s) in ${all.length} files` : `check-imports: no cycle, every folder entered through its index.ts (${all.length} files)`);
+console.log(
+  problems.length
+    ? `check-imports: ${problems.length} problem(s) in ${all.length} files`
+    : `check-imports: no cycle, every folder entered through its index.ts (${all.length} files)`,
+);
 process.exit(problems.length ? 1 : 0);

@@ -45,7 +45,7 @@ const main: CommandDef<any> = command({
 });
 
 type Resolvable<T> = T | Promise<T> | (() => T | Promise<T>);
-const resolveValue = async <T,>(v: Resolvable<T>): Promise<T> => (typeof v === "function" ? await (v as () => T | Promise<T>)() : await v);
+const resolveValue = async <T>(v: Resolvable<T>): Promise<T> => (typeof v === "function" ? await (v as () => T | Promise<T>)() : await v);
 
 async function findCommand(words: string[]): Promise<{ cmd: CommandDef<any>; parent?: CommandDef<any> }> {
   let cmd: CommandDef<any> = main;
@@ -85,7 +85,12 @@ export async function run(argv: string[]): Promise<number> {
     if (cmd.subCommands && !cmd.run) {
       const known = Object.keys(await resolveValue(cmd.subCommands));
       const word = own.find((w) => !w.startsWith("-") && !known.includes(w) && w !== (cmd.meta as { name?: string })?.name);
-      throw new LazyError("invalid_input", word ? `Unknown command "${word}"; try one of: ${known.filter((k) => k !== "run").join(", ")}.` : `Say what to do: one of ${known.filter((k) => k !== "run").join(", ")} (lazy --help).`);
+      throw new LazyError(
+        "invalid_input",
+        word
+          ? `Unknown command "${word}"; try one of: ${known.filter((k) => k !== "run").join(", ")}.`
+          : `Say what to do: one of ${known.filter((k) => k !== "run").join(", ")} (lazy --help).`,
+      );
     }
     await runCommand(main, { rawArgs: own });
     return getExitCode();

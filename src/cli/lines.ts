@@ -23,7 +23,8 @@ export function line(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
     case "status":
       if (d.reason === "question") return `${t}  -- ${d.from} → ${d.to}: waiting for your answer (lazy send TASK "…"): ${d.question}`;
       if (d.reason === "budget") return `${t}  -- ${d.from} → ${d.to}: ${d.detail}`;
-      if (d.reason === "usage_pause") return `${t}  -- ${d.from} → ${d.to}: held by [usage_pause] (${d.credential}: ${d.detail}) until ${d.resetsAt}`;
+      if (d.reason === "usage_pause")
+        return `${t}  -- ${d.from} → ${d.to}: held by [usage_pause] (${d.credential}: ${d.detail}) until ${d.resetsAt}`;
       return `${t}  -- ${d.from} → ${d.to}${d.result ? "" : d.error ? `: ${d.error}` : ""}`;
     case "held":
       return `${t}  -- turn held by [usage_pause] (${d.credential}: ${d.detail}) until ${d.resetsAt}`;

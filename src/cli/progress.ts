@@ -45,7 +45,10 @@ export class LaunchProgress {
   }
 
   private step(text: string): void {
-    if (!this.tty) return say.info(text);
+    if (!this.tty) {
+      say.info(text);
+      return;
+    }
     const cols = (process.stderr.columns || 100) - 1;
     const t = text.length > cols ? `${text.slice(0, cols - 1)}…` : text;
     process.stderr.write(`\r${t.padEnd(this.width)}`);

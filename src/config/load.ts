@@ -80,11 +80,17 @@ function find(where: Map<string, Located>, path: (string | number)[]): Located {
 function describe(issue: z.core.$ZodIssue): string {
   switch (issue.code) {
     case "invalid_type":
-      return issue.input === undefined ? `missing: expected ${article(issue.expected)}` : `expected ${article(issue.expected)}, got ${typeName(issue.input)}`;
+      return issue.input === undefined
+        ? `missing: expected ${article(issue.expected)}`
+        : `expected ${article(issue.expected)}, got ${typeName(issue.input)}`;
     case "invalid_value":
       return `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
     case "too_small":
-      return issue.origin === "array" ? `expected at least ${issue.minimum} entries` : issue.origin === "string" ? "expected a non-empty string" : `expected a number ≥ ${issue.minimum}`;
+      return issue.origin === "array"
+        ? `expected at least ${issue.minimum} entries`
+        : issue.origin === "string"
+          ? "expected a non-empty string"
+          : `expected a number ≥ ${issue.minimum}`;
     case "too_big":
       return `expected a number ≤ ${issue.maximum}`;
     case "invalid_format":
@@ -94,7 +100,8 @@ function describe(issue: z.core.$ZodIssue): string {
   }
 }
 
-const typeName = (v: unknown) => (Array.isArray(v) ? "an array" : v === null ? "null" : typeof v === "object" ? "a table" : article(typeof v));
+const typeName = (v: unknown) =>
+  Array.isArray(v) ? "an array" : v === null ? "null" : typeof v === "object" ? "a table" : article(typeof v);
 const article = (t: string) => (t === "int" ? "an integer" : /^[aeiou]/.test(t) ? `an ${t}` : `a ${t}`);
 
 /** The keys the schema accepts at a path, for the "unknown key" line. */

@@ -26,7 +26,10 @@ export function resolveProfile(config: Config, name: string): ResolvedProfile {
   const p: Profile | undefined = config.profiles[name];
   const builtin = (HARNESSES as readonly string[]).includes(name);
   if (!p && !builtin)
-    throw new LazyError("invalid_input", `No profile "${name}": use one of ${profileNames(config).join(", ")}, or add [profiles.${name}] to lazy.toml.`);
+    throw new LazyError(
+      "invalid_input",
+      `No profile "${name}": use one of ${profileNames(config).join(", ")}, or add [profiles.${name}] to lazy.toml.`,
+    );
   const harness = (p?.harness ?? name) as Harness;
   return { name, harness, model: p?.model, endpoint: p?.endpoint, wire: p?.wire ?? defaultWire(harness), credential: p?.credential };
 }

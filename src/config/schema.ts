@@ -10,9 +10,7 @@ export const WIRES = ["anthropic", "openai"] as const;
 export const FALLBACK_ON = ["reset", "timeout", "connect", "5xx", "529", "429"] as const;
 
 const origin = (what: string) =>
-  z
-    .string()
-    .refine((v) => isHttpUrl(v), { message: `expected an http(s) URL for ${what}, like "https://api.example.com"` });
+  z.string().refine((v) => isHttpUrl(v), { message: `expected an http(s) URL for ${what}, like "https://api.example.com"` });
 
 const port = z.number().int().min(0).max(65535);
 const profileName = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,47}$/, "expected a profile name (lowercase letters, digits, - and _)");
@@ -22,7 +20,11 @@ const credentialName = z
 
 export const Server = z
   .strictObject({
-    bind: z.string().min(1).default("127.0.0.1").describe("Interface the daemon's API and dashboard listen on. Loopback by default: nothing is reachable from other machines."),
+    bind: z
+      .string()
+      .min(1)
+      .default("127.0.0.1")
+      .describe("Interface the daemon's API and dashboard listen on. Loopback by default: nothing is reachable from other machines."),
     port: port.default(26024).describe("First port to try for the daemon; when taken, lazy probes upward."),
     web: z.boolean().default(true).describe("Serve the dashboard. false turns it off (status then says Web: off)."),
   })
@@ -33,9 +35,15 @@ export const Fallback = z
     name: z.string().min(1).describe("Name shown in errors and the audit trail."),
     endpoint: origin("the fallback endpoint").describe("Where rerouted requests go."),
     wire: z.enum(WIRES).describe("The API the endpoint speaks: anthropic or openai."),
-    credential: credentialName.optional().describe('Credential to send there; "none" for a server that needs none. Inferred from the host when absent.'),
+    credential: credentialName
+      .optional()
+      .describe('Credential to send there; "none" for a server that needs none. Inferred from the host when absent.'),
     model: z.string().min(1).optional().describe("Model to ask the fallback for."),
-    on: z.array(z.enum(FALLBACK_ON)).min(1).default(["reset", "timeout", "connect", "5xx", "529"]).describe("Which failures of the primary reroute here."),
+    on: z
+      .array(z.enum(FALLBACK_ON))
+      .min(1)
+      .default(["reset", "timeout", "connect", "5xx", "529"])
+      .describe("Which failures of the primary reroute here."),
   })
   .describe("An upstream that takes over when the primary fails in one of the listed ways.");
 
@@ -52,7 +60,13 @@ export const ProxyConfig = z
       .default({})
       .describe("Override the built-in providers' addresses (a gateway, or a test server)."),
     fallback: z.array(Fallback).default([]).describe("Ordered fallbacks for the primary upstream."),
-    first_byte_timeout_s: z.number().min(1).default(600).describe("How long a provider may think before its response headers arrive; then the agent gets a 504 naming it. Streams are never cut once they flow."),
+    first_byte_timeout_s: z
+      .number()
+      .min(1)
+      .default(600)
+      .describe(
+        "How long a provider may think before its response headers arrive; then the agent gets a 504 naming it. Streams are never cut once they flow.",
+      ),
     audit: z
       .strictObject({
         max_rows: z.number().int().min(100).default(100_000).describe("Audit rows kept; the oldest go first."),
@@ -65,24 +79,39 @@ export const ProxyConfig = z
 
 export const Profile = z
   .strictObject({
-    harness: z.enum(HARNESSES).optional().describe("Which agent runs: claude, codex, cursor or pi. Required unless the profile is named after a built-in one."),
+    harness: z
+      .enum(HARNESSES)
+      .optional()
+      .describe("Which agent runs: claude, codex, cursor or pi. Required unless the profile is named after a built-in one."),
     model: z.string().min(1).optional().describe("Model the harness asks for."),
-    endpoint: origin("the profile endpoint").optional().describe("Upstream this profile's traffic goes to (a provider, or a model server you run)."),
+    endpoint: origin("the profile endpoint")
+      .optional()
+      .describe("Upstream this profile's traffic goes to (a provider, or a model server you run)."),
     wire: z.enum(WIRES).optional().describe("The API the endpoint speaks. Defaults from the harness."),
-    credential: credentialName.optional().describe('Stored credential this profile bills (lazy auth set NAME); "none" for a local model server. Inferred from the endpoint when absent.'),
+    credential: credentialName
+      .optional()
+      .describe(
+        'Stored credential this profile bills (lazy auth set NAME); "none" for a local model server. Inferred from the endpoint when absent.',
+      ),
   })
   .describe("An agent profile: a harness, a model and where its traffic goes.");
 
 export const Container = z
   .strictObject({
     image: z.string().min(1).optional().describe("Image to run task containers from."),
-    dockerfile: z.string().min(1).optional().describe("Project Dockerfile to build the task image from (path relative to the project root)."),
+    dockerfile: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("Project Dockerfile to build the task image from (path relative to the project root)."),
     base: z.string().min(1).optional().describe("Base image lazy's default task image is built FROM (default debian:bookworm)."),
     setup: z.string().min(1).optional().describe("Command run in a new worktree before the first turn (e.g. npm ci)."),
     allow_metadata: z
       .boolean()
       .default(false)
-      .describe("Let task containers reach link-local addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254), where a cloud VM's metadata service hands out the host's own credentials. Off: lazy's firewall rules drop them."),
+      .describe(
+        "Let task containers reach link-local addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254), where a cloud VM's metadata service hands out the host's own credentials. Off: lazy's firewall rules drop them.",
+      ),
   })
   .refine((c) => !(c.image && c.dockerfile), { message: "set either image or dockerfile, not both" })
   .describe("How task containers are made.");
@@ -93,8 +122,15 @@ export const Notify = z
       .string()
       .refine((v) => isHttpUrl(v), { message: 'expected an http(s) URL for notify.webhook, like "https://hooks.example.com/lazy"' })
       .optional()
-      .describe("URL that gets a JSON POST when a task starts waiting, finishes or fails (tried 4 times, then logged). Its path may carry a secret: lazy logs only its origin."),
-    desktop: z.boolean().default(false).describe("Show a desktop notification for the same events (notify-send on Linux, osascript on macOS); lazy doctor warns when neither is on PATH."),
+      .describe(
+        "URL that gets a JSON POST when a task starts waiting, finishes or fails (tried 4 times, then logged). Its path may carry a secret: lazy logs only its origin.",
+      ),
+    desktop: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Show a desktop notification for the same events (notify-send on Linux, osascript on macOS); lazy doctor warns when neither is on PATH.",
+      ),
   })
   .describe("Tell someone when a task needs a human: it waits, is done, or failed.");
 
@@ -102,7 +138,10 @@ export const Config = z
   .strictObject({
     server: Server.default(Server.parse({})),
     proxy: ProxyConfig.default(ProxyConfig.parse({})),
-    profiles: z.record(profileName, Profile).default({}).describe("Agent profiles by name; claude, codex, cursor and pi exist without any config."),
+    profiles: z
+      .record(profileName, Profile)
+      .default({})
+      .describe("Agent profiles by name; claude, codex, cursor and pi exist without any config."),
     models: z
       .strictObject({
         roles: z
@@ -119,15 +158,37 @@ export const Config = z
     container: Container.default(Container.parse({})),
     usage_pause: z
       .strictObject({
-        threshold: z.number().min(1).max(100).optional().describe("Percent of a subscription window past which lazy starts no new turn on that credential (every window)."),
-        "5h": z.number().min(1).max(100).optional().describe("Threshold for the 5-hour window (Claude five_hour, Codex primary); overrides threshold."),
-        "7d": z.number().min(1).max(100).optional().describe("Threshold for the 7-day window (Claude seven_day, Codex secondary); overrides threshold."),
+        threshold: z
+          .number()
+          .min(1)
+          .max(100)
+          .optional()
+          .describe("Percent of a subscription window past which lazy starts no new turn on that credential (every window)."),
+        "5h": z
+          .number()
+          .min(1)
+          .max(100)
+          .optional()
+          .describe("Threshold for the 5-hour window (Claude five_hour, Codex primary); overrides threshold."),
+        "7d": z
+          .number()
+          .min(1)
+          .max(100)
+          .optional()
+          .describe("Threshold for the 7-day window (Claude seven_day, Codex secondary); overrides threshold."),
       })
       .default({})
       .describe("Hold new turns when a subscription window is nearly used."),
     budget: z
       .strictObject({
-        per_task_tokens: z.number().int().min(0).optional().describe("Tokens (input, output and cache, all counted) one task may spend before its turn is stopped; lazy task budget T +N raises it."),
+        per_task_tokens: z
+          .number()
+          .int()
+          .min(0)
+          .optional()
+          .describe(
+            "Tokens (input, output and cache, all counted) one task may spend before its turn is stopped; lazy task budget T +N raises it.",
+          ),
         per_day_tokens: z.number().int().min(0).optional().describe("Tokens all of the project's tasks may spend in a UTC day."),
         per_task_usd: z.number().min(0).optional().describe("Dollars one task may spend, where lazy knows the model's price."),
         per_day_usd: z.number().min(0).optional().describe("Dollars all tasks may spend in a UTC day, where lazy knows the prices."),
@@ -153,7 +214,10 @@ export function crossCheck(raw: unknown): { path: (string | number)[]; message: 
   for (const [name, p] of Object.entries(profiles)) {
     if (!p || typeof p !== "object") continue;
     if (p.harness === undefined && !builtin(name))
-      out.push({ path: ["profiles", name], message: `missing: expected harness = one of ${HARNESSES.join(", ")} (only built-in profile names may omit it)` });
+      out.push({
+        path: ["profiles", name],
+        message: `missing: expected harness = one of ${HARNESSES.join(", ")} (only built-in profile names may omit it)`,
+      });
     const harness = typeof p.harness === "string" ? p.harness : name;
     if (p.wire !== undefined && harness === "codex" && p.wire !== "openai")
       out.push({ path: ["profiles", name, "wire"], message: 'expected "openai": codex speaks only the OpenAI Responses wire' });

@@ -21,7 +21,8 @@ function shapeOf(t: z.ZodType): Record<string, z.ZodType> {
   return d.shape ?? {};
 }
 
-const toml = (v: unknown): string => (typeof v === "string" ? JSON.stringify(v) : Array.isArray(v) ? `[${v.map(toml).join(", ")}]` : String(v));
+const toml = (v: unknown): string =>
+  typeof v === "string" ? JSON.stringify(v) : Array.isArray(v) ? `[${v.map(toml).join(", ")}]` : String(v);
 
 function section(name: string, schema: z.ZodType, examples: Record<string, unknown> = {}, skip: string[] = []): string {
   const lines = [`# ${describe(schema)}`, `# [${name}]`];
@@ -49,7 +50,13 @@ export function starter(): string {
     "",
     `# ${describe(Profile)}`,
     "# [profiles.local]",
-    section("profiles.local", Profile, { harness: "claude", model: "qwen3-coder", endpoint: "http://127.0.0.1:11434", wire: "anthropic", credential: "none" })
+    section("profiles.local", Profile, {
+      harness: "claude",
+      model: "qwen3-coder",
+      endpoint: "http://127.0.0.1:11434",
+      wire: "anthropic",
+      credential: "none",
+    })
       .split("\n")
       .slice(2)
       .join("\n"),

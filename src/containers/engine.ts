@@ -45,7 +45,10 @@ export async function client(ep: Endpoint): Promise<Docker> {
   return new Docker({ host: u.hostname, port: Number(u.port || 2375), protocol: "http" });
 }
 
-export async function ping(ep: Endpoint, timeoutMs = 3000): Promise<{ ok: true; version: string; os: string } | { ok: false; error: string }> {
+export async function ping(
+  ep: Endpoint,
+  timeoutMs = 3000,
+): Promise<{ ok: true; version: string; os: string } | { ok: false; error: string }> {
   try {
     const d = await client(ep);
     const v = (await Promise.race([
@@ -72,7 +75,8 @@ export async function kind(ep: Endpoint): Promise<{ kind: EngineKind; detail: st
   const d = await client(ep);
   const info = (await d.info()) as { OperatingSystem?: string; SecurityOptions?: string[]; Name?: string };
   const os = info.OperatingSystem ?? "";
-  if (/docker desktop/i.test(os) || /orbstack|colima/i.test(os) || (process.platform === "darwin" && !remote)) return { kind: "desktop", detail: os || "Docker Desktop" };
+  if (/docker desktop/i.test(os) || /orbstack|colima/i.test(os) || (process.platform === "darwin" && !remote))
+    return { kind: "desktop", detail: os || "Docker Desktop" };
   if ((info.SecurityOptions ?? []).some((o) => o.includes("rootless"))) return { kind: "rootless", detail: `${os}, rootless` };
   if (remote) return { kind: "remote", detail: `${os} at ${ep.host}` };
   return { kind: "native", detail: os };

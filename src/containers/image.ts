@@ -65,19 +65,42 @@ export function plan(root: string, container: { image?: string; dockerfile?: str
   const uid = String(agentUid());
   if (container.dockerfile) {
     const file = resolve(root, container.dockerfile);
-    if (!existsSync(file)) throw new LazyError("invalid_input", `[container] dockerfile = "${container.dockerfile}" does not exist (${file}).`);
+    if (!existsSync(file))
+      throw new LazyError("invalid_input", `[container] dockerfile = "${container.dockerfile}" does not exist (${file}).`);
     const text = readFileSync(file, "utf8");
     const context = dirname(file);
-    if (relative(root, context).startsWith("..")) throw new LazyError("invalid_input", `[container] dockerfile must live inside the project (${file}).`);
+    if (relative(root, context).startsWith(".."))
+      throw new LazyError("invalid_input", `[container] dockerfile must live inside the project (${file}).`);
     const hash = createHash("sha256").update(text).update(uid).digest("hex").slice(0, 12);
-    return { kind: "build", tag: `lazy-project/${slugOf(root)}:${hash}`, dockerfile: text, context, buildArgs: { AGENT_UID: uid }, what: `the project's ${container.dockerfile}` };
+    return {
+      kind: "build",
+      tag: `lazy-project/${slugOf(root)}:${hash}`,
+      dockerfile: text,
+      context,
+      buildArgs: { AGENT_UID: uid },
+      what: `the project's ${container.dockerfile}`,
+    };
   }
   const base = container.base ?? "debian:bookworm";
   const hash = createHash("sha256").update(DEFAULT_DOCKERFILE).update(base).update(uid).digest("hex").slice(0, 12);
-  return { kind: "build", tag: `lazy/agent:${VERSION}-${hash}`, dockerfile: DEFAULT_DOCKERFILE, context: null, buildArgs: { BASE: base, AGENT_UID: uid }, what: `lazy's default image (FROM ${base})` };
+  return {
+    kind: "build",
+    tag: `lazy/agent:${VERSION}-${hash}`,
+    dockerfile: DEFAULT_DOCKERFILE,
+    context: null,
+    buildArgs: { BASE: base, AGENT_UID: uid },
+    what: `lazy's default image (FROM ${base})`,
+  };
 }
 
-const slugOf = (root: string) => root.split("/").filter(Boolean).at(-1)!.toLowerCase().replace(/[^a-z0-9._-]+/g, "-").slice(0, 40) || "project";
+const slugOf = (root: string) =>
+  root
+    .split("/")
+    .filter(Boolean)
+    .at(-1)!
+    .toLowerCase()
+    .replace(/[^a-z0-9._-]+/g, "-")
+    .slice(0, 40) || "project";
 
 /** A minimal tar archive (ustar) of in-memory files: the build context for a Dockerfile given as text. */
 export function tar(files: Record<string, string | Uint8Array>): Uint8Array {
@@ -91,7 +114,8 @@ export function tar(files: Record<string, string | Uint8Array>): Uint8Array {
     let short = name;
     if (enc.encode(name).length > 100) {
       const at = [...name.matchAll(/\//g)].map((m) => m.index!).find((i) => name.length - i - 1 <= 100 && i <= 155);
-      if (at === undefined) throw new LazyError("invalid_input", `A file path in the Docker build context is too long for the archive: ${name}`);
+      if (at === undefined)
+        throw new LazyError("invalid_input", `A file path in the Docker build context is too long for the archive: ${name}`);
       put(name.slice(0, at), 345, 155);
       short = name.slice(at + 1);
     }
@@ -100,7 +124,13 @@ export function tar(files: Record<string, string | Uint8Array>): Uint8Array {
     put("0000000\0", 108, 8);
     put("0000000\0", 116, 8);
     put(data.length.toString(8).padStart(11, "0") + "\0", 124, 12);
-    put(Math.floor(Date.now() / 1000).toString(8).padStart(11, "0") + "\0", 136, 12);
+    put(
+      Math.floor(Date.now() / 1000)
+        .toString(8)
+        .padStart(11, "0") + "\0",
+      136,
+      12,
+    );
     put("        ", 148, 8);
     put("0", 156, 1);
     put("ustar\0", 257, 6);
@@ -162,9 +192,10 @@ export class BuildLog {
     const step = this.step.replace(/^Step (\d+\/\d+) : /, "step $1 (") + (this.step ? ")" : "");
     const where = step ? ` at ${step.length > 160 ? `${step.slice(0, 160)}…)` : step}` : "";
     const why = telling ? `${telling.trim()} — ${error.trim()}` : error.trim();
-    return new LazyError("launch_refused", `Building the task image ${tag} failed${where}: ${why}. Fix the Dockerfile (or [container] in lazy.toml) and run again.`, [
-      "the build's last lines:",
-      ...lines.slice(-12).map((l) => `  ${l}`),
-    ]);
+    return new LazyError(
+      "launch_refused",
+      `Building the task image ${tag} failed${where}: ${why}. Fix the Dockerfile (or [container] in lazy.toml) and run again.`,
+      ["the build's last lines:", ...lines.slice(-12).map((l) => `  ${l}`)],
+    );
   }
 }

@@ -6,6 +6,15 @@
  */
 export * as Engine from "./engine";
 export * as Image from "./image";
-export { Runtime, LABEL_PROJECT, LABEL_TASK, type Mount, type TaskContainerSpec, type ContainerInfo, type Network, type NetworkOptions } from "./runtime";
+export {
+  Runtime,
+  LABEL_PROJECT,
+  LABEL_TASK,
+  type Mount,
+  type TaskContainerSpec,
+  type ContainerInfo,
+  type Network,
+  type NetworkOptions,
+} from "./runtime";
 export * as LinkLocal from "./link-local";
 export type { Guard as LinkLocalGuard } from "./link-local";

@@ -60,8 +60,8 @@ const prelude = (bridge: string) => {
     `BR='${bridge}'`,
     `C=${CHAIN}`,
     // -w: wait for the xtables lock instead of failing while Docker holds it.
-    "v4() { iptables -w 10 -t raw \"$@\"; }",
-    "v6() { ip6tables -w 10 -t raw \"$@\"; }",
+    'v4() { iptables -w 10 -t raw "$@"; }',
+    'v6() { ip6tables -w 10 -t raw "$@"; }',
     // prune FAMILY: remove jumps to the chain that name an interface which is gone (a project
     // network removed behind lazy's back). The listing is read token by token, never as a
     // whole line: iptables prints options in its own order.
@@ -70,7 +70,7 @@ const prelude = (bridge: string) => {
     '    case " $line " in *" -j $C "*) ;; *) continue ;; esac',
     "    i=''; prev=''",
     '    for w in $line; do [ "$prev" = "-i" ] && i=$w; prev=$w; done',
-    '    case "$i" in \'\' | *[!A-Za-z0-9_.-]*) continue ;; esac',
+    "    case \"$i\" in '' | *[!A-Za-z0-9_.-]*) continue ;; esac",
     '    [ -e "/sys/class/net/$i" ] || $1 -D PREROUTING -i "$i" -j $C',
     "  done",
     "}",
@@ -88,8 +88,8 @@ export function applyScript(bridge: string): string {
     "  $f -S $C >/dev/null 2>&1 || $f -N $C || return 1",
     "  ok=1",
     '  [ "$($f -S $C | wc -l)" -eq $(($# + 1)) ] || ok=0',
-    "  for r in \"$@\"; do $f -C $C $r 2>/dev/null || ok=0; done",
-    "  if [ $ok = 0 ]; then $f -F $C || return 1; for r in \"$@\"; do $f -A $C $r || return 1; done; fi",
+    '  for r in "$@"; do $f -C $C $r 2>/dev/null || ok=0; done',
+    '  if [ $ok = 0 ]; then $f -F $C || return 1; for r in "$@"; do $f -A $C $r || return 1; done; fi',
     '  $f -C PREROUTING -i "$BR" -j $C 2>/dev/null || $f -I PREROUTING 1 -i "$BR" -j $C || return 1',
     "}",
     `command -v iptables >/dev/null 2>&1 || { echo 'no iptables command' >&2; exit ${EXIT.noIptables}; }`,
@@ -116,7 +116,14 @@ export function removeScript(bridge: string): string {
 
 /** Words for a failed run of the script. */
 export function failure(code: number, output: string): string {
-  const what = code === EXIT.noIptables ? "there is no iptables command" : code === EXIT.v6 ? "ip6tables failed" : code === EXIT.v4 ? "iptables failed" : `the firewall script exited ${code}`;
+  const what =
+    code === EXIT.noIptables
+      ? "there is no iptables command"
+      : code === EXIT.v6
+        ? "ip6tables failed"
+        : code === EXIT.v4
+          ? "iptables failed"
+          : `the firewall script exited ${code}`;
   const detail = output.trim().split("\n").filter(Boolean).slice(-2).join("; ").slice(0, 300);
   return detail ? `${what} (${detail})` : what;
 }

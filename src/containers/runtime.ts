@@ -75,7 +75,10 @@ export class Runtime {
       const k = await Engine.kind(endpoint);
       return new Runtime(endpoint, docker, k.kind, k.detail, log);
     } catch (e) {
-      throw new LazyError("launch_refused", `Cannot reach the Docker engine at ${endpoint.host} (${(e as Error).message}); run lazy doctor.`);
+      throw new LazyError(
+        "launch_refused",
+        `Cannot reach the Docker engine at ${endpoint.host} (${(e as Error).message}); run lazy doctor.`,
+      );
     }
   }
 
@@ -96,9 +99,17 @@ export class Runtime {
       await this.docker.createNetwork({ Name: name, Driver: "bridge", Labels: { [LABEL_PROJECT]: project }, CheckDuplicate: true });
       net = (await this.docker.listNetworks({ filters: { name: [name] } })).find((n) => n.Name === name);
     }
-    const detail = (await this.docker.getNetwork(net!.Id).inspect()) as { Id: string; Options?: Record<string, string>; IPAM?: { Config?: { Gateway?: string; Subnet?: string }[] } };
+    const detail = (await this.docker.getNetwork(net!.Id).inspect()) as {
+      Id: string;
+      Options?: Record<string, string>;
+      IPAM?: { Config?: { Gateway?: string; Subnet?: string }[] };
+    };
     const gateway = detail.IPAM?.Config?.find((c) => c.Gateway && !c.Gateway.includes(":"))?.Gateway;
-    if (!gateway) throw new LazyError("launch_refused", `Docker network ${name} has no IPv4 gateway; remove it (docker network rm ${name}) and try again.`);
+    if (!gateway)
+      throw new LazyError(
+        "launch_refused",
+        `Docker network ${name} has no IPv4 gateway; remove it (docker network rm ${name}) and try again.`,
+      );
     const guard = await this.guardLinkLocal(project, LinkLocal.bridgeOf(detail), opts);
     return { name, gateway, guard };
   }
@@ -115,10 +126,20 @@ export class Runtime {
         reason: `${this.kindDetail} runs containers where lazy cannot set the firewall (${this.kind === "rootless" ? "rootless Docker's containers reach the network through the user's own process" : "not this host's network stack"}), so task containers may reach 169.254.169.254`,
         remedy: "block link-local metadata addresses in that engine's VM or host firewall, or use native Linux Docker",
       };
-    if (!LinkLocal.validBridge(bridge)) return { state: "unblocked", reason: `the network's bridge interface name ${JSON.stringify(bridge)} is not one lazy can use`, remedy: `remove the network (docker network rm lazy-${project}); lazy makes it again` };
+    if (!LinkLocal.validBridge(bridge))
+      return {
+        state: "unblocked",
+        reason: `the network's bridge interface name ${JSON.stringify(bridge)} is not one lazy can use`,
+        remedy: `remove the network (docker network rm lazy-${project}); lazy makes it again`,
+      };
     const script = opts.allowMetadata ? LinkLocal.removeScript(bridge) : LinkLocal.applyScript(bridge);
     const r = process.getuid?.() === 0 ? await this.runHostScript(script) : await this.runHelperScript(project, script, opts.helperImage);
-    if ("skipped" in r) return { state: "unblocked", reason: r.skipped, remedy: "run the daemon as root, or give it a task image (it runs the firewall helper in it)" };
+    if ("skipped" in r)
+      return {
+        state: "unblocked",
+        reason: r.skipped,
+        remedy: "run the daemon as root, or give it a task image (it runs the firewall helper in it)",
+      };
     if (r.code !== 0)
       return {
         state: "unblocked",
@@ -146,8 +167,13 @@ export class Runtime {
    * host's network namespace, with the host's own iptables (chroot into / mounted read-only)
    * and only the capabilities that needs. It carries no project label: it is not a task's.
    */
-  private async runHelperScript(project: string, script: string, image: string | undefined): Promise<{ code: number; output: string } | { skipped: string }> {
-    if (!image || !(await this.imageExists(image))) return { skipped: `lazy runs as uid ${process.getuid?.()} and has no task image yet to run its firewall helper in` };
+  private async runHelperScript(
+    project: string,
+    script: string,
+    image: string | undefined,
+  ): Promise<{ code: number; output: string } | { skipped: string }> {
+    if (!image || !(await this.imageExists(image)))
+      return { skipped: `lazy runs as uid ${process.getuid?.()} and has no task image yet to run its firewall helper in` };
     let c: Docker.Container | undefined;
     try {
       c = await this.docker.createContainer({
@@ -157,10 +183,18 @@ export class Runtime {
         Cmd: ["/host", "sh", "-c", script],
         User: "0:0",
         Labels: { "dev.lazy.helper": "link-local" },
-        HostConfig: { NetworkMode: "host", Binds: ["/:/host:ro"], CapDrop: ["ALL"], CapAdd: ["NET_ADMIN", "SYS_CHROOT"], Privileged: false },
+        HostConfig: {
+          NetworkMode: "host",
+          Binds: ["/:/host:ro"],
+          CapDrop: ["ALL"],
+          CapAdd: ["NET_ADMIN", "SYS_CHROOT"],
+          Privileged: false,
+        },
       });
       await c.start();
-      const done = (await Promise.race([c.wait(), Bun.sleep(GUARD_TIMEOUT_MS).then(() => undefined)])) as { StatusCode: number } | undefined;
+      const done = (await Promise.race([c.wait(), Bun.sleep(GUARD_TIMEOUT_MS).then(() => undefined)])) as
+        | { StatusCode: number }
+        | undefined;
       const logs = (await c.logs({ stdout: true, stderr: true })) as unknown as Buffer;
       const output = demux(Buffer.from(logs));
       return done ? { code: done.StatusCode, output } : { code: -1, output: `no answer within ${GUARD_TIMEOUT_MS / 1000} s` };
@@ -179,7 +213,12 @@ export class Runtime {
     const name = `lazy-${project}`;
     const net = (await this.docker.listNetworks({ filters: { name: [name] } })).find((n) => n.Name === name);
     if (!net) return undefined;
-    const detail = (await this.docker.getNetwork(net.Id).inspect()) as { Id: string; Options?: Record<string, string>; Containers?: Record<string, unknown>; IPAM?: { Config?: { Gateway?: string }[] } };
+    const detail = (await this.docker.getNetwork(net.Id).inspect()) as {
+      Id: string;
+      Options?: Record<string, string>;
+      Containers?: Record<string, unknown>;
+      IPAM?: { Config?: { Gateway?: string }[] };
+    };
     if (Object.keys(detail.Containers ?? {}).length) return undefined;
     await this.docker.getNetwork(net.Id).remove();
     // Its bridge is gone; so goes the jump that named it.
@@ -187,7 +226,8 @@ export class Runtime {
     if (this.kind === "native" && LinkLocal.validBridge(bridge)) {
       const script = LinkLocal.removeScript(bridge);
       const r = process.getuid?.() === 0 ? await this.runHostScript(script) : await this.runHelperScript(project, script, opts.helperImage);
-      if ("code" in r && r.code !== 0) this.log.warn(`could not remove the ${LinkLocal.CHAIN} jump for ${bridge}: ${LinkLocal.failure(r.code, r.output)}`);
+      if ("code" in r && r.code !== 0)
+        this.log.warn(`could not remove the ${LinkLocal.CHAIN} jump for ${bridge}: ${LinkLocal.failure(r.code, r.output)}`);
     }
     return detail.IPAM?.Config?.find((c) => c.Gateway && !c.Gateway.includes(":"))?.Gateway;
   }
@@ -202,9 +242,20 @@ export class Runtime {
   }
 
   /** Build an image from an in-memory context, reporting progress lines as they come. */
-  async build(tag: string, files: Record<string, string | Uint8Array>, buildArgs: Record<string, string>, progress: (line: string) => void): Promise<void> {
+  async build(
+    tag: string,
+    files: Record<string, string | Uint8Array>,
+    buildArgs: Record<string, string>,
+    progress: (line: string) => void,
+  ): Promise<void> {
     const archive = Image.tar(files);
-    const stream = await this.docker.buildImage(Buffer.from(archive) as unknown as NodeJS.ReadableStream, { t: tag, buildargs: buildArgs, rm: true, forcerm: true, labels: { "dev.lazy.image": "1" } });
+    const stream = await this.docker.buildImage(Buffer.from(archive) as unknown as NodeJS.ReadableStream, {
+      t: tag,
+      buildargs: buildArgs,
+      rm: true,
+      forcerm: true,
+      labels: { "dev.lazy.image": "1" },
+    });
     const log = new Image.BuildLog();
     await new Promise<void>((resolve, reject) => {
       this.docker.modem.followProgress(
@@ -215,8 +266,10 @@ export class Runtime {
           else resolve();
         },
         (event: { stream?: string; status?: string; progress?: string; id?: string; error?: string }) => {
-          const text = event.stream ?? (event.status ? [event.id, event.status, event.progress].filter(Boolean).join(" ") : (event.error ?? ""));
+          const text =
+            event.stream ?? (event.status ? [event.id, event.status, event.progress].filter(Boolean).join(" ") : (event.error ?? ""));
           // Docker colours a step's stderr: the escapes go (logs, events and the CLI want text).
+          // biome-ignore lint/suspicious/noControlCharactersInRegex: ESC is what the regex removes
           for (const line of text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").split(/\r?\n|\r/)) {
             const l = line.trimEnd();
             if (!l) continue;
@@ -262,7 +315,10 @@ export class Runtime {
         Config: { Labels: Record<string, string> };
         NetworkSettings: { Networks: Record<string, { IPAddress?: string }> };
       };
-      const ip = Object.values(i.NetworkSettings.Networks ?? {}).map((n) => n.IPAddress).find((a) => !!a) ?? null;
+      const ip =
+        Object.values(i.NetworkSettings.Networks ?? {})
+          .map((n) => n.IPAddress)
+          .find((a) => !!a) ?? null;
       return { id: i.Id, name: i.Name.replace(/^\//, ""), taskId: i.Config.Labels[LABEL_TASK] ?? null, running: i.State.Running, ip };
     } catch {
       return undefined;
@@ -276,13 +332,25 @@ export class Runtime {
       name: (c.Names[0] ?? "").replace(/^\//, ""),
       taskId: c.Labels[LABEL_TASK] ?? null,
       running: c.State === "running",
-      ip: Object.values(c.NetworkSettings?.Networks ?? {}).map((n) => n.IPAddress).find((a) => !!a) ?? null,
+      ip:
+        Object.values(c.NetworkSettings?.Networks ?? {})
+          .map((n) => n.IPAddress)
+          .find((a) => !!a) ?? null,
     }));
   }
 
   /** Run a command in a running container, detached: the supervisor reports through files. Its exec id. */
   async execDetached(id: string, cmd: string[], env: Record<string, string>, user: string): Promise<string> {
-    const exec = await this.docker.getContainer(id).exec({ Cmd: cmd, Env: Object.entries(env).map(([k, v]) => `${k}=${v}`), User: user, AttachStdout: false, AttachStderr: false, Tty: false });
+    const exec = await this.docker
+      .getContainer(id)
+      .exec({
+        Cmd: cmd,
+        Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+        User: user,
+        AttachStdout: false,
+        AttachStderr: false,
+        Tty: false,
+      });
     await exec.start({ Detach: true });
     return exec.id;
   }
@@ -298,12 +366,33 @@ export class Runtime {
   }
 
   /** Run a command and wait for it; its output and exit code. */
-  async exec(id: string, cmd: string[], user: string, env: Record<string, string> = {}, cwd?: string): Promise<{ code: number; output: string }> {
-    const exec = await this.docker.getContainer(id).exec({ Cmd: cmd, Env: Object.entries(env).map(([k, v]) => `${k}=${v}`), User: user, AttachStdout: true, AttachStderr: true, Tty: false, ...(cwd ? { WorkingDir: cwd } : {}) });
+  async exec(
+    id: string,
+    cmd: string[],
+    user: string,
+    env: Record<string, string> = {},
+    cwd?: string,
+  ): Promise<{ code: number; output: string }> {
+    const exec = await this.docker
+      .getContainer(id)
+      .exec({
+        Cmd: cmd,
+        Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+        User: user,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: false,
+        ...(cwd ? { WorkingDir: cwd } : {}),
+      });
     const stream = await exec.start({ hijack: true, stdin: false });
     const chunks: Buffer[] = [];
     await new Promise<void>((resolve, reject) => {
-      const sink = { write: (c: Buffer) => (chunks.push(Buffer.from(c)), true) } as unknown as NodeJS.WritableStream;
+      const sink = {
+        write: (c: Buffer) => {
+          chunks.push(Buffer.from(c));
+          return true;
+        },
+      } as unknown as NodeJS.WritableStream;
       this.docker.modem.demuxStream(stream, sink, sink);
       stream.on("end", () => resolve());
       stream.on("error", reject);
@@ -316,7 +405,8 @@ export class Runtime {
     try {
       await this.docker.getContainer(id).remove({ force: true });
     } catch (e) {
-      if (!/no such container|404/i.test((e as Error).message)) this.log.warn(`could not remove container ${id.slice(0, 12)}: ${(e as Error).message}`);
+      if (!/no such container|404/i.test((e as Error).message))
+        this.log.warn(`could not remove container ${id.slice(0, 12)}: ${(e as Error).message}`);
     }
   }
 }

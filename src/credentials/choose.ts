@@ -64,7 +64,8 @@ async function forced(backend: Backend, by: string, home: string, service: strin
   }
   if (backend === "keychain") {
     const missing = Keychain.available();
-    if (missing) throw new LazyError("config_invalid", `${by}, but the macOS Keychain is unavailable (${missing}); unset it or choose file`);
+    if (missing)
+      throw new LazyError("config_invalid", `${by}, but the macOS Keychain is unavailable (${missing}); unset it or choose file`);
     const impl = OsStore.open(home, service, Keychain.api(service));
     return { impl, note: `${by}: using ${impl.where}.` };
   }

@@ -52,7 +52,10 @@ export function readPrivateJson<T>(path: string, schema: z.ZodType<T>, what: str
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
     const fields = parsed.error.issues.map((i) => i.path.join(".") || "(top)").join(", ");
-    throw new LazyError("config_invalid", `${what} at ${path} is not in the expected shape (${fields}); fix it or remove it and set the credentials again`);
+    throw new LazyError(
+      "config_invalid",
+      `${what} at ${path} is not in the expected shape (${fields}); fix it or remove it and set the credentials again`,
+    );
   }
   return parsed.data;
 }

@@ -17,7 +17,10 @@ const TIMEOUT_MS = 5_000;
 function bounded<T>(p: Promise<T>): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`the Secret Service did not answer within ${TIMEOUT_MS / 1000} s (a locked keyring?)`)), TIMEOUT_MS);
+    timer = setTimeout(
+      () => reject(new Error(`the Secret Service did not answer within ${TIMEOUT_MS / 1000} s (a locked keyring?)`)),
+      TIMEOUT_MS,
+    );
   });
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }

@@ -75,7 +75,8 @@ export class CredentialStore {
 
   static async open(opts: OpenOptions): Promise<CredentialStore> {
     const service = opts.service ?? "lazy";
-    if (!validName(service)) throw new LazyError("invalid_input", `credential service name "${service}" must be lowercase letters, digits, '.', '_' or '-'`);
+    if (!validName(service))
+      throw new LazyError("invalid_input", `credential service name "${service}" must be lowercase letters, digits, '.', '_' or '-'`);
     const env = opts.env ?? process.env;
     const chosen = await choose({ home: opts.home, env, backend: opts.backend ?? "auto", service });
     const store = new CredentialStore(chosen.impl, chosen.note, env, opts.pollMs ?? DEFAULT_POLL_MS);
@@ -186,7 +187,9 @@ export class CredentialStore {
         if (value === undefined) {
           bad.add(name);
           if (!this.badValues.has(name)) {
-            log.warn(`credential "${name}" in ${this.impl.where} is empty or has spaces or control characters inside; set it again with lazy auth set ${name}`);
+            log.warn(
+              `credential "${name}" in ${this.impl.where} is empty or has spaces or control characters inside; set it again with lazy auth set ${name}`,
+            );
           }
           continue;
         }
@@ -240,7 +243,10 @@ export class CredentialStore {
  */
 function checkName(name: string): void {
   if (kindOf(name) !== "unknown" || name.length > 64) {
-    throw new LazyError("invalid_input", "the credential name looks like a key, not a name: give the name first (anthropic, openai, work-openai, ...) and the value second");
+    throw new LazyError(
+      "invalid_input",
+      "the credential name looks like a key, not a name: give the name first (anthropic, openai, work-openai, ...) and the value second",
+    );
   }
   if (!validName(name)) {
     throw new LazyError(

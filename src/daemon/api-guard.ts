@@ -84,7 +84,10 @@ export function requestGuard(url: () => string): (req: Request) => Promise<LazyE
     const host = hostForm(u.slice(0, at));
     const port = Number(u.slice(at + 1));
     const hosts = ownHosts(host, port);
-    const shown = [...hosts.hosts].filter((h) => h.includes(":")).map((h) => `http://${h}`).join(" or ");
+    const shown = [...hosts.hosts]
+      .filter((h) => h.includes(":"))
+      .map((h) => `http://${h}`)
+      .join(" or ");
     own = { ...hosts, port, shown };
     return own;
   };

@@ -64,7 +64,12 @@ export interface ApiDeps {
  * The routes the server must not cut for idleness: the live streams (the dashboard's, lazy watch's) are quiet for long
  * stretches (TRAPS.md), and a turn's start may build an image for minutes before it answers.
  */
-export const longLived = (url: string): boolean => url.includes("/api/events") || url.includes("/api/watch") || url.endsWith("/api/ask") || url.endsWith("/api/report") || /\/api\/tasks\/[^/]+\/(start|send|accept)$/.test(url);
+export const longLived = (url: string): boolean =>
+  url.includes("/api/events") ||
+  url.includes("/api/watch") ||
+  url.endsWith("/api/ask") ||
+  url.endsWith("/api/report") ||
+  /\/api\/tasks\/[^/]+\/(start|send|accept)$/.test(url);
 
 export function api(d: ApiDeps, token: string) {
   const want = Buffer.from(token);
@@ -86,7 +91,10 @@ export function api(d: ApiDeps, token: string) {
       }
       if (code === "NOT_FOUND") {
         set.status = 404;
-        return new LazyError("not_found", "No such route on the lazy daemon; is the CLI the same version as the daemon (lazy daemon restart)?").toJSON();
+        return new LazyError(
+          "not_found",
+          "No such route on the lazy daemon; is the CLI the same version as the daemon (lazy daemon restart)?",
+        ).toJSON();
       }
       if (code === "PARSE") {
         set.status = 400;
@@ -106,7 +114,10 @@ export function api(d: ApiDeps, token: string) {
       const path = new URL(request.url).pathname;
       if (path.startsWith("/api/") && !(await authorized(request))) {
         set.status = 401;
-        return new LazyError("unauthorized", "The daemon token is missing or wrong; use the lazy CLI (it reads the token from the daemon's state folder).").toJSON();
+        return new LazyError(
+          "unauthorized",
+          "The daemon token is missing or wrong; use the lazy CLI (it reads the token from the daemon's state folder).",
+        ).toJSON();
       }
     })
     .use(dashboardRoutes(d, token))

@@ -68,7 +68,11 @@ export class Daemon {
       rmSync(paths.startupError, { force: true });
       const loaded = load(root);
       if (!loaded.ok)
-        throw new LazyError("config_invalid", "lazy.toml does not load, so the daemon will not start; fix these lines:", loaded.problems.map(formatProblem));
+        throw new LazyError(
+          "config_invalid",
+          "lazy.toml does not load, so the daemon will not start; fix these lines:",
+          loaded.problems.map(formatProblem),
+        );
       const config = loaded.config;
       // The credential map must mean what it says: a collision refuses the start, naming both.
       Targets.build(config);
@@ -98,7 +102,17 @@ export class Daemon {
       const proxy = new ModelProxy(paths.dir, db, credentials, () => watch.state.config);
       const bus = new Bus();
       const mcp = McpTokens.open(paths.dir);
-      const runner = new Runner({ root, slug: paths.slug, stateDir: paths.dir, db, proxy, mcp, config: () => watch.state.config, bus, log: Log.create("runner") });
+      const runner = new Runner({
+        root,
+        slug: paths.slug,
+        stateDir: paths.dir,
+        db,
+        proxy,
+        mcp,
+        config: () => watch.state.config,
+        bus,
+        log: Log.create("runner"),
+      });
       const notifier = new Notifier({ db, bus, config: () => watch.state.config, log: Log.create("notify") });
       notifier.start();
       daemon = new Daemon(root, paths, db, watch, proxy, credentials, runner, bus, notifier, mcp, lock, log, loaded.present);
@@ -169,7 +183,14 @@ export class Daemon {
       token,
     );
     // The proxy's listeners (which task containers reach) answer 404 for any of these, token or not.
-    this.proxy.notServed([...new Set(app.routes.map((r) => r.path).filter((p) => p.startsWith("/api/")).map((p) => p.split("/").slice(0, 3).join("/")))]);
+    this.proxy.notServed([
+      ...new Set(
+        app.routes
+          .map((r) => r.path)
+          .filter((p) => p.startsWith("/api/"))
+          .map((p) => p.split("/").slice(0, 3).join("/")),
+      ),
+    ]);
     const pid = String(process.pid);
     this.apiServer = listen(config.server.bind, config.server.port, {
       idleTimeout: 30,
@@ -201,7 +222,11 @@ export class Daemon {
       web: { enabled: this.webEnabled, url: this.webEnabled ? `${this.apiUrl}/` : null },
       api: { url: this.apiUrl },
       metadata: this.runner.metadataGuard() ?? null,
-      proxy: { state: this.proxy.state, url: proxyAddr ? `http://${urlHost(proxyAddr.host)}:${proxyAddr.port}` : null, ...(this.proxy.error ? { error: this.proxy.error } : {}) },
+      proxy: {
+        state: this.proxy.state,
+        url: proxyAddr ? `http://${urlHost(proxyAddr.host)}:${proxyAddr.port}` : null,
+        ...(this.proxy.error ? { error: this.proxy.error } : {}),
+      },
       config: c.broken
         ? { state: "broken", loadedAt: c.loadedAt, present: this.configPresent, problems: c.broken.problems, brokenSince: c.broken.since }
         : { state: "ok", loadedAt: c.loadedAt, present: this.configPresent, problems: [] },

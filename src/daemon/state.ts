@@ -23,7 +23,9 @@ export interface DaemonRecord {
 
 function isRecord(v: unknown): v is DaemonRecord {
   const r = v as DaemonRecord;
-  return !!r && typeof r.pid === "number" && typeof r.version === "string" && typeof r.api?.host === "string" && typeof r.api?.port === "number";
+  return (
+    !!r && typeof r.pid === "number" && typeof r.version === "string" && typeof r.api?.host === "string" && typeof r.api?.port === "number"
+  );
 }
 
 export interface StatePaths {

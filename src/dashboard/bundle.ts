@@ -10,12 +10,18 @@ import { join } from "node:path";
 
 export function clientScript(): string {
   const entry = join(import.meta.dir, "client", "app.ts");
-  const r = Bun.spawnSync([process.execPath, "build", entry, "--target=browser", "--format=esm", "--minify"], { stdout: "pipe", stderr: "pipe" });
+  const r = Bun.spawnSync([process.execPath, "build", entry, "--target=browser", "--format=esm", "--minify"], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   if (r.exitCode !== 0) throw new Error(`bundling the dashboard's client failed:\n${r.stderr.toString()}`);
   return r.stdout.toString();
 }
 
 export function stylesheet(): string {
   // Comments and indentation are for people; the browser gets the rest.
-  return readFileSync(join(import.meta.dir, "style.css"), "utf8").replace(/\/\*[\s\S]*?\*\//g, "").replace(/\n\s+/g, "\n").trim();
+  return readFileSync(join(import.meta.dir, "style.css"), "utf8")
+    .replace(/\/\*[\s\S]*?\*\//g, "")
+    .replace(/\n\s+/g, "\n")
+    .trim();
 }

@@ -31,7 +31,14 @@ const FLAGS = ["--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "
 
 export function taskDiff(root: string, ref: string): Diff {
   const branch = `${Git.BRANCH_PREFIX}${ref}`;
-  const empty = (note: string, base: string | null = null, tip: string | null = null): Diff => ({ branch, base, tip, files: [], cut: false, note });
+  const empty = (note: string, base: string | null = null, tip: string | null = null): Diff => ({
+    branch,
+    base,
+    tip,
+    files: [],
+    cut: false,
+    note,
+  });
   const tipR = Git.git(root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}^{commit}`], { allowFail: true });
   if (tipR.code !== 0) return empty(`No branch ${branch}: the task has not started, or it was rejected.`);
   const tip = tipR.out.trim();
@@ -57,8 +64,10 @@ export function taskDiff(root: string, ref: string): Diff {
     if (!f) return;
     let hunk: DiffFile["hunks"][number] | null = null;
     for (const l of sec.split("\n")) {
-      if (l.startsWith("@@")) f.hunks.push((hunk = { header: l, lines: [] }));
-      else if (hunk && (l[0] === " " || l[0] === "+" || l[0] === "-" || l[0] === "\\")) hunk.lines.push(l);
+      if (l.startsWith("@@")) {
+        hunk = { header: l, lines: [] };
+        f.hunks.push(hunk);
+      } else if (hunk && (l[0] === " " || l[0] === "+" || l[0] === "-" || l[0] === "\\")) hunk.lines.push(l);
     }
   });
   return { branch, base, tip, files, cut: !!patch.cut || files.length >= MAX_FILES, note: null };

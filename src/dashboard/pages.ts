@@ -10,13 +10,17 @@ import { SCRIPT, STYLE, ICON } from "./assets";
 export type PageName = "home" | "tasks" | "task" | "watch" | "usage";
 
 /** Only this origin; no inline script or style; not framed; forms post only here. */
-export const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+export const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 const TITLES: Record<PageName, string> = { home: "Home", tasks: "Tasks", task: "Task", watch: "Watch", usage: "Usage" };
 
 const nav = (page: PageName) =>
   `<nav aria-label="Sections"><a class="brand" href="/">lazy</a>${(["home", "tasks", "watch", "usage"] as const)
-    .map((p) => `<a href="${p === "home" ? "/" : `/${p}`}"${p === page || (page === "task" && p === "tasks") ? ' aria-current="page"' : ""}>${TITLES[p]}</a>`)
+    .map(
+      (p) =>
+        `<a href="${p === "home" ? "/" : `/${p}`}"${p === page || (page === "task" && p === "tasks") ? ' aria-current="page"' : ""}>${TITLES[p]}</a>`,
+    )
     .join("")}</nav>`;
 
 const statusOptions = STATUSES.map((s) => `<option value="${s}">${s}</option>`).join("");

@@ -53,6 +53,12 @@ export function rows(db: Database, config: Config, tasks: readonly Task[]): Task
   return tasks.map((t) => {
     const s = spentOf(db, config, t.id);
     const m = message.get(t.id)?.data.text;
-    return { ...t, why: why(t, status.get(t.id)), tokens: s.tokens, usd: s.usd, lastMessage: typeof m === "string" ? m.slice(0, 240) : null };
+    return {
+      ...t,
+      why: why(t, status.get(t.id)),
+      tokens: s.tokens,
+      usd: s.usd,
+      lastMessage: typeof m === "string" ? m.slice(0, 240) : null,
+    };
   });
 }

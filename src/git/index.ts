@@ -10,7 +10,20 @@
  * on its branch but cannot move other refs, edit config or hooks, delete objects, or touch
  * another task's worktree.
  */
-import { closeSync, copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync, chownSync, lchownSync, lstatSync, readdirSync } from "node:fs";
+import {
+  closeSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  chownSync,
+  lchownSync,
+  lstatSync,
+  readdirSync,
+} from "node:fs";
 import { createHash } from "node:crypto";
 import { inflateSync } from "node:zlib";
 import { basename, join, dirname } from "node:path";
@@ -25,15 +38,42 @@ export const BRANCH_PREFIX = "lazy/";
  * agent's commits runs no code), no fsmonitor, no replace refs, no prompts. safe.directory:
  * as root, lazy works in the user's repository.
  */
-const HARDENED = ["-c", "safe.directory=*", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false"];
-const gitEnv = () => ({ ...process.env, GIT_TERMINAL_PROMPT: "0", GIT_NO_REPLACE_OBJECTS: "1", GIT_ASKPASS: "", SSH_ASKPASS: "", LC_ALL: "C" });
+const HARDENED = [
+  "-c",
+  "safe.directory=*",
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false",
+  "-c",
+  "core.untrackedCache=false",
+];
+const gitEnv = () => ({
+  ...process.env,
+  GIT_TERMINAL_PROMPT: "0",
+  GIT_NO_REPLACE_OBJECTS: "1",
+  GIT_ASKPASS: "",
+  SSH_ASKPASS: "",
+  LC_ALL: "C",
+});
 
-export function git(cwd: string, args: string[], opts: { allowFail?: boolean; maxBytes?: number } = {}): { code: number; out: string; err: string; cut?: boolean } {
-  const r = Bun.spawnSync(["git", ...HARDENED, ...args], { cwd, stdout: "pipe", stderr: "pipe", env: gitEnv(), ...(opts.maxBytes ? { maxBuffer: opts.maxBytes } : {}) });
+export function git(
+  cwd: string,
+  args: string[],
+  opts: { allowFail?: boolean; maxBytes?: number } = {},
+): { code: number; out: string; err: string; cut?: boolean } {
+  const r = Bun.spawnSync(["git", ...HARDENED, ...args], {
+    cwd,
+    stdout: "pipe",
+    stderr: "pipe",
+    env: gitEnv(),
+    ...(opts.maxBytes ? { maxBuffer: opts.maxBytes } : {}),
+  });
   // Output past maxBytes ends git (the dashboard's diff): what came so far, marked cut.
   if (r.exitedDueToMaxBuffer) return { code: 0, out: r.stdout.toString(), err: "", cut: true };
   const res = { code: r.exitCode ?? 1, out: r.stdout.toString(), err: r.stderr.toString() };
-  if (res.code !== 0 && !opts.allowFail) throw new LazyError("launch_refused", `git ${args[0]} failed in ${cwd}: ${res.err.trim().split("\n").at(-1) ?? `exit ${res.code}`}`);
+  if (res.code !== 0 && !opts.allowFail)
+    throw new LazyError("launch_refused", `git ${args[0]} failed in ${cwd}: ${res.err.trim().split("\n").at(-1) ?? `exit ${res.code}`}`);
   return res;
 }
 
@@ -43,7 +83,11 @@ export function commonDir(root: string): string {
 
 export function head(root: string): { branch: string | null; commit: string } {
   const commit = git(root, ["rev-parse", "--verify", "HEAD"], { allowFail: true });
-  if (commit.code !== 0) throw new LazyError("launch_refused", `The project at ${root} has no commit yet; a task's worktree starts from HEAD, so commit something first.`);
+  if (commit.code !== 0)
+    throw new LazyError(
+      "launch_refused",
+      `The project at ${root} has no commit yet; a task's worktree starts from HEAD, so commit something first.`,
+    );
   const b = git(root, ["symbolic-ref", "--quiet", "--short", "HEAD"], { allowFail: true });
   return { branch: b.code === 0 ? b.out.trim() : null, commit: commit.out.trim() };
 }
@@ -78,9 +122,17 @@ export function layout(root: string, worktree: string, taskDir: string, ref: str
   let adminDir: string;
   if (admin === adminDirOf(taskDir)) adminDir = admin;
   else if (LEGACY_ADMIN.test(admin)) adminDir = join(common, "worktrees", admin);
-  else throw new LazyError("internal", `lazy's record of the worktree's admin folder ("${admin}") is neither the task's own nor a folder name`);
+  else
+    throw new LazyError(
+      "internal",
+      `lazy's record of the worktree's admin folder ("${admin}") is neither the task's own nor a folder name`,
+    );
   const st = lstatSync(adminDir, { throwIfNoEntry: false });
-  if (!st?.isDirectory()) throw new LazyError("conflict", `The task's git admin folder ${adminDir} is missing; the worktree cannot be used. Close the task (lazy close) and start a new one.`);
+  if (!st?.isDirectory())
+    throw new LazyError(
+      "conflict",
+      `The task's git admin folder ${adminDir} is missing; the worktree cannot be used. Close the task (lazy close) and start a new one.`,
+    );
   return {
     branch: `${BRANCH_PREFIX}${ref}`,
     worktree,
@@ -96,7 +148,9 @@ export function layout(root: string, worktree: string, taskDir: string, ref: str
 export function legacyAdmin(root: string, worktree: string): string | null {
   if (!existsSync(worktree)) return null;
   const name = basename(worktree);
-  return LEGACY_ADMIN.test(name) && lstatSync(join(commonDir(root), "worktrees", name), { throwIfNoEntry: false })?.isDirectory() ? name : null;
+  return LEGACY_ADMIN.test(name) && lstatSync(join(commonDir(root), "worktrees", name), { throwIfNoEntry: false })?.isDirectory()
+    ? name
+    : null;
 }
 
 /**
@@ -107,7 +161,14 @@ export function legacyAdmin(root: string, worktree: string): string | null {
  * mounted writable for it. Ownership goes to the agent's uid only here, on a tree lazy has
  * just made and no container has seen; later turns chown nothing the agent could have replaced.
  */
-export function ensureWorktree(root: string, worktree: string, taskDir: string, ref: string, agentUid: number | null, admin: string | null): TaskGit {
+export function ensureWorktree(
+  root: string,
+  worktree: string,
+  taskDir: string,
+  ref: string,
+  agentUid: number | null,
+  admin: string | null,
+): TaskGit {
   const branch = `${BRANCH_PREFIX}${ref}`;
   const owner = agentUid ?? undefined;
   const fresh = admin === null;
@@ -117,7 +178,8 @@ export function ensureWorktree(root: string, worktree: string, taskDir: string, 
     mkdirSync(dirname(worktree), { recursive: true, mode: 0o700 });
     // Left by a launch that failed before lazy recorded the worktree, so before any container.
     rmSync(worktree, { recursive: true, force: true });
-    if (git(root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`], { allowFail: true }).code !== 0) git(root, ["branch", branch, commit]);
+    if (git(root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`], { allowFail: true }).code !== 0)
+      git(root, ["branch", branch, commit]);
     admin = adminDirOf(taskDir);
     rmSync(admin, { recursive: true, force: true }); // a half-made one from a launch that failed
     mkdirSync(admin, { mode: 0o755 });
@@ -145,7 +207,8 @@ export function ensureWorktree(root: string, worktree: string, taskDir: string, 
   // It follows the real branch when that moved ahead on the host (lazy pair) since the last turn.
   const real = git(root, ["rev-parse", `refs/heads/${branch}`]).out.trim();
   const seen = readRef(t, ref);
-  if (!seen || (seen !== real && git(root, ["merge-base", "--is-ancestor", seen, real], { allowFail: true }).code === 0)) AgentDir.write(t.privateRefs, ref, `${real}\n`, { mode: 0o644, uid: owner });
+  if (!seen || (seen !== real && git(root, ["merge-base", "--is-ancestor", seen, real], { allowFail: true }).code === 0))
+    AgentDir.write(t.privateRefs, ref, `${real}\n`, { mode: 0o644, uid: owner });
   if (fresh && owner !== undefined) for (const d of [worktree, t.adminDir]) chownTree(d, owner);
   restorePointers(t, owner);
   return t;
@@ -192,7 +255,8 @@ export function syncBranch(root: string, t: TaskGit, ref: string): { moved: bool
   if (git(root, ["cat-file", "-t", want], { allowFail: true }).out.trim() !== "commit") return { moved: false, tip: current, skipped };
   // Forward only: the branch may have moved on the host meanwhile (lazy pair), and an agent
   // that rewrote its history does not get to rewind what is already on the branch.
-  if (git(root, ["merge-base", "--is-ancestor", current, want], { allowFail: true }).code !== 0) return { moved: false, tip: current, skipped };
+  if (git(root, ["merge-base", "--is-ancestor", current, want], { allowFail: true }).code !== 0)
+    return { moved: false, tip: current, skipped };
   git(root, ["update-ref", "-m", "lazy: the task's turn", `refs/heads/${t.branch}`, want, current]);
   return { moved: true, tip: want, skipped };
 }
@@ -231,7 +295,11 @@ function importObjects(from: string, to: string, root: string): string[] {
       }
       let ok = false;
       try {
-        ok = createHash(format === "sha256" ? "sha256" : "sha1").update(inflateSync(got.data, { maxOutputLength: 4 * MAX_LOOSE })).digest("hex") === dir + name;
+        ok =
+          createHash(format === "sha256" ? "sha256" : "sha1")
+            .update(inflateSync(got.data, { maxOutputLength: 4 * MAX_LOOSE }))
+            .digest("hex") ===
+          dir + name;
       } catch {}
       if (!ok) continue; // not the object its name claims: never let it into the repository
       mkdirSync(join(to, dir), { recursive: true });
@@ -250,7 +318,13 @@ function importObjects(from: string, to: string, root: string): string[] {
         continue;
       }
       // index-pack checks every object in the pack as it writes it into the real repository.
-      const r = Bun.spawnSync(["git", ...HARDENED, "index-pack", "--stdin", "--fix-thin"], { cwd: root, env: gitEnv(), stdin: Bun.file(f.fd), stdout: "ignore", stderr: "pipe" });
+      const r = Bun.spawnSync(["git", ...HARDENED, "index-pack", "--stdin", "--fix-thin"], {
+        cwd: root,
+        env: gitEnv(),
+        stdin: Bun.file(f.fd),
+        stdout: "ignore",
+        stderr: "pipe",
+      });
       if (r.exitCode !== 0) skipped.push(`pack/${p}: git index-pack refused it (${r.stderr.toString().trim().split("\n").at(-1)})`);
     } finally {
       closeSync(f.fd);
@@ -275,7 +349,10 @@ export function merge(root: string, branch: string, message: string): void {
   const r = git(root, ["merge", "--no-ff", "-m", message, `refs/heads/${branch}`], { allowFail: true });
   if (r.code !== 0) {
     git(root, ["merge", "--abort"], { allowFail: true });
-    throw new LazyError("conflict", `Merging ${branch} into the project failed (${(r.err || r.out).trim().split("\n").at(-1)}); nothing was changed. Merge it by hand: git merge ${branch}.`);
+    throw new LazyError(
+      "conflict",
+      `Merging ${branch} into the project failed (${(r.err || r.out).trim().split("\n").at(-1)}); nothing was changed. Merge it by hand: git merge ${branch}.`,
+    );
   }
 }
 
@@ -308,7 +385,10 @@ export function deleteBranch(root: string, branch: string): void {
 function copyIncluded(root: string, worktree: string): void {
   const list = join(root, ".worktreeinclude");
   if (!existsSync(list)) return;
-  const patterns = readFileSync(list, "utf8").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  const patterns = readFileSync(list, "utf8")
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith("#"));
   if (!patterns.length) return;
   const ignored = git(root, ["ls-files", "--others", "--ignored", "--exclude-standard", "-z"]).out.split("\0").filter(Boolean);
   const globs = patterns.map((p) => new Bun.Glob(p.replace(/^\//, "")));

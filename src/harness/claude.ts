@@ -20,7 +20,9 @@ export const claude: Harness = {
   name: "claude",
   slot(_profile, real) {
     if (real.bearer) return { envVar: "ANTHROPIC_AUTH_TOKEN", shape: real.openrouter ? "openrouter" : "generic" };
-    return real.kind === "oauth-token" ? { envVar: "CLAUDE_CODE_OAUTH_TOKEN", shape: "anthropic-oauth" } : { envVar: "ANTHROPIC_API_KEY", shape: "anthropic-api-key" };
+    return real.kind === "oauth-token"
+      ? { envVar: "CLAUDE_CODE_OAUTH_TOKEN", shape: "anthropic-oauth" }
+      : { envVar: "ANTHROPIC_API_KEY", shape: "anthropic-api-key" };
   },
   prepare(l) {
     const model = l.profile.model ? ["--model", l.profile.model] : [];
@@ -29,7 +31,15 @@ export const claude: Harness = {
     const untrusted = l.untrustedCwd ? ["--setting-sources", "user", "--strict-mcp-config"] : [];
     // lazy's tools: loaded up front (alwaysLoad; else they hide behind ToolSearch) and allowed
     // (-p denies an unapproved tool); only lazy's server, whatever the worktree declares.
-    const mcp = l.mcp ? ["--mcp-config", `${l.configDir}/mcp.json`, ...(l.untrustedCwd ? [] : ["--strict-mcp-config"]), "--allowedTools", `mcp__${Mcp.SERVER}`] : [];
+    const mcp = l.mcp
+      ? [
+          "--mcp-config",
+          `${l.configDir}/mcp.json`,
+          ...(l.untrustedCwd ? [] : ["--strict-mcp-config"]),
+          "--allowedTools",
+          `mcp__${Mcp.SERVER}`,
+        ]
+      : [];
     return {
       command: ["claude", ...untrusted, ...mcp, ...model, ...resume, ...turn, ...(l.args ?? [])],
       env: {
@@ -43,11 +53,24 @@ export const claude: Harness = {
       files: {
         // Interactive sessions ask once to approve an API key; approve the placeholder (its last
         // 20 characters, as Claude Code stores them) and skip the first-run screens.
-        ".claude.json": JSON.stringify({ hasCompletedOnboarding: true, customApiKeyResponses: { approved: [l.placeholder.slice(-20)], rejected: [] } }, null, 2),
+        ".claude.json": JSON.stringify(
+          { hasCompletedOnboarding: true, customApiKeyResponses: { approved: [l.placeholder.slice(-20)], rejected: [] } },
+          null,
+          2,
+        ),
         ...(l.mcp
           ? {
               "mcp.json": JSON.stringify(
-                { mcpServers: { [Mcp.SERVER]: { type: "http", url: l.mcp.url, headers: { Authorization: `Bearer \${${Mcp.MCP_TOKEN_VAR}}` }, alwaysLoad: true } } },
+                {
+                  mcpServers: {
+                    [Mcp.SERVER]: {
+                      type: "http",
+                      url: l.mcp.url,
+                      headers: { Authorization: `Bearer \${${Mcp.MCP_TOKEN_VAR}}` },
+                      alwaysLoad: true,
+                    },
+                  },
+                },
                 null,
                 2,
               ),

@@ -19,7 +19,10 @@ export const codex: Harness = {
   slot: (_profile, real) => ({ envVar: "OPENAI_API_KEY", shape: real.openrouter ? "openrouter" : "openai" }),
   prepare(l) {
     if (!/^https?:\/\/[^/]+/.test(l.proxyUrl))
-      throw new LazyError("launch_refused", "Codex cannot be launched without the proxy's address; it would dial OpenAI unaudited. Run lazy doctor.");
+      throw new LazyError(
+        "launch_refused",
+        "Codex cannot be launched without the proxy's address; it would dial OpenAI unaudited. Run lazy doctor.",
+      );
     const config = {
       model: l.profile.model ?? "gpt-5",
       model_provider: "lazy",
@@ -36,9 +39,25 @@ export const codex: Harness = {
       ...(l.untrustedCwd ? { projects: { [l.untrustedCwd]: { trust_level: "untrusted" } } } : {}),
       // lazy's tools: approved (exec would block them), required (a failing server would be
       // dropped silently otherwise: now exec exits 1 naming it), the token from a variable.
-      ...(l.mcp ? { mcp_servers: { [Mcp.SERVER]: { url: l.mcp.url, bearer_token_env_var: Mcp.MCP_TOKEN_VAR, default_tools_approval_mode: "approve", required: true } } } : {}),
+      ...(l.mcp
+        ? {
+            mcp_servers: {
+              [Mcp.SERVER]: {
+                url: l.mcp.url,
+                bearer_token_env_var: Mcp.MCP_TOKEN_VAR,
+                default_tools_approval_mode: "approve",
+                required: true,
+              },
+            },
+          }
+        : {}),
     };
-    const turn = l.prompt !== undefined ? ["exec", "--json", "--skip-git-repo-check", ...(l.resume ? ["resume", l.resume] : []), l.prompt] : l.resume ? ["resume", l.resume] : [];
+    const turn =
+      l.prompt !== undefined
+        ? ["exec", "--json", "--skip-git-repo-check", ...(l.resume ? ["resume", l.resume] : []), l.prompt]
+        : l.resume
+          ? ["resume", l.resume]
+          : [];
     return {
       command: ["codex", ...turn, ...(l.args ?? [])],
       env: { CODEX_HOME: l.configDir, OPENAI_API_KEY: l.placeholder, ...(l.mcp ? { [Mcp.MCP_TOKEN_VAR]: l.mcp.token } : {}) },

@@ -12,23 +12,51 @@ import * as Worktree from "./worktree";
 import * as Mcp from "./mcp";
 
 /** Project files cursor-agent reads that can run code (hooks, MCP servers) or set permissions. */
-const PROJECT = [".cursor/hooks.json", ".cursor/mcp.json", ".cursor/cli.json", ".cursor/cli-config.json", ".cursor/hooks", ".claude/settings.json", ".claude/settings.local.json"];
+const PROJECT = [
+  ".cursor/hooks.json",
+  ".cursor/mcp.json",
+  ".cursor/cli.json",
+  ".cursor/cli-config.json",
+  ".cursor/hooks",
+  ".claude/settings.json",
+  ".claude/settings.local.json",
+];
 
 export const cursor: Harness = {
   name: "cursor",
   slot: () => ({ envVar: "CURSOR_API_KEY", shape: "cursor" }),
   prepare(l) {
     const endpoint = `${l.proxyUrl}/_lazy/cursor/${l.placeholder}`;
-    const turn = l.prompt !== undefined ? ["-p", l.prompt, "--output-format", "stream-json", "--force", "--trust", ...(l.mcp ? ["--approve-mcps"] : [])] : [];
+    const turn =
+      l.prompt !== undefined
+        ? ["-p", l.prompt, "--output-format", "stream-json", "--force", "--trust", ...(l.mcp ? ["--approve-mcps"] : [])]
+        : [];
     const model = l.profile.model ? ["--model", l.profile.model] : [];
     const resume = l.resume ? ["--resume", l.resume] : [];
     return {
       command: ["cursor-agent", "--endpoint", endpoint, "--agent-endpoint", endpoint, ...model, ...resume, ...turn, ...(l.args ?? [])],
-      env: { CURSOR_API_KEY: l.placeholder, CURSOR_API_ENDPOINT: endpoint, CURSOR_CONFIG_DIR: l.configDir, ...(l.mcp ? { [Mcp.MCP_TOKEN_VAR]: l.mcp.token } : {}) },
+      env: {
+        CURSOR_API_KEY: l.placeholder,
+        CURSOR_API_ENDPOINT: endpoint,
+        CURSOR_CONFIG_DIR: l.configDir,
+        ...(l.mcp ? { [Mcp.MCP_TOKEN_VAR]: l.mcp.token } : {}),
+      },
       files: {
-        "cli-config.json": JSON.stringify({ network: { useHttp1ForAgent: true }, ...(l.mcp ? { permissions: { allow: [`Mcp(${Mcp.SERVER}, *)`] } } : {}) }, null, 2),
+        "cli-config.json": JSON.stringify(
+          { network: { useHttp1ForAgent: true }, ...(l.mcp ? { permissions: { allow: [`Mcp(${Mcp.SERVER}, *)`] } } : {}) },
+          null,
+          2,
+        ),
         // cursor-agent's mcp.json (WIRE.md §10.4, from its docs: not runnable here).
-        ...(l.mcp ? { "mcp.json": JSON.stringify({ mcpServers: { [Mcp.SERVER]: { url: l.mcp.url, headers: { Authorization: `Bearer \${env:${Mcp.MCP_TOKEN_VAR}}` } } } }, null, 2) } : {}),
+        ...(l.mcp
+          ? {
+              "mcp.json": JSON.stringify(
+                { mcpServers: { [Mcp.SERVER]: { url: l.mcp.url, headers: { Authorization: `Bearer \${env:${Mcp.MCP_TOKEN_VAR}}` } } } },
+                null,
+                2,
+              ),
+            }
+          : {}),
       },
     };
   },

@@ -28,9 +28,19 @@ function claudeLike(e: J): TaskEvent[] {
       if (c?.type === "text" && c.text) out.push({ kind: "message", data: { text: String(c.text) } });
       if (c?.type === "tool_use") out.push({ kind: "tool", data: { name: String(c.name), input: brief(c.input) } });
     }
-  if (e.type === "tool_call" && e.subtype === "started") out.push({ kind: "tool", data: { name: String(Object.keys(e.tool_call ?? {})[0] ?? "tool"), input: brief(e.tool_call) } });
+  if (e.type === "tool_call" && e.subtype === "started")
+    out.push({ kind: "tool", data: { name: String(Object.keys(e.tool_call ?? {})[0] ?? "tool"), input: brief(e.tool_call) } });
   if (e.type === "result") {
-    if (e.usage) out.push({ kind: "usage", data: { input: num(e.usage.input_tokens), output: num(e.usage.output_tokens), cacheRead: num(e.usage.cache_read_input_tokens), cacheWrite: num(e.usage.cache_creation_input_tokens) } });
+    if (e.usage)
+      out.push({
+        kind: "usage",
+        data: {
+          input: num(e.usage.input_tokens),
+          output: num(e.usage.output_tokens),
+          cacheRead: num(e.usage.cache_read_input_tokens),
+          cacheWrite: num(e.usage.cache_creation_input_tokens),
+        },
+      });
     if (e.session_id) out.push({ kind: "session", data: { id: String(e.session_id) } });
     out.push({ kind: "result", data: { ok: e.subtype === "success" && !e.is_error, text: brief(e.result ?? e.subtype, 4000) } });
   }
@@ -42,13 +52,22 @@ function codex(e: J): TaskEvent[] {
   if (e.type === "thread.started" && e.thread_id) out.push({ kind: "session", data: { id: String(e.thread_id) } });
   if (e.type === "item.completed" && e.item) {
     // Codex reports warnings as items of type "error" on turns that succeed: a message, not a failure.
-    if (e.item.type === "agent_message" || e.item.type === "error") out.push({ kind: "message", data: { text: String(e.item.text ?? e.item.message ?? "") } });
+    if (e.item.type === "agent_message" || e.item.type === "error")
+      out.push({ kind: "message", data: { text: String(e.item.text ?? e.item.message ?? "") } });
     if (e.item.type === "command_execution") out.push({ kind: "tool", data: { name: "shell", input: brief(e.item.command) } });
     if (e.item.type === "file_change") out.push({ kind: "tool", data: { name: "edit", input: brief(e.item.changes) } });
   }
   if (e.type === "turn.completed") {
     const u = e.usage ?? {};
-    out.push({ kind: "usage", data: { input: num(u.input_tokens) - num(u.cached_input_tokens), output: num(u.output_tokens), cacheRead: num(u.cached_input_tokens), cacheWrite: num(u.cache_write_input_tokens) } });
+    out.push({
+      kind: "usage",
+      data: {
+        input: num(u.input_tokens) - num(u.cached_input_tokens),
+        output: num(u.output_tokens),
+        cacheRead: num(u.cached_input_tokens),
+        cacheWrite: num(u.cache_write_input_tokens),
+      },
+    });
     out.push({ kind: "result", data: { ok: true, text: "" } });
   }
   if (e.type === "turn.failed") out.push({ kind: "result", data: { ok: false, text: brief(e.error?.message ?? e.error, 4000) } });
@@ -62,13 +81,20 @@ function pi(e: J): TaskEvent[] {
     const content = Array.isArray(e.message.content) ? e.message.content : [];
     for (const c of content) if (c?.type === "text" && c.text) out.push({ kind: "message", data: { text: String(c.text) } });
     const u = e.message.usage;
-    if (u) out.push({ kind: "usage", data: { input: num(u.input), output: num(u.output), cacheRead: num(u.cacheRead), cacheWrite: num(u.cacheWrite) } });
+    if (u)
+      out.push({
+        kind: "usage",
+        data: { input: num(u.input), output: num(u.output), cacheRead: num(u.cacheRead), cacheWrite: num(u.cacheWrite) },
+      });
   }
   if (e.type === "tool_execution_start") out.push({ kind: "tool", data: { name: String(e.toolName ?? "tool"), input: brief(e.args) } });
   if (e.type === "agent_end") {
     const last = Array.isArray(e.messages) ? [...e.messages].reverse().find((m: J) => m?.role === "assistant") : undefined;
     const failed = last?.stopReason === "error" || last?.stopReason === "aborted";
-    const text = (Array.isArray(last?.content) ? last.content : []).filter((c: J) => c?.type === "text").map((c: J) => c.text).join("\n");
+    const text = (Array.isArray(last?.content) ? last.content : [])
+      .filter((c: J) => c?.type === "text")
+      .map((c: J) => c.text)
+      .join("\n");
     out.push({ kind: "result", data: { ok: !failed, text: brief(failed ? (last?.errorMessage ?? text) : text, 4000) } });
   }
   return out;

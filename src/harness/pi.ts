@@ -24,14 +24,26 @@ export const pi: Harness = {
   name: "pi",
   slot(profile, real) {
     if (profile.wire === "openai") return { envVar: "OPENAI_API_KEY", shape: real.openrouter ? "openrouter" : "openai" };
-    return real.kind === "oauth-token" ? { envVar: "ANTHROPIC_OAUTH_TOKEN", shape: "anthropic-oauth" } : { envVar: "ANTHROPIC_API_KEY", shape: "anthropic-api-key" };
+    return real.kind === "oauth-token"
+      ? { envVar: "ANTHROPIC_OAUTH_TOKEN", shape: "anthropic-oauth" }
+      : { envVar: "ANTHROPIC_API_KEY", shape: "anthropic-api-key" };
   },
   prepare(l) {
     const provider = l.profile.wire === "openai" ? "openai" : "anthropic";
     // The profile's model is declared too, so Pi accepts any id the upstream serves (a model
     // server's own names, a model newer than Pi's list); Pi merges it with its built-ins.
     const declared = l.profile.model
-      ? [{ id: l.profile.model, name: l.profile.model, reasoning: false, input: ["text"], contextWindow: 200000, maxTokens: 32000, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 } }]
+      ? [
+          {
+            id: l.profile.model,
+            name: l.profile.model,
+            reasoning: false,
+            input: ["text"],
+            contextWindow: 200000,
+            maxTokens: 32000,
+            cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+          },
+        ]
       : undefined;
     const models = {
       providers: {

@@ -35,7 +35,7 @@ export function copyIn(from: string, to: string, paths: readonly string[]): Copi
   let total = 0;
   const visit = (rel: string, depth: number): void => {
     if (out.files.size >= MAX_FILES) return void out.skipped.push(`${rel} (over ${MAX_FILES} files)`);
-    let st;
+    let st: ReturnType<typeof AgentDir.lstat>;
     try {
       st = AgentDir.lstat(from, rel);
     } catch (e) {
@@ -50,7 +50,7 @@ export function copyIn(from: string, to: string, paths: readonly string[]): Copi
     }
     if (!st.isFile()) return void out.skipped.push(`${rel} (${st.isSymbolicLink() ? "a link" : "not a regular file"})`);
     if (st.size > MAX_FILE || total + st.size > MAX_TOTAL) return void out.skipped.push(`${rel} (too large to copy)`);
-    let got;
+    let got: ReturnType<typeof AgentDir.read>;
     try {
       got = AgentDir.read(from, rel, { max: MAX_FILE });
     } catch (e) {

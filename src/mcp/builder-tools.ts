@@ -23,22 +23,37 @@ export function registerBuilderTools(server: McpServer, d: BuilderToolDeps): voi
   server.registerTool(
     "task_create",
     {
-      description: "Add a task for an agent: what to do (the prompt), optionally a short code (e.g. fix-login) and a profile. It is queued; task_start runs it.",
+      description:
+        "Add a task for an agent: what to do (the prompt), optionally a short code (e.g. fix-login) and a profile. It is queued; task_start runs it.",
       inputSchema: { prompt: z.string().min(1).max(20_000), code: z.string().optional(), profile: z.string().optional() },
     },
     async (input) => json(brief(d.add(input))),
   );
   server.registerTool(
     "task_list",
-    { description: "The project's tasks (optionally of one status), oldest first.", inputSchema: { status: z.enum(STATUSES).optional() }, annotations: { readOnlyHint: true } },
+    {
+      description: "The project's tasks (optionally of one status), oldest first.",
+      inputSchema: { status: z.enum(STATUSES).optional() },
+      annotations: { readOnlyHint: true },
+    },
     async ({ status }) => json(Tasks.list(d.db, { status }).map(brief)),
   );
   server.registerTool(
     "task_show",
-    { description: "One task: its prompt, status and the latest of what happened.", inputSchema: { task: z.string().min(1) }, annotations: { readOnlyHint: true } },
+    {
+      description: "One task: its prompt, status and the latest of what happened.",
+      inputSchema: { task: z.string().min(1) },
+      annotations: { readOnlyHint: true },
+    },
     async ({ task }) => {
       const t = Tasks.resolve(d.db, task);
-      return json({ ...brief(t), prompt: t.prompt, events: Tasks.events(d.db, t.id).slice(-30).map((e) => ({ at: e.at, kind: e.kind, data: e.data })) });
+      return json({
+        ...brief(t),
+        prompt: t.prompt,
+        events: Tasks.events(d.db, t.id)
+          .slice(-30)
+          .map((e) => ({ at: e.at, kind: e.kind, data: e.data })),
+      });
     },
   );
   server.registerTool(
@@ -48,7 +63,10 @@ export function registerBuilderTools(server: McpServer, d: BuilderToolDeps): voi
   );
   server.registerTool(
     "task_send",
-    { description: "Run a task's next turn with a message to its agent.", inputSchema: { task: z.string().min(1), message: z.string().min(1).max(20_000) } },
+    {
+      description: "Run a task's next turn with a message to its agent.",
+      inputSchema: { task: z.string().min(1), message: z.string().min(1).max(20_000) },
+    },
     async ({ task, message }) => json(brief(await d.start(task, message))),
   );
 }

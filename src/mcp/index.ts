@@ -27,14 +27,21 @@ const refuse = (status: number, message: string) =>
  * Answer one MCP request, and say who made it (by its token) and what it called, for the
  * proxy's audit row: `tools/call <name>`, or why it was refused.
  */
-export async function serve(d: McpDeps, req: Request): Promise<{ response: Response; who: { taskId: string | null; taskRef: string | null; role: string } | null; note: string | null }> {
+export async function serve(
+  d: McpDeps,
+  req: Request,
+): Promise<{ response: Response; who: { taskId: string | null; taskRef: string | null; role: string } | null; note: string | null }> {
   const auth = req.headers.get("authorization");
   const token = auth?.startsWith("Bearer ") ? auth.slice(7).trim() : "";
   const holder = token ? d.tokens.lookup(token) : undefined;
   let note: string | null = holder ? null : token ? "unknown or revoked MCP token" : "no MCP token";
   if (holder && req.method === "POST") {
-    const body = (await req.clone().json().catch(() => null)) as { method?: unknown; params?: { name?: unknown } } | null;
-    if (body && typeof body.method === "string") note = body.method === "tools/call" && typeof body.params?.name === "string" ? `tools/call ${body.params.name}` : body.method;
+    const body = (await req
+      .clone()
+      .json()
+      .catch(() => null)) as { method?: unknown; params?: { name?: unknown } } | null;
+    if (body && typeof body.method === "string")
+      note = body.method === "tools/call" && typeof body.params?.name === "string" ? `tools/call ${body.params.name}` : body.method;
   }
   let who: { taskId: string | null; taskRef: string | null; role: string } | null = null;
   if (holder?.kind === "task" && holder.taskId) {
@@ -49,7 +56,13 @@ export async function handle(d: McpDeps, req: Request): Promise<Response> {
   const auth = req.headers.get("authorization");
   const token = auth?.startsWith("Bearer ") ? auth.slice(7).trim() : "";
   const holder = token ? d.tokens.lookup(token) : undefined;
-  if (!holder) return refuse(401, token ? "lazy's MCP route does not know this token: the task's session ended, or it was never lazy's." : "lazy's MCP route needs the task's token (Authorization: Bearer …).");
+  if (!holder)
+    return refuse(
+      401,
+      token
+        ? "lazy's MCP route does not know this token: the task's session ended, or it was never lazy's."
+        : "lazy's MCP route needs the task's token (Authorization: Bearer …).",
+    );
   const server = new McpServer({ name: "lazy", version: VERSION }, { capabilities: { tools: {} } });
   if (holder.kind === "task" && holder.taskId) registerTaskTools(server, d, holder.taskId);
   else registerBuilderTools(server, d);

@@ -76,7 +76,11 @@ export class McpTokens {
 
   #revokeWhere(match: (h: Holder) => boolean): number {
     let n = 0;
-    for (const [t, h] of this.#byToken) if (match(h)) (this.#byToken.delete(t), n++);
+    for (const [t, h] of this.#byToken)
+      if (match(h)) {
+        this.#byToken.delete(t);
+        n++;
+      }
     if (n) this.#save();
     return n;
   }

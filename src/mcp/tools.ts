@@ -22,15 +22,19 @@ export interface TaskToolDeps {
   compact?: () => void;
 }
 
-
-const text = (value: unknown) => ({ content: [{ type: "text" as const, text: typeof value === "string" ? value : JSON.stringify(value, null, 2) }] });
+const text = (value: unknown) => ({
+  content: [{ type: "text" as const, text: typeof value === "string" ? value : JSON.stringify(value, null, 2) }],
+});
 
 export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: string): void {
   const task = () => Tasks.resolve(d.db, taskId);
 
   server.registerTool(
     "task_info",
-    { description: "Your task: its code, title, prompt and status, the branch your commits land on, and the token budget left.", annotations: { readOnlyHint: true } },
+    {
+      description: "Your task: its code, title, prompt and status, the branch your commits land on, and the token budget left.",
+      annotations: { readOnlyHint: true },
+    },
     async () => {
       const t = task();
       const config = d.config();
@@ -41,8 +45,16 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
         task: { id: t.id, code: t.code, title: t.title, prompt: t.prompt, status: t.status },
         branch: d.branchOf(t),
         budget: {
-          tokens: { limit: limit.tokens, spent: spent.tokens, left: limit.tokens === null ? null : Math.max(0, limit.tokens - spent.tokens) },
-          usd: { limit: limit.usd, spent: spent.usd, left: limit.usd === null || spent.usd === null ? null : Math.max(0, limit.usd - spent.usd) },
+          tokens: {
+            limit: limit.tokens,
+            spent: spent.tokens,
+            left: limit.tokens === null ? null : Math.max(0, limit.tokens - spent.tokens),
+          },
+          usd: {
+            limit: limit.usd,
+            spent: spent.usd,
+            left: limit.usd === null || spent.usd === null ? null : Math.max(0, limit.usd - spent.usd),
+          },
           reached: over?.message ?? null,
         },
       });
@@ -51,7 +63,10 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
 
   server.registerTool(
     "report_progress",
-    { description: "Tell the human how the work is going, in one or two sentences. It shows live in lazy watch and on the dashboard.", inputSchema: { note: z.string().min(1).max(2000) } },
+    {
+      description: "Tell the human how the work is going, in one or two sentences. It shows live in lazy watch and on the dashboard.",
+      inputSchema: { note: z.string().min(1).max(2000) },
+    },
     async ({ note }) => {
       d.event(task(), "progress", { text: note });
       return text("Noted.");
@@ -61,12 +76,19 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
   server.registerTool(
     "ask_human",
     {
-      description: "Ask the human a question you cannot answer yourself, then end your turn. The task waits; the human's answer arrives as your next message.",
+      description:
+        "Ask the human a question you cannot answer yourself, then end your turn. The task waits; the human's answer arrives as your next message.",
       inputSchema: { question: z.string().min(1).max(4000) },
     },
     async ({ question }) => {
       const t = task();
-      if (t.status !== "running") return { isError: true, content: [{ type: "text" as const, text: `Task ${t.code ?? t.id} is ${t.status}, not running: only a running turn can ask the human.` }] };
+      if (t.status !== "running")
+        return {
+          isError: true,
+          content: [
+            { type: "text" as const, text: `Task ${t.code ?? t.id} is ${t.status}, not running: only a running turn can ask the human.` },
+          ],
+        };
       Runs.save(d.db, t.id, { question });
       d.event(t, "question", { text: question });
       return text("Your question is recorded. End your turn now; the human's answer will be your next message.");
@@ -75,7 +97,11 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
 
   server.registerTool(
     "finish",
-    { description: "Say you are done, with a short summary of what you did and what is left. It is kept with the task for the human's review.", inputSchema: { summary: z.string().min(1).max(8000) } },
+    {
+      description:
+        "Say you are done, with a short summary of what you did and what is left. It is kept with the task for the human's review.",
+      inputSchema: { summary: z.string().min(1).max(8000) },
+    },
     async ({ summary }) => {
       const t = task();
       Runs.save(d.db, t.id, { summary });
@@ -86,7 +112,10 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
 
   server.registerTool(
     "memory_read",
-    { description: "Read the project's memory: short notes about this project kept by agents and people.", annotations: { readOnlyHint: true } },
+    {
+      description: "Read the project's memory: short notes about this project kept by agents and people.",
+      annotations: { readOnlyHint: true },
+    },
     async () => {
       const notes = Memory.within(d.db, Memory.BOUND);
       return text(notes.length ? notes.map((n) => `${n.id}. ${n.text}`).join("\n") : "The project's memory is empty.");
@@ -95,7 +124,11 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
 
   server.registerTool(
     "memory_write",
-    { description: "Add one short fact to the project's memory that future tasks should know (a convention, a pitfall, where something lives).", inputSchema: { note: z.string().min(1).max(Memory.MAX_NOTE) } },
+    {
+      description:
+        "Add one short fact to the project's memory that future tasks should know (a convention, a pitfall, where something lives).",
+      inputSchema: { note: z.string().min(1).max(Memory.MAX_NOTE) },
+    },
     async ({ note }) => {
       const t = task();
       const n = Memory.add(d.db, note, "agent", t.id);

@@ -67,7 +67,10 @@ export class Budgets {
   }
 
   /** A human raised the task's budget: add to it, and let its turns through if it is under. */
-  raise(task: Task, add: { tokens?: number; usd?: number }): { limit: { tokens: number | null; usd: number | null }; spent: { tokens: number; usd: number | null }; over: Over | null } {
+  raise(
+    task: Task,
+    add: { tokens?: number; usd?: number },
+  ): { limit: { tokens: number | null; usd: number | null }; spent: { tokens: number; usd: number | null }; over: Over | null } {
     if (isFinal(task.status)) throw new LazyError("conflict", `Task ${this.d.ref(task)} is ${task.status}; its session has ended.`);
     const run = Runs.get(this.d.db, task.id);
     Runs.save(this.d.db, task.id, { budget_tokens: run.budget_tokens + (add.tokens ?? 0), budget_usd: run.budget_usd + (add.usd ?? 0) });

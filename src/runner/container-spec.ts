@@ -53,6 +53,8 @@ export function linuxBinary(): string {
   const arch = process.arch === "arm64" ? "arm64" : "x64";
   const sibling = join(self, "..", `lazy-linux-${arch}`);
   if (existsSync(sibling)) return sibling;
-  throw new LazyError("launch_refused", `Task containers need the Linux build of lazy (${sibling}); build it with bun run build --all, or set LAZY_LINUX_BINARY.`);
+  throw new LazyError(
+    "launch_refused",
+    `Task containers need the Linux build of lazy (${sibling}); build it with bun run build --all, or set LAZY_LINUX_BINARY.`,
+  );
 }
-

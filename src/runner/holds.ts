@@ -43,10 +43,23 @@ export class Holds {
 
   /** Hold the task's turn: it is `waiting` (reason usage_pause) until the reset. */
   hold(task: Task, message: string | undefined, pause: Pause): Task {
-    HeldTurns.put(this.d.db, task.id, message ?? null, { credential: pause.credential, window: pause.window, resetsAt: Date.parse(pause.resetsAt) });
-    const why = { reason: "usage_pause", credential: pause.credential, window: pause.window, resetsAt: pause.resetsAt, usedPercent: pause.usedPercent, detail: pause.detail };
+    HeldTurns.put(this.d.db, task.id, message ?? null, {
+      credential: pause.credential,
+      window: pause.window,
+      resetsAt: Date.parse(pause.resetsAt),
+    });
+    const why = {
+      reason: "usage_pause",
+      credential: pause.credential,
+      window: pause.window,
+      resetsAt: pause.resetsAt,
+      usedPercent: pause.usedPercent,
+      detail: pause.detail,
+    };
     this.d.log.info(`task ${this.d.ref(task)}: turn held by [usage_pause] (${pause.credential}: ${pause.detail}) until ${pause.resetsAt}`);
-    const t = canMove(task.status, "waiting") ? this.d.move(task, "waiting", why) : (this.d.event(task, "held", why), task);
+    let t = task;
+    if (canMove(task.status, "waiting")) t = this.d.move(task, "waiting", why);
+    else this.d.event(task, "held", why);
     this.schedule();
     return t;
   }

@@ -46,7 +46,6 @@ const READ_CHUNK = 4 * 1024 * 1024;
 /** exit.json is a few fields; anything larger is not the supervisor's. */
 const MAX_EXIT = 64 * 1024;
 
-
 export class Runner {
   private runtime: Promise<Runtime> | undefined;
   /** The last word on whether the project's containers can reach link-local metadata addresses. */
@@ -79,7 +78,14 @@ export class Runner {
       ref: (t) => this.ref(t),
     });
     this.memory = new Compactor(d.db, this.calls, d.log);
-    this.budgets = new Budgets({ db: d.db, config: d.config, proxy: d.proxy, log: d.log, move: (t, to, data) => this.move(t, to, data), ref: (t) => this.ref(t) });
+    this.budgets = new Budgets({
+      db: d.db,
+      config: d.config,
+      proxy: d.proxy,
+      log: d.log,
+      move: (t, to, data) => this.move(t, to, data),
+      ref: (t) => this.ref(t),
+    });
     this.holds = new Holds({
       db: d.db,
       proxy: d.proxy,
@@ -120,8 +126,10 @@ export class Runner {
     const before = this.guard;
     this.guard = g;
     if (JSON.stringify(before) === JSON.stringify(g)) return;
-    if (g.state === "blocked") this.d.log.info(`task containers cannot reach link-local metadata addresses (firewall rules on ${g.bridge})`);
-    else if (g.state === "allowed") this.d.log.warn(`[container] allow_metadata = true: task containers can reach link-local metadata addresses such as 169.254.169.254`);
+    if (g.state === "blocked")
+      this.d.log.info(`task containers cannot reach link-local metadata addresses (firewall rules on ${g.bridge})`);
+    else if (g.state === "allowed")
+      this.d.log.warn(`[container] allow_metadata = true: task containers can reach link-local metadata addresses such as 169.254.169.254`);
     else this.d.log.warn(`link-local metadata addresses are NOT blocked for task containers: ${g.reason}; ${g.remedy}`);
   }
 
@@ -162,15 +170,26 @@ export class Runner {
 
   /** Start the task's next turn: the first prompt, or a follow-up message. */
   async start(ref: string, message?: string): Promise<Task> {
-    let task = Tasks.resolve(this.d.db, ref);
-    if (task.status === "running" || this.starting.has(task.id)) throw new LazyError("conflict", `Task ${this.ref(task)} is already running; wait for its turn to end, or lazy stop ${this.ref(task)}.`);
+    const task = Tasks.resolve(this.d.db, ref);
+    if (task.status === "running" || this.starting.has(task.id))
+      throw new LazyError(
+        "conflict",
+        `Task ${this.ref(task)} is already running; wait for its turn to end, or lazy stop ${this.ref(task)}.`,
+      );
     if (!canMove(task.status, "running"))
-      throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}; ${isFinal(task.status) ? "its session has ended" : "it cannot start a turn now"}.`);
-    if (message !== undefined && task.status === "queued") throw new LazyError("conflict", `Task ${this.ref(task)} has not started yet: lazy start ${this.ref(task)} runs its first turn.`);
+      throw new LazyError(
+        "conflict",
+        `Task ${this.ref(task)} is ${task.status}; ${isFinal(task.status) ? "its session has ended" : "it cannot start a turn now"}.`,
+      );
+    if (message !== undefined && task.status === "queued")
+      throw new LazyError("conflict", `Task ${this.ref(task)} has not started yet: lazy start ${this.ref(task)} runs its first turn.`);
     this.starting.add(task.id);
     try {
       if (this.d.proxy.state !== "ready")
-        throw new LazyError("proxy_unavailable", "The model proxy is not available, so no turn can start; run lazy doctor for the finding and remedy.");
+        throw new LazyError(
+          "proxy_unavailable",
+          "The model proxy is not available, so no turn can start; run lazy doctor for the finding and remedy.",
+        );
       const config = this.d.config();
       const profile = resolveProfile(config, task.profile);
       // [budget]: a task that reached its budget (or a project that reached today's) starts nothing.
@@ -210,11 +229,19 @@ export class Runner {
    * Step 1 of a turn: the task's worktree, the project's network (and where the container
    * reaches the proxy on it), the image, and a running container with its setup done.
    */
-  private async containerReady(task: Task, config: Config, docker: Runtime, placeholder: string): Promise<{ id: string; g: Git.TaskGit; proxyUrl: string }> {
+  private async containerReady(
+    task: Task,
+    config: Config,
+    docker: Runtime,
+    placeholder: string,
+  ): Promise<{ id: string; g: Git.TaskGit; proxyUrl: string }> {
     const uid = Image.agentUid();
     const asRoot = process.getuid?.() === 0;
     if (asRoot && (statSync(this.d.root).mode & 0o005) !== 0o005)
-      throw new LazyError("launch_refused", `lazy runs as root, so the agent runs as uid ${uid}, which cannot read ${this.d.root} (mode ${(statSync(this.d.root).mode & 0o777).toString(8)}): chmod o+rx ${this.d.root}, or run lazy as your own user.`);
+      throw new LazyError(
+        "launch_refused",
+        `lazy runs as root, so the agent runs as uid ${uid}, which cannot read ${this.d.root} (mode ${(statSync(this.d.root).mode & 0o777).toString(8)}): chmod o+rx ${this.d.root}, or run lazy as your own user.`,
+      );
     const tdir = this.taskDir(task);
     // tasks/<id> is lazy's; its sub-folders are mount roots the agent writes below, never replaces.
     for (const sub of ["home", "harness", "turns"]) mkdirSync(join(tdir, sub), { recursive: true, mode: 0o700 });
@@ -247,14 +274,19 @@ export class Runner {
       this.save(task.id, { container_id: id });
       info = await docker.inspect(id);
     }
-    if (!info) throw new LazyError("launch_refused", `The task's container vanished as it started; see lazy daemon logs, or docker ps -a --filter label=dev.lazy.task=${task.id}.`);
+    if (!info)
+      throw new LazyError(
+        "launch_refused",
+        `The task's container vanished as it started; see lazy daemon logs, or docker ps -a --filter label=dev.lazy.task=${task.id}.`,
+      );
     if (docker.pins && info.ip) await this.d.proxy.pin(placeholder, info.ip);
 
     if (!run.setup_done && config.container.setup) {
       this.event(task, "setup", { command: config.container.setup });
       const r = await docker.exec(info.id, ["sh", "-c", config.container.setup], `${uid}:${uid}`, containerEnv(this.d.root), g.worktree);
       this.event(task, "setup", { code: r.code, output: r.output.slice(-4000) });
-      if (r.code !== 0) throw new LazyError("launch_refused", `[container] setup failed with exit code ${r.code}; see lazy logs ${this.ref(task)}.`);
+      if (r.code !== 0)
+        throw new LazyError("launch_refused", `[container] setup failed with exit code ${r.code}; see lazy logs ${this.ref(task)}.`);
     }
     this.save(task.id, { setup_done: 1 });
     return { id: info.id, g, proxyUrl };
@@ -298,7 +330,13 @@ export class Runner {
    * Step 2: the harness's configuration, rewritten before every turn in the folder lazy gives
    * it (the agent's to write: never through a link it left there), and a clear turn folder.
    */
-  private prepareTurn(task: Task, profile: ResolvedProfile, launch: { envVar: string; placeholder: string }, proxyUrl: string, message: string | undefined): { n: number; prepared: Harness.Prepared } {
+  private prepareTurn(
+    task: Task,
+    profile: ResolvedProfile,
+    launch: { envVar: string; placeholder: string },
+    proxyUrl: string,
+    message: string | undefined,
+  ): { n: number; prepared: Harness.Prepared } {
     const run = this.run(task.id);
     const sameProfile = run.profile === profile.name;
     const prepared = Harness.prepare({
@@ -312,7 +350,12 @@ export class Runner {
       resume: message !== undefined && sameProfile ? (run.session ?? undefined) : undefined,
       // lazy's MCP tools, on the listener the container reaches the proxy at.
       mcp: { url: `${proxyUrl}${MCP_PATH}`, token: this.d.mcp.forTask(task.id).token },
-      args: profile.harness === "claude" ? ["--dangerously-skip-permissions"] : profile.harness === "codex" ? ["--dangerously-bypass-approvals-and-sandbox"] : [],
+      args:
+        profile.harness === "claude"
+          ? ["--dangerously-skip-permissions"]
+          : profile.harness === "codex"
+            ? ["--dangerously-bypass-approvals-and-sandbox"]
+            : [],
     });
     const uid = process.getuid?.() === 0 ? Image.agentUid() : undefined;
     for (const [rel, content] of Object.entries(prepared.files)) AgentDir.write(join(this.taskDir(task), "harness"), rel, content, { uid });
@@ -321,12 +364,24 @@ export class Runner {
     const n = run.turn + 1;
     this.clearTurnDir(task, n);
     // A message answers the agent's question, if it asked one.
-    this.save(task.id, { turn: n, offset: 0, profile: profile.name, stopped_turn: null, ...(message !== undefined ? { question: null } : {}) });
+    this.save(task.id, {
+      turn: n,
+      offset: 0,
+      profile: profile.name,
+      stopped_turn: null,
+      ...(message !== undefined ? { question: null } : {}),
+    });
     return { n, prepared };
   }
 
   /** Step 3: the task is running; the supervisor starts the harness in the container. */
-  private async launch(task: Task, docker: Runtime, box: { id: string; g: Git.TaskGit }, turn: { n: number; prepared: Harness.Prepared }, message: string | undefined): Promise<Task> {
+  private async launch(
+    task: Task,
+    docker: Runtime,
+    box: { id: string; g: Git.TaskGit },
+    turn: { n: number; prepared: Harness.Prepared },
+    message: string | undefined,
+  ): Promise<Task> {
     const uid = Image.agentUid();
     const profile = this.run(task.id).profile;
     task = this.move(task, "running", { turn: turn.n, profile, ...(message !== undefined ? { message } : {}) });
@@ -367,10 +422,20 @@ export class Runner {
     const turns = join(this.taskDir(task), "turns");
     const st = AgentDir.lstat(turns, String(turn));
     if (!st) return;
-    if (st.isDirectory()) return AgentDir.rename(turns, String(turn), `${turn}.stale-${Date.now()}`);
+    if (st.isDirectory()) {
+      AgentDir.rename(turns, String(turn), `${turn}.stale-${Date.now()}`);
+      return;
+    }
     AgentDir.unlink(turns, String(turn));
-    this.event(task, "refused", { reason: `turns/${turn} was a ${st.isSymbolicLink() ? "link" : "file"} the task's container made; lazy removed it without following it` });
-    throw new AgentDir.LinkRefused(join(turns, String(turn)), st.isSymbolicLink() ? "a link where the next turn's folder goes (lazy removed it; start the turn again)" : "a file where the next turn's folder goes (lazy removed it; start the turn again)");
+    this.event(task, "refused", {
+      reason: `turns/${turn} was a ${st.isSymbolicLink() ? "link" : "file"} the task's container made; lazy removed it without following it`,
+    });
+    throw new AgentDir.LinkRefused(
+      join(turns, String(turn)),
+      st.isSymbolicLink()
+        ? "a link where the next turn's folder goes (lazy removed it; start the turn again)"
+        : "a file where the next turn's folder goes (lazy removed it; start the turn again)",
+    );
   }
 
   /** Follow a running turn's files until it ends. */
@@ -403,13 +468,20 @@ export class Runner {
     const exec = info?.running && execId ? await docker.execState(execId) : undefined;
     let error: string | undefined;
     if (!info?.running) error = "the task's container is gone (stopped from inside, or removed)";
-    else if (exec && !exec.running) error = `the turn's supervisor ended (exit ${exec.code ?? "unknown"}) without reporting how the turn ended`;
+    else if (exec && !exec.running)
+      error = `the turn's supervisor ended (exit ${exec.code ?? "unknown"}) without reporting how the turn ended`;
     if (!error) return;
     await Bun.sleep(500); // an exit.json written just before the end is read first
     if (this.poll(taskId)) return this.unwatch(taskId);
     const task = Tasks.resolve(this.d.db, taskId);
     if (task.status !== "running") return this.unwatch(taskId);
-    this.settle(task, false, { code: exec?.code ?? null, signal: null, at: new Date().toISOString(), error }, "", run.stopped_turn === run.turn);
+    this.settle(
+      task,
+      false,
+      { code: exec?.code ?? null, signal: null, at: new Date().toISOString(), error },
+      "",
+      run.stopped_turn === run.turn,
+    );
     this.unwatch(taskId);
   }
 
@@ -465,9 +537,23 @@ export class Runner {
       }
       const all = Tasks.events(this.d.db, taskId);
       const turnStart = all.findLastIndex((e) => e.kind === "status" && e.data.to === "running");
-      const last = all.slice(turnStart + 1).filter((e) => e.kind === "result").at(-1);
+      const last = all
+        .slice(turnStart + 1)
+        .filter((e) => e.kind === "result")
+        .at(-1);
       const ok = exit.code === 0 && (last ? last.data.ok !== false : true);
-      this.settle(task, ok, { code: typeof exit.code === "number" ? exit.code : null, signal: typeof exit.signal === "string" ? exit.signal : null, at: String(exit.at), ...(typeof exit.error === "string" ? { error: exit.error.slice(0, 2000) } : {}) }, last ? String(last.data.text ?? "") : "", run.stopped_turn === run.turn);
+      this.settle(
+        task,
+        ok,
+        {
+          code: typeof exit.code === "number" ? exit.code : null,
+          signal: typeof exit.signal === "string" ? exit.signal : null,
+          at: String(exit.at),
+          ...(typeof exit.error === "string" ? { error: exit.error.slice(0, 2000) } : {}),
+        },
+        last ? String(last.data.text ?? "") : "",
+        run.stopped_turn === run.turn,
+      );
       return true;
     } catch (e) {
       if (!(e instanceof AgentDir.LinkRefused)) throw e;
@@ -481,37 +567,66 @@ export class Runner {
     try {
       const g = this.recordedGit(task);
       if (g) sync = Git.syncBranch(this.d.root, g, this.ref(task));
-      if (sync?.skipped.length) this.event(task, "refused", { reason: `some of the agent's objects were not imported: ${sync.skipped.slice(0, 5).join("; ")}` });
+      if (sync?.skipped.length)
+        this.event(task, "refused", { reason: `some of the agent's objects were not imported: ${sync.skipped.slice(0, 5).join("; ")}` });
     } catch (e) {
-      this.d.log.error(`task ${task.id}: bringing the agent's commits onto ${Git.BRANCH_PREFIX}${this.ref(task)} failed: ${(e as Error).message}`);
+      this.d.log.error(
+        `task ${task.id}: bringing the agent's commits onto ${Git.BRANCH_PREFIX}${this.ref(task)} failed: ${(e as Error).message}`,
+      );
     }
     const stopped = stoppedByUser || exit.signal === "SIGTERM" || exit.signal === "SIGINT";
     // A budget reached during the turn (the proxy stopped it, or its last answer crossed it).
     const over = this.budgets.over(task);
-    const budget = over ? budgetWhy(over) : this.budgets.stoppedFor(task) ? { reason: "budget", detail: this.budgets.stoppedFor(task) } : null;
+    const budget = over
+      ? budgetWhy(over)
+      : this.budgets.stoppedFor(task)
+        ? { reason: "budget", detail: this.budgets.stoppedFor(task) }
+        : null;
     // The agent asked the human something (MCP ask_human): the task waits for the answer.
     const question = this.run(task.id).question;
     const asked = question && !budget ? { reason: "question", question } : null;
     const to: Status = stopped || budget || asked ? "waiting" : ok ? "done" : "failed";
     this.move(task, to, {
       ...(budget ?? {}),
-      ...(asked ?? {}), exit: exit.code, signal: exit.signal, ...(stopped ? { stopped: true } : {}), ...(sync?.moved ? { branch: `${Git.BRANCH_PREFIX}${this.ref(task)}`, tip: sync.tip } : {}), ...(text ? { result: text.slice(0, 4000) } : {}), ...(exit.error ? { error: exit.error } : {}) });
+      ...(asked ?? {}),
+      exit: exit.code,
+      signal: exit.signal,
+      ...(stopped ? { stopped: true } : {}),
+      ...(sync?.moved ? { branch: `${Git.BRANCH_PREFIX}${this.ref(task)}`, tip: sync.tip } : {}),
+      ...(text ? { result: text.slice(0, 4000) } : {}),
+      ...(exit.error ? { error: exit.error } : {}),
+    });
     this.d.log.info(`task ${this.ref(task)} turn ended: ${to} (exit ${exit.code ?? exit.signal})`);
   }
 
   /** Where a host session (lazy pair) works on the task: its worktree, harness folder and session. */
-  workspace(ref: string): { task: Task; worktree: string; configDir: string; session: string | null; profile: string; git: { dir: string; commonDir: string } } {
+  workspace(ref: string): {
+    task: Task;
+    worktree: string;
+    configDir: string;
+    session: string | null;
+    profile: string;
+    git: { dir: string; commonDir: string };
+  } {
     const task = Tasks.resolve(this.d.db, ref);
     if (isFinal(task.status)) throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}; its worktree is gone.`);
     const worktree = this.worktree(task);
     const g = this.recordedGit(task);
-    if (!g || !existsSync(worktree)) throw new LazyError("conflict", `Task ${this.ref(task)} has no worktree yet: lazy start ${this.ref(task)} makes it.`);
+    if (!g || !existsSync(worktree))
+      throw new LazyError("conflict", `Task ${this.ref(task)} has no worktree yet: lazy start ${this.ref(task)} makes it.`);
     // Host-side git in this folder must find the project's repository, not what the agent named.
     Git.restorePointers(g);
     const run = this.run(task.id);
     // configDir is the container's harness folder (agent-written: a pair copies transcripts from it);
     // git is what the host harness's git must use, from lazy's records, never from the worktree.
-    return { task, worktree, configDir: join(this.taskDir(task), "harness"), session: run.session, profile: run.profile ?? task.profile, git: { dir: g.adminDir, commonDir: g.commonDir } };
+    return {
+      task,
+      worktree,
+      configDir: join(this.taskDir(task), "harness"),
+      session: run.session,
+      profile: run.profile ?? task.profile,
+      git: { dir: g.adminDir, commonDir: g.commonDir },
+    };
   }
 
   /**
@@ -524,7 +639,10 @@ export class Runner {
     if (task.status !== "running") throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}, not running.`);
     const run = this.run(task.id);
     this.save(task.id, { stopped_turn: run.turn });
-    if (run.container_id) await (await this.docker()).exec(run.container_id, [BIN, "supervise", "--stop", `/lazy/turns/${run.turn}`], `${Image.agentUid()}:${Image.agentUid()}`).catch((e) => this.d.log.warn(`stopping task ${this.ref(task)}: ${(e as Error).message}`));
+    if (run.container_id)
+      await (await this.docker())
+        .exec(run.container_id, [BIN, "supervise", "--stop", `/lazy/turns/${run.turn}`], `${Image.agentUid()}:${Image.agentUid()}`)
+        .catch((e) => this.d.log.warn(`stopping task ${this.ref(task)}: ${(e as Error).message}`));
     this.event(task, "stop", { by: "user" });
     return task;
   }
@@ -537,7 +655,11 @@ export class Runner {
    */
   async accept(ref: string): Promise<{ task: Task; commits: string[]; summary: string | null; summaryError: string | null }> {
     let task = Tasks.resolve(this.d.db, ref);
-    if (!canMove(task.status, "accepted")) throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}; only a task whose turn is done (or waiting) can be accepted.`);
+    if (!canMove(task.status, "accepted"))
+      throw new LazyError(
+        "conflict",
+        `Task ${this.ref(task)} is ${task.status}; only a task whose turn is done (or waiting) can be accepted.`,
+      );
     const branch = `${Git.BRANCH_PREFIX}${this.ref(task)}`;
     let commits: string[] = [];
     let summary: string | null = null;
@@ -546,15 +668,26 @@ export class Runner {
       commits = Git.commitsToMerge(this.d.root, branch);
       if (commits.length) {
         try {
-          summary = (await this.calls.ask(summaryPrompt(task, commits, Git.diffStat(this.d.root, branch)), { task, purpose: "the accept summary" })).text.slice(0, 4000);
+          summary = (
+            await this.calls.ask(summaryPrompt(task, commits, Git.diffStat(this.d.root, branch)), { task, purpose: "the accept summary" })
+          ).text.slice(0, 4000);
         } catch (e) {
           summaryError = (e as Error).message;
           this.d.log.warn(`task ${this.ref(task)}: no summary for its merge: ${summaryError}`);
         }
-        Git.merge(this.d.root, branch, `lazy: accept ${this.ref(task)}: ${task.title}\n\n${summary ? `${summary}\n\n` : ""}${commits.map((c) => `- ${c}`).join("\n")}\n`);
+        Git.merge(
+          this.d.root,
+          branch,
+          `lazy: accept ${this.ref(task)}: ${task.title}\n\n${summary ? `${summary}\n\n` : ""}${commits.map((c) => `- ${c}`).join("\n")}\n`,
+        );
       }
     }
-    this.event(task, "summary", { commits, branch, ...(summary ? { text: summary } : {}), ...(summaryError ? { error: summaryError } : {}) });
+    this.event(task, "summary", {
+      commits,
+      branch,
+      ...(summary ? { text: summary } : {}),
+      ...(summaryError ? { error: summaryError } : {}),
+    });
     task = this.move(task, "accepted", { commits: commits.length });
     await this.endSession(task, { deleteBranch: false });
     return { task, commits, summary, summaryError };
@@ -562,7 +695,8 @@ export class Runner {
 
   async reject(ref: string): Promise<Task> {
     let task = Tasks.resolve(this.d.db, ref);
-    if (!canMove(task.status, "rejected")) throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}; it cannot be rejected now.`);
+    if (!canMove(task.status, "rejected"))
+      throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}; it cannot be rejected now.`);
     task = this.move(task, "rejected");
     await this.endSession(task, { deleteBranch: true });
     return task;
@@ -570,7 +704,8 @@ export class Runner {
 
   async close(ref: string): Promise<Task> {
     let task = Tasks.resolve(this.d.db, ref);
-    if (!canMove(task.status, "closed")) throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}; it cannot be closed now.`);
+    if (!canMove(task.status, "closed"))
+      throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}; it cannot be closed now.`);
     task = this.move(task, "closed");
     await this.endSession(task, { deleteBranch: false });
     return task;
@@ -588,25 +723,42 @@ export class Runner {
       ["revoke the task's placeholders", () => this.d.proxy.revokeTask(task.id)],
       ["revoke its MCP token", () => this.d.mcp.revokeTask(task.id)],
       ["drop its held turn", () => HeldTurns.removeTask(this.d.db, task.id)],
-      ["remove its container", async () => {
-        const run = this.run(task.id);
-        const docker = await this.docker();
-        if (run.container_id) await docker.remove(run.container_id);
-        for (const c of await docker.list(this.d.slug)) if (c.taskId === task.id) await docker.remove(c.id);
-        if ((await docker.list(this.d.slug)).some((c) => c.taskId === task.id)) throw new Error("a container of the task is still there");
-        containerGone = true;
-      }],
+      [
+        "remove its container",
+        async () => {
+          const run = this.run(task.id);
+          const docker = await this.docker();
+          if (run.container_id) await docker.remove(run.container_id);
+          for (const c of await docker.list(this.d.slug)) if (c.taskId === task.id) await docker.remove(c.id);
+          if ((await docker.list(this.d.slug)).some((c) => c.taskId === task.id)) throw new Error("a container of the task is still there");
+          containerGone = true;
+        },
+      ],
       ["remove the project's network if no task uses it", () => this.dropIdleNetwork()],
-      ["remove its worktree", () => {
-        if (!containerGone) throw new Error("its container could not be removed, so its worktree stays; remove the container (docker rm -f) and close again");
-        const g = this.recordedGit(task);
-        if (g) Git.removeWorktree(this.d.root, g, this.taskDir(task));
-      }],
-      ["remove its private folders", () => {
-        if (!containerGone) throw new Error("its container could not be removed");
-        rmSync(join(this.taskDir(task), "git"), { recursive: true, force: true });
-      }],
-      ...(opts.deleteBranch ? ([["delete its branch", () => Git.deleteBranch(this.d.root, `${Git.BRANCH_PREFIX}${this.ref(task)}`)]] as [string, () => unknown][]) : []),
+      [
+        "remove its worktree",
+        () => {
+          if (!containerGone)
+            throw new Error(
+              "its container could not be removed, so its worktree stays; remove the container (docker rm -f) and close again",
+            );
+          const g = this.recordedGit(task);
+          if (g) Git.removeWorktree(this.d.root, g, this.taskDir(task));
+        },
+      ],
+      [
+        "remove its private folders",
+        () => {
+          if (!containerGone) throw new Error("its container could not be removed");
+          rmSync(join(this.taskDir(task), "git"), { recursive: true, force: true });
+        },
+      ],
+      ...(opts.deleteBranch
+        ? ([["delete its branch", () => Git.deleteBranch(this.d.root, `${Git.BRANCH_PREFIX}${this.ref(task)}`)]] as [
+            string,
+            () => unknown,
+          ][])
+        : []),
     ];
     for (const [what, step] of steps) {
       try {
@@ -687,7 +839,10 @@ export class Runner {
     this.holds.schedule(); // turns held before a restart start when their window resets
     this.budgets.start();
     void this.reconcile().catch((e) => this.d.log.error(`reconcile: ${(e as Error).message}`));
-    this.housekeeping = setInterval(() => void this.reconcile().catch((e) => this.d.log.error(`reconcile: ${(e as Error).message}`)), everyMs);
+    this.housekeeping = setInterval(
+      () => void this.reconcile().catch((e) => this.d.log.error(`reconcile: ${(e as Error).message}`)),
+      everyMs,
+    );
     this.housekeeping.unref();
   }
 

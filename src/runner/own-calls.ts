@@ -84,8 +84,17 @@ export class OwnCalls {
     const uid = Image.agentUid();
     for (const sub of ["", "home", "harness", "turns"]) mkdirSync(join(dir, sub), { recursive: true, mode: 0o700 });
     if (process.getuid?.() === 0) for (const sub of ["", "home", "harness", "turns"]) lchownSync(join(dir, sub), uid, uid);
-    const prepared = Harness.prepare({ proxyUrl, envVar: launch.envVar, placeholder: launch.placeholder, profile, configDir: "/lazy/harness", prompt, args: [] });
-    for (const [rel, content] of Object.entries(prepared.files)) AgentDir.write(join(dir, "harness"), rel, content, { uid: process.getuid?.() === 0 ? uid : undefined });
+    const prepared = Harness.prepare({
+      proxyUrl,
+      envVar: launch.envVar,
+      placeholder: launch.placeholder,
+      profile,
+      configDir: "/lazy/harness",
+      prompt,
+      args: [],
+    });
+    for (const [rel, content] of Object.entries(prepared.files))
+      AgentDir.write(join(dir, "harness"), rel, content, { uid: process.getuid?.() === 0 ? uid : undefined });
 
     let container: string | undefined;
     const name = `lazy-${this.d.slug}-call-${id}`;
@@ -113,11 +122,19 @@ export class OwnCalls {
       });
       const info = await docker.inspect(container);
       if (docker.pins && info?.ip) await this.d.proxy.pin(launch.placeholder, info.ip);
-      const exec = await docker.execDetached(container, [BIN, "supervise", "--turn", "/lazy/turns/1", "--cwd", this.d.root, "--", ...prepared.command], prepared.env, `${uid}:${uid}`);
+      const exec = await docker.execDetached(
+        container,
+        [BIN, "supervise", "--turn", "/lazy/turns/1", "--cwd", this.d.root, "--", ...prepared.command],
+        prepared.env,
+        `${uid}:${uid}`,
+      );
       const exit = await this.waitFor(docker, exec, join(dir, "turns"));
       const text = this.answerOf(join(dir, "turns"), profile.harness);
       if (exit.code !== 0 || !text)
-        throw new LazyError("launch_refused", `lazy's own model call (${opts.purpose}, profile ${profile.name}) failed: ${exit.error ?? (text ? `exit code ${exit.code}` : "the model gave no answer")}; lazy stats audit shows the call.`);
+        throw new LazyError(
+          "launch_refused",
+          `lazy's own model call (${opts.purpose}, profile ${profile.name}) failed: ${exit.error ?? (text ? `exit code ${exit.code}` : "the model gave no answer")}; lazy stats audit shows the call.`,
+        );
       return { text, profile: profile.name };
     } finally {
       if (container) await docker.remove(container);
@@ -143,7 +160,12 @@ export class OwnCalls {
         try {
           return JSON.parse(text) as Exit;
         } catch {
-          return { code: null, signal: null, at: new Date().toISOString(), error: "the call's exit.json is not what the supervisor writes" };
+          return {
+            code: null,
+            signal: null,
+            at: new Date().toISOString(),
+            error: "the call's exit.json is not what the supervisor writes",
+          };
         }
       }
       const st = await docker.execState(exec);
@@ -153,7 +175,8 @@ export class OwnCalls {
         if (exitText() !== null) continue;
         return { code: st.code, signal: null, at: new Date().toISOString(), error: "the supervisor ended without reporting" };
       }
-      if (Date.now() > deadline) return { code: null, signal: null, at: new Date().toISOString(), error: `no answer within ${DEADLINE_MS / 60_000} minutes` };
+      if (Date.now() > deadline)
+        return { code: null, signal: null, at: new Date().toISOString(), error: `no answer within ${DEADLINE_MS / 60_000} minutes` };
       await Bun.sleep(250);
     }
   }

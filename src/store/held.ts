@@ -15,13 +15,32 @@ export interface Held {
   resets_at: number | null;
 }
 
-export function put(db: Database, taskId: string, message: string | null, pause: { credential: string; window: string; resetsAt: number }, now = Date.now()): void {
+export function put(
+  db: Database,
+  taskId: string,
+  message: string | null,
+  pause: { credential: string; window: string; resetsAt: number },
+  now = Date.now(),
+): void {
   const had = db.query("SELECT * FROM held_turns WHERE task_id = ?").get(taskId) as Held | null;
   if (had) {
     const joined = had.message && message ? `${had.message}\n\n${message}` : (message ?? had.message);
-    db.query("UPDATE held_turns SET message = ?, credential = ?, window = ?, resets_at = ? WHERE id = ?").run(joined, pause.credential, pause.window, pause.resetsAt, had.id);
+    db.query("UPDATE held_turns SET message = ?, credential = ?, window = ?, resets_at = ? WHERE id = ?").run(
+      joined,
+      pause.credential,
+      pause.window,
+      pause.resetsAt,
+      had.id,
+    );
   } else
-    db.query("INSERT INTO held_turns (task_id, message, at, credential, window, resets_at) VALUES (?, ?, ?, ?, ?, ?)").run(taskId, message, now, pause.credential, pause.window, pause.resetsAt);
+    db.query("INSERT INTO held_turns (task_id, message, at, credential, window, resets_at) VALUES (?, ?, ?, ?, ?, ?)").run(
+      taskId,
+      message,
+      now,
+      pause.credential,
+      pause.window,
+      pause.resetsAt,
+    );
 }
 
 /** Every held turn, oldest first. */

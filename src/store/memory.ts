@@ -26,7 +26,8 @@ const toNote = (r: Row): Note => ({ id: r.id, at: new Date(r.at).toISOString(), 
 export function add(db: Database, text: string, by: Note["by"], taskId: string | null = null, now = Date.now()): Note {
   const t = text.trim();
   if (!t) throw new LazyError("invalid_input", "A memory note needs some text.");
-  if (t.length > MAX_NOTE) throw new LazyError("invalid_input", `A memory note is at most ${MAX_NOTE} characters (this one is ${t.length}); keep it to one fact.`);
+  if (t.length > MAX_NOTE)
+    throw new LazyError("invalid_input", `A memory note is at most ${MAX_NOTE} characters (this one is ${t.length}); keep it to one fact.`);
   const r = db.query("INSERT INTO memory (at, text, task_id, by) VALUES (?, ?, ?, ?) RETURNING *").get(now, t, taskId, by) as Row;
   return toNote(r);
 }

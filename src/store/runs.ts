@@ -27,7 +27,20 @@ export interface Run {
 
 export type RunPatch = Partial<Omit<Run, "task_id">>;
 
-const COLUMNS = new Set(["container_id", "session", "turn", "offset", "setup_done", "profile", "admin", "stopped_turn", "budget_tokens", "budget_usd", "question", "summary"]);
+const COLUMNS = new Set([
+  "container_id",
+  "session",
+  "turn",
+  "offset",
+  "setup_done",
+  "profile",
+  "admin",
+  "stopped_turn",
+  "budget_tokens",
+  "budget_usd",
+  "question",
+  "summary",
+]);
 
 /** The task's run, made on first use. */
 export function get(db: Database, taskId: string): Run {

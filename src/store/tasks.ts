@@ -33,7 +33,16 @@ export const CODE_RE = /^[a-z0-9][a-z0-9._-]{0,47}$/;
 const HEX_RE = /^[0-9a-f]+$/;
 export const MIN_PREFIX = 4;
 
-type Row = { id: string; code: string | null; title: string; prompt: string; status: string; profile: string; created_at: number; updated_at: number };
+type Row = {
+  id: string;
+  code: string | null;
+  title: string;
+  prompt: string;
+  status: string;
+  profile: string;
+  created_at: number;
+  updated_at: number;
+};
 
 const toTask = (r: Row): Task => ({
   id: r.id,
@@ -48,28 +57,40 @@ const toTask = (r: Row): Task => ({
 
 export function validateCode(code: string): void {
   if (!CODE_RE.test(code))
-    throw new LazyError("invalid_input", `Task code "${code}" is not valid: use lowercase letters, digits, ".", "_" and "-", starting with a letter or digit.`);
+    throw new LazyError(
+      "invalid_input",
+      `Task code "${code}" is not valid: use lowercase letters, digits, ".", "_" and "-", starting with a letter or digit.`,
+    );
   if (HEX_RE.test(code))
-    throw new LazyError("invalid_input", `Task code "${code}" looks like a hex task id; add a letter outside a–f or a "-" (e.g. "${code}-task").`);
+    throw new LazyError(
+      "invalid_input",
+      `Task code "${code}" looks like a hex task id; add a letter outside a–f or a "-" (e.g. "${code}-task").`,
+    );
 }
 
 export function add(db: Database, input: { prompt: string; title?: string; code?: string; profile: string }, now = Date.now()): Task {
   const prompt = input.prompt.trim();
-  if (!prompt) throw new LazyError("invalid_input", "A task needs a prompt: lazy task add \"what to do\".");
+  if (!prompt) throw new LazyError("invalid_input", 'A task needs a prompt: lazy task add "what to do".');
   if (input.code !== undefined) validateCode(input.code);
   const title = (input.title?.trim() || firstLine(prompt)).slice(0, 120);
-  return db.transaction(() => {
-    if (input.code !== undefined && db.query("SELECT 1 FROM tasks WHERE code = ?").get(input.code))
-      throw new LazyError("conflict", `A task with code "${input.code}" already exists; pick another code.`);
-    let id = "";
-    do id = randomBytes(4).toString("hex");
-    while (db.query("SELECT 1 FROM tasks WHERE id = ?").get(id));
-    db.query("INSERT INTO tasks (id, code, title, prompt, status, profile, created_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?)").run(
-      id, input.code ?? null, title, prompt, input.profile, now, now,
-    );
-    db.query("INSERT INTO events (task_id, at, kind, data) VALUES (?, ?, 'created', ?)").run(id, now, JSON.stringify({ status: "queued" }));
-    return toTask(db.query("SELECT * FROM tasks WHERE id = ?").get(id) as Row);
-  }).immediate();
+  return db
+    .transaction(() => {
+      if (input.code !== undefined && db.query("SELECT 1 FROM tasks WHERE code = ?").get(input.code))
+        throw new LazyError("conflict", `A task with code "${input.code}" already exists; pick another code.`);
+      let id = "";
+      do id = randomBytes(4).toString("hex");
+      while (db.query("SELECT 1 FROM tasks WHERE id = ?").get(id));
+      db.query(
+        "INSERT INTO tasks (id, code, title, prompt, status, profile, created_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?)",
+      ).run(id, input.code ?? null, title, prompt, input.profile, now, now);
+      db.query("INSERT INTO events (task_id, at, kind, data) VALUES (?, ?, 'created', ?)").run(
+        id,
+        now,
+        JSON.stringify({ status: "queued" }),
+      );
+      return toTask(db.query("SELECT * FROM tasks WHERE id = ?").get(id) as Row);
+    })
+    .immediate();
 }
 
 export function list(db: Database, filter: { status?: Status } = {}): Task[] {
@@ -108,7 +129,9 @@ export function page(db: Database, query: PageQuery = {}): { tasks: Task[]; tota
     where.push("(title LIKE ? ESCAPE '\\' OR prompt LIKE ? ESCAPE '\\' OR code LIKE ? ESCAPE '\\' OR id LIKE ? ESCAPE '\\')");
     params.push(like, like, like, like);
   }
-  const total = (db.query(`SELECT COUNT(*) AS n FROM tasks${where.length ? ` WHERE ${where.join(" AND ")}` : ""}`).get(...params) as { n: number }).n;
+  const total = (
+    db.query(`SELECT COUNT(*) AS n FROM tasks${where.length ? ` WHERE ${where.join(" AND ")}` : ""}`).get(...params) as { n: number }
+  ).n;
   if (query.before !== undefined) {
     const m = CURSOR_RE.exec(query.before);
     if (!m) throw new LazyError("invalid_input", `"${query.before}" is not a page of the task list; start again from the first page.`);
@@ -173,7 +196,8 @@ export function resolve(db: Database, ref: string): Task {
  */
 export function resolveFilter(db: Database, refs: readonly string[] | null): Task[] | null {
   if (refs === null) return null;
-  if (!refs.length || refs.some((r) => !r.trim())) throw new LazyError("invalid_input", "An empty task filter names no task; give a code or an id prefix, or leave --task out.");
+  if (!refs.length || refs.some((r) => !r.trim()))
+    throw new LazyError("invalid_input", "An empty task filter names no task; give a code or an id prefix, or leave --task out.");
   const seen = new Map<string, Task>();
   for (const r of refs) {
     const t = resolve(db, r);
@@ -183,16 +207,25 @@ export function resolveFilter(db: Database, refs: readonly string[] | null): Tas
 }
 
 export function events(db: Database, taskId: string, afterId = 0): TaskEvent[] {
-  return (db.query("SELECT * FROM events WHERE task_id = ? AND id > ? ORDER BY id").all(taskId, afterId) as {
-    id: number; task_id: string; at: number; kind: string; data: string;
-  }[]).map((e) => ({ id: e.id, taskId: e.task_id, at: new Date(e.at).toISOString(), kind: e.kind, data: JSON.parse(e.data) }));
+  return (
+    db.query("SELECT * FROM events WHERE task_id = ? AND id > ? ORDER BY id").all(taskId, afterId) as {
+      id: number;
+      task_id: string;
+      at: number;
+      kind: string;
+      data: string;
+    }[]
+  ).map((e) => ({ id: e.id, taskId: e.task_id, at: new Date(e.at).toISOString(), kind: e.kind, data: JSON.parse(e.data) }));
 }
 
 /**
  * Events of every task (or of `taskIds`) after event id `after` and at or after `since` (ms),
  * oldest first, with the task's code: the feed `lazy watch` and the dashboard follow.
  */
-export function feed(db: Database, opts: { after?: number; since?: number; taskIds?: readonly string[] | null; limit?: number }): (TaskEvent & { code: string | null })[] {
+export function feed(
+  db: Database,
+  opts: { after?: number; since?: number; taskIds?: readonly string[] | null; limit?: number },
+): (TaskEvent & { code: string | null })[] {
   const ids = opts.taskIds ?? null;
   const where = ["e.id > ?", "e.at >= ?"];
   const params: (string | number)[] = [opts.after ?? 0, opts.since ?? 0];
@@ -204,7 +237,14 @@ export function feed(db: Database, opts: { after?: number; since?: number; taskI
   const rows = db
     .query(`SELECT e.*, t.code AS code FROM events e JOIN tasks t ON t.id = e.task_id WHERE ${where.join(" AND ")} ORDER BY e.id LIMIT ?`)
     .all(...params) as { id: number; task_id: string; at: number; kind: string; data: string; code: string | null }[];
-  return rows.map((e) => ({ id: e.id, taskId: e.task_id, at: new Date(e.at).toISOString(), kind: e.kind, data: JSON.parse(e.data), code: e.code }));
+  return rows.map((e) => ({
+    id: e.id,
+    taskId: e.task_id,
+    at: new Date(e.at).toISOString(),
+    kind: e.kind,
+    data: JSON.parse(e.data),
+    code: e.code,
+  }));
 }
 
 /** The newest event id (0 when there is none). */
@@ -214,9 +254,13 @@ export function lastEventId(db: Database): number {
 
 /** The task's newest event of one kind (its last agent message, say), read backwards on the task's index. */
 export function lastEvent(db: Database, taskId: string, kind: string): TaskEvent | undefined {
-  const e = db.query("SELECT * FROM events WHERE task_id = ? AND kind = ? ORDER BY id DESC LIMIT 1").get(taskId, kind) as
-    | { id: number; task_id: string; at: number; kind: string; data: string }
-    | null;
+  const e = db.query("SELECT * FROM events WHERE task_id = ? AND kind = ? ORDER BY id DESC LIMIT 1").get(taskId, kind) as {
+    id: number;
+    task_id: string;
+    at: number;
+    kind: string;
+    data: string;
+  } | null;
   return e ? { id: e.id, taskId: e.task_id, at: new Date(e.at).toISOString(), kind: e.kind, data: JSON.parse(e.data) } : undefined;
 }
 
@@ -226,18 +270,23 @@ export function addEvent(db: Database, taskId: string, kind: string, data: Recor
 
 /** Move a task to another status, by the rules in status.ts, recording the move as an event. */
 export function move(db: Database, id: string, to: Status, data: Record<string, unknown> = {}, now = Date.now()): Task {
-  return db.transaction(() => {
-    const row = db.query("SELECT * FROM tasks WHERE id = ?").get(id) as Row | null;
-    if (!row) throw new LazyError("not_found", `No task ${id}.`);
-    const from = row.status as Status;
-    if (!canMove(from, to)) {
-      const allowed = allowedFrom(from);
-      throw new LazyError("conflict", `Task ${row.code ?? row.id} is ${from}; it can move to ${allowed.length ? allowed.join(", ") : "nothing (its session has ended)"}, not ${to}.`);
-    }
-    db.query("UPDATE tasks SET status = ?, updated_at = ? WHERE id = ?").run(to, now, id);
-    addEvent(db, id, "status", { from, to, ...data }, now);
-    return toTask(db.query("SELECT * FROM tasks WHERE id = ?").get(id) as Row);
-  }).immediate();
+  return db
+    .transaction(() => {
+      const row = db.query("SELECT * FROM tasks WHERE id = ?").get(id) as Row | null;
+      if (!row) throw new LazyError("not_found", `No task ${id}.`);
+      const from = row.status as Status;
+      if (!canMove(from, to)) {
+        const allowed = allowedFrom(from);
+        throw new LazyError(
+          "conflict",
+          `Task ${row.code ?? row.id} is ${from}; it can move to ${allowed.length ? allowed.join(", ") : "nothing (its session has ended)"}, not ${to}.`,
+        );
+      }
+      db.query("UPDATE tasks SET status = ?, updated_at = ? WHERE id = ?").run(to, now, id);
+      addEvent(db, id, "status", { from, to, ...data }, now);
+      return toTask(db.query("SELECT * FROM tasks WHERE id = ?").get(id) as Row);
+    })
+    .immediate();
 }
 
 function firstLine(s: string): string {

@@ -95,7 +95,16 @@ export async function turn(dir: string, cwd: string, cmd: string[]): Promise<num
     child.on("error", (e) => finish({ code: 127, signal: null, at: new Date().toISOString(), error: e.message }));
     child.on("close", (code, signal) =>
       // A command that could not start reports a negative errno here: say so, as a shell would (127).
-      finish(code !== null && code < 0 ? { code: 127, signal: null, at: new Date().toISOString(), error: `${bin}: could not start (errno ${code}, ENOENT when not installed)` } : { code, signal, at: new Date().toISOString() }),
+      finish(
+        code !== null && code < 0
+          ? {
+              code: 127,
+              signal: null,
+              at: new Date().toISOString(),
+              error: `${bin}: could not start (errno ${code}, ENOENT when not installed)`,
+            }
+          : { code, signal, at: new Date().toISOString() },
+      ),
     );
   });
 }

@@ -26,7 +26,8 @@ export interface Over {
 }
 
 type Sums = { profile: string; requests: number; input: number; output: number; cacheRead: number; cacheWrite: number };
-const SUMS = "SUM(requests) AS requests, SUM(input_tokens) AS input, SUM(output_tokens) AS output, SUM(cache_read) AS cacheRead, SUM(cache_write) AS cacheWrite";
+const SUMS =
+  "SUM(requests) AS requests, SUM(input_tokens) AS input, SUM(output_tokens) AS output, SUM(cache_read) AS cacheRead, SUM(cache_write) AS cacheWrite";
 
 export const today = (now = Date.now()) => new Date(now).toISOString().slice(0, 10);
 
@@ -65,7 +66,10 @@ export function spentOnDay(db: Database, config: Config, day = today()): Spent {
 
 /** A task's budget: [budget] per_task_* plus what a human added (lazy task budget). */
 export function taskLimit(db: Database, config: Config, taskId: string): { tokens: number | null; usd: number | null } {
-  const r = db.query("SELECT budget_tokens, budget_usd FROM runs WHERE task_id = ?").get(taskId) as { budget_tokens: number; budget_usd: number } | null;
+  const r = db.query("SELECT budget_tokens, budget_usd FROM runs WHERE task_id = ?").get(taskId) as {
+    budget_tokens: number;
+    budget_usd: number;
+  } | null;
   const b = config.budget;
   return {
     tokens: b.per_task_tokens === undefined ? null : b.per_task_tokens + (r?.budget_tokens ?? 0),
@@ -83,9 +87,21 @@ function taskOver(db: Database, config: Config, task: { id: string; ref: string 
   if (lim.tokens !== null || lim.usd !== null) {
     const s = spentByTask(db, config, task.id);
     if (lim.tokens !== null && s.tokens >= lim.tokens)
-      return { scope: "task", unit: "tokens", spent: s.tokens, limit: lim.tokens, message: `task ${task.ref} reached its token budget (${s.tokens} of ${lim.tokens} tokens); a human can raise it: lazy task budget ${task.ref} +N` };
+      return {
+        scope: "task",
+        unit: "tokens",
+        spent: s.tokens,
+        limit: lim.tokens,
+        message: `task ${task.ref} reached its token budget (${s.tokens} of ${lim.tokens} tokens); a human can raise it: lazy task budget ${task.ref} +N`,
+      };
     if (lim.usd !== null && s.usd !== null && s.usd >= lim.usd)
-      return { scope: "task", unit: "usd", spent: s.usd, limit: lim.usd, message: `task ${task.ref} reached its budget ($${s.usd.toFixed(2)} of $${lim.usd.toFixed(2)}); a human can raise it: lazy task budget ${task.ref} +N --usd` };
+      return {
+        scope: "task",
+        unit: "usd",
+        spent: s.usd,
+        limit: lim.usd,
+        message: `task ${task.ref} reached its budget ($${s.usd.toFixed(2)} of $${lim.usd.toFixed(2)}); a human can raise it: lazy task budget ${task.ref} +N --usd`,
+      };
   }
   return null;
 }
@@ -96,9 +112,21 @@ export function dayOver(db: Database, config: Config): Over | null {
   if (b.per_day_tokens !== undefined || b.per_day_usd !== undefined) {
     const d = spentOnDay(db, config);
     if (b.per_day_tokens !== undefined && d.tokens >= b.per_day_tokens)
-      return { scope: "day", unit: "tokens", spent: d.tokens, limit: b.per_day_tokens, message: `the project reached today's token budget (${d.tokens} of ${b.per_day_tokens} tokens, [budget] per_day_tokens); it renews at 00:00 UTC` };
+      return {
+        scope: "day",
+        unit: "tokens",
+        spent: d.tokens,
+        limit: b.per_day_tokens,
+        message: `the project reached today's token budget (${d.tokens} of ${b.per_day_tokens} tokens, [budget] per_day_tokens); it renews at 00:00 UTC`,
+      };
     if (b.per_day_usd !== undefined && d.usd !== null && d.usd >= b.per_day_usd)
-      return { scope: "day", unit: "usd", spent: d.usd, limit: b.per_day_usd, message: `the project reached today's budget ($${d.usd.toFixed(2)} of $${b.per_day_usd.toFixed(2)}, [budget] per_day_usd); it renews at 00:00 UTC` };
+      return {
+        scope: "day",
+        unit: "usd",
+        spent: d.usd,
+        limit: b.per_day_usd,
+        message: `the project reached today's budget ($${d.usd.toFixed(2)} of $${b.per_day_usd.toFixed(2)}, [budget] per_day_usd); it renews at 00:00 UTC`,
+      };
   }
   return null;
 }
@@ -116,15 +144,24 @@ export interface BudgetReport {
 export function report(db: Database, config: Config, opts: { days?: number; tasks?: number } = {}): BudgetReport {
   const since = today(Date.now() - ((opts.days ?? 30) - 1) * 86_400_000);
   const group = <K extends string>(key: K, where = "", ...params: (string | number)[]) => {
-    const rows = db.query(`SELECT ${key} AS k, profile, ${SUMS} FROM usage_days ${where} GROUP BY ${key}, profile`).all(...params) as (Sums & { k: string })[];
+    const rows = db
+      .query(`SELECT ${key} AS k, profile, ${SUMS} FROM usage_days ${where} GROUP BY ${key}, profile`)
+      .all(...params) as (Sums & { k: string })[];
     const by = new Map<string, Sums[]>();
     for (const r of rows) by.set(r.k, [...(by.get(r.k) ?? []), r]);
     return [...by].map(([k, rs]) => ({ k, spent: total(config, rs) }));
   };
-  const days = group("day", "WHERE day >= ?", since).map(({ k, spent }) => ({ day: k, ...spent })).sort((a, b) => b.day.localeCompare(a.day));
+  const days = group("day", "WHERE day >= ?", since)
+    .map(({ k, spent }) => ({ day: k, ...spent }))
+    .sort((a, b) => b.day.localeCompare(a.day));
   const code = db.query("SELECT code FROM tasks WHERE id = ?");
   const tasks = group("task_id", "WHERE task_id != ''")
-    .map(({ k, spent }) => ({ taskId: k, code: (code.get(k) as { code: string | null } | null)?.code ?? null, limit: taskLimit(db, config, k), ...spent }))
+    .map(({ k, spent }) => ({
+      taskId: k,
+      code: (code.get(k) as { code: string | null } | null)?.code ?? null,
+      limit: taskLimit(db, config, k),
+      ...spent,
+    }))
     .sort((a, b) => b.tokens - a.tokens)
     .slice(0, opts.tasks ?? 50);
   const profiles = group("profile").map(({ k, spent }) => {
@@ -133,5 +170,12 @@ export function report(db: Database, config: Config, opts: { days?: number; task
   });
   const credentials = group("credential").map(({ k, spent }) => ({ credential: k || "(none)", ...spent }));
   const t = today();
-  return { budget: config.budget, today: days.find((d) => d.day === t) ?? { day: t, ...total(config, []) }, days, tasks, profiles, credentials };
+  return {
+    budget: config.budget,
+    today: days.find((d) => d.day === t) ?? { day: t, ...total(config, []) },
+    days,
+    tasks,
+    profiles,
+    credentials,
+  };
 }

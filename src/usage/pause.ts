@@ -40,17 +40,41 @@ export function pauseOf(settings: Settings, views: readonly LimitView[], credent
   for (const v of views) {
     if (v.credential !== credential) continue;
     if (v.quota?.resetsAt && Date.parse(v.quota.resetsAt) > now)
-      return { credential, window: v.quota.window ?? "quota", usedPercent: null, threshold: null, resetsAt: v.quota.resetsAt, cause: "quota", detail: v.quota.detail };
+      return {
+        credential,
+        window: v.quota.window ?? "quota",
+        usedPercent: null,
+        threshold: null,
+        resetsAt: v.quota.resetsAt,
+        cause: "quota",
+        detail: v.quota.detail,
+      };
     for (const w of v.windows) {
       const reset = w.resetsAt ? Date.parse(w.resetsAt) : Number.NaN;
       if (!(reset > now)) continue; // no reset named, or it has passed: the reading is stale
       if (w.name === "unified" && w.status === "rejected")
-        return { credential, window: "unified", usedPercent: null, threshold: null, resetsAt: w.resetsAt!, cause: "quota", detail: "the provider refused the subscription (unified status rejected)" };
+        return {
+          credential,
+          window: "unified",
+          usedPercent: null,
+          threshold: null,
+          resetsAt: w.resetsAt!,
+          cause: "quota",
+          detail: "the provider refused the subscription (unified status rejected)",
+        };
       const key = windowKey(w);
       const threshold = key ? (settings[key] ?? settings.threshold) : undefined;
       if (!key || threshold === undefined || w.usedPercent === null) continue;
       if (w.usedPercent >= threshold || w.status === "rejected")
-        return { credential, window: key, usedPercent: w.usedPercent, threshold, resetsAt: w.resetsAt!, cause: "threshold", detail: `${key} window at ${Math.round(w.usedPercent)} % (threshold ${threshold} %)` };
+        return {
+          credential,
+          window: key,
+          usedPercent: w.usedPercent,
+          threshold,
+          resetsAt: w.resetsAt!,
+          cause: "threshold",
+          detail: `${key} window at ${Math.round(w.usedPercent)} % (threshold ${threshold} %)`,
+        };
     }
   }
   return null;

@@ -11,7 +11,12 @@ export interface Price {
   cacheWrite: number;
 }
 
-const p = (input: number, output: number, cacheRead: number, cacheWrite = input * 1.25): Price => ({ input, output, cacheRead, cacheWrite });
+const p = (input: number, output: number, cacheRead: number, cacheWrite = input * 1.25): Price => ({
+  input,
+  output,
+  cacheRead,
+  cacheWrite,
+});
 
 export const PRICES: Readonly<Record<string, Price>> = {
   "claude-opus-4-1": p(15, 75, 1.5),

@@ -13,7 +13,22 @@
  * `LinkRefused` naming the path. Reads are bounded; writes go to a fresh file that is renamed
  * over the name (a rename replaces a link, it never writes through it).
  */
-import { closeSync, constants as C, fchownSync, fstatSync, mkdirSync, openSync, readdirSync, readSync, renameSync, unlinkSync, writeSync, fsyncSync, lstatSync, type Stats } from "node:fs";
+import {
+  closeSync,
+  constants as C,
+  fchownSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+  fsyncSync,
+  lstatSync,
+  type Stats,
+} from "node:fs";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { LazyError } from "./errors";
@@ -24,7 +39,10 @@ export class LinkRefused extends LazyError {
     readonly path: string,
     what: string,
   ) {
-    super("launch_refused", `${path} is ${what}, made by the task's container; lazy follows no link and reads no special file there, so the turn cannot go on. Remove it in the task's worktree, or close the task.`);
+    super(
+      "launch_refused",
+      `${path} is ${what}, made by the task's container; lazy follows no link and reads no special file there, so the turn cannot go on. Remove it in the task's worktree, or close the task.`,
+    );
   }
 }
 
@@ -44,7 +62,8 @@ const at = (dirFd: number, dirPath: string, name: string) => (PROC ? `/proc/self
 
 function refuse(path: string, e: unknown, expected: "folder" | "file"): never {
   const code = (e as NodeJS.ErrnoException).code;
-  if (code === "ELOOP" || code === "ENOTDIR" || code === "EMLINK") throw new LinkRefused(path, expected === "folder" ? "a link or a file where a folder is expected" : "a link where a file is expected");
+  if (code === "ELOOP" || code === "ENOTDIR" || code === "EMLINK")
+    throw new LinkRefused(path, expected === "folder" ? "a link or a file where a folder is expected" : "a link where a file is expected");
   throw e;
 }
 
@@ -81,7 +100,12 @@ function openDir(root: string, rel: string[], create: { mode: number; uid?: numb
   }
 }
 
-function withDir<T>(root: string, rel: string, create: { mode: number; uid?: number } | null, fn: (fd: number, path: string, name: string) => T): T {
+function withDir<T>(
+  root: string,
+  rel: string,
+  create: { mode: number; uid?: number } | null,
+  fn: (fd: number, path: string, name: string) => T,
+): T {
   const p = parts(rel);
   const name = p.pop();
   if (!name) throw new LazyError("internal", `lazy asked for ${root} itself as a file`);

@@ -59,4 +59,3 @@ export class LazyError extends Error {
     return new LazyError("internal", fallback);
   }
 }
-

@@ -6,12 +6,15 @@
  */
 import type { Server, ServeOptions } from "bun";
 
-type Options = Omit<ServeOptions, "hostname" | "port" | "reusePort"> & { fetch: (req: Request, server: Server<undefined>) => Response | Promise<Response> };
+type Options = Omit<ServeOptions, "hostname" | "port" | "reusePort"> & {
+  fetch: (req: Request, server: Server<undefined>) => Response | Promise<Response>;
+};
 
 export function listen(host: string, port: number, opts: Options, { tries = 50, shared = false } = {}): Server<undefined> {
   // development: false — Bun's default follows NODE_ENV, and in development mode an uncaught
   // error becomes a page with its stack trace; lazy's servers answer errors themselves.
-  const serve = (p: number) => Bun.serve({ development: false, ...opts, hostname: host, port: p, reusePort: shared } as ServeOptions) as Server<undefined>;
+  const serve = (p: number) =>
+    Bun.serve({ development: false, ...opts, hostname: host, port: p, reusePort: shared } as ServeOptions) as Server<undefined>;
   if (shared) return serve(port);
   let lastError: unknown;
   for (let p = port, n = 0; n < (port === 0 ? 1 : tries) && p <= 65535; p++, n++) {

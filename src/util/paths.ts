@@ -14,7 +14,12 @@ export function lazyHome(): string {
 /** `myapp-1a2b3c4d`: readable, and unique per real path (two checkouts named alike differ). */
 export function projectSlug(root: string): string {
   const real = realpathSync(root);
-  const name = basename(real).toLowerCase().replace(/[^a-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 40) || "root";
+  const name =
+    basename(real)
+      .toLowerCase()
+      .replace(/[^a-z0-9._-]+/g, "-")
+      .replace(/^-+|-+$/g, "")
+      .slice(0, 40) || "root";
   const hash = createHash("sha256").update(real).digest("hex").slice(0, 8);
   return `${name}-${hash}`;
 }

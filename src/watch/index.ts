@@ -42,7 +42,10 @@ export interface WatchSource {
   db: Database;
   bus: Pick<Bus, "subscribe">;
   /** The proxy's audit trail, or null when the proxy is unavailable (and why). */
-  audit: { query(o: { since?: number; limit?: number }): Promise<(AuditRow & { id: number })[]>; onRows(l: (rows: AuditRow[]) => void): () => void } | null;
+  audit: {
+    query(o: { since?: number; limit?: number }): Promise<(AuditRow & { id: number })[]>;
+    onRows(l: (rows: AuditRow[]) => void): () => void;
+  } | null;
   proxyProblem: () => string | null;
 }
 
@@ -68,22 +71,40 @@ export function netItem(r: AuditRow, codeOf: (id: string) => string | null): Wat
   };
 }
 
-const eventItem = (e: TaskEvent & { code: string | null }): WatchItem => ({ type: "event", at: e.at, task: { id: e.taskId, code: e.code }, kind: e.kind, data: e.data, id: e.id });
+const eventItem = (e: TaskEvent & { code: string | null }): WatchItem => ({
+  type: "event",
+  at: e.at,
+  task: { id: e.taskId, code: e.code },
+  kind: e.kind,
+  data: e.data,
+  id: e.id,
+});
 
 /**
  * Follow the feed: `emit` gets the hello, the backlog since `since` (ms; null: none), then each
  * new item. `tasks` null means every task. Returns the function that stops following.
  */
-export async function follow(src: WatchSource, opts: { tasks: TaskTag[] | null; since: number | null }, emit: (item: WatchItem) => void): Promise<() => void> {
+export async function follow(
+  src: WatchSource,
+  opts: { tasks: TaskTag[] | null; since: number | null },
+  emit: (item: WatchItem) => void,
+): Promise<() => void> {
   const ids = opts.tasks ? new Set(opts.tasks.map((t) => t.id)) : null;
   const wanted = (taskId: string | null) => !ids || (taskId !== null && ids.has(taskId));
   const codes = new Map<string, string | null>();
   const codeOf = (id: string) => {
-    if (!codes.has(id)) codes.set(id, (src.db.query("SELECT code FROM tasks WHERE id = ?").get(id) as { code: string | null } | null)?.code ?? null);
+    if (!codes.has(id))
+      codes.set(id, (src.db.query("SELECT code FROM tasks WHERE id = ?").get(id) as { code: string | null } | null)?.code ?? null);
     return codes.get(id) ?? null;
   };
   const problem = src.audit ? src.proxyProblem() : (src.proxyProblem() ?? "the proxy is not running");
-  emit({ type: "hello", at: new Date().toISOString(), proxy: problem, tasks: opts.tasks, since: opts.since === null ? null : new Date(opts.since).toISOString() });
+  emit({
+    type: "hello",
+    at: new Date().toISOString(),
+    proxy: problem,
+    tasks: opts.tasks,
+    since: opts.since === null ? null : new Date(opts.since).toISOString(),
+  });
 
   // The live parts subscribe before the backlog is read, and hold what arrives meanwhile.
   let after = Tasks.lastEventId(src.db);
@@ -107,9 +128,12 @@ export async function follow(src: WatchSource, opts: { tasks: TaskTag[] | null; 
   });
 
   if (opts.since !== null) {
-    const backlog: WatchItem[] = Tasks.feed(src.db, { since: opts.since, taskIds: ids ? [...ids] : null }).filter((e) => e.id <= after).map(eventItem);
+    const backlog: WatchItem[] = Tasks.feed(src.db, { since: opts.since, taskIds: ids ? [...ids] : null })
+      .filter((e) => e.id <= after)
+      .map(eventItem);
     if (src.audit)
-      for (const r of await src.audit.query({ since: opts.since, limit: BACKLOG_ROWS }).catch(() => [])) if (wanted(r.taskId)) backlog.push(netItem(r, codeOf));
+      for (const r of await src.audit.query({ since: opts.since, limit: BACKLOG_ROWS }).catch(() => []))
+        if (wanted(r.taskId)) backlog.push(netItem(r, codeOf));
     backlog.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
     for (const item of backlog) emit(item);
   }

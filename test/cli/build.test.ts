@@ -25,8 +25,13 @@ describe("lazy build", () => {
     const p = new Project({ toml: `[proxy.upstreams]\nanthropic = "${anthropic.url}"\n` });
     await p.setCredential("anthropic", KEY);
     anthropic.reset();
-    anthropic.reply = { text: "Planned.", toolUse: { name: "mcp__lazy__task_create", input: { prompt: "Write the docs for the login form", code: "docs" } } };
-    const r = await p.run(["build", "--name", "plan-1", "--", "-p", "plan the work", "--output-format", "json"], { env: { PATH: `${TOOLS}:${process.env.PATH}` } });
+    anthropic.reply = {
+      text: "Planned.",
+      toolUse: { name: "mcp__lazy__task_create", input: { prompt: "Write the docs for the login form", code: "docs" } },
+    };
+    const r = await p.run(["build", "--name", "plan-1", "--", "-p", "plan the work", "--output-format", "json"], {
+      env: { PATH: `${TOOLS}:${process.env.PATH}` },
+    });
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout).result).toContain("Planned.");
     const tasks = await p.json<any[]>(["task", "list"]);

@@ -136,7 +136,13 @@ zpty -d z
     expect(r.err).toBe("");
     const [ta, task, shells] = r.out.split("==\n");
     expect(ta).toBe("task\tAdd, list and show tasks, and raise a task's budget\n");
-    expect(task!.split("\n").filter(Boolean).map((l) => l.split("\t")[0]).sort()).toEqual(["add", "budget", "list", "show"]);
+    expect(
+      task!
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => l.split("\t")[0])
+        .sort(),
+    ).toEqual(["add", "budget", "list", "show"]);
     expect(task).toContain("add\tAdd a task\nbudget\tRaise a task's budget");
     expect(shells!.trim().split("\n").sort()).toEqual(["bash", "fish", "zsh"]);
   });

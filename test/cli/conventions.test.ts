@@ -46,7 +46,10 @@ describe("colour and escape bytes", () => {
       const dump = await shell(p, cmd);
       expect(dump.length).toBeGreaterThan(0);
       // od -c shows ESC as "033"; the first column is the offset (it may contain 033 too).
-      const bytes = dump.split("\n").map((l) => l.replace(/^\d+/, "")).join("\n");
+      const bytes = dump
+        .split("\n")
+        .map((l) => l.replace(/^\d+/, ""))
+        .join("\n");
       expect(bytes.length).toBeGreaterThan(0);
       expect(bytes).not.toMatch(/(^|\s)033(\s|$)/m);
     }

@@ -33,11 +33,17 @@ const temp = (prefix: string) => {
 const sh = (cmd: string) => Bun.spawnSync(["bash", "-c", cmd], { stdout: "pipe", stderr: "pipe" }).stdout.toString();
 
 beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine (to make a task's worktree): bash scripts/setup-test-env.sh starts one");
-  for (const c of ["claude", "pi"]) if (!existsSync(join(TOOLS_BIN, c))) throw new Error(`${c} is not installed in ${TOOLS_BIN}: run bash scripts/setup-test-env.sh`);
+  if (!(await requireDocker()))
+    throw new Error("these tests need a Docker engine (to make a task's worktree): bash scripts/setup-test-env.sh starts one");
+  for (const c of ["claude", "pi"])
+    if (!existsSync(join(TOOLS_BIN, c))) throw new Error(`${c} is not installed in ${TOOLS_BIN}: run bash scripts/setup-test-env.sh`);
   anthropic = await Mock.anthropic();
-  p = new Project({ toml: `[container]\nbase = "${TEST_IMAGES.node}"\nsetup = "exit 7"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n` });
-  Bun.spawnSync(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "--allow-empty", "-m", "init"], { cwd: p.root });
+  p = new Project({
+    toml: `[container]\nbase = "${TEST_IMAGES.node}"\nsetup = "exit 7"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n`,
+  });
+  Bun.spawnSync(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "--allow-empty", "-m", "init"], {
+    cwd: p.root,
+  });
   await p.setCredential("anthropic", KEY);
 }, 120_000);
 
@@ -64,13 +70,27 @@ async function taskWithWorktree(code: string, profile: string): Promise<{ id: st
 async function bounded(argv: string[], cwd: string, extra: Record<string, string> = {}): Promise<Result> {
   const home = temp("lazy-pair-home-");
   const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries({ ...process.env, ...p.env, HOME: home, XDG_CONFIG_HOME: join(home, ".config"), PATH: `${TOOLS_BIN}:${process.env.PATH}`, ...extra }))
+  for (const [k, v] of Object.entries({
+    ...process.env,
+    ...p.env,
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, ".config"),
+    PATH: `${TOOLS_BIN}:${process.env.PATH}`,
+    ...extra,
+  }))
     if (v !== undefined) env[k] = v;
   delete env.LAZY_PROJECT;
   // Bun.spawn, never spawnSync: the mock provider answers from this same process.
-  const proc = Bun.spawn(["timeout", "-k", "5", String(TURN_SECONDS), ...argv], { cwd, env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn(["timeout", "-k", "5", String(TURN_SECONDS), ...argv], {
+    cwd,
+    env,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-  if (code === 124 || code === 137) throw new Error(`${argv.join(" ")} did not finish in ${TURN_SECONDS} s\nstdout: ${stdout}\nstderr: ${stderr}`);
+  if (code === 124 || code === 137)
+    throw new Error(`${argv.join(" ")} did not finish in ${TURN_SECONDS} s\nstdout: ${stdout}\nstderr: ${stderr}`);
   return { code, stdout, stderr };
 }
 
@@ -82,11 +102,20 @@ describe("lazy pair with Claude Code", () => {
     const marks = temp("lazy-pair-marks-");
     const hook = (name: string) => ({ hooks: [{ type: "command", command: `touch ${marks}/${name}` }] });
     mkdirSync(join(t.worktree, ".claude"), { recursive: true });
-    writeFileSync(join(t.worktree, ".claude/settings.json"), JSON.stringify({ hooks: { SessionStart: [hook("worktree-hook")], UserPromptSubmit: [hook("worktree-hook")] } }));
-    writeFileSync(join(t.worktree, ".mcp.json"), JSON.stringify({ mcpServers: { evil: { command: "sh", args: ["-c", `touch ${marks}/worktree-mcp; sleep 2`] } } }));
+    writeFileSync(
+      join(t.worktree, ".claude/settings.json"),
+      JSON.stringify({ hooks: { SessionStart: [hook("worktree-hook")], UserPromptSubmit: [hook("worktree-hook")] } }),
+    );
+    writeFileSync(
+      join(t.worktree, ".mcp.json"),
+      JSON.stringify({ mcpServers: { evil: { command: "sh", args: ["-c", `touch ${marks}/worktree-mcp; sleep 2`] } } }),
+    );
     // The task's harness folder is the container's CLAUDE_CONFIG_DIR: the agent could write
     // user-level settings there too, and --setting-sources user reads that level.
-    writeFileSync(join(t.harness, "settings.json"), JSON.stringify({ hooks: { SessionStart: [hook("harness-hook")], UserPromptSubmit: [hook("harness-hook")] } }));
+    writeFileSync(
+      join(t.harness, "settings.json"),
+      JSON.stringify({ hooks: { SessionStart: [hook("harness-hook")], UserPromptSubmit: [hook("harness-hook")] } }),
+    );
     mkdirSync(join(t.harness, "projects", "earlier"), { recursive: true });
     writeFileSync(join(t.harness, "projects", "earlier", "s1.jsonl"), '{"type":"summary"}\n');
     const secret = join(marks, "host-secret.txt");
@@ -108,7 +137,10 @@ describe("lazy pair with Claude Code", () => {
     expect(r.stderr).toContain("projects/earlier/link.jsonl (a link)");
     // What the pair said went back to the task's folder (its next container turn resumes it),
     // owned like that folder (the agent's uid when lazy runs as root).
-    const back = sh(`grep -rl "say hi" ${join(t.harness, "projects")}`).trim().split("\n").filter(Boolean);
+    const back = sh(`grep -rl "say hi" ${join(t.harness, "projects")}`)
+      .trim()
+      .split("\n")
+      .filter(Boolean);
     expect(back.length, "the pair's transcript in the task's harness folder").toBeGreaterThan(0);
     for (const f of back) expect(statSync(f).uid).toBe(statSync(t.harness).uid);
 
@@ -122,7 +154,8 @@ describe("lazy pair with Claude Code", () => {
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
     });
     expect(plain.code, plain.stderr).toBe(0);
-    for (const m of ["worktree-hook", "worktree-mcp", "harness-hook"]) expect(existsSync(join(marks, m)), `${m} did not run plainly`).toBe(true);
+    for (const m of ["worktree-hook", "worktree-mcp", "harness-hook"])
+      expect(existsSync(join(marks, m)), `${m} did not run plainly`).toBe(true);
   }, 300_000);
 });
 
@@ -134,7 +167,10 @@ describe("lazy pair with Pi", () => {
     t = await taskWithWorktree("pair-pi", "pi");
     marks = temp("lazy-pair-marks-");
     mkdirSync(join(t.worktree, ".pi", "extensions"), { recursive: true });
-    writeFileSync(join(t.worktree, ".pi/extensions/evil.ts"), `import { writeFileSync } from "node:fs";\nwriteFileSync(${JSON.stringify(join(marks, "pi-extension"))}, "ran");\nexport default () => {};\n`);
+    writeFileSync(
+      join(t.worktree, ".pi/extensions/evil.ts"),
+      `import { writeFileSync } from "node:fs";\nwriteFileSync(${JSON.stringify(join(marks, "pi-extension"))}, "ran");\nexport default () => {};\n`,
+    );
   }, 300_000);
 
   test("the worktree's .pi/extensions do not load; the user is told", async () => {
@@ -148,7 +184,11 @@ describe("lazy pair with Pi", () => {
     // The same extension runs when Pi is started plainly in that folder.
     const agentDir = temp("lazy-pair-pi-agent-");
     writeFileSync(join(agentDir, "models.json"), JSON.stringify({ providers: { anthropic: { baseUrl: anthropic.url } } }));
-    const plain = await bounded(["pi", "--provider", "anthropic", "-p", "say hi"], t.worktree, { PI_CODING_AGENT_DIR: agentDir, ANTHROPIC_API_KEY: KEY, PI_OFFLINE: "1" });
+    const plain = await bounded(["pi", "--provider", "anthropic", "-p", "say hi"], t.worktree, {
+      PI_CODING_AGENT_DIR: agentDir,
+      ANTHROPIC_API_KEY: KEY,
+      PI_OFFLINE: "1",
+    });
     expect(plain.code, plain.stderr).toBe(0);
     expect(existsSync(join(marks, "pi-extension"))).toBe(true);
   }, 300_000);
@@ -170,7 +210,13 @@ describe("lazy pair with Pi", () => {
   test("git in the pair is pinned to the task's repository as lazy recorded it", async () => {
     const out = join(marks, "git-env");
     anthropic.reset();
-    anthropic.reply = { text: "checked git.", toolUse: { name: "bash", input: { command: `env | grep -E "^GIT_(DIR|COMMON_DIR|WORK_TREE)=" | sort > ${out}; git rev-parse --absolute-git-dir >> ${out}` } } };
+    anthropic.reply = {
+      text: "checked git.",
+      toolUse: {
+        name: "bash",
+        input: { command: `env | grep -E "^GIT_(DIR|COMMON_DIR|WORK_TREE)=" | sort > ${out}; git rev-parse --absolute-git-dir >> ${out}` },
+      },
+    };
     try {
       const r = await pair("pair-pi", ["-p", "check git"]);
       expect(r.code, r.stderr).toBe(0);
@@ -178,6 +224,8 @@ describe("lazy pair with Pi", () => {
       anthropic.reply = { text: Mock.DEFAULT_REPLY_TEXT };
     }
     const admin = join(p.stateDir, "tasks", t.id, "git", "admin");
-    expect(readFileSync(out, "utf8")).toBe(`GIT_COMMON_DIR=${join(p.root, ".git")}\nGIT_DIR=${admin}\nGIT_WORK_TREE=${t.worktree}\n${admin}\n`);
+    expect(readFileSync(out, "utf8")).toBe(
+      `GIT_COMMON_DIR=${join(p.root, ".git")}\nGIT_DIR=${admin}\nGIT_WORK_TREE=${t.worktree}\n${admin}\n`,
+    );
   }, 120_000);
 });

@@ -3,7 +3,16 @@ import { loadText, formatProblem, starter } from "../../src/config";
 
 describe("lazy.toml", () => {
   test("every problem is one line with its exact line and column, all at once", () => {
-    const src = ['[server]', 'port = "high"', 'colour = "blue"', "", "[[proxy.fallback]]", 'name = "local"', 'endpoint = "not a url"', 'wire = "anthropic"'].join("\n");
+    const src = [
+      "[server]",
+      'port = "high"',
+      'colour = "blue"',
+      "",
+      "[[proxy.fallback]]",
+      'name = "local"',
+      'endpoint = "not a url"',
+      'wire = "anthropic"',
+    ].join("\n");
     const r = loadText(src);
     expect(r.ok).toBe(false);
     if (r.ok) return;
@@ -32,7 +41,9 @@ describe("lazy.toml", () => {
   });
 
   test("profiles: built-ins need no harness, others do; roles must name a profile", () => {
-    const r = loadText('[profiles.claude]\nmodel = "claude-sonnet-4-5"\n\n[profiles.local]\nmodel = "qwen"\n\n[models.roles]\nagent = "ghost"\n');
+    const r = loadText(
+      '[profiles.claude]\nmodel = "claude-sonnet-4-5"\n\n[profiles.local]\nmodel = "qwen"\n\n[models.roles]\nagent = "ghost"\n',
+    );
     expect(r.ok).toBe(false);
     if (r.ok) return;
     const lines = r.problems.map(formatProblem);

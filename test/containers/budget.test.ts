@@ -25,7 +25,9 @@ async function project(budget: string): Promise<Project> {
   const p = new Project({
     toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n\n[profiles.claude]\nmodel = "claude-sonnet-4-5"\n\n[budget]\n${budget}\n`,
   });
-  Bun.spawnSync(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "--allow-empty", "-m", "init"], { cwd: p.root });
+  Bun.spawnSync(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "--allow-empty", "-m", "init"], {
+    cwd: p.root,
+  });
   await p.setCredential("anthropic", KEY);
   return p;
 }
@@ -46,10 +48,14 @@ describe("budgets", () => {
     await p.ok(["task", "add", "spend", "--code", "spender"]);
     const g = await p.grant({ role: "agent", task: "spender" });
     expect((await ask(g.proxyUrl, g.placeholder)).status).toBe(200);
-    const stopped = await until(async () => {
-      const r = await ask(g.proxyUrl, g.placeholder);
-      return r.status === 403 ? r : undefined;
-    }, 10_000, "the budget to stop the task");
+    const stopped = await until(
+      async () => {
+        const r = await ask(g.proxyUrl, g.placeholder);
+        return r.status === 403 ? r : undefined;
+      },
+      10_000,
+      "the budget to stop the task",
+    );
     expect(JSON.parse(stopped.text).error.message).toContain("lazy's proxy stopped this turn: task spender reached its token budget (");
     expect(JSON.parse(stopped.text).error.message).toContain("of 10 tokens); a human can raise it: lazy task budget spender +N");
     const upstreamCalls = anthropic.received.filter((x) => x.method === "POST").length;
@@ -63,7 +69,7 @@ describe("budgets", () => {
     expect(t.tokens % 47).toBe(0);
     expect(t.tokens).toBeGreaterThanOrEqual(94);
     const requests = t.tokens / 47;
-    expect(t.usd).toBeCloseTo(requests * (21 * 3 + 13 * 15 + 8 * 0.3 + 5 * 3.75) / 1e6, 10);
+    expect(t.usd).toBeCloseTo((requests * (21 * 3 + 13 * 15 + 8 * 0.3 + 5 * 3.75)) / 1e6, 10);
     expect(t.limit.tokens).toBe(100010);
     expect(b.today.tokens).toBe(t.tokens);
     expect(b.profiles[0]).toMatchObject({ profile: "claude", model: "claude-sonnet-4-5", priced: true });
@@ -90,10 +96,14 @@ describe("budgets", () => {
     anthropic.reply = { text: "Spent some tokens." };
     await p.ok(["task", "add", "say something", "--code", "capped"]);
     await p.ok(["start", "capped"]);
-    const waiting = await until(async () => {
-      const s = await p.json(["task", "show", "capped"]);
-      return s.task.status === "waiting" ? s : s.task.status === "running" ? undefined : s;
-    }, 240_000, "the turn to end");
+    const waiting = await until(
+      async () => {
+        const s = await p.json(["task", "show", "capped"]);
+        return s.task.status === "waiting" ? s : s.task.status === "running" ? undefined : s;
+      },
+      240_000,
+      "the turn to end",
+    );
     expect(waiting.task.status).toBe("waiting");
     const last = waiting.events.filter((e: any) => e.kind === "status").at(-1);
     expect(last.data).toMatchObject({ reason: "budget", scope: "task", unit: "tokens", limit: 10 });
@@ -103,10 +113,14 @@ describe("budgets", () => {
     await p.ok(["task", "budget", "capped", "+100000"]);
     anthropic.reply = { text: "Second turn ran." };
     await p.ok(["send", "capped", "go on"]);
-    const done = await until(async () => {
-      const t = (await p.json(["task", "show", "capped"])).task;
-      return t.status !== "running" ? t : undefined;
-    }, 240_000, "the second turn");
+    const done = await until(
+      async () => {
+        const t = (await p.json(["task", "show", "capped"])).task;
+        return t.status !== "running" ? t : undefined;
+      },
+      240_000,
+      "the second turn",
+    );
     expect(done.status).toBe("done");
     expect((await p.ok(["logs", "capped"])).stdout).toContain("Second turn ran.");
   }, 600_000);

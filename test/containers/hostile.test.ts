@@ -27,8 +27,13 @@ const sh = (cwd: string, cmd: string) => {
 beforeAll(async () => {
   if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
   anthropic = await Mock.anthropic();
-  p = new Project({ toml: [`[container]`, `base = "${TEST_IMAGES.node}"`, ``, `[proxy.upstreams]`, `anthropic = "${anthropic.url}"`].join("\n") });
-  sh(p.root, "git config user.email dev@example.com && git config user.name Dev && echo '# demo' > README.md && echo lazy.toml > .gitignore && git add README.md .gitignore && git commit -qm init");
+  p = new Project({
+    toml: [`[container]`, `base = "${TEST_IMAGES.node}"`, ``, `[proxy.upstreams]`, `anthropic = "${anthropic.url}"`].join("\n"),
+  });
+  sh(
+    p.root,
+    "git config user.email dev@example.com && git config user.name Dev && echo '# demo' > README.md && echo lazy.toml > .gitignore && git add README.md .gitignore && git commit -qm init",
+  );
   await p.setCredential("anthropic", KEY);
   // Host paths the attacks aim at: made by the test, outside everything lazy mounts.
   victims = realpathSync(mkdtempSync(join(tmpdir(), "lazy-victim-")));
@@ -44,10 +49,14 @@ async function status(ref: string): Promise<string> {
   return (await p.json(["task", "show", ref])).task.status;
 }
 async function settled(ref: string, timeoutMs = 300_000): Promise<string> {
-  return until(async () => {
-    const s = await status(ref);
-    return s !== "running" && s !== "queued" ? s : undefined;
-  }, timeoutMs, `task ${ref} to end its turn`);
+  return until(
+    async () => {
+      const s = await status(ref);
+      return s !== "running" && s !== "queued" ? s : undefined;
+    },
+    timeoutMs,
+    `task ${ref} to end its turn`,
+  );
 }
 /** The agent's next turn runs this command as a Bash tool call. */
 function agentRuns(command: string): void {
@@ -87,9 +96,13 @@ describe("a hostile agent in its task container", () => {
     await p.ok(["send", "gitdir-swap", "go on"]);
     // While that turn runs, nothing of the project's .git is mounted writable.
     await until(() => sh("/", `docker ps -q --filter label=dev.lazy.root=${p.root}`).out.trim(), 60_000, "the new container");
+    // Neither the .git folder, nor a folder above it, nor anything in it is a writable mount's source.
     for (const m of containerMounts("gitdir-swap"))
-      // Neither the .git folder, nor a folder above it, nor anything in it is a writable mount's source.
-      if (m.RW) expect(gitDir === m.Source || gitDir.startsWith(m.Source + "/") || m.Source.startsWith(gitDir + "/"), `${m.Source} mounted read-write`).toBe(false);
+      if (m.RW)
+        expect(
+          gitDir === m.Source || gitDir.startsWith(m.Source + "/") || m.Source.startsWith(gitDir + "/"),
+          `${m.Source} mounted read-write`,
+        ).toBe(false);
     expect(await settled("gitdir-swap")).toBe("done");
 
     expect(stat(gitDir)).toEqual(before);
@@ -148,7 +161,12 @@ describe("a hostile agent in its task container", () => {
     await p.ok(["start", "stop-link"]);
     await until(() => existsSync(started), 120_000, "the agent's command to run");
     const id = (await p.json(["task", "show", "stop-link"])).task.id;
-    expect(sh("/", `docker exec $(docker ps -q --filter label=dev.lazy.task=${id}) sh -c 'ls /usr/bin/kill /bin/kill 2>/dev/null || echo none'`).out.trim()).toBe("none");
+    expect(
+      sh(
+        "/",
+        `docker exec $(docker ps -q --filter label=dev.lazy.task=${id}) sh -c 'ls /usr/bin/kill /bin/kill 2>/dev/null || echo none'`,
+      ).out.trim(),
+    ).toBe("none");
     const t0 = Date.now();
     await p.ok(["stop", "stop-link"]);
     expect(await settled("stop-link", 60_000)).toBe("waiting");
@@ -158,7 +176,10 @@ describe("a hostile agent in its task container", () => {
 
   test("a turn's events file swapped for a link to a host file fails the turn and reads nothing of it", async () => {
     const victim = join(victims, "host-events.jsonl");
-    writeFileSync(victim, JSON.stringify({ type: "assistant", message: { content: [{ type: "text", text: "LEAKED-FROM-THE-HOST" }] } }) + "\n");
+    writeFileSync(
+      victim,
+      JSON.stringify({ type: "assistant", message: { content: [{ type: "text", text: "LEAKED-FROM-THE-HOST" }] } }) + "\n",
+    );
     agentRuns(`rm -f /lazy/turns/1/events.jsonl && ln -s ${victim} /lazy/turns/1/events.jsonl; sleep 1`);
     await p.ok(["task", "add", "probe the events file", "--code", "events-link"]);
     await p.ok(["start", "events-link"]);

@@ -19,7 +19,9 @@ const sh = (cwd: string, cmd: string) => {
 const containersOf = (p: Project) => sh("/", `docker ps -aq --filter label=dev.lazy.root=${p.root}`).out.split("\n").filter(Boolean);
 
 function project(extra = ""): Project {
-  const p = new Project({ toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n${extra}` });
+  const p = new Project({
+    toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n${extra}`,
+  });
   sh(p.root, "git -c user.name=Dev -c user.email=dev@example.com commit -q --allow-empty -m init");
   return p;
 }
@@ -30,7 +32,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const root of projects) for (const c of sh("/", `docker ps -aq --filter label=dev.lazy.root=${root}`).out.split("\n").filter(Boolean)) sh("/", `docker rm -f ${c}`);
+  for (const root of projects)
+    for (const c of sh("/", `docker ps -aq --filter label=dev.lazy.root=${root}`).out.split("\n").filter(Boolean))
+      sh("/", `docker rm -f ${c}`);
   await cleanupAll();
   await anthropic?.close();
 });
@@ -57,7 +61,9 @@ describe("launching a turn", () => {
     // The user's shell exports the key, but the daemon was started without it: say so.
     const exported = await p.run(["run", "with the key exported"], { env: { ANTHROPIC_API_KEY: KEY } });
     expect(exported.code).toBe(5);
-    expect(exported.stderr).toContain("This shell exports ANTHROPIC_API_KEY, but the running daemon was started without it: run lazy daemon restart from this shell");
+    expect(exported.stderr).toContain(
+      "This shell exports ANTHROPIC_API_KEY, but the running daemon was started without it: run lazy daemon restart from this shell",
+    );
     expect(exported.stderr).not.toContain(KEY);
   }, 120_000);
 
@@ -96,14 +102,25 @@ describe("launching a turn", () => {
     expect(human.code).toBe(0);
     expect(human.stdout.trim()).toBe("All done from CI.");
 
-    anthropic.behavior = { kind: "status", status: 400, body: { type: "error", error: { type: "invalid_request_error", message: "this model does not exist" } } };
+    anthropic.behavior = {
+      kind: "status",
+      status: 400,
+      body: { type: "error", error: { type: "invalid_request_error", message: "this model does not exist" } },
+    };
     const bad = await p.run(["run", "Fail please", "--json"]);
     expect(bad.code).toBe(3);
     expect(JSON.parse(bad.stdout).status).toBe("failed");
     anthropic.reset();
     // The help documents the codes.
     const help = await p.ok(["run", "--help"]);
-    for (const code of ["0 the turn finished", "3 the agent failed", "4 the launch was refused", "5 a credential is missing", "6 the proxy is unavailable"]) expect(help.stdout).toContain(code);
+    for (const code of [
+      "0 the turn finished",
+      "3 the agent failed",
+      "4 the launch was refused",
+      "5 a credential is missing",
+      "6 the proxy is unavailable",
+    ])
+      expect(help.stdout).toContain(code);
     // Closing the last task removes the project's network (Docker has room for few).
     const slug = p.stateDir.split("/").at(-1);
     expect(sh("/", `docker network inspect lazy-${slug}`).code).toBe(0);
@@ -127,10 +144,14 @@ describe("launching a turn", () => {
     expect(r.stderr).toContain("Building the task image from the project's Dockerfile.lazy");
     expect(r.stderr).toMatch(/\n {2}Step 2\/\d+ : RUN echo build-/);
     expect(r.stderr).not.toContain("\r");
-    const t = await until(async () => {
-      const x = (await p.json(["task", "show", "bare-image"])).task;
-      return x.status !== "running" ? x : undefined;
-    }, 120_000, "the turn to end");
+    const t = await until(
+      async () => {
+        const x = (await p.json(["task", "show", "bare-image"])).task;
+        return x.status !== "running" ? x : undefined;
+      },
+      120_000,
+      "the turn to end",
+    );
     expect(t.status).toBe("failed");
     // On a terminal the steps share one updating line: carriage returns, no escape bytes.
     await Bun.write(`${p.root}/Dockerfile.lazy`, `FROM ${TEST_IMAGES.node}\nRUN echo tty-${crypto.randomUUID()}\nRUN true\n`);
@@ -159,7 +180,9 @@ describe("launching a turn", () => {
     await until(async () => (await p.json(["task", "show", "pair-me"])).task.status === "done", 300_000, "the container turn");
     anthropic.reset();
     anthropic.reply = { text: "Resumed on the host." };
-    const r = await p.run(["pair", "pair-me", "--", "-p", "what was the word?", "--output-format", "json"], { env: { PATH: `${TOOLS}:${process.env.PATH}` } });
+    const r = await p.run(["pair", "pair-me", "--", "-p", "what was the word?", "--output-format", "json"], {
+      env: { PATH: `${TOOLS}:${process.env.PATH}` },
+    });
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout).result).toContain("Resumed on the host.");
     const body = anthropic.received.find((x) => x.method === "POST")!.body;

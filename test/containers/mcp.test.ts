@@ -20,8 +20,12 @@ beforeAll(async () => {
   if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
   anthropic = await Mock.anthropic();
   openai = await Mock.openai();
-  p = new Project({ toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\nopenai = "${openai.url}"\n\n[profiles.codex]\nmodel = "gpt-5"\n` });
-  Bun.spawnSync(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "--allow-empty", "-m", "init"], { cwd: p.root });
+  p = new Project({
+    toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\nopenai = "${openai.url}"\n\n[profiles.codex]\nmodel = "gpt-5"\n`,
+  });
+  Bun.spawnSync(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "--allow-empty", "-m", "init"], {
+    cwd: p.root,
+  });
   await p.setCredential("anthropic", KEY);
   await p.setCredential("openai", OPENAI_KEY);
 });
@@ -32,17 +36,28 @@ afterAll(async () => {
 });
 
 async function settled(code: string): Promise<any> {
-  return until(async () => {
-    const s = await p.json(["task", "show", code]);
-    return s.task.status !== "running" && s.task.status !== "queued" ? s : undefined;
-  }, 300_000, `task ${code}'s turn`);
+  return until(
+    async () => {
+      const s = await p.json(["task", "show", code]);
+      return s.task.status !== "running" && s.task.status !== "queued" ? s : undefined;
+    },
+    300_000,
+    `task ${code}'s turn`,
+  );
 }
 
 describe("MCP tools in task containers", () => {
   test("real Claude Code calls lazy's report_progress: the note is in the task's events and in lazy watch", async () => {
     anthropic.reset();
-    anthropic.reply = { text: "Reported.", toolUse: { name: "mcp__lazy__report_progress", input: { note: "Halfway through the login form." } } };
-    const watch = Bun.spawn([join(import.meta.dir, "..", "..", "dist", "lazy"), "watch", "--json"], { cwd: p.root, env: p.fullEnv(), stdout: "pipe" });
+    anthropic.reply = {
+      text: "Reported.",
+      toolUse: { name: "mcp__lazy__report_progress", input: { note: "Halfway through the login form." } },
+    };
+    const watch = Bun.spawn([join(import.meta.dir, "..", "..", "dist", "lazy"), "watch", "--json"], {
+      cwd: p.root,
+      env: p.fullEnv(),
+      stdout: "pipe",
+    });
     await p.ok(["task", "add", "Report progress", "--code", "reporter"]);
     await p.ok(["start", "reporter"]);
     const s = await settled("reporter");
@@ -53,13 +68,18 @@ describe("MCP tools in task containers", () => {
     expect(first.body).toContain('"name":"mcp__lazy__report_progress"');
     await Bun.sleep(300);
     watch.kill();
-    const lines = (await new Response(watch.stdout).text()).split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    const lines = (await new Response(watch.stdout).text())
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
     expect(lines.some((x) => x.type === "event" && x.kind === "progress" && x.data.text === "Halfway through the login form.")).toBe(true);
-    expect(lines.some((x) => x.type === "net" && x.path === "/mcp" && x.task?.code === "reporter" && x.note === "tools/call report_progress")).toBe(true);
+    expect(
+      lines.some((x) => x.type === "net" && x.path === "/mcp" && x.task?.code === "reporter" && x.note === "tools/call report_progress"),
+    ).toBe(true);
     expect((await p.ok(["logs", "reporter"])).stdout).toContain(".. Halfway through the login form.");
   }, 600_000);
 
-  test("ask_human leaves the task waiting with the question; lazy send T \"blue\" runs the next turn with the answer", async () => {
+  test('ask_human leaves the task waiting with the question; lazy send T "blue" runs the next turn with the answer', async () => {
     anthropic.reset();
     anthropic.reply = { text: "I asked.", toolUse: { name: "mcp__lazy__ask_human", input: { question: "Which colour?" } } };
     await p.ok(["task", "add", "Paint it", "--code", "asker"]);
@@ -120,7 +140,11 @@ describe("MCP tools in task containers", () => {
     expect((await call()).status).toBe(200);
     await p.ok(["close", "closer"]);
     expect((await call()).status).toBe(401);
-    const r = await fetch(`${p.runtimeProxyUrl()}/v1/messages`, { method: "POST", headers: { "x-api-key": grant.placeholder, "content-type": "application/json" }, body: "{}" });
+    const r = await fetch(`${p.runtimeProxyUrl()}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": grant.placeholder, "content-type": "application/json" },
+      body: "{}",
+    });
     expect(r.status).toBe(401);
     const audit = (await p.json(["stats", "audit"])).rows.filter((x: any) => x.path === "/mcp");
     expect(audit.at(-1)).toMatchObject({ status: 401, note: "unknown or revoked MCP token" });
@@ -158,9 +182,17 @@ describe("MCP tools in task containers", () => {
           body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
         })
       ).status;
-      const proxyStatus = (await fetch(`${p.runtimeProxyUrl()}/v1/messages`, { method: "POST", headers: { "x-api-key": grant.placeholder, "content-type": "application/json" }, body: "{}" })).status;
+      const proxyStatus = (
+        await fetch(`${p.runtimeProxyUrl()}/v1/messages`, {
+          method: "POST",
+          headers: { "x-api-key": grant.placeholder, "content-type": "application/json" },
+          body: "{}",
+        })
+      ).status;
       expect({ code, mcpStatus, proxyStatus }).toEqual({ code, mcpStatus: 401, proxyStatus: 401 });
-      expect(p.log()).toContain(`task ${code}: could not ${broken === "mcp-tokens.json" ? "revoke its MCP token" : "revoke the task's placeholders"}`);
+      expect(p.log()).toContain(
+        `task ${code}: could not ${broken === "mcp-tokens.json" ? "revoke its MCP token" : "revoke the task's placeholders"}`,
+      );
     }
   }, 600_000);
 });

@@ -24,7 +24,8 @@ const HOST_END = `10.213.${parseInt(rand.slice(0, 2), 16)}.1`;
 const CONTROL_NET = `lazy-md-control-${rand}`;
 /** What the test's metadata server says: seeing it means the connection got through. */
 const ANSWER = `metadata-answer-${rand}`;
-const TOML = (extra: string[] = []) => [`[container]`, `base = "${TEST_IMAGES.node}"`, ...extra, ``, `[proxy.upstreams]`, `anthropic = "${anthropic.url}"`].join("\n");
+const TOML = (extra: string[] = []) =>
+  [`[container]`, `base = "${TEST_IMAGES.node}"`, ...extra, ``, `[proxy.upstreams]`, `anthropic = "${anthropic.url}"`].join("\n");
 
 let anthropic: Mock.MockProvider;
 let p: Project;
@@ -59,18 +60,43 @@ beforeAll(async () => {
   must(`ip link add ${VETH_HOST} type veth peer name ${VETH_NS}`);
   must(`ip link set ${VETH_NS} netns ${NS}`);
   must(`ip addr add ${HOST_END}/32 dev ${VETH_HOST} && ip link set ${VETH_HOST} up`);
-  must(`ip netns exec ${NS} sh -c 'ip link set lo up && ip addr add ${METADATA}/32 dev ${VETH_NS} && ip link set ${VETH_NS} up && ip route add ${HOST_END}/32 dev ${VETH_NS} && ip route add default via ${HOST_END} dev ${VETH_NS} onlink'`);
+  must(
+    `ip netns exec ${NS} sh -c 'ip link set lo up && ip addr add ${METADATA}/32 dev ${VETH_NS} && ip link set ${VETH_NS} up && ip route add ${HOST_END}/32 dev ${VETH_NS} && ip route add default via ${HOST_END} dev ${VETH_NS} onlink'`,
+  );
   must(`ip route add ${METADATA}/32 dev ${VETH_HOST}`);
-  const server = Bun.spawn(["ip", "netns", "exec", NS, process.execPath, "-e", `Bun.serve({ hostname: "${METADATA}", port: 80, fetch: () => new Response("${ANSWER}") }); console.log("up");`], { stdout: "pipe", stderr: "inherit" });
+  const server = Bun.spawn(
+    [
+      "ip",
+      "netns",
+      "exec",
+      NS,
+      process.execPath,
+      "-e",
+      `Bun.serve({ hostname: "${METADATA}", port: 80, fetch: () => new Response("${ANSWER}") }); console.log("up");`,
+    ],
+    { stdout: "pipe", stderr: "inherit" },
+  );
   listener = server;
   const reader = server.stdout.getReader();
-  await Promise.race([reader.read(), Bun.sleep(10_000).then(() => { throw new Error("the test's metadata listener did not start"); })]);
+  await Promise.race([
+    reader.read(),
+    Bun.sleep(10_000).then(() => {
+      throw new Error("the test's metadata listener did not start");
+    }),
+  ]);
   reader.releaseLock();
   must(`docker network create ${CONTROL_NET}`);
 
   anthropic = await Mock.anthropic();
   p = new Project({ toml: TOML() });
-  const g = Bun.spawnSync(["bash", "-c", "git config user.email dev@example.com && git config user.name Dev && echo '# demo' > README.md && echo lazy.toml > .gitignore && git add README.md .gitignore && git commit -qm init"], { cwd: p.root });
+  const g = Bun.spawnSync(
+    [
+      "bash",
+      "-c",
+      "git config user.email dev@example.com && git config user.name Dev && echo '# demo' > README.md && echo lazy.toml > .gitignore && git add README.md .gitignore && git commit -qm init",
+    ],
+    { cwd: p.root },
+  );
   if (g.exitCode !== 0) throw new Error("git init of the test project failed");
   await p.setCredential("anthropic", KEY);
 }, 120_000);
@@ -85,14 +111,22 @@ afterAll(async () => {
   sh(`ip netns del ${NS}`);
   // The jump lazy made for the project's bridge (lazy would prune it on its next run); the
   // shared chain goes only if nothing else jumps to it (-X refuses otherwise).
-  if (bridge) for (const t of ["iptables", "ip6tables"]) sh(`while ${t} -t raw -D PREROUTING -i ${bridge} -j LAZY-LINKLOCAL 2>/dev/null; do :; done; ${t} -t raw -S PREROUTING | grep -q -- '-j LAZY-LINKLOCAL' || { ${t} -t raw -F LAZY-LINKLOCAL && ${t} -t raw -X LAZY-LINKLOCAL; }`);
+  if (bridge)
+    for (const t of ["iptables", "ip6tables"])
+      sh(
+        `while ${t} -t raw -D PREROUTING -i ${bridge} -j LAZY-LINKLOCAL 2>/dev/null; do :; done; ${t} -t raw -S PREROUTING | grep -q -- '-j LAZY-LINKLOCAL' || { ${t} -t raw -F LAZY-LINKLOCAL && ${t} -t raw -X LAZY-LINKLOCAL; }`,
+      );
 });
 
 async function settled(ref: string, timeoutMs = 300_000): Promise<string> {
-  return until(async () => {
-    const s = (await p.json(["task", "show", ref])).task.status as string;
-    return s !== "running" && s !== "queued" ? s : undefined;
-  }, timeoutMs, `task ${ref} to end its turn`);
+  return until(
+    async () => {
+      const s = (await p.json(["task", "show", ref])).task.status as string;
+      return s !== "running" && s !== "queued" ? s : undefined;
+    },
+    timeoutMs,
+    `task ${ref} to end its turn`,
+  );
 }
 
 describe("link-local metadata addresses", () => {
@@ -123,7 +157,9 @@ describe("link-local metadata addresses", () => {
     expect(sh(`iptables -t raw -C PREROUTING -i ${bridge} -j LAZY-LINKLOCAL`).code).toBe(0);
     expect(sh(`ip6tables -t raw -C PREROUTING -i ${bridge} -j LAZY-LINKLOCAL`).code).toBe(0);
 
-    const doctor = JSON.parse((await p.run(["doctor", "--json"])).stdout) as { findings: { check: string; ok: boolean; summary: string }[] };
+    const doctor = JSON.parse((await p.run(["doctor", "--json"])).stdout) as {
+      findings: { check: string; ok: boolean; summary: string }[];
+    };
     const finding = doctor.findings.find((f) => f.check === "network");
     expect(finding?.ok).toBe(true);
     expect(finding?.summary).toContain("cannot reach link-local metadata addresses");
@@ -131,7 +167,11 @@ describe("link-local metadata addresses", () => {
     // A firewall reload flushes the chain: the daemon's housekeeping (every 15 s) puts it back.
     must("iptables -t raw -F LAZY-LINKLOCAL");
     expect(await probeTask("1000")).toContain(ANSWER);
-    await until(() => sh(`iptables -t raw -C LAZY-LINKLOCAL -d ${METADATA.replace(/\.\d+\.\d+$/, ".0.0")}/16 -j DROP`).code === 0, 60_000, "lazy to restore its rules");
+    await until(
+      () => sh(`iptables -t raw -C LAZY-LINKLOCAL -d ${METADATA.replace(/\.\d+\.\d+$/, ".0.0")}/16 -j DROP`).code === 0,
+      60_000,
+      "lazy to restore its rules",
+    );
     expect(await probeTask("1000")).not.toContain(ANSWER);
   }, 600_000);
 
@@ -139,9 +179,15 @@ describe("link-local metadata addresses", () => {
     expect(bridge, "the previous test ran").toBeDefined();
     p.writeToml(TOML(["allow_metadata = true"]));
     // The config reloads; housekeeping takes the project's jump away.
-    await until(() => sh(`iptables -t raw -C PREROUTING -i ${bridge} -j LAZY-LINKLOCAL`).code !== 0, 60_000, "lazy to remove the bridge's jump");
+    await until(
+      () => sh(`iptables -t raw -C PREROUTING -i ${bridge} -j LAZY-LINKLOCAL`).code !== 0,
+      60_000,
+      "lazy to remove the bridge's jump",
+    );
     expect(await probeTask("1000")).toContain(ANSWER);
-    const doctor = JSON.parse((await p.run(["doctor", "--json"])).stdout) as { findings: { check: string; ok: boolean; summary: string }[] };
+    const doctor = JSON.parse((await p.run(["doctor", "--json"])).stdout) as {
+      findings: { check: string; ok: boolean; summary: string }[];
+    };
     expect(doctor.findings.find((f) => f.check === "network")?.summary).toContain("allow_metadata = true");
 
     p.writeToml(TOML());

@@ -31,13 +31,23 @@ afterAll(async () => {
 
 async function committed(code: string, file: string): Promise<void> {
   anthropic.reset();
-  anthropic.reply = { text: "Committed.", toolUse: { name: "Bash", input: { command: `echo hi > ${file} && git add ${file} && git commit -qm 'add ${file}'`, description: "commit" } } };
+  anthropic.reply = {
+    text: "Committed.",
+    toolUse: {
+      name: "Bash",
+      input: { command: `echo hi > ${file} && git add ${file} && git commit -qm 'add ${file}'`, description: "commit" },
+    },
+  };
   await p.ok(["task", "add", `Add ${file}`, "--code", code]);
   await p.ok(["start", code]);
-  const t = await until(async () => {
-    const x = (await p.json(["task", "show", code])).task;
-    return x.status !== "running" && x.status !== "queued" ? x : undefined;
-  }, 300_000, "the turn");
+  const t = await until(
+    async () => {
+      const x = (await p.json(["task", "show", code])).task;
+      return x.status !== "running" && x.status !== "queued" ? x : undefined;
+    },
+    300_000,
+    "the turn",
+  );
   expect(t.status).toBe("done");
 }
 
@@ -61,7 +71,11 @@ describe("lazy's own model calls", () => {
   test("with the provider failing, accept still merges and says why there is no summary", async () => {
     await committed("unsummed", "b.txt");
     anthropic.reset();
-    anthropic.behavior = { kind: "status", status: 400, body: { type: "error", error: { type: "invalid_request_error", message: "no such model" } } };
+    anthropic.behavior = {
+      kind: "status",
+      status: 400,
+      body: { type: "error", error: { type: "invalid_request_error", message: "no such model" } },
+    };
     const r = await p.run(["accept", "unsummed"]);
     anthropic.reset();
     expect(r.code, r.stderr).toBe(0);
@@ -77,7 +91,11 @@ describe("lazy's own model calls", () => {
     anthropic.behavior = { kind: "silent-then-stream", firstByteDelayMs: 3000, gapMs: 0 };
     const asking = p.run(["ask", "what changed?"]);
     // While the model thinks, the call's container exists: nothing in it is the real key.
-    const id = await until(() => sh("/", `docker ps -q --filter name=lazy-.*-call-`).out.trim() || undefined, 120_000, "the call's container");
+    const id = await until(
+      () => sh("/", `docker ps -q --filter name=lazy-.*-call-`).out.trim() || undefined,
+      120_000,
+      "the call's container",
+    );
     const inspect = sh("/", `docker inspect ${id}`).out;
     expect(inspect.length).toBeGreaterThan(100);
     expect(inspect).not.toContain(KEY);
@@ -124,11 +142,18 @@ describe("lazy's own model calls", () => {
     anthropic.reset();
     anthropic.reply = { text: "- five facts about x\n- each one long" };
     await q.ok(["memory", "add", "fact 6: the last straw"]);
-    const notes = await until(async () => {
-      const n = (await q.json(["memory", "list", "--json"])).notes;
-      return n.length === 2 ? n : undefined;
-    }, 120_000, "the compacted memory");
-    expect(notes.map((n: any) => [n.text, n.by])).toEqual([["five facts about x", "lazy"], ["each one long", "lazy"]]);
+    const notes = await until(
+      async () => {
+        const n = (await q.json(["memory", "list", "--json"])).notes;
+        return n.length === 2 ? n : undefined;
+      },
+      120_000,
+      "the compacted memory",
+    );
+    expect(notes.map((n: any) => [n.text, n.by])).toEqual([
+      ["five facts about x", "lazy"],
+      ["each one long", "lazy"],
+    ]);
     const prompt = anthropic.received.find((x) => x.method === "POST")!.body;
     expect(prompt).toContain("fact 6: the last straw");
   }, 600_000);

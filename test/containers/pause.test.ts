@@ -22,8 +22,12 @@ afterAll(async () => {
 });
 
 async function project(extra = ""): Promise<Project> {
-  const p = new Project({ toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n\n[usage_pause]\nthreshold = 90\n${extra}` });
-  Bun.spawnSync(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "--allow-empty", "-m", "init"], { cwd: p.root });
+  const p = new Project({
+    toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n\n[usage_pause]\nthreshold = 90\n${extra}`,
+  });
+  Bun.spawnSync(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "--allow-empty", "-m", "init"], {
+    cwd: p.root,
+  });
   await p.setCredential("anthropic", KEY);
   return p;
 }
@@ -58,7 +62,9 @@ describe("[usage_pause]", () => {
     anthropic.rateLimitHeaders = {};
     await p.ok(["task", "add", "say something", "--code", "held"]);
     const r = await p.ok(["start", "held"]);
-    expect(r.stdout).toMatch(/^Task held: waiting — held by \[usage_pause\]: anthropic's 5h window at 95 % \(threshold 90 %\); it starts by itself at \d{4}-/);
+    expect(r.stdout).toMatch(
+      /^Task held: waiting — held by \[usage_pause\]: anthropic's 5h window at 95 % \(threshold 90 %\); it starts by itself at \d{4}-/,
+    );
     const shown = await p.json(["task", "show", "held"]);
     expect(shown.task.status).toBe("waiting");
     expect(shown.events.at(-1).data).toMatchObject({ reason: "usage_pause", credential: "anthropic", window: "5h" });
@@ -67,10 +73,14 @@ describe("[usage_pause]", () => {
     expect(limits).toContain("5h window at 95 %");
     const requestsBefore = anthropic.received.filter((x) => x.method === "POST").length;
     // No command from here on: the reset passes, lazy starts the held turn, the agent finishes.
-    const done = await until(async () => {
-      const t = (await p.json(["task", "show", "held"])).task;
-      return t.status === "done" ? t : undefined;
-    }, 240_000, "the held turn to run after the reset");
+    const done = await until(
+      async () => {
+        const t = (await p.json(["task", "show", "held"])).task;
+        return t.status === "done" ? t : undefined;
+      },
+      240_000,
+      "the held turn to run after the reset",
+    );
     expect(done.status).toBe("done");
     expect(anthropic.received.filter((x) => x.method === "POST").length).toBeGreaterThan(requestsBefore);
     expect((await p.ok(["logs", "held"])).stdout).toContain("Ran after the reset.");
@@ -84,7 +94,11 @@ describe("[usage_pause]", () => {
       kind: "status",
       status: 429,
       body: { type: "error", error: { type: "rate_limit_error", message: "usage limit reached" } },
-      headers: { "anthropic-ratelimit-unified-status": "rejected", "anthropic-ratelimit-unified-reset": inSeconds(3600), "anthropic-ratelimit-unified-representative-claim": "five_hour" },
+      headers: {
+        "anthropic-ratelimit-unified-status": "rejected",
+        "anthropic-ratelimit-unified-reset": inSeconds(3600),
+        "anthropic-ratelimit-unified-representative-claim": "five_hour",
+      },
     };
     expect(await ask(p)).toBe(429);
     anthropic.reset();
@@ -108,7 +122,10 @@ describe("[usage_pause]", () => {
     const p = await project(`"5h" = 50\n`);
     anthropic.reset();
     anthropic.reply = { text: "Waited, then ran." };
-    anthropic.rateLimitHeaders = { "anthropic-ratelimit-unified-5h-utilization": "0.6", "anthropic-ratelimit-unified-5h-reset": inSeconds(4) };
+    anthropic.rateLimitHeaders = {
+      "anthropic-ratelimit-unified-5h-utilization": "0.6",
+      "anthropic-ratelimit-unified-5h-reset": inSeconds(4),
+    };
     expect(await ask(p)).toBe(200);
     anthropic.rateLimitHeaders = {};
     const r = await p.run(["run", "say it", "--wait"]);

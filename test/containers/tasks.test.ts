@@ -5,7 +5,7 @@
  * branch, then on the main branch when accepted. Needs a real Docker engine (CI starts one).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Project, cleanupAll, until, isAlive } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
@@ -41,7 +41,10 @@ beforeAll(async () => {
       `model = "gpt-5"`,
     ].join("\n"),
   });
-  sh(p.root, "git config user.email dev@example.com && git config user.name Dev && echo '# demo' > README.md && printf '.env\\nlazy.toml\\n' > .gitignore && echo SECRET_FROM_ENV_FILE=1 > .env && echo .env > .worktreeinclude && git add README.md .gitignore .worktreeinclude && git commit -qm init");
+  sh(
+    p.root,
+    "git config user.email dev@example.com && git config user.name Dev && echo '# demo' > README.md && printf '.env\\nlazy.toml\\n' > .gitignore && echo SECRET_FROM_ENV_FILE=1 > .env && echo .env > .worktreeinclude && git add README.md .gitignore .worktreeinclude && git commit -qm init",
+  );
   await p.setCredential("anthropic", KEY);
   await p.setCredential("openai", OPENAI_KEY);
 }, 120_000);
@@ -67,7 +70,8 @@ function finishedTask(code: string, profile: "claude" | "codex" | "pi"): Promise
       if (existing && existing.status !== "queued" && existing.status !== "running") return existing;
       anthropic.reply = { text: "ok." };
       openai.reply = { text: "ok." };
-      if (!existing) await p.ok(["task", "add", `Say ok (${code})`, "--code", code, ...(profile === "claude" ? [] : ["--profile", profile])]);
+      if (!existing)
+        await p.ok(["task", "add", `Say ok (${code})`, "--code", code, ...(profile === "claude" ? [] : ["--profile", profile])]);
       await p.ok(["start", code]);
       const t = await waitStatus(code);
       expect(t.status).toBe("done");
@@ -78,21 +82,42 @@ function finishedTask(code: string, profile: "claude" | "codex" | "pi"): Promise
   return m;
 }
 
-const events = async (ref: string) => (await p.json(["logs", ref])) as never as any[];
 async function waitStatus(ref: string, timeoutMs = 600_000): Promise<any> {
-  return until(async () => {
-    const t = (await p.json(["task", "show", ref])).task;
-    return t.status !== "running" && t.status !== "queued" ? t : undefined;
-  }, timeoutMs, `task ${ref} to finish its turn`);
+  return until(
+    async () => {
+      const t = (await p.json(["task", "show", ref])).task;
+      return t.status !== "running" && t.status !== "queued" ? t : undefined;
+    },
+    timeoutMs,
+    `task ${ref} to finish its turn`,
+  );
 }
 
 describe("a task in its container", () => {
   test("real Claude Code runs a Bash tool_use that commits; done; the commit is on the task's branch; accept merges it", async () => {
     anthropic.reset();
-    anthropic.reply = { text: "I committed hello.txt.", toolUse: { name: "Bash", input: { command: "echo hello > hello.txt && git add hello.txt && git commit -qm 'add hello' && cat .env", description: "commit a file" } } };
+    anthropic.reply = {
+      text: "I committed hello.txt.",
+      toolUse: {
+        name: "Bash",
+        input: {
+          command: "echo hello > hello.txt && git add hello.txt && git commit -qm 'add hello' && cat .env",
+          description: "commit a file",
+        },
+      },
+    };
     await p.ok(["task", "add", "Add hello.txt and commit it", "--code", "add-hello"]);
     const started = await p.run(["start", "add-hello"]);
-    expect(started.code, started.stderr + p.log().split("\n").filter((l) => / ERROR /.test(l)).slice(-5).join("\n")).toBe(0);
+    expect(
+      started.code,
+      started.stderr +
+        p
+          .log()
+          .split("\n")
+          .filter((l) => / ERROR /.test(l))
+          .slice(-5)
+          .join("\n"),
+    ).toBe(0);
     const t = await waitStatus("add-hello");
     expect(t.status).toBe("done");
     const log = (await p.ok(["logs", "add-hello"])).stdout;
@@ -115,7 +140,11 @@ describe("a task in its container", () => {
 
     const acceptedGrant = await p.grant({ role: "agent", task: "add-hello" });
     const acc = await p.json(["accept", "add-hello"]);
-    const after = await fetch(`${p.runtimeProxyUrl()}/v1/messages`, { method: "POST", headers: { "x-api-key": acceptedGrant.placeholder }, body: "{}" });
+    const after = await fetch(`${p.runtimeProxyUrl()}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": acceptedGrant.placeholder },
+      body: "{}",
+    });
     expect(after.status).toBe(401);
     expect(acc.commits).toHaveLength(1);
     expect(acc.commits[0]).toContain("add hello");
@@ -164,7 +193,8 @@ describe("a task in its container", () => {
     expect((await waitStatus("pi-hello")).status).toBe("done");
     expect(piModels().providers.anthropic.models[0].id).toBe("pi-second-model");
     expect(JSON.parse(anthropic.received.filter((r) => r.method === "POST").at(-1)!.body).model).toBe("pi-second-model");
-    for (const r of [...anthropic.received, ...openai.received]) expect(JSON.stringify(r.headers) + r.body).not.toMatch(/sk-(ant-api03|proj)-lazy-/);
+    for (const r of [...anthropic.received, ...openai.received])
+      expect(JSON.stringify(r.headers) + r.body).not.toMatch(/sk-(ant-api03|proj)-lazy-/);
   }, 900_000);
 
   test("the real credential appears nowhere a container can see", async () => {
@@ -224,7 +254,9 @@ describe("a task in its container", () => {
     const base = JSON.parse(env).providers.anthropic.baseUrl;
     const g = await p.grant({ role: "agent", task: "pi-hello", profile: "pi" });
     const net = JSON.parse(docker(`inspect ${name}`).out)[0].HostConfig.NetworkMode;
-    const thief = docker(`run --rm --network ${net} ${TEST_IMAGES.node} node -e "fetch('${base}/v1/messages',{method:'POST',headers:{'x-api-key':'${g.placeholder}','content-type':'application/json'},body:'{}'}).then(async r=>console.log(r.status, await r.text()))"`);
+    const thief = docker(
+      `run --rm --network ${net} ${TEST_IMAGES.node} node -e "fetch('${base}/v1/messages',{method:'POST',headers:{'x-api-key':'${g.placeholder}','content-type':'application/json'},body:'{}'}).then(async r=>console.log(r.status, await r.text()))"`,
+    );
     expect(thief.out).toStartWith("401");
     expect(thief.out).toContain("was presented from");
     const row = (await p.json(["stats", "audit"])).rows.at(-1);
@@ -247,7 +279,11 @@ describe("a task in its container", () => {
     // After accept, the task's container is gone too, and its placeholder with it.
     await p.ok(["accept", "accept-me"]);
     expect(docker(`ps -aq --filter label=dev.lazy.root=${p.root} --filter label=dev.lazy.task=${accepted.id}`).out.trim()).toBe("");
-    const after = await fetch(`${p.runtimeProxyUrl()}/v1/messages`, { method: "POST", headers: { "x-api-key": ga.placeholder }, body: "{}" });
+    const after = await fetch(`${p.runtimeProxyUrl()}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": ga.placeholder },
+      body: "{}",
+    });
     expect(after.status).toBe(401);
   }, 300_000);
 
@@ -279,7 +315,9 @@ describe("a task in its container", () => {
     expect(t.status).toBe("waiting");
     anthropic.reset();
     const slug = p.stateDir.split("/").at(-1);
-    const orphan = docker(`run -d --label dev.lazy.project=${slug} --label dev.lazy.task=0000dead --label dev.lazy.root=${p.root} ${TEST_IMAGES.node} sleep 300`).out.trim();
+    const orphan = docker(
+      `run -d --label dev.lazy.project=${slug} --label dev.lazy.task=0000dead --label dev.lazy.root=${p.root} ${TEST_IMAGES.node} sleep 300`,
+    ).out.trim();
     expect(orphan).toMatch(/^[0-9a-f]{64}$/);
     await p.ok(["daemon", "restart"]);
     await until(() => docker(`inspect ${orphan}`).code !== 0, 30_000, "the orphan container to be removed");

@@ -16,7 +16,8 @@ const missing = TOOLS.filter((t) => !Bun.which(t));
 function noBus(env: Record<string, string | undefined>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = v;
-  for (const k of ["DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR", "LAZY_CREDENTIAL_BACKEND", "LAZY_PROJECT"]) delete out[k];
+  for (const k of ["DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR", "LAZY_CREDENTIAL_BACKEND", "LAZY_PROJECT"])
+    delete out[k];
   return out;
 }
 
@@ -41,15 +42,31 @@ describe("lazy auth", () => {
       'echo "--- list3"; "$LAZY" auth list --json',
       '"$LAZY" daemon stop >/dev/null',
     ].join("\n");
-    const env = { ...noBus({ ...process.env, ...p.env }), HOME: user, XDG_DATA_HOME: join(user, ".local/share"), XDG_RUNTIME_DIR: runtime, LAZY: BIN, V1: v1, V2: v2 };
-    const proc = Bun.spawn(["dbus-run-session", "--", "bash", "-c", script], { cwd: p.root, env, stdout: "pipe", stderr: "pipe", timeout: 90_000 });
+    const env = {
+      ...noBus({ ...process.env, ...p.env }),
+      HOME: user,
+      XDG_DATA_HOME: join(user, ".local/share"),
+      XDG_RUNTIME_DIR: runtime,
+      LAZY: BIN,
+      V1: v1,
+      V2: v2,
+    };
+    const proc = Bun.spawn(["dbus-run-session", "--", "bash", "-c", script], {
+      cwd: p.root,
+      env,
+      stdout: "pipe",
+      stderr: "pipe",
+      timeout: 90_000,
+    });
     const [out, err] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text()]);
     expect(await proc.exited, err).toBe(0);
     const part = (name: string) => out.split(`--- ${name}\n`)[1]!.split("\n--- ")[0]!;
 
     const list1 = JSON.parse(part("list1"));
     expect(list1.backend).toBe("secret-service");
-    expect(list1.credentials).toEqual([expect.objectContaining({ name: "anthropic", kind: "api-key", source: "secret-service", last4: v1.slice(-4) })]);
+    expect(list1.credentials).toEqual([
+      expect.objectContaining({ name: "anthropic", kind: "api-key", source: "secret-service", last4: v1.slice(-4) }),
+    ]);
     expect(part("list2")).toContain("Backend: secret-service");
     expect(part("list2")).toMatch(/anthropic\s+oauth-token\s+secret-service/);
     const sha = new Bun.CryptoHasher("sha256").update(v2).digest("hex");

@@ -104,7 +104,13 @@ describe("file store", () => {
     await store.set("cursor", fakeKey("crsr_"));
     await store.set("other", fakeKey("ghp_"));
     const kinds = Object.fromEntries(store.list().map((c) => [c.name, c.kind]));
-    expect(kinds).toEqual({ anthropic: "api-key", "claude-sub": "oauth-token", cursor: "api-key", openrouter: "api-key", other: "unknown" });
+    expect(kinds).toEqual({
+      anthropic: "api-key",
+      "claude-sub": "oauth-token",
+      cursor: "api-key",
+      openrouter: "api-key",
+      other: "unknown",
+    });
   });
 
   test("list shows at most the last 4 characters, never the value", async () => {

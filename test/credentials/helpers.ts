@@ -20,7 +20,10 @@ export interface Ran {
  * Run a command with `input` on stdin (test values travel there, never in argv), killed after
  * timeoutMs so a hung keyring fails the test instead of hanging it.
  */
-export async function run(cmd: string[], opts: { input?: string; env?: Record<string, string | undefined>; timeoutMs?: number } = {}): Promise<Ran> {
+export async function run(
+  cmd: string[],
+  opts: { input?: string; env?: Record<string, string | undefined>; timeoutMs?: number } = {},
+): Promise<Ran> {
   const child = Bun.spawn(cmd, {
     stdin: opts.input === undefined ? "ignore" : Buffer.from(opts.input),
     stdout: "pipe",

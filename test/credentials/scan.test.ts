@@ -37,11 +37,23 @@ describe("where a secret lives", () => {
     const outputs: string[] = [];
     const keep = (r: { stdout: string; stderr: string }) => outputs.push(r.stdout, r.stderr);
     keep(await p.setCredential("anthropic", KEY));
-    const chat = await p.run(["chat", "--profile", "claude", "--", "-p", "say hi", "--output-format", "json"], { env: { PATH: `${TOOLS}:${process.env.PATH}`, HOME: p.home } });
+    const chat = await p.run(["chat", "--profile", "claude", "--", "-p", "say hi", "--output-format", "json"], {
+      env: { PATH: `${TOOLS}:${process.env.PATH}`, HOME: p.home },
+    });
     keep(chat);
     expect(chat.code, chat.stderr).toBe(0);
     expect(mock.received.some((r) => r.method === "POST" && r.headers["x-api-key"] === KEY)).toBe(true);
-    for (const args of [["auth", "list"], ["auth", "list", "--json"], ["stats", "audit"], ["stats", "audit", "--json"], ["stats", "limits", "--json"], ["daemon", "status", "--json"], ["doctor"], ["daemon", "logs"], ["task", "list"]])
+    for (const args of [
+      ["auth", "list"],
+      ["auth", "list", "--json"],
+      ["stats", "audit"],
+      ["stats", "audit", "--json"],
+      ["stats", "limits", "--json"],
+      ["daemon", "status", "--json"],
+      ["doctor"],
+      ["daemon", "logs"],
+      ["task", "list"],
+    ])
       keep(await p.run(args));
     await Bun.sleep(500); // the audit and readings are written off the request path
 

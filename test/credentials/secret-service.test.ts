@@ -26,7 +26,9 @@ function noBusEnv(): Record<string, string | undefined> {
 }
 
 if (linux && missing.length && !process.env.CI) {
-  console.warn(`SKIPPING the Secret Service tests: ${missing.join(", ")} not installed (apt-get install dbus gnome-keyring libsecret-tools)`);
+  console.warn(
+    `SKIPPING the Secret Service tests: ${missing.join(", ")} not installed (apt-get install dbus gnome-keyring libsecret-tools)`,
+  );
 }
 
 describe.skipIf(!linux || (missing.length > 0 && !process.env.CI))("Secret Service (gnome-keyring in a private D-Bus session)", () => {
@@ -43,10 +45,7 @@ describe.skipIf(!linux || (missing.length > 0 && !process.env.CI))("Secret Servi
     mkdirSync(runtime, { recursive: true, mode: 0o700 });
     const values = [fakeKey("sk-ant-api03-"), fakeKey("sk-ant-api03-"), fakeKey("sk-proj-"), fakeKey("sk-ant-oat01-")];
 
-    const script = [
-      ...KEYRING_UP,
-      `exec "${process.execPath}" "${fixture("secret-service-child.ts")}"`,
-    ].join("\n");
+    const script = [...KEYRING_UP, `exec "${process.execPath}" "${fixture("secret-service-child.ts")}"`].join("\n");
     const env = {
       ...noBusEnv(),
       HOME: userHome,
@@ -80,7 +79,9 @@ describe.skipIf(!linux || (missing.length > 0 && !process.env.CI))("Secret Servi
       lockCode: 0,
       keptWhileLocked: true,
     });
-    expect(report.lockedRefresh).toMatch(/could not read credential "anthropic" in the Secret Service \(the keyring is locked.*\); check that the keyring is running and unlocked/);
+    expect(report.lockedRefresh).toMatch(
+      /could not read credential "anthropic" in the Secret Service \(the keyring is locked.*\); check that the keyring is running and unlocked/,
+    );
     expect(report.cycles).toHaveLength(3);
     for (const c of report.cycles) {
       expect(c).toMatchObject({ storeCode: 0, seen: true, lazyWins: true, lookupAgrees: true });

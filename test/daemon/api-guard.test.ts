@@ -22,7 +22,11 @@ async function daemon(): Promise<{ p: Project; base: string; port: number; cooki
   const port = p.runtime()!.api.port;
   const base = `http://127.0.0.1:${port}`;
   // The cookie as the dashboard gets it: traded for the token once.
-  const s = await fetch(`${base}/api/session`, { method: "POST", headers: { authorization: `Bearer ${p.token()}`, "content-type": "application/json", origin: base }, body: "{}" });
+  const s = await fetch(`${base}/api/session`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${p.token()}`, "content-type": "application/json", origin: base },
+    body: "{}",
+  });
   expect(s.status).toBe(204);
   const cookie = (s.headers.get("set-cookie") ?? "").split(";")[0]!;
   expect(cookie).toMatch(/^lazy_session=[0-9a-f]{64}$/);
@@ -57,11 +61,23 @@ describe("the API refuses cross-site writes that carry the dashboard's cookie", 
     const bare = await fetch(`${base}/api/tasks/victim/close`, { method: "POST", headers: { cookie, origin: foreign } });
     await refused(bare, /JSON|origin/i);
     // JSON (a non-simple request: a browser would ask first, and gets no CORS grant) from the foreign origin.
-    const json = await fetch(`${base}/api/tasks/victim/close`, { method: "POST", headers: { cookie, origin: foreign, "content-type": "application/json" }, body: "{}" });
+    const json = await fetch(`${base}/api/tasks/victim/close`, {
+      method: "POST",
+      headers: { cookie, origin: foreign, "content-type": "application/json" },
+      body: "{}",
+    });
     expect(await refused(json, /origin/i)).toContain(foreign);
-    const del = await fetch(`${base}/api/auth/anthropic`, { method: "PUT", headers: { cookie, origin: foreign, "content-type": "application/json" }, body: JSON.stringify({ value: "sk-ant-planted" }) });
+    const del = await fetch(`${base}/api/auth/anthropic`, {
+      method: "PUT",
+      headers: { cookie, origin: foreign, "content-type": "application/json" },
+      body: JSON.stringify({ value: "sk-ant-planted" }),
+    });
     await refused(del, /origin/i);
-    const stop = await fetch(`${base}/api/daemon/stop`, { method: "POST", headers: { cookie, origin: "null", "content-type": "application/json" }, body: "{}" });
+    const stop = await fetch(`${base}/api/daemon/stop`, {
+      method: "POST",
+      headers: { cookie, origin: "null", "content-type": "application/json" },
+      body: "{}",
+    });
     await refused(stop, /origin/i);
 
     const after = await tasks(p);
@@ -86,7 +102,11 @@ describe("the API refuses cross-site writes that carry the dashboard's cookie", 
       expect(`${name}: ${msg}`).toContain("Content-Type");
     }
     // The token does not make a form acceptable either.
-    const tokenForm = await fetch(`${base}/api/tasks`, { method: "POST", headers: { authorization: `Bearer ${p.token()}`, "content-type": "application/x-www-form-urlencoded" }, body: "prompt=form+task" });
+    const tokenForm = await fetch(`${base}/api/tasks`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${p.token()}`, "content-type": "application/x-www-form-urlencoded" },
+      body: "prompt=form+task",
+    });
     await refused(tokenForm, /application\/json/);
     expect(await tasks(p)).toHaveLength(0);
   });
@@ -96,10 +116,18 @@ describe("the API refuses cross-site writes that carry the dashboard's cookie", 
     const json = { cookie, "content-type": "application/json" };
     const none = await fetch(`${base}/api/tasks`, { method: "POST", headers: json, body: JSON.stringify({ prompt: "no origin" }) });
     await refused(none, /Origin/);
-    const sameSite = await fetch(`${base}/api/tasks`, { method: "POST", headers: { ...json, "sec-fetch-site": "same-site" }, body: JSON.stringify({ prompt: "same site" }) });
+    const sameSite = await fetch(`${base}/api/tasks`, {
+      method: "POST",
+      headers: { ...json, "sec-fetch-site": "same-site" },
+      body: JSON.stringify({ prompt: "same site" }),
+    });
     await refused(sameSite, /Origin/);
     expect(await tasks(p)).toHaveLength(0);
-    const sameOrigin = await fetch(`${base}/api/tasks`, { method: "POST", headers: { ...json, "sec-fetch-site": "same-origin" }, body: JSON.stringify({ prompt: "same origin" }) });
+    const sameOrigin = await fetch(`${base}/api/tasks`, {
+      method: "POST",
+      headers: { ...json, "sec-fetch-site": "same-origin" },
+      body: JSON.stringify({ prompt: "same origin" }),
+    });
     expect(sameOrigin.status).toBe(201);
     expect((await tasks(p)).map((t) => t.title)).toEqual(["same origin"]);
   });
@@ -122,9 +150,17 @@ describe("the API refuses cross-site writes that carry the dashboard's cookie", 
 
   test("a JSON POST from the dashboard's own origin with the cookie works; so do localhost and the CLI", async () => {
     const { p, base, port, cookie } = await daemon();
-    const r = await fetch(`${base}/api/tasks`, { method: "POST", headers: { cookie, origin: base, "content-type": "application/json", "sec-fetch-site": "same-origin" }, body: JSON.stringify({ prompt: "from the dashboard", code: "dash" }) });
+    const r = await fetch(`${base}/api/tasks`, {
+      method: "POST",
+      headers: { cookie, origin: base, "content-type": "application/json", "sec-fetch-site": "same-origin" },
+      body: JSON.stringify({ prompt: "from the dashboard", code: "dash" }),
+    });
     expect(r.status).toBe(201);
-    const viaLocalhost = await fetch(`${base}/api/tasks/dash/close`, { method: "POST", headers: { cookie, host: `localhost:${port}`, origin: `http://localhost:${port}`, "content-type": "application/json" }, body: "{}" });
+    const viaLocalhost = await fetch(`${base}/api/tasks/dash/close`, {
+      method: "POST",
+      headers: { cookie, host: `localhost:${port}`, origin: `http://localhost:${port}`, "content-type": "application/json" },
+      body: "{}",
+    });
     expect(viaLocalhost.status).toBe(200);
     // A cookie read (the dashboard's fetch("/api/counts")) needs no Origin.
     const counts = await fetch(`${base}/api/counts`, { headers: { cookie, "sec-fetch-site": "same-origin" } });
@@ -132,7 +168,10 @@ describe("the API refuses cross-site writes that carry the dashboard's cookie", 
     // The CLI: the token header, JSON, no Origin, bodyless POSTs included.
     await p.ok(["task", "add", "from the CLI", "--code", "cli"]);
     await p.ok(["close", "cli"]);
-    expect((await tasks(p)).map((t) => [t.code, t.status])).toEqual([["dash", "closed"], ["cli", "closed"]]);
+    expect((await tasks(p)).map((t) => [t.code, t.status])).toEqual([
+      ["dash", "closed"],
+      ["cli", "closed"],
+    ]);
     await p.ok(["daemon", "stop"]);
   });
 });
@@ -160,7 +199,11 @@ describe("the API and the dashboard answer only to their own Host", () => {
     await refused(await fetch(`${base}/api/tasks`, { headers: { ...token, host: `${evil}:${port}` } }), /Host/);
     // Nor is another port of our own address.
     await refused(await fetch(`${base}/api/tasks`, { headers: { ...token, host: `127.0.0.1:${port + 1}` } }), /Host/);
-    const post = await fetch(`${base}/api/tasks`, { method: "POST", headers: { ...token, host: evil, "content-type": "application/json" }, body: JSON.stringify({ prompt: "rebound" }) });
+    const post = await fetch(`${base}/api/tasks`, {
+      method: "POST",
+      headers: { ...token, host: evil, "content-type": "application/json" },
+      body: JSON.stringify({ prompt: "rebound" }),
+    });
     await refused(post, /Host/);
     expect(await tasks(p)).toHaveLength(0);
     // Our own names are fine.
@@ -180,12 +223,20 @@ describe("which Host values name the daemon, by bind address", () => {
     const port = p.runtime()!.api.port;
     const base = `http://[::1]:${port}`;
     const token = { authorization: `Bearer ${p.token()}` };
-    for (const host of [`[::1]:${port}`, `localhost:${port}`]) expect((await fetch(`${base}/api/tasks`, { headers: { ...token, host } })).status).toBe(200);
+    for (const host of [`[::1]:${port}`, `localhost:${port}`])
+      expect((await fetch(`${base}/api/tasks`, { headers: { ...token, host } })).status).toBe(200);
     await refused(await fetch(`${base}/api/tasks`, { headers: { ...token, host: `127.0.0.1:${port}` } }), /Host/);
-    const write = await fetch(`${base}/api/tasks`, { method: "POST", headers: { ...token, origin: base, "content-type": "application/json" }, body: JSON.stringify({ prompt: "from [::1]" }) });
+    const write = await fetch(`${base}/api/tasks`, {
+      method: "POST",
+      headers: { ...token, origin: base, "content-type": "application/json" },
+      body: JSON.stringify({ prompt: "from [::1]" }),
+    });
     expect(write.status).toBe(201);
     await p.ok(["close", "six"]);
-    expect((await tasks(p)).map((t) => [t.title, t.status])).toEqual([["over IPv6", "closed"], ["from [::1]", "queued"]]);
+    expect((await tasks(p)).map((t) => [t.title, t.status])).toEqual([
+      ["over IPv6", "closed"],
+      ["from [::1]", "queued"],
+    ]);
   });
 
   test("a wildcard bind takes the loopback names and this machine's interface addresses, nothing else", async () => {
@@ -194,9 +245,13 @@ describe("which Host values name the daemon, by bind address", () => {
     const { networkInterfaces } = await import("node:os");
     const guard = requestGuard(() => "http://0.0.0.0:4000");
     const status = async (host: string) => (await guard(new Request("http://x/api/tasks", { headers: { host } })))?.status ?? 200;
-    for (const host of ["0.0.0.0:4000", "127.0.0.1:4000", "localhost:4000", "[::1]:4000"]) expect(`${host} ${await status(host)}`).toBe(`${host} 200`);
-    const external = Object.values(networkInterfaces()).flat().find((a) => a && !a.internal && a.family === "IPv4");
+    for (const host of ["0.0.0.0:4000", "127.0.0.1:4000", "localhost:4000", "[::1]:4000"])
+      expect(`${host} ${await status(host)}`).toBe(`${host} 200`);
+    const external = Object.values(networkInterfaces())
+      .flat()
+      .find((a) => a && !a.internal && a.family === "IPv4");
     if (external) expect(await status(`${external.address}:4000`)).toBe(200);
-    for (const host of ["evil.example:4000", "127.0.0.1:4001", "10.255.255.1:4000", "localhost", ""]) expect(`${host} ${await status(host)}`).toBe(`${host} 403`);
+    for (const host of ["evil.example:4000", "127.0.0.1:4001", "10.255.255.1:4000", "localhost", ""])
+      expect(`${host} ${await status(host)}`).toBe(`${host} 403`);
   });
 });

@@ -18,7 +18,10 @@ describe("the per-project daemon", () => {
     expect(tasks).toHaveLength(20);
     expect(new Set(tasks.map((t) => t.title)).size).toBe(20);
     // Exactly one daemon became ready for this project, and it is the one still serving.
-    const ready = p.log().split("\n").filter((l) => l.includes("ready for"));
+    const ready = p
+      .log()
+      .split("\n")
+      .filter((l) => l.includes("ready for"));
     expect(ready).toHaveLength(1);
     expect(ready[0]).toContain(`pid ${p.runtime()!.pid}`);
   });
@@ -44,7 +47,11 @@ describe("the per-project daemon", () => {
       const wrong = await fetch(base + path, { headers: { authorization: "Bearer nope" } });
       expect(wrong.status).toBe(401);
     }
-    const post = await fetch(base + "/api/tasks", { method: "POST", body: JSON.stringify({ prompt: "sneaky" }), headers: { "content-type": "application/json" } });
+    const post = await fetch(base + "/api/tasks", {
+      method: "POST",
+      body: JSON.stringify({ prompt: "sneaky" }),
+      headers: { "content-type": "application/json" },
+    });
     expect(post.status).toBe(401);
     expect(await p.json<any[]>(["task", "list"])).toHaveLength(0);
     const good = await fetch(base + "/api/tasks", { headers: { authorization: `Bearer ${p.token()}` } });
@@ -120,11 +127,14 @@ describe("the per-project daemon", () => {
 
 describe("lazy.toml and the daemon", () => {
   test("three mistakes print three lines; a valid edit is picked up; a broken one keeps the last good config; restart refuses", async () => {
-    const bad = ["[server]", 'port = "high"', "", "[models.roles]", "agent = 7", "", "[container]", "imag = \"x\""].join("\n");
+    const bad = ["[server]", 'port = "high"', "", "[models.roles]", "agent = 7", "", "[container]", 'imag = "x"'].join("\n");
     const p = new Project({ toml: bad });
     const r = await p.run(["task", "list"]);
     expect(r.code).not.toBe(0);
-    const lines = r.stderr.trim().split("\n").filter((l) => l.includes("lazy.toml:"));
+    const lines = r.stderr
+      .trim()
+      .split("\n")
+      .filter((l) => l.includes("lazy.toml:"));
     expect(lines).toEqual([
       "  lazy.toml:2:8 server.port — expected a number, got a string",
       "  lazy.toml:5:9 models.roles.agent — expected a string, got a number",
@@ -138,15 +148,23 @@ describe("lazy.toml and the daemon", () => {
 
     // A valid edit is picked up by the running daemon.
     p.writeToml('[models.roles]\nagent = "codex"\n');
-    await until(async () => (await p.json(["daemon", "status"])).config.loadedAt && (await p.json(["task", "add", "probe"])).profile === "codex", 10_000, "the edit to be picked up");
+    await until(
+      async () => (await p.json(["daemon", "status"])).config.loadedAt && (await p.json(["task", "add", "probe"])).profile === "codex",
+      10_000,
+      "the edit to be picked up",
+    );
 
     // A broken edit: the daemon keeps serving on the last good config and says so.
     const pid = p.runtime()!.pid;
     p.writeToml('[models.roles]\nagent = "codex"\n\n[proxy]\nport = -1\n');
-    const st = await until(async () => {
-      const s = await p.json(["daemon", "status"]);
-      return s.config.state === "broken" ? s : undefined;
-    }, 10_000, "the daemon to notice the broken file");
+    const st = await until(
+      async () => {
+        const s = await p.json(["daemon", "status"]);
+        return s.config.state === "broken" ? s : undefined;
+      },
+      10_000,
+      "the daemon to notice the broken file",
+    );
     expect(st.config.problems).toEqual(["lazy.toml:5:8 proxy.port — expected a number ≥ 0"]);
     expect((await p.ok(["daemon", "status"])).stdout).toContain("serving the last good config");
     expect((await p.json(["task", "add", "still served"])).profile).toBe("codex");

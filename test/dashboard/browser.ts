@@ -10,7 +10,15 @@ import type { Project } from "../helpers/lazy";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 // This machine's network is closed: no background traffic, no component updates.
-export const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+export const ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 export const ARTIFACTS = resolve(import.meta.dir, "../../test-artifacts/dashboard");
 
 let browser: Browser | undefined;
@@ -48,7 +56,10 @@ export function watch(page: Page): Watched {
 }
 
 /** A browser context signed in to the project's dashboard, and its origin. */
-export async function signedIn(p: Project, viewport = { width: 1280, height: 800 }): Promise<{ ctx: BrowserContext; origin: string; page: Watched }> {
+export async function signedIn(
+  p: Project,
+  viewport = { width: 1280, height: 800 },
+): Promise<{ ctx: BrowserContext; origin: string; page: Watched }> {
   const url = (await p.ok(["dashboard"])).stdout.trim();
   const ctx = await (await launch()).newContext({ viewport });
   const page = watch(await ctx.newPage());

@@ -10,7 +10,15 @@ import { Project, cleanupAll } from "../helpers/lazy";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 // This machine's network is closed: no background traffic, no component updates.
-const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 const browsers: Browser[] = [];
 const servers: { stop(force: boolean): unknown }[] = [];
 
@@ -66,7 +74,11 @@ const opts = { method: "POST", mode: "no-cors", credentials: "include" };
 fetch("${origin}/api/tasks/victim-fetch/close", opts).finally(() => window.done++);
 fetch("${origin}/api/tasks", { ...opts, headers: { "content-type": "text/plain" }, body: JSON.stringify({ prompt: "planted by a fetch", code: "planted-fetch" }) }).finally(() => window.done++);
 </script></body>`;
-    const evil = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(html, { headers: { "content-type": "text/html" } }) });
+    const evil = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: () => new Response(html, { headers: { "content-type": "text/html" } }),
+    });
     servers.push(evil);
     const page = await ctx.newPage();
     await page.goto(`http://127.0.0.1:${evil.port}/`);
@@ -91,7 +103,11 @@ fetch("${origin}/api/tasks", { ...opts, headers: { "content-type": "text/plain" 
     const { ctx } = await signedIn(p, browser);
     const page = ctx.pages()[0]!;
     const status = await page.evaluate(async () => {
-      const r = await fetch("/api/tasks", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ prompt: "from the dashboard", code: "dash" }) });
+      const r = await fetch("/api/tasks", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ prompt: "from the dashboard", code: "dash" }),
+      });
       return r.status;
     });
     expect(status).toBe(201);

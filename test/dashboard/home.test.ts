@@ -17,7 +17,15 @@ async function launch(): Promise<Browser> {
     executablePath: CHROMIUM,
     headless: true,
     // This machine's network is closed: no background traffic, no component updates.
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
   return browser;
 }

@@ -16,7 +16,10 @@ const events = [
   { kind: "usage", data: { input: 1, output: 2, cacheRead: 3, cacheWrite: 4 } },
   { kind: "status", data: { from: "running", to: "failed", error: "boom" } },
   { kind: "status", data: { from: "running", to: "done", result: "ok" } },
-  { kind: "status", data: { from: "queued", to: "waiting", reason: "usage_pause", credential: "anthropic", detail: "5h at 95 %", resetsAt: at } },
+  {
+    kind: "status",
+    data: { from: "queued", to: "waiting", reason: "usage_pause", credential: "anthropic", detail: "5h at 95 %", resetsAt: at },
+  },
   { kind: "held", data: { credential: "anthropic", detail: "5h at 95 %", resetsAt: at } },
   { kind: "refused", data: { reason: "a link" } },
   { kind: "stop", data: { by: "user" } },
@@ -31,7 +34,22 @@ describe("event lines", () => {
       const item = { type: "event" as const, at, id: 1, task: { id: "deadbeef00", code: null }, ...e };
       expect(Page.watchLine(item)).toBe(Cli.watchLine(item));
     }
-    const net = { type: "net" as const, at, task: { id: "deadbeef00", code: "fix" }, role: "agent", profile: "claude", credential: "anthropic", method: "POST", path: "/v1/messages", status: 429, durationMs: 12, input: 5, output: 6, refused: null, note: "rate limited" };
+    const net = {
+      type: "net" as const,
+      at,
+      task: { id: "deadbeef00", code: "fix" },
+      role: "agent",
+      profile: "claude",
+      credential: "anthropic",
+      method: "POST",
+      path: "/v1/messages",
+      status: 429,
+      durationMs: 12,
+      input: 5,
+      output: 6,
+      refused: null,
+      note: "rate limited",
+    };
     expect(Page.watchLine(net)).toBe(Cli.watchLine(net));
     expect(Page.watchLine({ ...net, refused: "grant gone" })).toBe(Cli.watchLine({ ...net, refused: "grant gone" }));
     const dropped = { type: "dropped" as const, at, count: 3 };

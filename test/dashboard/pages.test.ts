@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Project, cleanupAll } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { closeBrowser, signedIn, shot, watch, launch } from "./browser";
+import { closeBrowser, signedIn, shot, watch } from "./browser";
 
 const KEY = "sk-ant-api03-DASHBOARD-" + "d".repeat(72) + "AA";
 let anthropic: Mock.MockProvider;
@@ -15,8 +15,12 @@ let p: Project;
 
 beforeAll(async () => {
   anthropic = await Mock.anthropic();
-  p = new Project({ toml: `[proxy.upstreams]\nanthropic = "${anthropic.url}"\n\n[usage_pause]\nthreshold = 90\n\n[budget]\nper_day_tokens = 1000000\n` });
-  Bun.spawnSync(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "--allow-empty", "-m", "init"], { cwd: p.root });
+  p = new Project({
+    toml: `[proxy.upstreams]\nanthropic = "${anthropic.url}"\n\n[usage_pause]\nthreshold = 90\n\n[budget]\nper_day_tokens = 1000000\n`,
+  });
+  Bun.spawnSync(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "--allow-empty", "-m", "init"], {
+    cwd: p.root,
+  });
   await p.setCredential("anthropic", KEY);
   await p.ok(["task", "add", "Fix the login form so a wrong password says so", "--code", "fix-login"]);
 });
@@ -46,7 +50,7 @@ describe("the dashboard's pages", () => {
     const { ctx, origin, page } = await signedIn(p);
     const pg = page.page;
     await pg.goto(`${origin}/tasks`);
-    await pg.waitForSelector('[data-task] >> text=Fix the login form');
+    await pg.waitForSelector("[data-task] >> text=Fix the login form");
     // Keyboard and labels: the form is reached by its labels, submitted by its button.
     await pg.getByText("Add a task").click();
     await pg.getByLabel("Prompt").fill("Write the release notes for 0.2");
@@ -54,17 +58,21 @@ describe("the dashboard's pages", () => {
     await pg.getByRole("button", { name: "Add task" }).click();
     await pg.waitForFunction(() => document.getElementById("add-result")?.textContent === "Added notes.", undefined, { timeout: 5000 });
     expect(await codes()).toContain("notes");
-    await pg.waitForSelector('[data-task] >> text=Write the release notes');
+    await pg.waitForSelector("[data-task] >> text=Write the release notes");
 
     // A bad code gets the CLI's own words.
     await pg.getByLabel("Prompt").fill("again");
     await pg.getByLabel("Code (optional)").fill("notes");
     await pg.getByRole("button", { name: "Add task" }).click();
-    await pg.waitForFunction(() => document.getElementById("add-result")?.textContent?.includes('A task with code "notes" already exists; pick another code.'), undefined, { timeout: 5000 });
+    await pg.waitForFunction(
+      () => document.getElementById("add-result")?.textContent?.includes('A task with code "notes" already exists; pick another code.'),
+      undefined,
+      { timeout: 5000 },
+    );
 
     const t0 = Date.now();
     await p.ok(["task", "add", "Added at the terminal", "--code", "from-cli"]);
-    await pg.waitForSelector('[data-task] >> text=Added at the terminal', { timeout: 1500 });
+    await pg.waitForSelector("[data-task] >> text=Added at the terminal", { timeout: 1500 });
     expect(Date.now() - t0).toBeLessThan(1000 + 500); // the CLI's own start-up is in there too
 
     // Filter and search go to the daemon.
@@ -96,7 +104,9 @@ describe("the dashboard's pages", () => {
     // The task filter follows lazy watch's rules and words.
     await pg.getByLabel(/^Tasks/).fill("ab");
     await pg.getByRole("button", { name: "Follow" }).click();
-    await pg.waitForFunction(() => document.getElementById("error")?.textContent?.includes('"ab" is too short to name a task'), undefined, { timeout: 3000 });
+    await pg.waitForFunction(() => document.getElementById("error")?.textContent?.includes('"ab" is too short to name a task'), undefined, {
+      timeout: 3000,
+    });
 
     await pg.goto(`${origin}/usage`);
     await pg.waitForSelector("text=42 %", { timeout: 5000 });
@@ -116,15 +126,36 @@ describe("the dashboard's pages", () => {
     const base = `http://127.0.0.1:${p.runtime()!.api.port}`;
     const cookie = `lazy_session=${p.token()}`;
     const before = await p.json(["task", "list"]);
-    for (const [path, body] of [["/api/tasks", { prompt: "planted", code: "planted" }], ["/api/tasks/fix-login/close", {}], ["/api/tasks/fix-login/budget", { tokens: 5 }]] as const) {
-      const r = await fetch(`${base}${path}`, { method: "POST", headers: { cookie, origin: "http://evil.example", "content-type": "application/json" }, body: JSON.stringify(body) });
+    for (const [path, body] of [
+      ["/api/tasks", { prompt: "planted", code: "planted" }],
+      ["/api/tasks/fix-login/close", {}],
+      ["/api/tasks/fix-login/budget", { tokens: 5 }],
+    ] as const) {
+      const r = await fetch(`${base}${path}`, {
+        method: "POST",
+        headers: { cookie, origin: "http://evil.example", "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
       expect(r.status).toBe(403);
     }
-    for (const path of ["/", "/tasks", "/tasks/fix-login", "/watch", "/usage", "/api/board/tasks", "/api/board/home", "/api/tasks/fix-login/diff"]) {
+    for (const path of [
+      "/",
+      "/tasks",
+      "/tasks/fix-login",
+      "/watch",
+      "/usage",
+      "/api/board/tasks",
+      "/api/board/home",
+      "/api/tasks/fix-login/diff",
+    ]) {
       const r = await fetch(`${base}${path}`, { headers: { cookie, host: "evil.example" } });
       expect(r.status, path).toBe(403);
     }
-    const post = await fetch(`${base}/api/tasks`, { method: "POST", headers: { cookie, host: "evil.example", "content-type": "application/json", origin: "http://evil.example" }, body: JSON.stringify({ prompt: "planted" }) });
+    const post = await fetch(`${base}/api/tasks`, {
+      method: "POST",
+      headers: { cookie, host: "evil.example", "content-type": "application/json", origin: "http://evil.example" },
+      body: JSON.stringify({ prompt: "planted" }),
+    });
     expect(post.status).toBe(403);
     expect(await p.json(["task", "list"])).toEqual(before);
   }, 30_000);
@@ -153,18 +184,31 @@ describe("the dashboard's pages", () => {
     const q = new Project({ toml: `[server]\nport = ${port}\n` });
     await q.ok(["task", "add", "before the restart"]);
     const { ctx, page } = await signedIn(q);
-    await page.page.waitForFunction(() => document.querySelector('[data-count="queued"]')?.textContent === "1", undefined, { timeout: 5000 });
+    await page.page.waitForFunction(() => document.querySelector('[data-count="queued"]')?.textContent === "1", undefined, {
+      timeout: 5000,
+    });
     await q.ok(["daemon", "restart"]);
     await q.ok(["task", "add", "after the restart"]);
-    await page.page.waitForFunction(() => document.querySelector('[data-count="queued"]')?.textContent === "2", undefined, { timeout: 15_000 });
+    await page.page.waitForFunction(() => document.querySelector('[data-count="queued"]')?.textContent === "2", undefined, {
+      timeout: 15_000,
+    });
     expect(await page.page.locator("#state").textContent()).toBe("live");
     await ctx.close();
   }, 60_000);
 
-  for (const [label, viewport] of [["desktop", { width: 1280, height: 800 }], ["phone", { width: 390, height: 844 }]] as const)
+  for (const [label, viewport] of [
+    ["desktop", { width: 1280, height: 800 }],
+    ["phone", { width: 390, height: 844 }],
+  ] as const)
     test(`every page at ${viewport.width}×${viewport.height}: no console error, no failed request, no sideways scroll`, async () => {
       const { ctx, origin, page } = await signedIn(p, viewport);
-      for (const [name, path] of [["home", "/"], ["tasks", "/tasks"], ["task", "/tasks/fix-login"], ["watch", "/watch"], ["usage", "/usage"]] as const) {
+      for (const [name, path] of [
+        ["home", "/"],
+        ["tasks", "/tasks"],
+        ["task", "/tasks/fix-login"],
+        ["watch", "/watch"],
+        ["usage", "/usage"],
+      ] as const) {
         const w = watch(await ctx.newPage());
         await w.page.goto(`${origin}${path}`);
         await w.page.waitForFunction(() => document.getElementById("state")?.textContent === "live", undefined, { timeout: 10_000 });

@@ -23,12 +23,16 @@ beforeAll(async () => {
   if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
   anthropic = await Mock.anthropic();
   p = new Project({ toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n` });
-  sh(p.root, "git config user.email dev@example.com && git config user.name Dev && echo '# demo' > README.md && echo lazy.toml > .gitignore && git add README.md .gitignore && git commit -qm init");
+  sh(
+    p.root,
+    "git config user.email dev@example.com && git config user.name Dev && echo '# demo' > README.md && echo lazy.toml > .gitignore && git add README.md .gitignore && git commit -qm init",
+  );
   await p.setCredential("anthropic", KEY);
 }, 120_000);
 
 afterAll(async () => {
-  for (const c of sh("/", `docker ps -aq --filter label=dev.lazy.root=${p?.root}`).out.split("\n").filter(Boolean)) sh("/", `docker rm -f ${c}`);
+  for (const c of sh("/", `docker ps -aq --filter label=dev.lazy.root=${p?.root}`).out.split("\n").filter(Boolean))
+    sh("/", `docker rm -f ${c}`);
   await closeBrowser();
   await cleanupAll();
   await anthropic?.close();
@@ -37,7 +41,16 @@ afterAll(async () => {
 describe("a task run from its page", () => {
   test("Start from the page: events live, the diff shows the committed file, Accept merges it", async () => {
     anthropic.reset();
-    anthropic.reply = { text: "I committed greeting.txt.", toolUse: { name: "Bash", input: { command: "printf 'hello from the agent\\n' > greeting.txt && git add greeting.txt && git commit -qm 'add greeting'", description: "commit a file" } } };
+    anthropic.reply = {
+      text: "I committed greeting.txt.",
+      toolUse: {
+        name: "Bash",
+        input: {
+          command: "printf 'hello from the agent\\n' > greeting.txt && git add greeting.txt && git commit -qm 'add greeting'",
+          description: "commit a file",
+        },
+      },
+    };
     await p.ok(["task", "add", "Add greeting.txt and commit it", "--code", "greet"]);
     const { ctx, origin, page } = await signedIn(p);
     const pg = page.page;
@@ -62,14 +75,18 @@ describe("a task run from its page", () => {
     await shot(pg, "task-done-desktop");
 
     await pg.getByRole("button", { name: "Accept" }).click();
-    await pg.waitForFunction(() => document.getElementById("notice")?.textContent?.includes("the task is accepted"), undefined, { timeout: 60_000 });
+    await pg.waitForFunction(() => document.getElementById("notice")?.textContent?.includes("the task is accepted"), undefined, {
+      timeout: 60_000,
+    });
     expect((await p.json(["task", "show", "greet"])).task.status).toBe("accepted");
     expect(sh(p.root, "git log --format=%s main").out).toContain("add greeting");
     await pg.waitForFunction(() => document.getElementById("status")?.textContent === "accepted", undefined, { timeout: 5000 });
 
     // A verb the rules refuse answers with the CLI's words.
     await pg.getByRole("button", { name: "Stop" }).click();
-    await pg.waitForFunction(() => document.getElementById("notice")?.textContent === "Task greet is accepted, not running.", undefined, { timeout: 5000 });
+    await pg.waitForFunction(() => document.getElementById("notice")?.textContent === "Task greet is accepted, not running.", undefined, {
+      timeout: 5000,
+    });
     expect(page.problems.filter((x) => !x.includes("409"))).toEqual([]);
     await ctx.close();
   }, 900_000);

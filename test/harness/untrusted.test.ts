@@ -65,7 +65,11 @@ describe("a launch in an agent-written worktree", () => {
   });
 
   test("Pi gets --no-extensions; a settings file naming a program, or one lazy cannot read, refuses", () => {
-    const wt = worktree({ ".pi/extensions/a.ts": "", ".pi/extensions/b/index.ts": "", ".pi/settings.json": JSON.stringify({ packages: ["npm:x"], theme: "dark" }) });
+    const wt = worktree({
+      ".pi/extensions/a.ts": "",
+      ".pi/extensions/b/index.ts": "",
+      ".pi/settings.json": JSON.stringify({ packages: ["npm:x"], theme: "dark" }),
+    });
     const p = Harness.prepare(launch("pi", wt));
     expect(p.command).toContain("--no-extensions");
     expect(p.notLoaded).toEqual([".pi/extensions/a.ts", ".pi/extensions/b", ".pi/settings.json (packages)"]);

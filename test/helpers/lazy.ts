@@ -64,7 +64,13 @@ export class Project {
     delete full.FORCE_COLOR;
     delete full.NO_COLOR;
     Object.assign(full, env);
-    const proc = Bun.spawn(["script", "-qec", cmd, "/dev/null"], { cwd: this.root, env: full, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
+    const proc = Bun.spawn(["script", "-qec", cmd, "/dev/null"], {
+      cwd: this.root,
+      env: full,
+      stdout: "pipe",
+      stderr: "pipe",
+      stdin: "ignore",
+    });
     const out = await new Response(proc.stdout).text();
     await proc.exited;
     return out;
@@ -74,8 +80,14 @@ export class Project {
   async ok(args: string[], opts: Parameters<Project["run"]>[1] = {}): Promise<Result> {
     const r = await this.run(args, opts);
     if (r.code !== 0) {
-      const errors = this.log().split("\n").filter((l) => / ERROR /.test(l)).slice(-5).join("\n");
-      throw new Error(`lazy ${args.join(" ")} exited ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}${errors ? `\ndaemon log errors:\n${errors}` : ""}`);
+      const errors = this.log()
+        .split("\n")
+        .filter((l) => / ERROR /.test(l))
+        .slice(-5)
+        .join("\n");
+      throw new Error(
+        `lazy ${args.join(" ")} exited ${r.code}\nstdout: ${r.stdout}\nstderr: ${r.stderr}${errors ? `\ndaemon log errors:\n${errors}` : ""}`,
+      );
     }
     return r;
   }
@@ -126,7 +138,11 @@ export class Project {
   }
 
   /** A placeholder grant and the proxy's address, as a launch gets them. */
-  async grant(body: { role: "agent" | "host" | "lazy"; profile?: string; task?: string }): Promise<{ envVar: string; placeholder: string; proxyUrl: string; credential: string | null }> {
+  async grant(body: {
+    role: "agent" | "host" | "lazy";
+    profile?: string;
+    task?: string;
+  }): Promise<{ envVar: string; placeholder: string; proxyUrl: string; credential: string | null }> {
     return this.api("POST", "/api/proxy/grants", body);
   }
 
@@ -158,7 +174,10 @@ export class Project {
     // Containers and the project's network, if the test made any (Docker's address pools are small).
     const slug = existsSync(join(this.home, "daemon")) ? readdirSync(join(this.home, "daemon"))[0] : undefined;
     if (slug && Bun.which("docker")) {
-      const ids = Bun.spawnSync(["docker", "ps", "-aq", "--filter", `label=dev.lazy.project=${slug}`]).stdout.toString().split("\n").filter(Boolean);
+      const ids = Bun.spawnSync(["docker", "ps", "-aq", "--filter", `label=dev.lazy.project=${slug}`])
+        .stdout.toString()
+        .split("\n")
+        .filter(Boolean);
       if (ids.length) Bun.spawnSync(["docker", "rm", "-f", ...ids], { stdout: "ignore", stderr: "ignore" });
       const net = Bun.spawnSync(["docker", "network", "inspect", `lazy-${slug}`]);
       Bun.spawnSync(["docker", "network", "rm", `lazy-${slug}`], { stdout: "ignore", stderr: "ignore" });

@@ -65,7 +65,11 @@ describe("anthropic", async () => {
   });
 
   test("JSON answer with usage in the top-level usage object, request recorded", async () => {
-    const res = await post(`${m.url}/v1/messages?beta=true`, { model: "claude-x", messages: [{ role: "user", content: "hi" }], max_tokens: 10 }, { "x-api-key": "sk-real" });
+    const res = await post(
+      `${m.url}/v1/messages?beta=true`,
+      { model: "claude-x", messages: [{ role: "user", content: "hi" }], max_tokens: 10 },
+      { "x-api-key": "sk-real" },
+    );
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("application/json");
     const body = (await res.json()) as Obj;
@@ -84,7 +88,11 @@ describe("anthropic", async () => {
   test("SSE answer per WIRE.md §2.4, rate-limit and extra headers present", async () => {
     m.rateLimitHeaders = { "anthropic-ratelimit-unified-5h-utilization": "0.42" };
     m.extraHeaders = { "set-cookie": "a=b", "request-id": "req_1" };
-    const res = await post(`${m.url}/v1/messages?beta=true`, { model: "claude-x", messages: [{ role: "user", content: "hi" }], stream: true }, { "accept-encoding": "gzip, br" });
+    const res = await post(
+      `${m.url}/v1/messages?beta=true`,
+      { model: "claude-x", messages: [{ role: "user", content: "hi" }], stream: true },
+      { "accept-encoding": "gzip, br" },
+    );
     expect(res.headers.get("content-type")).toBe("text/event-stream");
     expect(res.headers.get("content-encoding")).toBeNull();
     expect(res.headers.get("anthropic-ratelimit-unified-5h-utilization")).toBe("0.42");
@@ -102,7 +110,10 @@ describe("anthropic", async () => {
     const text = events
       .filter((e) => e.event === "content_block_delta")
       .map((e) => JSON.parse(e.data).delta)
-      .map((d) => (expect(d.type).toBe("text_delta"), d.text))
+      .map((d) => {
+        expect(d.type).toBe("text_delta");
+        return d.text;
+      })
       .join("");
     expect(text).toBe(m.reply.text);
     const delta = JSON.parse(events.at(-2)!.data);
@@ -112,14 +123,19 @@ describe("anthropic", async () => {
 
   test("tool_use once, then text when the last message carries a tool_result", async () => {
     m.reply = { text: "done", toolUse: { name: "Bash", input: { command: "ls -la", description: "list" } } };
-    const events = parseSse(await (await post(`${m.url}/v1/messages`, { messages: [{ role: "user", content: "go" }], stream: true })).text());
+    const events = parseSse(
+      await (await post(`${m.url}/v1/messages`, { messages: [{ role: "user", content: "go" }], stream: true })).text(),
+    );
     const block = JSON.parse(events[1]!.data).content_block;
     expect(block).toMatchObject({ type: "tool_use", name: "Bash", input: {} });
     expect(block.id).toMatch(/^toolu_/);
     const partial = events
       .filter((e) => e.event === "content_block_delta")
       .map((e) => JSON.parse(e.data).delta)
-      .map((d) => (expect(d.type).toBe("input_json_delta"), d.partial_json))
+      .map((d) => {
+        expect(d.type).toBe("input_json_delta");
+        return d.partial_json;
+      })
       .join("");
     expect(JSON.parse(partial)).toEqual({ command: "ls -la", description: "list" });
     expect(JSON.parse(events.at(-2)!.data).delta.stop_reason).toBe("tool_use");
@@ -248,19 +264,29 @@ describe("openai", async () => {
 
   test("Responses SSE: sequence numbers, items, completed with usage, no [DONE]", async () => {
     m.rateLimitHeaders = { "x-codex-primary-used-percent": "12.5" };
-    const res = await post(`${m.url}/v1/responses`, { model: "gpt-5", input: [{ type: "message", role: "user", content: [] }], stream: true });
+    const res = await post(`${m.url}/v1/responses`, {
+      model: "gpt-5",
+      input: [{ type: "message", role: "user", content: [] }],
+      stream: true,
+    });
     expect(res.headers.get("content-type")).toBe("text/event-stream");
     expect(res.headers.get("x-codex-primary-used-percent")).toBe("12.5");
     const text = await res.text();
     expect(text).not.toContain("[DONE]");
     const events = parseSse(text);
     const datas = events.map((e) => JSON.parse(e.data) as Obj);
-    events.forEach((e, i) => expect(datas[i]!.type).toBe(e.event));
+    for (const [i, e] of events.entries()) expect(datas[i]!.type).toBe(e.event);
     expect(datas.map((d) => d.sequence_number)).toEqual(datas.map((_, i) => i));
     const types = datas.map((d) => d.type);
-    for (const t of ["response.created", "response.output_item.added", "response.output_text.delta", "response.output_item.done"]) expect(types).toContain(t);
+    for (const t of ["response.created", "response.output_item.added", "response.output_text.delta", "response.output_item.done"])
+      expect(types).toContain(t);
     expect(types.at(-1)).toBe("response.completed");
-    expect(datas.filter((d) => d.type === "response.output_text.delta").map((d) => d.delta).join("")).toBe(m.reply.text);
+    expect(
+      datas
+        .filter((d) => d.type === "response.output_text.delta")
+        .map((d) => d.delta)
+        .join(""),
+    ).toBe(m.reply.text);
     const done = datas.find((d) => d.type === "response.output_item.done")!;
     expect(done.item).toMatchObject({ type: "message", role: "assistant", content: [{ type: "output_text", text: m.reply.text }] });
     const completed = datas.at(-1)!.response;
@@ -276,12 +302,17 @@ describe("openai", async () => {
 
   test("Responses function_call, then text after function_call_output; JSON when not streaming", async () => {
     m.reply = { text: "all done", toolUse: { name: "shell", input: { command: ["ls"] } } };
-    const datas = parseSse(await (await post(`${m.url}/v1/responses`, { input: "hi", stream: true })).text()).map((e) => JSON.parse(e.data) as Obj);
+    const datas = parseSse(await (await post(`${m.url}/v1/responses`, { input: "hi", stream: true })).text()).map(
+      (e) => JSON.parse(e.data) as Obj,
+    );
     const item = datas.find((d) => d.type === "response.output_item.done")!.item;
     expect(item).toMatchObject({ type: "function_call", name: "shell" });
     expect(item.call_id).toMatch(/^call_/);
     expect(JSON.parse(item.arguments)).toEqual({ command: ["ls"] });
-    const streamed = datas.filter((d) => d.type === "response.function_call_arguments.delta").map((d) => d.delta).join("");
+    const streamed = datas
+      .filter((d) => d.type === "response.function_call_arguments.delta")
+      .map((d) => d.delta)
+      .join("");
     expect(streamed).toBe(item.arguments);
     expect(datas.at(-1)!.type).toBe("response.completed");
 
@@ -294,7 +325,13 @@ describe("openai", async () => {
 
   test("Chat Completions SSE: chunks, usage chunk with include_usage, then [DONE]", async () => {
     const withUsage = parseSse(
-      await (await post(`${m.url}/v1/chat/completions`, { messages: [{ role: "user", content: "hi" }], stream: true, stream_options: { include_usage: true } })).text(),
+      await (
+        await post(`${m.url}/v1/chat/completions`, {
+          messages: [{ role: "user", content: "hi" }],
+          stream: true,
+          stream_options: { include_usage: true },
+        })
+      ).text(),
     );
     expect(withUsage.every((e) => e.event === null)).toBe(true);
     expect(withUsage.at(-1)!.data).toBe("[DONE]");
@@ -303,7 +340,12 @@ describe("openai", async () => {
     expect(chunks.flatMap((c) => c.choices.map((ch: Obj) => ch.delta.content ?? "")).join("")).toBe(m.reply.text);
     const last = chunks.at(-1)!;
     expect(last.choices).toEqual([]);
-    expect(last.usage).toMatchObject({ prompt_tokens: 40, completion_tokens: 5, total_tokens: 45, prompt_tokens_details: { cached_tokens: 10 } });
+    expect(last.usage).toMatchObject({
+      prompt_tokens: 40,
+      completion_tokens: 5,
+      total_tokens: 45,
+      prompt_tokens_details: { cached_tokens: 10 },
+    });
     expect(chunks.at(-2)!.choices[0].finish_reason).toBe("stop");
 
     const without = parseSse(await (await post(`${m.url}/v1/chat/completions`, { messages: [], stream: true })).text());
@@ -316,10 +358,15 @@ describe("openai", async () => {
     const chunks = parseSse(await (await post(`${m.url}/v1/chat/completions`, { messages: [], stream: true })).text())
       .slice(0, -1)
       .map((e) => JSON.parse(e.data) as Obj);
-    const args = chunks.flatMap((c) => c.choices.flatMap((ch: Obj) => ch.delta.tool_calls ?? [])).map((t: Obj) => t.function.arguments).join("");
+    const args = chunks
+      .flatMap((c) => c.choices.flatMap((ch: Obj) => ch.delta.tool_calls ?? []))
+      .map((t: Obj) => t.function.arguments)
+      .join("");
     expect(JSON.parse(args)).toEqual({ path: "a" });
     expect(chunks.at(-1)!.choices[0].finish_reason).toBe("tool_calls");
-    const answered = (await (await post(`${m.url}/v1/chat/completions`, { messages: [{ role: "tool", tool_call_id: "x", content: "y" }] })).json()) as Obj;
+    const answered = (await (
+      await post(`${m.url}/v1/chat/completions`, { messages: [{ role: "tool", tool_call_id: "x", content: "y" }] })
+    ).json()) as Obj;
     expect(answered.choices[0].message.content).toBe("ok");
     expect(answered.usage.prompt_tokens).toBe(40);
     expect((((await (await fetch(`${m.url}/v1/models`)).json()) as Obj).data as Obj[])[0]!.object).toBe("model");
@@ -386,8 +433,12 @@ describe("cursor", async () => {
     const c = m as Providers.CursorMockProvider;
     c.apiKey = "crsr_right";
     expect((await post(`${m.url}/auth/exchange_user_api_key`, {}, { authorization: "Bearer crsr_wrong" })).status).toBe(401);
-    expect((await post(`${m.url}/auth/exchange_user_api_key`, { apiKey: "crsr_wrong" }, { authorization: "Bearer crsr_right" })).status).toBe(401);
-    expect((await post(`${m.url}/auth/exchange_user_api_key`, { apiKey: "crsr_right" }, { authorization: "Bearer crsr_right" })).status).toBe(200);
+    expect(
+      (await post(`${m.url}/auth/exchange_user_api_key`, { apiKey: "crsr_wrong" }, { authorization: "Bearer crsr_right" })).status,
+    ).toBe(401);
+    expect(
+      (await post(`${m.url}/auth/exchange_user_api_key`, { apiKey: "crsr_right" }, { authorization: "Bearer crsr_right" })).status,
+    ).toBe(200);
     c.apiKey = null;
   });
 });

@@ -428,8 +428,7 @@ class AnthropicMock extends Mock {
     const model = typeof body.model === "string" ? body.model : "claude-sonnet-4-5";
     const u = this.usage;
     const last = Array.isArray(body.messages) ? (body.messages.at(-1) as unknown) : undefined;
-    const answered =
-      isObj(last) && Array.isArray(last.content) && last.content.some((b: unknown) => isObj(b) && b.type === "tool_result");
+    const answered = isObj(last) && Array.isArray(last.content) && last.content.some((b: unknown) => isObj(b) && b.type === "tool_result");
     const tool = this.reply.toolUse && !answered ? this.reply.toolUse : null;
     const id = `msg_01${rid(22)}`;
     const toolId = `toolu_01${rid(22)}`;
@@ -553,7 +552,13 @@ class OpenAIMock extends Mock {
     const text = this.reply.text;
     const item = tool
       ? { id: `fc_${rid(32)}`, type: "function_call", status: "completed", name: tool.name, arguments: args, call_id: `call_${rid(24)}` }
-      : { id: `msg_${rid(32)}`, type: "message", status: "completed", role: "assistant", content: [{ type: "output_text", text, annotations: [] }] };
+      : {
+          id: `msg_${rid(32)}`,
+          type: "message",
+          status: "completed",
+          role: "assistant",
+          content: [{ type: "output_text", text, annotations: [] }],
+        };
     const completed = { ...created, status: "completed", output: [item], usage };
 
     if (body.stream !== true) return json(200, completed);
@@ -603,9 +608,21 @@ class OpenAIMock extends Mock {
 
     if (body.stream !== true) {
       const message = tool
-        ? { role: "assistant", content: null, refusal: null, tool_calls: [{ id: callId, type: "function", function: { name: tool.name, arguments: args } }] }
+        ? {
+            role: "assistant",
+            content: null,
+            refusal: null,
+            tool_calls: [{ id: callId, type: "function", function: { name: tool.name, arguments: args } }],
+          }
         : { role: "assistant", content: this.reply.text, refusal: null };
-      return json(200, { id, object: "chat.completion", created, model, choices: [{ index: 0, message, logprobs: null, finish_reason: finish }], usage });
+      return json(200, {
+        id,
+        object: "chat.completion",
+        created,
+        model,
+        choices: [{ index: 0, message, logprobs: null, finish_reason: finish }],
+        usage,
+      });
     }
 
     const includeUsage = isObj(body.stream_options) && body.stream_options.include_usage === true;
@@ -701,12 +718,20 @@ class CursorMock extends Mock implements CursorMockProvider {
     if (this.echo && path === "/aiserver.v1.AiService/AvailableModels") {
       // A unary answer of declared length, as Connect sends one.
       const text = JSON.stringify({ echo: r.body, authorization: r.headers.authorization });
-      return { status: 200, headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) }, chunks: [text] };
+      return {
+        status: 200,
+        headers: { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) },
+        chunks: [text],
+      };
     }
     if (this.echo) {
       // The header's frame goes out in two writes, cut inside the token.
       const auth = connectFrame(0, new TextEncoder().encode(r.headers.authorization));
-      return { status: 200, headers: { "content-type": "application/connect+proto" }, chunks: [connectFrame(0, r.bytes), auth.subarray(0, 30), auth.subarray(30), connectFrame(2, new TextEncoder().encode("{}"))] };
+      return {
+        status: 200,
+        headers: { "content-type": "application/connect+proto" },
+        chunks: [connectFrame(0, r.bytes), auth.subarray(0, 30), auth.subarray(30), connectFrame(2, new TextEncoder().encode("{}"))],
+      };
     }
     if (path === "/aiserver.v1.AiService/AvailableModels") {
       if ((r.headers["content-type"] ?? "").includes("json")) return json(200, { models: CURSOR_MODELS.map((name) => ({ name })) });
@@ -724,7 +749,8 @@ class CursorMock extends Mock implements CursorMockProvider {
     const body = parseBody(r);
     const bodyKey = body && typeof body.apiKey === "string" ? body.apiKey : null;
     const valid = key !== "" && (this.apiKey === null || (key === this.apiKey && (bodyKey === null || bodyKey === this.apiKey)));
-    if (!valid) return json(401, this.errorBody(401, this.echo ? `The provided API key is invalid: ${key}` : "The provided API key is invalid."));
+    if (!valid)
+      return json(401, this.errorBody(401, this.echo ? `The provided API key is invalid: ${key}` : "The provided API key is invalid."));
     return json(200, { accessToken: this.realSessionToken, refreshToken: this.realRefreshToken });
   }
 }

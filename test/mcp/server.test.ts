@@ -27,7 +27,21 @@ beforeAll(() => {
     port: 0,
     fetch: (req) =>
       new URL(req.url).pathname === MCP_PATH
-        ? handle({ db, tokens, config: () => config, event: (t, kind, data) => (Tasks.addEvent(db, t.id, kind, data), events.push({ taskId: t.id, kind, data })), branchOf: (t) => `lazy/${t.code ?? t.id}`, add: (input) => Tasks.add(db, { ...input, profile: input.profile ?? "claude" }), start: async (ref) => Tasks.resolve(db, ref) }, req)
+        ? handle(
+            {
+              db,
+              tokens,
+              config: () => config,
+              event: (t, kind, data) => {
+                Tasks.addEvent(db, t.id, kind, data);
+                events.push({ taskId: t.id, kind, data });
+              },
+              branchOf: (t) => `lazy/${t.code ?? t.id}`,
+              add: (input) => Tasks.add(db, { ...input, profile: input.profile ?? "claude" }),
+              start: async (ref) => Tasks.resolve(db, ref),
+            },
+            req,
+          )
         : new Response("not found", { status: 404 }),
   });
 });
@@ -35,7 +49,11 @@ afterAll(() => server?.stop(true));
 
 async function connect(token: string): Promise<Client> {
   const client = new Client({ name: "test", version: "1" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${server.port}${MCP_PATH}`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${server.port}${MCP_PATH}`), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    }),
+  );
   return client;
 }
 const textOf = (r: any) => r.content[0].text as string;
@@ -86,8 +104,17 @@ describe("MCP tools for a task's agent", () => {
     for (const bearer of [token, "lazy-mcp-" + "0".repeat(48), ""]) {
       const res = await fetch(`http://127.0.0.1:${server.port}${MCP_PATH}`, {
         method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "report_progress", arguments: { note: "x" } } }),
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "report_progress", arguments: { note: "x" } },
+        }),
       });
       expect(res.status).toBe(401);
       expect(res.headers.get("www-authenticate")).toBeNull();

@@ -4,7 +4,7 @@
  * right header, no placeholder) and what the agent received (no real credential).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Project, cleanupAll, until, isAlive } from "../helpers/lazy";
+import { Project, cleanupAll, } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const API_KEY = "sk-ant-api03-REAL-" + "k".repeat(80) + "AA";

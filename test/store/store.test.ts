@@ -4,7 +4,7 @@ import { Database } from "bun:sqlite";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { open, Tasks, canMove, STATUSES } from "../../src/store";
-import { LazyError } from "../../src/util/errors";
+import type { LazyError } from "../../src/util/errors";
 import { MIGRATIONS } from "../../src/store/migrations";
 import { Audit } from "../../src/proxy/audit";
 
@@ -36,7 +36,9 @@ describe("task store", () => {
     const db = fresh();
     const now = Date.now();
     for (const id of ["abcd1111", "abcd2222", "abce3333"])
-      db.query("INSERT INTO tasks (id, code, title, prompt, status, profile, created_at, updated_at) VALUES (?, NULL, ?, 'p', 'queued', 'claude', ?, ?)").run(id, `task ${id}`, now, now);
+      db.query(
+        "INSERT INTO tasks (id, code, title, prompt, status, profile, created_at, updated_at) VALUES (?, NULL, ?, 'p', 'queued', 'claude', ?, ?)",
+      ).run(id, `task ${id}`, now, now);
     let err: LazyError | undefined;
     try {
       Tasks.resolve(db, "abcd");
@@ -75,19 +77,51 @@ describe("migrations", () => {
     );
     old.transaction(() => {
       for (let i = 1; i <= 1203; i++)
-        insert.run(1_700_000_000_000 + i, i % 2 ? "t1" : null, i % 2 ? "fix-it" : null, `/v1/messages?n=${i}`, i === 7 ? 401 : 200, i + 0.5, i === 7 ? null : 0.25, i === 7 ? null : 3, i === 7 ? null : 2, i === 9 ? 1 : 0, i === 7 ? "unknown or revoked placeholder" : null);
+        insert.run(
+          1_700_000_000_000 + i,
+          i % 2 ? "t1" : null,
+          i % 2 ? "fix-it" : null,
+          `/v1/messages?n=${i}`,
+          i === 7 ? 401 : 200,
+          i + 0.5,
+          i === 7 ? null : 0.25,
+          i === 7 ? null : 3,
+          i === 7 ? null : 2,
+          i === 9 ? 1 : 0,
+          i === 7 ? "unknown or revoked placeholder" : null,
+        );
     })();
     old.close();
 
     const db = open(file);
     // The trail packs the old rows when it opens (proxy/audit/store.ts packLegacy).
-    const audit = new Audit(db, () => ({ maxRows: 100_000, maxAgeDays: 100_000 }), { debug() {}, info() {}, warn() {}, error() {} } as never);
+    const audit = new Audit(db, () => ({ maxRows: 100_000, maxAgeDays: 100_000 }), {
+      debug() {},
+      info() {},
+      warn() {},
+      error() {},
+    } as never);
     expect(db.query("SELECT name FROM sqlite_master WHERE name = 'audit'").all()).toEqual([]);
     expect(await audit.count()).toBe(1203);
     const rows = await audit.query({ limit: 2000 });
     expect(rows.map((r) => r.path)).toEqual(Array.from({ length: 1203 }, (_, k) => `/v1/messages?n=${k + 1}`));
-    expect(rows[6]).toMatchObject({ at: 1_700_000_000_007, taskId: "t1", taskRef: "fix-it", status: 401, durationMs: 7.5, ttfbMs: null, usage: null, note: "unknown or revoked placeholder" });
-    expect(rows[8]).toMatchObject({ retries: 1, usage: { input: 3, output: 2, cacheRead: 0, cacheWrite: 0 }, bytesIn: 10, bytesOut: 20, credential: "anthropic" });
+    expect(rows[6]).toMatchObject({
+      at: 1_700_000_000_007,
+      taskId: "t1",
+      taskRef: "fix-it",
+      status: 401,
+      durationMs: 7.5,
+      ttfbMs: null,
+      usage: null,
+      note: "unknown or revoked placeholder",
+    });
+    expect(rows[8]).toMatchObject({
+      retries: 1,
+      usage: { input: 3, output: 2, cacheRead: 0, cacheWrite: 0 },
+      bytesIn: 10,
+      bytesOut: 20,
+      credential: "anthropic",
+    });
     expect((await audit.query({ taskId: "t1", limit: 1 }))[0]!.path).toBe("/v1/messages?n=1203");
     await audit.stop();
     db.close();

@@ -12,7 +12,12 @@ export const ask = command({
   async run({ args, rawArgs }) {
     const c = await Client.connect(findProjectRoot());
     const named = rawArgs.some((a) => a === "--task" || a.startsWith("--task="));
-    const r = await c.request<{ answer: string; profile: string }>("POST", "/api/ask", { question: args.question, ...(named ? { task: args.task ?? "" } : {}) }, 15 * 60_000);
+    const r = await c.request<{ answer: string; profile: string }>(
+      "POST",
+      "/api/ask",
+      { question: args.question, ...(named ? { task: args.task ?? "" } : {}) },
+      15 * 60_000,
+    );
     if (args.json) return printJson(r);
     print(r.answer);
   },

@@ -37,16 +37,32 @@ async function readSecret(name: string): Promise<string> {
   }
   const chunks: Buffer[] = [];
   for await (const c of process.stdin) chunks.push(c as Buffer);
-  return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "").trim();
+  return Buffer.concat(chunks)
+    .toString("utf8")
+    .replace(/\r?\n$/, "")
+    .trim();
 }
 
 const set = command({
-  meta: { name: "auth set", description: "Store a credential (read from a hidden prompt, or stdin when piped; never from the command line)" },
-  args: { name: { type: "positional", description: "anthropic, openai, openrouter, cursor, ollama, or a name of your own (work-openai)", required: true }, ...json },
+  meta: {
+    name: "auth set",
+    description: "Store a credential (read from a hidden prompt, or stdin when piped; never from the command line)",
+  },
+  args: {
+    name: {
+      type: "positional",
+      description: "anthropic, openai, openrouter, cursor, ollama, or a name of your own (work-openai)",
+      required: true,
+    },
+    ...json,
+  },
   async run({ args, rawArgs }) {
     const positional = rawArgs.filter((a) => !a.startsWith("-"));
     if (positional.length > 1)
-      throw new LazyError("invalid_input", "lazy auth set takes no secret on the command line (it would show in ps and your shell history): pipe it in, or type it at the prompt.");
+      throw new LazyError(
+        "invalid_input",
+        "lazy auth set takes no secret on the command line (it would show in ps and your shell history): pipe it in, or type it at the prompt.",
+      );
     const value = await readSecret(args.name);
     if (!value) throw new LazyError("invalid_input", `No value given for ${args.name}; nothing was stored.`);
     const c = await Client.connect(findProjectRoot());
@@ -61,14 +77,23 @@ const list = command({
   args: json,
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
-    const r = await c.request<{ backend: string; note: string; credentials: CredentialInfo[]; problems: Record<string, string> }>("GET", "/api/auth");
+    const r = await c.request<{ backend: string; note: string; credentials: CredentialInfo[]; problems: Record<string, string> }>(
+      "GET",
+      "/api/auth",
+    );
     if (args.json) return printJson(r);
     print(`Backend: ${r.backend} — ${r.note}`);
     if (!r.credentials.length) return print("No credentials yet: lazy auth set anthropic.");
     print(
       table([
         ["NAME", "KIND", "SOURCE", "SET", "LAST 4"],
-        ...r.credentials.map((i) => [i.name, i.kind, i.source === "env" ? `env ${i.envVar}` : i.source, i.setAt ?? "-", i.last4 ? `…${i.last4}` : "-"]),
+        ...r.credentials.map((i) => [
+          i.name,
+          i.kind,
+          i.source === "env" ? `env ${i.envVar}` : i.source,
+          i.setAt ?? "-",
+          i.last4 ? `…${i.last4}` : "-",
+        ]),
       ]),
     );
     for (const [name, p] of Object.entries(r.problems)) print(`! ${name}: ${p}`);

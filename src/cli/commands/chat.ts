@@ -37,7 +37,15 @@ interface Pair {
  * turned off (the user is told what that was), in a folder lazy makes afresh holding only the
  * task's session transcripts, and with git pinned to the task's repository as lazy recorded it.
  */
-export async function hostLaunch(opts: { root: string; cwd: string; profile?: string; args: string[]; resume?: string; pair?: Pair; builder?: { name?: string } }): Promise<number> {
+export async function hostLaunch(opts: {
+  root: string;
+  cwd: string;
+  profile?: string;
+  args: string[];
+  resume?: string;
+  pair?: Pair;
+  builder?: { name?: string };
+}): Promise<number> {
   const c = await Client.connect(opts.root);
   const g = opts.builder
     ? await c.request<GrantAnswer>("POST", "/api/build/session", { name: opts.builder.name, profile: opts.profile })
@@ -45,14 +53,17 @@ export async function hostLaunch(opts: { root: string; cwd: string; profile?: st
   const harnessRoot = join(State.paths(opts.root).dir, "harness");
   const configDir = join(harnessRoot, opts.pair ? `pair-${opts.pair.taskId}` : g.session ? `build-${g.session}` : `host-${g.profile.name}`);
   try {
-    return await launchWith(c, g, configDir, opts);
+    return await launchWith(g, configDir, opts);
   } finally {
     // A builder session's grant and MCP token end with it, together.
-    if (g.session) await c.request("POST", "/api/build/end", { session: g.session }).catch((e: Error) => say.error(`the builder session ${g.session} did not end cleanly: ${e.message}`));
+    if (g.session)
+      await c
+        .request("POST", "/api/build/end", { session: g.session })
+        .catch((e: Error) => say.error(`the builder session ${g.session} did not end cleanly: ${e.message}`));
   }
 }
 
-async function launchWith(c: Client.Client, g: GrantAnswer, configDir: string, opts: Parameters<typeof hostLaunch>[0]): Promise<number> {
+async function launchWith(g: GrantAnswer, configDir: string, opts: Parameters<typeof hostLaunch>[0]): Promise<number> {
   const prepared = Harness.prepare({
     proxyUrl: g.proxyUrl,
     envVar: g.envVar,
@@ -82,7 +93,14 @@ async function launchWith(c: Client.Client, g: GrantAnswer, configDir: string, o
   for (const s of signals) process.on(s, forward);
   const code = await new Promise<number>((resolve, reject) => {
     child.on("error", (e: NodeJS.ErrnoException) =>
-      reject(e.code === "ENOENT" ? new LazyError("launch_refused", `${bin} is not installed or not on PATH; install it to use the ${g.profile.name} profile on the host.`) : e),
+      reject(
+        e.code === "ENOENT"
+          ? new LazyError(
+              "launch_refused",
+              `${bin} is not installed or not on PATH; install it to use the ${g.profile.name} profile on the host.`,
+            )
+          : e,
+      ),
     );
     child.on("exit", (code, signal) => {
       for (const s of signals) process.off(s, forward);
@@ -91,12 +109,16 @@ async function launchWith(c: Client.Client, g: GrantAnswer, configDir: string, o
   });
   // What the pair added to the session goes back to the task, so its next turn resumes it.
   if (opts.pair && copied)
-    for (const p of Harness.Sessions.copyBack(configDir, opts.pair.agentHarness, sessions, copied)) process.stderr.write(`lazy pair: the session was not copied back to the task: ${p}\n`);
+    for (const p of Harness.Sessions.copyBack(configDir, opts.pair.agentHarness, sessions, copied))
+      process.stderr.write(`lazy pair: the session was not copied back to the task: ${p}\n`);
   return code;
 }
 
 export const chat = command({
-  meta: { name: "chat", description: "Run a profile's harness on the host in the project folder, through the proxy (-- ARGS pass through)" },
+  meta: {
+    name: "chat",
+    description: "Run a profile's harness on the host in the project folder, through the proxy (-- ARGS pass through)",
+  },
   args: { profile: { type: "string", description: "Agent profile (default: [models.roles] agent, else claude)" } },
   async run({ args, passthrough }) {
     const root = findProjectRoot();
@@ -105,19 +127,34 @@ export const chat = command({
 });
 
 export const pair = command({
-  meta: { name: "pair", description: "Work with a task's agent on the host, in the task's worktree, resuming its session; nothing executable the agent left there (hooks, MCP servers, extensions) is loaded (-- ARGS pass through)" },
+  meta: {
+    name: "pair",
+    description:
+      "Work with a task's agent on the host, in the task's worktree, resuming its session; nothing executable the agent left there (hooks, MCP servers, extensions) is loaded (-- ARGS pass through)",
+  },
   args: { task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true } },
   async run({ args, passthrough }) {
     const root = findProjectRoot();
     const c = await Client.connect(root);
-    const w = await c.request<{ task: { id: string }; worktree: string; configDir: string; session: string | null; profile: string; git: Pair["git"] }>("GET", `/api/tasks/${encodeURIComponent(args.task)}/workspace`);
+    const w = await c.request<{
+      task: { id: string };
+      worktree: string;
+      configDir: string;
+      session: string | null;
+      profile: string;
+      git: Pair["git"];
+    }>("GET", `/api/tasks/${encodeURIComponent(args.task)}/workspace`);
     const pair = { taskId: w.task.id, agentHarness: w.configDir, git: w.git };
     setExitCode(await hostLaunch({ root, cwd: w.worktree, profile: w.profile, args: passthrough, resume: w.session ?? undefined, pair }));
   },
 });
 
 export const build = command({
-  meta: { name: "build", description: "A builder session on the host: an agent that plans work as tasks with lazy's builder tools (create, list, show, start, send); accepting stays yours (-- ARGS pass through)" },
+  meta: {
+    name: "build",
+    description:
+      "A builder session on the host: an agent that plans work as tasks with lazy's builder tools (create, list, show, start, send); accepting stays yours (-- ARGS pass through)",
+  },
   args: {
     name: { type: "string", description: "The session's name (its grant and MCP token are keyed by it); default build-XXXXXX" },
     profile: { type: "string", description: "Profile (default: [models.roles] builder, else agent, else claude)" },

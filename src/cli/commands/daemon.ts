@@ -97,7 +97,8 @@ const logs = command({
     const emit = (chunk: Buffer, last?: number) => {
       const lines = (partial + decoder.write(chunk)).split("\n");
       partial = lines.pop()!;
-      for (const l of last === undefined ? lines : lines.slice(lines.length - Math.min(last, lines.length))) args.json ? printJsonLine(record(l)) : print(l);
+      for (const l of last === undefined ? lines : lines.slice(lines.length - Math.min(last, lines.length)))
+        args.json ? printJsonLine(record(l)) : print(l);
     };
     if (!existsSync(p.log)) {
       if (args.json) say.info(`No daemon log yet (${p.log}).`);

@@ -19,7 +19,8 @@ export interface Finding {
 async function findings(root: string): Promise<Finding[]> {
   const out: Finding[] = [];
   const loaded = load(root);
-  if (loaded.ok) out.push({ check: "config", ok: true, blocking: false, summary: loaded.present ? "lazy.toml loads" : "no lazy.toml: using defaults" });
+  if (loaded.ok)
+    out.push({ check: "config", ok: true, blocking: false, summary: loaded.present ? "lazy.toml loads" : "no lazy.toml: using defaults" });
   else
     out.push({
       check: "config",
@@ -35,18 +36,40 @@ async function findings(root: string): Promise<Finding[]> {
     try {
       const c = await Client.connect(root);
       status = await c.request<Status>("GET", "/api/status");
-      out.push({ check: "daemon", ok: true, blocking: false, summary: `running (pid ${status.pid}, version ${status.version}) at ${status.api.url}` });
+      out.push({
+        check: "daemon",
+        ok: true,
+        blocking: false,
+        summary: `running (pid ${status.pid}, version ${status.version}) at ${status.api.url}`,
+      });
       if (status.config.state === "broken")
-        out.push({ check: "config", ok: false, blocking: true, summary: "the daemon is serving the last good config", remedy: "fix lazy.toml", details: status.config.problems });
+        out.push({
+          check: "config",
+          ok: false,
+          blocking: true,
+          summary: "the daemon is serving the last good config",
+          remedy: "fix lazy.toml",
+          details: status.config.problems,
+        });
     } catch (e) {
-      out.push({ check: "daemon", ok: false, blocking: true, summary: `cannot start or reach the daemon: ${(e as Error).message}`, remedy: "see lazy daemon logs" });
+      out.push({
+        check: "daemon",
+        ok: false,
+        blocking: true,
+        summary: `cannot start or reach the daemon: ${(e as Error).message}`,
+        remedy: "see lazy daemon logs",
+      });
     }
   }
 
   if (status) {
     const p = status.proxy;
     let answered = false;
-    if (p.url) answered = await fetch(p.url + "/", { method: "HEAD", signal: AbortSignal.timeout(2000) }).then(() => true, () => false);
+    if (p.url)
+      answered = await fetch(p.url + "/", { method: "HEAD", signal: AbortSignal.timeout(2000) }).then(
+        () => true,
+        () => false,
+      );
     if (p.state === "ready" && answered) out.push({ check: "proxy", ok: true, blocking: false, summary: `listening on ${p.url}` });
     else
       out.push({
@@ -90,7 +113,13 @@ async function findings(root: string): Promise<Finding[]> {
   if (ping.ok) {
     out.push({ check: "docker", ok: true, blocking: false, summary: `engine ${ping.version} (${ping.os}) at ${ep.host} (${ep.source})` });
     const k = await Engine.kind(ep).catch(() => undefined);
-    if (k?.kind === "native") out.push({ check: "docker", ok: true, blocking: false, summary: `native Linux Docker (${k.detail}): each task's placeholder is pinned to its container's address` });
+    if (k?.kind === "native")
+      out.push({
+        check: "docker",
+        ok: true,
+        blocking: false,
+        summary: `native Linux Docker (${k.detail}): each task's placeholder is pinned to its container's address`,
+      });
     else if (k)
       out.push({
         check: "docker",
@@ -118,10 +147,29 @@ async function findings(root: string): Promise<Finding[]> {
  */
 function metadataFinding(kind: string, status: Status | undefined, allow: boolean | undefined): Finding {
   const g = status?.metadata;
-  if (g?.state === "blocked") return { check: "network", ok: true, blocking: false, summary: `task containers cannot reach link-local metadata addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254): firewall rules on ${g.bridge}` };
+  if (g?.state === "blocked")
+    return {
+      check: "network",
+      ok: true,
+      blocking: false,
+      summary: `task containers cannot reach link-local metadata addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254): firewall rules on ${g.bridge}`,
+    };
   if (g?.state === "allowed" || (!g && allow))
-    return { check: "network", ok: false, blocking: false, summary: "[container] allow_metadata = true: task containers can reach link-local metadata addresses such as 169.254.169.254", remedy: "remove allow_metadata from lazy.toml unless a task needs the metadata service" };
-  if (g?.state === "unblocked") return { check: "network", ok: false, blocking: false, summary: `link-local metadata addresses are not blocked for task containers: ${g.reason}`, remedy: g.remedy };
+    return {
+      check: "network",
+      ok: false,
+      blocking: false,
+      summary: "[container] allow_metadata = true: task containers can reach link-local metadata addresses such as 169.254.169.254",
+      remedy: "remove allow_metadata from lazy.toml unless a task needs the metadata service",
+    };
+  if (g?.state === "unblocked")
+    return {
+      check: "network",
+      ok: false,
+      blocking: false,
+      summary: `link-local metadata addresses are not blocked for task containers: ${g.reason}`,
+      remedy: g.remedy,
+    };
   if (kind !== "native")
     return {
       check: "network",
@@ -130,7 +178,12 @@ function metadataFinding(kind: string, status: Status | undefined, allow: boolea
       summary: `${kind === "desktop" ? "Docker Desktop" : kind === "rootless" ? "rootless Docker" : "a remote Docker engine"} runs containers where lazy cannot set the firewall: task containers may reach 169.254.169.254`,
       remedy: "block link-local metadata addresses in that engine's VM or host firewall, or use native Linux Docker",
     };
-  return { check: "network", ok: true, blocking: false, summary: "link-local metadata addresses are blocked when a task's network is set up (none yet)" };
+  return {
+    check: "network",
+    ok: true,
+    blocking: false,
+    summary: "link-local metadata addresses are blocked when a task's network is set up (none yet)",
+  };
 }
 
 export const doctor = command({
@@ -147,6 +200,9 @@ export const doctor = command({
         if (!f.ok && f.remedy) print(`              → ${f.remedy}`);
       }
     if (blocking.length)
-      throw new LazyError("launch_refused", `lazy doctor found ${blocking.length} blocking problem${blocking.length === 1 ? "" : "s"} (${blocking.map((b) => b.check).join(", ")}).`);
+      throw new LazyError(
+        "launch_refused",
+        `lazy doctor found ${blocking.length} blocking problem${blocking.length === 1 ? "" : "s"} (${blocking.map((b) => b.check).join(", ")}).`,
+      );
   },
 });

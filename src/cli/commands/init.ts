@@ -16,6 +16,6 @@ export const init = command({
     if (existsSync(file)) throw new LazyError("conflict", `${file} already exists; edit it, or remove it to start over.`);
     writeFileAtomic(file, starter(), 0o644);
     say.success(`Wrote ${file}.`);
-    print("Next: lazy daemon start, then lazy task add \"what to do\".");
+    print('Next: lazy daemon start, then lazy task add "what to do".');
   },
 });

@@ -11,7 +11,10 @@ const list = async (asJson: boolean) => {
   const r = await c.request<{ notes: Note[]; size: number }>("GET", "/api/memory");
   if (asJson) return printJson(r);
   if (!r.notes.length) return print('The project\'s memory is empty: lazy memory add "a fact every task should know".');
-  for (const n of r.notes) print(`${String(n.id).padStart(3)}. ${n.text}  (${n.by === "agent" ? `agent${n.taskId ? ` of ${n.taskId.slice(0, 8)}` : ""}` : n.by}, ${n.at.slice(0, 10)})`);
+  for (const n of r.notes)
+    print(
+      `${String(n.id).padStart(3)}. ${n.text}  (${n.by === "agent" ? `agent${n.taskId ? ` of ${n.taskId.slice(0, 8)}` : ""}` : n.by}, ${n.at.slice(0, 10)})`,
+    );
 };
 
 const add = command({
@@ -46,5 +49,6 @@ export const memory = command({
   meta: { name: "memory", description: "The project's memory: short notes agents and people keep (list, add, rm)" },
   args: json,
   subCommands: { list: ls, add, rm },
-  run: ({ args, rawArgs }) => (rawArgs.some((a) => !a.startsWith("-") && ["list", "add", "rm"].includes(a)) ? undefined : list(Boolean(args.json))),
+  run: ({ args, rawArgs }) =>
+    rawArgs.some((a) => !a.startsWith("-") && ["list", "add", "rm"].includes(a)) ? undefined : list(Boolean(args.json)),
 });

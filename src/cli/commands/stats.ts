@@ -18,7 +18,10 @@ const audit = command({
     const q = new URLSearchParams();
     if (rawArgs.some((a) => a === "--task" || a.startsWith("--task="))) q.set("task", args.task ?? "");
     if (args.limit) q.set("limit", args.limit);
-    const r = await c.request<{ rows: (AuditRow & { id: number })[]; totals: Record<string, number> | null }>("GET", `/api/stats/audit?${q}`);
+    const r = await c.request<{ rows: (AuditRow & { id: number })[]; totals: Record<string, number> | null }>(
+      "GET",
+      `/api/stats/audit?${q}`,
+    );
     if (args.json) return printJson(r);
     if (!r.rows.length) print("No proxied calls recorded.");
     else
@@ -41,7 +44,10 @@ const audit = command({
           ]),
         ]),
       );
-    if (r.totals) print(`\nTask totals (all time): ${r.totals.requests} requests, ${r.totals.input} input, ${r.totals.output} output, ${r.totals.cacheRead} cache read, ${r.totals.cacheWrite} cache write tokens`);
+    if (r.totals)
+      print(
+        `\nTask totals (all time): ${r.totals.requests} requests, ${r.totals.input} input, ${r.totals.output} output, ${r.totals.cacheRead} cache read, ${r.totals.cacheWrite} cache write tokens`,
+      );
   },
 });
 
@@ -50,25 +56,34 @@ const limits = command({
   args: json,
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
-    const r = await c.request<{ limits: LimitView[]; health: ProviderHealth[]; problems: Record<string, string>; paused: Pause[] }>("GET", "/api/stats/limits");
+    const r = await c.request<{ limits: LimitView[]; health: ProviderHealth[]; problems: Record<string, string>; paused: Pause[] }>(
+      "GET",
+      "/api/stats/limits",
+    );
     if (args.json) return printJson(r);
     if (!r.limits.length) print("No usage-limit readings yet.");
     for (const l of r.limits) {
       print(`${l.owner}${l.credential ? ` (credential ${l.credential})` : ""} — ${l.upstream}, read ${l.at}`);
       const paused = r.paused.find((p) => p.credential === l.credential);
-      if (paused) print(`  PAUSED until ${paused.resetsAt}: ${paused.detail} — new turns on ${paused.credential} wait for the reset ([usage_pause])`);
+      if (paused)
+        print(`  PAUSED until ${paused.resetsAt}: ${paused.detail} — new turns on ${paused.credential} wait for the reset ([usage_pause])`);
       if (l.quota && !paused) print(`  quota refused ${l.quota.at}: ${l.quota.detail}`);
       const ws = l.windows.filter((w) => w.usedPercent !== null || w.status);
       if (!ws.length) print("  no reading");
       const retry = l.headers["retry-after-ms"] ? `${Number(l.headers["retry-after-ms"]) / 1000}` : l.headers["retry-after"];
       if (retry) print(`  retry after ${retry} s (status ${l.status})`);
       for (const w of ws)
-        print(`  ${w.name.padEnd(28)} ${w.usedPercent === null ? "   -" : `${Math.round(w.usedPercent).toString().padStart(3)} %`}  ${w.status ?? ""}${w.resetsAt ? `  resets ${w.resetsAt}` : ""}`);
+        print(
+          `  ${w.name.padEnd(28)} ${w.usedPercent === null ? "   -" : `${Math.round(w.usedPercent).toString().padStart(3)} %`}  ${w.status ?? ""}${w.resetsAt ? `  resets ${w.resetsAt}` : ""}`,
+        );
     }
     print("\nProvider health (last hour):");
     if (!r.health.length) print("  no requests");
     for (const h of r.health) {
-      const f = FAILURE_KINDS.filter((k) => h.failures[k] > 0).map((k) => `${k} ${h.failures[k]}`).join(", ") || "no failures";
+      const f =
+        FAILURE_KINDS.filter((k) => h.failures[k] > 0)
+          .map((k) => `${k} ${h.failures[k]}`)
+          .join(", ") || "no failures";
       print(`  ${h.provider}: ${h.requests} requests; ${f}${h.latest ? `; latest: ${h.latest.detail} at ${h.latest.at}` : ""}`);
     }
     for (const [name, p] of Object.entries(r.problems)) print(`! ${name}: ${p}`);
@@ -78,21 +93,38 @@ const limits = command({
 const usd = (v: number | null) => (v === null ? "-" : `$${v.toFixed(2)}`);
 
 const budget = command({
-  meta: { name: "stats budget", description: "Tokens and cost per task, profile, credential and day, against any [budget]; each credential's windows" },
+  meta: {
+    name: "stats budget",
+    description: "Tokens and cost per task, profile, credential and day, against any [budget]; each credential's windows",
+  },
   args: { days: { type: "string", description: "How many days back (default 30)" }, ...json },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
-    const r = await c.request<BudgetReport & { limits: LimitView[] }>("GET", `/api/stats/budget${args.days ? `?days=${encodeURIComponent(args.days)}` : ""}`);
+    const r = await c.request<BudgetReport & { limits: LimitView[] }>(
+      "GET",
+      `/api/stats/budget${args.days ? `?days=${encodeURIComponent(args.days)}` : ""}`,
+    );
     if (args.json) return printJson(r);
     const b = r.budget;
-    const set = [b.per_task_tokens !== undefined && `per task ${b.per_task_tokens} tokens`, b.per_task_usd !== undefined && `per task ${usd(b.per_task_usd)}`, b.per_day_tokens !== undefined && `per day ${b.per_day_tokens} tokens`, b.per_day_usd !== undefined && `per day ${usd(b.per_day_usd)}`].filter(Boolean);
+    const set = [
+      b.per_task_tokens !== undefined && `per task ${b.per_task_tokens} tokens`,
+      b.per_task_usd !== undefined && `per task ${usd(b.per_task_usd)}`,
+      b.per_day_tokens !== undefined && `per day ${b.per_day_tokens} tokens`,
+      b.per_day_usd !== undefined && `per day ${usd(b.per_day_usd)}`,
+    ].filter(Boolean);
     print(`Budget: ${set.length ? set.join(", ") : "none set ([budget] in lazy.toml)"}`);
-    print(`Today (${r.today.day}, UTC): ${r.today.tokens} tokens in ${r.today.requests} requests, ${usd(r.today.usd)}${r.today.usd === null ? " (a profile's model has no known price)" : ""}`);
+    print(
+      `Today (${r.today.day}, UTC): ${r.today.tokens} tokens in ${r.today.requests} requests, ${usd(r.today.usd)}${r.today.usd === null ? " (a profile's model has no known price)" : ""}`,
+    );
     print("\nCredentials:");
     if (!r.credentials.length && !r.limits.length) print("  none used yet");
     for (const cr of r.credentials) {
-      const reading = r.limits.filter((l) => (l.credential ?? "(none)") === cr.credential).flatMap((l) => l.windows.filter((w) => w.usedPercent !== null && /five_hour|seven_day|primary|secondary/.test(w.name)));
-      print(`  ${cr.credential.padEnd(16)} ${String(cr.tokens).padStart(10)} tokens  ${usd(cr.usd).padStart(9)}  ${reading.length ? reading.map((w) => `${w.name} ${Math.round(w.usedPercent!)} %`).join(", ") : "no reading"}`);
+      const reading = r.limits
+        .filter((l) => (l.credential ?? "(none)") === cr.credential)
+        .flatMap((l) => l.windows.filter((w) => w.usedPercent !== null && /five_hour|seven_day|primary|secondary/.test(w.name)));
+      print(
+        `  ${cr.credential.padEnd(16)} ${String(cr.tokens).padStart(10)} tokens  ${usd(cr.usd).padStart(9)}  ${reading.length ? reading.map((w) => `${w.name} ${Math.round(w.usedPercent!)} %`).join(", ") : "no reading"}`,
+      );
     }
     print("\nTasks (most tokens first):");
     if (!r.tasks.length) print("  none used yet");
@@ -100,11 +132,21 @@ const budget = command({
       print(
         table([
           ["  TASK", "TOKENS", "COST", "BUDGET"],
-          ...r.tasks.map((t) => [`  ${t.code ?? t.taskId.slice(0, 8)}`, String(t.tokens), usd(t.usd), [t.limit.tokens !== null ? `${t.limit.tokens} tokens` : "", t.limit.usd !== null ? usd(t.limit.usd) : ""].filter(Boolean).join(", ") || "-"]),
+          ...r.tasks.map((t) => [
+            `  ${t.code ?? t.taskId.slice(0, 8)}`,
+            String(t.tokens),
+            usd(t.usd),
+            [t.limit.tokens !== null ? `${t.limit.tokens} tokens` : "", t.limit.usd !== null ? usd(t.limit.usd) : ""]
+              .filter(Boolean)
+              .join(", ") || "-",
+          ]),
         ]),
       );
     print("\nProfiles:");
-    for (const p of r.profiles) print(`  ${p.profile.padEnd(16)} ${String(p.tokens).padStart(10)} tokens  ${p.priced ? usd(p.usd) : `tokens only (${p.model ? `no price known for ${p.model}` : "the profile names no model"})`}`);
+    for (const p of r.profiles)
+      print(
+        `  ${p.profile.padEnd(16)} ${String(p.tokens).padStart(10)} tokens  ${p.priced ? usd(p.usd) : `tokens only (${p.model ? `no price known for ${p.model}` : "the profile names no model"})`}`,
+      );
     print("\nDays:");
     for (const d of r.days) print(`  ${d.day}  ${String(d.tokens).padStart(10)} tokens  ${usd(d.usd)}`);
   },

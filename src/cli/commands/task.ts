@@ -18,7 +18,12 @@ const add = command({
   },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
-    const t = await c.request<Task>("POST", "/api/tasks", { prompt: args.prompt, code: args.code, profile: args.profile, title: args.title });
+    const t = await c.request<Task>("POST", "/api/tasks", {
+      prompt: args.prompt,
+      code: args.code,
+      profile: args.profile,
+      title: args.title,
+    });
     if (args.json) printJson(t);
     else say.success(`Added task ${t.id}${t.code ? ` (${t.code})` : ""}: ${t.title} [${t.profile}]`);
   },
@@ -31,7 +36,7 @@ const list = command({
     const c = await Client.connect(findProjectRoot());
     const tasks = await c.request<Task[]>("GET", `/api/tasks${args.status ? `?status=${encodeURIComponent(args.status)}` : ""}`);
     if (args.json) return printJson(tasks);
-    if (!tasks.length) return print("No tasks yet: lazy task add \"what to do\".");
+    if (!tasks.length) return print('No tasks yet: lazy task add "what to do".');
     print(table([["ID", "CODE", "STATUS", "PROFILE", "TITLE"], ...tasks.map((t) => [t.id, t.code ?? "-", t.status, t.profile, t.title])]));
   },
 });
@@ -63,17 +68,28 @@ const budget = command({
   },
   async run({ args }) {
     const m = /^\+?(\d+(?:\.\d+)?)$/.exec(args.amount.trim());
-    if (!m || Number(m[1]) <= 0) throw new LazyError("invalid_input", `"${args.amount}" is not an amount to add: give a positive number, like +100000 (tokens) or +5 --usd.`);
+    if (!m || Number(m[1]) <= 0)
+      throw new LazyError(
+        "invalid_input",
+        `"${args.amount}" is not an amount to add: give a positive number, like +100000 (tokens) or +5 --usd.`,
+      );
     if (!args.usd && !Number.isInteger(Number(m[1]))) throw new LazyError("invalid_input", `Tokens come whole: "${args.amount}".`);
     const c = await Client.connect(findProjectRoot());
-    const r = await c.request<{ task: Task; limit: { tokens: number | null; usd: number | null }; spent: { tokens: number; usd: number | null }; over: { message: string } | null }>(
-      "POST",
-      `/api/tasks/${encodeURIComponent(args.task)}/budget`,
-      args.usd ? { usd: Number(m[1]) } : { tokens: Number(m[1]) },
-    );
+    const r = await c.request<{
+      task: Task;
+      limit: { tokens: number | null; usd: number | null };
+      spent: { tokens: number; usd: number | null };
+      over: { message: string } | null;
+    }>("POST", `/api/tasks/${encodeURIComponent(args.task)}/budget`, args.usd ? { usd: Number(m[1]) } : { tokens: Number(m[1]) });
     if (args.json) return printJson(r);
     const ref = r.task.code ?? r.task.id;
-    const limit = args.usd ? (r.limit.usd === null ? "no dollar budget set ([budget] per_task_usd)" : `$${r.limit.usd.toFixed(2)} ($${(r.spent.usd ?? 0).toFixed(2)} spent)`) : r.limit.tokens === null ? "no token budget set ([budget] per_task_tokens)" : `${r.limit.tokens} tokens (${r.spent.tokens} spent)`;
+    const limit = args.usd
+      ? r.limit.usd === null
+        ? "no dollar budget set ([budget] per_task_usd)"
+        : `$${r.limit.usd.toFixed(2)} ($${(r.spent.usd ?? 0).toFixed(2)} spent)`
+      : r.limit.tokens === null
+        ? "no token budget set ([budget] per_task_tokens)"
+        : `${r.limit.tokens} tokens (${r.spent.tokens} spent)`;
     say.success(`Task ${ref}'s budget is now ${limit}.`);
     if (r.over) say.warn(`Still over: ${r.over.message}.`);
     else if (r.task.status === "waiting") print(`Its next turn can run: lazy send ${ref} "…" or lazy start ${ref}.`);

@@ -11,7 +11,6 @@ const json = { json: { type: "boolean", description: "Print JSON on stdout" } } 
 const taskArg = { task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true } } as const;
 const enc = encodeURIComponent;
 
-
 /** What `lazy start`/`send` say of the task after the request: its status, and why it waits when held. */
 async function after(c: Client.Client, t: Task, follow: boolean): Promise<string> {
   const ref = t.code ?? t.id;
@@ -47,7 +46,9 @@ export const send = command({
   args: { ...taskArg, message: { type: "positional", description: "What to tell the agent", required: true }, ...json },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
-    const { result: t } = await whileLaunching(c, args.task, () => c.request<Task>("POST", `/api/tasks/${enc(args.task)}/send`, { message: args.message }, 30 * 60_000));
+    const { result: t } = await whileLaunching(c, args.task, () =>
+      c.request<Task>("POST", `/api/tasks/${enc(args.task)}/send`, { message: args.message }, 30 * 60_000),
+    );
     if (args.json) printJson(t);
     else print(await after(c, t, true));
   },
@@ -58,7 +59,12 @@ export const accept = command({
   args: { ...taskArg, ...json },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
-    const r = await c.request<{ task: Task; commits: string[]; summary: string | null; summaryError: string | null }>("POST", `/api/tasks/${enc(args.task)}/accept`, undefined, 15 * 60_000);
+    const r = await c.request<{ task: Task; commits: string[]; summary: string | null; summaryError: string | null }>(
+      "POST",
+      `/api/tasks/${enc(args.task)}/accept`,
+      undefined,
+      15 * 60_000,
+    );
     if (args.json) return printJson(r);
     say.success(`Accepted ${r.task.code ?? r.task.id}: ${r.commits.length} commit(s) merged.`);
     for (const c of r.commits) print(`  ${c}`);
@@ -89,7 +95,11 @@ export const logs = command({
 /** `lazy run` exit codes: one per kind of failure, so CI can tell them apart. */
 export const RUN_EXIT = { done: 0, agentFailed: 3, launchRefused: 4, credentialMissing: 5, proxyUnavailable: 6, paused: 7 } as const;
 const exitFor = (code: ErrorCode) =>
-  code === "credential_missing" ? RUN_EXIT.credentialMissing : code === "proxy_unavailable" ? RUN_EXIT.proxyUnavailable : RUN_EXIT.launchRefused;
+  code === "credential_missing"
+    ? RUN_EXIT.credentialMissing
+    : code === "proxy_unavailable"
+      ? RUN_EXIT.proxyUnavailable
+      : RUN_EXIT.launchRefused;
 
 export const run = command({
   meta: {
@@ -113,7 +123,10 @@ export const run = command({
     } catch (e) {
       if (!(e instanceof LazyError)) throw e;
       say.error([e.message, ...e.details.map((d) => `  ${d}`)].join("\n"));
-      const now = await c.request<{ task: Task }>("GET", `/api/tasks/${t.id}`).then((r) => r.task, () => t);
+      const now = await c.request<{ task: Task }>("GET", `/api/tasks/${t.id}`).then(
+        (r) => r.task,
+        () => t,
+      );
       if (args.json) printJson({ task: now, status: "refused", error: { code: e.code, message: e.message, details: e.details } });
       return setExitCode(exitFor(e.code));
     }

@@ -46,8 +46,7 @@ export const watch = command({
     let buf = "";
     for await (const chunk of res.body!) {
       buf += dec.decode(chunk, { stream: true });
-      let nl: number;
-      while ((nl = buf.indexOf("\n")) >= 0) {
+      for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
         const text = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
         if (!text) continue;

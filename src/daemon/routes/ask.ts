@@ -32,7 +32,12 @@ export function askPrompt(db: Database, question: string, task: Task | undefined
       .filter((e) => ["user", "message", "result", "status", "progress", "question", "finish", "summary"].includes(e.kind))
       .slice(-60)
       .map((e) => `${e.at} ${e.kind}: ${JSON.stringify(e.data).slice(0, 400)}`);
-    lines.push("", `The question is about task ${task.code ?? task.id} (${task.status}): ${task.title}`, `Its prompt:\n${task.prompt.slice(0, 4000)}`, `What happened:\n${story.join("\n")}`);
+    lines.push(
+      "",
+      `The question is about task ${task.code ?? task.id} (${task.status}): ${task.title}`,
+      `Its prompt:\n${task.prompt.slice(0, 4000)}`,
+      `What happened:\n${story.join("\n")}`,
+    );
   }
   lines.push("", `Question: ${question}`);
   return lines.join("\n");
@@ -40,9 +45,13 @@ export function askPrompt(db: Database, question: string, task: Task | undefined
 
 /** What `lazy report` asks: a Markdown report across the tasks that moved since `since`. */
 export function reportPrompt(db: Database, since: number): string {
-  const tasks = Tasks.list(db).filter((t) => Date.parse(t.updatedAt) >= since).slice(-200);
+  const tasks = Tasks.list(db)
+    .filter((t) => Date.parse(t.updatedAt) >= since)
+    .slice(-200);
   const lines = tasks.map((t) => {
-    const last = Tasks.events(db, t.id).filter((e) => ["result", "summary", "status", "finish"].includes(e.kind)).slice(-6);
+    const last = Tasks.events(db, t.id)
+      .filter((e) => ["result", "summary", "status", "finish"].includes(e.kind))
+      .slice(-6);
     return `## ${t.code ?? t.id.slice(0, 8)} — ${t.title} (${t.status})\n${last.map((e) => `- ${e.at} ${e.kind}: ${JSON.stringify(e.data).slice(0, 400)}`).join("\n")}`;
   });
   return [
@@ -62,9 +71,9 @@ export function askRoutes(d: AskDeps) {
       return { report: answer.text, since: new Date(from).toISOString(), profile: answer.profile };
     })
     .post("/api/ask", async ({ body }) => {
-    const input = parseBody(Ask, body);
-    const task = input.task !== undefined ? Tasks.resolveFilter(d.db, [input.task])![0] : undefined;
-    const answer = await d.runner.calls.ask(askPrompt(d.db, input.question, task), { task, purpose: "lazy ask" });
-    return { answer: answer.text, profile: answer.profile, task: task ?? null };
-  });
+      const input = parseBody(Ask, body);
+      const task = input.task !== undefined ? Tasks.resolveFilter(d.db, [input.task])![0] : undefined;
+      const answer = await d.runner.calls.ask(askPrompt(d.db, input.question, task), { task, purpose: "lazy ask" });
+      return { answer: answer.text, profile: answer.profile, task: task ?? null };
+    });
 }

@@ -21,7 +21,8 @@ export interface BoardDeps {
 
 const statusOf = (s: unknown): Status | undefined => {
   if (s === undefined || s === "") return undefined;
-  if (typeof s !== "string" || !isStatus(s)) throw new LazyError("invalid_input", `Unknown status "${String(s)}": use one of ${STATUSES.join(", ")}.`);
+  if (typeof s !== "string" || !isStatus(s))
+    throw new LazyError("invalid_input", `Unknown status "${String(s)}": use one of ${STATUSES.join(", ")}.`);
   return s;
 };
 

@@ -29,13 +29,29 @@ export function buildRoutes(d: BuildDeps) {
     .post("/api/build/session", async ({ body }) => {
       const input = parseBody(z.strictObject({ name: z.string().optional(), profile: z.string().optional() }), body);
       const session = input.name ?? `build-${randomBytes(3).toString("hex")}`;
-      if (!NAME.test(session)) throw new LazyError("invalid_input", `"${session}" is not a session name: lower-case letters, digits, dot, dash, underscore, at most 48.`);
-      if (d.proxy.state !== "ready") throw new LazyError("proxy_unavailable", "The model proxy is not available, so no builder session can start; run lazy doctor.");
+      if (!NAME.test(session))
+        throw new LazyError(
+          "invalid_input",
+          `"${session}" is not a session name: lower-case letters, digits, dot, dash, underscore, at most 48.`,
+        );
+      if (d.proxy.state !== "ready")
+        throw new LazyError("proxy_unavailable", "The model proxy is not available, so no builder session can start; run lazy doctor.");
       const config = d.config();
-      const launch = await d.proxy.mintFor({ role: "builder", profile: input.profile ?? config.models.roles.builder ?? defaultProfile(config), session });
+      const launch = await d.proxy.mintFor({
+        role: "builder",
+        profile: input.profile ?? config.models.roles.builder ?? defaultProfile(config),
+        session,
+      });
       const addr = d.proxy.address!;
       const proxyUrl = `http://${addr.host.includes(":") ? `[${addr.host}]` : addr.host}:${addr.port}`;
-      return { session, envVar: launch.envVar, placeholder: launch.placeholder, proxyUrl, profile: launch.profile, mcp: { url: `${proxyUrl}${MCP_PATH}`, token: d.mcp.forBuilder(session).token } };
+      return {
+        session,
+        envVar: launch.envVar,
+        placeholder: launch.placeholder,
+        proxyUrl,
+        profile: launch.profile,
+        mcp: { url: `${proxyUrl}${MCP_PATH}`, token: d.mcp.forBuilder(session).token },
+      };
     })
     .post("/api/build/end", async ({ body }) => {
       const { session } = parseBody(z.strictObject({ session: z.string().min(1) }), body);
@@ -53,7 +69,11 @@ export function buildRoutes(d: BuildDeps) {
         failed.push(`its MCP token: ${(e as Error).message}`);
       }
       for (const f of failed) d.log.error(`builder session ${session}: could not revoke ${f}`);
-      if (failed.length) throw new LazyError("internal", `Builder session ${session} did not end cleanly: could not revoke ${failed.join("; ")}; see lazy daemon logs.`);
+      if (failed.length)
+        throw new LazyError(
+          "internal",
+          `Builder session ${session} did not end cleanly: could not revoke ${failed.join("; ")}; see lazy daemon logs.`,
+        );
       return { session, grants, tokens };
     });
 }

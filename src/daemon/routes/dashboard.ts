@@ -20,9 +20,19 @@ export function dashboardRoutes(d: DashboardDeps, token: string) {
     if (path.startsWith("/api/")) return undefined;
     if (!d.webEnabled()) return new Response(OFF, { status: 404, headers: { "content-type": "text/plain; charset=utf-8" } });
     const a = asset(path);
-    if (a) return new Response(a.body, { headers: { ...SECURITY, "content-type": a.type, "cache-control": a.immutable ? "public, max-age=31536000, immutable" : "public, max-age=86400" } });
+    if (a)
+      return new Response(a.body, {
+        headers: {
+          ...SECURITY,
+          "content-type": a.type,
+          "cache-control": a.immutable ? "public, max-age=31536000, immutable" : "public, max-age=86400",
+        },
+      });
     const name = pageFor(path);
-    if (name) return new Response(page(name), { headers: { ...SECURITY, "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } });
+    if (name)
+      return new Response(page(name), {
+        headers: { ...SECURITY, "content-type": "text/html; charset=utf-8", "cache-control": "no-store" },
+      });
     return new Response("No such page on the lazy dashboard.", { status: 404, headers: { "content-type": "text/plain; charset=utf-8" } });
   };
   return new Elysia()

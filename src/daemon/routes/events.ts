@@ -50,7 +50,9 @@ export function eventRoutes(d: EventDeps) {
             if (closed) return;
             if ((ctrl.desiredSize ?? 0) < -MAX_BEHIND) return void dropped++;
             if (dropped) {
-              ctrl.enqueue(enc.encode(`event: item\ndata: ${JSON.stringify({ type: "dropped", at: new Date().toISOString(), count: dropped })}\n\n`));
+              ctrl.enqueue(
+                enc.encode(`event: item\ndata: ${JSON.stringify({ type: "dropped", at: new Date().toISOString(), count: dropped })}\n\n`),
+              );
               dropped = 0;
             }
             ctrl.enqueue(enc.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`));
@@ -88,9 +90,18 @@ export function eventRoutes(d: EventDeps) {
               db: d.db,
               bus: d.bus,
               audit: d.proxy.state === "ready" ? d.proxy.audit : null,
-              proxyProblem: () => (d.proxy.state === "ready" ? null : d.proxy.state === "starting" ? "the proxy is starting" : `the proxy is unavailable: ${d.proxy.error ?? "it failed to start"}`),
+              proxyProblem: () =>
+                d.proxy.state === "ready"
+                  ? null
+                  : d.proxy.state === "starting"
+                    ? "the proxy is starting"
+                    : `the proxy is unavailable: ${d.proxy.error ?? "it failed to start"}`,
             };
-            const stop = await follow(source, { tasks: tasks?.map((t) => ({ id: t.id, code: t.code })) ?? null, since: null }, (item: WatchItem) => send("item", item));
+            const stop = await follow(
+              source,
+              { tasks: tasks?.map((t) => ({ id: t.id, code: t.code })) ?? null, since: null },
+              (item: WatchItem) => send("item", item),
+            );
             if (closed) stop();
             else stopWatch = stop;
           }
@@ -108,6 +119,8 @@ export function eventRoutes(d: EventDeps) {
       },
       { highWaterMark: 64 * 1024, size: (chunk) => chunk?.byteLength ?? 0 },
     );
-    return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" } });
+    return new Response(stream, {
+      headers: { "content-type": "text/event-stream", "cache-control": "no-store", connection: "keep-alive" },
+    });
   });
 }

@@ -4,7 +4,11 @@ import { LazyError } from "../../util/errors";
 
 export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   const r = schema.safeParse(body ?? {});
-  if (!r.success) throw new LazyError("invalid_input", `Bad request: ${r.error.issues.map((i) => `${i.path.join(".") || "body"} ${i.message}`).join("; ")}.`);
+  if (!r.success)
+    throw new LazyError(
+      "invalid_input",
+      `Bad request: ${r.error.issues.map((i) => `${i.path.join(".") || "body"} ${i.message}`).join("; ")}.`,
+    );
   return r.data;
 }
 

@@ -24,7 +24,8 @@ export function memoryRoutes(d: MemoryDeps) {
     })
     .delete("/api/memory/:id", ({ params }) => {
       const id = Number(params.id);
-      if (!Number.isInteger(id) || id < 1) throw new LazyError("invalid_input", `"${params.id}" is not a note number; lazy memory lists them.`);
+      if (!Number.isInteger(id) || id < 1)
+        throw new LazyError("invalid_input", `"${params.id}" is not a note number; lazy memory lists them.`);
       return Memory.remove(d.db, id);
     });
 }

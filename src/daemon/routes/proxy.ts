@@ -24,11 +24,15 @@ export function proxyRoutes(d: GrantDeps) {
   return new Elysia().post("/api/proxy/grants", async ({ body }) => {
     const input = parseBody(MintGrant, body);
     if (d.proxy.state !== "ready")
-      throw new LazyError("proxy_unavailable", "The model proxy is not available, so nothing can be launched; run lazy doctor for the finding and remedy.");
+      throw new LazyError(
+        "proxy_unavailable",
+        "The model proxy is not available, so nothing can be launched; run lazy doctor for the finding and remedy.",
+      );
     const config = d.config();
     const task = input.task ? Tasks.resolve(d.db, input.task) : undefined;
     if (input.role === "agent" && !task) throw new LazyError("invalid_input", "An agent grant needs a task.");
-    if (task && isFinal(task.status)) throw new LazyError("conflict", `Task ${task.code ?? task.id} is ${task.status}; its session has ended.`);
+    if (task && isFinal(task.status))
+      throw new LazyError("conflict", `Task ${task.code ?? task.id} is ${task.status}; its session has ended.`);
     const launch = await d.proxy.mintFor({
       role: input.role,
       profile: input.profile ?? task?.profile ?? defaultProfile(config),

@@ -17,7 +17,11 @@ export function statsRoutes(d: StatsDeps) {
     .get("/api/stats/audit", async ({ query }) => {
       const t = query.task !== undefined ? Tasks.resolveFilter(d.db, [String(query.task)])![0] : undefined;
       const limit = Math.min(10_000, Math.max(1, Number(query.limit ?? 100) || 100));
-      return { rows: await d.proxy.audit.query({ taskId: t?.id, limit }), totals: t ? await d.proxy.audit.totals(t.id) : null, task: t ?? null };
+      return {
+        rows: await d.proxy.audit.query({ taskId: t?.id, limit }),
+        totals: t ? await d.proxy.audit.totals(t.id) : null,
+        task: t ?? null,
+      };
     })
     .get("/api/stats/budget", async ({ query }) => {
       await d.proxy.audit.settled(); // the counters include every call answered so far

@@ -4,7 +4,7 @@ import { Elysia } from "elysia";
 import { z } from "zod";
 import { LazyError } from "../../util/errors";
 import { Tasks, STATUSES, isStatus, type Status } from "../../store";
-import { resolveProfile, defaultProfile, type Config } from "../../config";
+import type { Config } from "../../config";
 import type { Runner } from "../../runner";
 import type { Bus } from "../../bus";
 import { parseBody, taskRef } from "./input";
@@ -53,7 +53,9 @@ export function taskRoutes(d: TaskDeps) {
     .post("/api/tasks/:ref/close", ({ params }) => d.runner.close(taskRef(params)))
     .post("/api/tasks/:ref/budget", ({ params, body }) => {
       const add = parseBody(
-        z.strictObject({ tokens: z.number().int().positive().optional(), usd: z.number().positive().optional() }).refine((a) => a.tokens !== undefined || a.usd !== undefined, "give tokens or usd to add"),
+        z
+          .strictObject({ tokens: z.number().int().positive().optional(), usd: z.number().positive().optional() })
+          .refine((a) => a.tokens !== undefined || a.usd !== undefined, "give tokens or usd to add"),
         body,
       );
       const task = Tasks.resolve(d.db, taskRef(params));

@@ -39,7 +39,12 @@ export function watchRoutes(d: WatchDeps) {
       db: d.db,
       bus: d.bus,
       audit: d.proxy.state === "ready" ? d.proxy.audit : null,
-      proxyProblem: () => (d.proxy.state === "ready" ? null : d.proxy.state === "starting" ? "the proxy is starting" : `the proxy is unavailable: ${d.proxy.error ?? "it failed to start"}`),
+      proxyProblem: () =>
+        d.proxy.state === "ready"
+          ? null
+          : d.proxy.state === "starting"
+            ? "the proxy is starting"
+            : `the proxy is unavailable: ${d.proxy.error ?? "it failed to start"}`,
     };
     const enc = new TextEncoder();
     let stop = () => {};

@@ -16,7 +16,11 @@ async function main(): Promise<void> {
   if (m) {
     // The token leaves the address bar at once, traded for an HttpOnly cookie (JSON, like every write).
     history.replaceState(null, "", location.pathname + location.search);
-    await fetch("/api/session", { method: "POST", headers: { authorization: `Bearer ${m[1]}`, "content-type": "application/json" }, body: "{}" });
+    await fetch("/api/session", {
+      method: "POST",
+      headers: { authorization: `Bearer ${m[1]}`, "content-type": "application/json" },
+      body: "{}",
+    });
   }
   // Signed in? (/api/health needs the session; a 401 here is the one expected failure, so ask without noise.)
   const r = await fetch("/api/health");

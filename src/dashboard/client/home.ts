@@ -32,7 +32,17 @@ export function healthList(list: Health[]): HTMLElement[] {
     return h(
       "li",
       {},
-      h("div", { class: "row-head" }, h("strong", {}, p.provider), h("span", {}, `${num(p.requests)} request(s)`), h("span", { class: failed.length ? "error" : "muted" }, failed.length ? failed.map(([k, n]) => `${n} ${k}`).join(", ") : "no failures")),
+      h(
+        "div",
+        { class: "row-head" },
+        h("strong", {}, p.provider),
+        h("span", {}, `${num(p.requests)} request(s)`),
+        h(
+          "span",
+          { class: failed.length ? "error" : "muted" },
+          failed.length ? failed.map(([k, n]) => `${n} ${k}`).join(", ") : "no failures",
+        ),
+      ),
       p.latest && h("div", { class: "row-meta" }, `latest failure ${p.latest.at}: ${p.latest.kind} — ${p.latest.detail}`),
     );
   });
@@ -45,7 +55,9 @@ export function budgetLine(today: Home["today"], b: Home["budget"], over: Home["
     "div",
     {},
     h("p", {}, h("strong", {}, `${num(today.tokens)}${tok} tokens`), ` · ${usd(today.usd)}${cost} · ${num(today.requests)} request(s)`),
-    b.per_day_tokens === undefined && b.per_day_usd === undefined && h("p", { class: "muted" }, "No day budget: [budget] per_day_tokens or per_day_usd in lazy.toml sets one."),
+    b.per_day_tokens === undefined &&
+      b.per_day_usd === undefined &&
+      h("p", { class: "muted" }, "No day budget: [budget] per_day_tokens or per_day_usd in lazy.toml sets one."),
     over && h("p", { class: "error" }, over.message),
   );
 }

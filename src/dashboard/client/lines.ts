@@ -16,7 +16,21 @@ export interface TaskTag {
 export type Item =
   | { type: "hello"; at: string; proxy: string | null }
   | ({ type: "event"; task: TaskTag; id: number } & EventLike)
-  | { type: "net"; at: string; task: TaskTag | null; role: string | null; profile: string | null; method: string; path: string; status: number; durationMs: number; input: number | null; output: number | null; refused: string | null; note: string | null }
+  | {
+      type: "net";
+      at: string;
+      task: TaskTag | null;
+      role: string | null;
+      profile: string | null;
+      method: string;
+      path: string;
+      status: number;
+      durationMs: number;
+      input: number | null;
+      output: number | null;
+      refused: string | null;
+      note: string | null;
+    }
   | { type: "dropped"; at: string; count: number };
 
 export function line(e: EventLike): string {
@@ -34,7 +48,8 @@ export function line(e: EventLike): string {
     case "usage":
       return `${t}  tokens: ${d.input} in, ${d.output} out, ${d.cacheRead} cache read, ${d.cacheWrite} cache write`;
     case "status":
-      if (d.reason === "usage_pause") return `${t}  -- ${d.from} → ${d.to}: held by [usage_pause] (${d.credential}: ${d.detail}) until ${d.resetsAt}`;
+      if (d.reason === "usage_pause")
+        return `${t}  -- ${d.from} → ${d.to}: held by [usage_pause] (${d.credential}: ${d.detail}) until ${d.resetsAt}`;
       return `${t}  -- ${d.from} → ${d.to}${d.result ? "" : d.error ? `: ${d.error}` : ""}`;
     case "held":
       return `${t}  -- turn held by [usage_pause] (${d.credential}: ${d.detail}) until ${d.resetsAt}`;

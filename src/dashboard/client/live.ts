@@ -37,7 +37,10 @@ export function live(query: string, on: Handlers): { close(): void } {
       if (es?.readyState !== EventSource.CLOSED || stopped) return;
       timer = setTimeout(async () => {
         const r = await fetch("/api/health").catch(() => null);
-        if (r?.status === 401) return void (state.textContent = "not signed in");
+        if (r?.status === 401) {
+          state.textContent = "not signed in";
+          return;
+        }
         if (!stopped) open();
       }, wait);
       wait = Math.min(wait * 2, 10_000);

@@ -21,9 +21,22 @@ export function rowItem(t: Row): HTMLLIElement {
   return h(
     "li",
     { "data-task": t.id, "data-status": t.status },
-    h("div", { class: "row-head" }, badge(t.status), h("a", { href: `/tasks/${encodeURIComponent(refOf(t))}` }, t.title), h("span", { class: "muted" }, refOf(t))),
+    h(
+      "div",
+      { class: "row-head" },
+      badge(t.status),
+      h("a", { href: `/tasks/${encodeURIComponent(refOf(t))}` }, t.title),
+      h("span", { class: "muted" }, refOf(t)),
+    ),
     h("div", { class: "why" }, t.why),
-    h("div", { class: "row-meta" }, h("span", {}, `profile ${t.profile}`), h("span", {}, `${num(t.tokens)} tokens`), t.usd !== null && h("span", {}, usd(t.usd)), h("span", { title: t.createdAt }, `added ${ago(t.createdAt)}`)),
+    h(
+      "div",
+      { class: "row-meta" },
+      h("span", {}, `profile ${t.profile}`),
+      h("span", {}, `${num(t.tokens)} tokens`),
+      t.usd !== null && h("span", {}, usd(t.usd)),
+      h("span", { title: t.createdAt }, `added ${ago(t.createdAt)}`),
+    ),
     t.lastMessage && h("p", { class: "last" }, t.lastMessage),
   );
 }

@@ -3,7 +3,7 @@
  * error texts), the prompt, the live event stream as `lazy logs` prints it, the diff of its
  * branch, and its audit rows.
  */
-import { $, api, fill, h, badge, num, usd, debounce, showError, ApiError } from "./dom";
+import { $, api, fill, h, num, usd, debounce, showError, ApiError } from "./dom";
 import { live } from "./live";
 import { line, type EventLike } from "./lines";
 import { refOf, type Row } from "./rows";
@@ -48,8 +48,24 @@ function eventItem(e: Ev): HTMLLIElement {
 function diffView(d: Diff): Node[] {
   if (!d.files.length) return [h("p", { class: "muted" }, d.note ?? `No changes on ${d.branch}.`)];
   const out: Node[] = [
-    h("p", { class: "muted" }, `${d.branch}: ${d.files.length} file(s) changed since ${d.base?.slice(0, 10)}${d.cut ? " (the diff is too large to show whole: later files show their counts only)" : ""}`),
-    h("ul", { class: "files" }, ...d.files.map((f) => h("li", {}, f.binary ? "bin " : h("span", { class: "plus" }, `+${f.added} `), !f.binary && h("span", { class: "minus" }, `−${f.removed} `), f.path))),
+    h(
+      "p",
+      { class: "muted" },
+      `${d.branch}: ${d.files.length} file(s) changed since ${d.base?.slice(0, 10)}${d.cut ? " (the diff is too large to show whole: later files show their counts only)" : ""}`,
+    ),
+    h(
+      "ul",
+      { class: "files" },
+      ...d.files.map((f) =>
+        h(
+          "li",
+          {},
+          f.binary ? "bin " : h("span", { class: "plus" }, `+${f.added} `),
+          !f.binary && h("span", { class: "minus" }, `−${f.removed} `),
+          f.path,
+        ),
+      ),
+    ),
   ];
   for (const f of d.files)
     out.push(
@@ -58,7 +74,12 @@ function diffView(d: Diff): Node[] {
         { class: "file", open: d.files.length <= 20 },
         h("summary", {}, f.path, " ", f.binary ? "(binary)" : `+${f.added} −${f.removed}`),
         ...f.hunks.map((hk) =>
-          h("pre", { class: "hunk" }, h("span", { class: "h" }, hk.header), ...hk.lines.map((l) => h("span", { class: l[0] === "+" ? "a" : l[0] === "-" ? "d" : "" }, l || " "))),
+          h(
+            "pre",
+            { class: "hunk" },
+            h("span", { class: "h" }, hk.header),
+            ...hk.lines.map((l) => h("span", { class: l[0] === "+" ? "a" : l[0] === "-" ? "d" : "" }, l || " ")),
+          ),
         ),
         !f.hunks.length && !f.binary && h("p", { class: "muted" }, "Hunks not shown (size limit)."),
       ),
@@ -74,7 +95,19 @@ function auditView(rows: AuditRow[]): Node {
     h(
       "table",
       {},
-      h("thead", {}, h("tr", {}, h("th", {}, "time"), h("th", {}, "request"), h("th", { class: "num" }, "status"), h("th", { class: "num" }, "ms"), h("th", { class: "num" }, "tokens in/out"))),
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          h("th", {}, "time"),
+          h("th", {}, "request"),
+          h("th", { class: "num" }, "status"),
+          h("th", { class: "num" }, "ms"),
+          h("th", { class: "num" }, "tokens in/out"),
+        ),
+      ),
       h(
         "tbody",
         {},
@@ -86,7 +119,11 @@ function auditView(rows: AuditRow[]): Node {
             h("td", {}, `${r.method} ${r.path}${r.note ? ` (${r.note})` : ""}`),
             h("td", { class: "num" }, String(r.status)),
             h("td", { class: "num" }, String(Math.round(r.durationMs))),
-            h("td", { class: "num" }, r.usage ? `${num(r.usage.input + r.usage.cacheRead + r.usage.cacheWrite)}/${num(r.usage.output)}` : "–"),
+            h(
+              "td",
+              { class: "num" },
+              r.usage ? `${num(r.usage.input + r.usage.cacheRead + r.usage.cacheWrite)}/${num(r.usage.output)}` : "–",
+            ),
           ),
         ),
       ),
@@ -112,7 +149,11 @@ export async function task(): Promise<void> {
     $("profile").textContent = t.profile;
     $("tokens").textContent = num(t.tokens);
     $("cost").textContent = usd(t.usd);
-    if (limit) $("limit").textContent = limit.tokens === null && limit.usd === null ? "none" : [limit.tokens !== null && `${num(limit.tokens)} tokens`, limit.usd !== null && usd(limit.usd)].filter(Boolean).join(", ");
+    if (limit)
+      $("limit").textContent =
+        limit.tokens === null && limit.usd === null
+          ? "none"
+          : [limit.tokens !== null && `${num(limit.tokens)} tokens`, limit.usd !== null && usd(limit.usd)].filter(Boolean).join(", ");
     if (status !== null && status !== t.status) void loadDiff();
     status = t.status;
   };
@@ -139,14 +180,20 @@ export async function task(): Promise<void> {
   };
   const loadAudit = async () => {
     try {
-      fill($("audit"), auditView((await api<{ rows: AuditRow[] }>("GET", `/api/stats/audit?task=${encodeURIComponent(ref)}&limit=200`)).rows));
+      fill(
+        $("audit"),
+        auditView((await api<{ rows: AuditRow[] }>("GET", `/api/stats/audit?task=${encodeURIComponent(ref)}&limit=200`)).rows),
+      );
     } catch (e) {
       fill($("audit"), h("p", { class: "error" }, (e as Error).message));
     }
   };
   const load = async () => {
     try {
-      const [shown, row] = await Promise.all([api<{ task: Row & { prompt: string }; events: Ev[] }>("GET", path), api<{ task: Row; limit: { tokens: number | null; usd: number | null } }>("GET", `/api/board/tasks/${encodeURIComponent(ref)}`)]);
+      const [shown, row] = await Promise.all([
+        api<{ task: Row & { prompt: string }; events: Ev[] }>("GET", path),
+        api<{ task: Row; limit: { tokens: number | null; usd: number | null } }>("GET", `/api/board/tasks/${encodeURIComponent(ref)}`),
+      ]);
       id = shown.task.id;
       $("prompt").textContent = shown.task.prompt ?? "";
       head(row.task, row.limit);
@@ -162,7 +209,10 @@ export async function task(): Promise<void> {
   const audit = debounce(() => void loadAudit(), 500);
   const refreshRow = debounce(async () => {
     try {
-      const row = await api<{ task: Row; limit: { tokens: number | null; usd: number | null } }>("GET", `/api/board/tasks/${encodeURIComponent(ref)}`);
+      const row = await api<{ task: Row; limit: { tokens: number | null; usd: number | null } }>(
+        "GET",
+        `/api/board/tasks/${encodeURIComponent(ref)}`,
+      );
       head(row.task, row.limit);
     } catch {}
   }, 300);
@@ -173,7 +223,8 @@ export async function task(): Promise<void> {
     const buttons = [...document.querySelectorAll<HTMLButtonElement>(".actions button, #send button, #budget button")];
     for (const b of buttons) b.disabled = true;
     notice.className = "muted";
-    notice.textContent = verb === "start" || verb === "send" ? `${label}… (a first turn may build the task's image: this can take minutes)` : `${label}…`;
+    notice.textContent =
+      verb === "start" || verb === "send" ? `${label}… (a first turn may build the task's image: this can take minutes)` : `${label}…`;
     try {
       const r = await api<any>("POST", `${path}/${verb}`, body);
       const t = r?.task ?? r;
@@ -189,7 +240,8 @@ export async function task(): Promise<void> {
       for (const b of buttons) b.disabled = false;
     }
   };
-  for (const b of document.querySelectorAll<HTMLButtonElement>(".actions button")) b.addEventListener("click", () => void act(b.textContent ?? "", b.dataset.verb!));
+  for (const b of document.querySelectorAll<HTMLButtonElement>(".actions button"))
+    b.addEventListener("click", () => void act(b.textContent ?? "", b.dataset.verb!));
   $<HTMLFormElement>("send").addEventListener("submit", async (e) => {
     e.preventDefault();
     const text = $<HTMLTextAreaElement>("send-text");

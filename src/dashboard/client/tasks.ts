@@ -33,7 +33,8 @@ export async function tasks(): Promise<void> {
       const p = await api<Page>("GET", `/api/board/tasks?${query}`);
       next = p.next;
       fill(list, ...(p.tasks.length ? p.tasks.map(rowItem) : [h("li", { class: "muted" }, "No task matches.")]));
-      $("total").textContent = `${num(p.total)} task(s)${status.value ? ` ${status.value}` : ""}${q.value.trim() ? ` matching “${q.value.trim()}”` : ""}`;
+      $("total").textContent =
+        `${num(p.total)} task(s)${status.value ? ` ${status.value}` : ""}${q.value.trim() ? ` matching “${q.value.trim()}”` : ""}`;
       older.disabled = !next;
       newer.disabled = !trail.length;
       showError(null);
@@ -67,7 +68,11 @@ export async function tasks(): Promise<void> {
   api<{ default: string; names: string[] }>("GET", "/api/board/profiles")
     .then((p) => {
       const sel = $<HTMLSelectElement>("add-profile");
-      fill(sel, h("option", { value: "" }, `${p.default} (default)`), ...p.names.filter((n) => n !== p.default).map((n) => h("option", { value: n }, n)));
+      fill(
+        sel,
+        h("option", { value: "" }, `${p.default} (default)`),
+        ...p.names.filter((n) => n !== p.default).map((n) => h("option", { value: n }, n)),
+      );
     })
     .catch(showError);
   $<HTMLFormElement>("add").addEventListener("submit", async (e) => {
@@ -77,7 +82,11 @@ export async function tasks(): Promise<void> {
     const profile = $<HTMLSelectElement>("add-profile").value;
     const out = $("add-result");
     try {
-      const t = await api<{ id: string; code: string | null }>("POST", "/api/tasks", { prompt, ...(code ? { code } : {}), ...(profile ? { profile } : {}) });
+      const t = await api<{ id: string; code: string | null }>("POST", "/api/tasks", {
+        prompt,
+        ...(code ? { code } : {}),
+        ...(profile ? { profile } : {}),
+      });
       out.textContent = `Added ${t.code ?? t.id}.`;
       out.className = "";
       $<HTMLFormElement>("add").reset();

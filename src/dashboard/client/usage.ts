@@ -48,20 +48,45 @@ function limitsView(limits: Limit[], paused: Pause[]): Node[] {
       h(
         "div",
         {},
-        h("div", { class: "row-head" }, h("strong", {}, l.credential ?? l.owner), h("span", { class: "muted" }, `${l.owner} · ${l.upstream} · read ${l.at}`)),
-        p && h("p", { class: "paused" }, "PAUSED ", h("span", { class: "muted" }, `until ${p.resetsAt} (in `, clock(p.resetsAt), `): ${p.detail} — new turns on ${p.credential} wait for the reset ([usage_pause])`)),
+        h(
+          "div",
+          { class: "row-head" },
+          h("strong", {}, l.credential ?? l.owner),
+          h("span", { class: "muted" }, `${l.owner} · ${l.upstream} · read ${l.at}`),
+        ),
+        p &&
+          h(
+            "p",
+            { class: "paused" },
+            "PAUSED ",
+            h(
+              "span",
+              { class: "muted" },
+              `until ${p.resetsAt} (in `,
+              clock(p.resetsAt),
+              `): ${p.detail} — new turns on ${p.credential} wait for the reset ([usage_pause])`,
+            ),
+          ),
         l.quota && !p && h("p", { class: "error" }, `quota refused ${l.quota.at}: ${l.quota.detail}`),
         !ws.length && h("p", { class: "muted" }, "no reading"),
         ...ws.map((w) => {
           const pct = w.usedPercent === null ? null : Math.round(w.usedPercent);
-          const bar = pct === null ? h("span", { class: "muted" }, "no fill level") : h("progress", { max: "100", value: String(Math.min(100, pct)), "aria-label": `${w.name} used` });
+          const bar =
+            pct === null
+              ? h("span", { class: "muted" }, "no fill level")
+              : h("progress", { max: "100", value: String(Math.min(100, pct)), "aria-label": `${w.name} used` });
           return h(
             "div",
             { class: "window" },
             h("span", {}, w.name),
             bar,
             h("strong", {}, pct === null ? "–" : `${pct} %`),
-            h("span", { class: "when" }, w.status ?? "", w.resetsAt ? h("span", {}, `${w.status ? " · " : ""}resets in `, clock(w.resetsAt), ` (${w.resetsAt})`) : ""),
+            h(
+              "span",
+              { class: "when" },
+              w.status ?? "",
+              w.resetsAt ? h("span", {}, `${w.status ? " · " : ""}resets in `, clock(w.resetsAt), ` (${w.resetsAt})`) : "",
+            ),
           );
         }),
       ),
@@ -72,26 +97,110 @@ function limitsView(limits: Limit[], paused: Pause[]): Node[] {
 function budgetView(b: Budget): Node[] {
   const entries = Object.entries(b.budget).filter(([, v]) => v !== undefined);
   return [
-    h("p", {}, entries.length ? `[budget] ${entries.map(([k, v]) => `${k} = ${v}`).join(", ")}` : "No [budget] in lazy.toml: nothing stops a task for what it spends."),
+    h(
+      "p",
+      {},
+      entries.length
+        ? `[budget] ${entries.map(([k, v]) => `${k} = ${v}`).join(", ")}`
+        : "No [budget] in lazy.toml: nothing stops a task for what it spends.",
+    ),
     h("p", {}, `Today (${b.today.day}, UTC): ${num(b.today.tokens)} tokens · ${usd(b.today.usd)} · ${num(b.today.requests)} request(s)`),
     b.tasks.length
-      ? h("div", { class: "scroll" }, h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "task"), h("th", { class: "num" }, "tokens"), h("th", { class: "num" }, "cost"), h("th", { class: "num" }, "budget"))),
-          h("tbody", {}, ...b.tasks.slice(0, 20).map((t) => h("tr", {}, h("td", {}, h("a", { href: `/tasks/${encodeURIComponent(t.code ?? t.taskId)}` }, t.code ?? t.taskId.slice(0, 8))), h("td", { class: "num" }, num(t.tokens)), h("td", { class: "num" }, usd(t.usd)), h("td", { class: "num" }, t.limit.tokens !== null ? num(t.limit.tokens) : t.limit.usd !== null ? usd(t.limit.usd) : "–"))))))
+      ? h(
+          "div",
+          { class: "scroll" },
+          h(
+            "table",
+            {},
+            h(
+              "thead",
+              {},
+              h(
+                "tr",
+                {},
+                h("th", {}, "task"),
+                h("th", { class: "num" }, "tokens"),
+                h("th", { class: "num" }, "cost"),
+                h("th", { class: "num" }, "budget"),
+              ),
+            ),
+            h(
+              "tbody",
+              {},
+              ...b.tasks
+                .slice(0, 20)
+                .map((t) =>
+                  h(
+                    "tr",
+                    {},
+                    h("td", {}, h("a", { href: `/tasks/${encodeURIComponent(t.code ?? t.taskId)}` }, t.code ?? t.taskId.slice(0, 8))),
+                    h("td", { class: "num" }, num(t.tokens)),
+                    h("td", { class: "num" }, usd(t.usd)),
+                    h(
+                      "td",
+                      { class: "num" },
+                      t.limit.tokens !== null ? num(t.limit.tokens) : t.limit.usd !== null ? usd(t.limit.usd) : "–",
+                    ),
+                  ),
+                ),
+            ),
+          ),
+        )
       : h("p", { class: "muted" }, "No task has spent anything yet."),
   ];
 }
 
 function daysView(b: Budget): Node {
   if (!b.days.length) return h("p", { class: "muted" }, "Nothing spent in the last 30 days.");
-  return h("div", { class: "scroll" }, h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "day (UTC)"), h("th", { class: "num" }, "requests"), h("th", { class: "num" }, "tokens"), h("th", { class: "num" }, "cost"))),
-    h("tbody", {}, ...b.days.map((d) => h("tr", {}, h("td", {}, d.day), h("td", { class: "num" }, num(d.requests)), h("td", { class: "num" }, num(d.tokens)), h("td", { class: "num" }, usd(d.usd)))))));
+  return h(
+    "div",
+    { class: "scroll" },
+    h(
+      "table",
+      {},
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          h("th", {}, "day (UTC)"),
+          h("th", { class: "num" }, "requests"),
+          h("th", { class: "num" }, "tokens"),
+          h("th", { class: "num" }, "cost"),
+        ),
+      ),
+      h(
+        "tbody",
+        {},
+        ...b.days.map((d) =>
+          h(
+            "tr",
+            {},
+            h("td", {}, d.day),
+            h("td", { class: "num" }, num(d.requests)),
+            h("td", { class: "num" }, num(d.tokens)),
+            h("td", { class: "num" }, usd(d.usd)),
+          ),
+        ),
+      ),
+    ),
+  );
 }
 
 export async function usage(): Promise<void> {
   const load = async () => {
     try {
-      const [limits, budget] = await Promise.all([api<{ limits: Limit[]; paused: Pause[]; health: any[] }>("GET", "/api/stats/limits"), api<Budget>("GET", "/api/stats/budget")]);
-      fill($("limits"), ...limitsView(limits.limits, limits.paused), h("h3", {}, "Provider health (last hour)"), h("ul", { class: "rows" }, ...healthList(limits.health)));
+      const [limits, budget] = await Promise.all([
+        api<{ limits: Limit[]; paused: Pause[]; health: any[] }>("GET", "/api/stats/limits"),
+        api<Budget>("GET", "/api/stats/budget"),
+      ]);
+      fill(
+        $("limits"),
+        ...limitsView(limits.limits, limits.paused),
+        h("h3", {}, "Provider health (last hour)"),
+        h("ul", { class: "rows" }, ...healthList(limits.health)),
+      );
       fill($("ubudget"), ...budgetView(budget));
       fill($("days"), daysView(budget));
       showError(null);

@@ -13,7 +13,10 @@ export async function watch(): Promise<void> {
   let stream: { close(): void } | undefined;
 
   const follow = async () => {
-    const refs = input.value.split(",").map((s) => s.trim()).filter(Boolean);
+    const refs = input.value
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
     const query = new URLSearchParams();
     for (const r of refs) query.append("task", r);
     history.replaceState(null, "", `/watch${refs.length ? `?${query}` : ""}`);
@@ -32,7 +35,9 @@ export async function watch(): Promise<void> {
       item: (item: Item) => {
         const text = watchLine(item);
         if (text === null) return;
-        const atEnd = window.innerHeight + window.scrollY >= document.body.scrollHeight - 8 || list.scrollTop + list.clientHeight >= list.scrollHeight - 8;
+        const atEnd =
+          window.innerHeight + window.scrollY >= document.body.scrollHeight - 8 ||
+          list.scrollTop + list.clientHeight >= list.scrollHeight - 8;
         list.append(h("li", { class: item.type === "net" ? (item.refused ? "net refused" : "net") : item.type }, text));
         while (list.children.length > MAX_LINES) list.firstElementChild?.remove();
         if (atEnd) list.scrollTop = list.scrollHeight;
