@@ -183,7 +183,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   if (!read.ok) {
     if (read.status === 413)
       return refuse(
-        errorResponse(wire, 413, "request_too_large", `lazy's proxy refused a ${read.declared !== undefined ? `${read.declared}-byte` : "chunked"} request body: the limit is ${MAX_BODY} bytes. Send a smaller request.`, { connection: "close" }),
+        errorResponse(wire, 413, "request_too_large", `lazy's proxy refused a ${read.declared !== undefined ? `${read.declared}-byte` : "chunked"} request body: the limit is ${MAX_BODY} bytes. Send a smaller request.`),
         read.declared !== undefined ? "body too large" : `chunked body passed ${MAX_BODY} bytes`,
         upstream.origin,
       );
