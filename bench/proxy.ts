@@ -147,7 +147,7 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
   const ratios: number[] = [];
   const ratios2: number[] = [];
   for (let i = 0; i < rounds; i++) {
-    for (const [k, u] of Object.entries(targets)) oneRuns[k]!.push(await wrk(u, 1));
+    for (const [k, u] of Object.entries(targets)) oneRuns[k]!.push(await wrk(u, 1, k));
     for (const [k, u] of Object.entries(targets)) fiftyRuns[k]!.push(await wrk(u, 50, k));
     ratios.push(fiftyRuns.lazy!.at(-1)!.rps / fiftyRuns.nginx!.at(-1)!.rps);
     if (other) ratios2.push(fiftyRuns["lazy+"]!.at(-1)!.rps / fiftyRuns.nginx!.at(-1)!.rps);
