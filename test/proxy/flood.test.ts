@@ -44,7 +44,8 @@ test("20,000 stalled connections: the API and dashboard answer, the stalls are c
 
   // The flood's own open-file limit raised as far as this machine allows (the hard limit).
   const flood = Bun.spawn(["sh", "-c", `ulimit -n $(ulimit -Hn); exec "${process.execPath}" "${FLOOD}" ${proxy.port} ${CONNECTIONS} ${SECONDS}`], { stdout: "pipe", stderr: "inherit" });
-  const lines: Record<string, number>[] = [];
+  type Counts = { ms: number; opened: number; closed: number; answered: number; status429: number; errors: number; open: number; maxOpen: number };
+  const lines: Counts[] = [];
   const reading = (async () => {
     let buf = "";
     for await (const chunk of flood.stdout as unknown as AsyncIterable<Uint8Array>) {
