@@ -7,7 +7,8 @@
  *   refused before a byte is kept, a chunked body is counted as it arrives and refused the
  *   moment it passes the bound, before anything goes upstream. The rest of such a body is read
  *   and thrown away while the 413 goes out: closing a socket with unread bytes resets it, and
- *   the reset can overtake the 413 (a quarter of the agents lost it that way, four 120 MiB uploads at once).
+ *   the reset can overtake the 413 (a quarter of the agents lost it that way, four 120 MiB
+ *   uploads at once).
  * - A request must arrive whole within the listener's idle timeout (IDLE_SECONDS): Bun cuts a
  *   connection whose head stalls, and its timer is not reset by body bytes, so a body that
  *   trickles is cut too. Only once the body is read does the request get no deadline (`think`):
