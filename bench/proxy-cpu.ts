@@ -20,6 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Server, Socket } from "bun";
 import { handle, type Context } from "../src/proxy/forward";
+import { Gate, type Pass } from "../src/proxy/gate";
 import * as Upstream from "../src/proxy/upstream";
 import { Grants } from "../src/proxy/grants";
 import { Targets } from "../src/proxy/targets";
@@ -41,7 +42,7 @@ if (process.argv[2] === "upstream") {
     const grants = Grants.open(dir);
     const g = grants.mint({ role: "host", taskId: null, taskRef: null, profile: "claude", envVar: "ANTHROPIC_API_KEY", shape: "anthropic-api-key" });
     const db = open(join(dir, "store.db"));
-    const log = { debug() {}, info() {}, warn() {}, error() {} };
+    const log = { debug() {}, info() {}, warn() {}, error() {}, repeated() {} };
     const targets = Targets.build(config);
     const ctx = {
       grants,
@@ -54,6 +55,7 @@ if (process.argv[2] === "upstream") {
       firstByteTimeoutMs: () => 600_000,
       credentialProblems: new Map(),
     } as unknown as Context;
+    const gate = new Gate();
     const upstreamUrl = `http://127.0.0.1:${upPort}/v1/messages`;
     const ANSWER = await (await fetch(upstreamUrl, { method: "POST", body: "{}" })).bytes();
     const json = { "content-type": "application/json" };
@@ -98,7 +100,14 @@ if (process.argv[2] === "upstream") {
         const res = await Upstream.request({ method: "POST", url: upstreamUrl, headers: "content-type: application/json\r\n", body, signal: () => req.signal, timeoutMs: 60_000, fresh: false });
         return new Response(await res.bytes(), { status: res.status, headers: res.headers });
       },
-      lazy: (req, server) => handle(ctx, req, server),
+      // The request path as the proxy thread runs it: admitted by the gate, released when done.
+      lazy: (req, server) => {
+        const pass = gate.admit(req, server) as Pass;
+        return handle(ctx, req, server, pass).then((res) => {
+          if (!pass.held) pass.release();
+          return res;
+        });
+      },
       naive: async (req) => {
         const h = new Headers(req.headers);
         h.delete("host");

@@ -5,6 +5,9 @@
  *  - req/s at 1 and 50 connections, vs nginx (target: lazy ≥ 60 % of nginx, audit on);
  *  - lazy's RSS holding 2,000 concurrent idle SSE streams (target ≤ 300 MB).
  * Run: bun run build && bun bench/proxy.ts [seconds-per-run] [rounds]
+ * To compare a setting side by side: LAZY_BENCH_COMPARE="MIMALLOC_PURGE_DELAY=600000" starts a
+ * second daemon with that in its environment, measured in turn with the others ("lazy+");
+ * LAZY_BENCH_COMPARE="BIN=/path/to/an/older/lazy" runs that binary as the second daemon.
  * Needs wrk and nginx (Debian: wrk nginx-light). Only loopback is used.
  */
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSync } from "node:fs";
@@ -41,27 +44,40 @@ const upstreamProc = Bun.spawn([process.execPath, import.meta.path, "upstream"],
 const upPort = Number(new TextDecoder().decode((await upstreamProc.stdout.getReader().read()).value).trim());
 const up = `http://127.0.0.1:${upPort}`;
 
-const root = mkdtempSync(join(tmpdir(), "lazy-bench-proxy-"));
-chmodSync(root, 0o755);
-const home = mkdtempSync(join(tmpdir(), "lazy-bench-proxy-home-"));
-const env = { ...(process.env as Record<string, string>), LAZY_HOME: home, LAZY_CREDENTIAL_BACKEND: "file" };
-Bun.spawnSync(["git", "init", "-q", root]);
-writeFileSync(join(root, "lazy.toml"), `[proxy.upstreams]\nanthropic = "${up}"\n`);
-const lazy = (args: string[], stdin?: string) => {
-  const r = Bun.spawnSync([BIN, ...args], { cwd: root, env, stdin: stdin === undefined ? "ignore" : new Blob([stdin]) });
-  if (r.exitCode !== 0) throw new Error(`lazy ${args.join(" ")}: ${r.stderr}`);
-  return r.stdout.toString();
-};
+/** A project and LAZY_HOME of its own, and its daemon started with `extra` in its environment. */
+function daemonSetup({ BIN: bin = BIN, ...extra }: Record<string, string>) {
+  const root = mkdtempSync(join(tmpdir(), "lazy-bench-proxy-"));
+  chmodSync(root, 0o755);
+  const home = mkdtempSync(join(tmpdir(), "lazy-bench-proxy-home-"));
+  const env = { ...(process.env as Record<string, string>), ...extra, LAZY_HOME: home, LAZY_CREDENTIAL_BACKEND: "file" };
+  Bun.spawnSync(["git", "init", "-q", root]);
+  writeFileSync(join(root, "lazy.toml"), `[proxy.upstreams]\nanthropic = "${up}"\n`);
+  const lazy = (args: string[], stdin?: string) => {
+    const r = Bun.spawnSync([bin, ...args], { cwd: root, env, stdin: stdin === undefined ? "ignore" : new Blob([stdin]) });
+    if (r.exitCode !== 0) throw new Error(`lazy ${args.join(" ")}: ${r.stderr}`);
+    return r.stdout.toString();
+  };
+  return { root, home, env, lazy, bin };
+}
+const compare = process.env.LAZY_BENCH_COMPARE ? Object.fromEntries(process.env.LAZY_BENCH_COMPARE.split(/\s+/).filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)])) : undefined;
+const { root, home, env, lazy } = daemonSetup({});
+const second = compare ? daemonSetup(compare) : undefined;
+
+/** The grant and the daemon's pid and proxy address, once `lazy auth set` has started it. */
+async function started(d: ReturnType<typeof daemonSetup>) {
+  d.lazy(["auth", "set", "anthropic"], KEY);
+  const state = join(d.home, "daemon", readdirSync(join(d.home, "daemon"))[0]!);
+  const token = readFileSync(join(state, "token"), "utf8").trim();
+  const rt = JSON.parse(readFileSync(join(state, "daemon.json"), "utf8"));
+  const grant = (await (await fetch(`http://127.0.0.1:${rt.api.port}/api/proxy/grants`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ role: "host", profile: "claude" }) })).json()) as { placeholder: string; proxyUrl: string };
+  return { grant, pid: rt.pid as number };
+}
 
 let nginx: ReturnType<typeof Bun.spawn> | undefined;
 const nginxDir = mkdtempSync(join(tmpdir(), "lazy-bench-nginx-"));
 try {
-  lazy(["auth", "set", "anthropic"], KEY);
-  const state = join(home, "daemon", readdirSync(join(home, "daemon"))[0]!);
-  const token = readFileSync(join(state, "token"), "utf8").trim();
-  const rt = JSON.parse(readFileSync(join(state, "daemon.json"), "utf8"));
-  const grant = (await (await fetch(`http://127.0.0.1:${rt.api.port}/api/proxy/grants`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ role: "host", profile: "claude" }) })).json()) as { placeholder: string; proxyUrl: string };
-  const daemonPid = rt.pid as number;
+  const { grant, pid: daemonPid } = await started({ root, home, env, lazy, bin: BIN });
+  const other = second ? await started(second) : undefined;
 
   // nginx as a plain reverse proxy, keep-alive upstream, with as many workers as lazy has proxy
   // threads (two on a Linux machine of 2+ cores: what Debian's `worker_processes auto` gives
@@ -80,8 +96,13 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
   nginx = Bun.spawn(["nginx", "-c", join(nginxDir, "nginx.conf")], { stdout: "ignore", stderr: "inherit" });
   await Bun.sleep(300);
 
-  const lua = join(nginxDir, "post.lua");
-  writeFileSync(lua, `wrk.method = "POST"\nwrk.body = '${BODY}'\nwrk.headers["content-type"] = "application/json"\nwrk.headers["x-api-key"] = "${grant.placeholder}"\n`);
+  const script = (name: string, placeholder: string) => {
+    const f = join(nginxDir, name);
+    writeFileSync(f, `wrk.method = "POST"\nwrk.body = '${BODY}'\nwrk.headers["content-type"] = "application/json"\nwrk.headers["x-api-key"] = "${placeholder}"\n`);
+    return f;
+  };
+  const lua = script("post.lua", grant.placeholder);
+  const lua2 = other ? script("post2.lua", other.grant.placeholder) : lua;
   // CPU time per request, from /proc (all threads of a process): it says how much work each
   // proxy does for a request, where req/s on a shared machine also depends on who else runs.
   const nginxWorkers = Bun.spawnSync(["pgrep", "-P", String(nginx.pid)]).stdout.toString().trim().split("\n").map(Number);
@@ -91,13 +112,13 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
     return ((Number(f[11]) + Number(f[12])) * 1e6) / 100; // utime + stime, in clock ticks of 1/100 s
   };
   const cpuOf = (pids: number[]) => pids.reduce((sum, p) => sum + cpuUs(p), 0);
-  const proxyPids: Record<string, number[]> = { lazy: [daemonPid], nginx: nginxWorkers };
+  const proxyPids: Record<string, number[]> = { lazy: [daemonPid], nginx: nginxWorkers, ...(other ? { "lazy+": [other.pid] } : {}) };
 
   // Async: the upstream lives in this process, and a synchronous spawn would stall it.
   const wrk = async (url: string, conns: number, proxy?: string) => {
     const pids = [(proxy && proxyPids[proxy]) || [], [upstreamProc.pid]];
     const before = pids.map(cpuOf);
-    const r = Bun.spawn(["wrk", "-t", conns > 1 ? "2" : "1", "-c", String(conns), "-d", `${secs}s`, "--latency", "-s", lua, `${url}/v1/messages`], { stdout: "pipe", stderr: "pipe" });
+    const r = Bun.spawn(["wrk", "-t", conns > 1 ? "2" : "1", "-c", String(conns), "-d", `${secs}s`, "--latency", "-s", proxy === "lazy+" ? lua2 : lua, `${url}/v1/messages`], { stdout: "pipe", stderr: "pipe" });
     const out = await new Response(r.stdout).text();
     await r.exited;
     const ms = (label: string) => {
@@ -115,19 +136,21 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
     return { p50: ms("50"), p99: ms("99"), rps, cpu: { proxy: proxyCpu!, upstream: upCpu!, wrk: wrkCpu } };
   };
 
-  const targets = { direct: up, lazy: grant.proxyUrl, nginx: `http://127.0.0.1:${nginxPort}` };
-  for (const u of Object.values(targets)) await wrk(u, 50); // warm up (the JIT, both pools)
+  const targets: Record<string, string> = { direct: up, lazy: grant.proxyUrl, nginx: `http://127.0.0.1:${nginxPort}`, ...(other ? { "lazy+": other.grant.proxyUrl } : {}) };
+  for (const [k, u] of Object.entries(targets)) await wrk(u, 50, k); // warm up (the JIT, both pools)
   // This machine's CPU is shared and its speed drifts from one minute to the next: the three are
   // measured in turn, round after round, and each figure is the median over the rounds.
   type Cpu = { proxy: number; upstream: number; wrk: number };
   type Run = { p50: number; p99: number; rps: number; cpu: Cpu };
-  const oneRuns: Record<string, Run[]> = { direct: [], lazy: [], nginx: [] };
-  const fiftyRuns: Record<string, Run[]> = { direct: [], lazy: [], nginx: [] };
+  const oneRuns: Record<string, Run[]> = Object.fromEntries(Object.keys(targets).map((k) => [k, []]));
+  const fiftyRuns: Record<string, Run[]> = Object.fromEntries(Object.keys(targets).map((k) => [k, []]));
   const ratios: number[] = [];
+  const ratios2: number[] = [];
   for (let i = 0; i < rounds; i++) {
-    for (const [k, u] of Object.entries(targets)) oneRuns[k]!.push(await wrk(u, 1));
+    for (const [k, u] of Object.entries(targets)) oneRuns[k]!.push(await wrk(u, 1, k));
     for (const [k, u] of Object.entries(targets)) fiftyRuns[k]!.push(await wrk(u, 50, k));
     ratios.push(fiftyRuns.lazy!.at(-1)!.rps / fiftyRuns.nginx!.at(-1)!.rps);
+    if (other) ratios2.push(fiftyRuns["lazy+"]!.at(-1)!.rps / fiftyRuns.nginx!.at(-1)!.rps);
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const med = (runs: Run[]): Run => ({
@@ -163,12 +186,14 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
   console.log(`added by lazy: p50 ${f(one.lazy!.p50 - one.direct!.p50)} ms, p99 ${f(one.lazy!.p99 - one.direct!.p99)} ms   (target: ≤ 0.15 ms p50); nginx adds p50 ${f(one.nginx!.p50 - one.direct!.p50)} ms`);
   console.log(`req/s at 1 connection: direct ${one.direct!.rps.toFixed(0)}, lazy ${one.lazy!.rps.toFixed(0)}, nginx ${one.nginx!.rps.toFixed(0)} → lazy/nginx ${(one.lazy!.rps / one.nginx!.rps).toFixed(2)}`);
   console.log(`req/s at 50 connections: direct ${fifty.direct!.rps.toFixed(0)}, lazy ${fifty.lazy!.rps.toFixed(0)}, nginx ${fifty.nginx!.rps.toFixed(0)} → lazy/nginx ${(fifty.lazy!.rps / fifty.nginx!.rps).toFixed(2)}; per round ${ratios.map((r) => r.toFixed(2)).join(" ")}, median ${median(ratios).toFixed(2)}   (target: ≥ 0.60, audit on)`);
+  if (other) console.log(`lazy+ (${process.env.LAZY_BENCH_COMPARE}): req/s at 50 connections ${fifty["lazy+"]!.rps.toFixed(0)} → lazy+/nginx per round ${ratios2.map((r) => r.toFixed(2)).join(" ")}, median ${median(ratios2).toFixed(2)}; CPU µs per request ${fifty["lazy+"]!.cpu.proxy.toFixed(1)}`);
   const us = (c: Cpu) => `proxy ${c.proxy.toFixed(1)}, upstream ${c.upstream.toFixed(1)}, wrk ${c.wrk.toFixed(1)}`;
   console.log(`CPU µs per request at 50 connections: lazy: ${us(fifty.lazy!.cpu)}; nginx: ${us(fifty.nginx!.cpu)}; direct: upstream ${fifty.direct!.cpu.upstream.toFixed(1)}, wrk ${fifty.direct!.cpu.wrk.toFixed(1)}`);
   console.log(`RSS with 2,000 idle SSE streams (${opened.trim()}): ${during.toFixed(0)} MB (idle before: ${before.toFixed(0)} MB)   (target: ≤ 300 MB)`);
 } finally {
   nginx?.kill();
   Bun.spawnSync([BIN, "daemon", "stop"], { cwd: root, env });
+  if (second) Bun.spawnSync([second.bin, "daemon", "stop"], { cwd: second.root, env: second.env });
   upstreamProc.kill();
-  for (const d of [root, home, nginxDir]) rmSync(d, { recursive: true, force: true });
+  for (const d of [root, home, nginxDir, ...(second ? [second.root, second.home] : [])]) rmSync(d, { recursive: true, force: true });
 }

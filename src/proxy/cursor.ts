@@ -23,7 +23,8 @@
 import type { Server } from "bun";
 import * as Placeholders from "./placeholders";
 import { rawResponse } from "./errors";
-import { send, relay, offPin, presented, HOP, type Context } from "./forward";
+import { send, relay, offPin, presented, pathOf, HOP, type Context } from "./forward";
+import { bounded, MAX_BODY, type Pass } from "./gate";
 import { Scrubber, scrubStream } from "./cursor-scrub";
 import type { Row } from "./audit";
 import type { Grant } from "./grants";
@@ -81,10 +82,13 @@ export class CursorSessions {
   }
 }
 
-export async function handleCursor(ctx: Context, sessions: Sessions, req: Request, server: Server<undefined>): Promise<Response> {
+/**
+ * `pass` is the request's admission (gate.ts): the listener's idle timeout holds until the body
+ * is read (`pass.think()`), and it is released when the answer is done.
+ */
+export async function handleCursor(ctx: Context, sessions: Sessions, req: Request, server: Server<undefined>, pass: Pass): Promise<Response> {
   const started = performance.now();
-  server.timeout(req, 0);
-  const target = req.url.slice(req.url.indexOf("/", req.url.indexOf("//") + 2));
+  const target = pathOf(req.url);
   const q = target.indexOf("?");
   const path = q === -1 ? target : target.slice(0, q);
   const query = q === -1 ? "" : target.slice(q);
@@ -106,7 +110,7 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
   });
   const fail = (status: number, message: string, grant?: Grant, note = message): Response => {
     ctx.audit.record({ ...row(grant, null), path: segments.length < 5 ? `${PREFIX}(malformed)` : shownPath, status, durationMs: performance.now() - started, ttfbMs: null, bytesIn: 0, bytesOut: 0, usage: null, retries: 0, note });
-    ctx.log.warn(`${status} ${req.method} cursor route: ${note}`);
+    ctx.log.repeated("warn", `cursor ${status} ${note}`, `${status} ${req.method} cursor route: ${note}`);
     return connectError(status, message);
   };
 
@@ -162,14 +166,22 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
   const declared = Number(req.headers.get("content-length") ?? NaN);
   let body: Uint8Array | ReadableStream<Uint8Array> | undefined;
   if (req.method !== "GET" && req.method !== "HEAD") {
-    if (grant && exchange) {
-      // The key exchange is the one body cursor-agent puts its key in ({"apiKey": …}).
-      const raw = await readAtMost(req, MAX_BUFFERED_BODY);
-      if (!raw) return fail(413, `lazy's proxy refused a Cursor key exchange body over ${MAX_BUFFERED_BODY} bytes.`, grant);
-      body = withKey(raw, token, key);
-    } else if (Number.isFinite(declared) && declared <= MAX_BUFFERED_BODY) body = new Uint8Array(await req.arrayBuffer()); // replayable on a reset
-    else body = req.body ?? undefined; // streamed through, never buffered
+    if (Number.isFinite(declared) && declared > MAX_BODY) return fail(413, `lazy's proxy refused a ${declared}-byte request body: the limit is ${MAX_BODY} bytes.`, grant);
+    try {
+      if (grant && exchange) {
+        // The key exchange is the one body cursor-agent puts its key in ({"apiKey": …}).
+        const raw = await readAtMost(req, MAX_BUFFERED_BODY);
+        if (!raw) return fail(413, `lazy's proxy refused a Cursor key exchange body over ${MAX_BUFFERED_BODY} bytes.`, grant);
+        body = withKey(raw, token, key);
+      } else if (Number.isFinite(declared) && declared <= MAX_BUFFERED_BODY) body = new Uint8Array(await req.arrayBuffer()); // replayable on a reset
+      else body = req.body ? bounded(req.body, pass) : undefined; // streamed through, never buffered; thinks once it ends
+    } catch {
+      // The listener cut a body that stalled past its idle timeout, or the agent left.
+      return fail(499, "the agent's connection closed before its request body was whole (it stalled past the idle timeout, or the agent left)", grant);
+    }
   }
+  // A streamed body lets the request think when it ends (gate.ts `bounded`); any other is whole now.
+  if (!(body instanceof ReadableStream)) pass.think();
 
   const sent = await send(ctx, upstream.base + rest + query, req, headers, body);
   if (!sent.ok) {
@@ -182,8 +194,12 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
   const ttfb = performance.now() - started;
   ctx.health.record("Cursor", res.status >= 500 ? "5xx" : res.status === 429 ? "429" : null);
   const out = res.headers; // end-to-end headers only (upstream.ts)
-  const finish = (bytesOut: number, note: string | null) =>
+  const finish = (bytesOut: number, note: string | null) => {
+    pass.release();
     ctx.audit.record({ ...row(grant, credential), status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn: body instanceof Uint8Array ? body.length : 0, bytesOut, usage: null, retries: sent.retries, note } satisfies Row);
+  };
+  // Whatever answer follows, finish() releases the pass: a relayed one when it ends.
+  pass.held = true;
   const withheld = (note: string, message: string): Response => {
     res.cancel();
     finish(0, note);

@@ -112,6 +112,18 @@ export class Exchange {
     this.unlisten = () => signal.removeEventListener("abort", onAbort);
   }
 
+  /**
+   * Whether the agent's request was given up before a byte of it went upstream: Bun aborts a
+   * pending request when its connection gets pipelined bytes or a FIN, and never answers it, so
+   * it must not be sent (and billed). Fails the exchange if so. Asked once, just before the
+   * first write: by then Bun has read what came with the request.
+   */
+  abandoned(): boolean {
+    if (!this.agent().aborted) return false;
+    this.fail(abortError());
+    return true;
+  }
+
   headers(status: number, statusText: string, headers: Headers, length: number | undefined, hasBody: boolean) {
     this.headersDone = true;
     waiting.delete(this);

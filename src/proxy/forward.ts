@@ -19,6 +19,7 @@ import { errorResponse, classify, providerFailure, type NetFailure } from "./err
 import * as Quota from "./quota";
 import * as Upstream from "./upstream";
 import { endOfTurn } from "../util/turn";
+import { MAX_BODY, readBody, type Pass } from "./gate";
 
 export interface Context {
   grants: Pick<Grants, "lookup">;
@@ -42,8 +43,6 @@ const DROPPED = new Set([...HOP, ...SELF_REPORTED, "accept-encoding"]);
 const OAUTH_BETA = "oauth-2025-04-20";
 /** Non-streamed answers up to this size are taken whole rather than relayed chunk by chunk. */
 const MAX_BUFFERED = 8 * 1024 * 1024;
-/** Anthropic's own request limit; a bigger body is refused before it is read. */
-const MAX_BODY = 32 * 1024 * 1024;
 
 /** What the client presented as its credential, if anything. */
 export function presented(headers: Headers): string | undefined {
@@ -61,11 +60,25 @@ export function offPin(grant: Grant, req: Request, server: Server<undefined>): s
   return from === grant.pinnedIp ? undefined : from;
 }
 
-export async function handle(ctx: Context, req: Request, server: Server<undefined>): Promise<Response> {
+/**
+ * The request target (path and query) of req.url. Bun gives an absolute URL when the request
+ * names a host, and the bare target when it does not (HTTP/1.0 without Host, absolute-form or
+ * not): cutting after a "//" that is not there would drop the first path segment.
+ */
+export function pathOf(url: string): string {
+  if (url.charCodeAt(0) === 47 /* "/" */) return url;
+  const slash = url.indexOf("/", url.indexOf("//") + 2);
+  return slash === -1 ? "/" : url.slice(slash);
+}
+
+/**
+ * `pass` is the request's admission (gate.ts): released when the answer is done, by the
+ * caller for a whole answer, here (`held`) for a relayed stream.
+ */
+export async function handle(ctx: Context, req: Request, server: Server<undefined>, pass: Pass): Promise<Response> {
   const started = performance.now();
-  // No idle cut: the proxy's listener runs with idleTimeout 0 (a model may think for minutes).
-  const url = req.url; // a getter that builds a new string each time: read it once
-  const target = url.slice(url.indexOf("/", url.indexOf("//") + 2));
+  // The listener's idle timeout holds until the body is read (gate.ts); no deadline after it.
+  const target = pathOf(req.url); // a getter that builds a new string each time: read it once
 
   // 1. Who is calling: the grant its placeholder resolves to, never what it says about itself.
   const token = presented(req.headers);
@@ -83,7 +96,8 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   };
   const refuse = (res: Response, note: string, upstream: string): Response => {
     ctx.audit.record({ ...base, upstream, status: res.status, durationMs: performance.now() - started, ttfbMs: null, bytesIn: 0, bytesOut: 0, usage: null, retries: 0, note });
-    ctx.log.warn(`${res.status} ${req.method} ${base.path} ${note}${base.taskRef ? ` (task ${base.taskRef})` : ""}`);
+    // A container can send refused requests by the thousand: one line a minute per kind.
+    ctx.log.repeated("warn", `${res.status} ${note}`, `${res.status} ${req.method} ${base.path} ${note}${base.taskRef ? ` (task ${base.taskRef})` : ""}`);
     return res;
   };
 
@@ -120,6 +134,18 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     );
   base.upstream = upstream.origin;
   const wire: Surface.Wire = upstream.wire === "openai" ? "openai" : "anthropic";
+
+  // A cursor-agent profile's placeholder redeems the Cursor key on the Cursor route only, where
+  // the answer is scrubbed of it (cursor.ts); here it would go to Cursor's API unscrubbed.
+  if (grant && upstream.kind === "cursor")
+    return refuse(
+      Response.json(
+        { type: "error", error: { type: "permission_error", message: `lazy's proxy refused this placeholder on ${req.method} ${base.path}: it belongs to profile ${grant.profile}, a cursor-agent profile, whose placeholder works only under /_lazy/cursor/<placeholder>/.` } },
+        { status: 403, headers: { "x-should-retry": "false" } },
+      ),
+      `placeholder of Cursor profile ${grant.profile} on the ordinary route`,
+      upstream.origin,
+    );
 
   // A task that reached its budget: its turn stops here, and the agent is told why.
   const stop = grant?.taskId ? ctx.stopped(grant.taskId) : undefined;
@@ -158,11 +184,19 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   }
   const headers = headerLines(req.headers, grant !== undefined, set);
 
-  // 5. Send, once more on a fresh connection if the upstream resets before answering.
-  const contentLength = Number(req.headers.get("content-length") ?? 0);
-  if (contentLength > MAX_BODY)
-    return refuse(errorResponse(wire, 413, "request_too_large", `lazy's proxy refused a ${contentLength}-byte request body: the limit is ${MAX_BODY} bytes.`), "body too large", upstream.origin);
-  const body = req.method === "GET" || req.method === "HEAD" ? undefined : new Uint8Array(await req.arrayBuffer());
+  // 5. The body, whole and within the bound, whatever its framing (gate.ts); nothing has gone
+  // upstream yet. Then send, once more on a fresh connection if the upstream resets before answering.
+  const read = await readBody(req, pass);
+  if (!read.ok) {
+    if (read.status === 413)
+      return refuse(
+        errorResponse(wire, 413, "request_too_large", `lazy's proxy refused a ${read.declared !== undefined ? `${read.declared}-byte` : "chunked"} request body: the limit is ${MAX_BODY} bytes. Send a smaller request.`),
+        read.declared !== undefined ? "body too large" : `chunked body passed ${MAX_BODY} bytes`,
+        upstream.origin,
+      );
+    return refuse(new Response(null, { status: 499 }), read.why, upstream.origin);
+  }
+  const body = read.bytes;
   const sent = await send(ctx, joinUrl(upstream, verdict.path) + verdict.query, req, headers, body);
   const bytesIn = body?.length ?? 0;
 
@@ -242,7 +276,9 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   }
   const tap = res.headers.get("content-encoding") ? null : new UsageTap(wire, contentType);
   const refusal = settle();
+  pass.held = true;
   return new Response(relay(res.stream(), tap, (bytesOut, note) => {
+    pass.release();
     ctx.audit.record({ ...base, status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut, usage: tap ? tap.end() : null, retries: sent.retries, note: [refusal, note].filter(Boolean).join("; ") || null });
     if (note?.startsWith("upstream")) ctx.health.record(upstream.provider, "reset", `${upstream.provider} (${host(upstream)}) ${note}`);
   }), { status: res.status, statusText: res.statusText, headers: outHeaders });
@@ -277,6 +313,9 @@ export async function send(ctx: Pick<Context, "firstByteTimeoutMs">, url: string
 
 /** fetch, for a streamed request body or through an HTTP(S)_PROXY (see upstream.ts). */
 async function viaFetch(ctx: Pick<Context, "firstByteTimeoutMs">, url: string, req: Request, headers: Headers | string, body: Uint8Array | ReadableStream<Uint8Array> | undefined, fresh: boolean): Promise<Upstream.UpstreamResponse> {
+  // Bun aborts a request whose connection got pipelined bytes or a FIN: it is never answered, so
+  // it must not go upstream (and be billed) either.
+  if (req.signal.aborted) throw Object.assign(new Error("The operation was aborted"), { name: "AbortError" });
   const firstByte = new AbortController();
   const onAbort = () => firstByte.abort();
   req.signal.addEventListener("abort", onAbort, { once: true });

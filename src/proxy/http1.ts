@@ -93,6 +93,8 @@ export class Conn {
   flush() {
     const p = this.pending;
     if (!p || this.closed) return;
+    // The request's first write: not for an agent that is already gone (exchange.ts).
+    if (p === this.exchange?.payload && this.exchange.abandoned()) return;
     const n = this.socket.write(p);
     this.pending = n >= p.length ? undefined : p.subarray(Math.max(n, 0));
   }

@@ -6,6 +6,7 @@
 import type { Server } from "bun";
 import type { Logger } from "../util/log";
 import { listen } from "../util/listen";
+import { IDLE_SECONDS, SERVER_MAX_BODY } from "./gate";
 
 export class ProxyServer {
   error: string | undefined;
@@ -23,8 +24,12 @@ export class ProxyServer {
   async start(host: string, port: number, shared = false, exact = false): Promise<void> {
     try {
       this.server = listen(host, port, {
-        // Model calls think for a long time before their first byte: no idle cut (TRAPS.md).
-        idleTimeout: 0,
+        // A request must arrive whole within this, and an idle keep-alive connection goes after
+        // it (a container must not hold sockets for ever). A request whose body is read gets no
+        // deadline: models think for minutes before their first byte (gate.ts, TRAPS.md).
+        idleTimeout: IDLE_SECONDS,
+        // Bun's own backstop for every framing, chunked included; the gate's bound is below it.
+        maxRequestBodySize: SERVER_MAX_BODY,
         fetch: (req, server) => this.handler(req, server),
       }, { shared, tries: exact ? 1 : undefined });
     } catch (e) {

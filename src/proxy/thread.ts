@@ -24,7 +24,8 @@ import { Limits, type LimitView } from "./limits";
 import { Health, type ProviderHealth } from "./health";
 import { MCP_PATH, under } from "./mcp-route";
 import { Recorder, buffers, type Batch } from "./audit";
-import { handle, type Context } from "./forward";
+import { handle, pathOf, type Context } from "./forward";
+import { Gate, Pass, tooMany } from "./gate";
 import { handleCursor, PREFIX as CURSOR_PREFIX, type Sessions } from "./cursor";
 
 export type Init = {
@@ -142,18 +143,35 @@ async function mcp(req: Request): Promise<Response> {
   return new Response(a.body, { status: a.status, headers: a.headers });
 }
 
-function route(req: Request, server: Server<undefined>): Promise<Response> {
-  const url = req.url;
-  const at = url.indexOf("/", url.indexOf("//") + 2);
-  const path = url.slice(at);
-  if (under(path, apiRoots))
-    return Promise.resolve(Response.json({ type: "error", error: { type: "not_found_error", message: "Not a route of lazy's proxy: the daemon's API is not served on this listener." } }, { status: 404 }));
-  const p = under(path, [MCP_PATH]) ? mcp(req) : url.startsWith(CURSOR_PREFIX, at) ? handleCursor(ctx!, sessions, req, server) : handle(ctx!, req, server);
-  return p.catch((e: unknown) => {
-    const msg = `lazy's proxy failed: ${(e as Error)?.message ?? String(e)}`;
-    log.error(`${msg}\n${(e as Error)?.stack ?? ""}`);
-    return Response.json({ type: "error", error: { type: "api_error", message: msg } }, { status: 500, headers: { "x-should-retry": "false" } });
-  });
+/** What a container can make this thread hold: requests in flight, bodies, time (gate.ts). */
+const gate = new Gate();
+
+function route(req: Request, server: Server<undefined>): Response | Promise<Response> {
+  const pass = gate.admit(req, server);
+  if (!(pass instanceof Pass)) {
+    log.repeated("warn", "over the cap", `429: ${pass.refused}; the connection is closed`);
+    return tooMany(pass.refused);
+  }
+  const path = pathOf(req.url);
+  if (under(path, apiRoots)) {
+    pass.release();
+    return Response.json({ type: "error", error: { type: "not_found_error", message: "Not a route of lazy's proxy: the daemon's API is not served on this listener." } }, { status: 404 });
+  }
+  const p = under(path, [MCP_PATH]) ? mcp(req) : path.startsWith(CURSOR_PREFIX) ? handleCursor(ctx!, sessions, req, server, pass) : handle(ctx!, req, server, pass);
+  return p.then(
+    (res) => {
+      // A relayed stream releases its pass when it ends (forward.ts, cursor.ts).
+      if (!pass.held) pass.release();
+      return res;
+    },
+    (e: unknown) => {
+      pass.release();
+      const msg = `lazy's proxy failed: ${(e as Error)?.message ?? String(e)}`;
+      // Whatever a container can trigger per request must not write a stack per request.
+      log.repeated("error", msg, `${msg}\n${(e as Error)?.stack ?? ""}`);
+      return Response.json({ type: "error", error: { type: "api_error", message: msg } }, { status: 500, headers: { "x-should-retry": "false" } });
+    },
+  );
 }
 
 // What the request path reads, replaced whole whenever the main thread posts a change.

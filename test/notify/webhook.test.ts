@@ -15,7 +15,7 @@ const QSECRET = "q-secret-1a2b3c";
 function logger(): Logger & { lines: string[] } {
   const lines: string[] = [];
   const at = (level: string) => (m: string) => void lines.push(`${level} ${m}`);
-  return { lines, debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+  return { lines, debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error"), repeated: (level, _key, m) => at(level)(m) };
 }
 
 type Hit = { at: number; path: string; headers: Headers; body: string };
