@@ -13,6 +13,7 @@ import { registerTaskTools, type TaskToolDeps } from "./tools";
 import { registerBuilderTools, type BuilderToolDeps } from "./builder-tools";
 
 export { McpTokens, FILE_NAME as MCP_TOKENS_FILE, type Holder } from "./tokens";
+import type { Holder } from "./tokens";
 
 export { MCP_PATH } from "../proxy";
 
@@ -51,26 +52,54 @@ export async function serve(
   return { response: await handle(d, req), who, note };
 }
 
+/**
+ * One server per token, its tools registered once (building a server with its tools costs
+ * ~0.4 ms, more than the rest of a call: bench/README.md "MCP"), reused for that token's
+ * requests one at a time, each over a fresh stateless transport. Dropped when its token is no
+ * longer known; at most MAX_SERVERS kept, the least recently used going first.
+ */
+const servers = new Map<string, { server: McpServer; chain: Promise<unknown> }>();
+const MAX_SERVERS = 256;
+
+function serverFor(d: McpDeps, token: string, holder: Holder): { server: McpServer; chain: Promise<unknown> } {
+  let entry = servers.get(token);
+  if (entry) {
+    servers.delete(token); // re-inserted below: the map's order is recency
+  } else {
+    const server = new McpServer({ name: "lazy", version: VERSION }, { capabilities: { tools: {} } });
+    if (holder.kind === "task" && holder.taskId) registerTaskTools(server, d, holder.taskId);
+    else registerBuilderTools(server, d);
+    entry = { server, chain: Promise.resolve() };
+  }
+  servers.set(token, entry);
+  if (servers.size > MAX_SERVERS) servers.delete(servers.keys().next().value!);
+  return entry;
+}
+
 /** Answer one MCP request (POST, GET or DELETE on MCP_PATH). */
 export async function handle(d: McpDeps, req: Request): Promise<Response> {
   const auth = req.headers.get("authorization");
   const token = auth?.startsWith("Bearer ") ? auth.slice(7).trim() : "";
   const holder = token ? d.tokens.lookup(token) : undefined;
-  if (!holder)
+  if (!holder) {
+    if (token) servers.delete(token);
     return refuse(
       401,
       token
         ? "lazy's MCP route does not know this token: the task's session ended, or it was never lazy's."
         : "lazy's MCP route needs the task's token (Authorization: Bearer …).",
     );
-  const server = new McpServer({ name: "lazy", version: VERSION }, { capabilities: { tools: {} } });
-  if (holder.kind === "task" && holder.taskId) registerTaskTools(server, d, holder.taskId);
-  else registerBuilderTools(server, d);
-  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-  await server.connect(transport);
-  try {
-    return await transport.handleRequest(req);
-  } finally {
-    void server.close();
   }
+  const entry = serverFor(d, token, holder);
+  const run = entry.chain.then(async () => {
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    await entry.server.connect(transport);
+    try {
+      return await transport.handleRequest(req);
+    } finally {
+      await entry.server.close();
+    }
+  });
+  entry.chain = run.catch(() => {});
+  return run;
 }
