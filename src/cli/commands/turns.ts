@@ -5,7 +5,7 @@ import { LazyError, type ErrorCode } from "../../util/errors";
 import type { Task, TaskEvent } from "../../store";
 import { say } from "../voice";
 import { whileLaunching } from "../progress";
-import { line } from "../lines";
+import { line } from "../../lines";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 const taskArg = { task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true } } as const;

@@ -3,7 +3,7 @@ import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import { LazyError } from "../../util/errors";
 import type { WatchItem } from "../../watch";
-import { watchLine } from "../lines";
+import { watchLine } from "../../lines";
 
 /** Every `--task X` / `--task=X` given (citty keeps only the last). */
 function taskFlags(raw: string[]): string[] | null {

@@ -5,7 +5,10 @@
  */
 import { $, api, fill, h, num, usd, debounce, showError, ApiError } from "./dom";
 import { live } from "./live";
-import { line, type EventLike } from "./lines";
+import { line } from "../../lines";
+import type { TaskEvent } from "../../store";
+
+type EventLike = Pick<TaskEvent, "at" | "kind" | "data">;
 import { refOf, type Row } from "./rows";
 
 interface Ev extends EventLike {

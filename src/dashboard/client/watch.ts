@@ -1,7 +1,8 @@
 /** Watch: the `lazy watch` stream, live, with its task filter (the same rules: codes or id prefixes, never empty). */
 import { $, api, h, showError } from "./dom";
 import { live } from "./live";
-import { watchLine, type Item } from "./lines";
+import { watchLine } from "../../lines";
+import type { WatchItem as Item } from "../../watch";
 
 const MAX_LINES = 2_000;
 

@@ -1,40 +1,14 @@
 /**
- * Event lines as `lazy logs` and `lazy watch` print them: a port of src/cli/lines.ts (the CLI's
- * module cannot be bundled from here without going around the cli folder's way in). The suite
- * (test/dashboard/lines.test.ts) holds the two to the same output for every kind.
+ * How lazy prints what happened, as text: a task's events (lazy logs, lazy run, lazy watch,
+ * the dashboard) and the proxy's traffic (`net>` lines). One place, so they read the same
+ * wherever they appear: a leaf folder (type imports only), so the dashboard's browser bundle
+ * takes it as the CLI does.
  */
-type Data = Record<string, any>;
-export interface EventLike {
-  at: string;
-  kind: string;
-  data: Data;
-}
-export interface TaskTag {
-  id: string;
-  code: string | null;
-}
-export type Item =
-  | { type: "hello"; at: string; proxy: string | null }
-  | ({ type: "event"; task: TaskTag; id: number } & EventLike)
-  | {
-      type: "net";
-      at: string;
-      task: TaskTag | null;
-      role: string | null;
-      profile: string | null;
-      method: string;
-      path: string;
-      status: number;
-      durationMs: number;
-      input: number | null;
-      output: number | null;
-      refused: string | null;
-      note: string | null;
-    }
-  | { type: "dropped"; at: string; count: number };
+import type { TaskEvent } from "../store";
+import type { WatchItem } from "../watch";
 
-export function line(e: EventLike): string {
-  const d = e.data;
+export function line(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
+  const d = e.data as Record<string, any>;
   const t = e.at.slice(11, 19);
   switch (e.kind) {
     case "message":
@@ -48,11 +22,21 @@ export function line(e: EventLike): string {
     case "usage":
       return `${t}  tokens: ${d.input} in, ${d.output} out, ${d.cacheRead} cache read, ${d.cacheWrite} cache write`;
     case "status":
+      if (d.reason === "question") return `${t}  -- ${d.from} → ${d.to}: waiting for your answer (lazy send TASK "…"): ${d.question}`;
+      if (d.reason === "budget") return `${t}  -- ${d.from} → ${d.to}: ${d.detail}`;
       if (d.reason === "usage_pause")
         return `${t}  -- ${d.from} → ${d.to}: held by [usage_pause] (${d.credential}: ${d.detail}) until ${d.resetsAt}`;
       return `${t}  -- ${d.from} → ${d.to}${d.result ? "" : d.error ? `: ${d.error}` : ""}`;
     case "held":
       return `${t}  -- turn held by [usage_pause] (${d.credential}: ${d.detail}) until ${d.resetsAt}`;
+    case "progress":
+      return `${t}  .. ${d.text}`;
+    case "question":
+      return `${t}  ?? asks: ${d.text}`;
+    case "finish":
+      return `${t}  == summary: ${d.summary}`;
+    case "memory":
+      return `${t}  remembers (note ${d.id}): ${d.text}`;
     case "refused":
       return `${t}  !! refused: ${d.reason}`;
     case "stop":
@@ -64,9 +48,11 @@ export function line(e: EventLike): string {
   }
 }
 
-export const tag = (t: TaskTag | null): string => (t ? (t.code ?? t.id.slice(0, 8)) : "-");
+/** A task as a watch line names it: its code, or the first 8 characters of its id. */
+export const tag = (t: { id: string; code: string | null } | null): string => (t ? (t.code ?? t.id.slice(0, 8)) : "-");
 
-export function watchLine(item: Item): string | null {
+/** One `lazy watch` item as a line. */
+export function watchLine(item: WatchItem): string | null {
   switch (item.type) {
     case "hello":
       return item.proxy ? `-- watching; ${item.proxy}: no net> lines until it is back` : null;
