@@ -49,4 +49,29 @@ describe("lazy build", () => {
     expect(rows.some((x: any) => x.role === "builder" && x.path === "/mcp" && x.note === "tools/call task_create")).toBe(true);
     expect(rows.some((x: any) => x.role === "builder" && x.path.startsWith("/v1/messages"))).toBe(true);
   }, 120_000);
+
+  test("after the session ends, its placeholder and its MCP token both get 401", async () => {
+    const { mkdtempSync, writeFileSync, chmodSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const p = new Project({ toml: `[proxy.upstreams]\nanthropic = "${anthropic.url}"\n` });
+    await p.setCredential("anthropic", KEY);
+    // A stand-in harness that keeps what the session was given, then ends.
+    const bin = mkdtempSync(join(tmpdir(), "lazy-fake-claude-"));
+    const kept = join(bin, "kept.json");
+    writeFileSync(join(bin, "claude"), `#!/bin/sh\nprintf '{"key":"%s","mcp":"%s"}' "$ANTHROPIC_API_KEY" "$LAZY_MCP_TOKEN" > ${kept}\n`);
+    chmodSync(join(bin, "claude"), 0o755);
+    await p.ok(["build", "--name", "short-lived"], { env: { PATH: `${bin}:${process.env.PATH}` } });
+    const { key, mcp } = JSON.parse(readFileSync(kept, "utf8"));
+    expect(key).toStartWith("sk-ant-api03-");
+    expect(mcp).toStartWith("lazy-mcp-");
+    const proxy = p.runtimeProxyUrl();
+    const model = await fetch(`${proxy}/v1/messages`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: "{}" });
+    expect(model.status).toBe(401);
+    const tools = await fetch(`${proxy}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${mcp}` },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
+    });
+    expect(tools.status).toBe(401);
+  }, 60_000);
 });
