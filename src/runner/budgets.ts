@@ -10,7 +10,7 @@ import type { Config } from "../config";
 import type { ModelProxy } from "../proxy";
 import type { Logger } from "../util/log";
 import { LazyError } from "../util/errors";
-import { dayOver, overFor, spentByTask, taskLimit, type Over } from "../usage";
+import { dayOver, overFor, spentByTask, taskLimit, taskOver, type Over } from "../usage";
 
 export interface BudgetDeps {
   db: Database;
@@ -28,7 +28,12 @@ export class Budgets {
 
   start(): void {
     this.off = this.d.proxy.audit.onWritten((ids) => {
-      for (const id of ids) this.check(id);
+      const b = this.d.config().budget;
+      const none = Object.values(b).every((v) => v === undefined);
+      // No [budget]: nothing to check (and nothing stopped, unless a budget was just removed).
+      if (none && !this.d.proxy.stoppedFor("*") && ![...ids].some((id) => this.d.proxy.stoppedFor(id))) return;
+      const day = dayOver(this.d.db, this.d.config());
+      for (const id of ids) this.check(id, day);
     });
   }
 
@@ -47,17 +52,13 @@ export class Budgets {
   }
 
   /** After tokens were billed to a task: stop it at the next request, or let it go again. */
-  check(taskId: string): void {
-    let task: Task;
-    try {
-      task = Tasks.resolve(this.d.db, taskId);
-    } catch {
-      return;
-    }
-    const over = this.over(task);
+  check(taskId: string, day: Over | null = dayOver(this.d.db, this.d.config())): void {
+    const task = Tasks.byId(this.d.db, taskId);
+    if (!task) return;
+    const over = taskOver(this.d.db, this.d.config(), { id: task.id, ref: this.d.ref(task) }) ?? day;
     if (!over) {
       this.d.proxy.stopTask(task.id, null);
-      if (!dayOver(this.d.db, this.d.config())) this.d.proxy.stopTask("*", null);
+      this.d.proxy.stopTask("*", null);
       return;
     }
     this.d.proxy.stopTask(over.scope === "day" ? "*" : task.id, over.message);

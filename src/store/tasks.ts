@@ -169,11 +169,20 @@ export function counts(db: Database): Record<Status, number> {
  * A task reference: a code, matched exactly (fix-login never matches fix-login-2), or a hex
  * id prefix of at least 4 characters; an ambiguous prefix names the candidates.
  */
+/** A task by its whole id (the primary key), or undefined. */
+export function byId(db: Database, id: string): Task | undefined {
+  const row = db.query("SELECT * FROM tasks WHERE id = ?").get(id) as Row | null;
+  return row ? toTask(row) : undefined;
+}
+
 export function resolve(db: Database, ref: string): Task {
   const r = ref.trim();
   if (!r) throw new LazyError("invalid_input", "Name a task by its code or by at least 4 characters of its hex id.");
   const byCode = db.query("SELECT * FROM tasks WHERE code = ?").get(r) as Row | null;
   if (byCode) return toTask(byCode);
+  // A whole id is found by the primary key (LIKE 'x%' cannot use it: a scan of every task).
+  const exact = HEX_RE.test(r) ? byId(db, r) : undefined;
+  if (exact) return exact;
   if (HEX_RE.test(r)) {
     if (r.length < MIN_PREFIX)
       throw new LazyError("invalid_input", `"${r}" is too short to name a task: give at least ${MIN_PREFIX} characters of its hex id.`);
