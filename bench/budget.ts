@@ -11,7 +11,8 @@
  *  - `lazy stats budget --json`, the whole process;
  *  - GET /api/stats/budget alone (fetch from this process, with the token);
  *  - `sqlite3 copy.db` running report()'s four GROUP BY queries (src/usage/budget.ts), the
- *    whole process.
+ *    whole process;
+ *  - `lazy --version`, the floor any lazy command pays (a process, no daemon round trip).
  * Run: bun run build && bun bench/budget.ts [rounds]   (needs sqlite3: apt-get install sqlite3)
  */
 import { Database } from "bun:sqlite";
@@ -192,8 +193,10 @@ try {
   const cli: number[] = [];
   const http: number[] = [];
   const sqlite: number[] = [];
+  const floor: number[] = [];
   const ratios: number[] = [];
   for (let i = 0; i < rounds; i++) {
+    floor.push(lazy("--version"));
     cli.push(lazy("stats", "budget", "--json"));
     http.push(await route());
     sqlite.push(timeProcess(["sqlite3", copy, sql]));
@@ -205,6 +208,7 @@ try {
   console.log(`lazy stats budget --json (whole process): ${stats(cli)}   (target: ≤ 100 ms p50)`);
   console.log(`GET /api/stats/budget (the route alone):   ${stats(http)}`);
   console.log(`sqlite3 copy.db, report()'s 4 GROUP BYs:   ${stats(sqlite)}`);
+  console.log(`lazy --version (the process floor):        ${stats(floor)}`);
   console.log(`ratio lazy / sqlite3: ${(median(cli) / median(sqlite)).toFixed(2)}× of the medians; per round median ${median(ratios).toFixed(2)}× (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})   (target: ≤ 3×)`);
 } finally {
   Bun.spawnSync([BIN, "daemon", "stop"], { cwd: root, env });
