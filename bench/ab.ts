@@ -15,7 +15,7 @@
  * NEW is this worktree's dist/lazy; LAZY_AB_NEW_TOML replaces NEW's extra lazy.toml lines.
  * Needs wrk and nginx (Debian: wrk nginx-light). Only loopback is used.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { threadCount } from "../src/proxy/shared-port";
@@ -73,25 +73,41 @@ http { access_log off; client_body_temp_path ${dir}; proxy_temp_path ${dir};
   }
   targets.push({ name: "nginx", url: `http://127.0.0.1:${nginxPort}`, lua: script("nginx"), pids: nginxWorkers });
 
-  const cpuUs = (pid: number) => {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const cpuUs = (pid: number, tid?: string) => {
+    const stat = readFileSync(tid ? `/proc/${pid}/task/${tid}/stat` : `/proc/${pid}/stat`, "utf8");
     const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     return ((Number(f[11]) + Number(f[12])) * 1e6) / 100; // utime + stime, all threads, in ticks of 1/100 s
   };
   const cpuOf = (pids: number[]) => pids.reduce((sum, p) => sum + cpuUs(p), 0);
+  /** A daemon's CPU by thread name (threads of one name summed), to see where a difference sits. */
+  const threadsOf = (pid: number) => {
+    const out: Record<string, number> = {};
+    let workers = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`).sort((a, b) => Number(a) - Number(b))) {
+      try {
+        let name = readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim();
+        if (name === "Worker") name = `Worker${++workers}`; // Bun's worker threads, in the order they started
+        out[name] = (out[name] ?? 0) + cpuUs(pid, tid);
+      } catch {} // a thread that ended meanwhile
+    }
+    return out;
+  };
   const wrk = async (t: Target, s = secs) => {
     const before = cpuOf(t.pids);
+    const threadsBefore = t.name === "old" || t.name === "new" ? threadsOf(t.pids[0]!) : {};
     const r = Bun.spawn(["wrk", "-t", "2", "-c", "50", "-d", `${s}s`, "-s", t.lua, `${t.url}/v1/messages`], { stdout: "pipe", stderr: "pipe" });
     const out = await new Response(r.stdout).text();
     await r.exited;
     const errors = out.match(/Non-2xx or 3xx responses: (\d+)/)?.[1];
     if (errors) throw new Error(`${t.name}: ${errors} non-2xx responses\n${out}`);
     const n = Number(out.match(/(\d+) requests in/)?.[1] ?? NaN);
-    return { rps: Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN), cpu: t.pids.length ? (cpuOf(t.pids) - before) / n : NaN };
+    const threads: Record<string, number> = {};
+    if (t.name === "old" || t.name === "new") for (const [k, v] of Object.entries(threadsOf(t.pids[0]!))) threads[k] = (v - (threadsBefore[k] ?? 0)) / n;
+    return { rps: Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN), cpu: t.pids.length ? (cpuOf(t.pids) - before) / n : NaN, threads };
   };
 
   for (const t of targets) await wrk(t, 2); // warm up (the JIT, both pools)
-  const runs: Record<string, { rps: number; cpu: number }[]> = Object.fromEntries(targets.map((t) => [t.name, []]));
+  const runs: Record<string, { rps: number; cpu: number; threads: Record<string, number> }[]> = Object.fromEntries(targets.map((t) => [t.name, []]));
   const ratio = { newOld: [] as number[], newNginx: [] as number[], oldNginx: [] as number[], cpuNewOld: [] as number[] };
   for (let i = 0; i < rounds; i++) {
     for (let k = 0; k < targets.length; k++) {
@@ -116,6 +132,9 @@ http { access_log off; client_body_temp_path ${dir}; proxy_temp_path ${dir};
   console.log(`NEW/OLD req/s: median ${med(ratio.newOld).toFixed(3)}, per round ${list(ratio.newOld)}   (target: ≥ 0.95)`);
   console.log(`NEW/nginx: median ${med(ratio.newNginx).toFixed(3)}, per round ${list(ratio.newNginx)}; OLD/nginx: median ${med(ratio.oldNginx).toFixed(3)}   (floor: ≥ 0.60)`);
   console.log(`CPU µs per request (median, all threads): old ${med(runs.old!.map((r) => r.cpu)).toFixed(1)}, new ${med(runs.new!.map((r) => r.cpu)).toFixed(1)}, nginx ${med(runs.nginx!.map((r) => r.cpu)).toFixed(1)}; NEW/OLD per round ${list(ratio.cpuNewOld)}, median ${med(ratio.cpuNewOld).toFixed(3)}`);
+  const names = [...new Set([...runs.old!, ...runs.new!].flatMap((r) => Object.keys(r.threads)))].sort();
+  const by = (which: string, name: string) => med(runs[which]!.map((r) => r.threads[name] ?? 0));
+  console.log(`CPU µs per request by thread name (median), old → new: ${names.filter((n) => by("old", n) + by("new", n) >= 0.5).map((n) => `${n} ${by("old", n).toFixed(1)} → ${by("new", n).toFixed(1)}`).join("; ")}`);
 } finally {
   nginx?.kill();
   for (const p of projects) p.stop();
