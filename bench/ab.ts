@@ -12,12 +12,15 @@
  * Run: bun run build && bun bench/ab.ts OLD_BINARY [seconds-per-run] [rounds]
  *   e.g. git worktree add /tmp/old 6666391 && (cd /tmp/old && bun install && bun run build)
  *        bun bench/ab.ts /tmp/old/dist/lazy 4 9
- * NEW is this worktree's dist/lazy; LAZY_AB_NEW_TOML replaces NEW's extra lazy.toml lines.
+ * NEW is this worktree's dist/lazy; LAZY_AB_NEW_TOML replaces NEW's extra lazy.toml lines;
+ * LAZY_AB_TASKS=N adds N tasks (rows only) to both stores first, as a project with history has.
  * Needs wrk and nginx (Debian: wrk nginx-light). Only loopback is used.
  */
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { Database } from "bun:sqlite";
+import { randomBytes } from "node:crypto";
 import { threadCount } from "../src/proxy/shared-port";
 import { pct, proxyProject } from "./lib";
 
@@ -40,6 +43,18 @@ try {
   projects.push(old);
   const neu = await proxyProject(NEW, up, NEW_TOML, "ab-new");
   projects.push(neu);
+  // A store with history: N more tasks (rows only; their ids random hex, as lazy makes them).
+  const extra = Number(process.env.LAZY_AB_TASKS ?? 0);
+  if (extra)
+    for (const p of [old, neu]) {
+      const db = new Database(join(p.state, "store.db"));
+      db.exec("PRAGMA busy_timeout = 5000");
+      const add = db.query("INSERT OR IGNORE INTO tasks (id, code, title, prompt, status, profile, created_at, updated_at) VALUES (?, NULL, 'history', 'p', 'done', 'claude', ?, ?)");
+      db.transaction(() => {
+        for (let i = 0; i < extra; i++) add.run(randomBytes(4).toString("hex"), Date.now() - i * 60_000, Date.now());
+      })();
+      db.close();
+    }
   const version = (bin: string) => `${Bun.spawnSync([bin, "--version"]).stdout.toString().trim()} (${bin})`;
 
   // nginx as a plain reverse proxy, keep-alive upstream, as bench/proxy.ts runs it.
@@ -126,6 +141,7 @@ http { access_log off; client_body_temp_path ${dir}; proxy_temp_path ${dir};
   const med = (xs: number[]) => pct(xs, 50);
   const list = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(" ");
   console.log(`A/B proxy bench, ${secs}s per run, ${rounds} rounds (order rotating), 50 connections, proxy threads / nginx workers: ${workers}, ${new Date().toISOString()}`);
+  if (extra) console.log(`both stores hold ${extra} more tasks (LAZY_AB_TASKS)`);
   console.log(`OLD: ${version(OLD)}\nNEW: ${version(NEW)}, lazy.toml adds: ${NEW_TOML.trim().replace(/\n+/g, " ")}`);
   console.log(`NEW's budget counters: ${counted} requests today (its usage_days); OLD has none`);
   console.log(`req/s (median): direct ${med(runs.direct!.map((r) => r.rps)).toFixed(0)}, old ${med(runs.old!.map((r) => r.rps)).toFixed(0)}, new ${med(runs.new!.map((r) => r.rps)).toFixed(0)}, nginx ${med(runs.nginx!.map((r) => r.rps)).toFixed(0)}`);
