@@ -1,4 +1,8 @@
-/** Small timing helpers for the bench scripts: wall-clock of whole processes, percentiles. */
+/** Small helpers for the bench scripts: wall-clock of whole processes, percentiles, a project with its daemon. */
+import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
 export function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
@@ -13,3 +17,47 @@ export function timeProcess(cmd: string[], env?: Record<string, string>, cwd?: s
 }
 
 export const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
+
+/**
+ * A project of its own (temp root and LAZY_HOME, a git repo, `lazy.toml` pointing Anthropic at
+ * `upstream`), its daemon started by storing a key, and the daemon API's address and token:
+ * what the proxy benches set up for each build they drive. `stop` ends the daemon and removes
+ * both folders.
+ */
+export async function proxyProject(bin: string, upstream: string, toml = "", label = "proxy") {
+  const root = mkdtempSync(join(tmpdir(), `lazy-bench-${label}-`));
+  chmodSync(root, 0o755);
+  const home = mkdtempSync(join(tmpdir(), `lazy-bench-${label}-home-`));
+  const env = { ...(process.env as Record<string, string>), LAZY_HOME: home, LAZY_CREDENTIAL_BACKEND: "file" };
+  Bun.spawnSync(["git", "init", "-q", root]);
+  writeFileSync(join(root, "lazy.toml"), `[proxy.upstreams]\nanthropic = "${upstream}"\n${toml}`);
+  const lazy = (args: string[], stdin?: string) => {
+    const r = Bun.spawnSync([bin, ...args], { cwd: root, env, stdin: stdin === undefined ? "ignore" : new Blob([stdin]) });
+    if (r.exitCode !== 0) throw new Error(`${bin} ${args.join(" ")}: ${r.stderr}`);
+    return r.stdout.toString();
+  };
+  const stop = () => {
+    Bun.spawnSync([bin, "daemon", "stop"], { cwd: root, env });
+    for (const d of [root, home]) rmSync(d, { recursive: true, force: true });
+  };
+  try {
+    lazy(["auth", "set", "anthropic"], BENCH_KEY);
+    const state = join(home, "daemon", readdirSync(join(home, "daemon"))[0]!);
+    const token = readFileSync(join(state, "token"), "utf8").trim();
+    const rt = JSON.parse(readFileSync(join(state, "daemon.json"), "utf8")) as { pid: number; api: { port: number } };
+    const api = `http://127.0.0.1:${rt.api.port}`;
+    /** A placeholder grant, as a launch gets one (an agent grant needs a task: `lazy task add --code`). */
+    const grant = async (body: { role: "agent" | "host"; profile?: string; task?: string }) => {
+      const res = await fetch(`${api}/api/proxy/grants`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+      if (!res.ok) throw new Error(`POST /api/proxy/grants answered ${res.status}: ${await res.text()}`);
+      return (await res.json()) as { placeholder: string; proxyUrl: string };
+    };
+    return { root, home, env, state, token, api, pid: rt.pid, lazy, grant, stop };
+  } catch (e) {
+    stop();
+    throw e;
+  }
+}
+
+/** The Anthropic key the benches store (a made-up one: the upstream is a mock). */
+export const BENCH_KEY = "sk-ant-api03-BENCH-" + "b".repeat(79) + "AA";
