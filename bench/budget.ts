@@ -6,7 +6,7 @@
  * The store is seeded directly (a daemon migrates it first, then stops): 10,000 tasks (and
  * their runs rows), usage_days counters adding up to 1,000,000 requests over 30 UTC days, the
  * per-task token counters, and the 1,000,000 audit rows themselves in audit_batches (packed by
- * src/proxy/audit-store.ts's Builder, as the writer packs them). Then the daemon starts again
+ * src/proxy/audit/store.ts's Builder, as the writer packs them). Then the daemon starts again
  * and three things are timed in turn, round after round (this VM's speed drifts):
  *  - `lazy stats budget --json`, the whole process;
  *  - GET /api/stats/budget alone (fetch from this process, with the token);
@@ -20,7 +20,7 @@ import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFile
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fmt, pct, timeProcess } from "./lib";
-import * as AuditStore from "../src/proxy/audit-store";
+import * as AuditStore from "../src/proxy/audit/store";
 import type { Row } from "../src/proxy/audit";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
