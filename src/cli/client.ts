@@ -7,6 +7,7 @@ import { spawn } from "node:child_process";
 import { openSync, closeSync, readFileSync, existsSync, rmSync } from "node:fs";
 import { LazyError } from "../util/errors";
 import { ensurePrivateDir } from "../util/files";
+import { urlHost } from "../util/url";
 import { State, type DaemonRecord } from "../daemon";
 import { STANDARD } from "../credentials";
 
@@ -29,7 +30,7 @@ export class Client {
 
   get url(): string {
     const h = this.record.api.host === "0.0.0.0" ? "127.0.0.1" : this.record.api.host === "::" ? "::1" : this.record.api.host;
-    return `http://${h.includes(":") ? `[${h}]` : h}:${this.record.api.port}`;
+    return `http://${urlHost(h)}:${this.record.api.port}`;
   }
 
   get authToken(): string {

@@ -22,12 +22,15 @@
  */
 import type { Server } from "bun";
 import * as Placeholders from "./placeholders";
-import { rawResponse } from "./errors";
-import { send, relay, offPin, presented, pathOf, HOP, type Context } from "./forward";
+import { NO_RETRY } from "./errors";
+import { offPin, presented, HOP, type Context } from "./forward";
 import { bounded, MAX_BODY, type Pass } from "./gate";
 import { Scrubber, scrubStream } from "./cursor-scrub";
-import type { Row } from "./audit";
+import { auditRow, type Outcome, type RowHead } from "./audit";
 import type { Grant } from "./grants";
+import { kindOfStatus } from "./health";
+import { healthKind, providerFailure, relay, send } from "./upstream";
+import { pathOf } from "../util/url";
 
 export const PREFIX = "/_lazy/cursor/";
 /**
@@ -62,10 +65,6 @@ export class CursorSessions {
     return ph;
   }
 
-  real(placeholder: string): string | undefined {
-    return this.byPlaceholder.get(placeholder)?.real;
-  }
-
   /** All session placeholders of a grant: swapped back in its Authorization header, scrubbed from its answers. */
   pairs(grantToken: string): [string, string][] {
     const out: [string, string][] = [];
@@ -75,10 +74,6 @@ export class CursorSessions {
 
   revokeTask(taskId: string): void {
     for (const [ph, s] of this.byPlaceholder) if (s.taskId === taskId) this.byPlaceholder.delete(ph);
-  }
-
-  dropGrant(grantToken: string): void {
-    for (const [ph, s] of this.byPlaceholder) if (s.grantToken === grantToken) this.byPlaceholder.delete(ph);
   }
 }
 
@@ -97,8 +92,9 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
   const token = segments[3] ?? "";
   const rest = "/" + segments.slice(4).join("/");
   const shownPath = `${PREFIX}…${rest}`.slice(0, 300);
-  const row = (grant: Grant | undefined, credential: string | null) => ({
-    at: Date.now(),
+  const at = Date.now();
+  const head = (grant: Grant | undefined, credential: string | null, path = shownPath): RowHead => ({
+    at,
     taskId: grant?.taskId ?? null,
     taskRef: grant?.taskRef ?? null,
     role: grant?.role ?? null,
@@ -106,10 +102,11 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
     credential,
     upstream: upstream.origin,
     method: req.method,
-    path: shownPath,
+    path,
   });
+  const record = (h: RowHead, o: Outcome) => ctx.audit.record(auditRow(h, performance.now() - started, o));
   const fail = (status: number, message: string, grant?: Grant, note = message): Response => {
-    ctx.audit.record({ ...row(grant, null), path: segments.length < 5 ? `${PREFIX}(malformed)` : shownPath, status, durationMs: performance.now() - started, ttfbMs: null, bytesIn: 0, bytesOut: 0, usage: null, retries: 0, note });
+    record(head(grant, null, segments.length < 5 ? `${PREFIX}(malformed)` : shownPath), { status, note });
     ctx.log.repeated("warn", `cursor ${status} ${note}`, `${status} ${req.method} cursor route: ${note}`);
     return connectError(status, message);
   };
@@ -186,17 +183,21 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
   const sent = await send(ctx, upstream.base + rest + query, req, headers, body);
   if (!sent.ok) {
     if (sent.failure === "aborted") return new Response(null, { status: 499 });
-    const message = `Cursor (${new URL(upstream.origin).host}${grant ? `, profile ${grant.profile}` : ""}) ${sent.failure === "connect" ? "could not be reached" : sent.failure === "timeout" ? "sent no response headers" : "reset the connection"} ${Math.round(performance.now() - started)} ms into the request`;
-    if (sent.failure !== "other") ctx.health.record("Cursor", sent.failure, message);
+    const ms = performance.now() - started;
+    const host = new URL(upstream.origin).host;
+    if (sent.failure === "other") return fail(502, `lazy's proxy failed to send the request to Cursor (${host}): ${sent.detail}`, grant);
+    const message = providerFailure({ provider: "Cursor", host, profile: grant?.profile ?? null, credential }, sent.failure, ms, sent.detail);
+    ctx.health.record("Cursor", healthKind(sent.failure), message);
     return fail(sent.failure === "timeout" ? 504 : 502, message, grant);
   }
   const res = sent.res;
   const ttfb = performance.now() - started;
-  ctx.health.record("Cursor", res.status >= 500 ? "5xx" : res.status === 429 ? "429" : null);
+  const failure = kindOfStatus(res.status);
+  ctx.health.record("Cursor", failure, failure ? `Cursor answered ${res.status}` : undefined);
   const out = res.headers; // end-to-end headers only (upstream.ts)
   const finish = (bytesOut: number, note: string | null) => {
     pass.release();
-    ctx.audit.record({ ...row(grant, credential), status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn: body instanceof Uint8Array ? body.length : 0, bytesOut, usage: null, retries: sent.retries, note } satisfies Row);
+    record(head(grant, credential), { status: res.status, ttfbMs: ttfb, bytesIn: body instanceof Uint8Array ? body.length : 0, bytesOut, retries: sent.retries, note });
   };
   // Whatever answer follows, finish() releases the pass: a relayed one when it ends.
   pass.held = true;
@@ -256,7 +257,7 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
 
 /** Cursor speaks Connect: its errors are `{code, message}` with the HTTP status. */
 function connectError(status: number, message: string): Response {
-  return rawResponse(status, { code: CONNECT_CODES[status] ?? (status >= 500 ? "unavailable" : "unknown"), message });
+  return Response.json({ code: CONNECT_CODES[status] ?? (status >= 500 ? "unavailable" : "unknown"), message }, { status, headers: NO_RETRY });
 }
 
 const CONNECT_CODES: Record<number, string> = {

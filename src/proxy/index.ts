@@ -4,7 +4,7 @@
  * grant's profile points at, swaps in the real credential at the last hop, and records each
  * call (a bounded audit trail, usage-limit readings, provider health).
  *
- * The request path runs on a thread of its own (thread.ts); this class, on the daemon's main
+ * The request path runs on a thread of its own (thread/); this class, on the daemon's main
  * thread, owns the grants and the audit trail and keeps that thread's copy of the config, the
  * credential values and the grant table current.
  */
@@ -14,16 +14,15 @@ import { resolveProfile } from "../config";
 import type { CredentialStore } from "../credentials";
 import { LazyError } from "../util/errors";
 import * as Log from "../util/log";
+import { Thread, type Ask, type Call, type Init, type Listening, type McpAnswer, type Stats, type ToThread } from "./thread";
 import * as Harness from "../harness";
 import { Grants, type Role } from "./grants";
 import { Targets, type Target } from "./targets";
 import { Audit } from "./audit";
-import { workerUrl } from "./worker-url";
 import { CursorSessions, PREFIX as CURSOR_PREFIX } from "./cursor";
 import { FAILURE_KINDS, type ProviderHealth } from "./health";
 import type { LimitView } from "./limits";
 import { threadCount, probe, listeners } from "./shared-port";
-import type { ToThread, FromThread, Call, Stats, Listening, Init, Ask, McpAnswer } from "./thread";
 import { MCP_PATH } from "./mcp-route";
 
 export { Targets, type Target } from "./targets";
@@ -46,80 +45,6 @@ export interface Launch {
 
 /** Whether the proxy as a whole is up, for status and doctor. */
 export type ProxyState = "starting" | "ready" | "failed";
-
-/** How many times a proxy thread that died is started again before the proxy is reported failed. */
-const RESPAWNS = 3;
-
-/** One proxy thread: its Worker, the calls waiting on it, and its restarts. */
-class Thread {
-  worker!: Worker;
-  private calls = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  private nextId = 0;
-  private respawns = 0;
-  gone: string | undefined;
-
-  constructor(private owner: ModelProxy) {
-    this.spawn();
-  }
-
-  private spawn(): void {
-    const worker = new Worker(workerUrl("thread.ts"));
-    worker.onmessage = (e: MessageEvent<FromThread>) => {
-      const m = e.data;
-      if (m.type === "audit") return this.owner.audit.write(m.batch);
-      if (m.type === "ask") {
-        const v = this.owner.answer(m.ask);
-        if (v instanceof Promise) return void v.then((value) => this.post({ type: "answer", id: m.id, value }));
-        return this.post({ type: "answer", id: m.id, value: v });
-      }
-      const waiter = this.calls.get(m.id);
-      this.calls.delete(m.id);
-      if (m.error !== undefined) waiter?.reject(new Error(m.error));
-      else waiter?.resolve(m.value);
-    };
-    // The thread died (a bug; each request's own errors are caught there), by an uncaught error
-    // or by exiting: requests in flight on it are lost. Start another with the same state on
-    // the same addresses, a few times.
-    let ended = false;
-    const died = (why: string) => {
-      if (ended) return;
-      ended = true;
-      worker.terminate();
-      for (const w of this.calls.values()) w.reject(new Error(`lazy's proxy failed: ${why}`));
-      this.calls.clear();
-      if (this.owner.stopping) return;
-      this.owner.log.error(`lazy's proxy failed: ${why}`);
-      if (this.respawns++ >= RESPAWNS) {
-        this.gone = `a thread stopped ${RESPAWNS + 1} times; the last time: ${why}`;
-        return this.owner.lost(this.gone);
-      }
-      this.spawn();
-      void this.owner.rejoin(this);
-    };
-    worker.onerror = (e) => died(`its thread stopped (${errorLine(e.message)})`);
-    worker.addEventListener("close", () => died("its thread exited"));
-    this.worker = worker;
-    this.post({ type: "init", init: this.owner.init() });
-  }
-
-  post(m: ToThread): void {
-    if (!this.gone) this.worker.postMessage(m);
-  }
-
-  call<T>(c: Call): Promise<T> {
-    // A thread that was given up on answers nothing: fail at once rather than wait forever.
-    if (this.gone) return Promise.reject(new LazyError("proxy_unavailable", `lazy's proxy failed: ${this.gone}; restart the daemon: lazy daemon restart.`));
-    const id = ++this.nextId;
-    return new Promise<T>((resolve, reject) => {
-      this.calls.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.worker.postMessage({ type: "call", id, call: c } satisfies ToThread);
-    });
-  }
-
-  terminate(): void {
-    this.worker.terminate();
-  }
-}
 
 export class ModelProxy {
   readonly grants: Grants;
@@ -372,12 +297,6 @@ export class ModelProxy {
     for (const t of this.threads) t.terminate();
     await this.audit.stop();
   }
-}
-
-/** Bun's worker error message carries a code frame and a stack: keep the "TypeError: …" line. */
-function errorLine(message: string): string {
-  const lines = message.split("\n").map((l) => l.trim());
-  return lines.find((l) => /^\w+: /.test(l)) ?? lines.find(Boolean) ?? "unknown error";
 }
 
 /** Each thread's stats as one: the latest reading per owner, health summed per provider. */

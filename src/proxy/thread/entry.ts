@@ -14,67 +14,22 @@
  */
 import { Database } from "bun:sqlite";
 import type { Server } from "bun";
-import type { Config } from "../config";
-import type { Resolved } from "../credentials";
-import * as Log from "../util/log";
-import { ProxyServer } from "./server";
-import type { Grant } from "./grants";
-import { Targets } from "./targets";
-import { Limits, type LimitView } from "./limits";
-import { Health, type ProviderHealth } from "./health";
-import { MCP_PATH, under } from "./mcp-route";
-import { Recorder, buffers, type Batch } from "./audit";
-import { handle, pathOf, type Context } from "./forward";
-import { Gate, Pass, tooMany } from "./gate";
-import { handleCursor, PREFIX as CURSOR_PREFIX, type Sessions } from "./cursor";
-
-export type Init = {
-  config: Config;
-  credentials: Record<string, Resolved>;
-  grants: Grant[];
-  /** The daemon API's roots: answered 404 here (mcp-route.ts). */
-  apiRoots: string[];
-  /** Tasks whose turns are stopped at their next request (a budget reached): task id, or "*" for every task → why. */
-  stopped: Record<string, string>;
-  dbPath: string;
-  log: Log.Settings;
-};
-
-export type ToThread =
-  | { type: "init"; init: Init }
-  | { type: "config"; config: Config }
-  | { type: "credentials"; credentials: Record<string, Resolved> }
-  | { type: "grants"; grants: Grant[] }
-  | { type: "stopped"; stopped: Record<string, string> }
-  | { type: "api-roots"; roots: string[] }
-  | { type: "call"; id: number; call: Call }
-  | Answer;
-
-export type Call =
-  | { op: "listen"; host: string; port: number; shared: boolean; exact?: boolean }
-  | { op: "unlisten"; host: string }
-  | { op: "sync" }
-  | { op: "stats" }
-  | { op: "clear-problem"; name: string }
-  | { op: "stop" };
-
-export type Stats = { limits: LimitView[]; health: ProviderHealth[]; problems: Record<string, string> };
-export type Listening = { address: { host: string; port: number } | null; error?: string };
-
-export type FromThread =
-  | { type: "reply"; id: number; value?: unknown; error?: string }
-  | { type: "audit"; batch: Batch }
-  | { type: "ask"; id: number; ask: Ask };
-
-/** What this thread asks the main thread: the Cursor session table lives there, shared by every proxy thread. */
-export type Ask =
-  | { op: "swap"; real: string; grant: Grant }
-  | { op: "pairs"; grantToken: string }
-  /** A request on lazy's MCP route: the tools run on the main thread, where the store is. */
-  | { op: "mcp"; method: string; headers: [string, string][]; body: string | null };
-/** The main thread's answer to an MCP request, and who made it (by its token), for the audit. */
-export type McpAnswer = { status: number; headers: [string, string][]; body: string; who: { taskId: string | null; taskRef: string | null; role: string } | null; note: string | null };
-export type Answer = { type: "answer"; id: number; value: unknown };
+import type { Config } from "../../config";
+import type { Resolved } from "../../credentials";
+import * as Log from "../../util/log";
+import { pathOf } from "../../util/url";
+import { ProxyServer } from "../server";
+import type { Grant } from "../grants";
+import { Targets } from "../targets";
+import { Limits } from "../limits";
+import { Health } from "../health";
+import { MCP_PATH, under } from "../mcp-route";
+import { Recorder, auditRow, buffers } from "../audit";
+import { handle, type Context } from "../forward";
+import { Gate, Pass, tooMany } from "../gate";
+import { handleCursor, PREFIX as CURSOR_PREFIX, type Sessions } from "../cursor";
+import { UPSTREAM } from "../upstream";
+import type { Ask, Call, FromThread, Init, Listening, McpAnswer, Stats, ToThread } from "./messages";
 
 declare const self: Worker;
 
@@ -114,6 +69,7 @@ const MAX_MCP_BODY = 1024 * 1024;
  */
 async function mcp(req: Request): Promise<Response> {
   const started = performance.now();
+  const at = Date.now();
   let body: string | null = null;
   if (req.method !== "GET" && req.method !== "HEAD" && req.method !== "DELETE") {
     const bytes = new Uint8Array(await req.arrayBuffer());
@@ -121,25 +77,8 @@ async function mcp(req: Request): Promise<Response> {
     body = new TextDecoder().decode(bytes);
   }
   const a = await ask<McpAnswer>({ op: "mcp", method: req.method, headers: [...req.headers], body });
-  recorder.record({
-    at: Date.now(),
-    taskId: a.who?.taskId ?? null,
-    taskRef: a.who?.taskRef ?? null,
-    role: a.who?.role ?? null,
-    profile: null,
-    credential: null,
-    upstream: "lazy:mcp",
-    method: req.method,
-    path: MCP_PATH,
-    status: a.status,
-    durationMs: performance.now() - started,
-    ttfbMs: null,
-    bytesIn: body?.length ?? 0,
-    bytesOut: a.body.length,
-    usage: null,
-    retries: 0,
-    note: a.note,
-  });
+  const head = { at, taskId: a.who?.taskId ?? null, taskRef: a.who?.taskRef ?? null, role: a.who?.role ?? null, profile: null, credential: null, upstream: "lazy:mcp", method: req.method, path: MCP_PATH };
+  recorder.record(auditRow(head, performance.now() - started, { status: a.status, bytesIn: body?.length ?? 0, bytesOut: a.body.length, note: a.note }));
   return new Response(a.body, { status: a.status, headers: a.headers });
 }
 
@@ -183,6 +122,8 @@ let apiRoots: string[] = [];
 
 function init(m: Init): void {
   Log.configure(m.log);
+  if (UPSTREAM.problem) log.warn(UPSTREAM.problem);
+  if (UPSTREAM.fetch) log.info("upstream requests go through fetch, not lazy's own HTTP client (LAZY_UPSTREAM=fetch)");
   config = m.config;
   targets = Targets.build(config);
   credentials = new Map(Object.entries(m.credentials));
