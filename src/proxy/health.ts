@@ -2,9 +2,12 @@
  * Provider health over the last hour: requests, failures by kind, the latest failure. Kept
  * in memory (an hour is short, and a restart starting fresh is honest). lazy's own refusals
  * are not the provider's fault and are never counted here. "429" is a short rate limit;
- * "quota" a refusal because the credential's window or balance is used up (quota.ts).
+ * "quota" a refusal because the credential's window or balance is used up (quota.ts). The kinds
+ * are the config's list (a fallback's `on` names the same ones).
  */
-export const FAILURE_KINDS = ["reset", "timeout", "connect", "5xx", "529", "429", "quota"] as const;
+import { FAILURE_KINDS } from "../config";
+
+export { FAILURE_KINDS };
 export type FailureKind = (typeof FAILURE_KINDS)[number];
 
 const HOUR = 3_600_000;
