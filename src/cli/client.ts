@@ -37,7 +37,6 @@ export class Client {
     return this.token;
   }
 
-
   async request<T>(method: string, path: string, body?: unknown, timeoutMs = 30_000): Promise<T> {
     let res: Response | undefined;
     if (!this.verified) {
@@ -74,7 +73,10 @@ export class Client {
       // 0: no deadline (a live stream, lazy watch).
       signal: timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined,
     }).catch((e) => {
-      throw new LazyError("daemon_unavailable", `The daemon stopped answering (${(e as Error).message}); run lazy daemon status, or lazy daemon logs.`);
+      throw new LazyError(
+        "daemon_unavailable",
+        `The daemon stopped answering (${(e as Error).message}); run lazy daemon status, or lazy daemon logs.`,
+      );
     });
   }
 }
@@ -122,7 +124,11 @@ export async function start(root: string): Promise<Client> {
   const { load, formatProblem } = await import("../config");
   const loaded = load(root);
   if (!loaded.ok)
-    throw new LazyError("config_invalid", "lazy.toml does not load, so the daemon will not start; fix these lines:", loaded.problems.map(formatProblem));
+    throw new LazyError(
+      "config_invalid",
+      "lazy.toml does not load, so the daemon will not start; fix these lines:",
+      loaded.problems.map(formatProblem),
+    );
   ensurePrivateDir(p.dir);
   const fd = openSync(p.log, "a", 0o600);
   const [cmd, ...args] = selfCommand();

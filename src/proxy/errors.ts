@@ -9,7 +9,13 @@ import type { Wire } from "./surface";
 
 export const NO_RETRY = { "x-should-retry": "false" };
 
-export function errorResponse(wire: Wire | "cursor", status: number, type: string, message: string, extra: Record<string, string> = {}): Response {
+export function errorResponse(
+  wire: Wire | "cursor",
+  status: number,
+  type: string,
+  message: string,
+  extra: Record<string, string> = {},
+): Response {
   const body =
     wire === "openai"
       ? { error: { message, type, param: null, code: type === "authentication_error" ? "invalid_api_key" : type } }

@@ -19,7 +19,7 @@ import { errorResponse } from "./errors";
 import * as Quota from "./quota";
 import { HOP_BY_HOP, healthKind, providerFailure, relay, send } from "./upstream";
 import { endOfTurn } from "../util/turn";
-import { pathOf, urlHost } from "../util/url";
+import { pathOf } from "../util/url";
 import { MAX_BODY, readBody, type Pass } from "./gate";
 
 export interface Context {
@@ -89,7 +89,11 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     base.upstream = upstream;
     record({ status: res.status, note });
     // A container can send refused requests by the thousand: one line a minute per kind.
-    ctx.log.repeated("warn", `${res.status} ${note}`, `${res.status} ${req.method} ${base.path} ${note}${base.taskRef ? ` (task ${base.taskRef})` : ""}`);
+    ctx.log.repeated(
+      "warn",
+      `${res.status} ${note}`,
+      `${res.status} ${req.method} ${base.path} ${note}${base.taskRef ? ` (task ${base.taskRef})` : ""}`,
+    );
     return res;
   };
 
@@ -98,7 +102,12 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     base.taskId = base.taskRef = base.role = null;
     const primary = ctx.targets().primary();
     return refuse(
-      errorResponse("anthropic", 401, "authentication_error", "lazy's proxy does not know this placeholder: the task's grant is gone (the task ended, or was never started by this daemon). Start the task again: lazy start TASK."),
+      errorResponse(
+        "anthropic",
+        401,
+        "authentication_error",
+        "lazy's proxy does not know this placeholder: the task's grant is gone (the task ended, or was never started by this daemon). Start the task again: lazy start TASK.",
+      ),
       "unknown or revoked placeholder",
       primary.origin,
     );
@@ -109,7 +118,12 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     const from = offPin(grant, req, server);
     if (from)
       return refuse(
-        errorResponse("anthropic", 401, "authentication_error", `lazy's proxy refused this placeholder: it belongs to task ${grant.taskRef ?? grant.taskId}'s container (${grant.pinnedIp}) and was presented from ${from}.`),
+        errorResponse(
+          "anthropic",
+          401,
+          "authentication_error",
+          `lazy's proxy refused this placeholder: it belongs to task ${grant.taskRef ?? grant.taskId}'s container (${grant.pinnedIp}) and was presented from ${from}.`,
+        ),
         `pinned placeholder presented from ${from}, not its container ${grant.pinnedIp}`,
         ctx.targets().primary().origin,
       );
@@ -120,7 +134,12 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   const upstream: Target | undefined = grant ? targets.forProfile(grant.profile) : targets.primary();
   if (!upstream)
     return refuse(
-      errorResponse("anthropic", 401, "authentication_error", `lazy's proxy refused the request: profile ${grant!.profile} is no longer in lazy.toml, so its placeholder leads nowhere. Start the task again with an existing profile.`),
+      errorResponse(
+        "anthropic",
+        401,
+        "authentication_error",
+        `lazy's proxy refused the request: profile ${grant!.profile} is no longer in lazy.toml, so its placeholder leads nowhere. Start the task again with an existing profile.`,
+      ),
       `profile ${grant!.profile} gone`,
       "",
     );
@@ -132,7 +151,13 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   if (grant && upstream.kind === "cursor")
     return refuse(
       Response.json(
-        { type: "error", error: { type: "permission_error", message: `lazy's proxy refused this placeholder on ${req.method} ${base.path}: it belongs to profile ${grant.profile}, a cursor-agent profile, whose placeholder works only under /_lazy/cursor/<placeholder>/.` } },
+        {
+          type: "error",
+          error: {
+            type: "permission_error",
+            message: `lazy's proxy refused this placeholder on ${req.method} ${base.path}: it belongs to profile ${grant.profile}, a cursor-agent profile, whose placeholder works only under /_lazy/cursor/<placeholder>/.`,
+          },
+        },
         { status: 403, headers: { "x-should-retry": "false" } },
       ),
       `placeholder of Cursor profile ${grant.profile} on the ordinary route`,
@@ -141,12 +166,22 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
 
   // A task that reached its budget: its turn stops here, and the agent is told why.
   const stop = grant?.taskId ? ctx.stopped(grant.taskId) : undefined;
-  if (stop) return refuse(errorResponse(wire, 403, "permission_error", `lazy's proxy stopped this turn: ${stop}.`), `budget: ${stop}`, upstream.origin);
+  if (stop)
+    return refuse(
+      errorResponse(wire, 403, "permission_error", `lazy's proxy stopped this turn: ${stop}.`),
+      `budget: ${stop}`,
+      upstream.origin,
+    );
 
   // 3. What it may ask for: the forwarding surface, in source.
   const kind = upstream.kind === "cursor" ? "anthropic-primary" : upstream.kind;
   const verdict = Surface.check(kind, req.method, target, req.headers);
-  if (!verdict.ok) return refuse(Response.json(Surface.refusalBody(wire, verdict), { status: 403, headers: { "x-should-retry": "false" } }), `refused: ${verdict.reason}`, upstream.origin);
+  if (!verdict.ok)
+    return refuse(
+      Response.json(Surface.refusalBody(wire, verdict), { status: 403, headers: { "x-should-retry": "false" } }),
+      `refused: ${verdict.reason}`,
+      upstream.origin,
+    );
 
   // 4. With which credential: the target's, looked up per request, from memory.
   // Plain bytes from the upstream, so the usage tap can read the stream (TRAPS.md).
@@ -154,22 +189,45 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   let credentialKind: string | null = null;
   if (grant) {
     if (upstream.unmapped)
-      return refuse(errorResponse(wire, 401, "authentication_error", `lazy's proxy has no credential mapped for ${upstream.provider} (${host(upstream)}): ${upstream.unmapped}.`), "no credential mapped", upstream.origin);
+      return refuse(
+        errorResponse(
+          wire,
+          401,
+          "authentication_error",
+          `lazy's proxy has no credential mapped for ${upstream.provider} (${host(upstream)}): ${upstream.unmapped}.`,
+        ),
+        "no credential mapped",
+        upstream.origin,
+      );
     if (upstream.credential) {
       const cred = ctx.credentials.get(upstream.credential);
       if (!cred)
         return refuse(
-          errorResponse(wire, 401, "authentication_error", `lazy's proxy has no credential "${upstream.credential}" for ${upstream.provider} (${host(upstream)}, profile ${grant.profile}): store it with lazy auth set ${upstream.credential}.`),
+          errorResponse(
+            wire,
+            401,
+            "authentication_error",
+            `lazy's proxy has no credential "${upstream.credential}" for ${upstream.provider} (${host(upstream)}, profile ${grant.profile}): store it with lazy auth set ${upstream.credential}.`,
+          ),
           `credential ${upstream.credential} missing`,
           upstream.origin,
         );
       if (/[\r\n\0]/.test(cred.value))
-        return refuse(errorResponse(wire, 401, "authentication_error", `lazy's proxy will not send the stored credential "${upstream.credential}": it contains a line break. Store it again: lazy auth set ${upstream.credential}.`), `credential ${upstream.credential} malformed`, upstream.origin);
+        return refuse(
+          errorResponse(
+            wire,
+            401,
+            "authentication_error",
+            `lazy's proxy will not send the stored credential "${upstream.credential}": it contains a line break. Store it again: lazy auth set ${upstream.credential}.`,
+          ),
+          `credential ${upstream.credential} malformed`,
+          upstream.origin,
+        );
       base.credential = upstream.credential;
       credentialKind = cred.kind;
       if (upstream.style === "anthropic" && cred.kind !== "oauth-token") set["x-api-key"] = cred.value;
       else {
-        set["authorization"] = `Bearer ${cred.value}`;
+        set.authorization = `Bearer ${cred.value}`;
         if (upstream.style === "anthropic") set["anthropic-beta"] = withBeta(req.headers.get("anthropic-beta"), OAUTH_BETA);
       }
     }
@@ -182,7 +240,12 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   if (!read.ok) {
     if (read.status === 413)
       return refuse(
-        errorResponse(wire, 413, "request_too_large", `lazy's proxy refused a ${read.declared !== undefined ? `${read.declared}-byte` : "chunked"} request body: the limit is ${MAX_BODY} bytes. Send a smaller request.`),
+        errorResponse(
+          wire,
+          413,
+          "request_too_large",
+          `lazy's proxy refused a ${read.declared !== undefined ? `${read.declared}-byte` : "chunked"} request body: the limit is ${MAX_BODY} bytes. Send a smaller request.`,
+        ),
         read.declared !== undefined ? "body too large" : `chunked body passed ${MAX_BODY} bytes`,
         upstream.origin,
       );
@@ -203,7 +266,12 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
       record({ status: 502, bytesIn, retries: sent.retries, note: msg });
       return errorResponse(wire, 502, "api_error", msg);
     }
-    const message = providerFailure({ provider: upstream.provider, host: host(upstream), profile: grant?.profile ?? null, credential: base.credential }, sent.failure, performance.now() - started, sent.detail);
+    const message = providerFailure(
+      { provider: upstream.provider, host: host(upstream), profile: grant?.profile ?? null, credential: base.credential },
+      sent.failure,
+      performance.now() - started,
+      sent.detail,
+    );
     ctx.health.record(upstream.provider, healthKind(sent.failure), message);
     ctx.log.warn(message);
     const status = sent.failure === "timeout" ? 504 : 502;
@@ -268,11 +336,22 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   const tap = res.headers.get("content-encoding") ? null : new UsageTap(wire, contentType);
   const refusal = settle();
   pass.held = true;
-  return new Response(relay(res.stream(), tap, (bytesOut, note) => {
-    pass.release();
-    record({ status: res.status, ttfbMs: ttfb, bytesIn, bytesOut, usage: tap ? tap.end() : null, retries: sent.retries, note: [refusal, note].filter(Boolean).join("; ") || null });
-    if (note?.startsWith("upstream")) ctx.health.record(upstream.provider, "reset", `${upstream.provider} (${host(upstream)}) ${note}`);
-  }), { status: res.status, statusText: res.statusText, headers: outHeaders });
+  return new Response(
+    relay(res.stream(), tap, (bytesOut, note) => {
+      pass.release();
+      record({
+        status: res.status,
+        ttfbMs: ttfb,
+        bytesIn,
+        bytesOut,
+        usage: tap ? tap.end() : null,
+        retries: sent.retries,
+        note: [refusal, note].filter(Boolean).join("; ") || null,
+      });
+      if (note?.startsWith("upstream")) ctx.health.record(upstream.provider, "reset", `${upstream.provider} (${host(upstream)}) ${note}`);
+    }),
+    { status: res.status, statusText: res.statusText, headers: outHeaders },
+  );
 }
 
 /**
@@ -295,7 +374,10 @@ export function headerLines(incoming: Headers, dropCredentials: boolean, set: Re
 }
 
 function withBeta(current: string | null, beta: string): string {
-  const list = (current ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  const list = (current ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   return list.includes(beta) ? list.join(",") : [...list, beta].join(",");
 }
 

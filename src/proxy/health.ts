@@ -40,11 +40,15 @@ export class Health {
 
   record(provider: string, failure: FailureKind | null, detail?: string, at = Date.now()): void {
     let p = this.providers.get(provider);
-    if (!p) this.providers.set(provider, (p = { buckets: [], latest: null }));
+    if (!p) {
+      p = { buckets: [], latest: null };
+      this.providers.set(provider, p);
+    }
     const minute = Math.floor(at / 60_000);
     let b = p.buckets.at(-1);
     if (!b || b.minute !== minute) {
-      p.buckets.push((b = { minute, requests: 0, failures: zero() }));
+      b = { minute, requests: 0, failures: zero() };
+      p.buckets.push(b);
       while (p.buckets.length && p.buckets[0]!.minute <= minute - 60) p.buckets.shift();
     }
     b.requests++;

@@ -24,6 +24,7 @@ import { FAILURE_KINDS, type ProviderHealth } from "./health";
 import type { LimitView } from "./limits";
 import { threadCount, probe, listeners } from "./shared-port";
 import { MCP_PATH } from "./mcp-route";
+import { UPSTREAM } from "./upstream";
 
 export { Targets, type Target } from "./targets";
 export type { Grant } from "./grants";
@@ -73,14 +74,30 @@ export class ModelProxy {
   ) {
     this.grants = Grants.open(stateDir, { onChange: (grants) => this.post({ type: "grants", grants }) });
     this.targets = Targets.build(config());
-    this.audit = new Audit(db, () => ({ maxRows: this.config().proxy.audit.max_rows, maxAgeDays: this.config().proxy.audit.max_age_days }), log, () => this.sync());
+    this.audit = new Audit(
+      db,
+      () => ({ maxRows: this.config().proxy.audit.max_rows, maxAgeDays: this.config().proxy.audit.max_age_days }),
+      log,
+      () => this.sync(),
+    );
     credentials.onChange(() => this.post({ type: "credentials", credentials: this.credentials.snapshot() }));
+    // Each proxy thread reads LAZY_UPSTREAM itself as it starts (upstream/client.ts); said here once.
+    if (UPSTREAM.problem) log.warn(UPSTREAM.problem);
+    if (UPSTREAM.fetch) log.info("upstream requests go through fetch, not lazy's own HTTP client (LAZY_UPSTREAM=fetch)");
     for (let i = 0; i < threads; i++) this.threads.push(new Thread(this));
   }
 
   /** What a new proxy thread starts from. */
   init(): Init {
-    return { config: this.config(), credentials: this.credentials.snapshot(), grants: this.grants.all(), stopped: Object.fromEntries(this.stopped), apiRoots: this.apiRoots, dbPath: this.db.filename, log: Log.settings() };
+    return {
+      config: this.config(),
+      credentials: this.credentials.snapshot(),
+      grants: this.grants.all(),
+      stopped: Object.fromEntries(this.stopped),
+      apiRoots: this.apiRoots,
+      dbPath: this.db.filename,
+      log: Log.settings(),
+    };
   }
 
   /** A proxy thread asks for Cursor session placeholders. */
@@ -99,7 +116,9 @@ export class ModelProxy {
   /** A restarted thread listens where the others do: on those ports or not at all (the addresses agents were given). */
   async rejoin(t: Thread): Promise<void> {
     for (const [host, port] of this.listening) {
-      const r = await t.call<Listening>({ op: "listen", host, port, shared: this.threads.length > 1, exact: true }).catch((e: Error) => ({ address: null, error: e.message }));
+      const r = await t
+        .call<Listening>({ op: "listen", host, port, shared: this.threads.length > 1, exact: true })
+        .catch((e: Error) => ({ address: null, error: e.message }));
       if (r.address) continue;
       const why = `a restarted thread could not listen on ${host}:${port} again: ${r.error}`;
       this.log.error(`lazy's proxy failed: ${why}`);
@@ -197,13 +216,30 @@ export class ModelProxy {
   }
 
   private async mcpAnswer(a: Extract<Ask, { op: "mcp" }>): Promise<McpAnswer> {
-    if (!this.mcpHandler) return { status: 503, headers: [["content-type", "application/json"]], body: JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "lazy's MCP server is not running." }, id: null }), who: null, note: "no MCP server" };
+    if (!this.mcpHandler)
+      return {
+        status: 503,
+        headers: [["content-type", "application/json"]],
+        body: JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "lazy's MCP server is not running." }, id: null }),
+        who: null,
+        note: "no MCP server",
+      };
     try {
       const r = await this.mcpHandler(new Request(`http://lazy${MCP_PATH}`, { method: a.method, headers: a.headers, body: a.body }));
       return { status: r.response.status, headers: [...r.response.headers], body: await r.response.text(), who: r.who, note: r.note };
     } catch (e) {
       this.log.error(`lazy's MCP server failed: ${(e as Error).stack ?? e}`);
-      return { status: 500, headers: [["content-type", "application/json"]], body: JSON.stringify({ jsonrpc: "2.0", error: { code: -32603, message: `lazy's MCP server failed: ${(e as Error).message}` }, id: null }), who: null, note: "MCP server error" };
+      return {
+        status: 500,
+        headers: [["content-type", "application/json"]],
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          error: { code: -32603, message: `lazy's MCP server failed: ${(e as Error).message}` },
+          id: null,
+        }),
+        who: null,
+        note: "MCP server error",
+      };
     }
   }
 
@@ -229,16 +265,33 @@ export class ModelProxy {
    * credential is missing fails here, before anything starts, naming the slot and the fix.
    * Resolves once the proxy's threads know the placeholder.
    */
-  async mintFor(opts: { role: Role; profile: string; taskId?: string | null; taskRef?: string | null; session?: string | null }): Promise<Launch> {
+  async mintFor(opts: {
+    role: Role;
+    profile: string;
+    taskId?: string | null;
+    taskRef?: string | null;
+    session?: string | null;
+  }): Promise<Launch> {
     const config = this.config();
     const profile = resolveProfile(config, opts.profile);
     const target = this.targets.forProfile(profile.name);
     if (!target) throw new LazyError("invalid_input", `No profile "${opts.profile}".`);
-    if (target.unmapped) throw new LazyError("credential_missing", `Profile ${profile.name} has no credential mapped for ${target.provider}: ${target.unmapped}.`);
+    if (target.unmapped)
+      throw new LazyError(
+        "credential_missing",
+        `Profile ${profile.name} has no credential mapped for ${target.provider}: ${target.unmapped}.`,
+      );
     const cred = target.credential ? this.credentials.get(target.credential) : undefined;
     if (target.credential && !cred)
-      throw new LazyError("credential_missing", `Profile ${profile.name} needs the "${target.credential}" credential, which is not stored: run lazy auth set ${target.credential}.`);
-    const { envVar, shape } = Harness.slot(profile, { bearer: target.style === "bearer" && !!target.credential, openrouter: target.credential === "openrouter", kind: cred?.kind ?? null });
+      throw new LazyError(
+        "credential_missing",
+        `Profile ${profile.name} needs the "${target.credential}" credential, which is not stored: run lazy auth set ${target.credential}.`,
+      );
+    const { envVar, shape } = Harness.slot(profile, {
+      bearer: target.style === "bearer" && !!target.credential,
+      openrouter: target.credential === "openrouter",
+      kind: cred?.kind ?? null,
+    });
     const grant = this.grants.mint({
       role: opts.role,
       taskId: opts.taskId ?? null,
@@ -281,7 +334,11 @@ export class ModelProxy {
     const port = this.listening.get(host);
     if (port !== undefined) return { host, port };
     const r = await this.listen(host, this.address?.port ?? this.config().proxy.port);
-    if (!r.address) throw new LazyError("proxy_unavailable", `lazy's proxy could not listen on ${host} for the project's containers (${r.error}); run lazy doctor.`);
+    if (!r.address)
+      throw new LazyError(
+        "proxy_unavailable",
+        `lazy's proxy could not listen on ${host} for the project's containers (${r.error}); run lazy doctor.`,
+      );
     return r.address;
   }
 
@@ -303,7 +360,8 @@ export class ModelProxy {
 function merge(parts: Stats[]): Stats {
   if (parts.length === 1) return parts[0]!;
   const limits = new Map<string, LimitView>();
-  for (const p of parts) for (const l of p.limits) if (!limits.has(l.owner) || Date.parse(l.at) > Date.parse(limits.get(l.owner)!.at)) limits.set(l.owner, l);
+  for (const p of parts)
+    for (const l of p.limits) if (!limits.has(l.owner) || Date.parse(l.at) > Date.parse(limits.get(l.owner)!.at)) limits.set(l.owner, l);
   const health = new Map<string, ProviderHealth>();
   for (const p of parts)
     for (const h of p.health) {

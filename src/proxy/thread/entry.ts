@@ -28,7 +28,6 @@ import { Recorder, auditRow, buffers } from "../audit";
 import { handle, type Context } from "../forward";
 import { Gate, Pass, tooMany } from "../gate";
 import { handleCursor, PREFIX as CURSOR_PREFIX, type Sessions } from "../cursor";
-import { UPSTREAM } from "../upstream";
 import type { Ask, Call, FromThread, Init, Listening, McpAnswer, Stats, ToThread } from "./messages";
 
 declare const self: Worker;
@@ -73,12 +72,28 @@ async function mcp(req: Request): Promise<Response> {
   let body: string | null = null;
   if (req.method !== "GET" && req.method !== "HEAD" && req.method !== "DELETE") {
     const bytes = new Uint8Array(await req.arrayBuffer());
-    if (bytes.length > MAX_MCP_BODY) return Response.json({ jsonrpc: "2.0", error: { code: -32600, message: `An MCP request body is at most ${MAX_MCP_BODY} bytes.` }, id: null }, { status: 413 });
+    if (bytes.length > MAX_MCP_BODY)
+      return Response.json(
+        { jsonrpc: "2.0", error: { code: -32600, message: `An MCP request body is at most ${MAX_MCP_BODY} bytes.` }, id: null },
+        { status: 413 },
+      );
     body = new TextDecoder().decode(bytes);
   }
   const a = await ask<McpAnswer>({ op: "mcp", method: req.method, headers: [...req.headers], body });
-  const head = { at, taskId: a.who?.taskId ?? null, taskRef: a.who?.taskRef ?? null, role: a.who?.role ?? null, profile: null, credential: null, upstream: "lazy:mcp", method: req.method, path: MCP_PATH };
-  recorder.record(auditRow(head, performance.now() - started, { status: a.status, bytesIn: body?.length ?? 0, bytesOut: a.body.length, note: a.note }));
+  const head = {
+    at,
+    taskId: a.who?.taskId ?? null,
+    taskRef: a.who?.taskRef ?? null,
+    role: a.who?.role ?? null,
+    profile: null,
+    credential: null,
+    upstream: "lazy:mcp",
+    method: req.method,
+    path: MCP_PATH,
+  };
+  recorder.record(
+    auditRow(head, performance.now() - started, { status: a.status, bytesIn: body?.length ?? 0, bytesOut: a.body.length, note: a.note }),
+  );
   return new Response(a.body, { status: a.status, headers: a.headers });
 }
 
@@ -94,9 +109,19 @@ function route(req: Request, server: Server<undefined>): Response | Promise<Resp
   const path = pathOf(req.url);
   if (under(path, apiRoots)) {
     pass.release();
-    return Response.json({ type: "error", error: { type: "not_found_error", message: "Not a route of lazy's proxy: the daemon's API is not served on this listener." } }, { status: 404 });
+    return Response.json(
+      {
+        type: "error",
+        error: { type: "not_found_error", message: "Not a route of lazy's proxy: the daemon's API is not served on this listener." },
+      },
+      { status: 404 },
+    );
   }
-  const p = under(path, [MCP_PATH]) ? mcp(req) : path.startsWith(CURSOR_PREFIX) ? handleCursor(ctx!, sessions, req, server, pass) : handle(ctx!, req, server, pass);
+  const p = under(path, [MCP_PATH])
+    ? mcp(req)
+    : path.startsWith(CURSOR_PREFIX)
+      ? handleCursor(ctx!, sessions, req, server, pass)
+      : handle(ctx!, req, server, pass);
   return p.then(
     (res) => {
       // A relayed stream releases its pass when it ends (forward.ts, cursor.ts).
@@ -108,7 +133,10 @@ function route(req: Request, server: Server<undefined>): Response | Promise<Resp
       const msg = `lazy's proxy failed: ${(e as Error)?.message ?? String(e)}`;
       // Whatever a container can trigger per request must not write a stack per request.
       log.repeated("error", msg, `${msg}\n${(e as Error)?.stack ?? ""}`);
-      return Response.json({ type: "error", error: { type: "api_error", message: msg } }, { status: 500, headers: { "x-should-retry": "false" } });
+      return Response.json(
+        { type: "error", error: { type: "api_error", message: msg } },
+        { status: 500, headers: { "x-should-retry": "false" } },
+      );
     },
   );
 }
@@ -122,8 +150,6 @@ let apiRoots: string[] = [];
 
 function init(m: Init): void {
   Log.configure(m.log);
-  if (UPSTREAM.problem) log.warn(UPSTREAM.problem);
-  if (UPSTREAM.fetch) log.info("upstream requests go through fetch, not lazy's own HTTP client (LAZY_UPSTREAM=fetch)");
   config = m.config;
   targets = Targets.build(config);
   credentials = new Map(Object.entries(m.credentials));
@@ -165,7 +191,11 @@ async function call(c: Call): Promise<unknown> {
       recorder.flush();
       return null;
     case "stats":
-      return { limits: limits.list(), health: ctx!.health.summary(), problems: Object.fromEntries(ctx!.credentialProblems) } satisfies Stats;
+      return {
+        limits: limits.list(),
+        health: ctx!.health.summary(),
+        problems: Object.fromEntries(ctx!.credentialProblems),
+      } satisfies Stats;
     case "clear-problem":
       ctx!.credentialProblems.delete(c.name);
       return null;

@@ -86,7 +86,10 @@ export class Thread {
 
   call<T>(c: Call): Promise<T> {
     // A thread that was given up on answers nothing: fail at once rather than wait forever.
-    if (this.gone) return Promise.reject(new LazyError("proxy_unavailable", `lazy's proxy failed: ${this.gone}; restart the daemon: lazy daemon restart.`));
+    if (this.gone)
+      return Promise.reject(
+        new LazyError("proxy_unavailable", `lazy's proxy failed: ${this.gone}; restart the daemon: lazy daemon restart.`),
+      );
     const id = ++this.nextId;
     return new Promise<T>((resolve, reject) => {
       this.calls.set(id, { resolve: resolve as (v: unknown) => void, reject });
@@ -99,10 +102,8 @@ export class Thread {
   }
 }
 
-
 /** Bun's worker error message carries a code frame and a stack: keep the "TypeError: …" line. */
 function errorLine(message: string): string {
   const lines = message.split("\n").map((l) => l.trim());
   return lines.find((l) => /^\w+: /.test(l)) ?? lines.find(Boolean) ?? "unknown error";
 }
-

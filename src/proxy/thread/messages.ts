@@ -56,6 +56,11 @@ export type Ask =
   /** A request on lazy's MCP route: the tools run on the main thread, where the store is. */
   | { op: "mcp"; method: string; headers: [string, string][]; body: string | null };
 /** The main thread's answer to an MCP request, and who made it (by its token), for the audit. */
-export type McpAnswer = { status: number; headers: [string, string][]; body: string; who: { taskId: string | null; taskRef: string | null; role: string } | null; note: string | null };
+export type McpAnswer = {
+  status: number;
+  headers: [string, string][];
+  body: string;
+  who: { taskId: string | null; taskRef: string | null; role: string } | null;
+  note: string | null;
+};
 export type Answer = { type: "answer"; id: number; value: unknown };
-

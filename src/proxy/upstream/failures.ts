@@ -73,7 +73,9 @@ export function providerFailure(
   ms: number,
   detail?: string,
 ): string {
-  const who = [p.host, p.profile ? `profile ${p.profile}` : null, p.credential ? `credential ${p.credential}` : null].filter(Boolean).join(", ");
+  const who = [p.host, p.profile ? `profile ${p.profile}` : null, p.credential ? `credential ${p.credential}` : null]
+    .filter(Boolean)
+    .join(", ");
   const why = failure === "connect" ? (detail ?? "connection failed") : failure === "tls" ? (detail ?? "handshake failed") : undefined;
   return `${p.provider} (${who}) ${what[failure]} ${why ? `(${why}) ` : ""}${Math.round(ms)} ms into the request`;
 }

@@ -22,9 +22,24 @@ export interface Endpoint {
 const IDLE_SECONDS = 4;
 const CRLF2 = Buffer.from("\r\n\r\n");
 /** Never passed on: they describe one connection, not the message (content-length is re-derived). */
-export const HOP_BY_HOP = new Set(["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authorization", "proxy-authenticate", "proxy-connection", "content-length"]);
+export const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "proxy-authorization",
+  "proxy-authenticate",
+  "proxy-connection",
+  "content-length",
+]);
 
-type Framing = { kind: "none" } | { kind: "length"; left: number } | { kind: "chunked"; left: number; state: "size" | "data" | "crlf" | "trailer" } | { kind: "close" };
+type Framing =
+  | { kind: "none" }
+  | { kind: "length"; left: number }
+  | { kind: "chunked"; left: number; state: "size" | "data" | "crlf" | "trailer" }
+  | { kind: "close" };
 
 /** A connection to one endpoint, and the parser of the responses coming back on it. */
 export class Conn implements Carrier {
@@ -142,7 +157,12 @@ export class Conn implements Carrier {
       if (this.reused && !this.gotByte) return Conn.open(this.ep, ex);
       // Nothing came back: the upstream reset (or refused) before answering.
       const code = e?.code ?? "ECONNRESET";
-      return ex.fail(new NetError(code === "ECONNREFUSED" ? code : this.gotByte ? "ECONNRESET" : code, e?.message ?? "the upstream closed the connection before answering"));
+      return ex.fail(
+        new NetError(
+          code === "ECONNREFUSED" ? code : this.gotByte ? "ECONNRESET" : code,
+          e?.message ?? "the upstream closed the connection before answering",
+        ),
+      );
     }
     if (this.framing.kind === "close" && !e) return ex.complete();
     ex.fail(new NetError("ECONNRESET", e?.message ?? "the upstream closed the connection mid-response"));
@@ -198,7 +218,8 @@ export class Conn implements Carrier {
     const none = ex.method === "HEAD" || code === 204 || code === 304;
     if (none) this.framing = { kind: "none" };
     else if (chunked) this.framing = { kind: "chunked", left: 0, state: "size" };
-    else if (length !== undefined && Number.isFinite(length) && length >= 0) this.framing = length === 0 ? { kind: "none" } : { kind: "length", left: length };
+    else if (length !== undefined && Number.isFinite(length) && length >= 0)
+      this.framing = length === 0 ? { kind: "none" } : { kind: "length", left: length };
     else {
       this.framing = { kind: "close" };
       this.keepAlive = false;
