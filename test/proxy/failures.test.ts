@@ -112,6 +112,7 @@ describe("the Cursor route", () => {
     const mock = await Mock.cursor();
     try {
       const p = new Project({ toml: `[proxy.upstreams]\ncursor = "${mock.url}"\n` });
+      await p.setCredential("anthropic", KEY); // starts the daemon
       const g = await p.grant({ role: "host", profile: "claude" });
       mock.behavior = { kind: "status", status: 529, body: { code: "unavailable", message: "overloaded" } };
       // The host-login route: no placeholder, forwarded as is.
