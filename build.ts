@@ -15,7 +15,7 @@ async function compile(out: string, target?: string): Promise<void> {
     "build",
     "src/index.ts",
     "src/proxy/audit/writer.ts",
-    "src/proxy/thread.ts",
+    "src/proxy/thread/entry.ts",
     "--compile",
     "--no-compile-autoload-dotenv",
     "--no-compile-autoload-bunfig",

@@ -7,6 +7,7 @@ import { spawn } from "node:child_process";
 import { openSync, closeSync, readFileSync, existsSync, rmSync } from "node:fs";
 import { LazyError } from "../util/errors";
 import { ensurePrivateDir } from "../util/files";
+import { urlHost } from "../util/url";
 import { State, type DaemonRecord } from "../daemon";
 import { STANDARD } from "../credentials";
 
@@ -29,13 +30,12 @@ export class Client {
 
   get url(): string {
     const h = this.record.api.host === "0.0.0.0" ? "127.0.0.1" : this.record.api.host === "::" ? "::1" : this.record.api.host;
-    return `http://${h.includes(":") ? `[${h}]` : h}:${this.record.api.port}`;
+    return `http://${urlHost(h)}:${this.record.api.port}`;
   }
 
   get authToken(): string {
     return this.token;
   }
-
 
   async request<T>(method: string, path: string, body?: unknown, timeoutMs = 30_000): Promise<T> {
     let res: Response | undefined;
@@ -73,7 +73,10 @@ export class Client {
       // 0: no deadline (a live stream, lazy watch).
       signal: timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined,
     }).catch((e) => {
-      throw new LazyError("daemon_unavailable", `The daemon stopped answering (${(e as Error).message}); run lazy daemon status, or lazy daemon logs.`);
+      throw new LazyError(
+        "daemon_unavailable",
+        `The daemon stopped answering (${(e as Error).message}); run lazy daemon status, or lazy daemon logs.`,
+      );
     });
   }
 }
@@ -121,7 +124,11 @@ export async function start(root: string): Promise<Client> {
   const { load, formatProblem } = await import("../config");
   const loaded = load(root);
   if (!loaded.ok)
-    throw new LazyError("config_invalid", "lazy.toml does not load, so the daemon will not start; fix these lines:", loaded.problems.map(formatProblem));
+    throw new LazyError(
+      "config_invalid",
+      "lazy.toml does not load, so the daemon will not start; fix these lines:",
+      loaded.problems.map(formatProblem),
+    );
   ensurePrivateDir(p.dir);
   const fd = openSync(p.log, "a", 0o600);
   const [cmd, ...args] = selfCommand();

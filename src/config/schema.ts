@@ -7,7 +7,14 @@ import { z } from "zod";
 
 export const HARNESSES = ["claude", "codex", "cursor", "pi"] as const;
 export const WIRES = ["anthropic", "openai"] as const;
-export const FALLBACK_ON = ["reset", "timeout", "connect", "5xx", "529", "429"] as const;
+/**
+ * How an upstream can fail, as provider health counts it (proxy/health.ts) and as a fallback's
+ * `on` names it: "429" a short rate limit, "quota" the credential's window or balance used up
+ * (a fallback with another credential is just what helps then). A failed TLS handshake counts
+ * as "connect".
+ */
+export const FAILURE_KINDS = ["reset", "timeout", "connect", "5xx", "529", "429", "quota"] as const;
+export const FALLBACK_ON = FAILURE_KINDS;
 
 const origin = (what: string) =>
   z.string().refine((v) => isHttpUrl(v), { message: `expected an http(s) URL for ${what}, like "https://api.example.com"` });

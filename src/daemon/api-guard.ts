@@ -20,6 +20,7 @@
 import { networkInterfaces } from "node:os";
 import { parseCookie } from "elysia/cookies";
 import { LazyError } from "../util/errors";
+import { urlHost } from "../util/url";
 
 export const SESSION_COOKIE = "lazy_session";
 
@@ -40,7 +41,7 @@ export async function sessionCookie(req: Request): Promise<string | undefined> {
 }
 
 /** How a Host header spells an address: lower case, IPv6 in brackets. */
-const hostForm = (h: string) => (h.includes(":") && !h.startsWith("[") ? `[${h}]` : h).toLowerCase();
+const hostForm = (h: string) => urlHost(h).toLowerCase();
 
 const isLoopback = (h: string) => h === "localhost" || h === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(h);
 const isWildcard = (h: string) => h === "0.0.0.0" || h === "[::]";

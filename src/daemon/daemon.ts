@@ -20,6 +20,7 @@ import * as Git from "../git";
 import { ModelProxy, Targets } from "../proxy";
 import { CredentialStore } from "../credentials";
 import { lazyHome } from "../util/paths";
+import { urlHost } from "../util/url";
 import { api, longLived } from "./api";
 import { Runner } from "../runner";
 import { Bus } from "../bus";
@@ -249,8 +250,6 @@ export class Daemon {
     process.exit(0);
   }
 }
-
-const urlHost = (h: string) => (h.includes(":") ? `[${h}]` : h);
 
 /** Serve until told to stop. */
 export async function serve(root: string): Promise<void> {

@@ -22,12 +22,15 @@
  */
 import type { Server } from "bun";
 import * as Placeholders from "./placeholders";
-import { rawResponse } from "./errors";
-import { send, relay, offPin, presented, pathOf, HOP, type Context } from "./forward";
+import { NO_RETRY } from "./errors";
+import { offPin, presented, HOP, type Context } from "./forward";
 import { bounded, MAX_BODY, type Pass } from "./gate";
 import { Scrubber, scrubStream } from "./cursor-scrub";
-import type { Row } from "./audit";
+import { auditRow, type Outcome, type RowHead } from "./audit";
 import type { Grant } from "./grants";
+import { kindOfStatus } from "./health";
+import { healthKind, providerFailure, relay, send } from "./upstream";
+import { pathOf } from "../util/url";
 
 export const PREFIX = "/_lazy/cursor/";
 /**
@@ -62,10 +65,6 @@ export class CursorSessions {
     return ph;
   }
 
-  real(placeholder: string): string | undefined {
-    return this.byPlaceholder.get(placeholder)?.real;
-  }
-
   /** All session placeholders of a grant: swapped back in its Authorization header, scrubbed from its answers. */
   pairs(grantToken: string): [string, string][] {
     const out: [string, string][] = [];
@@ -76,17 +75,19 @@ export class CursorSessions {
   revokeTask(taskId: string): void {
     for (const [ph, s] of this.byPlaceholder) if (s.taskId === taskId) this.byPlaceholder.delete(ph);
   }
-
-  dropGrant(grantToken: string): void {
-    for (const [ph, s] of this.byPlaceholder) if (s.grantToken === grantToken) this.byPlaceholder.delete(ph);
-  }
 }
 
 /**
  * `pass` is the request's admission (gate.ts): the listener's idle timeout holds until the body
  * is read (`pass.think()`), and it is released when the answer is done.
  */
-export async function handleCursor(ctx: Context, sessions: Sessions, req: Request, server: Server<undefined>, pass: Pass): Promise<Response> {
+export async function handleCursor(
+  ctx: Context,
+  sessions: Sessions,
+  req: Request,
+  server: Server<undefined>,
+  pass: Pass,
+): Promise<Response> {
   const started = performance.now();
   const target = pathOf(req.url);
   const q = target.indexOf("?");
@@ -97,8 +98,9 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
   const token = segments[3] ?? "";
   const rest = "/" + segments.slice(4).join("/");
   const shownPath = `${PREFIX}…${rest}`.slice(0, 300);
-  const row = (grant: Grant | undefined, credential: string | null) => ({
-    at: Date.now(),
+  const at = Date.now();
+  const head = (grant: Grant | undefined, credential: string | null, path = shownPath): RowHead => ({
+    at,
     taskId: grant?.taskId ?? null,
     taskRef: grant?.taskRef ?? null,
     role: grant?.role ?? null,
@@ -106,16 +108,20 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
     credential,
     upstream: upstream.origin,
     method: req.method,
-    path: shownPath,
+    path,
   });
+  const record = (h: RowHead, o: Outcome) => ctx.audit.record(auditRow(h, performance.now() - started, o));
   const fail = (status: number, message: string, grant?: Grant, note = message): Response => {
-    ctx.audit.record({ ...row(grant, null), path: segments.length < 5 ? `${PREFIX}(malformed)` : shownPath, status, durationMs: performance.now() - started, ttfbMs: null, bytesIn: 0, bytesOut: 0, usage: null, retries: 0, note });
+    record(head(grant, null, segments.length < 5 ? `${PREFIX}(malformed)` : shownPath), { status, note });
     ctx.log.repeated("warn", `cursor ${status} ${note}`, `${status} ${req.method} cursor route: ${note}`);
     return connectError(status, message);
   };
 
   if (segments.length < 5 || !token || segments[4] === undefined)
-    return fail(400, `lazy's proxy got a malformed Cursor route (${segments.length - 1} path segments; expected /_lazy/cursor/<placeholder>/<upstream path>).`);
+    return fail(
+      400,
+      `lazy's proxy got a malformed Cursor route (${segments.length - 1} path segments; expected /_lazy/cursor/<placeholder>/<upstream path>).`,
+    );
 
   const headers = new Headers(req.headers);
   for (const h of HOP) headers.delete(h);
@@ -130,24 +136,53 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
     // of them is redeemed on this route: one presented here is a container's trick, refused.
     const shown = presented(headers);
     if (shown && Placeholders.isPlaceholder(shown))
-      return fail(401, `lazy's proxy refused a lazy placeholder on the host-login Cursor route (/_lazy/cursor/-/): nothing is substituted there. A task's cursor-agent uses /_lazy/cursor/<its placeholder>/.`, undefined, "placeholder presented on the host-login route");
+      return fail(
+        401,
+        `lazy's proxy refused a lazy placeholder on the host-login Cursor route (/_lazy/cursor/-/): nothing is substituted there. A task's cursor-agent uses /_lazy/cursor/<its placeholder>/.`,
+        undefined,
+        "placeholder presented on the host-login route",
+      );
   } else {
     grant = ctx.grants.lookup(token);
-    if (!grant) return fail(401, "lazy's proxy does not know this Cursor placeholder: the task's grant is gone. Start the task again: lazy start TASK.");
+    if (!grant)
+      return fail(
+        401,
+        "lazy's proxy does not know this Cursor placeholder: the task's grant is gone. Start the task again: lazy start TASK.",
+      );
     const from = offPin(grant, req, server);
     if (from)
-      return fail(401, `lazy's proxy refused this placeholder: it belongs to ${grant.taskRef ?? grant.taskId ? `task ${grant.taskRef ?? grant.taskId}'s` : "a"} container (${grant.pinnedIp}) and was presented from ${from}.`, grant, `pinned placeholder presented from ${from}, not its container ${grant.pinnedIp}`);
+      return fail(
+        401,
+        `lazy's proxy refused this placeholder: it belongs to ${(grant.taskRef ?? grant.taskId) ? `task ${grant.taskRef ?? grant.taskId}'s` : "a"} container (${grant.pinnedIp}) and was presented from ${from}.`,
+        grant,
+        `pinned placeholder presented from ${from}, not its container ${grant.pinnedIp}`,
+      );
     // Only a Cursor profile's placeholder redeems the Cursor key: any other grant (a Claude or a
     // local-model profile) stands for another credential and another upstream.
     const mine = ctx.targets().forProfile(grant.profile);
     if (mine?.kind !== "cursor")
-      return fail(403, `lazy's proxy refused this placeholder on the Cursor route: it belongs to profile ${grant.profile}, which ${mine ? "is not a cursor-agent profile" : "is no longer in lazy.toml"}. Only a cursor-agent profile's placeholder works under /_lazy/cursor/.`, grant, `placeholder of non-Cursor profile ${grant.profile} on the Cursor route`);
+      return fail(
+        403,
+        `lazy's proxy refused this placeholder on the Cursor route: it belongs to profile ${grant.profile}, which ${mine ? "is not a cursor-agent profile" : "is no longer in lazy.toml"}. Only a cursor-agent profile's placeholder works under /_lazy/cursor/.`,
+        grant,
+        `placeholder of non-Cursor profile ${grant.profile} on the Cursor route`,
+      );
     upstream = mine;
     const name = upstream.credential;
-    if (!name) return fail(401, `lazy's proxy has no credential for Cursor: profile ${grant.profile} sets credential = "none". Name the credential under [profiles.${grant.profile}] in lazy.toml.`, grant);
+    if (!name)
+      return fail(
+        401,
+        `lazy's proxy has no credential for Cursor: profile ${grant.profile} sets credential = "none". Name the credential under [profiles.${grant.profile}] in lazy.toml.`,
+        grant,
+      );
     const cred = ctx.credentials.get(name);
     if (!cred) return fail(401, `lazy's proxy has no credential "${name}" for Cursor: store it with lazy auth set ${name}.`, grant);
-    if (/[\r\n\0]/.test(cred.value)) return fail(401, `lazy's proxy will not send the stored credential "${name}": it contains a line break. Store it again: lazy auth set ${name}.`, grant);
+    if (/[\r\n\0]/.test(cred.value))
+      return fail(
+        401,
+        `lazy's proxy will not send the stored credential "${name}": it contains a line break. Store it again: lazy auth set ${name}.`,
+        grant,
+      );
     credential = name;
     key = cred.value;
     const sessionPairs = await sessions.pairs(grant.token);
@@ -166,18 +201,24 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
   const declared = Number(req.headers.get("content-length") ?? NaN);
   let body: Uint8Array | ReadableStream<Uint8Array> | undefined;
   if (req.method !== "GET" && req.method !== "HEAD") {
-    if (Number.isFinite(declared) && declared > MAX_BODY) return fail(413, `lazy's proxy refused a ${declared}-byte request body: the limit is ${MAX_BODY} bytes.`, grant);
+    if (Number.isFinite(declared) && declared > MAX_BODY)
+      return fail(413, `lazy's proxy refused a ${declared}-byte request body: the limit is ${MAX_BODY} bytes.`, grant);
     try {
       if (grant && exchange) {
         // The key exchange is the one body cursor-agent puts its key in ({"apiKey": …}).
         const raw = await readAtMost(req, MAX_BUFFERED_BODY);
         if (!raw) return fail(413, `lazy's proxy refused a Cursor key exchange body over ${MAX_BUFFERED_BODY} bytes.`, grant);
         body = withKey(raw, token, key);
-      } else if (Number.isFinite(declared) && declared <= MAX_BUFFERED_BODY) body = new Uint8Array(await req.arrayBuffer()); // replayable on a reset
+      } else if (Number.isFinite(declared) && declared <= MAX_BUFFERED_BODY)
+        body = new Uint8Array(await req.arrayBuffer()); // replayable on a reset
       else body = req.body ? bounded(req.body, pass) : undefined; // streamed through, never buffered; thinks once it ends
     } catch {
       // The listener cut a body that stalled past its idle timeout, or the agent left.
-      return fail(499, "the agent's connection closed before its request body was whole (it stalled past the idle timeout, or the agent left)", grant);
+      return fail(
+        499,
+        "the agent's connection closed before its request body was whole (it stalled past the idle timeout, or the agent left)",
+        grant,
+      );
     }
   }
   // A streamed body lets the request think when it ends (gate.ts `bounded`); any other is whole now.
@@ -186,17 +227,33 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
   const sent = await send(ctx, upstream.base + rest + query, req, headers, body);
   if (!sent.ok) {
     if (sent.failure === "aborted") return new Response(null, { status: 499 });
-    const message = `Cursor (${new URL(upstream.origin).host}${grant ? `, profile ${grant.profile}` : ""}) ${sent.failure === "connect" ? "could not be reached" : sent.failure === "timeout" ? "sent no response headers" : "reset the connection"} ${Math.round(performance.now() - started)} ms into the request`;
-    if (sent.failure !== "other") ctx.health.record("Cursor", sent.failure, message);
+    const ms = performance.now() - started;
+    const host = new URL(upstream.origin).host;
+    if (sent.failure === "other") return fail(502, `lazy's proxy failed to send the request to Cursor (${host}): ${sent.detail}`, grant);
+    const message = providerFailure(
+      { provider: "Cursor", host, profile: grant?.profile ?? null, credential },
+      sent.failure,
+      ms,
+      sent.detail,
+    );
+    ctx.health.record("Cursor", healthKind(sent.failure), message);
     return fail(sent.failure === "timeout" ? 504 : 502, message, grant);
   }
   const res = sent.res;
   const ttfb = performance.now() - started;
-  ctx.health.record("Cursor", res.status >= 500 ? "5xx" : res.status === 429 ? "429" : null);
+  const failure = kindOfStatus(res.status);
+  ctx.health.record("Cursor", failure, failure ? `Cursor answered ${res.status}` : undefined);
   const out = res.headers; // end-to-end headers only (upstream.ts)
   const finish = (bytesOut: number, note: string | null) => {
     pass.release();
-    ctx.audit.record({ ...row(grant, credential), status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn: body instanceof Uint8Array ? body.length : 0, bytesOut, usage: null, retries: sent.retries, note } satisfies Row);
+    record(head(grant, credential), {
+      status: res.status,
+      ttfbMs: ttfb,
+      bytesIn: body instanceof Uint8Array ? body.length : 0,
+      bytesOut,
+      retries: sent.retries,
+      note,
+    });
   };
   // Whatever answer follows, finish() releases the pass: a relayed one when it ends.
   pass.held = true;
@@ -207,9 +264,15 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
   };
 
   if (grant && !/^(identity)?$/i.test((out.get("content-encoding") ?? "").trim()))
-    return withheld("compressed answer withheld", `Cursor answered compressed (${out.get("content-encoding")}) although lazy's proxy asked for plain bytes; the proxy cannot check it for credentials, so it withheld it.`);
+    return withheld(
+      "compressed answer withheld",
+      `Cursor answered compressed (${out.get("content-encoding")}) although lazy's proxy asked for plain bytes; the proxy cannot check it for credentials, so it withheld it.`,
+    );
   if (grant && !/^(identity)?$/i.test((out.get("connect-content-encoding") ?? "").trim()))
-    return withheld("compressed stream withheld", `Cursor answered with compressed messages (${out.get("connect-content-encoding")}) although lazy's proxy asked for none; the proxy cannot check them for credentials, so it withheld them.`);
+    return withheld(
+      "compressed stream withheld",
+      `Cursor answered with compressed messages (${out.get("connect-content-encoding")}) although lazy's proxy asked for none; the proxy cannot check them for credentials, so it withheld them.`,
+    );
 
   // The key exchange answers with real session tokens: the agent gets placeholders instead.
   if (grant && exchange && res.ok) {
@@ -240,8 +303,14 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
   // A real credential went upstream: none may come back. A bounded answer is scrubbed whole.
   const scrubber = new Scrubber(secrets, Scrubber.isText(out.get("content-type")));
   const scrubbed = (bytesOut: number, note: string | null) => {
-    if (scrubber.replaced) ctx.log.warn(`Cursor's answer to ${req.method} ${shownPath} (profile ${grant.profile}) carried a real Cursor credential ${scrubber.replaced} time(s); lazy's proxy replaced it before the agent got it`);
-    finish(bytesOut, scrubber.replaced ? [note, `${scrubber.replaced} real credential(s) in the answer replaced`].filter(Boolean).join("; ") : note);
+    if (scrubber.replaced)
+      ctx.log.warn(
+        `Cursor's answer to ${req.method} ${shownPath} (profile ${grant.profile}) carried a real Cursor credential ${scrubber.replaced} time(s); lazy's proxy replaced it before the agent got it`,
+      );
+    finish(
+      bytesOut,
+      scrubber.replaced ? [note, `${scrubber.replaced} real credential(s) in the answer replaced`].filter(Boolean).join("; ") : note,
+    );
   };
   if (!out.get("content-type")?.includes("event-stream") && res.length !== undefined && res.length <= MAX_SCRUBBED_WHOLE) {
     const bytes = await res.bytes().catch(() => null);
@@ -251,12 +320,19 @@ export async function handleCursor(ctx: Context, sessions: Sessions, req: Reques
       return new Response(clean, { status: res.status, statusText: res.statusText, headers: out });
     }
   }
-  return new Response(relay(scrubStream(res.stream(), scrubber), null, scrubbed), { status: res.status, statusText: res.statusText, headers: out });
+  return new Response(relay(scrubStream(res.stream(), scrubber), null, scrubbed), {
+    status: res.status,
+    statusText: res.statusText,
+    headers: out,
+  });
 }
 
 /** Cursor speaks Connect: its errors are `{code, message}` with the HTTP status. */
 function connectError(status: number, message: string): Response {
-  return rawResponse(status, { code: CONNECT_CODES[status] ?? (status >= 500 ? "unavailable" : "unknown"), message });
+  return Response.json(
+    { code: CONNECT_CODES[status] ?? (status >= 500 ? "unavailable" : "unknown"), message },
+    { status, headers: NO_RETRY },
+  );
 }
 
 const CONNECT_CODES: Record<number, string> = {

@@ -12,13 +12,14 @@ import * as Readings from "./readings";
 import { UsageTap } from "./usage";
 import type { Grants, Grant } from "./grants";
 import type { Targets, Target } from "./targets";
-import type { Recorder, Row } from "./audit";
+import { auditRow, type Recorder, type Outcome, type RowHead } from "./audit";
 import type { Limits } from "./limits";
 import { kindOfStatus, type Health } from "./health";
-import { errorResponse, classify, providerFailure, type NetFailure } from "./errors";
+import { errorResponse } from "./errors";
 import * as Quota from "./quota";
-import * as Upstream from "./upstream";
+import { HOP_BY_HOP, healthKind, providerFailure, relay, send } from "./upstream";
 import { endOfTurn } from "../util/turn";
+import { pathOf } from "../util/url";
 import { MAX_BODY, readBody, type Pass } from "./gate";
 
 export interface Context {
@@ -37,7 +38,7 @@ export interface Context {
 }
 
 // Hop-by-hop headers never cross a proxy; host is ours, not the upstream's (TRAPS.md).
-export const HOP = ["host", ...Upstream.HOP_BY_HOP];
+export const HOP = ["host", ...HOP_BY_HOP];
 const SELF_REPORTED = ["x-lazy-role", "x-lazy-task-id"];
 const DROPPED = new Set([...HOP, ...SELF_REPORTED, "accept-encoding"]);
 const OAUTH_BETA = "oauth-2025-04-20";
@@ -61,17 +62,6 @@ export function offPin(grant: Grant, req: Request, server: Server<undefined>): s
 }
 
 /**
- * The request target (path and query) of req.url. Bun gives an absolute URL when the request
- * names a host, and the bare target when it does not (HTTP/1.0 without Host, absolute-form or
- * not): cutting after a "//" that is not there would drop the first path segment.
- */
-export function pathOf(url: string): string {
-  if (url.charCodeAt(0) === 47 /* "/" */) return url;
-  const slash = url.indexOf("/", url.indexOf("//") + 2);
-  return slash === -1 ? "/" : url.slice(slash);
-}
-
-/**
  * `pass` is the request's admission (gate.ts): released when the answer is done, by the
  * caller for a whole answer, here (`held`) for a relayed stream.
  */
@@ -83,7 +73,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   // 1. Who is calling: the grant its placeholder resolves to, never what it says about itself.
   const token = presented(req.headers);
   const grant = token ? ctx.grants.lookup(token) : undefined;
-  const base: Omit<Row, "status" | "durationMs" | "ttfbMs" | "bytesIn" | "bytesOut" | "usage" | "retries" | "note"> = {
+  const base: RowHead = {
     at: Date.now(),
     taskId: grant ? grant.taskId : (req.headers.get("x-lazy-task-id") ?? null),
     taskRef: grant ? grant.taskRef : (req.headers.get("x-lazy-task-id") ?? null),
@@ -94,10 +84,16 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     method: req.method,
     path: pathOnly(target),
   };
+  const record = (o: Outcome) => ctx.audit.record(auditRow(base, performance.now() - started, o));
   const refuse = (res: Response, note: string, upstream: string): Response => {
-    ctx.audit.record({ ...base, upstream, status: res.status, durationMs: performance.now() - started, ttfbMs: null, bytesIn: 0, bytesOut: 0, usage: null, retries: 0, note });
+    base.upstream = upstream;
+    record({ status: res.status, note });
     // A container can send refused requests by the thousand: one line a minute per kind.
-    ctx.log.repeated("warn", `${res.status} ${note}`, `${res.status} ${req.method} ${base.path} ${note}${base.taskRef ? ` (task ${base.taskRef})` : ""}`);
+    ctx.log.repeated(
+      "warn",
+      `${res.status} ${note}`,
+      `${res.status} ${req.method} ${base.path} ${note}${base.taskRef ? ` (task ${base.taskRef})` : ""}`,
+    );
     return res;
   };
 
@@ -106,7 +102,12 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     base.taskId = base.taskRef = base.role = null;
     const primary = ctx.targets().primary();
     return refuse(
-      errorResponse("anthropic", 401, "authentication_error", "lazy's proxy does not know this placeholder: the task's grant is gone (the task ended, or was never started by this daemon). Start the task again: lazy start TASK."),
+      errorResponse(
+        "anthropic",
+        401,
+        "authentication_error",
+        "lazy's proxy does not know this placeholder: the task's grant is gone (the task ended, or was never started by this daemon). Start the task again: lazy start TASK.",
+      ),
       "unknown or revoked placeholder",
       primary.origin,
     );
@@ -117,7 +118,12 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     const from = offPin(grant, req, server);
     if (from)
       return refuse(
-        errorResponse("anthropic", 401, "authentication_error", `lazy's proxy refused this placeholder: it belongs to task ${grant.taskRef ?? grant.taskId}'s container (${grant.pinnedIp}) and was presented from ${from}.`),
+        errorResponse(
+          "anthropic",
+          401,
+          "authentication_error",
+          `lazy's proxy refused this placeholder: it belongs to task ${grant.taskRef ?? grant.taskId}'s container (${grant.pinnedIp}) and was presented from ${from}.`,
+        ),
         `pinned placeholder presented from ${from}, not its container ${grant.pinnedIp}`,
         ctx.targets().primary().origin,
       );
@@ -128,7 +134,12 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   const upstream: Target | undefined = grant ? targets.forProfile(grant.profile) : targets.primary();
   if (!upstream)
     return refuse(
-      errorResponse("anthropic", 401, "authentication_error", `lazy's proxy refused the request: profile ${grant!.profile} is no longer in lazy.toml, so its placeholder leads nowhere. Start the task again with an existing profile.`),
+      errorResponse(
+        "anthropic",
+        401,
+        "authentication_error",
+        `lazy's proxy refused the request: profile ${grant!.profile} is no longer in lazy.toml, so its placeholder leads nowhere. Start the task again with an existing profile.`,
+      ),
       `profile ${grant!.profile} gone`,
       "",
     );
@@ -140,7 +151,13 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   if (grant && upstream.kind === "cursor")
     return refuse(
       Response.json(
-        { type: "error", error: { type: "permission_error", message: `lazy's proxy refused this placeholder on ${req.method} ${base.path}: it belongs to profile ${grant.profile}, a cursor-agent profile, whose placeholder works only under /_lazy/cursor/<placeholder>/.` } },
+        {
+          type: "error",
+          error: {
+            type: "permission_error",
+            message: `lazy's proxy refused this placeholder on ${req.method} ${base.path}: it belongs to profile ${grant.profile}, a cursor-agent profile, whose placeholder works only under /_lazy/cursor/<placeholder>/.`,
+          },
+        },
         { status: 403, headers: { "x-should-retry": "false" } },
       ),
       `placeholder of Cursor profile ${grant.profile} on the ordinary route`,
@@ -149,12 +166,22 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
 
   // A task that reached its budget: its turn stops here, and the agent is told why.
   const stop = grant?.taskId ? ctx.stopped(grant.taskId) : undefined;
-  if (stop) return refuse(errorResponse(wire, 403, "permission_error", `lazy's proxy stopped this turn: ${stop}.`), `budget: ${stop}`, upstream.origin);
+  if (stop)
+    return refuse(
+      errorResponse(wire, 403, "permission_error", `lazy's proxy stopped this turn: ${stop}.`),
+      `budget: ${stop}`,
+      upstream.origin,
+    );
 
   // 3. What it may ask for: the forwarding surface, in source.
   const kind = upstream.kind === "cursor" ? "anthropic-primary" : upstream.kind;
   const verdict = Surface.check(kind, req.method, target, req.headers);
-  if (!verdict.ok) return refuse(Response.json(Surface.refusalBody(wire, verdict), { status: 403, headers: { "x-should-retry": "false" } }), `refused: ${verdict.reason}`, upstream.origin);
+  if (!verdict.ok)
+    return refuse(
+      Response.json(Surface.refusalBody(wire, verdict), { status: 403, headers: { "x-should-retry": "false" } }),
+      `refused: ${verdict.reason}`,
+      upstream.origin,
+    );
 
   // 4. With which credential: the target's, looked up per request, from memory.
   // Plain bytes from the upstream, so the usage tap can read the stream (TRAPS.md).
@@ -162,22 +189,45 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   let credentialKind: string | null = null;
   if (grant) {
     if (upstream.unmapped)
-      return refuse(errorResponse(wire, 401, "authentication_error", `lazy's proxy has no credential mapped for ${upstream.provider} (${host(upstream)}): ${upstream.unmapped}.`), "no credential mapped", upstream.origin);
+      return refuse(
+        errorResponse(
+          wire,
+          401,
+          "authentication_error",
+          `lazy's proxy has no credential mapped for ${upstream.provider} (${host(upstream)}): ${upstream.unmapped}.`,
+        ),
+        "no credential mapped",
+        upstream.origin,
+      );
     if (upstream.credential) {
       const cred = ctx.credentials.get(upstream.credential);
       if (!cred)
         return refuse(
-          errorResponse(wire, 401, "authentication_error", `lazy's proxy has no credential "${upstream.credential}" for ${upstream.provider} (${host(upstream)}, profile ${grant.profile}): store it with lazy auth set ${upstream.credential}.`),
+          errorResponse(
+            wire,
+            401,
+            "authentication_error",
+            `lazy's proxy has no credential "${upstream.credential}" for ${upstream.provider} (${host(upstream)}, profile ${grant.profile}): store it with lazy auth set ${upstream.credential}.`,
+          ),
           `credential ${upstream.credential} missing`,
           upstream.origin,
         );
       if (/[\r\n\0]/.test(cred.value))
-        return refuse(errorResponse(wire, 401, "authentication_error", `lazy's proxy will not send the stored credential "${upstream.credential}": it contains a line break. Store it again: lazy auth set ${upstream.credential}.`), `credential ${upstream.credential} malformed`, upstream.origin);
+        return refuse(
+          errorResponse(
+            wire,
+            401,
+            "authentication_error",
+            `lazy's proxy will not send the stored credential "${upstream.credential}": it contains a line break. Store it again: lazy auth set ${upstream.credential}.`,
+          ),
+          `credential ${upstream.credential} malformed`,
+          upstream.origin,
+        );
       base.credential = upstream.credential;
       credentialKind = cred.kind;
       if (upstream.style === "anthropic" && cred.kind !== "oauth-token") set["x-api-key"] = cred.value;
       else {
-        set["authorization"] = `Bearer ${cred.value}`;
+        set.authorization = `Bearer ${cred.value}`;
         if (upstream.style === "anthropic") set["anthropic-beta"] = withBeta(req.headers.get("anthropic-beta"), OAUTH_BETA);
       }
     }
@@ -190,7 +240,12 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   if (!read.ok) {
     if (read.status === 413)
       return refuse(
-        errorResponse(wire, 413, "request_too_large", `lazy's proxy refused a ${read.declared !== undefined ? `${read.declared}-byte` : "chunked"} request body: the limit is ${MAX_BODY} bytes. Send a smaller request.`),
+        errorResponse(
+          wire,
+          413,
+          "request_too_large",
+          `lazy's proxy refused a ${read.declared !== undefined ? `${read.declared}-byte` : "chunked"} request body: the limit is ${MAX_BODY} bytes. Send a smaller request.`,
+        ),
         read.declared !== undefined ? "body too large" : `chunked body passed ${MAX_BODY} bytes`,
         upstream.origin,
       );
@@ -202,21 +257,25 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
 
   if (!sent.ok) {
     if (sent.failure === "aborted") {
-      ctx.audit.record({ ...base, status: 499, durationMs: performance.now() - started, ttfbMs: null, bytesIn, bytesOut: 0, usage: null, retries: sent.retries, note: "agent disconnected before the response" });
+      record({ status: 499, bytesIn, retries: sent.retries, note: "agent disconnected before the response" });
       return new Response(null, { status: 499 });
     }
-    const ms = performance.now() - started;
     if (sent.failure === "other") {
       const msg = `lazy's proxy failed to send the request to ${upstream.provider} (${host(upstream)}): ${sent.detail}`;
       ctx.log.error(msg);
-      ctx.audit.record({ ...base, status: 502, durationMs: ms, ttfbMs: null, bytesIn, bytesOut: 0, usage: null, retries: sent.retries, note: msg });
+      record({ status: 502, bytesIn, retries: sent.retries, note: msg });
       return errorResponse(wire, 502, "api_error", msg);
     }
-    const message = providerFailure({ provider: upstream.provider, host: host(upstream), profile: grant?.profile ?? null, credential: base.credential }, sent.failure, ms, sent.detail);
-    ctx.health.record(upstream.provider, sent.failure, message);
+    const message = providerFailure(
+      { provider: upstream.provider, host: host(upstream), profile: grant?.profile ?? null, credential: base.credential },
+      sent.failure,
+      performance.now() - started,
+      sent.detail,
+    );
+    ctx.health.record(upstream.provider, healthKind(sent.failure), message);
     ctx.log.warn(message);
     const status = sent.failure === "timeout" ? 504 : 502;
-    ctx.audit.record({ ...base, status, durationMs: ms, ttfbMs: null, bytesIn, bytesOut: 0, usage: null, retries: sent.retries, note: message });
+    record({ status, bytesIn, retries: sent.retries, note: message });
     return errorResponse(wire, status, "api_error", message, { "x-should-retry": "true" });
   }
 
@@ -246,7 +305,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     res.cancel();
     const message = `${upstream.provider} (${host(upstream)}, profile ${grant!.profile}) rejected the stored OAuth token "${base.credential}": it expired or was revoked. Make a new one (claude setup-token) and store it: lazy auth set ${base.credential}.`;
     ctx.credentialProblems.set(base.credential, message);
-    ctx.audit.record({ ...base, status: 401, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut: 0, usage: null, retries: sent.retries, note: "OAuth token rejected upstream" });
+    record({ status: 401, ttfbMs: ttfb, bytesIn, retries: sent.retries, note: "OAuth token rejected upstream" });
     return errorResponse(wire, 401, "authentication_error", message);
   }
   if (res.ok && base.credential) ctx.credentialProblems.delete(base.credential);
@@ -255,7 +314,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   if (!res.hasBody || req.method === "HEAD") {
     res.cancel();
     if (req.method === "HEAD" && res.length !== undefined) outHeaders.set("content-length", String(res.length));
-    ctx.audit.record({ ...base, status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut: 0, usage: null, retries: sent.retries, note: settle() });
+    record({ status: res.status, ttfbMs: ttfb, bytesIn, retries: sent.retries, note: settle() });
     return new Response(null, { status: res.status, headers: outHeaders });
   }
   const contentType = res.headers.get("content-type");
@@ -268,7 +327,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     const bytes = await res.bytes().catch(() => null);
     if (bytes) {
       const usage = res.headers.get("content-encoding") ? null : UsageTap.of(wire, contentType, bytes);
-      ctx.audit.record({ ...base, status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut: bytes.length, usage, retries: sent.retries, note: settle(bytes) });
+      record({ status: res.status, ttfbMs: ttfb, bytesIn, bytesOut: bytes.length, usage, retries: sent.retries, note: settle(bytes) });
       // Answered with the others that are ready this turn (util/turn.ts).
       await endOfTurn();
       return new Response(bytes, { status: res.status, statusText: res.statusText, headers: outHeaders });
@@ -277,112 +336,21 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   const tap = res.headers.get("content-encoding") ? null : new UsageTap(wire, contentType);
   const refusal = settle();
   pass.held = true;
-  return new Response(relay(res.stream(), tap, (bytesOut, note) => {
-    pass.release();
-    ctx.audit.record({ ...base, status: res.status, durationMs: performance.now() - started, ttfbMs: ttfb, bytesIn, bytesOut, usage: tap ? tap.end() : null, retries: sent.retries, note: [refusal, note].filter(Boolean).join("; ") || null });
-    if (note?.startsWith("upstream")) ctx.health.record(upstream.provider, "reset", `${upstream.provider} (${host(upstream)}) ${note}`);
-  }), { status: res.status, statusText: res.statusText, headers: outHeaders });
-}
-
-type Sent = { ok: true; res: Upstream.UpstreamResponse; retries: number } | { ok: false; failure: NetFailure | "aborted" | "other"; detail: string; retries: number };
-
-export async function send(ctx: Pick<Context, "firstByteTimeoutMs">, url: string, req: Request, headers: Headers | string, body: Uint8Array | ReadableStream<Uint8Array> | undefined): Promise<Sent> {
-  const replayable = body === undefined || body instanceof Uint8Array;
-  const viaClient = replayable && Upstream.handles(url);
-  let retries = 0;
-  for (;;) {
-    // Only the wait for response headers is bounded; a flowing stream is never cut. The agent
-    // disconnecting aborts the upstream call, which would otherwise go on billing.
-    try {
-      if (viaClient) {
-        const lines = typeof headers === "string" ? headers : Upstream.toLines(headers);
-        const res = await Upstream.request({ method: req.method, url, headers: lines, body: body as Uint8Array | undefined, signal: () => req.signal, timeoutMs: ctx.firstByteTimeoutMs(), fresh: retries > 0 });
-        return { ok: true, res, retries };
-      }
-      return { ok: true, res: await viaFetch(ctx, url, req, headers, body, retries > 0), retries };
-    } catch (e) {
-      const failure = req.signal.aborted ? "aborted" : classify(e);
-      if (failure === "reset" && retries === 0 && replayable) {
-        retries++;
-        continue;
-      }
-      return { ok: false, failure, detail: (e as Error).message?.split(".")[0] ?? String(e), retries };
-    }
-  }
-}
-
-/** fetch, for a streamed request body or through an HTTP(S)_PROXY (see upstream.ts). */
-async function viaFetch(ctx: Pick<Context, "firstByteTimeoutMs">, url: string, req: Request, headers: Headers | string, body: Uint8Array | ReadableStream<Uint8Array> | undefined, fresh: boolean): Promise<Upstream.UpstreamResponse> {
-  // Bun aborts a request whose connection got pipelined bytes or a FIN: it is never answered, so
-  // it must not go upstream (and be billed) either.
-  if (req.signal.aborted) throw Object.assign(new Error("The operation was aborted"), { name: "AbortError" });
-  const firstByte = new AbortController();
-  const onAbort = () => firstByte.abort();
-  req.signal.addEventListener("abort", onAbort, { once: true });
-  const timer = setTimeout(() => firstByte.abort(new Upstream.NetError("ETIMEDOUT", "no response headers in time")), ctx.firstByteTimeoutMs());
-  try {
-    const res = await fetch(url, {
-      method: req.method,
-      headers: typeof headers === "string" ? Upstream.toHeaders(headers) : headers,
-      body: body as BodyInit | undefined,
-      redirect: "manual",
-      signal: firstByte.signal,
-      // Bun's own: keep the body as sent (no decompression under a content-encoding header),
-      // no 5-minute idle cut, and a fresh connection on the retry.
-      decompress: false,
-      timeout: false,
-      keepalive: !fresh,
-      duplex: "half",
-    } as RequestInit);
-    return Upstream.fromFetch(res, req.method);
-  } catch (e) {
-    if (firstByte.signal.aborted && !req.signal.aborted) throw new Upstream.NetError("ETIMEDOUT", "no response headers in time");
-    throw e;
-  } finally {
-    clearTimeout(timer);
-    req.signal.removeEventListener("abort", onAbort);
-  }
-}
-
-/**
- * Relay the upstream body to the agent chunk by chunk (pulled on demand, so backpressure
- * holds), feeding a copy to the usage tap. An upstream that breaks mid-stream ends the stream
- * and is recorded: once headers are sent, an error is data. The agent closing cancels the
- * upstream read, which closes the upstream connection.
- */
-export function relay(src: ReadableStream<Uint8Array>, tap: UsageTap | null, done: (bytes: number, note: string | null) => void): ReadableStream<Uint8Array> {
-  const reader = src.getReader();
-  let bytes = 0;
-  let finished = false;
-  const finish = (note: string | null) => {
-    if (finished) return;
-    finished = true;
-    done(bytes, note);
-  };
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(ctrl) {
-        try {
-          const { done: end, value } = await reader.read();
-          if (end) {
-            finish(null);
-            ctrl.close();
-            return;
-          }
-          bytes += value.length;
-          tap?.push(value);
-          ctrl.enqueue(value);
-        } catch (e) {
-          finish(`upstream broke the stream after ${bytes} bytes: ${(e as Error).message?.split(".")[0]}`);
-          ctrl.close();
-        }
-      },
-      cancel(reason) {
-        finish("agent closed the stream");
-        void reader.cancel(reason).catch(() => {});
-      },
-    },
-    { highWaterMark: 0 },
+  return new Response(
+    relay(res.stream(), tap, (bytesOut, note) => {
+      pass.release();
+      record({
+        status: res.status,
+        ttfbMs: ttfb,
+        bytesIn,
+        bytesOut,
+        usage: tap ? tap.end() : null,
+        retries: sent.retries,
+        note: [refusal, note].filter(Boolean).join("; ") || null,
+      });
+      if (note?.startsWith("upstream")) ctx.health.record(upstream.provider, "reset", `${upstream.provider} (${host(upstream)}) ${note}`);
+    }),
+    { status: res.status, statusText: res.statusText, headers: outHeaders },
   );
 }
 
@@ -406,7 +374,10 @@ export function headerLines(incoming: Headers, dropCredentials: boolean, set: Re
 }
 
 function withBeta(current: string | null, beta: string): string {
-  const list = (current ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  const list = (current ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   return list.includes(beta) ? list.join(",") : [...list, beta].join(",");
 }
 

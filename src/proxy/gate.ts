@@ -91,7 +91,8 @@ export class Gate {
     if (this.inFlight >= this.limits.attributeFrom) {
       source = server.requestIP(req)?.address ?? "unknown";
       const n = this.bySource.get(source) ?? 0;
-      if (n >= this.limits.perSource) return { refused: `${source.replace(/^::ffff:/, "")} has ${n} requests in flight on this proxy thread, its cap` };
+      if (n >= this.limits.perSource)
+        return { refused: `${source.replace(/^::ffff:/, "")} has ${n} requests in flight on this proxy thread, its cap` };
       this.bySource.set(source, n + 1);
     }
     this.inFlight++;
@@ -191,7 +192,10 @@ export function bounded(src: ReadableStream<Uint8Array>, pass: Pass): ReadableSt
 /** The 429 for a request over the cap; the connection closes so the slot is freed at once. */
 export function tooMany(why: string): Response {
   return Response.json(
-    { type: "error", error: { type: "rate_limit_error", message: `lazy's proxy refused the request: ${why}. Wait for earlier requests to finish.` } },
+    {
+      type: "error",
+      error: { type: "rate_limit_error", message: `lazy's proxy refused the request: ${why}. Wait for earlier requests to finish.` },
+    },
     { status: 429, headers: { connection: "close", "retry-after": "1", "x-should-retry": "true" } },
   );
 }
@@ -238,5 +242,7 @@ function discard(reader: ReadableStreamDefaultReader<Uint8Array>, pass: Pass): v
 
 function cut(e: unknown): string {
   const m = (e as Error)?.message ?? String(e);
-  return /closed|abort/i.test(m) ? "the agent's connection closed before its request body was whole (it stalled past the idle timeout, or the agent left)" : `reading the request body failed: ${m}`;
+  return /closed|abort/i.test(m)
+    ? "the agent's connection closed before its request body was whole (it stalled past the idle timeout, or the agent left)"
+    : `reading the request body failed: ${m}`;
 }

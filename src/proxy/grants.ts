@@ -23,25 +23,17 @@ const DEFAULT_BUILDER_CAP = 64;
 
 export const Role = z
   .enum(["agent", "builder", "host", "lazy"])
-  .describe(
-    "agent: a task's turns; builder: a builder session; host: lazy pair/chat on the host; lazy: lazy's own one-shot calls",
-  );
+  .describe("agent: a task's turns; builder: a builder session; host: lazy pair/chat on the host; lazy: lazy's own one-shot calls");
 export type Role = z.infer<typeof Role>;
 
 export const Grant = z
   .object({
     token: z.string().min(1).describe("the placeholder value handed to the container"),
     role: Role,
-    taskId: z
-      .string()
-      .nullable()
-      .describe("the task this grant belongs to and is revoked with; null for host and project-wide lazy calls"),
+    taskId: z.string().nullable().describe("the task this grant belongs to and is revoked with; null for host and project-wide lazy calls"),
     taskRef: z.string().nullable().describe("the task's code, or its short id when it has none, for filtering traffic"),
     session: z.string().nullable().describe("the builder session name (role builder only), revoked with its MCP token"),
-    profile: z
-      .string()
-      .min(1)
-      .describe("the agent profile, which decides the upstream the placeholder redeems against"),
+    profile: z.string().min(1).describe("the agent profile, which decides the upstream the placeholder redeems against"),
     envVar: z.string().min(1).describe("the environment variable the placeholder was put in"),
     shape: Placeholders.Shape,
     createdAt: z.string().describe("ISO 8601; builder grants are evicted oldest first"),
@@ -263,11 +255,9 @@ function validate(identity: Identity): void {
   if (!identity.envVar) problems.push("envVar is empty");
   if (identity.role === "agent" && !identity.taskId) problems.push("an agent grant needs a taskId");
   if (identity.role === "builder" && !identity.session) problems.push("a builder grant needs a session name");
-  if (identity.role !== "builder" && identity.session)
-    problems.push(`a grant for role ${identity.role} takes no session name`);
+  if (identity.role !== "builder" && identity.session) problems.push(`a grant for role ${identity.role} takes no session name`);
   // One grant per project per (profile, env var): nothing signals when a host session ends.
-  if (identity.role === "host" && identity.taskId !== null)
-    problems.push("a host grant is project-wide: taskId must be null");
+  if (identity.role === "host" && identity.taskId !== null) problems.push("a host grant is project-wide: taskId must be null");
   if (problems.length > 0) throw new LazyError("invalid_input", "cannot mint a placeholder for this launch", problems);
 }
 

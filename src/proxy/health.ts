@@ -2,9 +2,12 @@
  * Provider health over the last hour: requests, failures by kind, the latest failure. Kept
  * in memory (an hour is short, and a restart starting fresh is honest). lazy's own refusals
  * are not the provider's fault and are never counted here. "429" is a short rate limit;
- * "quota" a refusal because the credential's window or balance is used up (quota.ts).
+ * "quota" a refusal because the credential's window or balance is used up (quota.ts). The kinds
+ * are the config's list (a fallback's `on` names the same ones).
  */
-export const FAILURE_KINDS = ["reset", "timeout", "connect", "5xx", "529", "429", "quota"] as const;
+import { FAILURE_KINDS } from "../config";
+
+export { FAILURE_KINDS };
 export type FailureKind = (typeof FAILURE_KINDS)[number];
 
 const HOUR = 3_600_000;
@@ -37,11 +40,15 @@ export class Health {
 
   record(provider: string, failure: FailureKind | null, detail?: string, at = Date.now()): void {
     let p = this.providers.get(provider);
-    if (!p) this.providers.set(provider, (p = { buckets: [], latest: null }));
+    if (!p) {
+      p = { buckets: [], latest: null };
+      this.providers.set(provider, p);
+    }
     const minute = Math.floor(at / 60_000);
     let b = p.buckets.at(-1);
     if (!b || b.minute !== minute) {
-      p.buckets.push((b = { minute, requests: 0, failures: zero() }));
+      b = { minute, requests: 0, failures: zero() };
+      p.buckets.push(b);
       while (p.buckets.length && p.buckets[0]!.minute <= minute - 60) p.buckets.shift();
     }
     b.requests++;

@@ -4,7 +4,7 @@
  * grant's profile points at, swaps in the real credential at the last hop, and records each
  * call (a bounded audit trail, usage-limit readings, provider health).
  *
- * The request path runs on a thread of its own (thread.ts); this class, on the daemon's main
+ * The request path runs on a thread of its own (thread/); this class, on the daemon's main
  * thread, owns the grants and the audit trail and keeps that thread's copy of the config, the
  * credential values and the grant table current.
  */
@@ -14,17 +14,17 @@ import { resolveProfile } from "../config";
 import type { CredentialStore } from "../credentials";
 import { LazyError } from "../util/errors";
 import * as Log from "../util/log";
+import { Thread, type Ask, type Call, type Init, type Listening, type McpAnswer, type Stats, type ToThread } from "./thread";
 import * as Harness from "../harness";
 import { Grants, type Role } from "./grants";
 import { Targets, type Target } from "./targets";
 import { Audit } from "./audit";
-import { workerUrl } from "./worker-url";
 import { CursorSessions, PREFIX as CURSOR_PREFIX } from "./cursor";
 import { FAILURE_KINDS, type ProviderHealth } from "./health";
 import type { LimitView } from "./limits";
 import { threadCount, probe, listeners } from "./shared-port";
-import type { ToThread, FromThread, Call, Stats, Listening, Init, Ask, McpAnswer } from "./thread";
 import { MCP_PATH } from "./mcp-route";
+import { UPSTREAM } from "./upstream";
 
 export { Targets, type Target } from "./targets";
 export type { Grant } from "./grants";
@@ -46,80 +46,6 @@ export interface Launch {
 
 /** Whether the proxy as a whole is up, for status and doctor. */
 export type ProxyState = "starting" | "ready" | "failed";
-
-/** How many times a proxy thread that died is started again before the proxy is reported failed. */
-const RESPAWNS = 3;
-
-/** One proxy thread: its Worker, the calls waiting on it, and its restarts. */
-class Thread {
-  worker!: Worker;
-  private calls = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  private nextId = 0;
-  private respawns = 0;
-  gone: string | undefined;
-
-  constructor(private owner: ModelProxy) {
-    this.spawn();
-  }
-
-  private spawn(): void {
-    const worker = new Worker(workerUrl("thread.ts"));
-    worker.onmessage = (e: MessageEvent<FromThread>) => {
-      const m = e.data;
-      if (m.type === "audit") return this.owner.audit.write(m.batch);
-      if (m.type === "ask") {
-        const v = this.owner.answer(m.ask);
-        if (v instanceof Promise) return void v.then((value) => this.post({ type: "answer", id: m.id, value }));
-        return this.post({ type: "answer", id: m.id, value: v });
-      }
-      const waiter = this.calls.get(m.id);
-      this.calls.delete(m.id);
-      if (m.error !== undefined) waiter?.reject(new Error(m.error));
-      else waiter?.resolve(m.value);
-    };
-    // The thread died (a bug; each request's own errors are caught there), by an uncaught error
-    // or by exiting: requests in flight on it are lost. Start another with the same state on
-    // the same addresses, a few times.
-    let ended = false;
-    const died = (why: string) => {
-      if (ended) return;
-      ended = true;
-      worker.terminate();
-      for (const w of this.calls.values()) w.reject(new Error(`lazy's proxy failed: ${why}`));
-      this.calls.clear();
-      if (this.owner.stopping) return;
-      this.owner.log.error(`lazy's proxy failed: ${why}`);
-      if (this.respawns++ >= RESPAWNS) {
-        this.gone = `a thread stopped ${RESPAWNS + 1} times; the last time: ${why}`;
-        return this.owner.lost(this.gone);
-      }
-      this.spawn();
-      void this.owner.rejoin(this);
-    };
-    worker.onerror = (e) => died(`its thread stopped (${errorLine(e.message)})`);
-    worker.addEventListener("close", () => died("its thread exited"));
-    this.worker = worker;
-    this.post({ type: "init", init: this.owner.init() });
-  }
-
-  post(m: ToThread): void {
-    if (!this.gone) this.worker.postMessage(m);
-  }
-
-  call<T>(c: Call): Promise<T> {
-    // A thread that was given up on answers nothing: fail at once rather than wait forever.
-    if (this.gone) return Promise.reject(new LazyError("proxy_unavailable", `lazy's proxy failed: ${this.gone}; restart the daemon: lazy daemon restart.`));
-    const id = ++this.nextId;
-    return new Promise<T>((resolve, reject) => {
-      this.calls.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.worker.postMessage({ type: "call", id, call: c } satisfies ToThread);
-    });
-  }
-
-  terminate(): void {
-    this.worker.terminate();
-  }
-}
 
 export class ModelProxy {
   readonly grants: Grants;
@@ -148,14 +74,30 @@ export class ModelProxy {
   ) {
     this.grants = Grants.open(stateDir, { onChange: (grants) => this.post({ type: "grants", grants }) });
     this.targets = Targets.build(config());
-    this.audit = new Audit(db, () => ({ maxRows: this.config().proxy.audit.max_rows, maxAgeDays: this.config().proxy.audit.max_age_days }), log, () => this.sync());
+    this.audit = new Audit(
+      db,
+      () => ({ maxRows: this.config().proxy.audit.max_rows, maxAgeDays: this.config().proxy.audit.max_age_days }),
+      log,
+      () => this.sync(),
+    );
     credentials.onChange(() => this.post({ type: "credentials", credentials: this.credentials.snapshot() }));
+    // Each proxy thread reads LAZY_UPSTREAM itself as it starts (upstream/client.ts); said here once.
+    if (UPSTREAM.problem) log.warn(UPSTREAM.problem);
+    if (UPSTREAM.fetch) log.info("upstream requests go through fetch, not lazy's own HTTP client (LAZY_UPSTREAM=fetch)");
     for (let i = 0; i < threads; i++) this.threads.push(new Thread(this));
   }
 
   /** What a new proxy thread starts from. */
   init(): Init {
-    return { config: this.config(), credentials: this.credentials.snapshot(), grants: this.grants.all(), stopped: Object.fromEntries(this.stopped), apiRoots: this.apiRoots, dbPath: this.db.filename, log: Log.settings() };
+    return {
+      config: this.config(),
+      credentials: this.credentials.snapshot(),
+      grants: this.grants.all(),
+      stopped: Object.fromEntries(this.stopped),
+      apiRoots: this.apiRoots,
+      dbPath: this.db.filename,
+      log: Log.settings(),
+    };
   }
 
   /** A proxy thread asks for Cursor session placeholders. */
@@ -174,7 +116,9 @@ export class ModelProxy {
   /** A restarted thread listens where the others do: on those ports or not at all (the addresses agents were given). */
   async rejoin(t: Thread): Promise<void> {
     for (const [host, port] of this.listening) {
-      const r = await t.call<Listening>({ op: "listen", host, port, shared: this.threads.length > 1, exact: true }).catch((e: Error) => ({ address: null, error: e.message }));
+      const r = await t
+        .call<Listening>({ op: "listen", host, port, shared: this.threads.length > 1, exact: true })
+        .catch((e: Error) => ({ address: null, error: e.message }));
       if (r.address) continue;
       const why = `a restarted thread could not listen on ${host}:${port} again: ${r.error}`;
       this.log.error(`lazy's proxy failed: ${why}`);
@@ -272,13 +216,30 @@ export class ModelProxy {
   }
 
   private async mcpAnswer(a: Extract<Ask, { op: "mcp" }>): Promise<McpAnswer> {
-    if (!this.mcpHandler) return { status: 503, headers: [["content-type", "application/json"]], body: JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "lazy's MCP server is not running." }, id: null }), who: null, note: "no MCP server" };
+    if (!this.mcpHandler)
+      return {
+        status: 503,
+        headers: [["content-type", "application/json"]],
+        body: JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "lazy's MCP server is not running." }, id: null }),
+        who: null,
+        note: "no MCP server",
+      };
     try {
       const r = await this.mcpHandler(new Request(`http://lazy${MCP_PATH}`, { method: a.method, headers: a.headers, body: a.body }));
       return { status: r.response.status, headers: [...r.response.headers], body: await r.response.text(), who: r.who, note: r.note };
     } catch (e) {
       this.log.error(`lazy's MCP server failed: ${(e as Error).stack ?? e}`);
-      return { status: 500, headers: [["content-type", "application/json"]], body: JSON.stringify({ jsonrpc: "2.0", error: { code: -32603, message: `lazy's MCP server failed: ${(e as Error).message}` }, id: null }), who: null, note: "MCP server error" };
+      return {
+        status: 500,
+        headers: [["content-type", "application/json"]],
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          error: { code: -32603, message: `lazy's MCP server failed: ${(e as Error).message}` },
+          id: null,
+        }),
+        who: null,
+        note: "MCP server error",
+      };
     }
   }
 
@@ -304,16 +265,33 @@ export class ModelProxy {
    * credential is missing fails here, before anything starts, naming the slot and the fix.
    * Resolves once the proxy's threads know the placeholder.
    */
-  async mintFor(opts: { role: Role; profile: string; taskId?: string | null; taskRef?: string | null; session?: string | null }): Promise<Launch> {
+  async mintFor(opts: {
+    role: Role;
+    profile: string;
+    taskId?: string | null;
+    taskRef?: string | null;
+    session?: string | null;
+  }): Promise<Launch> {
     const config = this.config();
     const profile = resolveProfile(config, opts.profile);
     const target = this.targets.forProfile(profile.name);
     if (!target) throw new LazyError("invalid_input", `No profile "${opts.profile}".`);
-    if (target.unmapped) throw new LazyError("credential_missing", `Profile ${profile.name} has no credential mapped for ${target.provider}: ${target.unmapped}.`);
+    if (target.unmapped)
+      throw new LazyError(
+        "credential_missing",
+        `Profile ${profile.name} has no credential mapped for ${target.provider}: ${target.unmapped}.`,
+      );
     const cred = target.credential ? this.credentials.get(target.credential) : undefined;
     if (target.credential && !cred)
-      throw new LazyError("credential_missing", `Profile ${profile.name} needs the "${target.credential}" credential, which is not stored: run lazy auth set ${target.credential}.`);
-    const { envVar, shape } = Harness.slot(profile, { bearer: target.style === "bearer" && !!target.credential, openrouter: target.credential === "openrouter", kind: cred?.kind ?? null });
+      throw new LazyError(
+        "credential_missing",
+        `Profile ${profile.name} needs the "${target.credential}" credential, which is not stored: run lazy auth set ${target.credential}.`,
+      );
+    const { envVar, shape } = Harness.slot(profile, {
+      bearer: target.style === "bearer" && !!target.credential,
+      openrouter: target.credential === "openrouter",
+      kind: cred?.kind ?? null,
+    });
     const grant = this.grants.mint({
       role: opts.role,
       taskId: opts.taskId ?? null,
@@ -356,7 +334,11 @@ export class ModelProxy {
     const port = this.listening.get(host);
     if (port !== undefined) return { host, port };
     const r = await this.listen(host, this.address?.port ?? this.config().proxy.port);
-    if (!r.address) throw new LazyError("proxy_unavailable", `lazy's proxy could not listen on ${host} for the project's containers (${r.error}); run lazy doctor.`);
+    if (!r.address)
+      throw new LazyError(
+        "proxy_unavailable",
+        `lazy's proxy could not listen on ${host} for the project's containers (${r.error}); run lazy doctor.`,
+      );
     return r.address;
   }
 
@@ -374,17 +356,12 @@ export class ModelProxy {
   }
 }
 
-/** Bun's worker error message carries a code frame and a stack: keep the "TypeError: …" line. */
-function errorLine(message: string): string {
-  const lines = message.split("\n").map((l) => l.trim());
-  return lines.find((l) => /^\w+: /.test(l)) ?? lines.find(Boolean) ?? "unknown error";
-}
-
 /** Each thread's stats as one: the latest reading per owner, health summed per provider. */
 function merge(parts: Stats[]): Stats {
   if (parts.length === 1) return parts[0]!;
   const limits = new Map<string, LimitView>();
-  for (const p of parts) for (const l of p.limits) if (!limits.has(l.owner) || Date.parse(l.at) > Date.parse(limits.get(l.owner)!.at)) limits.set(l.owner, l);
+  for (const p of parts)
+    for (const l of p.limits) if (!limits.has(l.owner) || Date.parse(l.at) > Date.parse(limits.get(l.owner)!.at)) limits.set(l.owner, l);
   const health = new Map<string, ProviderHealth>();
   for (const p of parts)
     for (const h of p.health) {

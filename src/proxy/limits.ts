@@ -101,12 +101,23 @@ export class Limits {
     );
     const owners = [...this.dirty];
     this.dirty.clear();
-    this.db.transaction(() => {
-      for (const o of owners) {
-        const r = this.latest.get(o);
-        if (r) upsert.run(r.owner, r.credential, r.upstream, r.at, r.status, JSON.stringify(r.headers), r.quota ? JSON.stringify(r.quota) : null);
-      }
-    }).immediate();
+    this.db
+      .transaction(() => {
+        for (const o of owners) {
+          const r = this.latest.get(o);
+          if (r)
+            upsert.run(
+              r.owner,
+              r.credential,
+              r.upstream,
+              r.at,
+              r.status,
+              JSON.stringify(r.headers),
+              r.quota ? JSON.stringify(r.quota) : null,
+            );
+        }
+      })
+      .immediate();
   }
 
   list(now = Date.now()): LimitView[] {
@@ -116,7 +127,10 @@ export class Limits {
         ...r,
         at: new Date(r.at).toISOString(),
         windows: windows(r.headers, now),
-        quota: r.quota && resetOf(r.quota) > now ? { ...r.quota, at: new Date(r.quota.at).toISOString(), resetsAt: new Date(resetOf(r.quota)).toISOString() } : null,
+        quota:
+          r.quota && resetOf(r.quota) > now
+            ? { ...r.quota, at: new Date(r.quota.at).toISOString(), resetsAt: new Date(resetOf(r.quota)).toISOString() }
+            : null,
       }));
   }
 

@@ -8,6 +8,7 @@ export const MCP_PATH = "/mcp";
 
 /** Is the path (with its query) one of these roots, or below one? */
 export function under(path: string, roots: readonly string[]): boolean {
-  for (const r of roots) if (path.startsWith(r) && (path.length === r.length || path[r.length] === "/" || path[r.length] === "?")) return true;
+  for (const r of roots)
+    if (path.startsWith(r) && (path.length === r.length || path[r.length] === "/" || path[r.length] === "?")) return true;
   return false;
 }

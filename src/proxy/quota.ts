@@ -23,24 +23,50 @@ export function classify(status: number, headers: { get(name: string): string | 
   // Claude subscriptions: the unified verdict, its binding window and reset (epoch seconds).
   if (h("anthropic-ratelimit-unified-status") === "rejected" || (status === 429 && rejectedWindow(h))) {
     const window = h("anthropic-ratelimit-unified-representative-claim") ?? rejectedWindow(h) ?? null;
-    const reset = epoch(h("anthropic-ratelimit-unified-reset")) ?? (window ? epoch(h(`anthropic-ratelimit-unified-${ABBR[window] ?? window}-reset`)) : null);
-    return { kind: "quota", window, resetsAt: reset, detail: `quota used up${window ? ` (${window} window)` : ""}${reset ? `, resets ${new Date(reset).toISOString()}` : ""}` };
+    const reset =
+      epoch(h("anthropic-ratelimit-unified-reset")) ??
+      (window ? epoch(h(`anthropic-ratelimit-unified-${ABBR[window] ?? window}-reset`)) : null);
+    return {
+      kind: "quota",
+      window,
+      resetsAt: reset,
+      detail: `quota used up${window ? ` (${window} window)` : ""}${reset ? `, resets ${new Date(reset).toISOString()}` : ""}`,
+    };
   }
   // Codex (ChatGPT plans): a window at 100 % with a 429.
   for (const slot of ["primary", "secondary"]) {
     const used = Number(h(`x-codex-${slot}-used-percent`));
     if (status === 429 && Number.isFinite(used) && used >= 100) {
       const reset = epoch(h(`x-codex-${slot}-reset-at`));
-      return { kind: "quota", window: `codex_${slot}`, resetsAt: reset, detail: `quota used up (codex_${slot} window)${reset ? `, resets ${new Date(reset).toISOString()}` : ""}` };
+      return {
+        kind: "quota",
+        window: `codex_${slot}`,
+        resetsAt: reset,
+        detail: `quota used up (codex_${slot} window)${reset ? `, resets ${new Date(reset).toISOString()}` : ""}`,
+      };
     }
   }
   const code = errorCode(body);
   if (code === "insufficient_quota" || code === "usage_not_included" || code === "billing_error")
-    return { kind: "quota", window: null, resetsAt: retryAfterS !== null ? now + retryAfterS * 1000 : null, detail: `quota used up (${code})` };
+    return {
+      kind: "quota",
+      window: null,
+      resetsAt: retryAfterS !== null ? now + retryAfterS * 1000 : null,
+      detail: `quota used up (${code})`,
+    };
   if (status !== 429) return null;
   if (retryAfterS !== null && retryAfterS >= QUOTA_AFTER_S)
-    return { kind: "quota", window: null, resetsAt: now + retryAfterS * 1000, detail: `quota used up (retry after ${Math.round(retryAfterS)} s)` };
-  return { kind: "rate_limit", retryAfterS, detail: `rate limited${code ? ` (${code})` : ""}${retryAfterS !== null ? `, retry after ${retryAfterS} s` : ""}` };
+    return {
+      kind: "quota",
+      window: null,
+      resetsAt: now + retryAfterS * 1000,
+      detail: `quota used up (retry after ${Math.round(retryAfterS)} s)`,
+    };
+  return {
+    kind: "rate_limit",
+    retryAfterS,
+    detail: `rate limited${code ? ` (${code})` : ""}${retryAfterS !== null ? `, retry after ${retryAfterS} s` : ""}`,
+  };
 }
 
 const ABBR: Record<string, string> = { five_hour: "5h", seven_day: "7d", seven_day_overage_included: "7d_oi" };

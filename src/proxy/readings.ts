@@ -17,10 +17,7 @@ export const Window = z
         "five_hour, seven_day, seven_day_overage_included, overage, unified (Claude subscription); " +
           "requests, tokens, input_tokens, output_tokens, priority_* (API-key buckets); codex_primary, codex_secondary",
       ),
-    usedPercent: z
-      .number()
-      .nullable()
-      .describe("0–100 (may pass 100 once surpassed); null when the headers give no fill level"),
+    usedPercent: z.number().nullable().describe("0–100 (may pass 100 once surpassed); null when the headers give no fill level"),
     status: z.string().optional().describe("the provider's own word, e.g. allowed, allowed_warning, rejected"),
     resetsAt: z.string().optional().describe("ISO 8601 instant at which the window resets"),
     windowMinutes: z.number().optional().describe("window length, when the provider states it (Codex)"),
@@ -28,8 +25,7 @@ export const Window = z
   .describe("One usage-limit window of one credential, as read from a response's headers");
 export type Window = z.infer<typeof Window>;
 
-const KEPT_NAME =
-  /^(?:anthropic-ratelimit-|anthropic-priority-|anthropic-fast-|x-ratelimit-|x-codex-)[a-z0-9_.-]+$|^retry-after(?:-ms)?$/;
+const KEPT_NAME = /^(?:anthropic-ratelimit-|anthropic-priority-|anthropic-fast-|x-ratelimit-|x-codex-)[a-z0-9_.-]+$|^retry-after(?:-ms)?$/;
 
 /** Keep only the allowlisted usage-limit headers, minus any value that looks like a secret. */
 export function filter(headers: Headers): Record<string, string> {
@@ -116,14 +112,7 @@ export function windows(raw: Record<string, string>, now: number = Date.now()): 
   for (const bucket of [...openai].sort(byKnownFirst(["requests", "tokens"]))) {
     const ms = goDuration(get(`x-ratelimit-reset-${bucket}`));
     const resetsAt = ms === null ? undefined : new Date(now + ms).toISOString();
-    out.push(
-      window(
-        bucket,
-        usedOf(get(`x-ratelimit-limit-${bucket}`), get(`x-ratelimit-remaining-${bucket}`)),
-        undefined,
-        resetsAt,
-      ),
-    );
+    out.push(window(bucket, usedOf(get(`x-ratelimit-limit-${bucket}`), get(`x-ratelimit-remaining-${bucket}`)), undefined, resetsAt));
   }
 
   // Codex (ChatGPT plans): x-<family>-{primary,secondary}-{used-percent,window-minutes,reset-at}.
@@ -150,12 +139,7 @@ export function windows(raw: Record<string, string>, now: number = Date.now()): 
   return out;
 }
 
-function window(
-  name: string,
-  usedPercent: number | null,
-  status: string | undefined,
-  resetsAt: string | undefined,
-): Window {
+function window(name: string, usedPercent: number | null, status: string | undefined, resetsAt: string | undefined): Window {
   const w: Window = { name, usedPercent };
   if (status !== undefined) w.status = status;
   if (resetsAt !== undefined) w.resetsAt = resetsAt;

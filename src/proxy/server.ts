@@ -23,15 +23,20 @@ export class ProxyServer {
    */
   async start(host: string, port: number, shared = false, exact = false): Promise<void> {
     try {
-      this.server = listen(host, port, {
-        // A request must arrive whole within this, and an idle keep-alive connection goes after
-        // it (a container must not hold sockets for ever). A request whose body is read gets no
-        // deadline: models think for minutes before their first byte (gate.ts, TRAPS.md).
-        idleTimeout: IDLE_SECONDS,
-        // Bun's own backstop for every framing, chunked included; the gate's bound is below it.
-        maxRequestBodySize: SERVER_MAX_BODY,
-        fetch: (req, server) => this.handler(req, server),
-      }, { shared, tries: exact ? 1 : undefined });
+      this.server = listen(
+        host,
+        port,
+        {
+          // A request must arrive whole within this, and an idle keep-alive connection goes after
+          // it (a container must not hold sockets for ever). A request whose body is read gets no
+          // deadline: models think for minutes before their first byte (gate.ts, TRAPS.md).
+          idleTimeout: IDLE_SECONDS,
+          // Bun's own backstop for every framing, chunked included; the gate's bound is below it.
+          maxRequestBodySize: SERVER_MAX_BODY,
+          fetch: (req, server) => this.handler(req, server),
+        },
+        { shared, tries: exact ? 1 : undefined },
+      );
     } catch (e) {
       this.error = (e as Error).message;
       this.log.error(`proxy failed to start: ${this.error}`);

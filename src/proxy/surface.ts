@@ -78,13 +78,7 @@ export function allowed(kind: UpstreamKind): string[] {
 
 // Frameworks (Express method-override, Rails, some gateways) honour these to rewrite the
 // method or URL after routing; we route on what we see, so their presence is refused.
-const overrideHeaders = [
-  "x-http-method-override",
-  "x-http-method",
-  "x-method-override",
-  "x-original-url",
-  "x-rewrite-url",
-];
+const overrideHeaders = ["x-http-method-override", "x-http-method", "x-method-override", "x-original-url", "x-rewrite-url"];
 
 const MAX_TARGET = 8192;
 const MAX_PATH = 2048;
@@ -185,9 +179,7 @@ function shown(value: string, max: number): string {
  * Anthropic SDK otherwise retries, and Claude Code's outer loop retries on top).
  */
 export function refusalBody(wire: Wire, refusal: Refused): object {
-  const message =
-    `lazy's proxy refuses ${refusal.method} ${refusal.path}: ` +
-    `this upstream forwards only ${refusal.allowed.join(", ")}`;
+  const message = `lazy's proxy refuses ${refusal.method} ${refusal.path}: ` + `this upstream forwards only ${refusal.allowed.join(", ")}`;
   if (wire === "anthropic") return { type: "error", error: { type: "permission_error", message } };
   return { error: { message, type: "permission_error", param: null, code: "lazy_path_refused" } };
 }

@@ -40,8 +40,16 @@ const trimSlash = (s: string) => s.replace(/\/+$/, "");
 function isLocalHost(host: string): boolean {
   const h = host.replace(/^\[|\]$/g, "");
   return (
-    h === "localhost" || h.endsWith(".localhost") || h === "::1" || h === "0.0.0.0" || h === "host.docker.internal" || h.endsWith(".local") ||
-    /^127\./.test(h) || /^10\./.test(h) || /^192\.168\./.test(h) || /^172\.(1[6-9]|2\d|3[01])\./.test(h)
+    h === "localhost" ||
+    h.endsWith(".localhost") ||
+    h === "::1" ||
+    h === "0.0.0.0" ||
+    h === "host.docker.internal" ||
+    h.endsWith(".local") ||
+    /^127\./.test(h) ||
+    /^10\./.test(h) ||
+    /^192\.168\./.test(h) ||
+    /^172\.(1[6-9]|2\d|3[01])\./.test(h)
   );
 }
 
@@ -74,7 +82,6 @@ type Entry = { credential: string | null; by: string; explicit: boolean };
 export class Targets {
   private constructor(
     private readonly anthropic: Target,
-    private readonly openai: Target,
     private readonly cursorTarget: Target,
     private readonly profiles: Map<string, Target>,
   ) {}
@@ -94,7 +101,13 @@ export class Targets {
     };
 
     const up = config.proxy.upstreams;
-    const builtin = (name: keyof typeof BUILTIN, provider: string, kind: Target["kind"], wire: Target["wire"], style: Target["style"]): Target => {
+    const builtin = (
+      name: keyof typeof BUILTIN,
+      provider: string,
+      kind: Target["kind"],
+      wire: Target["wire"],
+      style: Target["style"],
+    ): Target => {
       const base = trimSlash(up[name] ?? BUILTIN[name]);
       enter(base, name, `the ${provider} upstream`, false);
       return { provider, origin: originOf(base), base, kind, wire, credential: name, style };
@@ -112,7 +125,12 @@ export class Targets {
       }
     config.proxy.fallback.forEach((f, i) => {
       const c = named(f.credential);
-      enter(f.endpoint, c === undefined ? (inferCredential(f.endpoint) ?? null) : c, `fallback ${f.name} (proxy.fallback[${i}])`, c !== undefined);
+      enter(
+        f.endpoint,
+        c === undefined ? (inferCredential(f.endpoint) ?? null) : c,
+        `fallback ${f.name} (proxy.fallback[${i}])`,
+        c !== undefined,
+      );
     });
 
     const profiles = new Map<string, Target>();
@@ -131,7 +149,8 @@ export class Targets {
       const base = trimSlash(p.endpoint);
       const origin = originOf(base);
       const explicit = named(p.credential);
-      const credential = explicit !== undefined ? explicit : map.has(origin) ? map.get(origin)!.credential : (inferCredential(base) ?? null);
+      const credential =
+        explicit !== undefined ? explicit : map.has(origin) ? map.get(origin)!.credential : (inferCredential(base) ?? null);
       const isAnthropicHost = hostIs(new URL(base).hostname, "anthropic.com");
       profiles.set(p.name, {
         provider: providerName(base, p.name),
@@ -145,7 +164,7 @@ export class Targets {
       if (inferCredential(base) === undefined && explicit === undefined && !map.has(origin))
         profiles.get(p.name)!.unmapped = `set credential = "NAME" (or "none") under [profiles.${p.name}] in lazy.toml`;
     }
-    return new Targets(anthropic, openai, cursor, profiles);
+    return new Targets(anthropic, cursor, profiles);
   }
 
   /** Where traffic with no grant goes. */

@@ -101,7 +101,10 @@ export class UsageTap {
       this.#mode = sniff(chunk);
       if (this.#mode === null) return; // only whitespace so far: nothing either parser needs
     }
-    if (this.#mode === "json") return this.#keepBody(chunk);
+    if (this.#mode === "json") {
+      this.#keepBody(chunk);
+      return;
+    }
 
     const n = chunk.length;
     let pos = 0;
@@ -194,7 +197,10 @@ export class UsageTap {
       this.#partsLength = 0;
       return;
     }
-    if (this.#partsLength === 0) return this.#line(chunk, start, end);
+    if (this.#partsLength === 0) {
+      this.#line(chunk, start, end);
+      return;
+    }
     const length = this.#partsLength + end - start;
     this.#parts.push(chunk.subarray(start, end));
     const line = length > MAX_LINE ? null : concat(this.#parts, length);
@@ -206,7 +212,10 @@ export class UsageTap {
 
   /** One line, `buf[start, end)`, terminator excluded. Indices rather than subarrays: this runs per line. */
   #line(buf: Uint8Array, start: number, end: number): void {
-    if (start === end) return this.#dispatch();
+    if (start === end) {
+      this.#dispatch();
+      return;
+    }
     const first = buf[start];
     if (first === 0x64 /* d */ && startsWith(buf, start, end, DATA)) {
       const event = this.#event;

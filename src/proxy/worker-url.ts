@@ -1,5 +1,5 @@
 /**
- * A worker entry's URL. Compiled, the proxy's workers (thread.ts, audit/writer.ts) are entry
+ * A worker entry's URL. Compiled, the proxy's workers (thread/entry.ts, audit/writer.ts) are entry
  * points of the bundle, named from its root (src/); from source they sit beside this file.
  */
 export function workerUrl(file: string): string {

@@ -11,15 +11,34 @@ import { open } from "../../src/store";
 import { Audit, Recorder, type Row } from "../../src/proxy/audit";
 
 const row = (i: number, taskId: string | null = null): Row => ({
-  at: Date.now(), taskId, taskRef: taskId, role: "builder", profile: "claude", credential: "anthropic", upstream: "https://api.anthropic.com",
-  method: "POST", path: "/v1/messages", status: 200, durationMs: 1 + i, ttfbMs: 0.5, bytesIn: 10, bytesOut: 20,
-  usage: { input: 3, output: 2, cacheRead: 0, cacheWrite: 0 }, retries: 0, note: null,
+  at: Date.now(),
+  taskId,
+  taskRef: taskId,
+  role: "builder",
+  profile: "claude",
+  credential: "anthropic",
+  upstream: "https://api.anthropic.com",
+  method: "POST",
+  path: "/v1/messages",
+  status: 200,
+  durationMs: 1 + i,
+  ttfbMs: 0.5,
+  bytesIn: 10,
+  bytesOut: 20,
+  usage: { input: 3, output: 2, cacheRead: 0, cacheWrite: 0 },
+  retries: 0,
+  note: null,
 });
 
 function trail(db: Database, log: never, maxRows = 10_000) {
   let audit: Audit | undefined;
   const recorder = new Recorder((rows) => audit!.write(rows));
-  audit = new Audit(db, () => ({ maxRows, maxAgeDays: 30 }), log, async () => recorder.flush());
+  audit = new Audit(
+    db,
+    () => ({ maxRows, maxAgeDays: 30 }),
+    log,
+    async () => recorder.flush(),
+  );
   return { audit, recorder };
 }
 
@@ -69,12 +88,25 @@ test("rows are stored in batches: the row bound cuts through one and keeps its n
     const rows = await audit.query({ limit: 1000 });
     expect(rows.map((r) => r.durationMs)).toEqual(Array.from({ length: 650 }, (_, k) => 551 + k));
     expect(rows.map((r) => r.id)).toEqual(Array.from({ length: 650 }, (_, k) => rows[0]!.id + k));
-    expect(rows.at(-1)).toMatchObject({ taskId: null, method: "POST", path: "/v1/messages", status: 200, ttfbMs: 0.5, usage: { input: 3, output: 2 }, note: null });
+    expect(rows.at(-1)).toMatchObject({
+      taskId: null,
+      method: "POST",
+      path: "/v1/messages",
+      status: 200,
+      ttfbMs: 0.5,
+      usage: { input: 3, output: 2 },
+      note: null,
+    });
     // Batches of 500, 500 and 200 went in: the first is gone, the bound cut through the second.
     expect(db.query("SELECT n FROM audit_batches ORDER BY id").all()).toEqual([{ n: 450 }, { n: 200 }]);
     // One task's newest rows, across the batches that hold any.
     const t3 = await audit.query({ taskId: "t3", limit: 4 });
-    expect(t3.map((r) => [r.taskId, r.durationMs])).toEqual([["t3", 1189], ["t3", 1192], ["t3", 1195], ["t3", 1198]]);
+    expect(t3.map((r) => [r.taskId, r.durationMs])).toEqual([
+      ["t3", 1189],
+      ["t3", 1192],
+      ["t3", 1195],
+      ["t3", 1198],
+    ]);
     expect(await audit.query({ taskId: "nobody" })).toEqual([]);
     expect(await audit.totals("t3")).toMatchObject({ requests: 400, input: 1200 });
     await audit.stop();

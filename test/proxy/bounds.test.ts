@@ -45,10 +45,23 @@ describe("request bodies are bounded in every framing", () => {
   test("a 100 MB chunked body gets 413 request_too_large and nothing reaches the upstream", async () => {
     anthropic.reset();
     let sent = 0;
-    const r = await raw(port, async (s) => {
-      await write(s, head("/v1/messages", ["Host: 127.0.0.1", `x-api-key: ${placeholder}`, "Content-Type: application/json", "Transfer-Encoding: chunked"]));
-      sent = await chunkedBody(s, 100 * MiB);
-    }, 60_000, 1);
+    const r = await raw(
+      port,
+      async (s) => {
+        await write(
+          s,
+          head("/v1/messages", [
+            "Host: 127.0.0.1",
+            `x-api-key: ${placeholder}`,
+            "Content-Type: application/json",
+            "Transfer-Encoding: chunked",
+          ]),
+        );
+        sent = await chunkedBody(s, 100 * MiB);
+      },
+      60_000,
+      1,
+    );
     expect(r.statuses).toEqual([413]);
     expect(json(r).error.type).toBe("request_too_large");
     expect(json(r).error.message).toContain(`${32 * MiB} bytes`);
@@ -62,10 +75,19 @@ describe("request bodies are bounded in every framing", () => {
 
   test("a declared 100 MB body is refused before it is read; a 1 MB one goes through", async () => {
     anthropic.reset();
-    const r = await raw(port, (s) => void s.write(head("/v1/messages", ["Host: 127.0.0.1", `x-api-key: ${placeholder}`, `Content-Length: ${100 * MiB}`]) + "{"), 10_000, 1);
+    const r = await raw(
+      port,
+      (s) => void s.write(head("/v1/messages", ["Host: 127.0.0.1", `x-api-key: ${placeholder}`, `Content-Length: ${100 * MiB}`]) + "{"),
+      10_000,
+      1,
+    );
     expect(r.statuses).toEqual([413]);
     expect(r.ms).toBeLessThan(5000); // at once, not after the body
-    const ok = await fetch(`${p.runtimeProxyUrl()}/v1/messages`, { method: "POST", headers: { "x-api-key": placeholder, "content-type": "application/json" }, body: JSON.stringify({ model: "m", max_tokens: 8, messages: [{ role: "user", content: "x".repeat(MiB) }] }) });
+    const ok = await fetch(`${p.runtimeProxyUrl()}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": placeholder, "content-type": "application/json" },
+      body: JSON.stringify({ model: "m", max_tokens: 8, messages: [{ role: "user", content: "x".repeat(MiB) }] }),
+    });
     expect(ok.status).toBe(200);
     await ok.text();
     expect(anthropic.received).toHaveLength(1);
@@ -75,7 +97,10 @@ describe("request bodies are bounded in every framing", () => {
     anthropic.reset();
     const pid = p.runtime()!.pid;
     // Warm the path first, so the baseline is the daemon at work, not a cold one.
-    for (let i = 0; i < 20; i++) await (await fetch(`${p.runtimeProxyUrl()}/v1/messages`, { method: "POST", headers: { "x-api-key": placeholder }, body: BODY })).text();
+    for (let i = 0; i < 20; i++)
+      await (
+        await fetch(`${p.runtimeProxyUrl()}/v1/messages`, { method: "POST", headers: { "x-api-key": placeholder }, body: BODY })
+      ).text();
     await Bun.sleep(1500);
     const baseline = rss(pid);
     let peak = baseline;
@@ -83,16 +108,27 @@ describe("request bodies are bounded in every framing", () => {
       if (isAlive(pid)) peak = Math.max(peak, rss(pid));
     }, 50);
     const one = () =>
-      raw(port, async (s) => {
-        await write(s, head("/v1/messages", ["Host: 127.0.0.1", `x-api-key: ${placeholder}`, "Transfer-Encoding: chunked"]));
-        await chunkedBody(s, 120 * MiB);
-      }, 60_000, 1);
+      raw(
+        port,
+        async (s) => {
+          await write(s, head("/v1/messages", ["Host: 127.0.0.1", `x-api-key: ${placeholder}`, "Transfer-Encoding: chunked"]));
+          await chunkedBody(s, 120 * MiB);
+        },
+        60_000,
+        1,
+      );
     const results = await Promise.all([one(), one(), one(), one()]);
     expect(isAlive(pid)).toBe(true);
     for (const r of results) expect(r.statuses).toEqual([413]);
     // Four bodies within the bound, forwarded: the other side of the memory question.
     const fits = JSON.stringify({ model: "m", max_tokens: 8, messages: [{ role: "user", content: "x".repeat(30 * MiB) }] });
-    const forwarded = await Promise.all([0, 1, 2, 3].map(() => fetch(`${p.runtimeProxyUrl()}/v1/messages`, { method: "POST", headers: { "x-api-key": placeholder }, body: fits }).then((r) => r.status)));
+    const forwarded = await Promise.all(
+      [0, 1, 2, 3].map(() =>
+        fetch(`${p.runtimeProxyUrl()}/v1/messages`, { method: "POST", headers: { "x-api-key": placeholder }, body: fits }).then(
+          (r) => r.status,
+        ),
+      ),
+    );
     expect(forwarded).toEqual([200, 200, 200, 200]);
     clearInterval(sampler);
     // Back near the baseline within 20 s (a second a sample; it stops once there).
@@ -102,7 +138,9 @@ describe("request bodies are bounded in every framing", () => {
       settled.push(rss(pid));
     }
     const after = settled.at(-1)!;
-    console.log(`daemon RSS: baseline ${baseline.toFixed(0)} MB, peak ${peak.toFixed(0)} MB, then a second apart: ${settled.map((x) => x.toFixed(0)).join(" ")} MB`);
+    console.log(
+      `daemon RSS: baseline ${baseline.toFixed(0)} MB, peak ${peak.toFixed(0)} MB, then a second apart: ${settled.map((x) => x.toFixed(0)).join(" ")} MB`,
+    );
     expect(anthropic.received).toHaveLength(4 + 20);
     expect(after).toBeLessThan(baseline + 64);
   }, 120_000);
@@ -112,12 +150,22 @@ describe("pipelining and request targets", () => {
   test("two pipelined requests: answered in order, or the connection closed with nothing forwarded", async () => {
     for (const gap of [0, 50]) {
       anthropic.reset();
-      const one = head("/v1/messages", ["Host: 127.0.0.1", `x-api-key: ${placeholder}`, "Content-Type: application/json", `Content-Length: ${BODY.length}`]) + BODY;
-      const r = await raw(port, async (s) => {
-        await write(s, one);
-        if (gap) await Bun.sleep(gap);
-        await write(s, one);
-      }, 3000);
+      const one =
+        head("/v1/messages", [
+          "Host: 127.0.0.1",
+          `x-api-key: ${placeholder}`,
+          "Content-Type: application/json",
+          `Content-Length: ${BODY.length}`,
+        ]) + BODY;
+      const r = await raw(
+        port,
+        async (s) => {
+          await write(s, one);
+          if (gap) await Bun.sleep(gap);
+          await write(s, one);
+        },
+        3000,
+      );
       await Bun.sleep(300);
       if (r.statuses.length === 2) {
         expect(r.statuses).toEqual([200, 200]);
@@ -135,7 +183,18 @@ describe("pipelining and request targets", () => {
   test("an HTTP/1.0 absolute-form request keeps its path", async () => {
     anthropic.reset();
     for (const headers of [[] as string[], ["Host: 127.0.0.1"]]) {
-      const r = await raw(port, (s) => void s.write(head(`http://127.0.0.1:${port}/v1/messages?beta=true`, [...headers, `x-api-key: ${placeholder}`, "Content-Type: application/json", `Content-Length: ${BODY.length}`], "1.0") + BODY), 5000);
+      const r = await raw(
+        port,
+        (s) =>
+          void s.write(
+            head(
+              `http://127.0.0.1:${port}/v1/messages?beta=true`,
+              [...headers, `x-api-key: ${placeholder}`, "Content-Type: application/json", `Content-Length: ${BODY.length}`],
+              "1.0",
+            ) + BODY,
+          ),
+        5000,
+      );
       expect(r.statuses).toEqual([200]);
     }
     expect(anthropic.received.map((x) => x.path + x.query)).toEqual(["/v1/messages?beta=true", "/v1/messages?beta=true"]);
@@ -148,7 +207,11 @@ describe("Cursor placeholders and the Cursor route", () => {
     anthropic.reset();
     const g = await p.grant({ role: "host", profile: "cursor" });
     for (const path of ["/v1/messages", "/aiserver.v1.AiService/AvailableModels"]) {
-      const res = await fetch(`${p.runtimeProxyUrl()}${path}`, { method: "POST", headers: { authorization: `Bearer ${g.placeholder}`, "content-type": "application/json" }, body: "{}" });
+      const res = await fetch(`${p.runtimeProxyUrl()}${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${g.placeholder}`, "content-type": "application/json" },
+        body: "{}",
+      });
       const text = await res.text();
       expect(res.status).toBe(403);
       expect(JSON.parse(text).error.type).toBe("permission_error");
@@ -168,9 +231,33 @@ describe("Cursor placeholders and the Cursor route", () => {
     const path = `/_lazy/cursor/${g.placeholder}/aiserver.v1.AiService/AvailableModels`;
     const [stalled, idle] = await Promise.all([
       // Half a declared body, then silence.
-      raw(port, (s) => void s.write(head(path, ["Host: 127.0.0.1", `authorization: Bearer ${g.placeholder}`, "Content-Type: application/json", "Content-Length: 100"]) + "{}"), 30_000),
+      raw(
+        port,
+        (s) =>
+          void s.write(
+            head(path, [
+              "Host: 127.0.0.1",
+              `authorization: Bearer ${g.placeholder}`,
+              "Content-Type: application/json",
+              "Content-Length: 100",
+            ]) + "{}",
+          ),
+        30_000,
+      ),
       // A whole request answered, then the connection left open and quiet.
-      raw(port, (s) => void s.write(head(path, ["Host: 127.0.0.1", `authorization: Bearer ${g.placeholder}`, "Content-Type: application/json", "Content-Length: 2"]) + "{}"), 30_000),
+      raw(
+        port,
+        (s) =>
+          void s.write(
+            head(path, [
+              "Host: 127.0.0.1",
+              `authorization: Bearer ${g.placeholder}`,
+              "Content-Type: application/json",
+              "Content-Length: 2",
+            ]) + "{}",
+          ),
+        30_000,
+      ),
     ]);
     console.log(`Cursor route: stalled body cut after ${stalled.ms} ms, idle keep-alive closed after ${idle.ms} ms`);
     expect(stalled.closedByServer).toBe(true);

@@ -94,7 +94,8 @@ async function chat(args: string[]): Promise<Result & { ms: number }> {
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   const ms = Date.now() - started;
   console.log(`[clients] lazy chat ${args.slice(0, 2).join(" ")} … exited ${code} in ${ms} ms`);
-  if (code === 124 || code === 137) throw new Error(`lazy chat ${args.join(" ")} did not finish in ${TURN_SECONDS} s\nstdout: ${stdout}\nstderr: ${stderr}`);
+  if (code === 124 || code === 137)
+    throw new Error(`lazy chat ${args.join(" ")} did not finish in ${TURN_SECONDS} s\nstdout: ${stdout}\nstderr: ${stderr}`);
   return { code, stdout, stderr, ms };
 }
 
@@ -123,7 +124,9 @@ function assertNoPlaceholderReachedAMock(): void {
       const m = PLACEHOLDER.exec(text);
       if (m) {
         const at = m.index;
-        throw new Error(`a placeholder reached the mock at ${mock.url}: ${r.method} ${r.path}${r.query} contains "${m[0]}" (…${text.slice(Math.max(0, at - 40), at + 60)}…)`);
+        throw new Error(
+          `a placeholder reached the mock at ${mock.url}: ${r.method} ${r.path}${r.query} contains "${m[0]}" (…${text.slice(Math.max(0, at - 40), at + 60)}…)`,
+        );
       }
     }
   }
@@ -230,7 +233,10 @@ describe("Codex through lazy chat", () => {
         .split("\n")
         .filter((l) => l.startsWith("{"))
         .map((l) => JSON.parse(l));
-      expect(events.some((e) => e.type === "turn.completed"), explain(r, openai)).toBe(true);
+      expect(
+        events.some((e) => e.type === "turn.completed"),
+        explain(r, openai),
+      ).toBe(true);
       const said = events.filter((e) => e.type === "item.completed" && e.item?.type === "agent_message").map((e) => e.item.text);
       expect(said.join("\n")).toContain(Mock.DEFAULT_REPLY_TEXT);
       const turns = openai.received.filter((q) => q.method === "POST" && q.path === "/v1/responses");

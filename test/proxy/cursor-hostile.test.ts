@@ -82,10 +82,20 @@ describe("the Cursor route, against a hostile agent", () => {
       expect(err.message).toContain("cursor-agent profile");
       expectNoSecret(text);
       const row = await lastAudit();
-      expect(row).toMatchObject({ status: 403, profile, role: "host", credential: null, path: "/_lazy/cursor/…/auth/exchange_user_api_key" });
+      expect(row).toMatchObject({
+        status: 403,
+        profile,
+        role: "host",
+        credential: null,
+        path: "/_lazy/cursor/…/auth/exchange_user_api_key",
+      });
       expect(row.note).toContain(`non-Cursor profile ${profile}`);
 
-      const rpc = await fetch(`${base}/aiserver.v1.AiService/AvailableModels`, { method: "POST", headers: { authorization: `Bearer ${g.placeholder}`, "content-type": "application/json" }, body: "{}" });
+      const rpc = await fetch(`${base}/aiserver.v1.AiService/AvailableModels`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${g.placeholder}`, "content-type": "application/json" },
+        body: "{}",
+      });
       expect(rpc.status).toBe(403);
       expectNoSecret(await rpc.text());
     }
@@ -122,11 +132,21 @@ describe("the Cursor route, against a hostile agent", () => {
     // From the pinned address, the same request goes through with the real key.
     const body = JSON.stringify({ apiKey: g.placeholder });
     const owner = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-      const req = request({ host: proxy.hostname, port: Number(proxy.port), path, method: "POST", localAddress: "127.0.0.2", headers: { authorization: `Bearer ${g.placeholder}`, "content-type": "application/json", "content-length": String(body.length) } }, (res) => {
-        let t = "";
-        res.on("data", (d) => (t += d));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, text: t }));
-      });
+      const req = request(
+        {
+          host: proxy.hostname,
+          port: Number(proxy.port),
+          path,
+          method: "POST",
+          localAddress: "127.0.0.2",
+          headers: { authorization: `Bearer ${g.placeholder}`, "content-type": "application/json", "content-length": String(body.length) },
+        },
+        (res) => {
+          let t = "";
+          res.on("data", (d) => (t += d));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, text: t }));
+        },
+      );
       req.on("error", reject);
       req.end(body);
     });
@@ -154,7 +174,11 @@ describe("the Cursor route, against a hostile agent", () => {
       cursor.echo = true;
       // A unary call (JSON, of declared length): the upstream gets the prompt as written.
       const body = JSON.stringify({ prompt });
-      const unary = await fetch(`${base}/aiserver.v1.AiService/AvailableModels`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body });
+      const unary = await fetch(`${base}/aiserver.v1.AiService/AvailableModels`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body,
+      });
       const unaryText = await unary.text();
       expectNoSecret(unaryText);
       expect(unary.status).toBe(200);
@@ -163,7 +187,11 @@ describe("the Cursor route, against a hostile agent", () => {
 
       // The agent stream (Connect frames): the prompt frame comes back byte for byte.
       const frame = Mock.connectFrame(0, new TextEncoder().encode(prompt));
-      const run = await fetch(`${base}/agent.v1.AgentService/RunSSE`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/connect+proto", "connect-protocol-version": "1" }, body: frame });
+      const run = await fetch(`${base}/agent.v1.AgentService/RunSSE`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/connect+proto", "connect-protocol-version": "1" },
+        body: frame,
+      });
       const bytes = new Uint8Array(await run.arrayBuffer());
       expectNoSecret(Buffer.from(bytes).toString("latin1"));
       expect(run.status).toBe(200);
@@ -187,7 +215,11 @@ describe("the Cursor route, against a hostile agent", () => {
     try {
       cursor.echo = true;
       // A unary answer quoting the Authorization header: the agent reads the session placeholder it sent.
-      const unary = await fetch(`${base}/aiserver.v1.AiService/AvailableModels`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: "{}" });
+      const unary = await fetch(`${base}/aiserver.v1.AiService/AvailableModels`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: "{}",
+      });
       const unaryText = await unary.text();
       seen.push(unaryText);
       expect(cursor.received.at(-1)!.headers.authorization).toBe(`Bearer ${cursor.realSessionToken}`);
@@ -196,7 +228,11 @@ describe("the Cursor route, against a hostile agent", () => {
 
       // A stream quoting it, cut across two writes: starred out at its own length, so every
       // Connect frame still parses.
-      const run = await fetch(`${base}/agent.v1.AgentService/RunSSE`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/connect+proto" }, body: Mock.connectFrame(0, new TextEncoder().encode("hi")) });
+      const run = await fetch(`${base}/agent.v1.AgentService/RunSSE`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/connect+proto" },
+        body: Mock.connectFrame(0, new TextEncoder().encode("hi")),
+      });
       const bytes = new Uint8Array(await run.arrayBuffer());
       seen.push(Buffer.from(bytes).toString("latin1"));
       const got = frames(bytes);
@@ -227,7 +263,11 @@ describe("the Cursor route, against a hostile agent", () => {
     const ex = await (await exchange(`${g.proxyUrl}/_lazy/cursor/${g.placeholder}`, g.placeholder)).json();
     cursor.reset();
     for (const credential of [g.placeholder, ex.accessToken as string]) {
-      const res = await fetch(`${g.proxyUrl}/_lazy/cursor/-/aiserver.v1.AiService/AvailableModels`, { method: "POST", headers: { authorization: `Bearer ${credential}`, "content-type": "application/json" }, body: "{}" });
+      const res = await fetch(`${g.proxyUrl}/_lazy/cursor/-/aiserver.v1.AiService/AvailableModels`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${credential}`, "content-type": "application/json" },
+        body: "{}",
+      });
       const text = await res.text();
       expect(res.status).toBe(401);
       expect(JSON.parse(text)).toMatchObject({ code: "unauthenticated" });

@@ -38,7 +38,9 @@ async function collect(s: ReadableStream<Uint8Array>): Promise<{ text: string; a
 describe("Scrubber", () => {
   test("a whole text answer gets the placeholders; one without a secret comes back as the same bytes", () => {
     const s = new Scrubber(PAIRS, true);
-    expect(dec(s.all(enc(`{"error":"bad key ${KEY}","auth":"Bearer ${JWT}","again":"${KEY}"}`)))).toBe(`{"error":"bad key ${PH}","auth":"Bearer ${SESSION_PH}","again":"${PH}"}`);
+    expect(dec(s.all(enc(`{"error":"bad key ${KEY}","auth":"Bearer ${JWT}","again":"${KEY}"}`)))).toBe(
+      `{"error":"bad key ${PH}","auth":"Bearer ${SESSION_PH}","again":"${PH}"}`,
+    );
     const clean = enc(`{"ok":"${PH}"}`);
     expect(s.all(clean)).toBe(clean);
   });
@@ -49,7 +51,8 @@ describe("Scrubber", () => {
     expect(out).toBe(`\x00\x00\x00\x00\x4aBearer ${"*".repeat(JWT.length)}`);
     expect(Scrubber.isText("application/json; charset=utf-8")).toBe(true);
     expect(Scrubber.isText("text/plain")).toBe(true);
-    for (const t of ["application/connect+proto", "application/connect+json", "application/proto", null]) expect(Scrubber.isText(t)).toBe(false);
+    for (const t of ["application/connect+proto", "application/connect+json", "application/proto", null])
+      expect(Scrubber.isText(t)).toBe(false);
   });
 
   test("a stream: a secret cut at any point between two chunks never gets through", async () => {
@@ -66,16 +69,29 @@ describe("Scrubber", () => {
 
   test("a chunk that ends like the start of a secret is released when the upstream pauses, not held until its next chunk", async () => {
     // A frame that ends in "ey" (a JWT starts "eyJ"), then the upstream waits on the client.
-    const { text, at } = await collect(scrubStream(source([enc("frame ends ey"), enc(" later")], [0, 1000]), new Scrubber(PAIRS, true), 50));
+    const { text, at } = await collect(
+      scrubStream(source([enc("frame ends ey"), enc(" later")], [0, 1000]), new Scrubber(PAIRS, true), 50),
+    );
     expect(text).toBe("frame ends ey later");
-    const whole = at.findIndex((a, i) => at.slice(0, i + 1).map((x) => x.text).join("") === "frame ends ey");
+    const whole = at.findIndex(
+      (_a, i) =>
+        at
+          .slice(0, i + 1)
+          .map((x) => x.text)
+          .join("") === "frame ends ey",
+    );
     expect(whole).toBeGreaterThanOrEqual(0);
     expect(at[whole]!.ms).toBeLessThan(800);
   });
 
   test("cancelling the scrubbed stream cancels the source", async () => {
     let cancelled = false;
-    const src = new ReadableStream<Uint8Array>({ pull: (c) => c.enqueue(enc("x")), cancel: () => void (cancelled = true) });
+    const src = new ReadableStream<Uint8Array>({
+      pull: (c) => c.enqueue(enc("x")),
+      cancel: () => {
+        cancelled = true;
+      },
+    });
     const reader = scrubStream(src, new Scrubber(PAIRS, true)).getReader();
     await reader.read();
     await reader.cancel();

@@ -50,13 +50,25 @@ describe("the Cursor route", () => {
     expect(exchange.headers.authorization).toBe(`Bearer ${KEY}`);
     expect(JSON.parse(exchange.body).apiKey).toBe(KEY);
 
-    const models = await fetch(`${base}/aiserver.v1.AiService/AvailableModels`, { method: "POST", headers: { authorization: `Bearer ${tokens.accessToken}`, "content-type": "application/json" }, body: "{}" });
+    const models = await fetch(`${base}/aiserver.v1.AiService/AvailableModels`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${tokens.accessToken}`, "content-type": "application/json" },
+      body: "{}",
+    });
     const modelsText = await models.text();
     seenByAgent.push(modelsText);
     expect(models.status).toBe(200);
     expect(JSON.parse(modelsText).models.length).toBeGreaterThan(0);
 
-    const run = await fetch(`${base}/agent.v1.AgentService/RunSSE`, { method: "POST", headers: { authorization: `Bearer ${tokens.accessToken}`, "content-type": "application/connect+proto", "connect-protocol-version": "1" }, body: Mock.connectFrame(0, new TextEncoder().encode("hello")) });
+    const run = await fetch(`${base}/agent.v1.AgentService/RunSSE`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${tokens.accessToken}`,
+        "content-type": "application/connect+proto",
+        "connect-protocol-version": "1",
+      },
+      body: Mock.connectFrame(0, new TextEncoder().encode("hello")),
+    });
     const bytes = new Uint8Array(await run.arrayBuffer());
     seenByAgent.push(Buffer.from(bytes).toString("latin1"));
     expect(run.status).toBe(200);
@@ -67,22 +79,39 @@ describe("the Cursor route", () => {
     for (const r of mock.received.slice(1)) expect(r.headers.authorization).toBe(`Bearer ${mock.realSessionToken}`);
     for (const r of mock.received) expect(JSON.stringify(r.headers) + r.body + r.path).not.toMatch(/key_lazy_|lazy.placeholder/);
     // What the agent saw: no real Cursor credential of any kind.
-    for (const s of seenByAgent) for (const secret of [KEY, mock.realSessionToken, mock.realRefreshToken]) expect(s.includes(secret)).toBe(false);
+    for (const s of seenByAgent)
+      for (const secret of [KEY, mock.realSessionToken, mock.realRefreshToken]) expect(s.includes(secret)).toBe(false);
 
     // Audited by the grant, with the path's placeholder segment elided; never logged.
     const rows = (await p.json(["stats", "audit"])).rows.filter((r: any) => r.path.startsWith("/_lazy/cursor/"));
-    expect(rows.map((r: any) => r.path)).toEqual(["/_lazy/cursor/…/auth/exchange_user_api_key", "/_lazy/cursor/…/aiserver.v1.AiService/AvailableModels", "/_lazy/cursor/…/agent.v1.AgentService/RunSSE"]);
+    expect(rows.map((r: any) => r.path)).toEqual([
+      "/_lazy/cursor/…/auth/exchange_user_api_key",
+      "/_lazy/cursor/…/aiserver.v1.AiService/AvailableModels",
+      "/_lazy/cursor/…/agent.v1.AgentService/RunSSE",
+    ]);
     for (const r of rows) expect(r).toMatchObject({ role: "host", profile: "cursor", credential: "cursor", status: 200 });
-    for (const f of p.allStateFiles()) if (!f.path.endsWith("proxy-tokens.json")) expect(f.bytes.includes(g.placeholder), f.path).toBe(false);
-    for (const f of p.allStateFiles()) for (const secret of [mock.realSessionToken, mock.realRefreshToken]) expect(f.bytes.includes(secret), f.path).toBe(false);
+    for (const f of p.allStateFiles())
+      if (!f.path.endsWith("proxy-tokens.json")) expect(f.bytes.includes(g.placeholder), f.path).toBe(false);
+    for (const f of p.allStateFiles())
+      for (const secret of [mock.realSessionToken, mock.realRefreshToken]) expect(f.bytes.includes(secret), f.path).toBe(false);
   });
 
   test("a body over 64 KiB streams through unbuffered and untouched", async () => {
     mock.reset();
     const g = await p.grant({ role: "host", profile: "cursor" });
-    const ex = await (await fetch(`${g.proxyUrl}/_lazy/cursor/${g.placeholder}/auth/exchange_user_api_key`, { method: "POST", headers: { authorization: `Bearer ${g.placeholder}` }, body: "{}" })).json();
+    const ex = await (
+      await fetch(`${g.proxyUrl}/_lazy/cursor/${g.placeholder}/auth/exchange_user_api_key`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${g.placeholder}` },
+        body: "{}",
+      })
+    ).json();
     const big = new Uint8Array(200 * 1024).fill(0x61);
-    const res = await fetch(`${g.proxyUrl}/_lazy/cursor/${g.placeholder}/agent.v1.AgentService/RunSSE`, { method: "POST", headers: { authorization: `Bearer ${ex.accessToken}`, "content-type": "application/connect+proto" }, body: big });
+    const res = await fetch(`${g.proxyUrl}/_lazy/cursor/${g.placeholder}/agent.v1.AgentService/RunSSE`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${ex.accessToken}`, "content-type": "application/connect+proto" },
+      body: big,
+    });
     expect(res.status).toBe(200);
     await res.arrayBuffer();
     expect(mock.received.at(-1)!.bytes.length).toBe(big.length);
@@ -99,15 +128,27 @@ describe("the Cursor route", () => {
     expect(badText).not.toContain("key_lazy_secretish");
     expect(p.log()).not.toContain("key_lazy_secretish");
 
-    const unknown = await fetch(`${url}/_lazy/cursor/key_lazy_${"0".repeat(40)}/auth/exchange_user_api_key`, { method: "POST", body: "{}" });
+    const unknown = await fetch(`${url}/_lazy/cursor/key_lazy_${"0".repeat(40)}/auth/exchange_user_api_key`, {
+      method: "POST",
+      body: "{}",
+    });
     expect(unknown.status).toBe(401);
     expect(mock.received).toHaveLength(0);
 
     // cursor-agent login on the host: its own session credential, no key to replace.
-    const res = await fetch(`${url}/_lazy/cursor/-/aiserver.v1.AiService/AvailableModels`, { method: "POST", headers: { authorization: `Bearer ${mock.realSessionToken}`, "content-type": "application/json" }, body: "{}" });
+    const res = await fetch(`${url}/_lazy/cursor/-/aiserver.v1.AiService/AvailableModels`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${mock.realSessionToken}`, "content-type": "application/json" },
+      body: "{}",
+    });
     expect(res.status).toBe(200);
     expect(mock.received.at(-1)!.headers.authorization).toBe(`Bearer ${mock.realSessionToken}`);
     const row = (await p.json(["stats", "audit"])).rows.at(-1);
-    expect(row).toMatchObject({ role: null, taskId: null, credential: null, path: "/_lazy/cursor/…/aiserver.v1.AiService/AvailableModels" });
+    expect(row).toMatchObject({
+      role: null,
+      taskId: null,
+      credential: null,
+      path: "/_lazy/cursor/…/aiserver.v1.AiService/AvailableModels",
+    });
   });
 });

@@ -3,8 +3,8 @@
  * the way an agent makes them. Asserts what the upstream received (the real credential, in the
  * right header, no placeholder) and what the agent received (no real credential).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Project, cleanupAll, } from "../helpers/lazy";
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { Project, cleanupAll } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const API_KEY = "sk-ant-api03-REAL-" + "k".repeat(80) + "AA";
@@ -41,6 +41,12 @@ async function messages(url: string, headers: Record<string, string>, stream = t
   });
 }
 
+// Some tests rotate the anthropic credential: each test starts from the stored API key, whatever
+// ran before it (or failed half-way).
+beforeEach(async () => {
+  await p.setCredential("anthropic", API_KEY);
+});
+
 describe("credential injection", () => {
   test("an API key placeholder becomes the real key in x-api-key upstream; the agent never sees the real one", async () => {
     anthropic.reset();
@@ -62,8 +68,20 @@ describe("credential injection", () => {
 
     const audit = await p.json(["stats", "audit"]);
     const row = audit.rows.at(-1);
-    expect(row).toMatchObject({ role: "host", profile: "claude", credential: "anthropic", method: "POST", path: "/v1/messages", status: 200 });
-    expect(row.usage).toEqual({ input: Mock.DEFAULT_USAGE.input, output: Mock.DEFAULT_USAGE.output, cacheRead: Mock.DEFAULT_USAGE.cacheRead, cacheWrite: Mock.DEFAULT_USAGE.cacheWrite });
+    expect(row).toMatchObject({
+      role: "host",
+      profile: "claude",
+      credential: "anthropic",
+      method: "POST",
+      path: "/v1/messages",
+      status: 200,
+    });
+    expect(row.usage).toEqual({
+      input: Mock.DEFAULT_USAGE.input,
+      output: Mock.DEFAULT_USAGE.output,
+      cacheRead: Mock.DEFAULT_USAGE.cacheRead,
+      cacheWrite: Mock.DEFAULT_USAGE.cacheWrite,
+    });
     expect(row.ttfbMs).toBeGreaterThanOrEqual(0);
   });
 
@@ -87,13 +105,16 @@ describe("credential injection", () => {
     const g2 = await p.grant({ role: "host", profile: "claude" });
     expect(g2.envVar).toBe("CLAUDE_CODE_OAUTH_TOKEN");
     expect(g2.placeholder).toStartWith("sk-ant-oat01-lazy-");
-    await p.setCredential("anthropic", API_KEY);
   });
 
   test("an upstream 401 for an OAuth token says it expired or was revoked, to the agent and in lazy doctor", async () => {
     await p.setCredential("anthropic", OAUTH);
     const g = await p.grant({ role: "host", profile: "claude" });
-    anthropic.behavior = { kind: "status", status: 401, body: { type: "error", error: { type: "authentication_error", message: "invalid x-api-key" } } };
+    anthropic.behavior = {
+      kind: "status",
+      status: 401,
+      body: { type: "error", error: { type: "authentication_error", message: "invalid x-api-key" } },
+    };
     const res = await messages(g.proxyUrl, { authorization: `Bearer ${g.placeholder}` }, false);
     const body = await res.json();
     expect(res.status).toBe(401);
@@ -112,10 +133,23 @@ describe("credential injection", () => {
     const g = await p.grant({ role: "host", profile: "codex" });
     expect(g.envVar).toBe("OPENAI_API_KEY");
     expect(g.placeholder).toStartWith("sk-proj-lazy-");
-    const r1 = await fetch(`${g.proxyUrl}/v1/responses`, { method: "POST", headers: { authorization: `Bearer ${g.placeholder}`, "content-type": "application/json" }, body: JSON.stringify({ model: "gpt-5", stream: true, input: "hi" }) });
+    const r1 = await fetch(`${g.proxyUrl}/v1/responses`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${g.placeholder}`, "content-type": "application/json" },
+      body: JSON.stringify({ model: "gpt-5", stream: true, input: "hi" }),
+    });
     const t1 = await r1.text();
     expect(t1).toContain("response.completed");
-    const r2 = await fetch(`${g.proxyUrl}/v1/chat/completions`, { method: "POST", headers: { authorization: `Bearer ${g.placeholder}`, "content-type": "application/json" }, body: JSON.stringify({ model: "gpt-5", stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: "hi" }] }) });
+    const r2 = await fetch(`${g.proxyUrl}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${g.placeholder}`, "content-type": "application/json" },
+      body: JSON.stringify({
+        model: "gpt-5",
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [{ role: "user", content: "hi" }],
+      }),
+    });
     const t2 = await r2.text();
     expect(t2).toContain("[DONE]");
     for (const t of [t1, t2]) expect(t).not.toContain(OPENAI_KEY);
@@ -196,7 +230,11 @@ describe("failure semantics", () => {
     expect(body.error.message).toContain('no credential "anthropic"');
     expect(body.error.message).toContain("lazy auth set anthropic");
     expect(anthropic.received).toHaveLength(0);
-    expect((await q.json(["stats", "audit"])).rows.at(-1)).toMatchObject({ status: 401, role: "host", note: "credential anthropic missing" });
+    expect((await q.json(["stats", "audit"])).rows.at(-1)).toMatchObject({
+      status: 401,
+      role: "host",
+      note: "credential anthropic missing",
+    });
   });
 
   test("no credential at all is forwarded unchanged (the probes); a real credential with no grant is forwarded as is, unattributed", async () => {

@@ -114,9 +114,7 @@ describe("minting", () => {
       shape: "anthropic-api-key" as const,
     };
     expect(g.mint(host).token).toBe(g.mint(host).token);
-    expect(g.mint({ ...host, profile: "codex", envVar: "OPENAI_API_KEY", shape: "openai" }).token).not.toBe(
-      g.mint(host).token,
-    );
+    expect(g.mint({ ...host, profile: "codex", envVar: "OPENAI_API_KEY", shape: "openai" }).token).not.toBe(g.mint(host).token);
   });
 
   test("malformed identities are refused with every problem listed", () => {
@@ -131,10 +129,7 @@ describe("minting", () => {
       throw new Error("expected a refusal");
     };
     expect(refused(agent({ taskId: null }))).toEqual(["an agent grant needs a taskId"]);
-    expect(refused({ ...builder(""), profile: "" })).toEqual([
-      "profile is empty",
-      "a builder grant needs a session name",
-    ]);
+    expect(refused({ ...builder(""), profile: "" })).toEqual(["profile is empty", "a builder grant needs a session name"]);
     expect(refused(agent({ session: "s1" }))).toEqual(["a grant for role agent takes no session name"]);
     expect(refused({ ...agent(), role: "host" })).toEqual(["a host grant is project-wide: taskId must be null"]);
     expect(g.size).toBe(0);

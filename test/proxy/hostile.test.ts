@@ -48,7 +48,13 @@ function raw(method: string, target: string, headers: Record<string, string>, bo
       const status = Number(data.slice(9, 12));
       resolve({ status, body: data.slice(data.indexOf("\r\n\r\n") + 4) });
     });
-    const head = [`${method} ${target} HTTP/1.1`, "Host: 127.0.0.1", "Connection: close", "Content-Type: application/json", `Content-Length: ${Buffer.byteLength(body)}`];
+    const head = [
+      `${method} ${target} HTTP/1.1`,
+      "Host: 127.0.0.1",
+      "Connection: close",
+      "Content-Type: application/json",
+      `Content-Length: ${Buffer.byteLength(body)}`,
+    ];
     for (const [k, v] of Object.entries(headers)) head.push(`${k}: ${v}`);
     s.write(head.join("\r\n") + "\r\n\r\n" + body);
   });
@@ -158,7 +164,12 @@ describe("hostile paths and methods", () => {
 
   test("what a profile upstream does forward still arrives, with no credential at all for a local server", async () => {
     server.reset();
-    const ok = await raw("POST", "/v1/messages?beta=true", { "x-api-key": placeholder }, JSON.stringify({ model: "m", max_tokens: 5, messages: [{ role: "user", content: "hi" }] }));
+    const ok = await raw(
+      "POST",
+      "/v1/messages?beta=true",
+      { "x-api-key": placeholder },
+      JSON.stringify({ model: "m", max_tokens: 5, messages: [{ role: "user", content: "hi" }] }),
+    );
     expect(ok.status).toBe(200);
     const probe = await raw("HEAD", "/api/hello", {}, "");
     expect(probe.status).toBe(200);

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import * as Placeholders from "../../src/proxy/placeholders";
 
 // The secret-scanner patterns Claude Code ships (WIRE.md §1.2) and OpenRouter's key shape (§3.10).
-const anthropicApiKey = /\bsk-ant-api03-[a-zA-Z0-9_\-]{93}AA$/;
+const anthropicApiKey = /\bsk-ant-api03-[a-zA-Z0-9_-]{93}AA$/;
 const anthropicOAuth = /\bsk-ant-(?:oat|ort)\d{2}-[\w-]{20,}/;
 const openaiKey = /^sk-[A-Za-z0-9_-]{8,200}T3BlbkFJ[A-Za-z0-9_-]{8,200}$/;
 
@@ -67,14 +67,7 @@ describe("isPlaceholder", () => {
   });
 
   test("recognises a truncated or hand-made placeholder, which must 401 rather than leak upstream", () => {
-    for (const v of [
-      "sk-ant-api03-lazy-abc",
-      "sk-ant-oat01-lazy-x",
-      "sk-proj-lazy-DDDD",
-      "sk-or-v1-lazy-JJJJ",
-      "key_lazy_1",
-      "lazy-1",
-    ]) {
+    for (const v of ["sk-ant-api03-lazy-abc", "sk-ant-oat01-lazy-x", "sk-proj-lazy-DDDD", "sk-or-v1-lazy-JJJJ", "key_lazy_1", "lazy-1"]) {
       expect(Placeholders.isPlaceholder(v)).toBe(true);
     }
   });

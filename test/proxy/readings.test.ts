@@ -72,9 +72,7 @@ const codexResponse = new Headers({
 describe("filter", () => {
   test("keeps the allowlisted names and drops everything else", () => {
     const kept = Readings.filter(apiKeyResponse);
-    expect(Object.keys(kept).sort()).toEqual(
-      [...apiKeyResponse.keys()].filter((k) => k.startsWith("anthropic-ratelimit-")).sort(),
-    );
+    expect(Object.keys(kept).sort()).toEqual([...apiKeyResponse.keys()].filter((k) => k.startsWith("anthropic-ratelimit-")).sort());
     for (const dropped of ["request-id", "anthropic-organization-id", "set-cookie", "cf-ray", "via", "content-type"]) {
       expect(kept[dropped]).toBeUndefined();
     }

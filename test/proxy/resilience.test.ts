@@ -41,10 +41,20 @@ describe("streams and retries", () => {
     await q.setCredential("anthropic", KEY);
     const gq = await q.grant({ role: "host", profile: "claude" });
     mock.reset();
-    const whole = await (await fetch(`${gq.proxyUrl}/v1/messages`, { method: "POST", headers: { "x-api-key": gq.placeholder, "content-type": "application/json" }, body: JSON.stringify({ model: "m", stream: true, messages: [] }) })).text();
+    const whole = await (
+      await fetch(`${gq.proxyUrl}/v1/messages`, {
+        method: "POST",
+        headers: { "x-api-key": gq.placeholder, "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", stream: true, messages: [] }),
+      })
+    ).text();
     mock.behavior = { kind: "silent-then-stream", firstByteDelayMs: 20_000, gapMs: 20_000 };
     const started = Date.now();
-    const res = await fetch(`${gq.proxyUrl}/v1/messages`, { method: "POST", headers: { "x-api-key": gq.placeholder, "content-type": "application/json" }, body: JSON.stringify({ model: "m", stream: true, messages: [] }) });
+    const res = await fetch(`${gq.proxyUrl}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": gq.placeholder, "content-type": "application/json" },
+      body: JSON.stringify({ model: "m", stream: true, messages: [] }),
+    });
     const text = await res.text();
     expect(Date.now() - started).toBeGreaterThanOrEqual(39_000);
     expect(res.status).toBe(200);
@@ -70,11 +80,20 @@ describe("streams and retries", () => {
     mock.reset();
     mock.behavior = { kind: "hang" };
     const ac = new AbortController();
-    const pending = fetch(`${g.proxyUrl}/v1/messages`, { method: "POST", headers: { "x-api-key": g.placeholder }, body: "{}", signal: ac.signal }).catch((e) => e);
+    const pending = fetch(`${g.proxyUrl}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": g.placeholder },
+      body: "{}",
+      signal: ac.signal,
+    }).catch((e) => e);
     await mock.waitFor(1);
     ac.abort();
     await pending;
-    const row = await until(async () => (await p.json(["stats", "audit"])).rows.find((r: any) => r.status === 499), 5000, "the aborted call's audit row");
+    const row = await until(
+      async () => (await p.json(["stats", "audit"])).rows.find((r: any) => r.status === 499),
+      5000,
+      "the aborted call's audit row",
+    );
     expect(row.note).toContain("disconnected");
     mock.reset();
   });
@@ -118,18 +137,30 @@ describe("readings and provider health", () => {
     const h = new Project({ toml: `[proxy]\nfirst_byte_timeout_s = 1\n\n[proxy.upstreams]\nanthropic = "${closed.url}"\n` });
     await h.setCredential("anthropic", KEY);
     const gh = await h.grant({ role: "host", profile: "claude" });
-    const send = () => fetch(`${gh.proxyUrl}/v1/messages`, { method: "POST", headers: { "x-api-key": gh.placeholder, "content-type": "application/json" }, body: "{}" });
+    const send = () =>
+      fetch(`${gh.proxyUrl}/v1/messages`, {
+        method: "POST",
+        headers: { "x-api-key": gh.placeholder, "content-type": "application/json" },
+        body: "{}",
+      });
     const statuses: number[] = [];
     closed.behavior = { kind: "reset" }; // reset twice: the retry resets too, so the agent sees it
     const reset = await send();
     statuses.push(reset.status);
-    expect((await reset.json()).error.message).toMatch(/^Anthropic \(127\.0\.0\.1:\d+, profile claude, credential anthropic\) reset the connection \d+ ms into the request$/);
+    expect((await reset.json()).error.message).toMatch(
+      /^Anthropic \(127\.0\.0\.1:\d+, profile claude, credential anthropic\) reset the connection \d+ ms into the request$/,
+    );
     closed.behavior = { kind: "hang" };
     const timeout = await send();
     statuses.push(timeout.status);
     expect((await timeout.json()).error.message).toContain("sent no response headers");
     for (const status of [500, 529, 429]) {
-      closed.behavior = { kind: "status", status, body: { type: "error", error: { type: status === 529 ? "overloaded_error" : "api_error", message: `upstream ${status}` } }, headers: status === 429 ? { "retry-after": "7" } : {} };
+      closed.behavior = {
+        kind: "status",
+        status,
+        body: { type: "error", error: { type: status === 529 ? "overloaded_error" : "api_error", message: `upstream ${status}` } },
+        headers: status === 429 ? { "retry-after": "7" } : {},
+      };
       const r = await send();
       statuses.push(r.status);
       // Provider error responses reach the agent unchanged.
@@ -146,7 +177,9 @@ describe("readings and provider health", () => {
     expect(health.failures).toEqual({ reset: 1, timeout: 1, connect: 1, "5xx": 1, "529": 1, "429": 1, quota: 0 }); // its 429 is a short rate limit, not a quota
     expect(health.requests).toBe(6);
     expect(health.latest.kind).toBe("connect");
-    expect((await h.ok(["stats", "limits"])).stdout).toMatch(/Anthropic: 6 requests; reset 1, timeout 1, connect 1, 5xx 1, 529 1, 429 1; latest: /);
+    expect((await h.ok(["stats", "limits"])).stdout).toMatch(
+      /Anthropic: 6 requests; reset 1, timeout 1, connect 1, 5xx 1, 529 1, 429 1; latest: /,
+    );
     // A 429's retry-after is a reading too.
     expect((await h.json(["stats", "limits"])).limits[0].headers["retry-after"]).toBe("7");
   }, 60_000);
@@ -158,7 +191,11 @@ describe("readings and provider health", () => {
     for (let i = 0; i < 1000; i += 50)
       await Promise.all(
         Array.from({ length: 50 }, () =>
-          fetch(`${gt.proxyUrl}/v1/messages`, { method: "POST", headers: { "x-api-key": gt.placeholder, "content-type": "application/json" }, body: JSON.stringify({ stream: false, messages: [] }) }).then((r) => r.text()),
+          fetch(`${gt.proxyUrl}/v1/messages`, {
+            method: "POST",
+            headers: { "x-api-key": gt.placeholder, "content-type": "application/json" },
+            body: JSON.stringify({ stream: false, messages: [] }),
+          }).then((r) => r.text()),
         ),
       );
     expect(mock.received).toHaveLength(1000);
@@ -186,9 +223,16 @@ describe("restart", () => {
     await until(() => !isAlive(pid), 5000, "the daemon to die");
     const limits = await p.json(["stats", "limits"]); // starts a new daemon
     expect(p.runtime()!.pid).not.toBe(pid);
-    expect(limits.limits.find((l: any) => l.owner === "credential:ANTHROPIC_API_KEY").windows.find((w: any) => w.name === "five_hour").usedPercent).toBe(55);
+    expect(
+      limits.limits.find((l: any) => l.owner === "credential:ANTHROPIC_API_KEY").windows.find((w: any) => w.name === "five_hour")
+        .usedPercent,
+    ).toBe(55);
     const proxyUrl = p.runtimeProxyUrl();
-    const res = await fetch(`${proxyUrl}/v1/messages`, { method: "POST", headers: { "x-api-key": g.placeholder, "content-type": "application/json" }, body: JSON.stringify({ stream: false, messages: [] }) });
+    const res = await fetch(`${proxyUrl}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": g.placeholder, "content-type": "application/json" },
+      body: JSON.stringify({ stream: false, messages: [] }),
+    });
     expect(res.status).toBe(200);
     expect(mock.received.at(-1)!.headers["x-api-key"]).toBe(KEY);
   });

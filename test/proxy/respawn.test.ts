@@ -52,7 +52,10 @@ describe("a proxy thread that dies", () => {
             method: "POST",
             headers: { "x-api-key": launch.placeholder, "content-type": "application/json" },
             body: JSON.stringify({ model: "m", max_tokens: 8, messages: [{ role: "user", content: "hi" }] }),
-          }).then((r) => r.status, () => 0);
+          }).then(
+            (r) => r.status,
+            () => 0,
+          );
         expect(await ask()).toBe(200);
         const threads = (proxy as unknown as Inside).threads;
 
@@ -69,7 +72,16 @@ describe("a proxy thread that dies", () => {
           kill();
           await until(() => threads.some((t, i) => t.worker !== before[i]), 10_000, "a new thread");
           // Back on the same port: every thread listening there again, and requests answered.
-          await until(async () => listeners(host, port) === count && (await proxy.sync().then(() => true, () => false)), 10_000, "the new thread listening");
+          await until(
+            async () =>
+              listeners(host, port) === count &&
+              (await proxy.sync().then(
+                () => true,
+                () => false,
+              )),
+            10_000,
+            "the new thread listening",
+          );
           expect(proxy.state).toBe("ready");
           expect(proxy.address).toEqual({ host, port });
           for (let i = 0; i < 4; i++) expect(await ask()).toBe(200);
@@ -79,7 +91,9 @@ describe("a proxy thread that dies", () => {
         // The fourth death is one too many: the proxy says so, and its calls fail at once.
         threads[0]!.worker.postMessage({ type: "grants", grants: null });
         await until(() => proxy.state === "failed", 10_000, "the proxy failed");
-        expect(proxy.error).toBe("a thread stopped 4 times; the last time: its thread stopped (TypeError: null is not an object (evaluating 'm.grants.map'))");
+        expect(proxy.error).toBe(
+          "a thread stopped 4 times; the last time: its thread stopped (TypeError: null is not an object (evaluating 'm.grants.map'))",
+        );
         const started = performance.now();
         await expect(proxy.sync()).rejects.toThrow(`lazy's proxy failed: ${proxy.error}; restart the daemon: lazy daemon restart.`);
         expect(performance.now() - started).toBeLessThan(1000);

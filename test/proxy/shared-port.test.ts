@@ -85,7 +85,10 @@ describe.if(process.platform === "linux")("a daemon's proxy on Linux", () => {
             method: "POST",
             headers: { "x-api-key": g.placeholder, "content-type": "application/json", connection: "close" },
             body: JSON.stringify({ model: "m", max_tokens: 5, messages: [{ role: "user", content: "hi" }] }),
-          }).then(async (r) => (await r.arrayBuffer(), r.status)),
+          }).then(async (r) => {
+            await r.arrayBuffer();
+            return r.status;
+          }),
         ),
       );
       expect(statuses).toEqual(Array(n).fill(200));

@@ -78,12 +78,7 @@ describe("allowed surface", () => {
     for (const [method, target] of allowedOn["anthropic-primary"]) {
       if (Surface.check("openai", method, target, none).ok) crossing.push(`${method} ${target}`);
     }
-    expect(crossing).toEqual([
-      "GET /v1/models",
-      "GET /v1/models?limit=1000",
-      "GET /v1/models/claude-sonnet-4-5-20250929",
-      "HEAD /",
-    ]);
+    expect(crossing).toEqual(["GET /v1/models", "GET /v1/models?limit=1000", "GET /v1/models/claude-sonnet-4-5-20250929", "HEAD /"]);
   });
 });
 
@@ -245,9 +240,7 @@ describe("refusal bodies", () => {
     expect(body.error.type).toBe("permission_error");
     expect(body.error.param).toBeNull();
     expect(body.error.code).toBe("lazy_path_refused");
-    expect(body.error.message).toStartWith(
-      "lazy's proxy refuses POST /v1/messages: this upstream forwards only POST /v1/chat/completions",
-    );
+    expect(body.error.message).toStartWith("lazy's proxy refuses POST /v1/messages: this upstream forwards only POST /v1/chat/completions");
   });
 
   test("a control character never reaches the body raw", () => {

@@ -54,10 +54,7 @@ const anthropicStream = sse([
   ],
   ["content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }],
   ["ping", { type: "ping" }],
-  [
-    "content_block_delta",
-    { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Héllo 😀 wörld" } },
-  ],
+  ["content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Héllo 😀 wörld" } }],
   [
     "content_block_delta",
     {
@@ -129,10 +126,7 @@ describe("Anthropic Messages SSE", () => {
           },
         },
       ],
-      [
-        "message_delta",
-        { type: "message_delta", usage: { output_tokens: 40, input_tokens: null, cache_read_input_tokens: null } },
-      ],
+      ["message_delta", { type: "message_delta", usage: { output_tokens: 40, input_tokens: null, cache_read_input_tokens: null } }],
       ["message_delta", { type: "message_delta", usage: { output_tokens: 95, cache_creation_input_tokens: 1300 } }],
     ]);
     expect(tap("anthropic", body, SSE).usage).toEqual({ input: 3, output: 95, cacheRead: 48000, cacheWrite: 1300 });
@@ -140,15 +134,9 @@ describe("Anthropic Messages SSE", () => {
 
   test("Ollama-style: zero usage at start, cumulative input and output in message_delta", () => {
     const body = sse([
-      [
-        "message_start",
-        { type: "message_start", message: { id: "msg_x", usage: { input_tokens: 0, output_tokens: 0 } } },
-      ],
+      ["message_start", { type: "message_start", message: { id: "msg_x", usage: { input_tokens: 0, output_tokens: 0 } } }],
       ["content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "hi" } }],
-      [
-        "message_delta",
-        { type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { input_tokens: 12, output_tokens: 7 } },
-      ],
+      ["message_delta", { type: "message_delta", delta: { stop_reason: "end_turn" }, usage: { input_tokens: 12, output_tokens: 7 } }],
       ["message_delta", { type: "message_delta", usage: { input_tokens: 12, output_tokens: 34 } }],
       ["message_stop", { type: "message_stop" }],
     ]);
@@ -169,9 +157,7 @@ describe("Anthropic Messages SSE", () => {
   test("a stream cut before any usage, or with no trailing blank line", () => {
     expect(tap("anthropic", 'event: ping\ndata: {"type":"ping"}\n\n', SSE).usage).toBeNull();
     const noTail = anthropicStream.trimEnd();
-    expect(tap("anthropic", noTail.slice(0, noTail.lastIndexOf("event: message_stop")).trimEnd(), SSE).usage).toEqual(
-      anthropicUsage,
-    );
+    expect(tap("anthropic", noTail.slice(0, noTail.lastIndexOf("event: message_stop")).trimEnd(), SSE).usage).toEqual(anthropicUsage);
   });
 
   test("events without event: lines are still read", () => {
@@ -190,9 +176,7 @@ describe("Anthropic Messages SSE", () => {
 
   test("a line over 1 MiB is dropped without stopping the tap", () => {
     const giant = "x".repeat(1_200_000);
-    const body =
-      `data: {"type":"content_block_delta","delta":{"text":"${giant}"},"usage":{"input_tokens":1}}\n\n` +
-      anthropicStream;
+    const body = `data: {"type":"content_block_delta","delta":{"text":"${giant}"},"usage":{"input_tokens":1}}\n\n` + anthropicStream;
     const bytes = enc.encode(body);
     const cuts = Array.from({ length: Math.ceil(bytes.length / 65536) }, (_, i) => i * 65536).slice(1);
     const r = tap("anthropic", bytes, SSE, cuts);
@@ -202,8 +186,7 @@ describe("Anthropic Messages SSE", () => {
 
   test("a huge delta of a known-irrelevant event is skipped without counting as overflow", () => {
     const body =
-      `event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"text":"${"y".repeat(3_000_000)}"}}\n\n` +
-      anthropicStream;
+      `event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"text":"${"y".repeat(3_000_000)}"}}\n\n` + anthropicStream;
     const bytes = enc.encode(body);
     const cuts = Array.from({ length: Math.ceil(bytes.length / 16384) }, (_, i) => i * 16384).slice(1);
     const r = tap("anthropic", bytes, SSE, cuts);
@@ -212,27 +195,17 @@ describe("Anthropic Messages SSE", () => {
   });
 
   test("garbage data lines are ignored, not thrown", () => {
-    const body =
-      "event: message_start\ndata: {not json\n\n" + "event: message_delta\ndata: [1,2]\n\n" + anthropicStream;
+    const body = "event: message_start\ndata: {not json\n\n" + "event: message_delta\ndata: [1,2]\n\n" + anthropicStream;
     expect(tap("anthropic", body, SSE).usage).toEqual(anthropicUsage);
   });
 });
 
 // WIRE.md §3.8.
 const responsesStream = sse([
-  [
-    "response.created",
-    { type: "response.created", sequence_number: 0, response: { id: "resp_1", status: "in_progress", usage: null } },
-  ],
+  ["response.created", { type: "response.created", sequence_number: 0, response: { id: "resp_1", status: "in_progress", usage: null } }],
   ["response.in_progress", { type: "response.in_progress", sequence_number: 1, response: { id: "resp_1" } }],
-  [
-    "response.output_item.added",
-    { type: "response.output_item.added", sequence_number: 2, output_index: 0, item: { type: "message" } },
-  ],
-  [
-    "response.output_text.delta",
-    { type: "response.output_text.delta", sequence_number: 3, item_id: "msg_1", delta: "Bonjour à tous" },
-  ],
+  ["response.output_item.added", { type: "response.output_item.added", sequence_number: 2, output_index: 0, item: { type: "message" } }],
+  ["response.output_text.delta", { type: "response.output_text.delta", sequence_number: 3, item_id: "msg_1", delta: "Bonjour à tous" }],
   ["response.output_item.done", { type: "response.output_item.done", sequence_number: 4, item: { type: "message" } }],
   [
     "response.completed",
@@ -300,9 +273,7 @@ describe("OpenAI Responses SSE", () => {
   });
 
   test("a bare error event", () => {
-    const body = sse([
-      ["error", { type: "error", code: "server_error", message: "The server had an error", param: null }],
-    ]);
+    const body = sse([["error", { type: "error", code: "server_error", message: "The server had an error", param: null }]]);
     const r = tap("openai", body, SSE);
     expect(r.usage).toBeNull();
     expect(r.error).toEqual({ type: "server_error", message: "The server had an error" });
@@ -449,9 +420,7 @@ describe("plain JSON bodies", () => {
   });
 
   test("a JSON body split across chunks, mid-UTF-8", () => {
-    const body = enc.encode(
-      JSON.stringify({ content: [{ text: "ça va 😀" }], usage: { input_tokens: 1, output_tokens: 2 } }),
-    );
+    const body = enc.encode(JSON.stringify({ content: [{ text: "ça va 😀" }], usage: { input_tokens: 1, output_tokens: 2 } }));
     for (let cut = 0; cut <= body.length; cut++) {
       expect(tap("anthropic", body, "application/json", [cut]).usage).toEqual({
         input: 1,

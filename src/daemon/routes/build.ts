@@ -13,6 +13,7 @@ import { LazyError } from "../../util/errors";
 import type { Logger } from "../../util/log";
 import { MCP_PATH, type ModelProxy } from "../../proxy";
 import type { McpTokens } from "../../mcp";
+import { urlHost } from "../../util/url";
 import { parseBody } from "./input";
 
 export interface BuildDeps {
@@ -43,7 +44,7 @@ export function buildRoutes(d: BuildDeps) {
         session,
       });
       const addr = d.proxy.address!;
-      const proxyUrl = `http://${addr.host.includes(":") ? `[${addr.host}]` : addr.host}:${addr.port}`;
+      const proxyUrl = `http://${urlHost(addr.host)}:${addr.port}`;
       return {
         session,
         envVar: launch.envVar,

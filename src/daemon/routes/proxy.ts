@@ -6,6 +6,7 @@ import { LazyError } from "../../util/errors";
 import { Tasks, isFinal } from "../../store";
 import { defaultProfile, type Config } from "../../config";
 import type { ModelProxy } from "../../proxy";
+import { urlHost } from "../../util/url";
 import { parseBody } from "./input";
 
 export const MintGrant = z.strictObject({
@@ -43,7 +44,7 @@ export function proxyRoutes(d: GrantDeps) {
     return {
       envVar: launch.envVar,
       placeholder: launch.placeholder,
-      proxyUrl: `http://${addr.host.includes(":") ? `[${addr.host}]` : addr.host}:${addr.port}`,
+      proxyUrl: `http://${urlHost(addr.host)}:${addr.port}`,
       profile: launch.profile,
       credential: launch.target.credential,
     };

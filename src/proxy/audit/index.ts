@@ -9,3 +9,4 @@
 export { Recorder } from "./recorder";
 export { Audit } from "./trail";
 export { buffers, type Batch, type Bounds, type Row } from "./store";
+export { auditRow, type Outcome, type RowHead } from "./row";

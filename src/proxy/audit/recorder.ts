@@ -25,4 +25,3 @@ export class Recorder {
     if (batch) this.sink(batch);
   }
 }
-

@@ -48,7 +48,19 @@ export interface Batch {
   table: string[];
 }
 
-export const NUMBERS = ["at", "status", "duration_ms", "ttfb_ms", "bytes_in", "bytes_out", "input_tokens", "output_tokens", "cache_read", "cache_write", "retries"] as const;
+export const NUMBERS = [
+  "at",
+  "status",
+  "duration_ms",
+  "ttfb_ms",
+  "bytes_in",
+  "bytes_out",
+  "input_tokens",
+  "output_tokens",
+  "cache_read",
+  "cache_write",
+  "retries",
+] as const;
 export const STRINGS = ["task_id", "task_ref", "role", "profile", "credential", "upstream", "method", "path", "note"] as const;
 const N = NUMBERS.length;
 const S = STRINGS.length;
@@ -104,7 +116,12 @@ export class Builder {
   /** The batch so far (none if empty); the builder starts a new one. */
   take(): Batch | undefined {
     if (!this.n) return undefined;
-    const batch: Batch = { n: this.n, numbers: this.numbers.subarray(0, this.n * N), strings: this.strings.subarray(0, this.n * S), table: this.table };
+    const batch: Batch = {
+      n: this.n,
+      numbers: this.numbers.subarray(0, this.n * N),
+      strings: this.strings.subarray(0, this.n * S),
+      table: this.table,
+    };
     this.n = 0;
     this.numbers = new Float64Array(BATCH_ROWS * N);
     this.strings = new Int32Array(BATCH_ROWS * S);
@@ -140,7 +157,13 @@ export function append(db: Database, batch: Batch, id: number): void {
     if (at > last) last = at;
   }
   db.query("INSERT INTO audit_batches (id, n, first_at, last_at, numbers, strings, tbl) VALUES (?, ?, ?, ?, ?, ?, ?)").run(
-    id, batch.n, first, last, bytes(batch.numbers, batch.n * N), bytes(batch.strings, batch.n * S), JSON.stringify(batch.table),
+    id,
+    batch.n,
+    first,
+    last,
+    bytes(batch.numbers, batch.n * N),
+    bytes(batch.strings, batch.n * S),
+    JSON.stringify(batch.table),
   );
 }
 
@@ -191,12 +214,26 @@ export function rowOf(b: Batch, i: number): Row {
   const input = num(NUM.input_tokens);
   const output = num(NUM.output_tokens);
   return {
-    at: numberOf(b, i, NUM.at), status: numberOf(b, i, NUM.status), durationMs: numberOf(b, i, NUM.duration_ms), ttfbMs: num(NUM.ttfb_ms),
-    bytesIn: numberOf(b, i, NUM.bytes_in), bytesOut: numberOf(b, i, NUM.bytes_out),
-    usage: input === null && output === null ? null : { input: input ?? 0, output: output ?? 0, cacheRead: num(NUM.cache_read) ?? 0, cacheWrite: num(NUM.cache_write) ?? 0 },
+    at: numberOf(b, i, NUM.at),
+    status: numberOf(b, i, NUM.status),
+    durationMs: numberOf(b, i, NUM.duration_ms),
+    ttfbMs: num(NUM.ttfb_ms),
+    bytesIn: numberOf(b, i, NUM.bytes_in),
+    bytesOut: numberOf(b, i, NUM.bytes_out),
+    usage:
+      input === null && output === null
+        ? null
+        : { input: input ?? 0, output: output ?? 0, cacheRead: num(NUM.cache_read) ?? 0, cacheWrite: num(NUM.cache_write) ?? 0 },
     retries: numberOf(b, i, NUM.retries),
-    taskId: str(STR.task_id), taskRef: str(STR.task_ref), role: str(STR.role), profile: str(STR.profile), credential: str(STR.credential),
-    upstream: str(STR.upstream)!, method: str(STR.method)!, path: str(STR.path)!, note: str(STR.note),
+    taskId: str(STR.task_id),
+    taskRef: str(STR.task_ref),
+    role: str(STR.role),
+    profile: str(STR.profile),
+    credential: str(STR.credential),
+    upstream: str(STR.upstream)!,
+    method: str(STR.method)!,
+    path: str(STR.path)!,
+    note: str(STR.note),
   };
 }
 
@@ -264,7 +301,12 @@ export function packLegacy(db: Database): void {
         usage:
           r.input_tokens === null && r.output_tokens === null
             ? null
-            : { input: (r.input_tokens as number) ?? 0, output: (r.output_tokens as number) ?? 0, cacheRead: (r.cache_read as number) ?? 0, cacheWrite: (r.cache_write as number) ?? 0 },
+            : {
+                input: (r.input_tokens as number) ?? 0,
+                output: (r.output_tokens as number) ?? 0,
+                cacheRead: (r.cache_read as number) ?? 0,
+                cacheWrite: (r.cache_write as number) ?? 0,
+              },
         retries: r.retries as number,
         note: r.note as string | null,
       });

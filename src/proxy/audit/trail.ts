@@ -78,7 +78,11 @@ export class Audit {
           }
         }
     }
-    this.waiters = this.waiters.filter((w) => (w.id <= this.written ? (w.resolve(), false) : true));
+    this.waiters = this.waiters.filter((w) => {
+      if (w.id > this.written) return true;
+      w.resolve();
+      return false;
+    });
   }
 
   /** Apply both bounds now (the trail does once a minute). */
@@ -132,7 +136,10 @@ export class Audit {
   }
 
   private post(m: ToWriter): void {
-    if (this.respawns > 3) return this.release(this.posted);
+    if (this.respawns > 3) {
+      this.release(this.posted);
+      return;
+    }
     this.writer.postMessage(m, m.type === "rows" ? Store.buffers(m.batch) : []);
   }
 
@@ -165,7 +172,13 @@ export class Audit {
   async totals(taskId: string): Promise<{ requests: number; input: number; output: number; cacheRead: number; cacheWrite: number }> {
     await this.settled();
     const r = this.db.query("SELECT * FROM task_tokens WHERE task_id = ?").get(taskId) as Record<string, number> | null;
-    return { requests: r?.requests ?? 0, input: r?.input_tokens ?? 0, output: r?.output_tokens ?? 0, cacheRead: r?.cache_read ?? 0, cacheWrite: r?.cache_write ?? 0 };
+    return {
+      requests: r?.requests ?? 0,
+      input: r?.input_tokens ?? 0,
+      output: r?.output_tokens ?? 0,
+      cacheRead: r?.cache_read ?? 0,
+      cacheWrite: r?.cache_write ?? 0,
+    };
   }
 
   /** Write what was posted, then let the writer go. */

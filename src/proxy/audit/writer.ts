@@ -8,7 +8,11 @@ import { Database } from "bun:sqlite";
 import * as Store from "./store";
 import { NUM, type Batch, type Bounds } from "./store";
 
-export type ToWriter = { type: "open"; path: string } | { type: "rows"; id: number; batch: Batch; bounds: Bounds } | { type: "prune"; id: number; bounds: Bounds } | { type: "close"; id: number };
+export type ToWriter =
+  | { type: "open"; path: string }
+  | { type: "rows"; id: number; batch: Batch; bounds: Bounds }
+  | { type: "prune"; id: number; bounds: Bounds }
+  | { type: "close"; id: number };
 export type FromWriter = { type: "done"; id: number; error?: string };
 
 declare const self: Worker;
@@ -33,7 +37,10 @@ function write(batch: Batch, bounds: Bounds): void {
     const task = Store.taskOf(batch, i);
     if (task === -1) continue;
     let t = totals.get(task);
-    if (!t) totals.set(task, (t = [0, 0, 0, 0, 0]));
+    if (!t) {
+      t = [0, 0, 0, 0, 0];
+      totals.set(task, t);
+    }
     t[0]++;
     for (let k = 0; k < TOKENS.length; k++) t[k + 1]! += Store.numberOf(batch, i, TOKENS[k]!) || 0;
   }
@@ -44,10 +51,18 @@ function write(batch: Batch, bounds: Bounds): void {
     const output = Store.numberOf(batch, i, NUM.output_tokens);
     if (Number.isNaN(input) && Number.isNaN(output)) continue;
     const day = new Date(Store.atOf(batch, i)).toISOString().slice(0, 10);
-    const key = [day, Store.stringOf(batch, i, "task_id") ?? "", Store.stringOf(batch, i, "profile") ?? "", Store.stringOf(batch, i, "credential") ?? ""] as const;
+    const key = [
+      day,
+      Store.stringOf(batch, i, "task_id") ?? "",
+      Store.stringOf(batch, i, "profile") ?? "",
+      Store.stringOf(batch, i, "credential") ?? "",
+    ] as const;
     const k = key.join("\u0000");
     let t = days.get(k);
-    if (!t) days.set(k, (t = [...key, 0, 0, 0, 0, 0]));
+    if (!t) {
+      t = [...key, 0, 0, 0, 0, 0];
+      days.set(k, t);
+    }
     t[4]++;
     for (let j = 0; j < TOKENS.length; j++) (t[j + 5] as number) += Store.numberOf(batch, i, TOKENS[j]!) || 0;
   }
@@ -85,7 +100,8 @@ function prune({ maxRows, maxAgeDays }: Bounds): void {
   const cutoff = Date.now() - maxAgeDays * 86_400_000;
   d.transaction(() => {
     d.query("DELETE FROM audit_batches WHERE last_at < ?").run(cutoff);
-    for (const old of [...Store.newestFirst(d, "WHERE first_at < ?", cutoff)]) Store.keepOnly(d, old, (i) => Store.atOf(old.batch, i) >= cutoff);
+    for (const old of [...Store.newestFirst(d, "WHERE first_at < ?", cutoff)])
+      Store.keepOnly(d, old, (i) => Store.atOf(old.batch, i) >= cutoff);
     trim(maxRows);
   }).immediate();
 }

@@ -14,67 +14,21 @@
  */
 import { Database } from "bun:sqlite";
 import type { Server } from "bun";
-import type { Config } from "../config";
-import type { Resolved } from "../credentials";
-import * as Log from "../util/log";
-import { ProxyServer } from "./server";
-import type { Grant } from "./grants";
-import { Targets } from "./targets";
-import { Limits, type LimitView } from "./limits";
-import { Health, type ProviderHealth } from "./health";
-import { MCP_PATH, under } from "./mcp-route";
-import { Recorder, buffers, type Batch } from "./audit";
-import { handle, pathOf, type Context } from "./forward";
-import { Gate, Pass, tooMany } from "./gate";
-import { handleCursor, PREFIX as CURSOR_PREFIX, type Sessions } from "./cursor";
-
-export type Init = {
-  config: Config;
-  credentials: Record<string, Resolved>;
-  grants: Grant[];
-  /** The daemon API's roots: answered 404 here (mcp-route.ts). */
-  apiRoots: string[];
-  /** Tasks whose turns are stopped at their next request (a budget reached): task id, or "*" for every task → why. */
-  stopped: Record<string, string>;
-  dbPath: string;
-  log: Log.Settings;
-};
-
-export type ToThread =
-  | { type: "init"; init: Init }
-  | { type: "config"; config: Config }
-  | { type: "credentials"; credentials: Record<string, Resolved> }
-  | { type: "grants"; grants: Grant[] }
-  | { type: "stopped"; stopped: Record<string, string> }
-  | { type: "api-roots"; roots: string[] }
-  | { type: "call"; id: number; call: Call }
-  | Answer;
-
-export type Call =
-  | { op: "listen"; host: string; port: number; shared: boolean; exact?: boolean }
-  | { op: "unlisten"; host: string }
-  | { op: "sync" }
-  | { op: "stats" }
-  | { op: "clear-problem"; name: string }
-  | { op: "stop" };
-
-export type Stats = { limits: LimitView[]; health: ProviderHealth[]; problems: Record<string, string> };
-export type Listening = { address: { host: string; port: number } | null; error?: string };
-
-export type FromThread =
-  | { type: "reply"; id: number; value?: unknown; error?: string }
-  | { type: "audit"; batch: Batch }
-  | { type: "ask"; id: number; ask: Ask };
-
-/** What this thread asks the main thread: the Cursor session table lives there, shared by every proxy thread. */
-export type Ask =
-  | { op: "swap"; real: string; grant: Grant }
-  | { op: "pairs"; grantToken: string }
-  /** A request on lazy's MCP route: the tools run on the main thread, where the store is. */
-  | { op: "mcp"; method: string; headers: [string, string][]; body: string | null };
-/** The main thread's answer to an MCP request, and who made it (by its token), for the audit. */
-export type McpAnswer = { status: number; headers: [string, string][]; body: string; who: { taskId: string | null; taskRef: string | null; role: string } | null; note: string | null };
-export type Answer = { type: "answer"; id: number; value: unknown };
+import type { Config } from "../../config";
+import type { Resolved } from "../../credentials";
+import * as Log from "../../util/log";
+import { pathOf } from "../../util/url";
+import { ProxyServer } from "../server";
+import type { Grant } from "../grants";
+import { Targets } from "../targets";
+import { Limits } from "../limits";
+import { Health } from "../health";
+import { MCP_PATH, under } from "../mcp-route";
+import { Recorder, auditRow, buffers } from "../audit";
+import { handle, type Context } from "../forward";
+import { Gate, Pass, tooMany } from "../gate";
+import { handleCursor, PREFIX as CURSOR_PREFIX, type Sessions } from "../cursor";
+import type { Ask, Call, FromThread, Init, Listening, McpAnswer, Stats, ToThread } from "./messages";
 
 declare const self: Worker;
 
@@ -114,15 +68,20 @@ const MAX_MCP_BODY = 1024 * 1024;
  */
 async function mcp(req: Request): Promise<Response> {
   const started = performance.now();
+  const at = Date.now();
   let body: string | null = null;
   if (req.method !== "GET" && req.method !== "HEAD" && req.method !== "DELETE") {
     const bytes = new Uint8Array(await req.arrayBuffer());
-    if (bytes.length > MAX_MCP_BODY) return Response.json({ jsonrpc: "2.0", error: { code: -32600, message: `An MCP request body is at most ${MAX_MCP_BODY} bytes.` }, id: null }, { status: 413 });
+    if (bytes.length > MAX_MCP_BODY)
+      return Response.json(
+        { jsonrpc: "2.0", error: { code: -32600, message: `An MCP request body is at most ${MAX_MCP_BODY} bytes.` }, id: null },
+        { status: 413 },
+      );
     body = new TextDecoder().decode(bytes);
   }
   const a = await ask<McpAnswer>({ op: "mcp", method: req.method, headers: [...req.headers], body });
-  recorder.record({
-    at: Date.now(),
+  const head = {
+    at,
     taskId: a.who?.taskId ?? null,
     taskRef: a.who?.taskRef ?? null,
     role: a.who?.role ?? null,
@@ -131,15 +90,10 @@ async function mcp(req: Request): Promise<Response> {
     upstream: "lazy:mcp",
     method: req.method,
     path: MCP_PATH,
-    status: a.status,
-    durationMs: performance.now() - started,
-    ttfbMs: null,
-    bytesIn: body?.length ?? 0,
-    bytesOut: a.body.length,
-    usage: null,
-    retries: 0,
-    note: a.note,
-  });
+  };
+  recorder.record(
+    auditRow(head, performance.now() - started, { status: a.status, bytesIn: body?.length ?? 0, bytesOut: a.body.length, note: a.note }),
+  );
   return new Response(a.body, { status: a.status, headers: a.headers });
 }
 
@@ -155,9 +109,19 @@ function route(req: Request, server: Server<undefined>): Response | Promise<Resp
   const path = pathOf(req.url);
   if (under(path, apiRoots)) {
     pass.release();
-    return Response.json({ type: "error", error: { type: "not_found_error", message: "Not a route of lazy's proxy: the daemon's API is not served on this listener." } }, { status: 404 });
+    return Response.json(
+      {
+        type: "error",
+        error: { type: "not_found_error", message: "Not a route of lazy's proxy: the daemon's API is not served on this listener." },
+      },
+      { status: 404 },
+    );
   }
-  const p = under(path, [MCP_PATH]) ? mcp(req) : path.startsWith(CURSOR_PREFIX) ? handleCursor(ctx!, sessions, req, server, pass) : handle(ctx!, req, server, pass);
+  const p = under(path, [MCP_PATH])
+    ? mcp(req)
+    : path.startsWith(CURSOR_PREFIX)
+      ? handleCursor(ctx!, sessions, req, server, pass)
+      : handle(ctx!, req, server, pass);
   return p.then(
     (res) => {
       // A relayed stream releases its pass when it ends (forward.ts, cursor.ts).
@@ -169,7 +133,10 @@ function route(req: Request, server: Server<undefined>): Response | Promise<Resp
       const msg = `lazy's proxy failed: ${(e as Error)?.message ?? String(e)}`;
       // Whatever a container can trigger per request must not write a stack per request.
       log.repeated("error", msg, `${msg}\n${(e as Error)?.stack ?? ""}`);
-      return Response.json({ type: "error", error: { type: "api_error", message: msg } }, { status: 500, headers: { "x-should-retry": "false" } });
+      return Response.json(
+        { type: "error", error: { type: "api_error", message: msg } },
+        { status: 500, headers: { "x-should-retry": "false" } },
+      );
     },
   );
 }
@@ -224,7 +191,11 @@ async function call(c: Call): Promise<unknown> {
       recorder.flush();
       return null;
     case "stats":
-      return { limits: limits.list(), health: ctx!.health.summary(), problems: Object.fromEntries(ctx!.credentialProblems) } satisfies Stats;
+      return {
+        limits: limits.list(),
+        health: ctx!.health.summary(),
+        problems: Object.fromEntries(ctx!.credentialProblems),
+      } satisfies Stats;
     case "clear-problem":
       ctx!.credentialProblems.delete(c.name);
       return null;

@@ -5,8 +5,9 @@
  * through untouched (no decompression).
  */
 import type { Socket } from "bun";
-import { atEndOfTurn } from "../util/turn";
-import { Exchange, NetError } from "./exchange";
+import { atEndOfTurn } from "../../util/turn";
+import type { Carrier, Exchange } from "./exchange";
+import { NetError, TLS_FAILED } from "./failures";
 
 export interface Endpoint {
   hostname: string;
@@ -21,16 +22,33 @@ export interface Endpoint {
 const IDLE_SECONDS = 4;
 const CRLF2 = Buffer.from("\r\n\r\n");
 /** Never passed on: they describe one connection, not the message (content-length is re-derived). */
-export const HOP_BY_HOP = new Set(["connection", "keep-alive", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authorization", "proxy-authenticate", "proxy-connection", "content-length"]);
+export const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  "proxy-authorization",
+  "proxy-authenticate",
+  "proxy-connection",
+  "content-length",
+]);
 
-type Framing = { kind: "none" } | { kind: "length"; left: number } | { kind: "chunked"; left: number; state: "size" | "data" | "crlf" | "trailer" } | { kind: "close" };
+type Framing =
+  | { kind: "none" }
+  | { kind: "length"; left: number }
+  | { kind: "chunked"; left: number; state: "size" | "data" | "crlf" | "trailer" }
+  | { kind: "close" };
 
 /** A connection to one endpoint, and the parser of the responses coming back on it. */
-export class Conn {
+export class Conn implements Carrier {
   socket!: Socket<Conn>;
   exchange: Exchange | undefined;
   /** It carried an earlier request (taken from the pool). */
   private reused = false;
+  /** A byte of the current exchange's response arrived. */
+  private gotByte = false;
   /** Request bytes the socket has not taken yet (written on drain). */
   private pending: Buffer | undefined;
   private buf: Buffer | undefined;
@@ -43,7 +61,7 @@ export class Conn {
   static open(ep: Endpoint, ex: Exchange) {
     const conn = new Conn(ep);
     conn.exchange = ex;
-    ex.conn = conn;
+    ex.attach(conn);
     const ready = (s: Socket<Conn>) => {
       conn.socket = s;
       // Given up on (a deadline, an abort) while connecting: close what just opened.
@@ -61,7 +79,8 @@ export class Conn {
           if (ok) return ready(s);
           conn.closed = true;
           s.terminate();
-          ex.fail(new NetError("ECONNREFUSED", `TLS handshake with ${ep.host} failed: ${err?.message ?? "certificate not trusted"}`));
+          const code = (err as { code?: string } | undefined)?.code;
+          ex.fail(new NetError(TLS_FAILED, `${err?.message ?? "certificate not trusted"}${code ? ` (${code})` : ""}`));
         },
         data: (_s, d) => conn.onData(d),
         drain: () => conn.flush(),
@@ -78,8 +97,9 @@ export class Conn {
 
   start(ex: Exchange, reused: boolean) {
     this.exchange = ex;
-    ex.conn = this;
+    ex.attach(this);
     this.reused = reused;
+    this.gotByte = false;
     this.framing = { kind: "none" };
     this.socket.timeout(0); // a model may think for minutes: no idle cut while busy
     this.pending = ex.payload;
@@ -97,6 +117,14 @@ export class Conn {
     if (p === this.exchange?.payload && this.exchange.abandoned()) return;
     const n = this.socket.write(p);
     this.pending = n >= p.length ? undefined : p.subarray(Math.max(n, 0));
+  }
+
+  pause() {
+    this.socket.pause();
+  }
+
+  resume() {
+    this.socket.resume();
   }
 
   destroy() {
@@ -126,22 +154,24 @@ export class Conn {
       if (was) return;
       // A pooled connection the server closed while idle, just as it was reused: routine, not a
       // failure of the upstream. The request goes again on a new connection, uncounted.
-      if (this.reused && !ex.gotByte) return Conn.open(this.ep, ex);
+      if (this.reused && !this.gotByte) return Conn.open(this.ep, ex);
       // Nothing came back: the upstream reset (or refused) before answering.
       const code = e?.code ?? "ECONNRESET";
-      return ex.fail(new NetError(code === "ECONNREFUSED" ? code : ex.gotByte ? "ECONNRESET" : code, e?.message ?? "the upstream closed the connection before answering"));
+      return ex.fail(
+        new NetError(
+          code === "ECONNREFUSED" ? code : this.gotByte ? "ECONNRESET" : code,
+          e?.message ?? "the upstream closed the connection before answering",
+        ),
+      );
     }
-    if (this.framing.kind === "close" && !e) {
-      ex.finished = true;
-      return ex.end();
-    }
+    if (this.framing.kind === "close" && !e) return ex.complete();
     ex.fail(new NetError("ECONNRESET", e?.message ?? "the upstream closed the connection mid-response"));
   }
 
   private onData(d: Buffer) {
     const ex = this.exchange;
     if (!ex) return this.destroy(); // bytes nobody asked for: this connection is not reusable
-    ex.gotByte = true;
+    this.gotByte = true;
     this.buf = this.buf ? Buffer.concat([this.buf, d]) : d;
     while (this.buf && this.exchange === ex && !ex.finished) {
       if (!ex.headersDone) {
@@ -188,7 +218,8 @@ export class Conn {
     const none = ex.method === "HEAD" || code === 204 || code === 304;
     if (none) this.framing = { kind: "none" };
     else if (chunked) this.framing = { kind: "chunked", left: 0, state: "size" };
-    else if (length !== undefined && Number.isFinite(length) && length >= 0) this.framing = length === 0 ? { kind: "none" } : { kind: "length", left: length };
+    else if (length !== undefined && Number.isFinite(length) && length >= 0)
+      this.framing = length === 0 ? { kind: "none" } : { kind: "length", left: length };
     else {
       this.framing = { kind: "close" };
       this.keepAlive = false;
@@ -268,9 +299,7 @@ export class Conn {
 
   /** The response is whole: hand the connection back to the pool if it can carry another. */
   private complete(ex: Exchange) {
-    ex.finished = true;
-    ex.end();
-    ex.conn = undefined; // its reader must not pause or resume the connection's next exchange
+    ex.complete(); // its reader no longer pauses or resumes this connection
     this.exchange = undefined;
     if (!this.keepAlive || this.buf || this.pending || this.closed) return this.destroy();
     this.socket.resume();

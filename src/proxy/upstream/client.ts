@@ -10,14 +10,15 @@
  * (the socket pauses while the agent does not read). Bytes go through untouched — no
  * decompression, no header rewriting beyond what the caller did.
  *
- * fetch stays for what this client does not do: a request body that is itself a stream (the
- * Cursor route), and an HTTP(S)_PROXY in the environment (fetch honours it and NO_PROXY).
+ * fetch stays for what this client does not do (fetch.ts): a request body that is itself a
+ * stream (the Cursor route), and an HTTP(S)_PROXY in the environment (fetch honours it and
+ * NO_PROXY). `LAZY_UPSTREAM=fetch` sends everything through fetch: the escape hatch that rules
+ * this client out when an upstream's answers look wrong in the field.
  */
-import { Conn, HOP_BY_HOP, type Endpoint } from "./http1";
-import { Exchange, NetError, type UpstreamResponse } from "./exchange";
-
-export { HOP_BY_HOP } from "./http1";
-export { NetError, type UpstreamResponse } from "./exchange";
+import { pathOf } from "../../util/url";
+import { Exchange, type UpstreamResponse } from "./exchange";
+import { NetError } from "./failures";
+import { Conn, type Endpoint } from "./http1";
 
 export interface Outgoing {
   method: string;
@@ -56,17 +57,31 @@ const PROXIED = {
   "http:": Boolean(process.env.HTTP_PROXY || process.env.http_proxy || process.env.ALL_PROXY || process.env.all_proxy),
 };
 
+/**
+ * `LAZY_UPSTREAM=fetch`: every upstream request goes through fetch, not this client. Read once,
+ * when the proxy thread loads this module (so set it in the daemon's environment).
+ */
+export const UPSTREAM = upstreamMode(process.env.LAZY_UPSTREAM);
+
+function upstreamMode(v: string | undefined): { fetch: boolean; problem?: string } {
+  const s = (v ?? "").trim().toLowerCase();
+  if (s === "fetch") return { fetch: true };
+  if (s === "" || s === "lazy") return { fetch: false };
+  return { fetch: false, problem: `LAZY_UPSTREAM=${JSON.stringify(v)} is not "fetch" or "lazy": lazy's own HTTP client is used` };
+}
+
 /** Whether this client carries requests to `url` (else fetch does). */
 export function handles(url: string): boolean {
+  if (UPSTREAM.fetch) return false;
   if (url.startsWith("https:")) return !PROXIED["https:"];
   if (url.startsWith("http:")) return !PROXIED["http:"];
   return false;
 }
 
 export function request(out: Outgoing): Promise<UpstreamResponse> {
-  const slash = out.url.indexOf("/", out.url.indexOf("//") + 2);
-  const origin = slash === -1 ? out.url : out.url.slice(0, slash);
-  const target = slash === -1 ? "/" : out.url.slice(slash);
+  const target = pathOf(out.url);
+  // pathOf gives "/" for a URL without a path; the origin is then the whole URL.
+  const origin = out.url.endsWith(target) ? out.url.slice(0, out.url.length - target.length) : out.url;
   const ep = endpoint(origin);
   if (!ep) return Promise.reject(new NetError("ERR_INVALID_URL", `unsupported URL ${origin}`));
   return new Promise((resolve, reject) => {
@@ -83,37 +98,9 @@ export function request(out: Outgoing): Promise<UpstreamResponse> {
   });
 }
 
-/** Header lines as a Headers object, for fetch. */
-export function toHeaders(lines: string): Headers {
-  const h = new Headers();
-  for (const line of lines.split("\r\n")) {
-    const colon = line.indexOf(":");
-    if (colon > 0) h.append(line.slice(0, colon), line.slice(colon + 1).trim());
-  }
-  return h;
-}
-
 /** Headers as header lines, for this client. */
 export function toLines(headers: Headers): string {
   let s = "";
   for (const [k, v] of headers) s += `${k}: ${v}\r\n`;
   return s;
-}
-
-/** fetch's Response in the same shape, for the routes this client does not carry. */
-export function fromFetch(res: Response, method: string): UpstreamResponse {
-  const headers = new Headers();
-  for (const [k, v] of res.headers) if (!HOP_BY_HOP.has(k)) headers.append(k, v);
-  const length = Number(res.headers.get("content-length") ?? NaN);
-  return {
-    status: res.status,
-    statusText: res.statusText,
-    ok: res.ok,
-    headers,
-    length: Number.isFinite(length) && !res.headers.has("transfer-encoding") ? length : undefined,
-    hasBody: res.body !== null && method !== "HEAD",
-    bytes: () => res.bytes(),
-    stream: () => res.body!,
-    cancel: () => void res.body?.cancel().catch(() => {}),
-  };
 }

@@ -4,7 +4,7 @@
  * handed over whole or as a stream that pauses the socket while the agent does not read.
  * First-byte deadlines come from one sweep for all exchanges.
  */
-import type { Conn } from "./http1";
+import { NetError } from "./failures";
 
 /** The subset of a Response the proxy uses, from either this client or fetch. */
 export interface UpstreamResponse {
@@ -26,14 +26,15 @@ export interface UpstreamResponse {
   cancel(): void;
 }
 
-/** A failure with the code the proxy's classifier reads (errors.ts). */
-export class NetError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
+/**
+ * What an exchange may ask of the connection carrying it: stop and start reading (backpressure
+ * while the agent does not read), and drop it (a failure). The connection itself (http1.ts)
+ * completes the exchange when the response is whole.
+ */
+export interface Carrier {
+  pause(): void;
+  resume(): void;
+  destroy(): void;
 }
 
 /** Queued response bytes the agent has not read yet before the upstream socket pauses. */
@@ -69,10 +70,12 @@ function abortError(): Error {
 
 /** One request/response on a connection, and the response's body as it arrives. */
 export class Exchange {
-  conn: Conn | undefined;
-  gotByte = false;
+  /** The response head arrived. */
   headersDone = false;
+  /** Done, whole or failed: nothing more happens to it. */
   finished = false;
+  /** The connection carrying it, until the response is whole (then it carries the next one). */
+  private carrier: Carrier | undefined;
   // The body: collected for bytes(), or queued for stream().
   private chunks: Uint8Array[] = [];
   private queued = 0;
@@ -94,6 +97,11 @@ export class Exchange {
     readonly deadline: number,
   ) {
     watch(this);
+  }
+
+  /** A connection takes this exchange on (a new one, or the retry's after a pooled one closed). */
+  attach(carrier: Carrier) {
+    this.carrier = carrier;
   }
 
   /**
@@ -146,11 +154,14 @@ export class Exchange {
   data(chunk: Uint8Array) {
     this.chunks.push(chunk);
     this.queued += chunk.length;
-    if (this.streaming && this.queued >= PAUSE_AT) this.conn?.socket.pause();
+    if (this.streaming && this.queued >= PAUSE_AT) this.carrier?.pause();
     this.poke();
   }
 
-  end() {
+  /** The response is whole. The connection is no longer this exchange's to pause or resume: it may carry the next one. */
+  complete() {
+    this.finished = true;
+    this.carrier = undefined;
     this.ended = true;
     this.poke();
   }
@@ -161,7 +172,7 @@ export class Exchange {
     this.finished = true;
     waiting.delete(this);
     this.unlisten?.();
-    this.conn?.destroy();
+    this.carrier?.destroy();
     if (!this.headersDone) return this.rejectHead(e);
     this.error = e;
     this.poke();
@@ -189,7 +200,7 @@ export class Exchange {
 
   private toStream(): ReadableStream<Uint8Array> {
     this.streaming = true;
-    if (this.queued >= PAUSE_AT) this.conn?.socket.pause();
+    if (this.queued >= PAUSE_AT) this.carrier?.pause();
     return new ReadableStream<Uint8Array>(
       {
         pull: async (ctrl) => {
@@ -197,7 +208,7 @@ export class Exchange {
           const chunk = this.chunks.shift();
           if (chunk) {
             this.queued -= chunk.length;
-            if (this.queued < PAUSE_AT) this.conn?.socket.resume();
+            if (this.queued < PAUSE_AT) this.carrier?.resume();
             ctrl.enqueue(chunk);
             return;
           }

@@ -1,0 +1,43 @@
+/**
+ * The one way an audit row is made: who and what the request was (its head, known before the
+ * answer) and how it went (what is not given is null, or 0 for counts). The request paths
+ * (forward.ts, cursor.ts, the MCP route) write only what differs.
+ */
+import type { Counts } from "../usage";
+import type { Row } from "./store";
+
+/** Who made the request and what it asked for. */
+export type RowHead = Pick<Row, "at" | "taskId" | "taskRef" | "role" | "profile" | "credential" | "upstream" | "method" | "path">;
+
+/** How it went (besides how long it took). */
+export interface Outcome {
+  status: number;
+  ttfbMs?: number | null;
+  bytesIn?: number;
+  bytesOut?: number;
+  usage?: Counts | null;
+  retries?: number;
+  note?: string | null;
+}
+
+export function auditRow(head: RowHead, durationMs: number, o: Outcome): Row {
+  return {
+    at: head.at,
+    taskId: head.taskId,
+    taskRef: head.taskRef,
+    role: head.role,
+    profile: head.profile,
+    credential: head.credential,
+    upstream: head.upstream,
+    method: head.method,
+    path: head.path,
+    status: o.status,
+    durationMs,
+    ttfbMs: o.ttfbMs ?? null,
+    bytesIn: o.bytesIn ?? 0,
+    bytesOut: o.bytesOut ?? 0,
+    usage: o.usage ?? null,
+    retries: o.retries ?? 0,
+    note: o.note ?? null,
+  };
+}

@@ -1,0 +1,7 @@
+/**
+ * The proxy's threads: the request path runs on Workers of its own (entry.ts, the worker's
+ * entry, started by file name: never imported), each held on the daemon's main thread by a
+ * Thread (handle.ts), the two speaking the messages in messages.ts.
+ */
+export { Thread, type Owner } from "./handle";
+export type { Ask, Call, FromThread, Init, Listening, McpAnswer, Stats, ToThread } from "./messages";

@@ -1,0 +1,66 @@
+/**
+ * What the daemon's main thread and a proxy thread say to each other (postMessage): the state
+ * the request path reads (posted whole on every change), calls with their replies, audit
+ * batches, and what a proxy thread asks the main thread.
+ */
+import type { Config } from "../../config";
+import type { Resolved } from "../../credentials";
+import type * as Log from "../../util/log";
+import type { Batch } from "../audit";
+import type { Grant } from "../grants";
+import type { ProviderHealth } from "../health";
+import type { LimitView } from "../limits";
+
+export type Init = {
+  config: Config;
+  credentials: Record<string, Resolved>;
+  grants: Grant[];
+  /** The daemon API's roots: answered 404 here (mcp-route.ts). */
+  apiRoots: string[];
+  /** Tasks whose turns are stopped at their next request (a budget reached): task id, or "*" for every task → why. */
+  stopped: Record<string, string>;
+  dbPath: string;
+  log: Log.Settings;
+};
+
+export type ToThread =
+  | { type: "init"; init: Init }
+  | { type: "config"; config: Config }
+  | { type: "credentials"; credentials: Record<string, Resolved> }
+  | { type: "grants"; grants: Grant[] }
+  | { type: "stopped"; stopped: Record<string, string> }
+  | { type: "api-roots"; roots: string[] }
+  | { type: "call"; id: number; call: Call }
+  | Answer;
+
+export type Call =
+  | { op: "listen"; host: string; port: number; shared: boolean; exact?: boolean }
+  | { op: "unlisten"; host: string }
+  | { op: "sync" }
+  | { op: "stats" }
+  | { op: "clear-problem"; name: string }
+  | { op: "stop" };
+
+export type Stats = { limits: LimitView[]; health: ProviderHealth[]; problems: Record<string, string> };
+export type Listening = { address: { host: string; port: number } | null; error?: string };
+
+export type FromThread =
+  | { type: "reply"; id: number; value?: unknown; error?: string }
+  | { type: "audit"; batch: Batch }
+  | { type: "ask"; id: number; ask: Ask };
+
+/** What this thread asks the main thread: the Cursor session table lives there, shared by every proxy thread. */
+export type Ask =
+  | { op: "swap"; real: string; grant: Grant }
+  | { op: "pairs"; grantToken: string }
+  /** A request on lazy's MCP route: the tools run on the main thread, where the store is. */
+  | { op: "mcp"; method: string; headers: [string, string][]; body: string | null };
+/** The main thread's answer to an MCP request, and who made it (by its token), for the audit. */
+export type McpAnswer = {
+  status: number;
+  headers: [string, string][];
+  body: string;
+  who: { taskId: string | null; taskRef: string | null; role: string } | null;
+  note: string | null;
+};
+export type Answer = { type: "answer"; id: number; value: unknown };
