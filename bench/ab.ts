@@ -49,7 +49,9 @@ try {
     for (const p of [old, neu]) {
       const db = new Database(join(p.state, "store.db"));
       db.exec("PRAGMA busy_timeout = 5000");
-      const add = db.query("INSERT OR IGNORE INTO tasks (id, code, title, prompt, status, profile, created_at, updated_at) VALUES (?, NULL, 'history', 'p', 'done', 'claude', ?, ?)");
+      const add = db.query(
+        "INSERT OR IGNORE INTO tasks (id, code, title, prompt, status, profile, created_at, updated_at) VALUES (?, NULL, 'history', 'p', 'done', 'claude', ?, ?)",
+      );
       db.transaction(() => {
         for (let i = 0; i < extra; i++) add.run(randomBytes(4).toString("hex"), Date.now() - i * 60_000, Date.now());
       })();
@@ -71,17 +73,27 @@ http { access_log off; client_body_temp_path ${dir}; proxy_temp_path ${dir};
   );
   nginx = Bun.spawn(["nginx", "-c", join(dir, "nginx.conf")], { stdout: "ignore", stderr: "inherit" });
   await Bun.sleep(300);
-  const nginxWorkers = Bun.spawnSync(["pgrep", "-P", String(nginx.pid)]).stdout.toString().trim().split("\n").map(Number);
+  const nginxWorkers = Bun.spawnSync(["pgrep", "-P", String(nginx.pid)])
+    .stdout.toString()
+    .trim()
+    .split("\n")
+    .map(Number);
 
   // One wrk script per target: each lazy has its own placeholder (an agent grant of its task).
   const script = (name: string, key?: string) => {
     const f = join(dir, `${name}.lua`);
-    writeFileSync(f, `wrk.method = "POST"\nwrk.body = '${BODY}'\nwrk.headers["content-type"] = "application/json"\n${key ? `wrk.headers["x-api-key"] = "${key}"\n` : ""}`);
+    writeFileSync(
+      f,
+      `wrk.method = "POST"\nwrk.body = '${BODY}'\nwrk.headers["content-type"] = "application/json"\n${key ? `wrk.headers["x-api-key"] = "${key}"\n` : ""}`,
+    );
     return f;
   };
   type Target = { name: string; url: string; lua: string; pids: number[] };
   const targets: Target[] = [{ name: "direct", url: up, lua: script("direct"), pids: [] }];
-  for (const [name, p] of [["old", old], ["new", neu]] as const) {
+  for (const [name, p] of [
+    ["old", old],
+    ["new", neu],
+  ] as const) {
     p.lazy(["task", "add", `ab bench ${name}`, "--code", `ab-${name}`]);
     const g = await p.grant({ role: "agent", task: `ab-${name}` });
     targets.push({ name, url: g.proxyUrl, lua: script(name, g.placeholder), pids: [p.pid] });
@@ -110,19 +122,29 @@ http { access_log off; client_body_temp_path ${dir}; proxy_temp_path ${dir};
   const wrk = async (t: Target, s = secs) => {
     const before = cpuOf(t.pids);
     const threadsBefore = t.name === "old" || t.name === "new" ? threadsOf(t.pids[0]!) : {};
-    const r = Bun.spawn(["wrk", "-t", "2", "-c", "50", "-d", `${s}s`, "-s", t.lua, `${t.url}/v1/messages`], { stdout: "pipe", stderr: "pipe" });
+    const r = Bun.spawn(["wrk", "-t", "2", "-c", "50", "-d", `${s}s`, "-s", t.lua, `${t.url}/v1/messages`], {
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const out = await new Response(r.stdout).text();
     await r.exited;
     const errors = out.match(/Non-2xx or 3xx responses: (\d+)/)?.[1];
     if (errors) throw new Error(`${t.name}: ${errors} non-2xx responses\n${out}`);
     const n = Number(out.match(/(\d+) requests in/)?.[1] ?? NaN);
     const threads: Record<string, number> = {};
-    if (t.name === "old" || t.name === "new") for (const [k, v] of Object.entries(threadsOf(t.pids[0]!))) threads[k] = (v - (threadsBefore[k] ?? 0)) / n;
-    return { rps: Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN), cpu: t.pids.length ? (cpuOf(t.pids) - before) / n : NaN, threads };
+    if (t.name === "old" || t.name === "new")
+      for (const [k, v] of Object.entries(threadsOf(t.pids[0]!))) threads[k] = (v - (threadsBefore[k] ?? 0)) / n;
+    return {
+      rps: Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN),
+      cpu: t.pids.length ? (cpuOf(t.pids) - before) / n : NaN,
+      threads,
+    };
   };
 
   for (const t of targets) await wrk(t, 2); // warm up (the JIT, both pools)
-  const runs: Record<string, { rps: number; cpu: number; threads: Record<string, number> }[]> = Object.fromEntries(targets.map((t) => [t.name, []]));
+  const runs: Record<string, { rps: number; cpu: number; threads: Record<string, number> }[]> = Object.fromEntries(
+    targets.map((t) => [t.name, []]),
+  );
   const ratio = { newOld: [] as number[], newNginx: [] as number[], oldNginx: [] as number[], cpuNewOld: [] as number[] };
   for (let i = 0; i < rounds; i++) {
     for (let k = 0; k < targets.length; k++) {
@@ -140,17 +162,30 @@ http { access_log off; client_body_temp_path ${dir}; proxy_temp_path ${dir};
   const counted = (JSON.parse(neu.lazy(["stats", "budget", "--json"])) as { today: { requests: number } }).today.requests;
   const med = (xs: number[]) => pct(xs, 50);
   const list = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(" ");
-  console.log(`A/B proxy bench, ${secs}s per run, ${rounds} rounds (order rotating), 50 connections, proxy threads / nginx workers: ${workers}, ${new Date().toISOString()}`);
+  console.log(
+    `A/B proxy bench, ${secs}s per run, ${rounds} rounds (order rotating), 50 connections, proxy threads / nginx workers: ${workers}, ${new Date().toISOString()}`,
+  );
   if (extra) console.log(`both stores hold ${extra} more tasks (LAZY_AB_TASKS)`);
   console.log(`OLD: ${version(OLD)}\nNEW: ${version(NEW)}, lazy.toml adds: ${NEW_TOML.trim().replace(/\n+/g, " ")}`);
   console.log(`NEW's budget counters: ${counted} requests today (its usage_days); OLD has none`);
-  console.log(`req/s (median): direct ${med(runs.direct!.map((r) => r.rps)).toFixed(0)}, old ${med(runs.old!.map((r) => r.rps)).toFixed(0)}, new ${med(runs.new!.map((r) => r.rps)).toFixed(0)}, nginx ${med(runs.nginx!.map((r) => r.rps)).toFixed(0)}`);
+  console.log(
+    `req/s (median): direct ${med(runs.direct!.map((r) => r.rps)).toFixed(0)}, old ${med(runs.old!.map((r) => r.rps)).toFixed(0)}, new ${med(runs.new!.map((r) => r.rps)).toFixed(0)}, nginx ${med(runs.nginx!.map((r) => r.rps)).toFixed(0)}`,
+  );
   console.log(`NEW/OLD req/s: median ${med(ratio.newOld).toFixed(3)}, per round ${list(ratio.newOld)}   (target: ≥ 0.95)`);
-  console.log(`NEW/nginx: median ${med(ratio.newNginx).toFixed(3)}, per round ${list(ratio.newNginx)}; OLD/nginx: median ${med(ratio.oldNginx).toFixed(3)}   (floor: ≥ 0.60)`);
-  console.log(`CPU µs per request (median, all threads): old ${med(runs.old!.map((r) => r.cpu)).toFixed(1)}, new ${med(runs.new!.map((r) => r.cpu)).toFixed(1)}, nginx ${med(runs.nginx!.map((r) => r.cpu)).toFixed(1)}; NEW/OLD per round ${list(ratio.cpuNewOld)}, median ${med(ratio.cpuNewOld).toFixed(3)}`);
+  console.log(
+    `NEW/nginx: median ${med(ratio.newNginx).toFixed(3)}, per round ${list(ratio.newNginx)}; OLD/nginx: median ${med(ratio.oldNginx).toFixed(3)}   (floor: ≥ 0.60)`,
+  );
+  console.log(
+    `CPU µs per request (median, all threads): old ${med(runs.old!.map((r) => r.cpu)).toFixed(1)}, new ${med(runs.new!.map((r) => r.cpu)).toFixed(1)}, nginx ${med(runs.nginx!.map((r) => r.cpu)).toFixed(1)}; NEW/OLD per round ${list(ratio.cpuNewOld)}, median ${med(ratio.cpuNewOld).toFixed(3)}`,
+  );
   const names = [...new Set([...runs.old!, ...runs.new!].flatMap((r) => Object.keys(r.threads)))].sort();
   const by = (which: string, name: string) => med(runs[which]!.map((r) => r.threads[name] ?? 0));
-  console.log(`CPU µs per request by thread name (median), old → new: ${names.filter((n) => by("old", n) + by("new", n) >= 0.5).map((n) => `${n} ${by("old", n).toFixed(1)} → ${by("new", n).toFixed(1)}`).join("; ")}`);
+  console.log(
+    `CPU µs per request by thread name (median), old → new: ${names
+      .filter((n) => by("old", n) + by("new", n) >= 0.5)
+      .map((n) => `${n} ${by("old", n).toFixed(1)} → ${by("new", n).toFixed(1)}`)
+      .join("; ")}`,
+  );
 } finally {
   nginx?.kill();
   for (const p of projects) p.stop();

@@ -43,7 +43,10 @@ const lazy = (...args: string[]) => timeProcess([BIN, ...args], env, root);
 
 /** A deterministic generator, so every run seeds the same store. */
 let seed = 19;
-const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+const rand = () => {
+  seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+  return seed / 0x7fffffff;
+};
 
 function seedStore(path: string): { rows: number; tasks: number; requests: number } {
   const db = new Database(path);
@@ -63,12 +66,23 @@ function seedStore(path: string): { rows: number; tasks: number; requests: numbe
   const ids = new Set<string>();
   for (let i = 0; i < TASKS; i++) {
     let id: string;
-    do id = Math.floor(rand() * 0xffffffff).toString(16).padStart(8, "0");
+    do
+      id = Math.floor(rand() * 0xffffffff)
+        .toString(16)
+        .padStart(8, "0");
     while (ids.has(id));
     ids.add(id);
     const p = profiles[i % profiles.length]!;
     const days = 1 + Math.floor(rand() * 4);
-    tasks.push({ id, code: i % 2 ? `bench-${i}` : null, profile: p.profile, credential: p.credentials[Math.floor(rand() * p.credentials.length)]!, firstDay: Math.floor(rand() * (DAYS - days + 1)), days, requests: 0 });
+    tasks.push({
+      id,
+      code: i % 2 ? `bench-${i}` : null,
+      profile: p.profile,
+      credential: p.credentials[Math.floor(rand() * p.credentials.length)]!,
+      firstDay: Math.floor(rand() * (DAYS - days + 1)),
+      days,
+      requests: 0,
+    });
   }
   const weights = tasks.map(() => rand() ** 3);
   const sum = weights.reduce((a, b) => a + b, 0);
@@ -77,9 +91,13 @@ function seedStore(path: string): { rows: number; tasks: number; requests: numbe
   tasks[0]!.requests += REQUESTS - given;
   const usage = { input: 2_000, output: 500, cacheRead: 20_000, cacheWrite: 1_000 };
   db.transaction(() => {
-    const task = db.query("INSERT INTO tasks (id, code, title, prompt, status, profile, created_at, updated_at) VALUES (?, ?, ?, ?, 'done', ?, ?, ?)");
+    const task = db.query(
+      "INSERT INTO tasks (id, code, title, prompt, status, profile, created_at, updated_at) VALUES (?, ?, ?, ?, 'done', ?, ?, ?)",
+    );
     const run = db.query("INSERT INTO runs (task_id, turn, profile, budget_tokens) VALUES (?, 1, ?, ?)");
-    const tokens = db.query("INSERT INTO task_tokens (task_id, requests, input_tokens, output_tokens, cache_read, cache_write) VALUES (?, ?, ?, ?, ?, ?)");
+    const tokens = db.query(
+      "INSERT INTO task_tokens (task_id, requests, input_tokens, output_tokens, cache_read, cache_write) VALUES (?, ?, ?, ?, ?, ?)",
+    );
     const day = db.query(
       "INSERT INTO usage_days (day, task_id, profile, credential, requests, input_tokens, output_tokens, cache_read, cache_write) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
     );
@@ -166,7 +184,8 @@ try {
   const token = readFileSync(join(state, "token"), "utf8").trim();
   const url = `http://127.0.0.1:${rt.api.port}/api/stats/budget`;
   // Exactly the statements report() prepares (src/usage/budget.ts), with its 30-day bound.
-  const SUMS = "SUM(requests) AS requests, SUM(input_tokens) AS input, SUM(output_tokens) AS output, SUM(cache_read) AS cacheRead, SUM(cache_write) AS cacheWrite";
+  const SUMS =
+    "SUM(requests) AS requests, SUM(input_tokens) AS input, SUM(output_tokens) AS output, SUM(cache_read) AS cacheRead, SUM(cache_write) AS cacheWrite";
   const since = new Date(Date.now() - (DAYS - 1) * 86_400_000).toISOString().slice(0, 10);
   const sql = [
     `SELECT day AS k, profile, ${SUMS} FROM usage_days WHERE day >= '${since}' GROUP BY day, profile;`,
@@ -179,11 +198,15 @@ try {
     const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
     const body = (await res.json()) as { tasks: unknown[]; days: unknown[] };
     const ms = performance.now() - t;
-    if (!res.ok || body.tasks.length !== 50) throw new Error(`GET /api/stats/budget answered ${res.status}: ${JSON.stringify(body).slice(0, 300)}`);
+    if (!res.ok || body.tasks.length !== 50)
+      throw new Error(`GET /api/stats/budget answered ${res.status}: ${JSON.stringify(body).slice(0, 300)}`);
     return ms;
   };
 
-  const shown = JSON.parse(Bun.spawnSync([BIN, "stats", "budget", "--json"], { env, cwd: root }).stdout.toString()) as { days: { requests: number }[]; tasks: unknown[] };
+  const shown = JSON.parse(Bun.spawnSync([BIN, "stats", "budget", "--json"], { env, cwd: root }).stdout.toString()) as {
+    days: { requests: number }[];
+    tasks: unknown[];
+  };
   const shownRequests = shown.days.reduce((s, d) => s + d.requests, 0);
   for (let i = 0; i < 3; i++) {
     lazy("stats", "budget", "--json");
@@ -204,12 +227,16 @@ try {
   }
 
   console.log(`budget bench, ${rounds} rounds (interleaved), ${new Date().toISOString()}`);
-  console.log(`store: ${seeded.tasks} tasks, ${seeded.rows} audit rows, usage_days summing to ${seeded.requests} requests over ${DAYS} days (seeded in ${(seedMs / 1000).toFixed(1)} s); lazy stats budget shows ${shownRequests} requests`);
+  console.log(
+    `store: ${seeded.tasks} tasks, ${seeded.rows} audit rows, usage_days summing to ${seeded.requests} requests over ${DAYS} days (seeded in ${(seedMs / 1000).toFixed(1)} s); lazy stats budget shows ${shownRequests} requests`,
+  );
   console.log(`lazy stats budget --json (whole process): ${stats(cli)}   (target: ≤ 100 ms p50)`);
   console.log(`GET /api/stats/budget (the route alone):   ${stats(http)}`);
   console.log(`sqlite3 copy.db, report()'s 4 GROUP BYs:   ${stats(sqlite)}`);
   console.log(`lazy --version (the process floor):        ${stats(floor)}`);
-  console.log(`ratio lazy / sqlite3: ${(median(cli) / median(sqlite)).toFixed(2)}× of the medians; per round median ${median(ratios).toFixed(2)}× (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})   (target: ≤ 3×)`);
+  console.log(
+    `ratio lazy / sqlite3: ${(median(cli) / median(sqlite)).toFixed(2)}× of the medians; per round median ${median(ratios).toFixed(2)}× (${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)})   (target: ≤ 3×)`,
+  );
 } finally {
   Bun.spawnSync([BIN, "daemon", "stop"], { cwd: root, env });
   for (const d of [root, home]) rmSync(d, { recursive: true, force: true });

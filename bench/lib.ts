@@ -48,7 +48,11 @@ export async function proxyProject(bin: string, upstream: string, toml = "", lab
     const api = `http://127.0.0.1:${rt.api.port}`;
     /** A placeholder grant, as a launch gets one (an agent grant needs a task: `lazy task add --code`). */
     const grant = async (body: { role: "agent" | "host"; profile?: string; task?: string }) => {
-      const res = await fetch(`${api}/api/proxy/grants`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+      const res = await fetch(`${api}/api/proxy/grants`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
       if (!res.ok) throw new Error(`POST /api/proxy/grants answered ${res.status}: ${await res.text()}`);
       return (await res.json()) as { placeholder: string; proxyUrl: string };
     };

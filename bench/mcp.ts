@@ -111,7 +111,11 @@ try {
     stderr: "pipe",
   });
   if (r.exitCode !== 0) throw new Error(`the client in the container failed: ${r.stderr}`);
-  const per = r.stdout.toString().trim().split("\n").map((l) => JSON.parse(l) as Record<"call" | "get" | "bare" | "list", number[]>);
+  const per = r.stdout
+    .toString()
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Record<"call" | "get" | "bare" | "list", number[]>);
   const med = (xs: number[]) => pct(xs, 50);
   const p = (k: "call" | "get" | "bare" | "list", q: number) => med(per.map((x) => pct(x[k], q)));
   const ratios = per.map((x) => pct(x.call, 50) / pct(x.get, 50));
@@ -120,9 +124,14 @@ try {
   console.log(`GET /api/tasks (404, proxy)  p50 ${fmt(p("get", 50))}   p95 ${fmt(p("get", 95))}`);
   console.log(`  POST /mcp, no token (401)  p50 ${fmt(p("bare", 50))}   p95 ${fmt(p("bare", 95))}   (the hop to the main thread)`);
   console.log(`  tools/list                 p50 ${fmt(p("list", 50))}   p95 ${fmt(p("list", 95))}   (+ the SDK server made per request)`);
-  console.log(`ratio (p50): ${med(ratios).toFixed(2)}×   per round ${ratios.map((x) => x.toFixed(2)).join(" ")}   targets: ≤ 15 ms p50 and ≤ 3×`);
+  console.log(
+    `ratio (p50): ${med(ratios).toFixed(2)}×   per round ${ratios.map((x) => x.toFixed(2)).join(" ")}   targets: ≤ 15 ms p50 and ≤ 3×`,
+  );
 } finally {
-  for (const id of sh(["docker", "ps", "-aq", "--filter", `label=dev.lazy.root=${root}`]).split("\n").filter(Boolean)) Bun.spawnSync(["docker", "rm", "-f", id]);
+  for (const id of sh(["docker", "ps", "-aq", "--filter", `label=dev.lazy.root=${root}`])
+    .split("\n")
+    .filter(Boolean))
+    Bun.spawnSync(["docker", "rm", "-f", id]);
   Bun.spawnSync([BIN, "daemon", "stop"], { cwd: root, env });
   await upstream.close();
   rmSync(root, { recursive: true, force: true });

@@ -67,18 +67,24 @@ try {
   const warm = run([BIN, "ask", "warm up"]);
   let image = "";
   for (const end = Date.now() + 600_000; !image && Date.now() < end; await Bun.sleep(20))
-    image = sh(["docker", "ps", "-a", "--filter", `label=dev.lazy.root=${root}`, "--format", "{{.Image}}"]).trim().split("\n")[0] ?? "";
+    image =
+      sh(["docker", "ps", "-a", "--filter", `label=dev.lazy.root=${root}`, "--format", "{{.Image}}"])
+        .trim()
+        .split("\n")[0] ?? "";
   await warm;
   if (!image) throw new Error("the warm-up call's container never showed in docker ps");
 
   // The call containers' steps, stamped by the engine (ns).
-  events = Bun.spawn(["docker", "events", "--filter", `label=dev.lazy.root=${root}`, "--filter", "type=container", "--format", "{{json .}}"], { stdout: "pipe", stderr: "ignore" });
+  events = Bun.spawn(
+    ["docker", "events", "--filter", `label=dev.lazy.root=${root}`, "--filter", "type=container", "--format", "{{json .}}"],
+    { stdout: "pipe", stderr: "ignore" },
+  );
   const steps: { action: string; at: number }[] = [];
   void (async () => {
     let buf = "";
     for await (const chunk of events!.stdout as ReadableStream<Uint8Array>) {
       buf += new TextDecoder().decode(chunk);
-      for (let i; (i = buf.indexOf("\n")) >= 0; buf = buf.slice(i + 1)) {
+      for (let i = buf.indexOf("\n"); i >= 0; buf = buf.slice(i + 1), i = buf.indexOf("\n")) {
         const e = JSON.parse(buf.slice(0, i)) as { Action: string; timeNano: number };
         steps.push({ action: e.Action.split(":")[0]!, at: e.timeNano / 1e6 });
       }
@@ -86,7 +92,8 @@ try {
   })();
   await Bun.sleep(500);
 
-  const rows: Record<"ask" | "floor" | "claude" | "plain" | "plainFirst" | "create" | "start" | "exec" | "spawned" | "first", number>[] = [];
+  const rows: Record<"ask" | "floor" | "claude" | "plain" | "plainFirst" | "create" | "start" | "exec" | "spawned" | "first", number>[] =
+    [];
   // The supervisor's started.json lives in the call's folder only while the call runs: watch it.
   const calls = join(home, "daemon", readdirSync(join(home, "daemon"))[0]!, "calls");
   async function spawnedAt(done: () => boolean): Promise<number> {
@@ -118,20 +125,69 @@ try {
           if (!first || !model) throw new Error("lazy ask finished without a model request reaching the mock upstream");
           paths.add(`${first.method} ${first.path}`);
           const at = (a: string) => (steps.find((s) => s.action === a)?.at ?? NaN) - t0;
-          Object.assign(row, { ask: model.at - t0, create: at("create"), start: at("start"), exec: at("exec_start"), spawned: (await spawned) - t0, first: first.at - t0 });
+          Object.assign(row, {
+            ask: model.at - t0,
+            create: at("create"),
+            start: at("start"),
+            exec: at("exec_start"),
+            spawned: (await spawned) - t0,
+            first: first.at - t0,
+          });
         },
       ],
-      ["floor", async () => void (row.floor = (await run(["docker", "run", "--rm", image, "true"])).ms)],
-      ["claude", async () => void (row.claude = (await run(["docker", "run", "--rm", image, "claude", "--version"])).ms)],
+      [
+        "floor",
+        async () => {
+          row.floor = (await run(["docker", "run", "--rm", image, "true"])).ms;
+        },
+      ],
+      [
+        "claude",
+        async () => {
+          row.claude = (await run(["docker", "run", "--rm", image, "claude", "--version"])).ms;
+        },
+      ],
       [
         "plain",
         async () => {
           upstream.reset();
           // The env lazy's Claude harness gets (src/harness/claude.ts), the key a dummy, by env.
-          const e = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER"].flatMap((n) => ["-e", n]);
+          const e = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "DISABLE_AUTOUPDATER"].flatMap(
+            (n) => ["-e", n],
+          );
           const uid = `${Image.agentUid()}:${Image.agentUid()}`;
-          const at = ["--user", uid, "-v", `${root}:${root}:ro`, "-w", root, "-e", "HOME=/tmp", "-e", "GIT_CONFIG_COUNT=1", "-e", "GIT_CONFIG_KEY_0=safe.directory", "-e", "GIT_CONFIG_VALUE_0=*"];
-          const { t0 } = await run(["docker", "run", "--rm", "--network", "host", ...at, ...e, image, "claude", "-p", "What is six times seven?", "--output-format", "stream-json", "--verbose"]);
+          const at = [
+            "--user",
+            uid,
+            "-v",
+            `${root}:${root}:ro`,
+            "-w",
+            root,
+            "-e",
+            "HOME=/tmp",
+            "-e",
+            "GIT_CONFIG_COUNT=1",
+            "-e",
+            "GIT_CONFIG_KEY_0=safe.directory",
+            "-e",
+            "GIT_CONFIG_VALUE_0=*",
+          ];
+          const { t0 } = await run([
+            "docker",
+            "run",
+            "--rm",
+            "--network",
+            "host",
+            ...at,
+            ...e,
+            image,
+            "claude",
+            "-p",
+            "What is six times seven?",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+          ]);
           const model = upstream.received.find((x) => x.method === "POST" && x.path.startsWith("/v1/messages"));
           if (!model) throw new Error("claude -p in a plain docker run never reached the mock upstream");
           row.plain = model.at - t0;
@@ -141,22 +197,67 @@ try {
     ];
     for (let k = 0; k < variants.length; k++) await variants[(r + k) % variants.length]![1]();
     rows.push(row);
-    console.log(`round ${r + 1}: ask→model ${fmt(row.ask)}, docker run true ${fmt(row.floor)}, claude --version ${fmt(row.claude)}, plain claude -p→model ${fmt(row.plain)}`);
+    console.log(
+      `round ${r + 1}: ask→model ${fmt(row.ask)}, docker run true ${fmt(row.floor)}, claude --version ${fmt(row.claude)}, plain claude -p→model ${fmt(row.plain)}`,
+    );
   }
-  const med = (k: keyof (typeof rows)[number]) => pct(rows.map((x) => x[k]), 50);
+  const med = (k: keyof (typeof rows)[number]) =>
+    pct(
+      rows.map((x) => x[k]),
+      50,
+    );
   const ratios = rows.map((x) => x.ask / x.floor);
-  console.log(`oneshot bench: ${rounds} rounds, image ${image}, the mock's first request ${[...paths].join(", ")}, ${new Date().toISOString()}`);
-  console.log(`lazy ask → POST /v1/messages at mock    p50 ${fmt(med("ask"))}   p95 ${fmt(pct(rows.map((x) => x.ask), 95))}`);
-  console.log(`docker run --rm IMAGE true (the floor)  p50 ${fmt(med("floor"))}   p95 ${fmt(pct(rows.map((x) => x.floor), 95))}`);
-  console.log(`docker run --rm IMAGE claude --version  p50 ${fmt(med("claude"))}   p95 ${fmt(pct(rows.map((x) => x.claude), 95))}`);
-  console.log(`docker run claude -p → POST at mock  p50 ${fmt(med("plain"))}   p95 ${fmt(pct(rows.map((x) => x.plain), 95))}   (no lazy: the harness's own floor; its first request at ${fmt(med("plainFirst"))})`);
-  console.log(`the call's steps from the CLI's spawn (p50): container create ${fmt(med("create"))}, start ${fmt(med("start"))}, supervisor exec ${fmt(med("exec"))}, harness spawned ${fmt(med("spawned"))}, first request ${fmt(med("first"))}, model request ${fmt(med("ask"))}`);
-  console.log(`ratio to docker run true (p50 of rounds): ${pct(ratios, 50).toFixed(2)}×   per round ${ratios.map((x) => x.toFixed(2)).join(" ")}   target: ≤ 1.5×`);
+  console.log(
+    `oneshot bench: ${rounds} rounds, image ${image}, the mock's first request ${[...paths].join(", ")}, ${new Date().toISOString()}`,
+  );
+  console.log(
+    `lazy ask → POST /v1/messages at mock    p50 ${fmt(med("ask"))}   p95 ${fmt(
+      pct(
+        rows.map((x) => x.ask),
+        95,
+      ),
+    )}`,
+  );
+  console.log(
+    `docker run --rm IMAGE true (the floor)  p50 ${fmt(med("floor"))}   p95 ${fmt(
+      pct(
+        rows.map((x) => x.floor),
+        95,
+      ),
+    )}`,
+  );
+  console.log(
+    `docker run --rm IMAGE claude --version  p50 ${fmt(med("claude"))}   p95 ${fmt(
+      pct(
+        rows.map((x) => x.claude),
+        95,
+      ),
+    )}`,
+  );
+  console.log(
+    `docker run claude -p → POST at mock  p50 ${fmt(med("plain"))}   p95 ${fmt(
+      pct(
+        rows.map((x) => x.plain),
+        95,
+      ),
+    )}   (no lazy: the harness's own floor; its first request at ${fmt(med("plainFirst"))})`,
+  );
+  console.log(
+    `the call's steps from the CLI's spawn (p50): container create ${fmt(med("create"))}, start ${fmt(med("start"))}, supervisor exec ${fmt(med("exec"))}, harness spawned ${fmt(med("spawned"))}, first request ${fmt(med("first"))}, model request ${fmt(med("ask"))}`,
+  );
+  console.log(
+    `ratio to docker run true (p50 of rounds): ${pct(ratios, 50).toFixed(2)}×   per round ${ratios.map((x) => x.toFixed(2)).join(" ")}   target: ≤ 1.5×`,
+  );
   const plain = rows.map((x) => x.ask / x.plain);
-  console.log(`ratio to plain docker run claude -p (p50 of rounds): ${pct(plain, 50).toFixed(2)}×   per round ${plain.map((x) => x.toFixed(2)).join(" ")}`);
+  console.log(
+    `ratio to plain docker run claude -p (p50 of rounds): ${pct(plain, 50).toFixed(2)}×   per round ${plain.map((x) => x.toFixed(2)).join(" ")}`,
+  );
 } finally {
   events?.kill();
-  for (const id of sh(["docker", "ps", "-aq", "--filter", `label=dev.lazy.root=${root}`]).split("\n").filter(Boolean)) Bun.spawnSync(["docker", "rm", "-f", id]);
+  for (const id of sh(["docker", "ps", "-aq", "--filter", `label=dev.lazy.root=${root}`])
+    .split("\n")
+    .filter(Boolean))
+    Bun.spawnSync(["docker", "rm", "-f", id]);
   Bun.spawnSync([BIN, "daemon", "stop"], { cwd: root, env });
   await upstream.close();
   rmSync(root, { recursive: true, force: true });

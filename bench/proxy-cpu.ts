@@ -31,7 +31,14 @@ import { open } from "../src/store";
 import { Config } from "../src/config";
 
 if (process.argv[2] === "upstream") {
-  Bun.serve({ hostname: "127.0.0.1", port: Number(process.argv[3]), fetch: () => new Response('{"id":"msg_1","type":"message","usage":{"input_tokens":1,"output_tokens":2}}', { headers: { "content-type": "application/json" } }) });
+  Bun.serve({
+    hostname: "127.0.0.1",
+    port: Number(process.argv[3]),
+    fetch: () =>
+      new Response('{"id":"msg_1","type":"message","usage":{"input_tokens":1,"output_tokens":2}}', {
+        headers: { "content-type": "application/json" },
+      }),
+  });
 } else {
   const upPort = 30000 + Math.floor(Math.random() * 10000);
   const up = Bun.spawn([process.execPath, import.meta.path, "upstream", String(upPort)], { stdout: "ignore", stderr: "inherit" });
@@ -40,7 +47,14 @@ if (process.argv[2] === "upstream") {
     await Bun.sleep(500);
     const config = Config.parse({ proxy: { upstreams: { anthropic: `http://127.0.0.1:${upPort}` } } });
     const grants = Grants.open(dir);
-    const g = grants.mint({ role: "host", taskId: null, taskRef: null, profile: "claude", envVar: "ANTHROPIC_API_KEY", shape: "anthropic-api-key" });
+    const g = grants.mint({
+      role: "host",
+      taskId: null,
+      taskRef: null,
+      profile: "claude",
+      envVar: "ANTHROPIC_API_KEY",
+      shape: "anthropic-api-key",
+    });
     const db = open(join(dir, "store.db"));
     const log = { debug() {}, info() {}, warn() {}, error() {}, repeated() {} };
     const targets = Targets.build(config);
@@ -48,7 +62,9 @@ if (process.argv[2] === "upstream") {
       grants,
       credentials: { get: () => ({ value: "sk-ant-api03-bench", kind: "api-key", source: "file" }) },
       targets: () => targets,
-      audit: process.env.NOAUDIT ? { record() {} } : ((a) => new Recorder((rows) => a.write(rows)))(new Audit(db, () => ({ maxRows: 100_000, maxAgeDays: 30 }), log)),
+      audit: process.env.NOAUDIT
+        ? { record() {} }
+        : ((a) => new Recorder((rows) => a.write(rows)))(new Audit(db, () => ({ maxRows: 100_000, maxAgeDays: 30 }), log)),
       limits: process.env.NOLIMITS ? { record() {} } : new Limits(db),
       health: new Health(),
       log,
@@ -61,7 +77,9 @@ if (process.argv[2] === "upstream") {
     const json = { "content-type": "application/json" };
     // The bare round trip: one idle socket per request in flight, a fixed request, the answer's
     // bytes counted off its content-length and nothing else looked at.
-    const REQUEST = Buffer.from(`POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1:${upPort}\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}`);
+    const REQUEST = Buffer.from(
+      `POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1:${upPort}\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}`,
+    );
     type Wait = { got: number; need: number; done?: () => void };
     const idle: Socket<Wait>[] = [];
     const onData = (s: Socket<Wait>, d: Buffer) => {
@@ -85,7 +103,14 @@ if (process.argv[2] === "upstream") {
       },
       socket: async (req) => {
         await req.arrayBuffer();
-        const s = idle.pop() ?? (await Bun.connect<Wait>({ hostname: "127.0.0.1", port: upPort, data: { got: 0, need: -1 }, socket: { data: onData, close: dropIdle } }));
+        const s =
+          idle.pop() ??
+          (await Bun.connect<Wait>({
+            hostname: "127.0.0.1",
+            port: upPort,
+            data: { got: 0, need: -1 },
+            socket: { data: onData, close: dropIdle },
+          }));
         s.data.got = 0;
         s.data.need = -1;
         await new Promise<void>((done) => {
@@ -97,7 +122,15 @@ if (process.argv[2] === "upstream") {
       },
       client: async (req) => {
         const body = new Uint8Array(await req.arrayBuffer());
-        const res = await Upstream.request({ method: "POST", url: upstreamUrl, headers: "content-type: application/json\r\n", body, signal: () => req.signal, timeoutMs: 60_000, fresh: false });
+        const res = await Upstream.request({
+          method: "POST",
+          url: upstreamUrl,
+          headers: "content-type: application/json\r\n",
+          body,
+          signal: () => req.signal,
+          timeoutMs: 60_000,
+          fresh: false,
+        });
         return new Response(await res.bytes(), { status: res.status, headers: res.headers });
       },
       // The request path as the proxy thread runs it: admitted by the gate, released when done.
@@ -111,7 +144,12 @@ if (process.argv[2] === "upstream") {
       naive: async (req) => {
         const h = new Headers(req.headers);
         h.delete("host");
-        const r = await fetch(`http://127.0.0.1:${upPort}${new URL(req.url).pathname}`, { method: req.method, headers: h, body: await req.arrayBuffer(), decompress: false } as RequestInit);
+        const r = await fetch(`http://127.0.0.1:${upPort}${new URL(req.url).pathname}`, {
+          method: req.method,
+          headers: h,
+          body: await req.arrayBuffer(),
+          decompress: false,
+        } as RequestInit);
         return new Response(await r.bytes(), { status: r.status, headers: r.headers });
       },
     };
@@ -122,7 +160,10 @@ if (process.argv[2] === "upstream") {
     const front = listenFront(upstreamUrl);
     servers.push({ name: "listen", port: front.port, stop: () => front.stop(true) });
     const lua = join(dir, "post.lua");
-    writeFileSync(lua, `wrk.method = "POST"\nwrk.body = "{}"\nwrk.headers["content-type"] = "application/json"\nwrk.headers["x-api-key"] = "${g.token}"\n`);
+    writeFileSync(
+      lua,
+      `wrk.method = "POST"\nwrk.body = "{}"\nwrk.headers["content-type"] = "application/json"\nwrk.headers["x-api-key"] = "${g.token}"\n`,
+    );
     const measure = async (port: number, seconds: number) => {
       const before = process.cpuUsage();
       const w = Bun.spawn(["wrk", "-t2", "-c50", `-d${seconds}s`, "-s", lua, `http://127.0.0.1:${port}/v1/messages`], { stdout: "pipe" });
@@ -143,7 +184,9 @@ if (process.argv[2] === "upstream") {
         taken.get(v.name)!.push(await measure(v.port, 3));
       }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    console.log(`proxy CPU µs per request in one process, 50 connections, median of ${rounds} rounds${process.env.NOAUDIT ? ", audit off" : ""}${process.env.NOLIMITS ? ", readings off" : ""}, ${new Date().toISOString()}`);
+    console.log(
+      `proxy CPU µs per request in one process, 50 connections, median of ${rounds} rounds${process.env.NOAUDIT ? ", audit off" : ""}${process.env.NOLIMITS ? ", readings off" : ""}, ${new Date().toISOString()}`,
+    );
     let previous: number | undefined;
     for (const v of servers) {
       const us = median(taken.get(v.name)!);
@@ -197,7 +240,15 @@ function listenFront(upstreamUrl: string) {
           if (b.length < end + 4 + length) break;
           const body = new Uint8Array(b.subarray(end + 4, end + 4 + length));
           b = b.subarray(end + 4 + length);
-          void Upstream.request({ method: head.slice(0, head.indexOf(" ")), url: upstreamUrl, headers: lines, body, signal: () => never, timeoutMs: 60_000, fresh: false }).then(async (res) => {
+          void Upstream.request({
+            method: head.slice(0, head.indexOf(" ")),
+            url: upstreamUrl,
+            headers: lines,
+            body,
+            signal: () => never,
+            timeoutMs: 60_000,
+            fresh: false,
+          }).then(async (res) => {
             const bytes = await res.bytes();
             let out = `HTTP/1.1 ${res.status} ${res.statusText}\r\n`;
             for (const [k, v] of res.headers) out += `${k}: ${v}\r\n`;

@@ -20,7 +20,15 @@ const secs = Number(process.argv[2] ?? 5);
 const rounds = Number(process.argv[3] ?? 3);
 const KEY = "sk-ant-api03-BENCH-" + "b".repeat(79) + "AA";
 const BODY = JSON.stringify({ model: "m", max_tokens: 16, messages: [{ role: "user", content: "hi" }] });
-const ANSWER = JSON.stringify({ id: "msg_1", type: "message", role: "assistant", model: "m", content: [{ type: "text", text: "hello" }], stop_reason: "end_turn", usage: { input_tokens: 5, output_tokens: 2 } });
+const ANSWER = JSON.stringify({
+  id: "msg_1",
+  type: "message",
+  role: "assistant",
+  model: "m",
+  content: [{ type: "text", text: "hello" }],
+  stop_reason: "end_turn",
+  usage: { input_tokens: 5, output_tokens: 2 },
+});
 
 // The upstream: as fast as Bun can answer, so it is not what is measured. It runs in a process
 // of its own (this file, with the argument "upstream"), so the bench's own work never stalls it.
@@ -32,7 +40,14 @@ if (process.argv[2] === "upstream") {
     fetch(req) {
       if (req.headers.get("x-bench-sse")) {
         // An SSE stream that sends one event, then stays open and quiet.
-        return new Response(new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode("event: ping\ndata: {}\n\n")); } }), { headers: { "content-type": "text/event-stream" } });
+        return new Response(
+          new ReadableStream({
+            start(c) {
+              c.enqueue(new TextEncoder().encode("event: ping\ndata: {}\n\n"));
+            },
+          }),
+          { headers: { "content-type": "text/event-stream" } },
+        );
       }
       return new Response(ANSWER, { headers: { "content-type": "application/json", "anthropic-ratelimit-unified-5h-utilization": "0.1" } });
     },
@@ -59,7 +74,13 @@ function daemonSetup({ BIN: bin = BIN, ...extra }: Record<string, string>) {
   };
   return { root, home, env, lazy, bin };
 }
-const compare = process.env.LAZY_BENCH_COMPARE ? Object.fromEntries(process.env.LAZY_BENCH_COMPARE.split(/\s+/).filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)])) : undefined;
+const compare = process.env.LAZY_BENCH_COMPARE
+  ? Object.fromEntries(
+      process.env.LAZY_BENCH_COMPARE.split(/\s+/)
+        .filter(Boolean)
+        .map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
+    )
+  : undefined;
 const { root, home, env, lazy } = daemonSetup({});
 const second = compare ? daemonSetup(compare) : undefined;
 
@@ -69,7 +90,13 @@ async function started(d: ReturnType<typeof daemonSetup>) {
   const state = join(d.home, "daemon", readdirSync(join(d.home, "daemon"))[0]!);
   const token = readFileSync(join(state, "token"), "utf8").trim();
   const rt = JSON.parse(readFileSync(join(state, "daemon.json"), "utf8"));
-  const grant = (await (await fetch(`http://127.0.0.1:${rt.api.port}/api/proxy/grants`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ role: "host", profile: "claude" }) })).json()) as { placeholder: string; proxyUrl: string };
+  const grant = (await (
+    await fetch(`http://127.0.0.1:${rt.api.port}/api/proxy/grants`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ role: "host", profile: "claude" }),
+    })
+  ).json()) as { placeholder: string; proxyUrl: string };
   return { grant, pid: rt.pid as number };
 }
 
@@ -98,14 +125,21 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
 
   const script = (name: string, placeholder: string) => {
     const f = join(nginxDir, name);
-    writeFileSync(f, `wrk.method = "POST"\nwrk.body = '${BODY}'\nwrk.headers["content-type"] = "application/json"\nwrk.headers["x-api-key"] = "${placeholder}"\n`);
+    writeFileSync(
+      f,
+      `wrk.method = "POST"\nwrk.body = '${BODY}'\nwrk.headers["content-type"] = "application/json"\nwrk.headers["x-api-key"] = "${placeholder}"\n`,
+    );
     return f;
   };
   const lua = script("post.lua", grant.placeholder);
   const lua2 = other ? script("post2.lua", other.grant.placeholder) : lua;
   // CPU time per request, from /proc (all threads of a process): it says how much work each
   // proxy does for a request, where req/s on a shared machine also depends on who else runs.
-  const nginxWorkers = Bun.spawnSync(["pgrep", "-P", String(nginx.pid)]).stdout.toString().trim().split("\n").map(Number);
+  const nginxWorkers = Bun.spawnSync(["pgrep", "-P", String(nginx.pid)])
+    .stdout.toString()
+    .trim()
+    .split("\n")
+    .map(Number);
   const cpuUs = (pid: number) => {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
@@ -118,7 +152,22 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
   const wrk = async (url: string, conns: number, proxy?: string) => {
     const pids = [(proxy && proxyPids[proxy]) || [], [upstreamProc.pid]];
     const before = pids.map(cpuOf);
-    const r = Bun.spawn(["wrk", "-t", conns > 1 ? "2" : "1", "-c", String(conns), "-d", `${secs}s`, "--latency", "-s", proxy === "lazy+" ? lua2 : lua, `${url}/v1/messages`], { stdout: "pipe", stderr: "pipe" });
+    const r = Bun.spawn(
+      [
+        "wrk",
+        "-t",
+        conns > 1 ? "2" : "1",
+        "-c",
+        String(conns),
+        "-d",
+        `${secs}s`,
+        "--latency",
+        "-s",
+        proxy === "lazy+" ? lua2 : lua,
+        `${url}/v1/messages`,
+      ],
+      { stdout: "pipe", stderr: "pipe" },
+    );
     const out = await new Response(r.stdout).text();
     await r.exited;
     const ms = (label: string) => {
@@ -136,7 +185,12 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
     return { p50: ms("50"), p99: ms("99"), rps, cpu: { proxy: proxyCpu!, upstream: upCpu!, wrk: wrkCpu } };
   };
 
-  const targets: Record<string, string> = { direct: up, lazy: grant.proxyUrl, nginx: `http://127.0.0.1:${nginxPort}`, ...(other ? { "lazy+": other.grant.proxyUrl } : {}) };
+  const targets: Record<string, string> = {
+    direct: up,
+    lazy: grant.proxyUrl,
+    nginx: `http://127.0.0.1:${nginxPort}`,
+    ...(other ? { "lazy+": other.grant.proxyUrl } : {}),
+  };
   for (const [k, u] of Object.entries(targets)) await wrk(u, 50, k); // warm up (the JIT, both pools)
   // This machine's CPU is shared and its speed drifts from one minute to the next: the three are
   // measured in turn, round after round, and each figure is the median over the rounds.
@@ -157,7 +211,11 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
     p50: median(runs.map((r) => r.p50)),
     p99: median(runs.map((r) => r.p99)),
     rps: median(runs.map((r) => r.rps)),
-    cpu: { proxy: median(runs.map((r) => r.cpu.proxy)), upstream: median(runs.map((r) => r.cpu.upstream)), wrk: median(runs.map((r) => r.cpu.wrk)) },
+    cpu: {
+      proxy: median(runs.map((r) => r.cpu.proxy)),
+      upstream: median(runs.map((r) => r.cpu.upstream)),
+      wrk: median(runs.map((r) => r.cpu.wrk)),
+    },
   });
   const one = Object.fromEntries(Object.entries(oneRuns).map(([k, v]) => [k, med(v)]));
   const fifty = Object.fromEntries(Object.entries(fiftyRuns).map(([k, v]) => [k, med(v)]));
@@ -165,14 +223,21 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
   // 2,000 concurrent idle SSE streams through lazy.
   const rss = () => Number(readFileSync(`/proc/${daemonPid}/status`, "utf8").match(/VmRSS:\s+(\d+)/)![1]) / 1024;
   const before = rss();
-  const client = Bun.spawn([process.execPath, "-e", `
+  const client = Bun.spawn(
+    [
+      process.execPath,
+      "-e",
+      `
     const n = 2000, url = ${JSON.stringify(grant.proxyUrl)} + "/v1/messages";
     const open = [];
     for (let i = 0; i < n; i++) open.push(fetch(url, { method: "POST", headers: { "x-api-key": ${JSON.stringify(grant.placeholder)}, "content-type": "application/json", "x-bench-sse": "1" }, body: '{"stream":true}' }).then(async (r) => { const rd = r.body.getReader(); await rd.read(); return rd; }));
     const readers = await Promise.all(open);
     console.log("open", readers.length);
     await Bun.sleep(60000);
-  `], { env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" }, stdout: "pipe" });
+  `,
+    ],
+    { env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" }, stdout: "pipe" },
+  );
   const reader = client.stdout.getReader();
   const first = await Promise.race([reader.read(), Bun.sleep(60_000).then(() => null)]);
   const opened = first ? new TextDecoder().decode(first.value) : "timeout";
@@ -181,15 +246,32 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
   client.kill();
 
   const f = (n: number) => n.toFixed(3);
-  console.log(`proxy bench, ${secs}s per run, ${rounds} rounds (medians), lazy's proxy threads and nginx's workers: ${workers}, ${new Date().toISOString()}`);
-  console.log(`latency at 1 connection (p50 / p99 ms): direct ${f(one.direct!.p50)} / ${f(one.direct!.p99)}, lazy ${f(one.lazy!.p50)} / ${f(one.lazy!.p99)}, nginx ${f(one.nginx!.p50)} / ${f(one.nginx!.p99)}`);
-  console.log(`added by lazy: p50 ${f(one.lazy!.p50 - one.direct!.p50)} ms, p99 ${f(one.lazy!.p99 - one.direct!.p99)} ms   (target: ≤ 0.15 ms p50); nginx adds p50 ${f(one.nginx!.p50 - one.direct!.p50)} ms`);
-  console.log(`req/s at 1 connection: direct ${one.direct!.rps.toFixed(0)}, lazy ${one.lazy!.rps.toFixed(0)}, nginx ${one.nginx!.rps.toFixed(0)} → lazy/nginx ${(one.lazy!.rps / one.nginx!.rps).toFixed(2)}`);
-  console.log(`req/s at 50 connections: direct ${fifty.direct!.rps.toFixed(0)}, lazy ${fifty.lazy!.rps.toFixed(0)}, nginx ${fifty.nginx!.rps.toFixed(0)} → lazy/nginx ${(fifty.lazy!.rps / fifty.nginx!.rps).toFixed(2)}; per round ${ratios.map((r) => r.toFixed(2)).join(" ")}, median ${median(ratios).toFixed(2)}   (target: ≥ 0.60, audit on)`);
-  if (other) console.log(`lazy+ (${process.env.LAZY_BENCH_COMPARE}): req/s at 50 connections ${fifty["lazy+"]!.rps.toFixed(0)} → lazy+/nginx per round ${ratios2.map((r) => r.toFixed(2)).join(" ")}, median ${median(ratios2).toFixed(2)}; CPU µs per request ${fifty["lazy+"]!.cpu.proxy.toFixed(1)}`);
+  console.log(
+    `proxy bench, ${secs}s per run, ${rounds} rounds (medians), lazy's proxy threads and nginx's workers: ${workers}, ${new Date().toISOString()}`,
+  );
+  console.log(
+    `latency at 1 connection (p50 / p99 ms): direct ${f(one.direct!.p50)} / ${f(one.direct!.p99)}, lazy ${f(one.lazy!.p50)} / ${f(one.lazy!.p99)}, nginx ${f(one.nginx!.p50)} / ${f(one.nginx!.p99)}`,
+  );
+  console.log(
+    `added by lazy: p50 ${f(one.lazy!.p50 - one.direct!.p50)} ms, p99 ${f(one.lazy!.p99 - one.direct!.p99)} ms   (target: ≤ 0.15 ms p50); nginx adds p50 ${f(one.nginx!.p50 - one.direct!.p50)} ms`,
+  );
+  console.log(
+    `req/s at 1 connection: direct ${one.direct!.rps.toFixed(0)}, lazy ${one.lazy!.rps.toFixed(0)}, nginx ${one.nginx!.rps.toFixed(0)} → lazy/nginx ${(one.lazy!.rps / one.nginx!.rps).toFixed(2)}`,
+  );
+  console.log(
+    `req/s at 50 connections: direct ${fifty.direct!.rps.toFixed(0)}, lazy ${fifty.lazy!.rps.toFixed(0)}, nginx ${fifty.nginx!.rps.toFixed(0)} → lazy/nginx ${(fifty.lazy!.rps / fifty.nginx!.rps).toFixed(2)}; per round ${ratios.map((r) => r.toFixed(2)).join(" ")}, median ${median(ratios).toFixed(2)}   (target: ≥ 0.60, audit on)`,
+  );
+  if (other)
+    console.log(
+      `lazy+ (${process.env.LAZY_BENCH_COMPARE}): req/s at 50 connections ${fifty["lazy+"]!.rps.toFixed(0)} → lazy+/nginx per round ${ratios2.map((r) => r.toFixed(2)).join(" ")}, median ${median(ratios2).toFixed(2)}; CPU µs per request ${fifty["lazy+"]!.cpu.proxy.toFixed(1)}`,
+    );
   const us = (c: Cpu) => `proxy ${c.proxy.toFixed(1)}, upstream ${c.upstream.toFixed(1)}, wrk ${c.wrk.toFixed(1)}`;
-  console.log(`CPU µs per request at 50 connections: lazy: ${us(fifty.lazy!.cpu)}; nginx: ${us(fifty.nginx!.cpu)}; direct: upstream ${fifty.direct!.cpu.upstream.toFixed(1)}, wrk ${fifty.direct!.cpu.wrk.toFixed(1)}`);
-  console.log(`RSS with 2,000 idle SSE streams (${opened.trim()}): ${during.toFixed(0)} MB (idle before: ${before.toFixed(0)} MB)   (target: ≤ 300 MB)`);
+  console.log(
+    `CPU µs per request at 50 connections: lazy: ${us(fifty.lazy!.cpu)}; nginx: ${us(fifty.nginx!.cpu)}; direct: upstream ${fifty.direct!.cpu.upstream.toFixed(1)}, wrk ${fifty.direct!.cpu.wrk.toFixed(1)}`,
+  );
+  console.log(
+    `RSS with 2,000 idle SSE streams (${opened.trim()}): ${during.toFixed(0)} MB (idle before: ${before.toFixed(0)} MB)   (target: ≤ 300 MB)`,
+  );
 } finally {
   nginx?.kill();
   Bun.spawnSync([BIN, "daemon", "stop"], { cwd: root, env });

@@ -37,7 +37,9 @@ try {
   sh([BIN, "task", "add", "warm up", "--code", "warm-up"]);
   sh([BIN, "start", "warm-up"]);
   const state = join(home, "daemon", readdirSync(join(home, "daemon"))[0]!);
-  const image = JSON.parse(sh(["docker", "inspect", `lazy-${state.split("/").at(-1)}-${JSON.parse(sh([BIN, "task", "show", "warm-up", "--json"])).task.id}`]))[0].Config.Image;
+  const image = JSON.parse(
+    sh(["docker", "inspect", `lazy-${state.split("/").at(-1)}-${JSON.parse(sh([BIN, "task", "show", "warm-up", "--json"])).task.id}`]),
+  )[0].Config.Image;
 
   const lazy: number[] = [];
   const floor: number[] = [];
@@ -63,7 +65,10 @@ try {
   console.log(`docker run --rm IMAGE true   p50 ${fmt(pct(floor, 50))}   p95 ${fmt(pct(floor, 95))}`);
   console.log(`ratio (p50): ${(pct(lazy, 50) / pct(floor, 50)).toFixed(2)}×   targets: ≤ 1.5 s and ≤ 2× the floor`);
 } finally {
-  for (const id of sh(["docker", "ps", "-aq", "--filter", `label=dev.lazy.root=${root}`]).split("\n").filter(Boolean)) Bun.spawnSync(["docker", "rm", "-f", id]);
+  for (const id of sh(["docker", "ps", "-aq", "--filter", `label=dev.lazy.root=${root}`])
+    .split("\n")
+    .filter(Boolean))
+    Bun.spawnSync(["docker", "rm", "-f", id]);
   Bun.spawnSync([BIN, "daemon", "stop"], { cwd: root, env });
   await upstream.close();
   rmSync(root, { recursive: true, force: true });

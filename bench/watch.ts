@@ -38,7 +38,15 @@ if (process.argv[2] === "upstream") {
       const url = new URL(req.url);
       if (url.pathname === "/stamps") return Response.json(stamps.slice(Number(url.searchParams.get("from") ?? 1)));
       const n = stamps.length;
-      const body = JSON.stringify({ id: `msg_${n}`, type: "message", role: "assistant", model: "m", content: [{ type: "text", text: "hello" }], stop_reason: "end_turn", usage: { input_tokens: n, output_tokens: n } });
+      const body = JSON.stringify({
+        id: `msg_${n}`,
+        type: "message",
+        role: "assistant",
+        model: "m",
+        content: [{ type: "text", text: "hello" }],
+        stop_reason: "end_turn",
+        usage: { input_tokens: n, output_tokens: n },
+      });
       stamps.push(wall());
       return new Response(body, { headers: { "content-type": "application/json", "x-bench-n": String(n) } });
     },
@@ -61,10 +69,17 @@ if (process.argv[2] === "client") {
   const one = async () => {
     const t = performance.now();
     try {
-      const res = await fetch(`${url}/v1/messages`, { method: "POST", headers: { "x-api-key": placeholder, "content-type": "application/json" }, body: BODY });
+      const res = await fetch(`${url}/v1/messages`, {
+        method: "POST",
+        headers: { "x-api-key": placeholder, "content-type": "application/json" },
+        body: BODY,
+      });
       await res.arrayBuffer();
       if (res.status === 200) ok++;
-      else (failed++, (statuses[res.status] = (statuses[res.status] ?? 0) + 1));
+      else {
+        failed++;
+        statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+      }
       e2e.push(performance.now() - t);
     } catch (e) {
       failed++;
@@ -109,8 +124,7 @@ try {
     for await (const chunk of watchProc!.stdout as ReadableStream<Uint8Array>) {
       const now = wall();
       buf += dec.decode(chunk, { stream: true });
-      let nl: number;
-      while ((nl = buf.indexOf("\n")) >= 0) {
+      for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
         const text = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
         if (!text) continue;
@@ -135,19 +149,39 @@ try {
       let have = 0;
       for (let n = from; n < to; n++) if (arrived.has(n)) have++;
       if (have === to - from) return;
-      if (have !== last) (last = have), (quietSince = performance.now());
-      else if (performance.now() - quietSince > 2000) return;
+      if (have !== last) {
+        last = have;
+        quietSince = performance.now();
+      } else if (performance.now() - quietSince > 2000) return;
       await Bun.sleep(50);
     }
   };
   let nextN = 1; // the upstream's next number
-  const post = () => fetch(`${grant.proxyUrl}/v1/messages`, { method: "POST", headers: { "x-api-key": grant.placeholder, "content-type": "application/json" }, body: BODY });
+  const post = () =>
+    fetch(`${grant.proxyUrl}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": grant.placeholder, "content-type": "application/json" },
+      body: BODY,
+    });
   for (let i = 0; i < 20; i++) await (await post()).arrayBuffer(); // warm up (the JIT, the pool)
   nextN += 20;
   await settle(1, nextN);
 
   const idle = { latency: [] as number[], e2e: [] as number[], answer: [] as number[], missed: 0 };
-  type Load = { rate: number; sent: number; ok: number; failed: number; lines: number; lost: number; latency: number[]; e2eP50: number; e2eP95: number; achieved: number; statuses: Record<string, number>; dropped: number };
+  type Load = {
+    rate: number;
+    sent: number;
+    ok: number;
+    failed: number;
+    lines: number;
+    lost: number;
+    latency: number[];
+    e2eP50: number;
+    e2eP95: number;
+    achieved: number;
+    statuses: Record<string, number>;
+    dropped: number;
+  };
   const loads: Load[] = [];
   for (let r = 0; r < rounds; r++) {
     // Idle: one request at a time; the pause puts each at a random point of the proxy's 50 ms flush.
@@ -171,8 +205,19 @@ try {
     for (const rate of rates) {
       const from = nextN;
       const droppedBefore = dropped;
-      const client = Bun.spawn([process.execPath, import.meta.path, "client", grant.proxyUrl, grant.placeholder, String(rate), String(secs)], { stdout: "pipe", stderr: "inherit" });
-      const out = JSON.parse((await new Response(client.stdout).text()).trim()) as { sent: number; ok: number; failed: number; statuses: Record<string, number>; rate: number; e2eP50: number; e2eP95: number };
+      const client = Bun.spawn(
+        [process.execPath, import.meta.path, "client", grant.proxyUrl, grant.placeholder, String(rate), String(secs)],
+        { stdout: "pipe", stderr: "inherit" },
+      );
+      const out = JSON.parse((await new Response(client.stdout).text()).trim()) as {
+        sent: number;
+        ok: number;
+        failed: number;
+        statuses: Record<string, number>;
+        rate: number;
+        e2eP50: number;
+        e2eP95: number;
+      };
       const times = await stamps(from);
       const to = from + times.length;
       await settle(from, to);
@@ -182,22 +227,43 @@ try {
         const at = arrived.get(n);
         if (at !== undefined) latency.push(at - times[n - from]!);
       }
-      loads.push({ rate, sent: out.sent, ok: out.ok, failed: out.failed, lines: latency.length, lost: out.ok - latency.length, latency, e2eP50: out.e2eP50, e2eP95: out.e2eP95, achieved: out.rate, statuses: out.statuses, dropped: dropped - droppedBefore });
+      loads.push({
+        rate,
+        sent: out.sent,
+        ok: out.ok,
+        failed: out.failed,
+        lines: latency.length,
+        lost: out.ok - latency.length,
+        latency,
+        e2eP50: out.e2eP50,
+        e2eP95: out.e2eP95,
+        achieved: out.rate,
+        statuses: out.statuses,
+        dropped: dropped - droppedBefore,
+      });
     }
   }
 
   const f = (n: number) => `${n.toFixed(1)} ms`;
   const median = (xs: number[]) => pct(xs, 50);
-  console.log(`watch bench, ${rounds} rounds; idle: ${IDLE} requests a round one at a time; load: ${rates.join(", ")} req/s for ${secs} s a round; ${new Date().toISOString()}`);
-  console.log(`idle: upstream's answer → net line in lazy watch: p50 ${f(median(idle.latency))}, p95 ${f(pct(idle.latency, 95))}   (target: ≤ 250 ms p50); lines missing: ${idle.missed} of ${idle.e2e.length}`);
-  console.log(`idle: the request itself, end to end through the proxy: p50 ${f(median(idle.e2e))}, p95 ${f(pct(idle.e2e, 95))} (upstream's answer → client: p50 ${f(median(idle.answer))}) → the line comes ${f(median(idle.latency) - median(idle.answer))} after the client has its answer; ratio line / request ${(median(idle.latency) / median(idle.e2e)).toFixed(0)}×`);
+  console.log(
+    `watch bench, ${rounds} rounds; idle: ${IDLE} requests a round one at a time; load: ${rates.join(", ")} req/s for ${secs} s a round; ${new Date().toISOString()}`,
+  );
+  console.log(
+    `idle: upstream's answer → net line in lazy watch: p50 ${f(median(idle.latency))}, p95 ${f(pct(idle.latency, 95))}   (target: ≤ 250 ms p50); lines missing: ${idle.missed} of ${idle.e2e.length}`,
+  );
+  console.log(
+    `idle: the request itself, end to end through the proxy: p50 ${f(median(idle.e2e))}, p95 ${f(pct(idle.e2e, 95))} (upstream's answer → client: p50 ${f(median(idle.answer))}) → the line comes ${f(median(idle.latency) - median(idle.answer))} after the client has its answer; ratio line / request ${(median(idle.latency) / median(idle.e2e)).toFixed(0)}×`,
+  );
   for (const rate of rates) {
     const ls = loads.filter((l) => l.rate === rate);
     const all = ls.flatMap((l) => l.latency);
     console.log(
       `load ${rate} req/s (achieved ${ls.map((l) => l.achieved.toFixed(0)).join(", ")}): sent ${ls.map((l) => l.sent).join(", ")}, answered 200 ${ls.map((l) => l.ok).join(", ")}, lines ${ls.map((l) => l.lines).join(", ")} → lost ${ls.map((l) => l.lost).join(", ")} (target: 0); {type:"dropped"} counts ${ls.map((l) => l.dropped).join(", ")}`,
     );
-    console.log(`  answer → line under load: p50 ${f(median(all))}, p95 ${f(pct(all, 95))}, max ${f(Math.max(...all))}; the requests end to end: p50 ${f(median(ls.map((l) => l.e2eP50)))}, p95 ${f(median(ls.map((l) => l.e2eP95)))}`);
+    console.log(
+      `  answer → line under load: p50 ${f(median(all))}, p95 ${f(pct(all, 95))}, max ${f(Math.max(...all))}; the requests end to end: p50 ${f(median(ls.map((l) => l.e2eP50)))}, p95 ${f(median(ls.map((l) => l.e2eP95)))}`,
+    );
     for (const l of ls) if (l.failed) console.log(`  a round had ${l.failed} failed requests: ${JSON.stringify(l.statuses)}`);
   }
   if (other) console.log(`(${other} other lines: task events)`);

@@ -341,16 +341,14 @@ export class Runtime {
 
   /** Run a command in a running container, detached: the supervisor reports through files. Its exec id. */
   async execDetached(id: string, cmd: string[], env: Record<string, string>, user: string): Promise<string> {
-    const exec = await this.docker
-      .getContainer(id)
-      .exec({
-        Cmd: cmd,
-        Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
-        User: user,
-        AttachStdout: false,
-        AttachStderr: false,
-        Tty: false,
-      });
+    const exec = await this.docker.getContainer(id).exec({
+      Cmd: cmd,
+      Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+      User: user,
+      AttachStdout: false,
+      AttachStderr: false,
+      Tty: false,
+    });
     await exec.start({ Detach: true });
     return exec.id;
   }
@@ -373,17 +371,15 @@ export class Runtime {
     env: Record<string, string> = {},
     cwd?: string,
   ): Promise<{ code: number; output: string }> {
-    const exec = await this.docker
-      .getContainer(id)
-      .exec({
-        Cmd: cmd,
-        Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
-        User: user,
-        AttachStdout: true,
-        AttachStderr: true,
-        Tty: false,
-        ...(cwd ? { WorkingDir: cwd } : {}),
-      });
+    const exec = await this.docker.getContainer(id).exec({
+      Cmd: cmd,
+      Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+      User: user,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: false,
+      ...(cwd ? { WorkingDir: cwd } : {}),
+    });
     const stream = await exec.start({ hijack: true, stdin: false });
     const chunks: Buffer[] = [];
     await new Promise<void>((resolve, reject) => {

@@ -4,5 +4,17 @@
  * lazy stats budget).
  */
 export { pauseOf, windowKey, type Pause } from "./pause";
-export { overFor, dayOver, taskOver, report, spentByTask, spentOnDay, taskLimit, today, type Over, type Spent, type BudgetReport } from "./budget";
+export {
+  overFor,
+  dayOver,
+  taskOver,
+  report,
+  spentByTask,
+  spentOnDay,
+  taskLimit,
+  today,
+  type Over,
+  type Spent,
+  type BudgetReport,
+} from "./budget";
 export { PRICES, priceOf, costOf, tokensOf } from "./prices";

@@ -65,7 +65,11 @@ describe("lazy build", () => {
     expect(key).toStartWith("sk-ant-api03-");
     expect(mcp).toStartWith("lazy-mcp-");
     const proxy = p.runtimeProxyUrl();
-    const model = await fetch(`${proxy}/v1/messages`, { method: "POST", headers: { "x-api-key": key, "content-type": "application/json" }, body: "{}" });
+    const model = await fetch(`${proxy}/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": key, "content-type": "application/json" },
+      body: "{}",
+    });
     expect(model.status).toBe(401);
     const tools = await fetch(`${proxy}/mcp`, {
       method: "POST",
