@@ -21,7 +21,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
-import { threadCount } from "../src/proxy/shared-port";
+import { threadCount } from "../src/proxy/listen/shared-port";
 import { pct, proxyProject } from "./lib";
 
 const NEW = resolve(import.meta.dir, "../dist/lazy");

@@ -20,13 +20,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Server, Socket } from "bun";
 import { handle, type Context } from "../src/proxy/forward";
-import { Gate, type Pass } from "../src/proxy/gate";
+import { Gate, type Pass } from "../src/proxy/listen/gate";
 import * as Upstream from "../src/proxy/upstream";
 import { Grants } from "../src/proxy/grants";
 import { Targets } from "../src/proxy/targets";
 import { Audit, Recorder } from "../src/proxy/audit";
-import { Limits } from "../src/proxy/limits";
-import { Health } from "../src/proxy/health";
+import { Limits } from "../src/proxy/meters/limits";
+import { Health } from "../src/proxy/meters/health";
 import { open } from "../src/store";
 import { Config } from "../src/config";
 

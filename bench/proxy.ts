@@ -13,7 +13,7 @@
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { threadCount } from "../src/proxy/shared-port";
+import { threadCount } from "../src/proxy/listen/shared-port";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
 const secs = Number(process.argv[2] ?? 5);

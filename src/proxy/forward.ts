@@ -8,19 +8,19 @@ import type { CredentialStore } from "../credentials";
 import type { Logger } from "../util/log";
 import * as Surface from "./surface";
 import * as Placeholders from "./placeholders";
-import * as Readings from "./readings";
-import { UsageTap } from "./usage";
+import * as Readings from "./meters";
+import { UsageTap } from "./meters";
 import type { Grants, Grant } from "./grants";
 import type { Targets, Target } from "./targets";
 import { auditRow, type Recorder, type Outcome, type RowHead } from "./audit";
-import type { Limits } from "./limits";
-import { kindOfStatus, type Health } from "./health";
+import type { Limits } from "./meters";
+import { kindOfStatus, type Health } from "./meters";
 import { errorResponse } from "./errors";
-import * as Quota from "./quota";
+import * as Quota from "./meters";
 import { HOP_BY_HOP, healthKind, providerFailure, relay, send } from "./upstream";
 import { endOfTurn } from "../util/turn";
 import { pathOf } from "../util/url";
-import { MAX_BODY, readBody, type Pass } from "./gate";
+import { MAX_BODY, readBody, type Pass } from "./listen";
 
 export interface Context {
   grants: Pick<Grants, "lookup">;

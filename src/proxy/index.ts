@@ -20,19 +20,19 @@ import { Grants, type Role } from "./grants";
 import { Targets, type Target } from "./targets";
 import { Audit } from "./audit";
 import { CursorSessions, PREFIX as CURSOR_PREFIX } from "./cursor";
-import { FAILURE_KINDS, type ProviderHealth } from "./health";
-import type { LimitView } from "./limits";
-import { threadCount, probe, listeners } from "./shared-port";
-import { MCP_PATH } from "./mcp-route";
+import { FAILURE_KINDS, type ProviderHealth } from "./meters";
+import type { LimitView } from "./meters";
+import { threadCount, probe, listeners } from "./listen";
+import { MCP_PATH } from "./listen";
 import { UPSTREAM } from "./upstream";
 
 export { Targets, type Target } from "./targets";
 export type { Grant } from "./grants";
-export { FAILURE_KINDS, type ProviderHealth } from "./health";
-export type { LimitView } from "./limits";
+export { FAILURE_KINDS, type ProviderHealth } from "./meters";
+export type { LimitView } from "./meters";
 export type { Row as AuditRow } from "./audit";
-export { refusalCause } from "./refusals";
-export { MCP_PATH } from "./mcp-route";
+export { refusalCause } from "./meters";
+export { MCP_PATH } from "./listen";
 export type { Stats } from "./thread";
 export { CURSOR_PREFIX };
 

@@ -1,6 +1,6 @@
 /** The classifier of provider refusals (quota.ts) and the [usage_pause] rule (usage/pause.ts). */
 import { describe, expect, test } from "bun:test";
-import { classify } from "../../src/proxy/quota";
+import { classify } from "../../src/proxy/meters/quota";
 import { pauseOf } from "../../src/usage";
 import type { LimitView } from "../../src/proxy";
 

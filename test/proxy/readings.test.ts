@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import * as Readings from "../../src/proxy/readings";
+import * as Readings from "../../src/proxy/meters/readings";
 
 // WIRE.md §2.1: a real API-key response (tidyllm fixture, Aug 2025) plus the headers around it.
 const apiKeyResponse = new Headers({

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ModelProxy } from "../../src/proxy";
-import { listeners } from "../../src/proxy/shared-port";
+import { listeners } from "../../src/proxy/listen/shared-port";
 import { open } from "../../src/store";
 import { CredentialStore } from "../../src/credentials";
 import { Config } from "../../src/config";

@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { Project, cleanupAll } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { listeners, probe, procAddress, threadCount } from "../../src/proxy/shared-port";
+import { listeners, probe, procAddress, threadCount } from "../../src/proxy/listen/shared-port";
 
 const KEY = "sk-ant-api03-REAL-" + "s".repeat(80) + "AA";
 

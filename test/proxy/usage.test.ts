@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { UsageTap } from "../../src/proxy/usage";
-import type { Usage } from "../../src/proxy/usage";
+import { UsageTap } from "../../src/proxy/meters/usage";
+import type { Usage } from "../../src/proxy/meters/usage";
 import type { Wire } from "../../src/proxy/surface";
 
 const enc = new TextEncoder();

@@ -3,7 +3,7 @@
  * answer) and how it went (what is not given is null, or 0 for counts). The request paths
  * (forward.ts, cursor.ts, the MCP route) write only what differs.
  */
-import type { Counts } from "../usage";
+import type { Counts } from "../meters";
 import type { Row } from "./store";
 
 /** Who made the request and what it asked for. */

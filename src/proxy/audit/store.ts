@@ -13,7 +13,7 @@
  * times, so the age bound drops whole batches without reading them.
  */
 import type { Database } from "bun:sqlite";
-import type { Counts } from "../usage";
+import type { Counts } from "../meters";
 
 export interface Row {
   at: number;

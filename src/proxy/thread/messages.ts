@@ -8,8 +8,8 @@ import type { Resolved } from "../../credentials";
 import type * as Log from "../../util/log";
 import type { Batch } from "../audit";
 import type { Grant } from "../grants";
-import type { ProviderHealth } from "../health";
-import type { LimitView } from "../limits";
+import type { ProviderHealth } from "../meters";
+import type { LimitView } from "../meters";
 
 export type Init = {
   config: Config;

@@ -5,7 +5,7 @@
 import type { Database } from "bun:sqlite";
 import { windows, type Window } from "./readings";
 import type { Refusal } from "./quota";
-import * as Log from "../util/log";
+import * as Log from "../../util/log";
 
 const log = Log.create("proxy");
 

@@ -5,7 +5,7 @@
  * "quota" a refusal because the credential's window or balance is used up (quota.ts). The kinds
  * are the config's list (a fallback's `on` names the same ones).
  */
-import { FAILURE_KINDS } from "../config";
+import { FAILURE_KINDS } from "../../config";
 
 export { FAILURE_KINDS };
 export type FailureKind = (typeof FAILURE_KINDS)[number];

@@ -21,16 +21,16 @@
  * credential reaches the agent.
  */
 import type { Server } from "bun";
-import * as Placeholders from "./placeholders";
-import { NO_RETRY } from "./errors";
-import { offPin, presented, HOP, type Context } from "./forward";
-import { bounded, MAX_BODY, type Pass } from "./gate";
-import { Scrubber, scrubStream } from "./cursor-scrub";
-import { auditRow, type Outcome, type RowHead } from "./audit";
-import type { Grant } from "./grants";
-import { kindOfStatus } from "./health";
-import { healthKind, providerFailure, relay, send } from "./upstream";
-import { pathOf } from "../util/url";
+import * as Placeholders from "../placeholders";
+import { NO_RETRY } from "../errors";
+import { offPin, presented, HOP, type Context } from "../forward";
+import { bounded, MAX_BODY, type Pass } from "../listen";
+import { Scrubber, scrubStream } from "./scrub";
+import { auditRow, type Outcome, type RowHead } from "../audit";
+import type { Grant } from "../grants";
+import { kindOfStatus } from "../meters";
+import { healthKind, providerFailure, relay, send } from "../upstream";
+import { pathOf } from "../../util/url";
 
 export const PREFIX = "/_lazy/cursor/";
 /**

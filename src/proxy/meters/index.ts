@@ -1,0 +1,12 @@
+/**
+ * What the proxy measures and keeps of each answer: usage-limit readings (readings.ts) and the
+ * latest per credential (limits.ts), a provider's refusal told quota from rate limit (quota.ts),
+ * tokens read from the answer (usage.ts), provider health (health.ts), and the causes of lazy's
+ * own refusals read back from the audit (refusals.ts).
+ */
+export * from "./limits";
+export * from "./readings";
+export * from "./quota";
+export * from "./usage";
+export * from "./health";
+export * from "./refusals";
