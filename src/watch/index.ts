@@ -146,3 +146,22 @@ export async function follow(
     offRows?.();
   };
 }
+
+/** The feed's source from the daemon's parts: the audit only while the proxy is up, else why not. */
+export function sourceOf(d: {
+  db: Database;
+  bus: Pick<Bus, "subscribe">;
+  proxy: { state: string; error?: string; audit: NonNullable<WatchSource["audit"]> };
+}): WatchSource {
+  return {
+    db: d.db,
+    bus: d.bus,
+    audit: d.proxy.state === "ready" ? d.proxy.audit : null,
+    proxyProblem: () =>
+      d.proxy.state === "ready"
+        ? null
+        : d.proxy.state === "starting"
+          ? "the proxy is starting"
+          : `the proxy is unavailable: ${d.proxy.error ?? "it failed to start"}`,
+  };
+}

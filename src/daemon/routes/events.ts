@@ -13,7 +13,7 @@ import { Tasks } from "../../store";
 import type { Bus } from "../../bus";
 import type { Config } from "../../config";
 import { rows } from "../../dashboard";
-import { follow, type WatchItem, type WatchSource } from "../../watch";
+import { follow, sourceOf, type WatchItem } from "../../watch";
 import type { WatchDeps } from "./watch";
 
 export interface EventDeps {
@@ -86,17 +86,7 @@ export function eventRoutes(d: EventDeps) {
             }
           });
           if (watching) {
-            const source: WatchSource = {
-              db: d.db,
-              bus: d.bus,
-              audit: d.proxy.state === "ready" ? d.proxy.audit : null,
-              proxyProblem: () =>
-                d.proxy.state === "ready"
-                  ? null
-                  : d.proxy.state === "starting"
-                    ? "the proxy is starting"
-                    : `the proxy is unavailable: ${d.proxy.error ?? "it failed to start"}`,
-            };
+            const source = sourceOf(d);
             const stop = await follow(
               source,
               { tasks: tasks?.map((t) => ({ id: t.id, code: t.code })) ?? null, since: null },

@@ -8,7 +8,7 @@ import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
 import { Tasks } from "../../store";
 import { LazyError } from "../../util/errors";
-import { follow, type WatchItem, type WatchSource } from "../../watch";
+import { follow, sourceOf, type WatchItem, type WatchSource } from "../../watch";
 import type { Bus } from "../../bus";
 import type { ModelProxy } from "../../proxy";
 
@@ -35,17 +35,7 @@ export function watchRoutes(d: WatchDeps) {
     const q = new URL(request.url).searchParams;
     const tasks = q.has("task") ? Tasks.resolveFilter(d.db, q.getAll("task")) : null;
     const since = q.has("since") ? parseSince(q.get("since")!) : null;
-    const source: WatchSource = {
-      db: d.db,
-      bus: d.bus,
-      audit: d.proxy.state === "ready" ? d.proxy.audit : null,
-      proxyProblem: () =>
-        d.proxy.state === "ready"
-          ? null
-          : d.proxy.state === "starting"
-            ? "the proxy is starting"
-            : `the proxy is unavailable: ${d.proxy.error ?? "it failed to start"}`,
-    };
+    const source = sourceOf(d);
     const enc = new TextEncoder();
     let stop = () => {};
     let beat: Timer | undefined;
