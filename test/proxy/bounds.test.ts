@@ -163,9 +163,12 @@ describe("pipelining and request targets", () => {
       const r = await raw(
         port,
         async (s) => {
-          await write(s, one);
-          if (gap) await Bun.sleep(gap);
-          await write(s, one);
+          // One write: both requests reach the daemon in one piece.
+          if (gap) {
+            await write(s, one);
+            await Bun.sleep(gap);
+            await write(s, one);
+          } else await write(s, one + one);
         },
         3000,
       );

@@ -1,7 +1,9 @@
 import { command, print, printJson, table } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
-import { FAILURE_KINDS, type AuditRow, type LimitView, type ProviderHealth } from "../../proxy";
+// Types only from the proxy: loading its modules would cost every stats command tens of ms.
+import type { AuditRow, LimitView, ProviderHealth } from "../../proxy";
+import { FAILURE_KINDS } from "../../config";
 import type { BudgetReport, Pause } from "../../usage";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
