@@ -162,17 +162,26 @@ describe("Cursor placeholders and the Cursor route", () => {
     expect(anthropic.received).toHaveLength(0);
   });
 
-  test("the Cursor route cuts a stalled body, and gives an idle keep-alive connection its cut back", async () => {
+  test("stalled heads and bodies are cut on both routes; an idle keep-alive connection after a Cursor call is cut too", async () => {
     cursor.reset();
+    anthropic.reset();
     const g = await p.grant({ role: "host", profile: "cursor" });
     const path = `/_lazy/cursor/${g.placeholder}/aiserver.v1.AiService/AvailableModels`;
-    const [stalled, idle] = await Promise.all([
+    const [stalled, idle, stalledHead, stalledBody] = await Promise.all([
       // Half a declared body, then silence.
       raw(port, (s) => void s.write(head(path, ["Host: 127.0.0.1", `authorization: Bearer ${g.placeholder}`, "Content-Type: application/json", "Content-Length: 100"]) + "{}"), 30_000),
       // A whole request answered, then the connection left open and quiet.
       raw(port, (s) => void s.write(head(path, ["Host: 127.0.0.1", `authorization: Bearer ${g.placeholder}`, "Content-Type: application/json", "Content-Length: 2"]) + "{}"), 30_000),
+      // The ordinary route: half a request head; half a declared body.
+      raw(port, (s) => void s.write(`POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: ${placeholder}\r\n`), 30_000),
+      raw(port, (s) => void s.write(head("/v1/messages", ["Host: 127.0.0.1", `x-api-key: ${placeholder}`, "Content-Type: application/json", "Content-Length: 100"]) + "{}"), 30_000),
     ]);
-    console.log(`Cursor route: stalled body cut after ${stalled.ms} ms, idle keep-alive closed after ${idle.ms} ms`);
+    console.log(`stalls: Cursor body cut after ${stalled.ms} ms, idle keep-alive after a Cursor call ${idle.ms} ms, a head ${stalledHead.ms} ms, a body ${stalledBody.ms} ms`);
+    for (const r of [stalledHead, stalledBody]) {
+      expect(r.closedByServer).toBe(true);
+      expect(r.statuses).toEqual([]);
+    }
+    expect(anthropic.received).toHaveLength(0);
     expect(stalled.closedByServer).toBe(true);
     expect(stalled.statuses).toEqual([]);
     expect(idle.statuses).toHaveLength(1); // the mock's own answer (a 401 without a session)
