@@ -110,14 +110,11 @@ describe("request bodies are bounded in every framing", () => {
 
 describe("pipelining and request targets", () => {
   test("two pipelined requests: answered in order, or the connection closed with nothing forwarded", async () => {
-    for (const gap of [0, 50]) {
+    const one = head("/v1/messages", ["Host: 127.0.0.1", `x-api-key: ${placeholder}`, "Content-Type: application/json", `Content-Length: ${BODY.length}`]) + BODY;
+    for (let i = 0; i < 5; i++) {
       anthropic.reset();
-      const one = head("/v1/messages", ["Host: 127.0.0.1", `x-api-key: ${placeholder}`, "Content-Type: application/json", `Content-Length: ${BODY.length}`]) + BODY;
-      const r = await raw(port, async (s) => {
-        await write(s, one);
-        if (gap) await Bun.sleep(gap);
-        await write(s, one);
-      }, 3000);
+      // Both in one write, as a pipelining client sends them.
+      const r = await raw(port, (s) => void s.write(one + one), 3000);
       await Bun.sleep(300);
       if (r.statuses.length === 2) {
         expect(r.statuses).toEqual([200, 200]);
