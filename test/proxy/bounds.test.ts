@@ -148,30 +148,17 @@ describe("request bodies are bounded in every framing", () => {
 
 describe("pipelining and request targets", () => {
   test("two pipelined requests: answered in order, or the connection closed with nothing forwarded", async () => {
-    // Both requests in one write: the second is pipelined behind the first for sure. (With a
-    // gap, whether the first was already forwarded when the second arrives is a race: Bun then
-    // aborts the first unanswered, a limit of Bun.serve noted in AGENTS.md.)
-    for (const gap of [0]) {
+    const one =
+      head("/v1/messages", [
+        "Host: 127.0.0.1",
+        `x-api-key: ${placeholder}`,
+        "Content-Type: application/json",
+        `Content-Length: ${BODY.length}`,
+      ]) + BODY;
+    for (let i = 0; i < 5; i++) {
       anthropic.reset();
-      const one =
-        head("/v1/messages", [
-          "Host: 127.0.0.1",
-          `x-api-key: ${placeholder}`,
-          "Content-Type: application/json",
-          `Content-Length: ${BODY.length}`,
-        ]) + BODY;
-      const r = await raw(
-        port,
-        async (s) => {
-          // One write: both requests reach the daemon in one piece.
-          if (gap) {
-            await write(s, one);
-            await Bun.sleep(gap);
-            await write(s, one);
-          } else await write(s, one + one);
-        },
-        3000,
-      );
+      // Both in one write, as a pipelining client sends them.
+      const r = await raw(port, (s) => void s.write(one + one), 3000);
       await Bun.sleep(300);
       if (r.statuses.length === 2) {
         expect(r.statuses).toEqual([200, 200]);
@@ -231,11 +218,12 @@ describe("Cursor placeholders and the Cursor route", () => {
     expect(anthropic.received).toHaveLength(0);
   });
 
-  test("the Cursor route cuts a stalled body, and gives an idle keep-alive connection its cut back", async () => {
+  test("stalled heads and bodies are cut on both routes; an idle keep-alive connection after a Cursor call is cut too", async () => {
     cursor.reset();
+    anthropic.reset();
     const g = await p.grant({ role: "host", profile: "cursor" });
     const path = `/_lazy/cursor/${g.placeholder}/aiserver.v1.AiService/AvailableModels`;
-    const [stalled, idle] = await Promise.all([
+    const [stalled, idle, stalledHead, stalledBody] = await Promise.all([
       // Half a declared body, then silence.
       raw(
         port,
@@ -264,8 +252,30 @@ describe("Cursor placeholders and the Cursor route", () => {
           ),
         30_000,
       ),
+      // The ordinary route: half a request head; half a declared body.
+      raw(port, (s) => void s.write(`POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: ${placeholder}\r\n`), 30_000),
+      raw(
+        port,
+        (s) =>
+          void s.write(
+            head("/v1/messages", [
+              "Host: 127.0.0.1",
+              `x-api-key: ${placeholder}`,
+              "Content-Type: application/json",
+              "Content-Length: 100",
+            ]) + "{}",
+          ),
+        30_000,
+      ),
     ]);
-    console.log(`Cursor route: stalled body cut after ${stalled.ms} ms, idle keep-alive closed after ${idle.ms} ms`);
+    console.log(
+      `stalls: Cursor body cut after ${stalled.ms} ms, idle keep-alive after a Cursor call ${idle.ms} ms, a head ${stalledHead.ms} ms, a body ${stalledBody.ms} ms`,
+    );
+    for (const r of [stalledHead, stalledBody]) {
+      expect(r.closedByServer).toBe(true);
+      expect(r.statuses).toEqual([]);
+    }
+    expect(anthropic.received).toHaveLength(0);
     expect(stalled.closedByServer).toBe(true);
     expect(stalled.statuses).toEqual([]);
     expect(idle.statuses).toHaveLength(1); // the mock's own answer (a 401 without a session)
