@@ -54,11 +54,28 @@ export function presented(headers: Headers): string | undefined {
   return undefined;
 }
 
-/** Where a pinned placeholder was presented from, when that is not its container's address; undefined when it may be used. */
+/**
+ * The addresses a pinned placeholder is accepted from (its task's container, and lazy's own call
+ * containers sharing it while they run); null when it is not pinned and works from anywhere.
+ */
+export function pinnedTo(g: Pick<Grant, "pinnedIp" | "callIps">): string[] | null {
+  if (!g.pinnedIp && !g.callIps) return null;
+  return [...(g.pinnedIp ? [g.pinnedIp] : []), ...(g.callIps ?? [])];
+}
+
+/** Where a pinned placeholder was presented from, when that is not one of its containers' addresses; undefined when it may be used. */
 export function offPin(grant: Grant, req: Request, server: Server<undefined>): string | undefined {
-  if (!grant.pinnedIp) return undefined;
+  const allowed = pinnedTo(grant);
+  if (!allowed) return undefined;
   const from = (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, "");
-  return from === grant.pinnedIp ? undefined : from;
+  return allowed.includes(from) ? undefined : from;
+}
+
+/** Whose the containers a pinned placeholder belongs to are, for the refusal's message. */
+export function pinOwner(grant: Grant): string {
+  const who = grant.taskRef ?? grant.taskId;
+  const where = pinnedTo(grant)?.join(", ") || "none running now";
+  return grant.role === "lazy" ? `lazy's own calls (${where})` : `${who ? `task ${who}'s` : "a"} container (${where})`;
 }
 
 /**
@@ -114,7 +131,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   }
 
   // A placeholder pinned to its container works from that container's address only.
-  if (grant?.pinnedIp) {
+  if (grant) {
     const from = offPin(grant, req, server);
     if (from)
       return refuse(
@@ -122,9 +139,9 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
           "anthropic",
           401,
           "authentication_error",
-          `lazy's proxy refused this placeholder: it belongs to task ${grant.taskRef ?? grant.taskId}'s container (${grant.pinnedIp}) and was presented from ${from}.`,
+          `lazy's proxy refused this placeholder: it belongs to ${pinOwner(grant)} and was presented from ${from}.`,
         ),
-        `pinned placeholder presented from ${from}, not its container ${grant.pinnedIp}`,
+        Readings.NOTE.pinned(from, pinnedTo(grant)?.join(",") || "none"),
         ctx.targets().primary().origin,
       );
   }

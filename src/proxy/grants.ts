@@ -42,6 +42,12 @@ export const Grant = z
       .nullable()
       .optional()
       .describe("the container address this placeholder is accepted from, where Docker lets lazy tell"),
+    callIps: z
+      .array(z.string())
+      .optional()
+      .describe(
+        "addresses of lazy's own call containers that share this placeholder while they run; once set (even empty) the placeholder is pinned",
+      ),
   })
   .describe("One placeholder and the caller it stands for");
 export type Grant = z.infer<typeof Grant>;
@@ -167,6 +173,28 @@ export class Grants {
     if (!grant) return false;
     if (grant.pinnedIp === ip) return true;
     this.#byToken.set(token, Object.freeze({ ...grant, pinnedIp: ip }));
+    this.#save();
+    return true;
+  }
+
+  /**
+   * Accept this placeholder from one of lazy's own call containers too, while the call runs (a
+   * call shares its task's grant, or the project's): `pin` stays the task container's.
+   */
+  pinCall(token: string, ip: string): boolean {
+    const grant = this.#byToken.get(token);
+    if (!grant) return false;
+    if (grant.callIps?.includes(ip)) return true;
+    this.#byToken.set(token, Object.freeze({ ...grant, callIps: [...(grant.callIps ?? []), ip] }));
+    this.#save();
+    return true;
+  }
+
+  /** The call's container is gone: its address no longer redeems this placeholder (still pinned). */
+  unpinCall(token: string, ip: string): boolean {
+    const grant = this.#byToken.get(token);
+    if (!grant?.callIps?.includes(ip)) return false;
+    this.#byToken.set(token, Object.freeze({ ...grant, callIps: grant.callIps.filter((x) => x !== ip) }));
     this.#save();
     return true;
   }

@@ -311,6 +311,17 @@ export class ModelProxy {
     await this.sync();
   }
 
+  /** Accept this placeholder from one of lazy's own call containers too, while it runs. */
+  async pinCall(token: string, ip: string): Promise<void> {
+    this.grants.pinCall(token, ip);
+    await this.sync();
+  }
+
+  /** The call's container is gone: its address no longer redeems the placeholder. */
+  async unpinCall(token: string, ip: string): Promise<void> {
+    if (this.grants.unpinCall(token, ip)) await this.sync();
+  }
+
   /** The task's session ended: its grants and Cursor session placeholders stop working. */
   /** Revoke a builder session's grants (alongside its MCP token, which the daemon revokes). */
   async revokeBuilder(session: string): Promise<number> {

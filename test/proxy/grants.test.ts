@@ -3,7 +3,9 @@ import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, wr
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Grants } from "../../src/proxy/grants";
-import type { Identity } from "../../src/proxy/grants";
+import type { Grant, Identity } from "../../src/proxy/grants";
+import { offPin, pinOwner } from "../../src/proxy/forward";
+import { connect } from "node:net";
 import * as Placeholders from "../../src/proxy/placeholders";
 import { LazyError } from "../../src/util/errors";
 import * as Log from "../../src/util/log";
@@ -250,5 +252,56 @@ describe("the file", () => {
     rmSync(join(dir, "proxy-tokens.json"));
     for (let i = 0; i < 1000; i++) expect(g.lookup(a.token)?.token).toBe(a.token);
     expect(readdirSync(dir)).toEqual([]);
+  });
+});
+
+describe("pinning", () => {
+  // A real listener; the client binds the source address it presents from (127.0.0.0/8 is all loopback).
+  async function presentedFrom(grant: Grant, source: string): Promise<string> {
+    const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (req, srv) => new Response(offPin(grant, req, srv) ?? "ok") });
+    try {
+      return await new Promise<string>((resolve, reject) => {
+        const s = connect({ host: "127.0.0.1", port: server.port!, localAddress: source }, () =>
+          s.write("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+        );
+        let got = "";
+        s.on("data", (d) => (got += d.toString()));
+        s.on("end", () => resolve(got.split("\r\n\r\n")[1] ?? ""));
+        s.on("error", reject);
+      });
+    } finally {
+      server.stop(true);
+    }
+  }
+
+  test("a call sharing a task's grant is accepted from its container while it runs; the task's container stays accepted", async () => {
+    const g = Grants.open(dir);
+    const a = g.mint(agent());
+    expect(await presentedFrom(g.lookup(a.token)!, "127.0.0.7")).toBe("ok"); // not pinned yet: from anywhere
+    g.pin(a.token, "127.0.0.2");
+    expect(g.pinCall(a.token, "127.0.0.3")).toBe(true);
+    expect(await presentedFrom(g.lookup(a.token)!, "127.0.0.2")).toBe("ok");
+    expect(await presentedFrom(g.lookup(a.token)!, "127.0.0.3")).toBe("ok");
+    expect(await presentedFrom(g.lookup(a.token)!, "127.0.0.7")).toBe("127.0.0.7");
+    expect(pinOwner(g.lookup(a.token)!)).toBe("task fix-login's container (127.0.0.2, 127.0.0.3)");
+    expect(g.unpinCall(a.token, "127.0.0.3")).toBe(true);
+    // Survives a restart, as the daemon's registry does.
+    const again = Grants.open(dir).lookup(a.token)!;
+    expect(await presentedFrom(again, "127.0.0.3")).toBe("127.0.0.3");
+    expect(await presentedFrom(again, "127.0.0.2")).toBe("ok");
+  });
+
+  test("the project's call grant stays pinned once its calls are gone: from nowhere, not from anywhere", async () => {
+    const g = Grants.open(dir);
+    const a = g.mint({ ...agent({ role: "lazy", taskId: null, taskRef: null }) });
+    g.pinCall(a.token, "127.0.0.4");
+    g.pinCall(a.token, "127.0.0.5");
+    expect(await presentedFrom(g.lookup(a.token)!, "127.0.0.5")).toBe("ok");
+    g.unpinCall(a.token, "127.0.0.4");
+    g.unpinCall(a.token, "127.0.0.5");
+    expect(g.unpinCall(a.token, "127.0.0.5")).toBe(false);
+    expect(await presentedFrom(g.lookup(a.token)!, "127.0.0.4")).toBe("127.0.0.4");
+    expect(await presentedFrom(g.lookup(a.token)!, "127.0.0.1")).toBe("127.0.0.1");
+    expect(pinOwner(g.lookup(a.token)!)).toBe("lazy's own calls (none running now)");
   });
 });

@@ -23,12 +23,12 @@
 import type { Server } from "bun";
 import * as Placeholders from "../placeholders";
 import { NO_RETRY } from "../errors";
-import { offPin, presented, HOP, type Context } from "../forward";
+import { offPin, pinnedTo, pinOwner, presented, HOP, type Context } from "../forward";
 import { bounded, MAX_BODY, type Pass } from "../listen";
 import { Scrubber, scrubStream } from "./scrub";
 import { auditRow, type Outcome, type RowHead } from "../audit";
 import type { Grant } from "../grants";
-import { kindOfStatus } from "../meters";
+import { kindOfStatus, NOTE } from "../meters";
 import { healthKind, providerFailure, relay, send } from "../upstream";
 import { pathOf } from "../../util/url";
 
@@ -153,9 +153,9 @@ export async function handleCursor(
     if (from)
       return fail(
         401,
-        `lazy's proxy refused this placeholder: it belongs to ${(grant.taskRef ?? grant.taskId) ? `task ${grant.taskRef ?? grant.taskId}'s` : "a"} container (${grant.pinnedIp}) and was presented from ${from}.`,
+        `lazy's proxy refused this placeholder: it belongs to ${pinOwner(grant)} and was presented from ${from}.`,
         grant,
-        `pinned placeholder presented from ${from}, not its container ${grant.pinnedIp}`,
+        NOTE.pinned(from, pinnedTo(grant)?.join(",") || "none"),
       );
     // Only a Cursor profile's placeholder redeems the Cursor key: any other grant (a Claude or a
     // local-model profile) stands for another credential and another upstream.
