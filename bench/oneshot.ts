@@ -3,12 +3,14 @@
  * the proxy) ≤ 1.5× the same image's `docker run --rm IMAGE true`. The call is `lazy ask "q"`
  * (src/runner/own-calls.ts: a throwaway container, lazy's supervisor, the agent role's harness,
  * Claude Code here), timed from the CLI's spawn (daemon up, image built) to the mock upstream
- * receiving its first request. Interleaved in each round, order rotating: `docker run --rm IMAGE
+ * receiving its model request. A call about no task takes the container lazy keeps warm (its
+ * Claude Code started and waiting for the prompt on stdin); `lazy ask --task T` never does, so it
+ * is measured too as the cold path, every step run. Interleaved in each round, order rotating: `docker run --rm IMAGE
  * true` (the floor), `docker run --rm IMAGE claude --version` (node and Claude Code's code
  * loaded), and the same harness run by hand: `docker run --rm --network host IMAGE claude -p …`
  * with lazy's harness env, as the agent's uid, in the project (mounted read-only, as a call
  * mounts it), straight to the mock on loopback, timed to its model request: the harness's cost
- * with no lazy at all. docker events (create, start, exec_start of the call's container),
+ * with no lazy at all. For the cold call, docker events (create, start, exec_start of its container),
  * the supervisor's started.json (the harness spawned) and the mock's first request (Claude
  * Code's HEAD / probe, before its model request) split the call's time into its steps. The
  * call's end (its answer read, its container removed) is not part of the measure. Each figure is
@@ -60,6 +62,17 @@ sh(["git", "init", "-q", "-b", "main"]);
 sh(["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "--allow-empty", "-m", "init"]);
 writeFileSync(join(root, "lazy.toml"), `[container]\nbase = "${BASE}"\n\n[proxy.upstreams]\nanthropic = "${upstream.url}"\n`);
 
+/**
+ * After a call about no task, lazy makes the next call's warm container (its Claude Code starts
+ * and probes the upstream with HEAD /): wait for that, so it does not load the next measurement.
+ */
+async function settled(): Promise<void> {
+  const post = upstream.received.findLastIndex((x) => x.method === "POST");
+  for (const end = Date.now() + 30_000; Date.now() < end; await Bun.sleep(20))
+    if (upstream.received.slice(post + 1).some((x) => x.method === "HEAD")) break;
+  await Bun.sleep(500);
+}
+
 let events: ReturnType<typeof Bun.spawn> | undefined;
 try {
   Bun.spawnSync([BIN, "auth", "set", "anthropic"], { cwd: root, env, stdin: new Blob(["sk-ant-api03-BENCH-" + "s".repeat(79) + "AA"]) });
@@ -73,6 +86,9 @@ try {
         .split("\n")[0] ?? "";
   await warm;
   if (!image) throw new Error("the warm-up call's container never showed in docker ps");
+  // The cold call's task (never started: a call about it shares its grant, and builds nothing).
+  sh([BIN, "task", "add", "A task to ask about", "--code", "bench"]);
+  await settled();
 
   // The call containers' steps, stamped by the engine (ns).
   events = Bun.spawn(
@@ -92,13 +108,18 @@ try {
   })();
   await Bun.sleep(500);
 
-  const rows: Record<"ask" | "floor" | "claude" | "plain" | "plainFirst" | "create" | "start" | "exec" | "spawned" | "first", number>[] =
-    [];
+  const rows: Record<
+    "ask" | "cold" | "floor" | "claude" | "plain" | "plainFirst" | "create" | "start" | "exec" | "spawned" | "first",
+    number
+  >[] = [];
   // The supervisor's started.json lives in the call's folder only while the call runs: watch it.
   const calls = join(home, "daemon", readdirSync(join(home, "daemon"))[0]!, "calls");
+  const callDirs = () => (existsSync(calls) ? readdirSync(calls) : []);
   async function spawnedAt(done: () => boolean): Promise<number> {
+    const before = new Set(callDirs()); // the warm container's folder is not this call's
     while (!done()) {
-      for (const id of existsSync(calls) ? readdirSync(calls) : []) {
+      for (const id of callDirs()) {
+        if (before.has(id)) continue;
         try {
           return Date.parse(JSON.parse(readFileSync(join(calls, id, "turns", "1", "started.json"), "utf8")).at);
         } catch {}
@@ -108,33 +129,43 @@ try {
     return NaN;
   }
   const paths = new Set<string>();
+  /**
+   * `lazy ask` about no task (warm: the container lazy keeps ready, its Claude Code waiting), or
+   * about a task (cold: calls about a task never take the warm container, so every step runs).
+   */
+  async function ask(kind: "ask" | "cold"): Promise<void> {
+    upstream.reset();
+    steps.length = 0;
+    let finished = false;
+    const args = kind === "ask" ? [BIN, "ask", "What is six times seven?"] : [BIN, "ask", "--task", "bench", "What is six times seven?"];
+    const call = run(args).finally(() => (finished = true));
+    const spawned = spawnedAt(() => finished);
+    const { t0 } = await call;
+    const first = upstream.received[0];
+    const model = upstream.received.find((x) => x.method === "POST" && x.path.startsWith("/v1/messages"));
+    if (!first || !model) throw new Error("lazy ask finished without a model request reaching the mock upstream");
+    paths.add(`${first.method} ${first.path}`);
+    if (kind === "ask") {
+      row.ask = model.at - t0;
+      await settled();
+      return;
+    }
+    const at = (a: string) => (steps.find((s) => s.action === a)?.at ?? NaN) - t0;
+    Object.assign(row, {
+      cold: model.at - t0,
+      create: at("create"),
+      start: at("start"),
+      exec: at("exec_start"),
+      spawned: (await spawned) - t0,
+      first: first.at - t0,
+    });
+  }
+  let row = {} as (typeof rows)[number];
   for (let r = 0; r < rounds; r++) {
-    const row = {} as (typeof rows)[number];
+    row = {} as (typeof rows)[number];
     const variants: [string, () => Promise<void>][] = [
-      [
-        "ask",
-        async () => {
-          upstream.reset();
-          steps.length = 0;
-          let finished = false;
-          const call = run([BIN, "ask", "What is six times seven?"]).finally(() => (finished = true));
-          const spawned = spawnedAt(() => finished);
-          const { t0 } = await call;
-          const first = upstream.received[0];
-          const model = upstream.received.find((x) => x.method === "POST" && x.path.startsWith("/v1/messages"));
-          if (!first || !model) throw new Error("lazy ask finished without a model request reaching the mock upstream");
-          paths.add(`${first.method} ${first.path}`);
-          const at = (a: string) => (steps.find((s) => s.action === a)?.at ?? NaN) - t0;
-          Object.assign(row, {
-            ask: model.at - t0,
-            create: at("create"),
-            start: at("start"),
-            exec: at("exec_start"),
-            spawned: (await spawned) - t0,
-            first: first.at - t0,
-          });
-        },
-      ],
+      ["ask", () => ask("ask")],
+      ["cold", () => ask("cold")],
       [
         "floor",
         async () => {
@@ -198,7 +229,7 @@ try {
     for (let k = 0; k < variants.length; k++) await variants[(r + k) % variants.length]![1]();
     rows.push(row);
     console.log(
-      `round ${r + 1}: ask→model ${fmt(row.ask)}, docker run true ${fmt(row.floor)}, claude --version ${fmt(row.claude)}, plain claude -p→model ${fmt(row.plain)}`,
+      `round ${r + 1}: ask→model ${fmt(row.ask)} (cold, about a task: ${fmt(row.cold)}), docker run true ${fmt(row.floor)}, claude --version ${fmt(row.claude)}, plain claude -p→model ${fmt(row.plain)}`,
     );
   }
   const med = (k: keyof (typeof rows)[number]) =>
@@ -243,10 +274,22 @@ try {
     )}   (no lazy: the harness's own floor; its first request at ${fmt(med("plainFirst"))})`,
   );
   console.log(
-    `the call's steps from the CLI's spawn (p50): container create ${fmt(med("create"))}, start ${fmt(med("start"))}, supervisor exec ${fmt(med("exec"))}, harness spawned ${fmt(med("spawned"))}, first request ${fmt(med("first"))}, model request ${fmt(med("ask"))}`,
+    `lazy ask --task (cold) → POST at mock  p50 ${fmt(med("cold"))}   p95 ${fmt(
+      pct(
+        rows.map((x) => x.cold),
+        95,
+      ),
+    )}`,
+  );
+  console.log(
+    `the cold call's steps from the CLI's spawn (p50): container create ${fmt(med("create"))}, start ${fmt(med("start"))}, supervisor exec ${fmt(med("exec"))}, harness spawned ${fmt(med("spawned"))}, first request ${fmt(med("first"))}, model request ${fmt(med("cold"))}`,
   );
   console.log(
     `ratio to docker run true (p50 of rounds): ${pct(ratios, 50).toFixed(2)}×   per round ${ratios.map((x) => x.toFixed(2)).join(" ")}   target: ≤ 1.5×`,
+  );
+  const colds = rows.map((x) => x.cold / x.floor);
+  console.log(
+    `cold ratio to docker run true (p50 of rounds): ${pct(colds, 50).toFixed(2)}×   per round ${colds.map((x) => x.toFixed(2)).join(" ")}`,
   );
   const plain = rows.map((x) => x.ask / x.plain);
   console.log(

@@ -240,6 +240,12 @@ export class Daemon {
     this.log.info(`stopping: ${reason}`);
     this.configWatch.stop();
     this.runner.shutdown();
+    // The warm call container holds an idle harness: gone with the daemon (bounded; housekeeping
+    // removes what a daemon that could not wait left behind).
+    await Promise.race([
+      this.runner.calls.close().catch((e: unknown) => this.log.warn(`the warm call container: ${(e as Error).message}`)),
+      Bun.sleep(5000),
+    ]);
     this.notifier.stop();
     this.apiServer?.stop(true);
     await this.proxy.stop();

@@ -26,7 +26,11 @@ export const claude: Harness = {
   },
   prepare(l) {
     const model = l.profile.model ? ["--model", l.profile.model] : [];
-    const turn = l.prompt !== undefined ? ["-p", l.prompt, "--output-format", "stream-json", "--verbose"] : [];
+    const turn = l.promptOnStdin
+      ? ["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
+      : l.prompt !== undefined
+        ? ["-p", l.prompt, "--output-format", "stream-json", "--verbose"]
+        : [];
     const resume = l.resume ? ["--resume", l.resume] : [];
     const untrusted = l.untrustedCwd ? ["--setting-sources", "user", "--strict-mcp-config"] : [];
     // lazy's tools: loaded up front (alwaysLoad; else they hide behind ToolSearch) and allowed
@@ -49,6 +53,7 @@ export const claude: Harness = {
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
         DISABLE_AUTOUPDATER: "1",
         CLAUDE_CONFIG_DIR: l.configDir,
+        ...(l.oneShot ? { CLAUDE_CODE_DISABLE_GIT_INSTRUCTIONS: "1" } : {}),
       },
       files: {
         // Interactive sessions ask once to approve an API key; approve the placeholder (its last
@@ -79,6 +84,8 @@ export const claude: Harness = {
       },
     };
   },
+  // With --input-format stream-json: one user message, then stdin closes and the turn ends.
+  stdinPrompt: (prompt) => `${JSON.stringify({ type: "user", message: { role: "user", content: prompt } })}\n`,
   inspect(worktree) {
     const notLoaded: string[] = [];
     for (const rel of SETTINGS) {

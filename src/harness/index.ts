@@ -36,6 +36,16 @@ export function prepare(l: Launch): Prepared {
   return { ...h.prepare(l), notLoaded: seen.notLoaded.map(printable) };
 }
 
+/** What to write on the stdin of a harness started with `promptOnStdin`; undefined when it cannot take a prompt that way. */
+export function stdinPrompt(harness: Launch["profile"]["harness"], prompt: string): string | undefined {
+  return harnesses[harness].stdinPrompt?.(prompt);
+}
+
+/** Whether the harness can start before its prompt is known (`promptOnStdin`). */
+export function takesStdinPrompt(harness: Launch["profile"]["harness"]): boolean {
+  return harnesses[harness].stdinPrompt !== undefined;
+}
+
 /** Where in a harness's configuration folder its session transcripts live. */
 export function sessionPaths(harness: Launch["profile"]["harness"]): readonly string[] {
   return harnesses[harness].sessions;

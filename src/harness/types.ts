@@ -12,6 +12,17 @@ export interface Launch {
   configDir: string;
   /** Headless: one turn with this prompt, JSON events on stdout. Absent: interactive. */
   prompt?: string;
+  /**
+   * Headless, but the prompt comes later on stdin (what `Harness.stdinPrompt` makes of it): the
+   * harness starts now and waits. Only for a harness that has `stdinPrompt`.
+   */
+  promptOnStdin?: boolean;
+  /**
+   * One of lazy's own one-shot calls: the harness adds nothing of the project's state of its own
+   * (Claude Code's git status snapshot, which a warm harness would have taken minutes before);
+   * the prompt carries what the call needs.
+   */
+  oneShot?: boolean;
   /** Resume this harness session (the next turn of a task). */
   resume?: string;
   /** Extra arguments, passed through untouched (`lazy chat -- ARGS`). */
@@ -66,6 +77,8 @@ export interface Harness {
   /** The variable this harness reads its credential from, for this profile and credential. */
   slot(profile: ResolvedProfile, real: RealCredential): CredentialSlot;
   prepare(l: Launch): Prepared;
+  /** What to write on the stdin of a harness started with `promptOnStdin`; absent: it takes its prompt only on its command line. */
+  stdinPrompt?(prompt: string): string;
   /** Read (never follow, never run) what `worktree` carries for this harness. */
   inspect(worktree: string): Inspection;
   /** Where in its configuration folder the harness keeps session transcripts (a pair copies them). */

@@ -7,13 +7,22 @@
  *
  * Grants (docs: "Lifetime"): a call about a task shares that task's grant when the task runs the
  * same profile, and otherwise gets its own, attributed to the task and revoked with it; a call
- * about no task shares one grant per project (role `lazy`).
+ * about no task shares one grant per project (role `lazy`). The grant is pinned to the call's
+ * container while it runs, next to the task container's own address, never instead of it.
+ *
+ * Warm: once the project has made a call about no task, lazy keeps one container ready for the
+ * next (made, started, pinned; the harness started too where it can take its prompt on stdin,
+ * waiting for it), for SPARE_IDLE_MS. A call about no task takes it when it still fits (same
+ * image, network, profile and placeholder) and a fresh one is made behind it; anything else is
+ * made on demand (always, with LAZY_WARM_CALLS=0 in the daemon's environment). Either way, one container per call, removed after it. Own calls carry what
+ * they need in their prompt: the harness adds no project state of its own (a warm one's would be
+ * stale).
  */
 import { mkdirSync, lchownSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import type { Database } from "bun:sqlite";
-import { defaultProfile, resolveProfile, type Config } from "../config";
+import { defaultProfile, resolveProfile, type Config, type ResolvedProfile } from "../config";
 import { Image, type Runtime } from "../containers";
 import * as Harness from "../harness";
 import type { ModelProxy } from "../proxy";
@@ -29,7 +38,7 @@ export interface OwnCallDeps {
   slug: string;
   stateDir: string;
   db: Database;
-  proxy: Pick<ModelProxy, "mintFor" | "pin">;
+  proxy: Pick<ModelProxy, "mintFor" | "pinCall" | "unpinCall">;
   config: () => Config;
   log: Logger;
   docker: () => Promise<Runtime>;
@@ -47,10 +56,42 @@ export interface Answer {
 /** How long one call may take, model included. */
 const DEADLINE_MS = 10 * 60_000;
 const MAX_EVENTS = 4 * 1024 * 1024;
+/** How long a warm container waits for a call before it is removed. */
+export const SPARE_IDLE_MS = 10 * 60_000;
+/** Where a warm harness's prompt lands (relative to the call's turns folder); the supervisor waits for it. */
+const STDIN_FILE = "prompt.in";
+
+/** What a call runs on, settled before any container: the profile, its grant, image and network. */
+interface Plan {
+  docker: Runtime;
+  profile: ResolvedProfile;
+  launch: { envVar: string; placeholder: string };
+  image: string;
+  net: string;
+  proxyUrl: string;
+  /** A warm container fits a call when this is the same. */
+  key: string;
+}
+
+/** One call's container and folder, made for one call and removed after it. */
+interface Vessel {
+  name: string;
+  dir: string;
+  container: string;
+  /** The container's address the grant was pinned to for the call. */
+  ip?: string;
+  placeholder: string;
+  key: string;
+  /** The harness already started, waiting for its prompt on stdin (supervise --stdin). */
+  exec?: string;
+}
 
 export class OwnCalls {
-  /** Containers of calls in flight: housekeeping leaves them alone (and their network). */
+  /** Containers of calls in flight, and the warm one: housekeeping leaves them alone (and their network). */
   readonly active = new Set<string>();
+  private spare: { vessel: Vessel; expires: Timer } | undefined;
+  private filling: Promise<void> | undefined;
+  private closed = false;
 
   constructor(private d: OwnCallDeps) {}
 
@@ -64,9 +105,46 @@ export class OwnCalls {
    * loudly (a LazyError naming the cause); the caller decides what a failure means.
    */
   async ask(prompt: string, opts: { task?: Task; purpose: string }): Promise<Answer> {
+    const plan = await this.plan(opts.task);
+    const { profile } = plan;
+    let vessel = opts.task ? undefined : await this.takeSpare(plan);
+    // The next call about no task finds one ready (made while this one runs).
+    if (!opts.task) this.keepWarm(plan);
+    try {
+      vessel ??= await this.vessel(plan, false);
+      const turns = join(vessel.dir, "turns");
+      let exec = vessel.exec;
+      const stdin = exec ? Harness.stdinPrompt(profile.harness, prompt) : undefined;
+      if (exec && stdin !== undefined) AgentDir.write(turns, STDIN_FILE, stdin, { uid: this.owner() });
+      else exec = await this.start(plan, vessel, { prompt });
+      const exit = await this.waitFor(plan.docker, exec, turns);
+      const text = this.answerOf(turns, profile.harness);
+      if (exit.code !== 0 || !text)
+        throw new LazyError(
+          "launch_refused",
+          `lazy's own model call (${opts.purpose}, profile ${profile.name}) failed: ${exit.error ?? (text ? `exit code ${exit.code}` : "the model gave no answer")}; lazy stats audit shows the call.`,
+        );
+      return { text, profile: profile.name };
+    } finally {
+      if (vessel) await this.discard(plan.docker, vessel);
+    }
+  }
+
+  /** Remove the warm container (the daemon stops). */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.filling;
+    const spare = this.spare;
+    this.spare = undefined;
+    if (spare) {
+      clearTimeout(spare.expires);
+      await this.discard(await this.d.docker(), spare.vessel);
+    }
+  }
+
+  private async plan(task: Task | undefined): Promise<Plan> {
     const config = this.d.config();
     const profile = resolveProfile(config, defaultProfile(config));
-    const task = opts.task;
     const shared = task && task.profile === profile.name;
     const launch = await this.d.proxy.mintFor({
       role: shared ? "agent" : "lazy",
@@ -75,37 +153,34 @@ export class OwnCalls {
       taskRef: task ? this.d.ref(task) : null,
     });
     const docker = await this.d.docker();
-    const image = await this.d.image(docker, config);
+    const image = (await this.d.image(docker, config)).tag;
     const { net, proxyUrl } = await this.d.gateway(docker, config);
+    const key = JSON.stringify([image, net.name, proxyUrl, profile, launch.envVar, launch.placeholder]);
+    return { docker, profile, launch, image, net: net.name, proxyUrl, key };
+  }
 
+  private owner(): number | undefined {
+    return process.getuid?.() === 0 ? Image.agentUid() : undefined;
+  }
+
+  /** A container for one call, started and pinned; with `warm`, its harness started too, waiting for its prompt. */
+  private async vessel(plan: Plan, warm: boolean): Promise<Vessel> {
     // A folder of its own under the state folder, the agent's to write; gone after the call.
     const id = randomBytes(6).toString("hex");
     const dir = join(this.d.stateDir, "calls", id);
     const uid = Image.agentUid();
     for (const sub of ["", "home", "harness", "turns"]) mkdirSync(join(dir, sub), { recursive: true, mode: 0o700 });
     if (process.getuid?.() === 0) for (const sub of ["", "home", "harness", "turns"]) lchownSync(join(dir, sub), uid, uid);
-    const prepared = Harness.prepare({
-      proxyUrl,
-      envVar: launch.envVar,
-      placeholder: launch.placeholder,
-      profile,
-      configDir: "/lazy/harness",
-      prompt,
-      args: [],
-    });
-    for (const [rel, content] of Object.entries(prepared.files))
-      AgentDir.write(join(dir, "harness"), rel, content, { uid: process.getuid?.() === 0 ? uid : undefined });
-
-    let container: string | undefined;
     const name = `lazy-${this.d.slug}-call-${id}`;
     this.active.add(name);
+    const vessel: Vessel = { name, dir, container: "", placeholder: plan.launch.placeholder, key: plan.key };
     try {
-      container = await docker.create({
+      vessel.container = await plan.docker.create({
         name,
-        image: image.tag,
+        image: plan.image,
         project: this.d.slug,
         root: this.d.root,
-        taskId: task?.id ?? "",
+        taskId: "",
         user: `${uid}:${uid}`,
         env: containerEnv(this.d.root),
         mounts: [
@@ -116,30 +191,94 @@ export class OwnCalls {
           { host: join(dir, "turns"), container: "/lazy/turns", readOnly: false },
           { host: linuxBinary(), container: BIN, readOnly: true },
         ],
-        network: net.name,
-        hostGateway: docker.kind === "desktop",
+        network: plan.net,
+        hostGateway: plan.docker.kind === "desktop",
         cmd: [BIN, "supervise", "--idle"],
       });
-      const info = await docker.inspect(container);
-      if (docker.pins && info?.ip) await this.d.proxy.pin(launch.placeholder, info.ip);
-      const exec = await docker.execDetached(
-        container,
-        [BIN, "supervise", "--turn", "/lazy/turns/1", "--cwd", this.d.root, "--", ...prepared.command],
-        prepared.env,
-        `${uid}:${uid}`,
-      );
-      const exit = await this.waitFor(docker, exec, join(dir, "turns"));
-      const text = this.answerOf(join(dir, "turns"), profile.harness);
-      if (exit.code !== 0 || !text)
-        throw new LazyError(
-          "launch_refused",
-          `lazy's own model call (${opts.purpose}, profile ${profile.name}) failed: ${exit.error ?? (text ? `exit code ${exit.code}` : "the model gave no answer")}; lazy stats audit shows the call.`,
+      const info = await plan.docker.inspect(vessel.container);
+      if (plan.docker.pins && info?.ip) {
+        vessel.ip = info.ip;
+        await this.d.proxy.pinCall(plan.launch.placeholder, info.ip);
+      }
+      if (warm) vessel.exec = await this.start(plan, vessel, { promptOnStdin: true });
+      return vessel;
+    } catch (e) {
+      await this.discard(plan.docker, vessel);
+      throw e;
+    }
+  }
+
+  /** Run the call's one turn in its container: the prompt on the command line, or later on stdin. */
+  private start(plan: Plan, vessel: Vessel, how: { prompt: string } | { promptOnStdin: true }): Promise<string> {
+    const prepared = Harness.prepare({
+      proxyUrl: plan.proxyUrl,
+      envVar: plan.launch.envVar,
+      placeholder: plan.launch.placeholder,
+      profile: plan.profile,
+      configDir: "/lazy/harness",
+      ...how,
+      oneShot: true,
+      args: [],
+    });
+    for (const [rel, content] of Object.entries(prepared.files))
+      AgentDir.write(join(vessel.dir, "harness"), rel, content, { uid: this.owner() });
+    const stdin = "promptOnStdin" in how ? ["--stdin", `/lazy/turns/${STDIN_FILE}`] : [];
+    const uid = Image.agentUid();
+    return plan.docker.execDetached(
+      vessel.container,
+      [BIN, "supervise", "--turn", "/lazy/turns/1", ...stdin, "--cwd", this.d.root, "--", ...prepared.command],
+      prepared.env,
+      `${uid}:${uid}`,
+    );
+  }
+
+  /** The warm container, when there is one that fits this call and is still up; a stale one is removed. */
+  private async takeSpare(plan: Plan): Promise<Vessel | undefined> {
+    const spare = this.spare;
+    if (!spare) return undefined;
+    this.spare = undefined;
+    clearTimeout(spare.expires);
+    const v = spare.vessel;
+    const ended = v.exec ? AgentDir.lstat(join(v.dir, "turns"), `1/${FILES.exit}`) !== null : false;
+    if (v.key === plan.key && !ended && (await plan.docker.inspect(v.container))?.running) return v;
+    this.d.log.info(
+      `the warm container for lazy's own calls ${v.key === plan.key ? "had ended" : "no longer fits (the configuration changed)"}: making one for this call`,
+    );
+    void this.discard(plan.docker, v).catch((e: unknown) => this.d.log.warn(`removing a stale call container: ${(e as Error).message}`));
+    return undefined;
+  }
+
+  /** Have one container ready for the next call about no task. */
+  private keepWarm(plan: Plan): void {
+    if (this.filling || this.closed || process.env.LAZY_WARM_CALLS === "0") return;
+    const warm = Harness.takesStdinPrompt(plan.profile.harness);
+    this.filling = (async () => {
+      const v = await this.vessel(plan, warm);
+      if (this.closed || this.spare) return void (await this.discard(plan.docker, v));
+      const expires = setTimeout(() => {
+        if (this.spare?.vessel !== v) return;
+        this.spare = undefined;
+        void this.discard(plan.docker, v).catch((e: unknown) =>
+          this.d.log.warn(`removing an idle call container: ${(e as Error).message}`),
         );
-      return { text, profile: profile.name };
+      }, SPARE_IDLE_MS);
+      expires.unref();
+      this.spare = { vessel: v, expires };
+    })()
+      .catch((e: unknown) => this.d.log.warn(`could not keep a container warm for lazy's own calls: ${(e as Error).message}`))
+      .finally(() => {
+        this.filling = undefined;
+      });
+  }
+
+  /** Remove a call's container, its pin and its folder. */
+  private async discard(docker: Runtime, v: Vessel): Promise<void> {
+    try {
+      if (v.container) await docker.remove(v.container);
+      if (v.ip) await this.d.proxy.unpinCall(v.placeholder, v.ip);
     } finally {
-      if (container) await docker.remove(container);
-      this.active.delete(name);
-      rmSync(dir, { recursive: true, force: true });
+      this.active.delete(v.name);
+      rmSync(v.dir, { recursive: true, force: true });
     }
   }
 

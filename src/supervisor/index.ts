@@ -5,10 +5,15 @@
  * in DIR, which the daemon reads from the host: the harness's JSON events line by line
  * (events.jsonl), its stderr, its pid while it runs, and finally how it exited (exit.json).
  * Files, not a socket: a daemon that restarts mid-turn picks up where it left off.
+ *
+ * `--stdin FILE` starts the harness at once and hands it its prompt later: the supervisor waits
+ * for FILE (the daemon writes it when a call comes), copies it to the harness's stdin and closes
+ * it. lazy's own calls keep one such container warm, the harness started and waiting.
  */
 import { spawn } from "node:child_process";
-import { appendFileSync, createWriteStream, mkdirSync, writeFileSync, renameSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { appendFileSync, createWriteStream, mkdirSync, writeFileSync, renameSync, readFileSync, watch } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import type { Writable } from "node:stream";
 import { constants } from "node:os";
 
 export const FILES = { events: "events.jsonl", stderr: "stderr.log", pid: "pid", started: "started.json", exit: "exit.json" } as const;
@@ -54,7 +59,36 @@ export function stop(dir: string): number {
   }
 }
 
-export async function turn(dir: string, cwd: string, cmd: string[]): Promise<number> {
+/** Copy `file` to `to` once it exists (written whole: the daemon renames it into place), then close `to`. */
+function feedWhenReady(file: string, to: Writable): void {
+  let done = false;
+  const look = () => {
+    if (done) return;
+    let data: Buffer;
+    try {
+      data = readFileSync(file);
+    } catch {
+      return; // not there yet
+    }
+    done = true;
+    watcher?.close();
+    clearInterval(poll);
+    to.end(data);
+  };
+  // inotify sees the daemon's rename through the bind mount at once; the poll is the fallback
+  // where it does not (other engines' file sharing).
+  let watcher: ReturnType<typeof watch> | undefined;
+  try {
+    watcher = watch(dirname(file), (_e, name) => name === basename(file) && look());
+  } catch {}
+  watcher?.unref();
+  const poll = setInterval(look, 250);
+  poll.unref(); // a harness that ends before its prompt came ends the turn
+  to.on("error", () => {}); // the harness ended before reading: its exit says why
+  look();
+}
+
+export async function turn(dir: string, cwd: string, cmd: string[], stdinFile?: string): Promise<number> {
   mkdirSync(dir, { recursive: true });
   const events = join(dir, FILES.events);
   writeFileSync(events, "");
@@ -64,7 +98,8 @@ export async function turn(dir: string, cwd: string, cmd: string[]): Promise<num
     writeJson(join(dir, FILES.exit), { code: 127, signal: null, at: new Date().toISOString(), error: "no command" } satisfies Exit);
     return 127;
   }
-  const child = spawn(bin, args, { cwd, stdio: ["ignore", "pipe", "pipe"], env: process.env });
+  const child = spawn(bin, args, { cwd, stdio: [stdinFile ? "pipe" : "ignore", "pipe", "pipe"], env: process.env });
+  if (stdinFile && child.stdin) feedWhenReady(stdinFile, child.stdin);
   const pass = (sig: NodeJS.Signals) => child.kill(sig);
   process.on("SIGTERM", pass);
   process.on("SIGINT", pass);
@@ -74,7 +109,7 @@ export async function turn(dir: string, cwd: string, cmd: string[]): Promise<num
       writeFileSync(join(dir, FILES.pid), String(child.pid));
       writeJson(join(dir, FILES.started), { pid: child.pid, at: new Date().toISOString() });
     });
-    child.stdout.on("data", (d: Buffer) => {
+    child.stdout!.on("data", (d: Buffer) => {
       // Whole lines only, so the daemon never reads half an event.
       partial += d.toString("utf8");
       const cut = partial.lastIndexOf("\n");
@@ -82,7 +117,7 @@ export async function turn(dir: string, cwd: string, cmd: string[]): Promise<num
       appendFileSync(events, partial.slice(0, cut + 1));
       partial = partial.slice(cut + 1);
     });
-    child.stderr.pipe(stderr);
+    child.stderr!.pipe(stderr);
     let finished = false;
     const finish = (exit: Exit) => {
       if (finished) return;

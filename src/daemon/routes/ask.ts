@@ -6,6 +6,7 @@
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
 import { z } from "zod";
+import * as Git from "../../git";
 import { Tasks, type Task } from "../../store";
 import type { Runner } from "../../runner";
 import { parseBody } from "./input";
@@ -13,19 +14,36 @@ import { parseSince } from "./watch";
 
 export interface AskDeps {
   db: Database;
+  root: string;
   runner: { calls: Pick<Runner["calls"], "ask"> };
 }
 
 const Ask = z.strictObject({ question: z.string().trim().min(1).max(8000), task: z.string().optional() });
 
-/** What a question about the project is asked with: the tasks, and one task's story when named. */
-export function askPrompt(db: Database, question: string, task: Task | undefined): string {
+/** Where the project's checkout stands now: its branch, last commits and uncommitted changes. */
+function gitState(root: string): string {
+  const run = (args: string[]) => {
+    const r = Git.git(root, args, { allowFail: true, maxBytes: 64 * 1024 });
+    return r.code === 0 ? r.out.trim().split("\n").slice(0, 40).join("\n") : "";
+  };
+  const branch = run(["symbolic-ref", "--quiet", "--short", "HEAD"]) || "(detached)";
+  return [
+    `Git: on branch ${branch}`,
+    `Last commits:\n${run(["log", "--oneline", "--no-decorate", "-n", "15"]) || "(none)"}`,
+    `Uncommitted changes (git status --short):\n${run(["status", "--short", "--untracked-files=normal"]) || "(none)"}`,
+  ].join("\n");
+}
+
+/** What a question about the project is asked with: the tasks, where git stands, and one task's story when named. */
+export function askPrompt(db: Database, root: string, question: string, task: Task | undefined): string {
   const tasks = Tasks.list(db).slice(-200);
   const lines = [
     "You answer a question about a software project that lazy (a tool that runs coding agents on tasks) manages.",
     "The project is in the current directory, read-only. Answer in plain text, briefly; do not change anything.",
     "",
     `Tasks (code or id, status, title):\n${tasks.map((t) => `- ${t.code ?? t.id.slice(0, 8)}  ${t.status}  ${t.title}`).join("\n") || "(none)"}`,
+    "",
+    gitState(root),
   ];
   if (task) {
     const story = Tasks.events(db, task.id)
@@ -73,7 +91,7 @@ export function askRoutes(d: AskDeps) {
     .post("/api/ask", async ({ body }) => {
       const input = parseBody(Ask, body);
       const task = input.task !== undefined ? Tasks.resolveFilter(d.db, [input.task])![0] : undefined;
-      const answer = await d.runner.calls.ask(askPrompt(d.db, input.question, task), { task, purpose: "lazy ask" });
+      const answer = await d.runner.calls.ask(askPrompt(d.db, d.root, input.question, task), { task, purpose: "lazy ask" });
       return { answer: answer.text, profile: answer.profile, task: task ?? null };
     });
 }
