@@ -262,7 +262,14 @@ export class Grants {
       const problems = parsed.error.issues.map((i) => `${FILE_NAME} ${i.path.join(".")} — ${i.message}`);
       throw unreadable(this.#path, "it does not match the grant registry's shape", problems);
     }
-    for (const g of parsed.data.grants) this.#add(Object.freeze(g));
+    // Call containers do not outlive the daemon that made them (housekeeping removes them): their
+    // addresses go, the grant stays pinned, so a container that gets such an address later is refused.
+    let dropped = false;
+    for (const g of parsed.data.grants) {
+      dropped ||= !!g.callIps?.length;
+      this.#add(Object.freeze(g.callIps?.length ? { ...g, callIps: [] } : g));
+    }
+    if (dropped) this.#save();
   }
 
   #save(): void {

@@ -285,8 +285,11 @@ describe("pinning", () => {
     expect(await presentedFrom(g.lookup(a.token)!, "127.0.0.7")).toBe("127.0.0.7");
     expect(pinOwner(g.lookup(a.token)!)).toBe("task fix-login's container (127.0.0.2, 127.0.0.3)");
     expect(g.unpinCall(a.token, "127.0.0.3")).toBe(true);
-    // Survives a restart, as the daemon's registry does.
+    // Survives a restart, as the daemon's registry does; a call's address left by a daemon that
+    // died (its container is removed at start) does not.
+    g.pinCall(a.token, "127.0.0.9");
     const again = Grants.open(dir).lookup(a.token)!;
+    expect(await presentedFrom(again, "127.0.0.9")).toBe("127.0.0.9");
     expect(await presentedFrom(again, "127.0.0.3")).toBe("127.0.0.3");
     expect(await presentedFrom(again, "127.0.0.2")).toBe("ok");
   });
