@@ -1,15 +1,15 @@
 /**
  * Task turns: lazy's main job. A turn mints the task's placeholder, makes sure its worktree,
  * image and container exist, rewrites the harness's configuration, and starts the harness
- * under the supervisor inside the container. The runner then reads the turn's events from the
- * supervisor's files, records them, brings the agent's commits onto the task's branch and
- * settles the task's status. It also ends sessions (accept, reject, close) and keeps statuses
- * honest: a restarted daemon finds its containers by label and reconciles every task.
+ * under the supervisor inside the container; turn-watch.ts then reads the turn's events, brings
+ * the agent's commits onto the task's branch and settles the task's status. Sessions end in
+ * endings.ts (accept, reject, close). Housekeeping keeps statuses honest: a restarted daemon
+ * finds its containers by label and reconciles every task.
  */
 import type { Database } from "bun:sqlite";
-import { existsSync, mkdirSync, statSync, lchownSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, statSync, lchownSync } from "node:fs";
 import { basename, join } from "node:path";
-import { Tasks, Runs, HeldTurns, canMove, isFinal, type Task, type Run } from "../store";
+import { Tasks, Runs, canMove, isFinal, type Task, type Run } from "../store";
 import type { Status } from "../store";
 import { defaultProfile, resolveProfile, type Config, type ResolvedProfile } from "../config";
 import { Runtime, Image, type LinkLocalGuard, type NetworkOptions } from "../containers";
@@ -21,12 +21,13 @@ import { LazyError } from "../util/errors";
 import * as AgentDir from "../util/agent-dir";
 import type { Logger } from "../util/log";
 import type { Bus } from "../bus";
-import { FILES, type Exit } from "../supervisor";
 import { BIN, containerEnv, mounts, linuxBinary } from "./container-spec";
 import { Holds } from "./holds";
-import { Budgets, why as budgetWhy } from "./budgets";
+import { Budgets } from "./budgets";
 import { OwnCalls } from "./own-calls";
 import { Compactor, withMemory } from "./memory";
+import { TurnWatch } from "./turn-watch";
+import { Endings } from "./endings";
 
 export interface RunnerDeps {
   root: string;
@@ -41,22 +42,18 @@ export interface RunnerDeps {
   log: Logger;
 }
 
-/** How much of a turn's events one poll reads, and the longest event line kept. */
-const READ_CHUNK = 4 * 1024 * 1024;
-/** exit.json is a few fields; anything larger is not the supervisor's. */
-const MAX_EXIT = 64 * 1024;
-
 export class Runner {
   private runtime: Promise<Runtime> | undefined;
   /** The last word on whether the project's containers can reach link-local metadata addresses. */
   private guard: LinkLocalGuard | undefined;
-  private watchers = new Map<string, Timer>();
-  /** The running turn's supervisor, per task (this daemon's launches; a restart checks the container). */
-  private execs = new Map<string, string>();
   private housekeeping: Timer | undefined;
   private starting = new Set<string>();
 
   private holds: Holds;
+  /** Reading running turns (turn-watch.ts). */
+  private turns: TurnWatch;
+  /** accept, reject, close (endings.ts). */
+  private endings: Endings;
   readonly budgets: Budgets;
   /** lazy's own model calls (the accept summary, lazy ask, lazy report, memory compaction). */
   readonly calls: OwnCalls;
@@ -85,6 +82,35 @@ export class Runner {
       log: d.log,
       move: (t, to, data) => this.move(t, to, data),
       ref: (t) => this.ref(t),
+    });
+    this.turns = new TurnWatch({
+      root: d.root,
+      db: d.db,
+      log: d.log,
+      config: d.config,
+      docker: () => this.docker(),
+      budgets: this.budgets,
+      event: (t, kind, data) => this.event(t, kind, data),
+      move: (t, to, data) => this.move(t, to, data),
+      ref: (t) => this.ref(t),
+      taskDir: (t) => this.taskDir(t),
+      recordedGit: (t) => this.recordedGit(t),
+    });
+    this.endings = new Endings({
+      root: d.root,
+      slug: d.slug,
+      db: d.db,
+      log: d.log,
+      proxy: d.proxy,
+      mcp: d.mcp,
+      calls: this.calls,
+      docker: () => this.docker(),
+      dropIdleNetwork: () => this.dropIdleNetwork(),
+      event: (t, kind, data) => this.event(t, kind, data),
+      move: (t, to, data) => this.move(t, to, data),
+      ref: (t) => this.ref(t),
+      taskDir: (t) => this.taskDir(t),
+      recordedGit: (t) => this.recordedGit(t),
     });
     this.holds = new Holds({
       db: d.db,
@@ -392,8 +418,7 @@ export class Runner {
       { ...containerEnv(this.d.root), ...turn.prepared.env },
       `${uid}:${uid}`,
     );
-    this.execs.set(task.id, execId);
-    this.watch(task);
+    this.turns.follow(task, execId);
     return task;
   }
 
@@ -436,167 +461,6 @@ export class Runner {
         ? "a link where the next turn's folder goes (lazy removed it; start the turn again)"
         : "a file where the next turn's folder goes (lazy removed it; start the turn again)",
     );
-  }
-
-  /** Follow a running turn's files until it ends. */
-  private watch(task: Task): void {
-    if (this.watchers.has(task.id)) return;
-    let ticks = 0;
-    let checking = false;
-    const tick = () => {
-      try {
-        if (this.poll(task.id)) return this.unwatch(task.id);
-      } catch (e) {
-        this.d.log.error(`watching task ${task.id}: ${(e as Error).message}`);
-      }
-      // Every 2 s: a turn whose container or supervisor is gone without an exit.json (the agent
-      // can kill either) ends as failed instead of hanging in running.
-      if (++ticks % 10 || checking) return;
-      checking = true;
-      void this.checkAlive(task.id)
-        .catch((e) => this.d.log.warn(`checking task ${task.id}'s container: ${(e as Error).message}`))
-        .finally(() => (checking = false));
-    };
-    this.watchers.set(task.id, setInterval(tick, 200));
-  }
-
-  private async checkAlive(taskId: string): Promise<void> {
-    const run = this.run(taskId);
-    const docker = await this.docker();
-    const info = run.container_id ? await docker.inspect(run.container_id) : undefined;
-    const execId = this.execs.get(taskId);
-    const exec = info?.running && execId ? await docker.execState(execId) : undefined;
-    let error: string | undefined;
-    if (!info?.running) error = "the task's container is gone (stopped from inside, or removed)";
-    else if (exec && !exec.running)
-      error = `the turn's supervisor ended (exit ${exec.code ?? "unknown"}) without reporting how the turn ended`;
-    if (!error) return;
-    await Bun.sleep(500); // an exit.json written just before the end is read first
-    if (this.poll(taskId)) return this.unwatch(taskId);
-    const task = Tasks.resolve(this.d.db, taskId);
-    if (task.status !== "running") return this.unwatch(taskId);
-    this.settle(
-      task,
-      false,
-      { code: exec?.code ?? null, signal: null, at: new Date().toISOString(), error },
-      "",
-      run.stopped_turn === run.turn,
-    );
-    this.unwatch(taskId);
-  }
-
-  private unwatch(id: string): void {
-    clearInterval(this.watchers.get(id));
-    this.watchers.delete(id);
-    this.execs.delete(id);
-  }
-
-  /**
-   * Read what the supervisor wrote since last time; settle the turn when it has ended. True
-   * when done. The turn's folder is the agent's: read through AgentDir (no link followed,
-   * bounded), and a link or special file there ends the turn as failed, with the reason.
-   */
-  private poll(taskId: string): boolean {
-    const task = Tasks.resolve(this.d.db, taskId);
-    if (task.status !== "running") return true;
-    const run = this.run(taskId);
-    const turns = join(this.taskDir(task), "turns");
-    const dir = String(run.turn);
-    try {
-      const harness = resolveProfile(this.d.config(), run.profile ?? task.profile).harness;
-      // Look for the end first: the supervisor writes exit.json after its last event line.
-      const exitText = AgentDir.readText(turns, `${dir}/${FILES.exit}`, MAX_EXIT);
-      let offset = run.offset;
-      for (;;) {
-        const got = AgentDir.read(turns, `${dir}/${FILES.events}`, { max: READ_CHUNK, offset });
-        if (!got || got.data.length === 0) break;
-        const end = got.data.lastIndexOf(10);
-        if (end < 0) {
-          if (got.data.length < READ_CHUNK) break; // a line still being written
-          // A line longer than the bound is not an event lazy keeps.
-          offset += got.data.length;
-          this.event(task, "refused", { reason: `an event line over ${READ_CHUNK} bytes was skipped` });
-          continue;
-        }
-        for (const line of got.data.subarray(0, end).toString("utf8").split("\n"))
-          for (const e of Harness.parseEvent(harness, line)) {
-            if (e.kind === "session") this.save(taskId, { session: e.data.id });
-            else this.event(task, e.kind, e.data);
-          }
-        offset += end + 1;
-        this.save(taskId, { offset });
-        if (got.data.length < READ_CHUNK) break;
-      }
-      if (exitText === null) return false;
-      let exit: Exit;
-      try {
-        exit = JSON.parse(exitText) as Exit;
-        if (typeof exit !== "object" || exit === null) throw new Error("not an object");
-      } catch {
-        exit = { code: null, signal: null, at: new Date().toISOString(), error: "the turn's exit.json is not what the supervisor writes" };
-      }
-      const all = Tasks.events(this.d.db, taskId);
-      const turnStart = all.findLastIndex((e) => e.kind === "status" && e.data.to === "running");
-      const last = all
-        .slice(turnStart + 1)
-        .filter((e) => e.kind === "result")
-        .at(-1);
-      const ok = exit.code === 0 && (last ? last.data.ok !== false : true);
-      this.settle(
-        task,
-        ok,
-        {
-          code: typeof exit.code === "number" ? exit.code : null,
-          signal: typeof exit.signal === "string" ? exit.signal : null,
-          at: String(exit.at),
-          ...(typeof exit.error === "string" ? { error: exit.error.slice(0, 2000) } : {}),
-        },
-        last ? String(last.data.text ?? "") : "",
-        run.stopped_turn === run.turn,
-      );
-      return true;
-    } catch (e) {
-      if (!(e instanceof AgentDir.LinkRefused)) throw e;
-      this.settle(task, false, { code: null, signal: null, at: new Date().toISOString(), error: e.message }, "", false);
-      return true;
-    }
-  }
-
-  private settle(task: Task, ok: boolean, exit: Exit, text: string, stoppedByUser: boolean): void {
-    let sync: { moved: boolean; tip: string; skipped: string[] } | undefined;
-    try {
-      const g = this.recordedGit(task);
-      if (g) sync = Git.syncBranch(this.d.root, g, this.ref(task));
-      if (sync?.skipped.length)
-        this.event(task, "refused", { reason: `some of the agent's objects were not imported: ${sync.skipped.slice(0, 5).join("; ")}` });
-    } catch (e) {
-      this.d.log.error(
-        `task ${task.id}: bringing the agent's commits onto ${Git.BRANCH_PREFIX}${this.ref(task)} failed: ${(e as Error).message}`,
-      );
-    }
-    const stopped = stoppedByUser || exit.signal === "SIGTERM" || exit.signal === "SIGINT";
-    // A budget reached during the turn (the proxy stopped it, or its last answer crossed it).
-    const over = this.budgets.over(task);
-    const budget = over
-      ? budgetWhy(over)
-      : this.budgets.stoppedFor(task)
-        ? { reason: "budget", detail: this.budgets.stoppedFor(task) }
-        : null;
-    // The agent asked the human something (MCP ask_human): the task waits for the answer.
-    const question = this.run(task.id).question;
-    const asked = question && !budget ? { reason: "question", question } : null;
-    const to: Status = stopped || budget || asked ? "waiting" : ok ? "done" : "failed";
-    this.move(task, to, {
-      ...(budget ?? {}),
-      ...(asked ?? {}),
-      exit: exit.code,
-      signal: exit.signal,
-      ...(stopped ? { stopped: true } : {}),
-      ...(sync?.moved ? { branch: `${Git.BRANCH_PREFIX}${this.ref(task)}`, tip: sync.tip } : {}),
-      ...(text ? { result: text.slice(0, 4000) } : {}),
-      ...(exit.error ? { error: exit.error } : {}),
-    });
-    this.d.log.info(`task ${this.ref(task)} turn ended: ${to} (exit ${exit.code ?? exit.signal})`);
   }
 
   /** Where a host session (lazy pair) works on the task: its worktree, harness folder and session. */
@@ -647,126 +511,17 @@ export class Runner {
     return task;
   }
 
-  /** Merge the task's branch into the project's branch, record its commits, end the session. */
-  /**
-   * Merge the task's branch into the project's branch with a summary of the work (one of lazy's
-   * own model calls; when it fails, the merge still happens and says why there is none), record
-   * its commits, end the session.
-   */
-  async accept(ref: string): Promise<{ task: Task; commits: string[]; summary: string | null; summaryError: string | null }> {
-    let task = Tasks.resolve(this.d.db, ref);
-    if (!canMove(task.status, "accepted"))
-      throw new LazyError(
-        "conflict",
-        `Task ${this.ref(task)} is ${task.status}; only a task whose turn is done (or waiting) can be accepted.`,
-      );
-    const branch = `${Git.BRANCH_PREFIX}${this.ref(task)}`;
-    let commits: string[] = [];
-    let summary: string | null = null;
-    let summaryError: string | null = null;
-    if (Git.git(this.d.root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`], { allowFail: true }).code === 0) {
-      commits = Git.commitsToMerge(this.d.root, branch);
-      if (commits.length) {
-        try {
-          summary = (
-            await this.calls.ask(summaryPrompt(task, commits, Git.diffStat(this.d.root, branch)), { task, purpose: "the accept summary" })
-          ).text.slice(0, 4000);
-        } catch (e) {
-          summaryError = (e as Error).message;
-          this.d.log.warn(`task ${this.ref(task)}: no summary for its merge: ${summaryError}`);
-        }
-        Git.merge(
-          this.d.root,
-          branch,
-          `lazy: accept ${this.ref(task)}: ${task.title}\n\n${summary ? `${summary}\n\n` : ""}${commits.map((c) => `- ${c}`).join("\n")}\n`,
-        );
-      }
-    }
-    this.event(task, "summary", {
-      commits,
-      branch,
-      ...(summary ? { text: summary } : {}),
-      ...(summaryError ? { error: summaryError } : {}),
-    });
-    task = this.move(task, "accepted", { commits: commits.length });
-    await this.endSession(task, { deleteBranch: false });
-    return { task, commits, summary, summaryError };
+  /** Merge the task's branch with a summary of the work, end the session (endings.ts). */
+  accept(ref: string): ReturnType<Endings["accept"]> {
+    return this.endings.accept(ref);
   }
 
-  async reject(ref: string): Promise<Task> {
-    let task = Tasks.resolve(this.d.db, ref);
-    if (!canMove(task.status, "rejected"))
-      throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}; it cannot be rejected now.`);
-    task = this.move(task, "rejected");
-    await this.endSession(task, { deleteBranch: true });
-    return task;
+  reject(ref: string): Promise<Task> {
+    return this.endings.reject(ref);
   }
 
-  async close(ref: string): Promise<Task> {
-    let task = Tasks.resolve(this.d.db, ref);
-    if (!canMove(task.status, "closed"))
-      throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}; it cannot be closed now.`);
-    task = this.move(task, "closed");
-    await this.endSession(task, { deleteBranch: false });
-    return task;
-  }
-
-  /**
-   * The session ended: revoke the task's grants (and, independently, its other tokens), then
-   * remove its container and worktree. One failing never skips another.
-   */
-  private async endSession(task: Task, opts: { deleteBranch: boolean }): Promise<void> {
-    // The worktree and private folders are removed only once no container of the task is left:
-    // an agent still running could swap a folder for a link in the middle of the removal.
-    let containerGone = false;
-    const steps: [string, () => unknown][] = [
-      ["revoke the task's placeholders", () => this.d.proxy.revokeTask(task.id)],
-      ["revoke its MCP token", () => this.d.mcp.revokeTask(task.id)],
-      ["drop its held turn", () => HeldTurns.removeTask(this.d.db, task.id)],
-      [
-        "remove its container",
-        async () => {
-          const run = this.run(task.id);
-          const docker = await this.docker();
-          if (run.container_id) await docker.remove(run.container_id);
-          for (const c of await docker.list(this.d.slug)) if (c.taskId === task.id) await docker.remove(c.id);
-          if ((await docker.list(this.d.slug)).some((c) => c.taskId === task.id)) throw new Error("a container of the task is still there");
-          containerGone = true;
-        },
-      ],
-      ["remove the project's network if no task uses it", () => this.dropIdleNetwork()],
-      [
-        "remove its worktree",
-        () => {
-          if (!containerGone)
-            throw new Error(
-              "its container could not be removed, so its worktree stays; remove the container (docker rm -f) and close again",
-            );
-          const g = this.recordedGit(task);
-          if (g) Git.removeWorktree(this.d.root, g, this.taskDir(task));
-        },
-      ],
-      [
-        "remove its private folders",
-        () => {
-          if (!containerGone) throw new Error("its container could not be removed");
-          rmSync(join(this.taskDir(task), "git"), { recursive: true, force: true });
-        },
-      ],
-      ...(opts.deleteBranch
-        ? ([["delete its branch", () => Git.deleteBranch(this.d.root, `${Git.BRANCH_PREFIX}${this.ref(task)}`)]] as [
-            string,
-            () => unknown,
-          ][])
-        : []),
-    ];
-    for (const [what, step] of steps) {
-      try {
-        await step();
-      } catch (e) {
-        this.d.log.error(`task ${this.ref(task)}: could not ${what}: ${(e as Error).message}`);
-      }
-    }
+  close(ref: string): Promise<Task> {
+    return this.endings.close(ref);
   }
 
   /**
@@ -805,14 +560,14 @@ export class Runner {
         }
     }
     for (const task of running) {
-      if (this.watchers.has(task.id) || this.starting.has(task.id)) continue;
+      if (this.turns.has(task.id) || this.starting.has(task.id)) continue;
       const c = containers.find((x) => x.taskId === task.id);
-      if (this.poll(task.id)) continue;
+      if (this.turns.poll(task.id)) continue;
       if (!c?.running) {
         this.move(task, "failed", { error: "the task's container is gone" });
         continue;
       }
-      this.watch(task);
+      this.turns.watch(task);
     }
     for (const c of containers) {
       let task: Task | undefined;
@@ -850,21 +605,6 @@ export class Runner {
     clearInterval(this.housekeeping);
     this.holds.stop();
     this.budgets.stop();
-    for (const id of [...this.watchers.keys()]) this.unwatch(id);
+    this.turns.stopAll();
   }
-}
-
-/** What lazy asks the model when it writes the summary of an accepted task. */
-function summaryPrompt(task: Task, commits: string[], stat: string): string {
-  return [
-    "Write the body of a merge commit message: what this task changed and why, in at most six short lines of plain text.",
-    "No heading, no Markdown, no preamble: only the lines. Do not run any tool; everything you need is below.",
-    "",
-    `Task: ${task.title}`,
-    `What the agent was asked:\n${task.prompt.slice(0, 4000)}`,
-    "",
-    `Commits:\n${commits.slice(0, 50).join("\n")}`,
-    "",
-    `Files changed:\n${stat.slice(0, 4000)}`,
-  ].join("\n");
 }

@@ -1,0 +1,175 @@
+/**
+ * Ending a task's session: accept (merge the task's branch with a summary from one of lazy's own
+ * calls; a failed call still merges, and says why there is none), reject (the branch deleted),
+ * close. Each ends the same way: the task's grants and, independently, its MCP token revoked,
+ * its held turn dropped, its container removed, and only then its worktree and private folders.
+ * One step failing never skips another; the daemon log names it.
+ */
+import type { Database } from "bun:sqlite";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { Tasks, Runs, HeldTurns, canMove, type Task, type Status } from "../store";
+import type { Runtime } from "../containers";
+import * as Git from "../git";
+import type { ModelProxy } from "../proxy";
+import type { McpTokens } from "../mcp";
+import { LazyError } from "../util/errors";
+import type { Logger } from "../util/log";
+import type { OwnCalls } from "./own-calls";
+
+export interface EndingsDeps {
+  root: string;
+  slug: string;
+  db: Database;
+  log: Logger;
+  proxy: Pick<ModelProxy, "revokeTask">;
+  mcp: Pick<McpTokens, "revokeTask">;
+  calls: Pick<OwnCalls, "ask">;
+  docker: () => Promise<Runtime>;
+  dropIdleNetwork: () => Promise<void>;
+  event: (task: Task, kind: string, data: Record<string, unknown>) => void;
+  move: (task: Task, to: Status, data?: Record<string, unknown>) => Task;
+  ref: (task: Task) => string;
+  taskDir: (task: Task) => string;
+  recordedGit: (task: Task) => Git.TaskGit | undefined;
+}
+
+export class Endings {
+  constructor(private d: EndingsDeps) {}
+
+  /**
+   * Merge the task's branch into the project's branch with a summary of the work (one of lazy's
+   * own model calls; when it fails, the merge still happens and says why there is none), record
+   * its commits, end the session.
+   */
+  async accept(ref: string): Promise<{ task: Task; commits: string[]; summary: string | null; summaryError: string | null }> {
+    let task = Tasks.resolve(this.d.db, ref);
+    if (!canMove(task.status, "accepted"))
+      throw new LazyError(
+        "conflict",
+        `Task ${this.d.ref(task)} is ${task.status}; only a task whose turn is done (or waiting) can be accepted.`,
+      );
+    const branch = `${Git.BRANCH_PREFIX}${this.d.ref(task)}`;
+    let commits: string[] = [];
+    let summary: string | null = null;
+    let summaryError: string | null = null;
+    if (Git.git(this.d.root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`], { allowFail: true }).code === 0) {
+      commits = Git.commitsToMerge(this.d.root, branch);
+      if (commits.length) {
+        try {
+          summary = (
+            await this.d.calls.ask(summaryPrompt(task, commits, Git.diffStat(this.d.root, branch)), { task, purpose: "the accept summary" })
+          ).text.slice(0, 4000);
+        } catch (e) {
+          summaryError = (e as Error).message;
+          this.d.log.warn(`task ${this.d.ref(task)}: no summary for its merge: ${summaryError}`);
+        }
+        Git.merge(
+          this.d.root,
+          branch,
+          `lazy: accept ${this.d.ref(task)}: ${task.title}\n\n${summary ? `${summary}\n\n` : ""}${commits.map((c) => `- ${c}`).join("\n")}\n`,
+        );
+      }
+    }
+    this.d.event(task, "summary", {
+      commits,
+      branch,
+      ...(summary ? { text: summary } : {}),
+      ...(summaryError ? { error: summaryError } : {}),
+    });
+    task = this.d.move(task, "accepted", { commits: commits.length });
+    await this.endSession(task, { deleteBranch: false });
+    return { task, commits, summary, summaryError };
+  }
+
+  async reject(ref: string): Promise<Task> {
+    let task = Tasks.resolve(this.d.db, ref);
+    if (!canMove(task.status, "rejected"))
+      throw new LazyError("conflict", `Task ${this.d.ref(task)} is ${task.status}; it cannot be rejected now.`);
+    task = this.d.move(task, "rejected");
+    await this.endSession(task, { deleteBranch: true });
+    return task;
+  }
+
+  async close(ref: string): Promise<Task> {
+    let task = Tasks.resolve(this.d.db, ref);
+    if (!canMove(task.status, "closed"))
+      throw new LazyError("conflict", `Task ${this.d.ref(task)} is ${task.status}; it cannot be closed now.`);
+    task = this.d.move(task, "closed");
+    await this.endSession(task, { deleteBranch: false });
+    return task;
+  }
+
+  /**
+   * The session ended: revoke the task's grants (and, independently, its other tokens), then
+   * remove its container and worktree. One failing never skips another.
+   */
+  private async endSession(task: Task, opts: { deleteBranch: boolean }): Promise<void> {
+    // The worktree and private folders are removed only once no container of the task is left:
+    // an agent still running could swap a folder for a link in the middle of the removal.
+    let containerGone = false;
+    const steps: [string, () => unknown][] = [
+      ["revoke the task's placeholders", () => this.d.proxy.revokeTask(task.id)],
+      ["revoke its MCP token", () => this.d.mcp.revokeTask(task.id)],
+      ["drop its held turn", () => HeldTurns.removeTask(this.d.db, task.id)],
+      [
+        "remove its container",
+        async () => {
+          const run = Runs.get(this.d.db, task.id);
+          const docker = await this.d.docker();
+          if (run.container_id) await docker.remove(run.container_id);
+          for (const c of await docker.list(this.d.slug)) if (c.taskId === task.id) await docker.remove(c.id);
+          if ((await docker.list(this.d.slug)).some((c) => c.taskId === task.id)) throw new Error("a container of the task is still there");
+          containerGone = true;
+        },
+      ],
+      ["remove the project's network if no task uses it", () => this.d.dropIdleNetwork()],
+      [
+        "remove its worktree",
+        () => {
+          if (!containerGone)
+            throw new Error(
+              "its container could not be removed, so its worktree stays; remove the container (docker rm -f) and close again",
+            );
+          const g = this.d.recordedGit(task);
+          if (g) Git.removeWorktree(this.d.root, g, this.d.taskDir(task));
+        },
+      ],
+      [
+        "remove its private folders",
+        () => {
+          if (!containerGone) throw new Error("its container could not be removed");
+          rmSync(join(this.d.taskDir(task), "git"), { recursive: true, force: true });
+        },
+      ],
+      ...(opts.deleteBranch
+        ? ([["delete its branch", () => Git.deleteBranch(this.d.root, `${Git.BRANCH_PREFIX}${this.d.ref(task)}`)]] as [
+            string,
+            () => unknown,
+          ][])
+        : []),
+    ];
+    for (const [what, step] of steps) {
+      try {
+        await step();
+      } catch (e) {
+        this.d.log.error(`task ${this.d.ref(task)}: could not ${what}: ${(e as Error).message}`);
+      }
+    }
+  }
+}
+
+/** What lazy asks the model when it writes the summary of an accepted task. */
+function summaryPrompt(task: Task, commits: string[], stat: string): string {
+  return [
+    "Write the body of a merge commit message: what this task changed and why, in at most six short lines of plain text.",
+    "No heading, no Markdown, no preamble: only the lines. Do not run any tool; everything you need is below.",
+    "",
+    `Task: ${task.title}`,
+    `What the agent was asked:\n${task.prompt.slice(0, 4000)}`,
+    "",
+    `Commits:\n${commits.slice(0, 50).join("\n")}`,
+    "",
+    `Files changed:\n${stat.slice(0, 4000)}`,
+  ].join("\n");
+}

@@ -1,0 +1,230 @@
+/**
+ * Reading a running turn: the supervisor's files in the task's turn folder (agent-written, so
+ * read through AgentDir, bounded, no link followed), polled every 200 ms. Each event line is
+ * recorded; exit.json ends the turn, which brings the agent's commits onto the task's branch
+ * and settles the task (done, failed, or waiting: stopped, over budget, or asking the human).
+ * A turn whose container or supervisor dies without an exit.json fails (checked every 2 s).
+ */
+import type { Database } from "bun:sqlite";
+import { join } from "node:path";
+import { Tasks, Runs, type Task, type Run, type Status } from "../store";
+import { resolveProfile, type Config } from "../config";
+import type { Runtime } from "../containers";
+import * as Git from "../git";
+import * as Harness from "../harness";
+import * as AgentDir from "../util/agent-dir";
+import type { Logger } from "../util/log";
+import { FILES, type Exit } from "../supervisor";
+import { why as budgetWhy, type Budgets } from "./budgets";
+
+/** How much of a turn's events one poll reads, and the longest event line kept. */
+const READ_CHUNK = 4 * 1024 * 1024;
+/** exit.json is a few fields; anything larger is not the supervisor's. */
+const MAX_EXIT = 64 * 1024;
+
+export interface TurnWatchDeps {
+  root: string;
+  db: Database;
+  log: Logger;
+  config: () => Config;
+  docker: () => Promise<Runtime>;
+  budgets: Pick<Budgets, "over" | "stoppedFor">;
+  event: (task: Task, kind: string, data: Record<string, unknown>) => void;
+  move: (task: Task, to: Status, data?: Record<string, unknown>) => Task;
+  ref: (task: Task) => string;
+  taskDir: (task: Task) => string;
+  recordedGit: (task: Task) => Git.TaskGit | undefined;
+}
+
+export class TurnWatch {
+  private watchers = new Map<string, Timer>();
+  /** The running turn's supervisor, per task (this daemon's launches; a restart checks the container). */
+  private execs = new Map<string, string>();
+
+  constructor(private d: TurnWatchDeps) {}
+
+  /** Whether this daemon follows the task's turn now. */
+  has(taskId: string): boolean {
+    return this.watchers.has(taskId);
+  }
+
+  /** Follow a turn this daemon launched: its supervisor is `execId`. */
+  follow(task: Task, execId: string): void {
+    this.execs.set(task.id, execId);
+    this.watch(task);
+  }
+
+  /** Stop following every turn (the daemon stops; a restarted one picks them up). */
+  stopAll(): void {
+    for (const id of [...this.watchers.keys()]) this.unwatch(id);
+  }
+
+  private run(taskId: string): Run {
+    return Runs.get(this.d.db, taskId);
+  }
+
+  private save(taskId: string, patch: Runs.RunPatch): void {
+    Runs.save(this.d.db, taskId, patch);
+  }
+
+  /** Follow a running turn's files until it ends. */
+  watch(task: Task): void {
+    if (this.watchers.has(task.id)) return;
+    let ticks = 0;
+    let checking = false;
+    const tick = () => {
+      try {
+        if (this.poll(task.id)) return this.unwatch(task.id);
+      } catch (e) {
+        this.d.log.error(`watching task ${task.id}: ${(e as Error).message}`);
+      }
+      // Every 2 s: a turn whose container or supervisor is gone without an exit.json (the agent
+      // can kill either) ends as failed instead of hanging in running.
+      if (++ticks % 10 || checking) return;
+      checking = true;
+      void this.checkAlive(task.id)
+        .catch((e) => this.d.log.warn(`checking task ${task.id}'s container: ${(e as Error).message}`))
+        .finally(() => (checking = false));
+    };
+    this.watchers.set(task.id, setInterval(tick, 200));
+  }
+
+  private async checkAlive(taskId: string): Promise<void> {
+    const run = this.run(taskId);
+    const docker = await this.d.docker();
+    const info = run.container_id ? await docker.inspect(run.container_id) : undefined;
+    const execId = this.execs.get(taskId);
+    const exec = info?.running && execId ? await docker.execState(execId) : undefined;
+    let error: string | undefined;
+    if (!info?.running) error = "the task's container is gone (stopped from inside, or removed)";
+    else if (exec && !exec.running)
+      error = `the turn's supervisor ended (exit ${exec.code ?? "unknown"}) without reporting how the turn ended`;
+    if (!error) return;
+    await Bun.sleep(500); // an exit.json written just before the end is read first
+    if (this.poll(taskId)) return this.unwatch(taskId);
+    const task = Tasks.resolve(this.d.db, taskId);
+    if (task.status !== "running") return this.unwatch(taskId);
+    this.settle(
+      task,
+      false,
+      { code: exec?.code ?? null, signal: null, at: new Date().toISOString(), error },
+      "",
+      run.stopped_turn === run.turn,
+    );
+    this.unwatch(taskId);
+  }
+
+  unwatch(id: string): void {
+    clearInterval(this.watchers.get(id));
+    this.watchers.delete(id);
+    this.execs.delete(id);
+  }
+
+  /**
+   * Read what the supervisor wrote since last time; settle the turn when it has ended. True
+   * when done. The turn's folder is the agent's: read through AgentDir (no link followed,
+   * bounded), and a link or special file there ends the turn as failed, with the reason.
+   */
+  poll(taskId: string): boolean {
+    const task = Tasks.resolve(this.d.db, taskId);
+    if (task.status !== "running") return true;
+    const run = this.run(taskId);
+    const turns = join(this.d.taskDir(task), "turns");
+    const dir = String(run.turn);
+    try {
+      const harness = resolveProfile(this.d.config(), run.profile ?? task.profile).harness;
+      // Look for the end first: the supervisor writes exit.json after its last event line.
+      const exitText = AgentDir.readText(turns, `${dir}/${FILES.exit}`, MAX_EXIT);
+      let offset = run.offset;
+      for (;;) {
+        const got = AgentDir.read(turns, `${dir}/${FILES.events}`, { max: READ_CHUNK, offset });
+        if (!got || got.data.length === 0) break;
+        const end = got.data.lastIndexOf(10);
+        if (end < 0) {
+          if (got.data.length < READ_CHUNK) break; // a line still being written
+          // A line longer than the bound is not an event lazy keeps.
+          offset += got.data.length;
+          this.d.event(task, "refused", { reason: `an event line over ${READ_CHUNK} bytes was skipped` });
+          continue;
+        }
+        for (const line of got.data.subarray(0, end).toString("utf8").split("\n"))
+          for (const e of Harness.parseEvent(harness, line)) {
+            if (e.kind === "session") this.save(taskId, { session: e.data.id });
+            else this.d.event(task, e.kind, e.data);
+          }
+        offset += end + 1;
+        this.save(taskId, { offset });
+        if (got.data.length < READ_CHUNK) break;
+      }
+      if (exitText === null) return false;
+      let exit: Exit;
+      try {
+        exit = JSON.parse(exitText) as Exit;
+        if (typeof exit !== "object" || exit === null) throw new Error("not an object");
+      } catch {
+        exit = { code: null, signal: null, at: new Date().toISOString(), error: "the turn's exit.json is not what the supervisor writes" };
+      }
+      const all = Tasks.events(this.d.db, taskId);
+      const turnStart = all.findLastIndex((e) => e.kind === "status" && e.data.to === "running");
+      const last = all
+        .slice(turnStart + 1)
+        .filter((e) => e.kind === "result")
+        .at(-1);
+      const ok = exit.code === 0 && (last ? last.data.ok !== false : true);
+      this.settle(
+        task,
+        ok,
+        {
+          code: typeof exit.code === "number" ? exit.code : null,
+          signal: typeof exit.signal === "string" ? exit.signal : null,
+          at: String(exit.at),
+          ...(typeof exit.error === "string" ? { error: exit.error.slice(0, 2000) } : {}),
+        },
+        last ? String(last.data.text ?? "") : "",
+        run.stopped_turn === run.turn,
+      );
+      return true;
+    } catch (e) {
+      if (!(e instanceof AgentDir.LinkRefused)) throw e;
+      this.settle(task, false, { code: null, signal: null, at: new Date().toISOString(), error: e.message }, "", false);
+      return true;
+    }
+  }
+
+  private settle(task: Task, ok: boolean, exit: Exit, text: string, stoppedByUser: boolean): void {
+    let sync: { moved: boolean; tip: string; skipped: string[] } | undefined;
+    try {
+      const g = this.d.recordedGit(task);
+      if (g) sync = Git.syncBranch(this.d.root, g, this.d.ref(task));
+      if (sync?.skipped.length)
+        this.d.event(task, "refused", { reason: `some of the agent's objects were not imported: ${sync.skipped.slice(0, 5).join("; ")}` });
+    } catch (e) {
+      this.d.log.error(
+        `task ${task.id}: bringing the agent's commits onto ${Git.BRANCH_PREFIX}${this.d.ref(task)} failed: ${(e as Error).message}`,
+      );
+    }
+    const stopped = stoppedByUser || exit.signal === "SIGTERM" || exit.signal === "SIGINT";
+    // A budget reached during the turn (the proxy stopped it, or its last answer crossed it).
+    const over = this.d.budgets.over(task);
+    const budget = over
+      ? budgetWhy(over)
+      : this.d.budgets.stoppedFor(task)
+        ? { reason: "budget", detail: this.d.budgets.stoppedFor(task) }
+        : null;
+    // The agent asked the human something (MCP ask_human): the task waits for the answer.
+    const question = this.run(task.id).question;
+    const asked = question && !budget ? { reason: "question", question } : null;
+    const to: Status = stopped || budget || asked ? "waiting" : ok ? "done" : "failed";
+    this.d.move(task, to, {
+      ...(budget ?? {}),
+      ...(asked ?? {}),
+      exit: exit.code,
+      signal: exit.signal,
+      ...(stopped ? { stopped: true } : {}),
+      ...(sync?.moved ? { branch: `${Git.BRANCH_PREFIX}${this.d.ref(task)}`, tip: sync.tip } : {}),
+      ...(text ? { result: text.slice(0, 4000) } : {}),
+      ...(exit.error ? { error: exit.error } : {}),
+    });
+    this.d.log.info(`task ${this.d.ref(task)} turn ended: ${to} (exit ${exit.code ?? exit.signal})`);
+  }
+}
