@@ -36,11 +36,17 @@ export async function serve(
   const token = auth?.startsWith("Bearer ") ? auth.slice(7).trim() : "";
   const holder = token ? d.tokens.lookup(token) : undefined;
   let note: string | null = holder ? null : token ? "unknown or revoked MCP token" : "no MCP token";
+  // The body is read once, here: its method names the audit row, and the SDK is handed it parsed.
+  // Not JSON: the SDK gets the text back and refuses it in its own words.
+  let parsed: unknown;
   if (holder && req.method === "POST") {
-    const body = (await req
-      .clone()
-      .json()
-      .catch(() => null)) as { method?: unknown; params?: { name?: unknown } } | null;
+    const text = await req.text();
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      req = new Request(req.url, { method: req.method, headers: req.headers, body: text });
+    }
+    const body = parsed as { method?: unknown; params?: { name?: unknown } } | null | undefined;
     if (body && typeof body.method === "string")
       note = body.method === "tools/call" && typeof body.params?.name === "string" ? `tools/call ${body.params.name}` : body.method;
   }
@@ -49,7 +55,7 @@ export async function serve(
     const code = (d.db.query("SELECT code FROM tasks WHERE id = ?").get(holder.taskId) as { code: string | null } | null)?.code ?? null;
     who = { taskId: holder.taskId, taskRef: code ?? holder.taskId, role: "agent" };
   } else if (holder) who = { taskId: null, taskRef: null, role: "builder" };
-  return { response: await handle(d, req), who, note };
+  return { response: await handle(d, req, parsed), who, note };
 }
 
 /**
@@ -76,8 +82,8 @@ function serverFor(d: McpDeps, token: string, holder: Holder): { server: McpServ
   return entry;
 }
 
-/** Answer one MCP request (POST, GET or DELETE on MCP_PATH). */
-export async function handle(d: McpDeps, req: Request): Promise<Response> {
+/** Answer one MCP request (POST, GET or DELETE on MCP_PATH); `parsedBody`: a POST's body, already read. */
+export async function handle(d: McpDeps, req: Request, parsedBody?: unknown): Promise<Response> {
   const auth = req.headers.get("authorization");
   const token = auth?.startsWith("Bearer ") ? auth.slice(7).trim() : "";
   const holder = token ? d.tokens.lookup(token) : undefined;
@@ -95,7 +101,7 @@ export async function handle(d: McpDeps, req: Request): Promise<Response> {
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await entry.server.connect(transport);
     try {
-      return await transport.handleRequest(req);
+      return await transport.handleRequest(req, parsedBody === undefined ? undefined : { parsedBody });
     } finally {
       await entry.server.close();
     }
