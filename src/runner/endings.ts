@@ -1,37 +1,19 @@
-/**
- * Ending a task's session: accept (merge the task's branch with a summary from one of lazy's own
- * calls; a failed call still merges, and says why there is none), reject (the branch deleted),
- * close. Each ends the same way: the task's grants and, independently, its MCP token revoked,
- * its held turn dropped, its container removed, and only then its worktree and private folders.
- * One step failing never skips another; the daemon log names it.
- */
-import type { Database } from "bun:sqlite";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { Tasks, Runs, HeldTurns, canMove, type Task, type Status } from "../store";
-import type { Runtime } from "../containers";
+import { Tasks, Runs, HeldTurns, canMove, type Task } from "../store";
 import * as Git from "../git";
 import type { ModelProxy } from "../proxy";
 import type { McpTokens } from "../mcp";
 import { LazyError } from "../util/errors";
-import type { Logger } from "../util/log";
+import type { TaskAccess } from "./task-access";
 import type { OwnCalls } from "./own-calls";
 
-export interface EndingsDeps {
-  root: string;
+export interface EndingsDeps extends TaskAccess {
   slug: string;
-  db: Database;
-  log: Logger;
   proxy: Pick<ModelProxy, "revokeTask">;
   mcp: Pick<McpTokens, "revokeTask">;
   calls: Pick<OwnCalls, "ask">;
-  docker: () => Promise<Runtime>;
   dropIdleNetwork: () => Promise<void>;
-  event: (task: Task, kind: string, data: Record<string, unknown>) => void;
-  move: (task: Task, to: Status, data?: Record<string, unknown>) => Task;
-  ref: (task: Task) => string;
-  taskDir: (task: Task) => string;
-  recordedGit: (task: Task) => Git.TaskGit | undefined;
 }
 
 export class Endings {

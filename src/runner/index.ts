@@ -28,6 +28,7 @@ import { OwnCalls } from "./own-calls";
 import { Compactor, withMemory } from "./memory";
 import { TurnWatch } from "./turn-watch";
 import { Endings } from "./endings";
+import type { TaskAccess } from "./task-access";
 
 export interface RunnerDeps {
   root: string;
@@ -83,34 +84,26 @@ export class Runner {
       move: (t, to, data) => this.move(t, to, data),
       ref: (t) => this.ref(t),
     });
-    this.turns = new TurnWatch({
+    // What turn-watch.ts and endings.ts borrow of the runner (task-access.ts).
+    const access: TaskAccess = {
       root: d.root,
       db: d.db,
       log: d.log,
-      config: d.config,
       docker: () => this.docker(),
-      budgets: this.budgets,
       event: (t, kind, data) => this.event(t, kind, data),
       move: (t, to, data) => this.move(t, to, data),
       ref: (t) => this.ref(t),
       taskDir: (t) => this.taskDir(t),
       recordedGit: (t) => this.recordedGit(t),
-    });
+    };
+    this.turns = new TurnWatch({ ...access, config: d.config, budgets: this.budgets });
     this.endings = new Endings({
-      root: d.root,
+      ...access,
       slug: d.slug,
-      db: d.db,
-      log: d.log,
       proxy: d.proxy,
       mcp: d.mcp,
       calls: this.calls,
-      docker: () => this.docker(),
       dropIdleNetwork: () => this.dropIdleNetwork(),
-      event: (t, kind, data) => this.event(t, kind, data),
-      move: (t, to, data) => this.move(t, to, data),
-      ref: (t) => this.ref(t),
-      taskDir: (t) => this.taskDir(t),
-      recordedGit: (t) => this.recordedGit(t),
     });
     this.holds = new Holds({
       db: d.db,

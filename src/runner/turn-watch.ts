@@ -1,19 +1,10 @@
-/**
- * Reading a running turn: the supervisor's files in the task's turn folder (agent-written, so
- * read through AgentDir, bounded, no link followed), polled every 200 ms. Each event line is
- * recorded; exit.json ends the turn, which brings the agent's commits onto the task's branch
- * and settles the task (done, failed, or waiting: stopped, over budget, or asking the human).
- * A turn whose container or supervisor dies without an exit.json fails (checked every 2 s).
- */
-import type { Database } from "bun:sqlite";
 import { join } from "node:path";
 import { Tasks, Runs, type Task, type Run, type Status } from "../store";
 import { resolveProfile, type Config } from "../config";
-import type { Runtime } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
 import * as AgentDir from "../util/agent-dir";
-import type { Logger } from "../util/log";
+import type { TaskAccess } from "./task-access";
 import { FILES, type Exit } from "../supervisor";
 import { why as budgetWhy, type Budgets } from "./budgets";
 
@@ -22,18 +13,9 @@ const READ_CHUNK = 4 * 1024 * 1024;
 /** exit.json is a few fields; anything larger is not the supervisor's. */
 const MAX_EXIT = 64 * 1024;
 
-export interface TurnWatchDeps {
-  root: string;
-  db: Database;
-  log: Logger;
+export interface TurnWatchDeps extends TaskAccess {
   config: () => Config;
-  docker: () => Promise<Runtime>;
   budgets: Pick<Budgets, "over" | "stoppedFor">;
-  event: (task: Task, kind: string, data: Record<string, unknown>) => void;
-  move: (task: Task, to: Status, data?: Record<string, unknown>) => Task;
-  ref: (task: Task) => string;
-  taskDir: (task: Task) => string;
-  recordedGit: (task: Task) => Git.TaskGit | undefined;
 }
 
 export class TurnWatch {

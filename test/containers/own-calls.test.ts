@@ -44,7 +44,12 @@ async function committed(code: string, file: string): Promise<void> {
   };
   await p.ok(["task", "add", `Add ${file}`, "--code", code]);
   await p.ok(["start", code]);
-  const t = await until(
+  expect((await turnEnded(code)).status).toBe("done");
+}
+
+/** The task once its turn has ended. */
+function turnEnded(code: string): Promise<any> {
+  return until(
     async () => {
       const x = (await p.json(["task", "show", code])).task;
       return x.status !== "running" && x.status !== "queued" ? x : undefined;
@@ -52,7 +57,6 @@ async function committed(code: string, file: string): Promise<void> {
     300_000,
     "the turn",
   );
-  expect(t.status).toBe("done");
 }
 
 describe("lazy's own model calls", () => {
@@ -180,14 +184,7 @@ describe("lazy's own model calls", () => {
     // While its Bash runs, a call about it (same profile: the task's own grant) comes and goes.
     const asked = await p.run(["ask", "--task", "slow", "what is it doing?"]);
     expect(asked.code, asked.stderr).toBe(0);
-    const t = await until(
-      async () => {
-        const x = (await p.json(["task", "show", "slow"])).task;
-        return x.status !== "running" && x.status !== "queued" ? x : undefined;
-      },
-      300_000,
-      "the turn",
-    );
+    const t = await turnEnded("slow");
     // The task's next request, after the call's container had come and gone, was forwarded.
     expect(t.status).toBe("done");
     const rows = (await p.json(["stats", "audit", "--task", "slow"])).rows.filter((x: any) => x.path.startsWith("/v1/messages"));
