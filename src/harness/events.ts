@@ -1,16 +1,20 @@
 /**
  * Each harness's JSON event lines turned into lazy's task events: messages, tool calls, the
- * turn's result and usage, and the harness session to resume on the next turn. A line that is
+ * turn's result and usage, the harness session to resume on the next turn, and whether lazy's
+ * MCP server connected (Claude Code's init event lists its servers). A line that is
  * not JSON, or an event lazy does not model, is skipped (the raw output stays in the turn's
  * folder).
  */
 import type { Harness } from "./types";
+import { SERVER } from "./mcp";
 
 export type TaskEvent =
   | { kind: "message"; data: { text: string } }
   | { kind: "tool"; data: { name: string; input: string } }
   | { kind: "usage"; data: { input: number; output: number; cacheRead: number; cacheWrite: number } }
   | { kind: "session"; data: { id: string } }
+  /** lazy's MCP server as the harness reports it at start: anything but "connected" is a turn running blind. */
+  | { kind: "mcp"; data: { status: string } }
   | { kind: "result"; data: { ok: boolean; text: string } };
 
 const brief = (v: unknown, max = 300) => {
@@ -44,6 +48,14 @@ function claudeLike(e: J): TaskEvent[] {
     if (e.session_id) out.push({ kind: "session", data: { id: String(e.session_id) } });
     out.push({ kind: "result", data: { ok: e.subtype === "success" && !e.is_error, text: brief(e.result ?? e.subtype, 4000) } });
   }
+  return out;
+}
+
+/** Claude Code's init event lists its MCP servers with their status (WIRE.md §10.1); cursor-agent's is not known. */
+function claude(e: J): TaskEvent[] {
+  const out = claudeLike(e);
+  if (e.type === "system" && e.subtype === "init" && Array.isArray(e.mcp_servers))
+    for (const s of e.mcp_servers) if (s?.name === SERVER) out.push({ kind: "mcp", data: { status: String(s.status ?? "unknown") } });
   return out;
 }
 
@@ -100,7 +112,7 @@ function pi(e: J): TaskEvent[] {
   return out;
 }
 
-const parsers: Record<Harness["name"], (e: J) => TaskEvent[]> = { claude: claudeLike, cursor: claudeLike, codex, pi };
+const parsers: Record<Harness["name"], (e: J) => TaskEvent[]> = { claude, cursor: claudeLike, codex, pi };
 
 export function parse(harness: Harness["name"], line: string): TaskEvent[] {
   const t = line.trim();

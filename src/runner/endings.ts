@@ -1,3 +1,10 @@
+/**
+ * Ending a task's session: accept (merge the task's branch with a summary from one of lazy's own
+ * calls; a failed call still merges, and says why there is none), reject (the branch deleted),
+ * close. Each ends the same way: the task's grants and, independently, its MCP token revoked,
+ * its held turn dropped, its container removed, and only then its worktree and private folders.
+ * One step failing never skips another; the daemon log names it.
+ */
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { Tasks, Runs, HeldTurns, canMove, type Task } from "../store";

@@ -1,11 +1,20 @@
+/**
+ * Reading a running turn: the supervisor's files in the task's turn folder (agent-written, so
+ * read through AgentDir, bounded, no link followed), polled every 200 ms. Each event line is
+ * recorded; exit.json ends the turn, which brings the agent's commits onto the task's branch
+ * and settles the task (done, failed, or waiting: stopped, over budget, or asking the human).
+ * A turn whose container or supervisor dies without an exit.json fails (checked every 2 s).
+ */
 import { join } from "node:path";
 import { Tasks, Runs, type Task, type Run, type Status } from "../store";
 import { resolveProfile, type Config } from "../config";
+import { Image } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
 import * as AgentDir from "../util/agent-dir";
 import type { TaskAccess } from "./task-access";
 import { FILES, type Exit } from "../supervisor";
+import { BIN } from "./container-spec";
 import { why as budgetWhy, type Budgets } from "./budgets";
 
 /** How much of a turn's events one poll reads, and the longest event line kept. */
@@ -132,7 +141,9 @@ export class TurnWatch {
         for (const line of got.data.subarray(0, end).toString("utf8").split("\n"))
           for (const e of Harness.parseEvent(harness, line)) {
             if (e.kind === "session") this.save(taskId, { session: e.data.id });
-            else this.d.event(task, e.kind, e.data);
+            else if (e.kind === "mcp") {
+              if (e.data.status !== "connected") this.blind(task, run, harness, e.data.status);
+            } else this.d.event(task, e.kind, e.data);
           }
         offset += end + 1;
         this.save(taskId, { offset });
@@ -152,18 +163,21 @@ export class TurnWatch {
         .slice(turnStart + 1)
         .filter((e) => e.kind === "result")
         .at(-1);
-      const ok = exit.code === 0 && (last ? last.data.ok !== false : true);
+      // A turn stopped because lazy's MCP server did not connect failed, whatever its exit says.
+      const blind = all.slice(turnStart + 1).find((e) => e.kind === "refused" && e.data.mcp === true);
+      const ok = !blind && exit.code === 0 && (last ? last.data.ok !== false : true);
+      const error = blind ? String(blind.data.reason) : typeof exit.error === "string" ? exit.error.slice(0, 2000) : undefined;
       this.settle(
         task,
         ok,
         {
           code: typeof exit.code === "number" ? exit.code : null,
-          signal: typeof exit.signal === "string" ? exit.signal : null,
+          signal: blind ? null : typeof exit.signal === "string" ? exit.signal : null,
           at: String(exit.at),
-          ...(typeof exit.error === "string" ? { error: exit.error.slice(0, 2000) } : {}),
+          ...(error ? { error } : {}),
         },
         last ? String(last.data.text ?? "") : "",
-        run.stopped_turn === run.turn,
+        !blind && run.stopped_turn === run.turn,
       );
       return true;
     } catch (e) {
@@ -171,6 +185,23 @@ export class TurnWatch {
       this.settle(task, false, { code: null, signal: null, at: new Date().toISOString(), error: e.message }, "", false);
       return true;
     }
+  }
+
+  /**
+   * The harness says lazy's MCP server did not connect: the agent would work without lazy's tools
+   * (no report_progress, no ask_human), so the turn is stopped and fails, saying why.
+   */
+  private blind(task: Task, run: Run, harness: string, status: string): void {
+    const reason = `lazy's MCP server did not connect in ${harness} (status: ${status}), so the turn was stopped rather than run without lazy's tools. lazy doctor says whether the proxy's listener is up; then run the turn again (lazy send ${this.d.ref(task)} "…").`;
+    this.d.event(task, "refused", { reason, mcp: true });
+    this.d.log.warn(`task ${this.d.ref(task)}: ${reason}`);
+    const container = run.container_id;
+    if (!container) return;
+    const uid = Image.agentUid();
+    void this.d
+      .docker()
+      .then((docker) => docker.exec(container, [BIN, "supervise", "--stop", `/lazy/turns/${run.turn}`], `${uid}:${uid}`))
+      .catch((e: unknown) => this.d.log.warn(`stopping task ${this.d.ref(task)}'s blind turn: ${(e as Error).message}`));
   }
 
   private settle(task: Task, ok: boolean, exit: Exit, text: string, stoppedByUser: boolean): void {

@@ -151,6 +151,49 @@ describe("MCP tools in task containers", () => {
     expect(existsSync(join(p.stateDir, "mcp-tokens.json"))).toBe(true);
   }, 300_000);
 
+  test("Claude Code whose MCP server did not connect: the turn is stopped and fails, saying why, instead of running blind", async () => {
+    // The container's own setup wraps claude so it presents a token that is not lazy's: the MCP
+    // route answers 401, and Claude Code's init event says "failed".
+    const real = "/usr/local/lib/node_modules/@anthropic-ai/claude-code/bin/claude.exe";
+    const script = `#!/bin/sh\nLAZY_MCP_TOKEN=not-lazys exec ${real} "$@"\n`;
+    const wrap = `echo ${Buffer.from(script).toString("base64")} | base64 -d > /tmp/claude && chmod 755 /tmp/claude && sudo mv -f /tmp/claude /usr/local/bin/claude`;
+    const q = new Project({
+      toml: `[container]\nbase = "${TEST_IMAGES.node}"\nsetup = "${wrap}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n`,
+    });
+    Bun.spawnSync(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "--allow-empty", "-m", "init"], {
+      cwd: q.root,
+    });
+    await q.setCredential("anthropic", KEY);
+    anthropic.reset();
+    // The model thinks long: the turn cannot end by itself before lazy stops it.
+    anthropic.reply = { text: "Done without tools." };
+    anthropic.behavior = { kind: "silent-then-stream", firstByteDelayMs: 20_000, gapMs: 0 };
+    try {
+      await q.ok(["task", "add", "Work without tools", "--code", "blind"]);
+      await q.ok(["start", "blind"]);
+      const started = Date.now();
+      const s = await until(
+        async () => {
+          const x = await q.json(["task", "show", "blind"]);
+          return x.task.status !== "running" && x.task.status !== "queued" ? x : undefined;
+        },
+        300_000,
+        "the blind turn",
+      );
+      expect(s.task.status).toBe("failed");
+      expect(Date.now() - started).toBeLessThan(20_000); // stopped, not answered
+      const why =
+        "lazy's MCP server did not connect in claude (status: failed), so the turn was stopped rather than run without lazy's tools";
+      expect(s.events.find((e: any) => e.kind === "refused")?.data.reason).toContain(why);
+      expect((await q.ok(["logs", "blind"])).stdout).toContain(why);
+      // The MCP route saw the wrong token and refused it (audited).
+      const mcpRows = (await q.json(["stats", "audit"])).rows.filter((x: any) => x.path === "/mcp");
+      expect(mcpRows.some((x: any) => x.status === 401 && x.note === "unknown or revoked MCP token")).toBe(true);
+    } finally {
+      anthropic.behavior = { kind: "ok" };
+    }
+  }, 600_000);
+
   test("a failure injected into one revocation does not skip the other, and the daemon log names it", async () => {
     const { mkdirSync, rmSync, renameSync } = await import("node:fs");
     for (const [code, broken] of [
