@@ -28,12 +28,15 @@ import { Notifier } from "../notify";
 import type { Status } from "./status";
 import { ConfigWatch } from "./config-watch";
 import * as State from "./state";
+import * as BuilderSessions from "./builder-sessions";
 
 export class Daemon {
   readonly version = VERSION;
   readonly startedAt = new Date();
   private apiServer: Server<undefined> | undefined;
   private stopping = false;
+  /** Ends builder sessions whose lazy build was killed (builder-sessions.ts). */
+  sweeper: Timer | undefined;
 
   private constructor(
     private readonly root: string,
@@ -153,6 +156,11 @@ export class Daemon {
       log.info(`daemon ${VERSION} ready for ${root} (pid ${process.pid}, api ${daemon.apiUrl})`);
       // Reconcile after ready: Docker's client loads slowly, and reads need not wait for it.
       setTimeout(() => runner.startHousekeeping(), 100);
+      // Builder sessions whose lazy build was killed end here (builder-sessions.ts).
+      const sweep = () => void BuilderSessions.sweep({ proxy, mcp, log: Log.create("build") });
+      setTimeout(sweep, 100);
+      daemon.sweeper = setInterval(sweep, BuilderSessions.SWEEP_MS);
+      daemon.sweeper.unref();
       return daemon;
     } catch (e) {
       const err = e instanceof LazyError ? e : new LazyError("daemon_failed", `The daemon failed to start: ${(e as Error).message}.`);
@@ -240,6 +248,7 @@ export class Daemon {
     this.log.info(`stopping: ${reason}`);
     this.configWatch.stop();
     this.runner.shutdown();
+    clearInterval(this.sweeper);
     // The warm call container holds an idle harness: gone with the daemon (bounded; housekeeping
     // removes what a daemon that could not wait left behind).
     await Promise.race([

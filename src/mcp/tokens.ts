@@ -22,6 +22,13 @@ export const Holder = z
     kind: z.enum(["task", "builder"]).describe("a task's agent, or a builder session"),
     taskId: z.string().nullable().describe("the task (kind task); null for a builder session"),
     session: z.string().nullable().describe("the builder session's name (kind builder)"),
+    pid: z
+      .number()
+      .int()
+      .positive()
+      .nullable()
+      .optional()
+      .describe("the lazy build process the session runs in (kind builder): once it is gone, the session has ended"),
     createdAt: z.string(),
   })
   .describe("One MCP token and the caller it stands for");
@@ -54,9 +61,24 @@ export class McpTokens {
     return this.#add({ kind: "task", taskId, session: null });
   }
 
-  forBuilder(session: string): Holder {
-    for (const h of this.#byToken.values()) if (h.kind === "builder" && h.session === session) return h;
-    return this.#add({ kind: "builder", taskId: null, session });
+  /** The builder session's token, minted on first use; `pid` is the process the session runs in now. */
+  forBuilder(session: string, pid: number | null = null): Holder {
+    for (const h of this.#byToken.values())
+      if (h.kind === "builder" && h.session === session) {
+        if ((h.pid ?? null) === pid) return h;
+        const moved = { ...h, pid };
+        this.#byToken.set(h.token, moved);
+        this.#save();
+        return moved;
+      }
+    return this.#add({ kind: "builder", taskId: null, session, pid });
+  }
+
+  /** The builder sessions, with the process each runs in (null: not known). */
+  builders(): { session: string; pid: number | null }[] {
+    return [...this.#byToken.values()]
+      .filter((h) => h.kind === "builder" && h.session)
+      .map((h) => ({ session: h.session!, pid: h.pid ?? null }));
   }
 
   revokeTask(taskId: string): number {

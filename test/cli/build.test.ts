@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll } from "../helpers/lazy";
+import { BIN, Project, cleanupAll, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-BUILDER-" + "u".repeat(74) + "AA";
@@ -78,4 +78,57 @@ describe("lazy build", () => {
     });
     expect(tools.status).toBe(401);
   }, 60_000);
+
+  test("a lazy build killed outright (SIGKILL) still ends its session: its grant and MCP token are revoked", async () => {
+    const { mkdtempSync, writeFileSync, chmodSync, existsSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const p = new Project({ toml: `[proxy.upstreams]\nanthropic = "${anthropic.url}"\n` });
+    await p.setCredential("anthropic", KEY);
+    // A stand-in harness that keeps what it was given and stays, as a person's session would.
+    const bin = mkdtempSync(join(tmpdir(), "lazy-fake-claude-"));
+    const kept = join(bin, "kept.json");
+    writeFileSync(
+      join(bin, "claude"),
+      `#!/bin/sh\nprintf '{"key":"%s","mcp":"%s"}' "$ANTHROPIC_API_KEY" "$LAZY_MCP_TOKEN" > ${kept}\nexec sleep 60\n`,
+    );
+    chmodSync(join(bin, "claude"), 0o755);
+    await p.ok(["daemon", "start"]);
+    const build = Bun.spawn([BIN, "build", "--name", "killed"], {
+      cwd: p.root,
+      env: p.fullEnv({ PATH: `${bin}:${process.env.PATH}` }),
+      stdout: "ignore",
+      stderr: "ignore",
+    });
+    await until(() => existsSync(kept) || undefined, 30_000, "the builder session's harness");
+    const { key, mcp } = JSON.parse(readFileSync(kept, "utf8"));
+    const status = async () => {
+      const proxy = p.runtimeProxyUrl();
+      const model = await fetch(`${proxy}/v1/messages`, {
+        method: "POST",
+        headers: { "x-api-key": key, "content-type": "application/json" },
+        body: "{}",
+      });
+      const tools = await fetch(`${proxy}/mcp`, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${mcp}` },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
+      });
+      return { model: model.status, tools: tools.status };
+    };
+    // While the session runs, its MCP token works.
+    expect((await status()).tools).toBe(200);
+    build.kill("SIGKILL");
+    Bun.spawnSync(["pkill", "-f", `${bin}/claude`]);
+    await build.exited;
+    const after = await until(
+      async () => {
+        const s = await status();
+        return s.model === 401 && s.tools === 401 ? s : undefined;
+      },
+      45_000,
+      "the killed session's grant and token to be revoked",
+    );
+    expect(after).toEqual({ model: 401, tools: 401 });
+    expect(p.log()).toContain("builder session killed ended without saying so (its lazy build, pid");
+  }, 120_000);
 });

@@ -2,7 +2,8 @@
  * Builder sessions (`lazy build`): an interactive host session of the builder role, whose agent
  * plans work with lazy's builder tools. Its grant and its MCP token are keyed by the session's
  * name and revoked together when the session ends — each on its own, so a failure in one never
- * skips the other. Builder grants are capped, oldest first (proxy/grants.ts).
+ * skips the other (builder-sessions.ts, which also ends a session whose `lazy build` was
+ * killed). Builder grants are capped, oldest first (proxy/grants.ts).
  */
 import { Elysia } from "elysia";
 import { z } from "zod";
@@ -15,11 +16,12 @@ import { MCP_PATH, type ModelProxy } from "../../proxy";
 import type { McpTokens } from "../../mcp";
 import { urlHost } from "../../util/url";
 import { parseBody } from "./input";
+import * as BuilderSessions from "../builder-sessions";
 
-export interface BuildDeps {
+export interface BuildDeps extends BuilderSessions.BuilderSessionDeps {
   config: () => Config;
   proxy: Pick<ModelProxy, "state" | "address" | "mintFor" | "revokeBuilder">;
-  mcp: Pick<McpTokens, "forBuilder" | "revokeBuilder">;
+  mcp: Pick<McpTokens, "forBuilder" | "revokeBuilder" | "builders">;
   log: Logger;
 }
 
@@ -28,7 +30,10 @@ const NAME = /^[a-z0-9][a-z0-9._-]{0,47}$/;
 export function buildRoutes(d: BuildDeps) {
   return new Elysia()
     .post("/api/build/session", async ({ body }) => {
-      const input = parseBody(z.strictObject({ name: z.string().optional(), profile: z.string().optional() }), body);
+      const input = parseBody(
+        z.strictObject({ name: z.string().optional(), profile: z.string().optional(), pid: z.number().int().positive().optional() }),
+        body,
+      );
       const session = input.name ?? `build-${randomBytes(3).toString("hex")}`;
       if (!NAME.test(session))
         throw new LazyError(
@@ -51,30 +56,12 @@ export function buildRoutes(d: BuildDeps) {
         placeholder: launch.placeholder,
         proxyUrl,
         profile: launch.profile,
-        mcp: { url: `${proxyUrl}${MCP_PATH}`, token: d.mcp.forBuilder(session).token },
+        mcp: { url: `${proxyUrl}${MCP_PATH}`, token: d.mcp.forBuilder(session, input.pid ?? null).token },
       };
     })
     .post("/api/build/end", async ({ body }) => {
       const { session } = parseBody(z.strictObject({ session: z.string().min(1) }), body);
-      const failed: string[] = [];
-      let grants = 0;
-      let tokens = 0;
-      try {
-        grants = await d.proxy.revokeBuilder(session);
-      } catch (e) {
-        failed.push(`its grants: ${(e as Error).message}`);
-      }
-      try {
-        tokens = d.mcp.revokeBuilder(session);
-      } catch (e) {
-        failed.push(`its MCP token: ${(e as Error).message}`);
-      }
-      for (const f of failed) d.log.error(`builder session ${session}: could not revoke ${f}`);
-      if (failed.length)
-        throw new LazyError(
-          "internal",
-          `Builder session ${session} did not end cleanly: could not revoke ${failed.join("; ")}; see lazy daemon logs.`,
-        );
+      const { grants, tokens } = await BuilderSessions.end(d, session);
       return { session, grants, tokens };
     });
 }
