@@ -344,6 +344,12 @@ export function diffStat(root: string, branch: string): string {
   return git(root, ["diff", "--stat", `HEAD...refs/heads/${branch}`], { allowFail: true }).out.trim();
 }
 
+/** The files the branch changes against the project's current branch (from where they forked). */
+export function changedFiles(root: string, branch: string): string[] {
+  const r = git(root, ["diff", "--name-only", "--no-renames", `HEAD...refs/heads/${branch}`], { allowFail: true });
+  return r.out.split("\n").filter(Boolean);
+}
+
 /** Merge the task's branch into the project's current branch (never a fast-forward that hides it). */
 export function merge(root: string, branch: string, message: string): void {
   const r = git(root, ["merge", "--no-ff", "-m", message, `refs/heads/${branch}`], { allowFail: true });

@@ -8,6 +8,7 @@
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { Tasks, Runs, HeldTurns, canMove, type Task } from "../store";
+import { FILE as CONFIG_FILE } from "../config";
 import * as Git from "../git";
 import type { ModelProxy } from "../proxy";
 import type { McpTokens } from "../mcp";
@@ -31,7 +32,10 @@ export class Endings {
    * own model calls; when it fails, the merge still happens and says why there is none), record
    * its commits, end the session.
    */
-  async accept(ref: string): Promise<{ task: Task; commits: string[]; summary: string | null; summaryError: string | null }> {
+  async accept(
+    ref: string,
+    opts: { withConfig?: boolean } = {},
+  ): Promise<{ task: Task; commits: string[]; summary: string | null; summaryError: string | null }> {
     let task = Tasks.resolve(this.d.db, ref);
     if (!canMove(task.status, "accepted"))
       throw new LazyError(
@@ -39,6 +43,14 @@ export class Endings {
         `Task ${this.d.ref(task)} is ${task.status}; only a task whose turn is done (or waiting) can be accepted.`,
       );
     const branch = `${Git.BRANCH_PREFIX}${this.d.ref(task)}`;
+    // lazy.toml decides where lazy sends the real credentials and what containers may reach, and
+    // the daemon applies it as soon as it changes: an agent's change to it is merged only when
+    // the person says so, having looked.
+    if (!opts.withConfig && Git.changedFiles(this.d.root, branch).includes(CONFIG_FILE))
+      throw new LazyError(
+        "conflict",
+        `Task ${this.d.ref(task)}'s branch changes ${CONFIG_FILE}, which decides where lazy sends your credentials and what task containers may reach, and applies as soon as it is merged. Look at it: git diff HEAD...${branch} -- ${CONFIG_FILE}; then lazy accept ${this.d.ref(task)} --with-config to merge it anyway, or lazy send ${this.d.ref(task)} "leave ${CONFIG_FILE} as it was".`,
+      );
     let commits: string[] = [];
     let summary: string | null = null;
     let summaryError: string | null = null;

@@ -505,8 +505,8 @@ export class Runner {
   }
 
   /** Merge the task's branch with a summary of the work, end the session (endings.ts). */
-  accept(ref: string): ReturnType<Endings["accept"]> {
-    return this.endings.accept(ref);
+  accept(ref: string, opts: { withConfig?: boolean } = {}): ReturnType<Endings["accept"]> {
+    return this.endings.accept(ref, opts);
   }
 
   reject(ref: string): Promise<Task> {

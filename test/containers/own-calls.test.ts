@@ -4,6 +4,8 @@
  * real key; when the call fails, accept still merges and says why there is no summary.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { Project, cleanupAll, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
@@ -33,13 +35,13 @@ afterAll(async () => {
 const callContainers = () =>
   sh("/", `docker ps -aq --filter label=dev.lazy.root=${p.root} --filter name=-call-`).out.split("\n").filter(Boolean);
 
-async function committed(code: string, file: string): Promise<void> {
+async function committed(code: string, file: string, change = `echo hi > ${file}`): Promise<void> {
   anthropic.reset();
   anthropic.reply = {
     text: "Committed.",
     toolUse: {
       name: "Bash",
-      input: { command: `echo hi > ${file} && git add ${file} && git commit -qm 'add ${file}'`, description: "commit" },
+      input: { command: `${change} && git add ${file} && git commit -qm 'add ${file}'`, description: "commit" },
     },
   };
   await p.ok(["task", "add", `Add ${file}`, "--code", code]);
@@ -73,7 +75,7 @@ describe("lazy's own model calls", () => {
     expect(prompt).toContain("add a.txt");
     const rows = (await p.json(["stats", "audit", "--task", "summed"])).rows;
     expect(rows.at(-1)).toMatchObject({ taskRef: "summed", role: "agent", status: 200 });
-    expect(sh("/", `docker ps -aq --filter name=call-`).out.trim()).toBe("");
+    expect(callContainers()).toEqual([]); // a call about a task leaves no container, warm or not
   }, 600_000);
 
   test("with the provider failing, accept still merges and says why there is no summary", async () => {
@@ -91,6 +93,24 @@ describe("lazy's own model calls", () => {
     expect(r.stderr).toContain("The merge has no summary: lazy's own model call (the accept summary, profile claude) failed");
     expect(sh(p.root, "git log --format=%s main").out).toContain("add b.txt");
     expect((await p.json(["task", "show", "unsummed"])).task.status).toBe("accepted");
+  }, 600_000);
+
+  test("a branch that changes lazy.toml is not merged until the person says so (--with-config)", async () => {
+    sh(p.root, "git add lazy.toml && git -c user.name=Dev -c user.email=dev@example.com commit -qm 'track lazy.toml'");
+    await committed("configured", "lazy.toml", "echo '# the agent was here' >> lazy.toml");
+    const before = sh(p.root, "git rev-parse main").out.trim();
+    const refused = await p.run(["accept", "configured"]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain("Task configured's branch changes lazy.toml, which decides where lazy sends your credentials");
+    expect(refused.stderr).toContain("git diff HEAD...lazy/configured -- lazy.toml");
+    expect(refused.stderr).toContain("lazy accept configured --with-config");
+    expect(sh(p.root, "git rev-parse main").out.trim()).toBe(before);
+    expect((await p.json(["task", "show", "configured"])).task.status).toBe("done");
+    anthropic.reset();
+    anthropic.reply = { text: "Notes the agent in lazy.toml." };
+    const acc = await p.json(["accept", "configured", "--with-config"]);
+    expect(acc.task.status).toBe("accepted");
+    expect(readFileSync(join(p.root, "lazy.toml"), "utf8")).toContain("# the agent was here");
   }, 600_000);
 
   test("lazy ask with no task is attributed to the project, with where git stands; its container never holds the real key", async () => {

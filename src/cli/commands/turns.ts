@@ -56,13 +56,17 @@ export const send = command({
 
 export const accept = command({
   meta: { name: "accept", description: "Merge the task's branch into the project's branch and end its session" },
-  args: { ...taskArg, ...json },
+  args: {
+    ...taskArg,
+    "with-config": { type: "boolean", description: "Merge even though the branch changes lazy.toml (look at that change first)" },
+    ...json,
+  },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
     const r = await c.request<{ task: Task; commits: string[]; summary: string | null; summaryError: string | null }>(
       "POST",
       `/api/tasks/${enc(args.task)}/accept`,
-      undefined,
+      args["with-config"] ? { withConfig: true } : undefined,
       15 * 60_000,
     );
     if (args.json) return printJson(r);

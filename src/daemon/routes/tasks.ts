@@ -48,7 +48,9 @@ export function taskRoutes(d: TaskDeps) {
       return d.runner.start(taskRef(params), message);
     })
     .post("/api/tasks/:ref/stop", ({ params }) => d.runner.stop(taskRef(params)))
-    .post("/api/tasks/:ref/accept", ({ params }) => d.runner.accept(taskRef(params)))
+    .post("/api/tasks/:ref/accept", ({ params, body }) =>
+      d.runner.accept(taskRef(params), parseBody(z.strictObject({ withConfig: z.boolean().optional() }), body)),
+    )
     .post("/api/tasks/:ref/reject", ({ params }) => d.runner.reject(taskRef(params)))
     .post("/api/tasks/:ref/close", ({ params }) => d.runner.close(taskRef(params)))
     .post("/api/tasks/:ref/budget", ({ params, body }) => {
