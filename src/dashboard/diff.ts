@@ -1,6 +1,7 @@
 /**
  * A task's diff for the dashboard: its branch (lazy/<ref>) against where it forked from the
- * project's current branch — what Accept would merge. Host-side git in the project root only,
+ * project's current branch — what Accept would merge; once accepted, what its merge commit
+ * brought in (the merge against its first parent). Host-side git in the project root only,
  * through git/index.ts's hardened runner (never in the agent-written worktree), with external
  * diff drivers and textconv off (a .gitattributes the agent committed must run nothing), and
  * bounded: files changed first, then hunks until the output limit, the rest marked cut.
@@ -29,7 +30,7 @@ export const MAX_PATCH_BYTES = 2_000_000;
 const MAX_FILES = 2_000;
 const FLAGS = ["--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-relative"];
 
-export function taskDiff(root: string, ref: string): Diff {
+export function taskDiff(root: string, ref: string, merged?: string): Diff {
   const branch = `${Git.BRANCH_PREFIX}${ref}`;
   const empty = (note: string, base: string | null = null, tip: string | null = null): Diff => ({
     branch,
@@ -39,6 +40,12 @@ export function taskDiff(root: string, ref: string): Diff {
     cut: false,
     note,
   });
+  if (merged) {
+    const m = Git.git(root, ["rev-parse", `${merged}^{commit}`, `${merged}^1^{commit}`], { allowFail: true });
+    const [tip, base] = m.out.trim().split("\n");
+    if (m.code !== 0 || !tip || !base) return empty(`The merge commit ${merged.slice(0, 12)} is no longer in the project's history.`);
+    return patchOf(root, branch, base, tip, `Merged as ${tip.slice(0, 12)}: what the merge brought in.`);
+  }
   const tipR = Git.git(root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}^{commit}`], { allowFail: true });
   if (tipR.code !== 0) return empty(`No branch ${branch}: the task has not started, or it was rejected.`);
   const tip = tipR.out.trim();
@@ -46,7 +53,11 @@ export function taskDiff(root: string, ref: string): Diff {
   if (baseR.code !== 0) return empty(`${branch} shares no history with the project's HEAD.`, null, tip);
   const base = baseR.out.trim();
   if (base === tip) return empty(`${branch} has no commits the project's HEAD lacks (nothing to merge, or already merged).`, base, tip);
+  return patchOf(root, branch, base, tip, null);
+}
 
+/** The files and hunks between two commits, bounded. */
+function patchOf(root: string, branch: string, base: string, tip: string, note: string | null): Diff {
   const stat = Git.git(root, ["diff", ...FLAGS, "--numstat", "-z", base, tip], { maxBytes: 4_000_000 });
   const files: DiffFile[] = [];
   for (const rec of stat.out.split("\0")) {
@@ -70,5 +81,5 @@ export function taskDiff(root: string, ref: string): Diff {
       } else if (hunk && (l[0] === " " || l[0] === "+" || l[0] === "-" || l[0] === "\\")) hunk.lines.push(l);
     }
   });
-  return { branch, base, tip, files, cut: !!patch.cut || files.length >= MAX_FILES, note: null };
+  return { branch, base, tip, files, cut: !!patch.cut || files.length >= MAX_FILES, note };
 }

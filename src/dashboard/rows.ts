@@ -4,7 +4,7 @@
  * store and counters the CLI reads, so the page never shows a state the CLI would not.
  */
 import type { Database } from "bun:sqlite";
-import { Tasks, type Task, type TaskEvent } from "../store";
+import { Tasks, actions, type Action, type Task, type TaskEvent } from "../store";
 import { spentByTask, type Spent } from "../usage";
 import type { Config } from "../config";
 
@@ -15,6 +15,8 @@ export interface TaskRow extends Task {
   usd: number | null;
   /** The agent's newest message (its first 240 characters), if any. */
   lastMessage: string | null;
+  /** What a person can do to it now (its status's moves): the page offers only these. */
+  actions: Action[];
 }
 
 /** Why a task is in its status, from its newest status event (the runner records the reason there). */
@@ -59,6 +61,7 @@ export function rows(db: Database, config: Config, tasks: readonly Task[]): Task
       tokens: s.tokens,
       usd: s.usd,
       lastMessage: typeof m === "string" ? m.slice(0, 240) : null,
+      actions: actions(t.status),
     };
   });
 }

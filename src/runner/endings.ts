@@ -54,6 +54,7 @@ export class Endings {
     let commits: string[] = [];
     let summary: string | null = null;
     let summaryError: string | null = null;
+    let merge: string | null = null;
     if (Git.git(this.d.root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`], { allowFail: true }).code === 0) {
       commits = Git.commitsToMerge(this.d.root, branch);
       if (commits.length) {
@@ -70,11 +71,13 @@ export class Endings {
           branch,
           `lazy: accept ${this.d.ref(task)}: ${task.title}\n\n${summary ? `${summary}\n\n` : ""}${commits.map((c) => `- ${c}`).join("\n")}\n`,
         );
+        merge = Git.head(this.d.root).commit; // what was merged stays viewable (the dashboard's diff)
       }
     }
     this.d.event(task, "summary", {
       commits,
       branch,
+      ...(merge ? { merge } : {}),
       ...(summary ? { text: summary } : {}),
       ...(summaryError ? { error: summaryError } : {}),
     });

@@ -28,3 +28,23 @@ export const allowedFrom = (from: Status): readonly Status[] => moves[from];
 /** The session has ended: grants and tokens are revoked, nothing runs again. */
 export const isFinal = (s: Status) => moves[s].length === 0;
 export const isStatus = (s: string): s is Status => (STATUSES as readonly string[]).includes(s);
+
+/** What a person can ask of a task: the dashboard's buttons and forms. */
+export type Action = "start" | "send" | "stop" | "accept" | "reject" | "close" | "budget";
+
+/**
+ * The actions the rules above allow from a status, so the dashboard offers only those (the
+ * daemon still refuses any other, in the CLI's words). Start runs a turn from the task's prompt;
+ * send runs one with a message, so it needs a turn before it; stop needs one running.
+ */
+export function actions(s: Status): Action[] {
+  const out: Action[] = [];
+  if (canMove(s, "running")) out.push("start");
+  if (canMove(s, "running") && s !== "queued") out.push("send");
+  if (s === "running") out.push("stop");
+  if (canMove(s, "accepted")) out.push("accept");
+  if (canMove(s, "rejected")) out.push("reject");
+  if (canMove(s, "closed")) out.push("close");
+  if (!isFinal(s)) out.push("budget");
+  return out;
+}

@@ -57,6 +57,16 @@ describe("a task run from its page", () => {
     await pg.goto(`${origin}/tasks/greet`);
     await pg.waitForFunction(() => document.getElementById("status")?.textContent === "queued", undefined, { timeout: 10_000 });
     expect(await pg.locator("#why").textContent()).toContain("Not started yet");
+    // Only what a queued task allows is offered.
+    const enabled = () =>
+      pg.evaluate(() =>
+        [...document.querySelectorAll<HTMLButtonElement>(".actions button")].filter((b) => !b.disabled).map((b) => b.textContent),
+      );
+    await pg.waitForFunction(() => document.querySelector<HTMLButtonElement>('[data-verb="accept"]')?.disabled === true, undefined, {
+      timeout: 5000,
+    });
+    expect(await enabled()).toEqual(["Start", "Reject", "Close"]);
+    expect(await pg.locator("#send button").isDisabled()).toBe(true);
 
     // Start with the page's button (keyboard: focus it and press Enter).
     await pg.getByRole("button", { name: "Start" }).focus();
@@ -66,6 +76,10 @@ describe("a task run from its page", () => {
     await pg.waitForSelector("#events li >> text=I committed greeting.txt.", { timeout: 120_000 });
     await pg.waitForFunction(() => document.getElementById("status")?.textContent === "done", undefined, { timeout: 120_000 });
     expect(await pg.locator("#why").textContent()).toContain("review the diff");
+    // The turn is over: Start's notice is gone, and a done task offers its own actions.
+    await pg.waitForFunction(() => document.getElementById("notice")?.textContent === "", undefined, { timeout: 5000 });
+    expect(await enabled()).toEqual(["Start", "Accept", "Reject", "Close"]);
+    expect(await pg.locator("#send button").isDisabled()).toBe(false);
 
     // The diff: the file first, then its hunk.
     await pg.waitForSelector(".files >> text=greeting.txt", { timeout: 10_000 });
@@ -82,11 +96,21 @@ describe("a task run from its page", () => {
     expect(sh(p.root, "git log --format=%s main").out).toContain("add greeting");
     await pg.waitForFunction(() => document.getElementById("status")?.textContent === "accepted", undefined, { timeout: 5000 });
 
-    // A verb the rules refuse answers with the CLI's words.
-    await pg.getByRole("button", { name: "Stop" }).click();
-    await pg.waitForFunction(() => document.getElementById("notice")?.textContent === "Task greet is accepted, not running.", undefined, {
+    // An accepted task offers nothing more; its diff is what the merge brought in.
+    await pg.waitForFunction(() => document.querySelector<HTMLButtonElement>('[data-verb="stop"]')?.disabled === true, undefined, {
       timeout: 5000,
     });
+    expect(await enabled()).toEqual([]);
+    await pg.waitForSelector("#diff >> text=Merged as", { timeout: 10_000 });
+    expect(await pg.locator(".files").textContent()).toContain("greeting.txt");
+    expect(await pg.locator(".hunk .a").first().textContent()).toBe("+hello from the agent");
+    // A verb the rules refuse, asked anyway, answers with the CLI's words.
+    const refused = await pg.evaluate(async () => {
+      const r = await fetch("/api/tasks/greet/stop", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+      return { status: r.status, body: await r.text() };
+    });
+    expect(refused.status).toBe(409);
+    expect(refused.body).toContain("Task greet is accepted, not running.");
     expect(page.problems.filter((x) => !x.includes("409"))).toEqual([]);
     await ctx.close();
   }, 900_000);

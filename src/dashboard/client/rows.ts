@@ -13,6 +13,8 @@ export interface Row {
   tokens: number;
   usd: number | null;
   lastMessage: string | null;
+  /** What a person can do to it now (store/status.ts `actions`). */
+  actions: string[];
 }
 
 export const refOf = (t: { id: string; code: string | null }) => t.code ?? t.id;

@@ -54,7 +54,7 @@ function diffView(d: Diff): Node[] {
     h(
       "p",
       { class: "muted" },
-      `${d.branch}: ${d.files.length} file(s) changed since ${d.base?.slice(0, 10)}${d.cut ? " (the diff is too large to show whole: later files show their counts only)" : ""}`,
+      `${d.note ? `${d.note} ` : ""}${d.branch}: ${d.files.length} file(s) changed since ${d.base?.slice(0, 10)}${d.cut ? " (the diff is too large to show whole: later files show their counts only)" : ""}`,
     ),
     h(
       "ul",
@@ -141,6 +141,9 @@ export async function task(): Promise<void> {
   const seen = new Map<number, Ev>();
   let id: string | null = null;
   let status: string | null = null;
+  const notice = $("notice");
+  /** The status the last action's answer reported: its notice stays while the task is there. */
+  let noticeFor: string | null = null;
 
   const head = (t: Row, limit?: { tokens: number | null; usd: number | null }) => {
     document.title = `lazy · ${refOf(t)}`;
@@ -157,8 +160,32 @@ export async function task(): Promise<void> {
         limit.tokens === null && limit.usd === null
           ? "none"
           : [limit.tokens !== null && `${num(limit.tokens)} tokens`, limit.usd !== null && usd(limit.usd)].filter(Boolean).join(", ");
-    if (status !== null && status !== t.status) void loadDiff();
+    if (status !== null && status !== t.status) {
+      void loadDiff();
+      // What an action said is over once the task has moved past the status it reported (an
+      // error stays until the next try).
+      if (notice.className !== "error" && noticeFor !== null && t.status !== noticeFor) {
+        notice.textContent = "";
+        noticeFor = null;
+      }
+    }
     status = t.status;
+    allowed = new Set(t.actions);
+    if (!busy) enable();
+  };
+  // Only what the task's status allows is offered; the daemon still refuses the rest.
+  let allowed = new Set<string>();
+  let busy = false;
+  const enable = () => {
+    for (const b of document.querySelectorAll<HTMLButtonElement>(".actions button")) b.disabled = !allowed.has(b.dataset.verb!);
+    for (const [form, verb] of [
+      ["send", "send"],
+      ["budget", "budget"],
+    ] as const)
+      for (const el of $(form).querySelectorAll<HTMLButtonElement | HTMLTextAreaElement | HTMLInputElement | HTMLSelectElement>(
+        "button, textarea, input, select",
+      ))
+        el.disabled = !allowed.has(verb);
   };
   const addEvents = (evs: Ev[]) => {
     const atEnd = list.scrollTop + list.clientHeight >= list.scrollHeight - 8;
@@ -221,9 +248,9 @@ export async function task(): Promise<void> {
   }, 300);
 
   // The actions: the CLI's routes; what they answer (or refuse) is shown as the CLI says it.
-  const notice = $("notice");
   const act = async (label: string, verb: string, body: unknown = {}) => {
     const buttons = [...document.querySelectorAll<HTMLButtonElement>(".actions button, #send button, #budget button")];
+    busy = true;
     for (const b of buttons) b.disabled = true;
     notice.className = "muted";
     notice.textContent =
@@ -232,6 +259,7 @@ export async function task(): Promise<void> {
       const r = await api<any>("POST", `${path}/${verb}`, body);
       const t = r?.task ?? r;
       notice.className = "";
+      noticeFor = typeof t?.status === "string" ? t.status : null;
       notice.textContent = `${label}: done${t?.status ? ` — the task is ${t.status}` : ""}${r?.commits ? ` (${r.commits.length} commit(s) merged)` : ""}.`;
       refreshRow();
       return true;
@@ -240,7 +268,8 @@ export async function task(): Promise<void> {
       notice.textContent = (e as Error).message;
       return false;
     } finally {
-      for (const b of buttons) b.disabled = false;
+      busy = false;
+      enable();
     }
   };
   for (const b of document.querySelectorAll<HTMLButtonElement>(".actions button"))
