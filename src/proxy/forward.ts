@@ -65,10 +65,9 @@ export function pinnedTo(g: Pick<Grant, "pinnedIp" | "callIps">): string[] | nul
 
 /** Where a pinned placeholder was presented from, when that is not one of its containers' addresses; undefined when it may be used. */
 export function offPin(grant: Grant, req: Request, server: Server<undefined>): string | undefined {
-  const allowed = pinnedTo(grant);
-  if (!allowed) return undefined;
+  if (!grant.pinnedIp && !grant.callIps) return undefined; // pinnedTo(grant) === null, without its array per request
   const from = (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, "");
-  return allowed.includes(from) ? undefined : from;
+  return from === grant.pinnedIp || grant.callIps?.includes(from) ? undefined : from;
 }
 
 /** Whose the containers a pinned placeholder belongs to are, for the refusal's message. */

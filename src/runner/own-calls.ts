@@ -91,6 +91,8 @@ export class OwnCalls {
   readonly active = new Set<string>();
   private spare: { vessel: Vessel; expires: Timer } | undefined;
   private filling: Promise<void> | undefined;
+  /** Removals under way (a stale or idle warm container): close() waits for them too. */
+  private removing = new Set<Promise<void>>();
   private closed = false;
 
   constructor(private d: OwnCallDeps) {}
@@ -138,8 +140,17 @@ export class OwnCalls {
     this.spare = undefined;
     if (spare) {
       clearTimeout(spare.expires);
-      await this.discard(await this.d.docker(), spare.vessel);
+      this.removeLater(await this.d.docker(), spare.vessel, "the warm call container");
     }
+    await Promise.all(this.removing);
+  }
+
+  /** Remove a call container in the background (close() waits for it), logging what failed. */
+  private removeLater(docker: Runtime, v: Vessel, what: string): void {
+    const p = this.discard(docker, v)
+      .catch((e: unknown) => this.d.log.warn(`removing ${what}: ${(e as Error).message}`))
+      .finally(() => this.removing.delete(p));
+    this.removing.add(p);
   }
 
   private async plan(task: Task | undefined): Promise<Plan> {
@@ -244,7 +255,7 @@ export class OwnCalls {
     this.d.log.info(
       `the warm container for lazy's own calls ${v.key === plan.key ? "had ended" : "no longer fits (the configuration changed)"}: making one for this call`,
     );
-    void this.discard(plan.docker, v).catch((e: unknown) => this.d.log.warn(`removing a stale call container: ${(e as Error).message}`));
+    this.removeLater(plan.docker, v, "a stale call container");
     return undefined;
   }
 
@@ -258,9 +269,7 @@ export class OwnCalls {
       const expires = setTimeout(() => {
         if (this.spare?.vessel !== v) return;
         this.spare = undefined;
-        void this.discard(plan.docker, v).catch((e: unknown) =>
-          this.d.log.warn(`removing an idle call container: ${(e as Error).message}`),
-        );
+        this.removeLater(plan.docker, v, "an idle call container");
       }, SPARE_IDLE_MS);
       expires.unref();
       this.spare = { vessel: v, expires };

@@ -293,7 +293,9 @@ describe("a task in its container", () => {
     anthropic.behavior = { kind: "silent-then-stream", firstByteDelayMs: 4000, gapMs: 0 };
     await p.ok(["task", "add", "Be slow", "--code", "slow-one"]);
     await p.ok(["start", "slow-one"]);
-    await anthropic.waitFor(1, 120_000);
+    // Its model request is in flight (Claude Code's HEAD / probe and MCP connection come first:
+    // killed before those, the turn would lose lazy's tools and fail, as it should).
+    await until(() => anthropic.received.some((x) => x.method === "POST") || undefined, 120_000, "the turn's model request");
     const pid = p.runtime()!.pid;
     process.kill(pid, "SIGKILL");
     await until(() => !isAlive(pid), 5000, "the daemon to die");
