@@ -60,15 +60,14 @@ export function presented(headers: Headers): string | undefined {
  */
 export function pinnedTo(g: Pick<Grant, "pinnedIp" | "callIps">): string[] | null {
   if (!g.pinnedIp && !g.callIps) return null;
-  return [...(g.pinnedIp ? [g.pinnedIp] : []), ...(g.callIps ?? [])];
+  return [...new Set([...(g.pinnedIp ? [g.pinnedIp] : []), ...(g.callIps ?? [])])];
 }
 
 /** Where a pinned placeholder was presented from, when that is not one of its containers' addresses; undefined when it may be used. */
 export function offPin(grant: Grant, req: Request, server: Server<undefined>): string | undefined {
-  const allowed = pinnedTo(grant);
-  if (!allowed) return undefined;
+  if (!grant.pinnedIp && !grant.callIps) return undefined;
   const from = (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, "");
-  return allowed.includes(from) ? undefined : from;
+  return from === grant.pinnedIp || grant.callIps?.includes(from) ? undefined : from;
 }
 
 /** Whose the containers a pinned placeholder belongs to are, for the refusal's message. */
