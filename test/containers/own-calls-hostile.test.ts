@@ -6,7 +6,7 @@
  * to a cold one, not fail; no call container outlives the daemon, nor its folder.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { Project, cleanupAll, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
@@ -154,6 +154,18 @@ describe("the warm call container, attacked", () => {
     const r = await p.run(["ask", "anyone home?"]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.trim()).toBe("Cold answer.");
+  }, 600_000);
+
+  test("lazy ask reads git's state without writing the checkout's index (no index.lock racing the user's git)", async () => {
+    sh(p.root, "echo a > tracked.txt && git add tracked.txt && git -c user.name=Dev -c user.email=dev@example.com commit -qm tracked");
+    await Bun.sleep(1100);
+    sh(p.root, "touch tracked.txt"); // same content, new mtime: a status would refresh the index
+    const before = statSync(join(p.root, ".git/index")).mtimeMs;
+    anthropic.reset();
+    anthropic.reply = { text: "Clean." };
+    const r = await p.run(["ask", "anything uncommitted?"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(statSync(join(p.root, ".git/index")).mtimeMs).toBe(before);
   }, 600_000);
 
   test("a daemon killed with its warm container up: the next daemon removes the container and its folder", async () => {
