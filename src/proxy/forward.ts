@@ -60,7 +60,7 @@ export function presented(headers: Headers): string | undefined {
  */
 export function pinnedTo(g: Pick<Grant, "pinnedIp" | "callIps">): string[] | null {
   if (!g.pinnedIp && !g.callIps) return null;
-  return [...(g.pinnedIp ? [g.pinnedIp] : []), ...(g.callIps ?? [])];
+  return [...new Set([...(g.pinnedIp ? [g.pinnedIp] : []), ...(g.callIps ?? [])])];
 }
 
 /** Where a pinned placeholder was presented from, when that is not one of its containers' addresses; undefined when it may be used. */

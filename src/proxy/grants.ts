@@ -184,17 +184,20 @@ export class Grants {
   pinCall(token: string, ip: string): boolean {
     const grant = this.#byToken.get(token);
     if (!grant) return false;
-    if (grant.callIps?.includes(ip)) return true;
+    // One entry per container, even for an address already there: Docker gives a dead
+    // container's address to the next one at once, and the dead one's unpinCall may come after
+    // the new one's pinCall; it must take away its own entry, not the newcomer's.
     this.#byToken.set(token, Object.freeze({ ...grant, callIps: [...(grant.callIps ?? []), ip] }));
     this.#save();
     return true;
   }
 
-  /** The call's container is gone: its address no longer redeems this placeholder (still pinned). */
+  /** The call's container is gone: its entry goes (another container's entry for the same address stays). */
   unpinCall(token: string, ip: string): boolean {
     const grant = this.#byToken.get(token);
-    if (!grant?.callIps?.includes(ip)) return false;
-    this.#byToken.set(token, Object.freeze({ ...grant, callIps: grant.callIps.filter((x) => x !== ip) }));
+    const at = grant?.callIps?.indexOf(ip) ?? -1;
+    if (!grant?.callIps || at < 0) return false;
+    this.#byToken.set(token, Object.freeze({ ...grant, callIps: grant.callIps.toSpliced(at, 1) }));
     this.#save();
     return true;
   }

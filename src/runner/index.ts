@@ -531,7 +531,11 @@ export class Runner {
     const all = await docker.list(this.d.slug);
     // lazy's own calls in flight are not a task's; one left by a daemon that died is an orphan.
     const containers = all.filter((c) => !this.calls.isCall(c.name));
-    for (const c of all) if (this.calls.isCall(c.name) && !this.calls.active.has(c.name)) await docker.remove(c.id);
+    const orphans = all.filter((c) => this.calls.isCall(c.name) && !this.calls.active.has(c.name));
+    for (const c of orphans) await docker.remove(c.id);
+    // Their folders too, once the containers are gone (not before: a live one could still write there).
+    const left = orphans.length ? await docker.list(this.d.slug) : all;
+    this.calls.sweep(new Set(left.map((c) => c.name)));
     const running = Tasks.list(this.d.db, { status: "running" });
     // Containers that outlived a daemon still talk to the proxy at the network's gateway, and
     // their network's firewall rules are put back if Docker or a firewall reload flushed them

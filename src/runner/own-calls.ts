@@ -18,7 +18,7 @@
  * they need in their prompt: the harness adds no project state of its own (a warm one's would be
  * stale).
  */
-import { mkdirSync, lchownSync, rmSync } from "node:fs";
+import { mkdirSync, lchownSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import type { Database } from "bun:sqlite";
@@ -78,8 +78,10 @@ interface Vessel {
   name: string;
   dir: string;
   container: string;
-  /** The container's address the grant was pinned to for the call. */
+  /** The container's address (where the engine lets lazy pin). */
   ip?: string;
+  /** Whether the grant accepts `ip` now: a call's container from its start, the warm one only once a call takes it. */
+  pinned?: boolean;
   placeholder: string;
   key: string;
   /** The harness already started, waiting for its prompt on stdin (supervise --stdin). */
@@ -113,13 +115,14 @@ export class OwnCalls {
     // The next call about no task finds one ready (made while this one runs).
     if (!opts.task) this.keepWarm(plan);
     try {
+      if (vessel) await this.pin(vessel);
       vessel ??= await this.vessel(plan, false);
       const turns = join(vessel.dir, "turns");
       let exec = vessel.exec;
       const stdin = exec ? Harness.stdinPrompt(profile.harness, prompt) : undefined;
       if (exec && stdin !== undefined) AgentDir.write(turns, STDIN_FILE, stdin, { uid: this.owner() });
       else exec = await this.start(plan, vessel, { prompt });
-      const exit = await this.waitFor(plan.docker, exec, turns);
+      const exit = await this.waitFor(plan.docker, exec, vessel);
       const text = this.answerOf(turns, profile.harness);
       if (exit.code !== 0 || !text)
         throw new LazyError(
@@ -129,6 +132,25 @@ export class OwnCalls {
       return { text, profile: profile.name };
     } finally {
       if (vessel) await this.discard(plan.docker, vessel);
+    }
+  }
+
+  /**
+   * Remove the folders of calls whose containers are gone and that are not this daemon's (a
+   * daemon killed mid-call, or with a warm container, left them). `existing`: the names of the
+   * project's containers still there, so no folder goes while a container can write it.
+   */
+  sweep(existing: ReadonlySet<string>): void {
+    const calls = join(this.d.stateDir, "calls");
+    let ids: string[];
+    try {
+      ids = readdirSync(calls);
+    } catch {
+      return; // no call yet
+    }
+    for (const id of ids) {
+      const name = `lazy-${this.d.slug}-call-${id}`;
+      if (!this.active.has(name) && !existing.has(name)) rmSync(join(calls, id), { recursive: true, force: true });
     }
   }
 
@@ -207,16 +229,23 @@ export class OwnCalls {
         cmd: [BIN, "supervise", "--idle"],
       });
       const info = await plan.docker.inspect(vessel.container);
-      if (plan.docker.pins && info?.ip) {
-        vessel.ip = info.ip;
-        await this.d.proxy.pinCall(plan.launch.placeholder, info.ip);
-      }
-      if (warm) vessel.exec = await this.start(plan, vessel, { promptOnStdin: true });
+      if (plan.docker.pins && info?.ip) vessel.ip = info.ip;
+      // A warm container's address redeems nothing while it waits: should it die, Docker gives
+      // that address to the next container on the network at once.
+      if (!warm) await this.pin(vessel);
+      else vessel.exec = await this.start(plan, vessel, { promptOnStdin: true });
       return vessel;
     } catch (e) {
       await this.discard(plan.docker, vessel);
       throw e;
     }
+  }
+
+  /** Accept the call's placeholder from its container's address, while the call runs. */
+  private async pin(v: Vessel): Promise<void> {
+    if (!v.ip || v.pinned) return;
+    v.pinned = true;
+    await this.d.proxy.pinCall(v.placeholder, v.ip);
   }
 
   /** Run the call's one turn in its container: the prompt on the command line, or later on stdin. */
@@ -251,7 +280,8 @@ export class OwnCalls {
     clearTimeout(spare.expires);
     const v = spare.vessel;
     const ended = v.exec ? AgentDir.lstat(join(v.dir, "turns"), `1/${FILES.exit}`) !== null : false;
-    if (v.key === plan.key && !ended && (await plan.docker.inspect(v.container))?.running) return v;
+    const waiting = v.exec ? (await plan.docker.execState(v.exec))?.running === true : true;
+    if (v.key === plan.key && !ended && waiting && (await plan.docker.inspect(v.container))?.running) return v;
     this.d.log.info(
       `the warm container for lazy's own calls ${v.key === plan.key ? "had ended" : "no longer fits (the configuration changed)"}: making one for this call`,
     );
@@ -283,15 +313,24 @@ export class OwnCalls {
   /** Remove a call's container, its pin and its folder. */
   private async discard(docker: Runtime, v: Vessel): Promise<void> {
     try {
-      if (v.container) await docker.remove(v.container);
-      if (v.ip) await this.d.proxy.unpinCall(v.placeholder, v.ip);
+      // The address stops redeeming before the container goes: once it is gone, Docker may give
+      // the address to another container.
+      if (v.pinned && v.ip) {
+        v.pinned = false;
+        await this.d.proxy.unpinCall(v.placeholder, v.ip);
+      }
     } finally {
-      this.active.delete(v.name);
-      rmSync(v.dir, { recursive: true, force: true });
+      try {
+        if (v.container) await docker.remove(v.container);
+      } finally {
+        this.active.delete(v.name);
+        rmSync(v.dir, { recursive: true, force: true });
+      }
     }
   }
 
-  private async waitFor(docker: Runtime, exec: string, turns: string): Promise<Exit> {
+  private async waitFor(docker: Runtime, exec: string, vessel: Vessel): Promise<Exit> {
+    const turns = join(vessel.dir, "turns");
     const deadline = Date.now() + DEADLINE_MS;
     // The supervisor makes the turn's folder: until it has, there is nothing to read.
     const exitText = () => {
@@ -317,11 +356,22 @@ export class OwnCalls {
         }
       }
       const st = await docker.execState(exec);
-      if (st && !st.running) {
+      // Ended, or unknown to the engine (its container removed, the engine restarted).
+      if (!st?.running) {
         // The supervisor ended: its exit.json may land a moment after; one more look, then fail.
         await Bun.sleep(200);
         if (exitText() !== null) continue;
-        return { code: st.code, signal: null, at: new Date().toISOString(), error: "the supervisor ended without reporting" };
+        const up = (await docker.inspect(vessel.container))?.running;
+        // The engine did not answer about the exec, but the container runs: wait on (to the deadline).
+        if (!st && up && Date.now() <= deadline) continue;
+        return {
+          code: st?.code ?? null,
+          signal: null,
+          at: new Date().toISOString(),
+          error: up
+            ? "the supervisor ended without reporting"
+            : `its container ${vessel.name} was stopped or removed outside lazy (docker kill or rm, an engine restart)`,
+        };
       }
       if (Date.now() > deadline)
         return { code: null, signal: null, at: new Date().toISOString(), error: `no answer within ${DEADLINE_MS / 60_000} minutes` };

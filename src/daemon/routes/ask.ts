@@ -30,7 +30,9 @@ function gitState(root: string): string {
   return [
     `Git: on branch ${branch}`,
     `Last commits:\n${run(["log", "--oneline", "--no-decorate", "-n", "15"]) || "(none)"}`,
-    `Uncommitted changes (git status --short):\n${run(["status", "--short", "--untracked-files=normal"]) || "(none)"}`,
+    // --no-optional-locks: a status refreshes the index under index.lock, which would race the
+    // user's own git in their checkout; lazy only reads.
+    `Uncommitted changes (git status --short):\n${run(["--no-optional-locks", "status", "--short", "--untracked-files=normal"]) || "(none)"}`,
   ].join("\n");
 }
 
