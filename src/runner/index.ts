@@ -580,9 +580,11 @@ export class Runner {
   }
 
   private async dropIdleNetwork(): Promise<void> {
-    if (this.starting.size || this.calls.active.size) return; // a turn or a call being set up is about to use it
+    // A turn or a call being set up is about to use it (asked again after the list: one may have
+    // begun meanwhile; Docker itself refuses to remove a network a container is on).
+    if (this.starting.size || this.calls.busy) return;
     const docker = await this.docker();
-    if ((await docker.list(this.d.slug)).length) return;
+    if ((await docker.list(this.d.slug)).length || this.starting.size || this.calls.busy) return;
     const gateway = await docker.removeNetwork(this.d.slug, this.networkOptions(this.d.config()));
     if (gateway) this.d.proxy.unlisten(gateway);
   }

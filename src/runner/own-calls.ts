@@ -96,6 +96,8 @@ export class OwnCalls {
   /** Removals under way (a stale or idle warm container): close() waits for them too. */
   private removing = new Set<Promise<void>>();
   private closed = false;
+  /** Calls from their first step (the plan ensures the network) to their last. */
+  private asking = 0;
 
   constructor(private d: OwnCallDeps) {}
 
@@ -109,6 +111,23 @@ export class OwnCalls {
    * loudly (a LazyError naming the cause); the caller decides what a failure means.
    */
   async ask(prompt: string, opts: { task?: Task; purpose: string }): Promise<Answer> {
+    this.asking++;
+    try {
+      return await this.call(prompt, opts);
+    } finally {
+      this.asking--;
+    }
+  }
+
+  /**
+   * Whether a call is under way or being set up, or the warm container is being made or waits:
+   * the project's network must stay (housekeeping drops it only when nothing uses it).
+   */
+  get busy(): boolean {
+    return this.asking > 0 || this.filling !== undefined || this.active.size > 0;
+  }
+
+  private async call(prompt: string, opts: { task?: Task; purpose: string }): Promise<Answer> {
     const plan = await this.plan(opts.task);
     const { profile } = plan;
     let vessel = opts.task ? undefined : await this.takeSpare(plan);

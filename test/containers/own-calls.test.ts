@@ -119,16 +119,19 @@ describe("lazy's own model calls", () => {
     anthropic.behavior = { kind: "silent-then-stream", firstByteDelayMs: 3000, gapMs: 0 };
     sh(p.root, "echo draft > notes.txt");
     const asking = p.run(["ask", "what changed?"]);
-    // While the model thinks, the call's container exists (and the next call's warm one may):
-    // nothing in any of them is the real key.
-    const ids = await until(() => callContainers().length || undefined, 120_000, "the call's container").then(() => callContainers());
-    for (const id of ids) {
+    // While the model thinks, the call's harness runs with its placeholder (and the next call's
+    // warm container may be starting): nothing in any of them is the real key.
+    const environ = (id: string) => sh("/", `docker exec ${id} sh -c 'cat /proc/*/environ 2>/dev/null | tr "\\0" "\\n"'`).out;
+    await until(
+      () => callContainers().some((id) => environ(id).includes("ANTHROPIC_API_KEY=")) || undefined,
+      120_000,
+      "the call's harness",
+    );
+    for (const id of callContainers()) {
       const inspect = sh("/", `docker inspect ${id}`).out;
       expect(inspect.length).toBeGreaterThan(100);
       expect(inspect).not.toContain(KEY);
-      const env = sh("/", `docker exec ${id} sh -c 'cat /proc/*/environ 2>/dev/null | tr "\\\\0" "\\\\n"'`).out;
-      expect(env).toContain("ANTHROPIC_API_KEY=");
-      expect(env).not.toContain(KEY);
+      expect(environ(id)).not.toContain(KEY);
     }
     const r = await asking;
     anthropic.behavior = { kind: "ok" };
