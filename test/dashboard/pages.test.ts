@@ -113,8 +113,9 @@ describe("the dashboard's pages", () => {
     expect(await pg.locator(".paused").first().textContent()).toContain("PAUSED");
     expect(await pg.locator(".window", { hasText: "five_hour" }).locator("progress").getAttribute("value")).toBe("42");
     // A countdown to the reset, ticking.
+    // (A live reload may redraw it within the same second: wait for the next ticks, not one.)
     const first = await pg.locator("[data-resets]").first().textContent();
-    await Bun.sleep(1200);
+    await pg.waitForFunction((f) => document.querySelector("[data-resets]")?.textContent !== f, first, { timeout: 3500 });
     expect(await pg.locator("[data-resets]").first().textContent()).not.toBe(first);
     // The one failure is the refused filter's answer (400), which the page shows.
     expect(page.problems.filter((x) => !x.includes("/api/stats/audit?task=ab") && !x.includes("status of 400"))).toEqual([]);
