@@ -12,6 +12,7 @@ import { lock } from "../util/flock";
 import { LazyError } from "../util/errors";
 import { create } from "../util/log";
 import type { BackendImpl, Stored } from "./backend";
+import { isAlive } from "../util/process";
 
 const log = create("credentials");
 
@@ -77,18 +78,9 @@ export function tighten(path: string): void {
 export function sweep(dir: string): void {
   for (const f of readdirSync(dir)) {
     const pid = /^\..+\.(\d+)\.[0-9a-f]+\.tmp$/.exec(f)?.[1];
-    if (pid === undefined || alive(Number(pid))) continue;
+    if (pid === undefined || isAlive(Number(pid))) continue;
     rmSync(join(dir, f), { force: true });
     log.warn(`removed ${join(dir, f)}, left by a process that died while writing it`);
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 

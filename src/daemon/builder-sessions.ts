@@ -9,6 +9,7 @@ import type { ModelProxy } from "../proxy";
 import type { McpTokens } from "../mcp";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
+import { isAlive } from "../util/process";
 
 export interface BuilderSessionDeps {
   proxy: Pick<ModelProxy, "revokeBuilder">;
@@ -42,20 +43,10 @@ export async function end(d: BuilderSessionDeps, session: string): Promise<{ gra
   return { grants, tokens };
 }
 
-/** Whether a process of this machine is still there (one of another user counts: it exists). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 /** End every builder session whose `lazy build` process is gone. */
 export async function sweep(d: BuilderSessionDeps): Promise<void> {
   for (const { session, pid } of d.mcp.builders()) {
-    if (pid === null || alive(pid)) continue;
+    if (pid === null || isAlive(pid)) continue;
     d.log.info(
       `builder session ${session} ended without saying so (its lazy build, pid ${pid}, is gone): revoking its grant and MCP token`,
     );

@@ -97,20 +97,4 @@ export function clearRecord(p: StatePaths, pid: number): void {
   rmSync(p.pid, { force: true });
 }
 
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-  // A killed daemon whose new parent never reaps it lingers as a zombie: that is not alive.
-  if (process.platform === "linux") {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-    } catch {
-      return false;
-    }
-  }
-  return true;
-}
+export { isAlive } from "../util/process";
