@@ -339,11 +339,19 @@ export class OwnCalls {
         await this.d.proxy.unpinCall(v.placeholder, v.ip);
       }
     } finally {
+      let gone = true;
       try {
-        if (v.container) await docker.remove(v.container);
+        if (v.container) {
+          await docker.remove(v.container);
+          // A container docker could not remove can still write its folder (links the daemon,
+          // root in CI, would then follow while deleting): leave both to housekeeping, which
+          // removes orphan call containers and then sweeps their folders.
+          gone = !(await docker.inspect(v.container).catch(() => undefined));
+        }
       } finally {
         this.active.delete(v.name);
-        rmSync(v.dir, { recursive: true, force: true });
+        if (gone) rmSync(v.dir, { recursive: true, force: true });
+        else this.d.log.warn(`call container ${v.name} could not be removed; housekeeping will try again`);
       }
     }
   }
