@@ -77,6 +77,25 @@ export function git(
   return res;
 }
 
+/**
+ * The same git, without blocking the daemon's thread while it runs (reads of a large checkout,
+ * e.g. `lazy ask`'s git status): what it printed, or null when it failed.
+ */
+export async function gitRead(cwd: string, args: string[], maxBytes = 64 * 1024): Promise<string | null> {
+  const p = Bun.spawn(["git", ...HARDENED, ...args], { cwd, stdout: "pipe", stderr: "ignore", env: gitEnv() });
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of p.stdout) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= maxBytes) {
+      p.kill(); // enough: the rest is not read
+      return Buffer.concat(chunks).toString("utf8", 0, maxBytes);
+    }
+  }
+  return (await p.exited) === 0 ? Buffer.concat(chunks).toString("utf8") : null;
+}
+
 export function commonDir(root: string): string {
   return join(root, git(root, ["rev-parse", "--git-common-dir"]).out.trim()).replace(/\/\.$/, "");
 }

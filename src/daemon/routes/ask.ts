@@ -20,24 +20,25 @@ export interface AskDeps {
 
 const Ask = z.strictObject({ question: z.string().trim().min(1).max(8000), task: z.string().optional() });
 
-/** Where the project's checkout stands now: its branch, last commits and uncommitted changes. */
-function gitState(root: string): string {
-  const run = (args: string[]) => {
-    const r = Git.git(root, args, { allowFail: true, maxBytes: 64 * 1024 });
-    return r.code === 0 ? r.out.trim().split("\n").slice(0, 40).join("\n") : "";
-  };
-  const branch = run(["symbolic-ref", "--quiet", "--short", "HEAD"]) || "(detached)";
-  return [
-    `Git: on branch ${branch}`,
-    `Last commits:\n${run(["log", "--oneline", "--no-decorate", "-n", "15"]) || "(none)"}`,
+/** Where the project's checkout stands now: its branch, last commits and uncommitted changes (read off the daemon's thread). */
+async function gitState(root: string): Promise<string> {
+  const run = async (args: string[]) => ((await Git.gitRead(root, args)) ?? "").trim().split("\n").slice(0, 40).join("\n");
+  const [branch, log, status] = await Promise.all([
+    run(["symbolic-ref", "--quiet", "--short", "HEAD"]),
+    run(["log", "--oneline", "--no-decorate", "-n", "15"]),
     // --no-optional-locks: a status refreshes the index under index.lock, which would race the
     // user's own git in their checkout; lazy only reads.
-    `Uncommitted changes (git status --short):\n${run(["--no-optional-locks", "status", "--short", "--untracked-files=normal"]) || "(none)"}`,
+    run(["--no-optional-locks", "status", "--short", "--untracked-files=normal"]),
+  ]);
+  return [
+    `Git: on branch ${branch || "(detached)"}`,
+    `Last commits:\n${log || "(none)"}`,
+    `Uncommitted changes (git status --short):\n${status || "(none)"}`,
   ].join("\n");
 }
 
 /** What a question about the project is asked with: the tasks, where git stands, and one task's story when named. */
-export function askPrompt(db: Database, root: string, question: string, task: Task | undefined): string {
+export async function askPrompt(db: Database, root: string, question: string, task: Task | undefined): Promise<string> {
   const tasks = Tasks.list(db).slice(-200);
   const lines = [
     "You answer a question about a software project that lazy (a tool that runs coding agents on tasks) manages.",
@@ -45,7 +46,7 @@ export function askPrompt(db: Database, root: string, question: string, task: Ta
     "",
     `Tasks (code or id, status, title):\n${tasks.map((t) => `- ${t.code ?? t.id.slice(0, 8)}  ${t.status}  ${t.title}`).join("\n") || "(none)"}`,
     "",
-    gitState(root),
+    await gitState(root),
   ];
   if (task) {
     const story = Tasks.events(db, task.id)
@@ -93,7 +94,7 @@ export function askRoutes(d: AskDeps) {
     .post("/api/ask", async ({ body }) => {
       const input = parseBody(Ask, body);
       const task = input.task !== undefined ? Tasks.resolveFilter(d.db, [input.task])![0] : undefined;
-      const answer = await d.runner.calls.ask(askPrompt(d.db, d.root, input.question, task), { task, purpose: "lazy ask" });
+      const answer = await d.runner.calls.ask(await askPrompt(d.db, d.root, input.question, task), { task, purpose: "lazy ask" });
       return { answer: answer.text, profile: answer.profile, task: task ?? null };
     });
 }
