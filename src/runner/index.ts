@@ -496,10 +496,7 @@ export class Runner {
     if (task.status !== "running") throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}, not running.`);
     const run = this.run(task.id);
     this.save(task.id, { stopped_turn: run.turn });
-    if (run.container_id)
-      await (await this.docker())
-        .exec(run.container_id, [BIN, "supervise", "--stop", `/lazy/turns/${run.turn}`], `${Image.agentUid()}:${Image.agentUid()}`)
-        .catch((e) => this.d.log.warn(`stopping task ${this.ref(task)}: ${(e as Error).message}`));
+    await this.turns.signal(run, `task ${this.ref(task)}`);
     this.event(task, "stop", { by: "user" });
     return task;
   }

@@ -195,13 +195,21 @@ export class TurnWatch {
     const reason = `lazy's MCP server did not connect in ${harness} (status: ${status}), so the turn was stopped rather than run without lazy's tools. lazy doctor says whether the proxy's listener is up; then run the turn again (lazy send ${this.d.ref(task)} "…").`;
     this.d.event(task, "refused", { reason, mcp: true });
     this.d.log.warn(`task ${this.d.ref(task)}: ${reason}`);
-    const container = run.container_id;
-    if (!container) return;
+    void this.signal(run, `task ${this.d.ref(task)}'s blind turn`);
+  }
+
+  /**
+   * SIGTERM to the turn's harness, through lazy's own binary in the container (any image; no
+   * kill binary needed). A failure is logged: the turn then ends by itself or by housekeeping.
+   */
+  async signal(run: Run, what: string): Promise<void> {
+    if (!run.container_id) return;
     const uid = Image.agentUid();
-    void this.d
-      .docker()
-      .then((docker) => docker.exec(container, [BIN, "supervise", "--stop", `/lazy/turns/${run.turn}`], `${uid}:${uid}`))
-      .catch((e: unknown) => this.d.log.warn(`stopping task ${this.d.ref(task)}'s blind turn: ${(e as Error).message}`));
+    try {
+      await (await this.d.docker()).exec(run.container_id, [BIN, "supervise", "--stop", `/lazy/turns/${run.turn}`], `${uid}:${uid}`);
+    } catch (e) {
+      this.d.log.warn(`stopping ${what}: ${(e as Error).message}`);
+    }
   }
 
   private settle(task: Task, ok: boolean, exit: Exit, text: string, stoppedByUser: boolean): void {
