@@ -65,3 +65,36 @@ export async function proxyProject(bin: string, upstream: string, toml = "", lab
 
 /** The Anthropic key the benches store (a made-up one: the upstream is a mock). */
 export const BENCH_KEY = "sk-ant-api03-BENCH-" + "b".repeat(79) + "AA";
+
+/**
+ * A project whose tasks run in containers (the container benches: start, mcp, oneshot): a temp
+ * root (0755, so the agent's uid can read it) and LAZY_HOME, a git repo with one commit,
+ * `lazy.toml` with the container base and Anthropic at `upstream`, and a stored key (which starts
+ * the daemon). `sh` runs a command there and returns its stdout (throws on failure); `dispose`
+ * removes the project's containers, stops the daemon and removes both folders.
+ */
+export function containerProject(bin: string, label: string, base: string, upstream: string, extraEnv: Record<string, string> = {}) {
+  const root = mkdtempSync(join(tmpdir(), `lazy-bench-${label}-`));
+  chmodSync(root, 0o755);
+  const home = mkdtempSync(join(tmpdir(), `lazy-bench-${label}-home-`));
+  const env = { ...(process.env as Record<string, string>), LAZY_HOME: home, LAZY_CREDENTIAL_BACKEND: "file", ...extraEnv };
+  const sh = (cmd: string[], opts: { cwd?: string; env?: Record<string, string> } = {}) => {
+    const r = Bun.spawnSync(cmd, { cwd: opts.cwd ?? root, env: opts.env ?? env, stdout: "pipe", stderr: "pipe" });
+    if (r.exitCode !== 0) throw new Error(`${cmd.join(" ")}: ${r.stderr}`);
+    return r.stdout.toString();
+  };
+  sh(["git", "init", "-q", "-b", "main"]);
+  sh(["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "--allow-empty", "-m", "init"]);
+  writeFileSync(join(root, "lazy.toml"), `[container]\nbase = "${base}"\n\n[proxy.upstreams]\nanthropic = "${upstream}"\n`);
+  Bun.spawnSync([bin, "auth", "set", "anthropic"], { cwd: root, env, stdin: new Blob(["sk-ant-api03-BENCH-" + "s".repeat(79) + "AA"]) });
+  const dispose = () => {
+    const ids = sh(["docker", "ps", "-aq", "--filter", `label=dev.lazy.root=${root}`])
+      .split("\n")
+      .filter(Boolean);
+    if (ids.length) Bun.spawnSync(["docker", "rm", "-f", ...ids]);
+    Bun.spawnSync([bin, "daemon", "stop"], { cwd: root, env });
+    rmSync(root, { recursive: true, force: true });
+    rmSync(home, { recursive: true, force: true });
+  };
+  return { root, home, env, sh, dispose };
+}

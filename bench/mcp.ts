@@ -8,10 +8,9 @@
  * Also timed, to show where the call's time goes: POST /mcp with no token (401) and tools/list.
  * Run: bun run build && bun bench/mcp.ts [rounds] [pairs per round]   (needs Docker, test images)
  */
-import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { fmt, pct } from "./lib";
+import { containerProject, fmt, pct } from "./lib";
 import * as Mock from "../test/helpers/providers";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
@@ -75,21 +74,9 @@ const list = () => {
 
 const upstream = await Mock.anthropic();
 upstream.reply = { text: "ok." };
-const root = mkdtempSync(join(tmpdir(), "lazy-bench-mcp-"));
-chmodSync(root, 0o755);
-const home = mkdtempSync(join(tmpdir(), "lazy-bench-mcp-home-"));
-const env = { ...(process.env as Record<string, string>), LAZY_HOME: home, LAZY_CREDENTIAL_BACKEND: "file" };
-const sh = (cmd: string[], opts: { cwd?: string; env?: Record<string, string> } = {}) => {
-  const r = Bun.spawnSync(cmd, { cwd: opts.cwd ?? root, env: opts.env ?? env, stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`${cmd.join(" ")}: ${r.stderr}`);
-  return r.stdout.toString();
-};
-sh(["git", "init", "-q", "-b", "main"]);
-sh(["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "--allow-empty", "-m", "init"]);
-writeFileSync(join(root, "lazy.toml"), `[container]\nbase = "${BASE}"\n\n[proxy.upstreams]\nanthropic = "${upstream.url}"\n`);
+const { root, home, env, sh, dispose } = containerProject(BIN, "mcp", BASE, upstream.url);
 
 try {
-  Bun.spawnSync([BIN, "auth", "set", "anthropic"], { cwd: root, env, stdin: new Blob(["sk-ant-api03-BENCH-" + "s".repeat(79) + "AA"]) });
   // One task, one turn: its container stays up (idle supervisor) and its MCP token exists.
   sh([BIN, "task", "add", "bench the MCP route", "--code", "mcp-bench"]);
   sh([BIN, "start", "mcp-bench"]);
@@ -128,12 +115,6 @@ try {
     `ratio (p50): ${med(ratios).toFixed(2)}×   per round ${ratios.map((x) => x.toFixed(2)).join(" ")}   targets: ≤ 15 ms p50 and ≤ 3×`,
   );
 } finally {
-  for (const id of sh(["docker", "ps", "-aq", "--filter", `label=dev.lazy.root=${root}`])
-    .split("\n")
-    .filter(Boolean))
-    Bun.spawnSync(["docker", "rm", "-f", id]);
-  Bun.spawnSync([BIN, "daemon", "stop"], { cwd: root, env });
+  dispose();
   await upstream.close();
-  rmSync(root, { recursive: true, force: true });
-  rmSync(home, { recursive: true, force: true });
 }

@@ -17,10 +17,9 @@
  * the median over rounds.
  * Run: bun run build && bun bench/oneshot.ts [rounds]   (needs Docker and the test images)
  */
-import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { fmt, pct } from "./lib";
+import { containerProject, fmt, pct } from "./lib";
 import { Image } from "../src/containers";
 import * as Mock from "../test/helpers/providers";
 
@@ -31,24 +30,13 @@ const BASE = process.env.LAZY_BENCH_BASE ?? "lazy-test/node:bookworm";
 // The mock answers at once; only the time to its first request is measured.
 const upstream = await Mock.anthropic();
 upstream.reply = { text: "Forty-two." };
-const root = mkdtempSync(join(tmpdir(), "lazy-bench-oneshot-"));
-chmodSync(root, 0o755);
-const home = mkdtempSync(join(tmpdir(), "lazy-bench-oneshot-home-"));
-const env = {
-  ...(process.env as Record<string, string>),
-  LAZY_HOME: home,
-  LAZY_CREDENTIAL_BACKEND: "file",
+const { root, home, env, sh, dispose } = containerProject(BIN, "oneshot", BASE, upstream.url, {
   // Read only by the plain `docker run … claude -p` baseline (docker run -e NAME).
   ANTHROPIC_BASE_URL: upstream.url,
   ANTHROPIC_API_KEY: "sk-ant-api03-BENCH-DUMMY",
   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
   DISABLE_AUTOUPDATER: "1",
-};
-const sh = (cmd: string[]) => {
-  const r = Bun.spawnSync(cmd, { cwd: root, env, stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`${cmd.join(" ")}: ${r.stderr}`);
-  return r.stdout.toString();
-};
+});
 // Async, so the mock upstream (in this process) answers while the command runs.
 async function run(cmd: string[]): Promise<{ ms: number; t0: number }> {
   const t0 = performance.timeOrigin + performance.now();
@@ -58,9 +46,6 @@ async function run(cmd: string[]): Promise<{ ms: number; t0: number }> {
   if (code !== 0) throw new Error(`${cmd.join(" ")} failed (${code}): ${err}`);
   return { ms, t0 };
 }
-sh(["git", "init", "-q", "-b", "main"]);
-sh(["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "--allow-empty", "-m", "init"]);
-writeFileSync(join(root, "lazy.toml"), `[container]\nbase = "${BASE}"\n\n[proxy.upstreams]\nanthropic = "${upstream.url}"\n`);
 
 /**
  * After a call about no task, lazy makes the next call's warm container (its Claude Code starts
@@ -75,7 +60,6 @@ async function settled(): Promise<void> {
 
 let events: ReturnType<typeof Bun.spawn> | undefined;
 try {
-  Bun.spawnSync([BIN, "auth", "set", "anthropic"], { cwd: root, env, stdin: new Blob(["sk-ant-api03-BENCH-" + "s".repeat(79) + "AA"]) });
   // Warm: the daemon up, the image built, the network made; the call's container names the image.
   const warm = run([BIN, "ask", "warm up"]);
   let image = "";
@@ -297,12 +281,6 @@ try {
   );
 } finally {
   events?.kill();
-  for (const id of sh(["docker", "ps", "-aq", "--filter", `label=dev.lazy.root=${root}`])
-    .split("\n")
-    .filter(Boolean))
-    Bun.spawnSync(["docker", "rm", "-f", id]);
-  Bun.spawnSync([BIN, "daemon", "stop"], { cwd: root, env });
+  dispose();
   await upstream.close();
-  rmSync(root, { recursive: true, force: true });
-  rmSync(home, { recursive: true, force: true });
 }

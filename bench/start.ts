@@ -5,10 +5,9 @@
  * Targets: ≤ 1.5 s and ≤ 2× the floor.
  * Run: bun run build && bun bench/start.ts [samples]   (needs Docker and the test images)
  */
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { pct, fmt } from "./lib";
+import { containerProject, pct, fmt } from "./lib";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
 const samples = Number(process.argv[2] ?? 8);
@@ -18,21 +17,9 @@ import * as Mock from "../test/helpers/providers";
 
 // The agent only has to be running; the mock lets each turn end quickly so the task can close.
 const upstream = await Mock.anthropic();
-const root = mkdtempSync(join(tmpdir(), "lazy-bench-start-"));
-chmodSync(root, 0o755);
-const home = mkdtempSync(join(tmpdir(), "lazy-bench-start-home-"));
-const env = { ...(process.env as Record<string, string>), LAZY_HOME: home, LAZY_CREDENTIAL_BACKEND: "file" };
-const sh = (cmd: string[], cwd = root) => {
-  const r = Bun.spawnSync(cmd, { cwd, env, stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`${cmd.join(" ")}: ${r.stderr}`);
-  return r.stdout.toString();
-};
-sh(["git", "init", "-q", "-b", "main"]);
-sh(["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "--allow-empty", "-m", "init"]);
-writeFileSync(join(root, "lazy.toml"), `[container]\nbase = "${BASE}"\n\n[proxy.upstreams]\nanthropic = "${upstream.url}"\n`);
+const { root, home, env, sh, dispose } = containerProject(BIN, "start", BASE, upstream.url);
 
 try {
-  Bun.spawnSync([BIN, "auth", "set", "anthropic"], { cwd: root, env, stdin: new Blob(["sk-ant-api03-BENCH-" + "s".repeat(79) + "AA"]) });
   // Warm: the image is built (or found) and the network made by a first, unmeasured start.
   sh([BIN, "task", "add", "warm up", "--code", "warm-up"]);
   sh([BIN, "start", "warm-up"]);
@@ -65,12 +52,6 @@ try {
   console.log(`docker run --rm IMAGE true   p50 ${fmt(pct(floor, 50))}   p95 ${fmt(pct(floor, 95))}`);
   console.log(`ratio (p50): ${(pct(lazy, 50) / pct(floor, 50)).toFixed(2)}×   targets: ≤ 1.5 s and ≤ 2× the floor`);
 } finally {
-  for (const id of sh(["docker", "ps", "-aq", "--filter", `label=dev.lazy.root=${root}`])
-    .split("\n")
-    .filter(Boolean))
-    Bun.spawnSync(["docker", "rm", "-f", id]);
-  Bun.spawnSync([BIN, "daemon", "stop"], { cwd: root, env });
+  dispose();
   await upstream.close();
-  rmSync(root, { recursive: true, force: true });
-  rmSync(home, { recursive: true, force: true });
 }
