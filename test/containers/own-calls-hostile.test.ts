@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, until } from "../helpers/lazy";
+import { Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
 
@@ -16,10 +16,6 @@ const KEY = "sk-ant-api03-HOSTILECALLS-" + "h".repeat(68) + "AA";
 let anthropic: Mock.MockProvider;
 const mine: string[] = []; // containers this test made itself
 
-const sh = (cwd: string, cmd: string) => {
-  const r = Bun.spawnSync(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
-  return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
-};
 const toml = () => `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n`;
 
 async function project(env: Record<string, string> = {}): Promise<Project> {

@@ -6,18 +6,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, until } from "../helpers/lazy";
+import { Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
 
 const KEY = "sk-ant-api03-OWNCALLS-" + "o".repeat(73) + "AA";
 let anthropic: Mock.MockProvider;
 let p: Project;
-
-const sh = (cwd: string, cmd: string) => {
-  const r = Bun.spawnSync(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
-  return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
-};
 
 beforeAll(async () => {
   if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, until, isAlive } from "../helpers/lazy";
+import { Project, cleanupAll, until, isAlive, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
 
@@ -17,10 +17,6 @@ let anthropic: Mock.MockProvider;
 let openai: Mock.MockProvider;
 let p: Project;
 
-const sh = (cwd: string, cmd: string) => {
-  const r = Bun.spawnSync(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
-  return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
-};
 const docker = (args: string) => sh("/", `docker ${args}`);
 
 beforeAll(async () => {

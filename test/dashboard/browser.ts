@@ -8,7 +8,7 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Project } from "../helpers/lazy";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 // This machine's network is closed: no background traffic, no component updates.
 export const ARGS = [
   "--no-sandbox",

@@ -7,18 +7,8 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { chromium, type Browser, type BrowserContext } from "playwright-core";
 import { Project, cleanupAll } from "../helpers/lazy";
+import { ARGS, CHROMIUM } from "./browser";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-// This machine's network is closed: no background traffic, no component updates.
-const ARGS = [
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const browsers: Browser[] = [];
 const servers: { stop(force: boolean): unknown }[] = [];
 

@@ -3,8 +3,8 @@ import { chromium, type Browser } from "playwright-core";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Project, cleanupAll } from "../helpers/lazy";
+import { ARGS, CHROMIUM } from "./browser";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 let browser: Browser | undefined;
 
 afterAll(async () => {
@@ -16,16 +16,7 @@ async function launch(): Promise<Browser> {
   browser ??= await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    // This machine's network is closed: no background traffic, no component updates.
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
+    args: ARGS,
   });
   return browser;
 }

@@ -5,7 +5,7 @@
  * `accepted`. Needs a real Docker engine (CI starts one).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Project, cleanupAll } from "../helpers/lazy";
+import { Project, cleanupAll, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
 import { closeBrowser, signedIn, shot } from "./browser";
@@ -13,11 +13,6 @@ import { closeBrowser, signedIn, shot } from "./browser";
 const KEY = "sk-ant-api03-DASHRUN-" + "r".repeat(74) + "AA";
 let anthropic: Mock.MockProvider;
 let p: Project;
-
-const sh = (cwd: string, cmd: string) => {
-  const r = Bun.spawnSync(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
-  return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
-};
 
 beforeAll(async () => {
   if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");

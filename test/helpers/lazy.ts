@@ -228,3 +228,9 @@ export const isAlive = (pid: number) => {
     return false;
   }
 };
+
+/** Run a shell command in `cwd` (git in a test's project, docker): its exit code and output. */
+export const sh = (cwd: string, cmd: string) => {
+  const r = Bun.spawnSync(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
+  return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
+};
