@@ -170,18 +170,17 @@ export function readText(root: string, rel: string, max: number): string | null 
 }
 
 /**
- * What is at `root/rel`, without following a link at any step: null when missing. The last
- * name may be a link (the caller decides); a link on the way is refused.
+ * What is at `root/rel`, without following a link at any step: null when missing (a folder on
+ * the way missing too: the supervisor may not have made it yet). The last name may be a link
+ * (the caller decides); a link on the way is refused.
  */
 export function lstat(root: string, rel: string): Stats | null {
-  return withDir(root, rel, null, (dir, dirPath, name) => {
-    try {
-      return lstatSync(at(dir, dirPath, name));
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
-      throw e;
-    }
-  });
+  try {
+    return withDir(root, rel, null, (dir, dirPath, name) => lstatSync(at(dir, dirPath, name)));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw e;
+  }
 }
 
 /**
