@@ -6,6 +6,7 @@
 import { defineCommand, type ArgsDef, type CommandDef, type CommandContext } from "citty";
 import { LazyError } from "../util/errors";
 import { visible } from "./terminal";
+import { out } from "./out";
 
 export interface Ctx<T extends ArgsDef> extends CommandContext<T> {
   /** Everything after `--`, untouched: passed through to a harness. */
@@ -61,11 +62,11 @@ function rejectUnknown(name: string, args: ArgsDef, raw: string[]): void {
 }
 
 /** Machine-clean output: only the JSON document on stdout (JSON escapes control bytes itself). */
-export const printJson = (v: unknown) => process.stdout.write(JSON.stringify(v, null, 2) + "\n");
+export const printJson = (v: unknown) => out(JSON.stringify(v, null, 2) + "\n");
 /** A stream's record (lazy logs -f --json): one compact JSON object a line. */
-export const printJsonLine = (v: unknown) => process.stdout.write(JSON.stringify(v) + "\n");
+export const printJsonLine = (v: unknown) => out(JSON.stringify(v) + "\n");
 /** Data for people: lazy adds no escapes, and control bytes in it (an agent's text) are shown, not obeyed. */
-export const print = (s = "") => process.stdout.write(visible(s) + "\n");
+export const print = (s = "") => out(visible(s) + "\n");
 
 export function table(rows: string[][]): string {
   if (!rows.length) return "";

@@ -8,6 +8,7 @@ import { command, setPassthrough, getExitCode, printJson } from "./command";
 import { LazyError } from "../util/errors";
 import { VERSION } from "../version";
 import { say } from "./voice";
+import { out } from "./out";
 import { forStream, stripAnsi } from "./terminal";
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, internal: 70 } as const;
@@ -69,7 +70,7 @@ export async function run(argv: string[]): Promise<number> {
     const version = own.filter((w) => w !== "--json");
     if (version.length === 1 && (version[0] === "--version" || version[0] === "-v")) {
       if (own.includes("--json")) printJson({ version: VERSION });
-      else process.stdout.write(`${VERSION}\n`);
+      else out(`${VERSION}\n`);
       return EXIT.ok;
     }
     if (own.includes("--help") || own.includes("-h") || own.length === 0) {
@@ -78,7 +79,7 @@ export async function run(argv: string[]): Promise<number> {
       // parent it is shown is lazy itself ("lazy task list", not "task task list").
       const usage = await renderUsage(cmd, parent ? { meta: { name: "lazy" } } : undefined);
       // citty colours its help unless NO_COLOR is exactly "1": lazy's rule decides instead.
-      process.stdout.write(forStream(process.stdout, usage) + "\n");
+      out(forStream(process.stdout, usage) + "\n");
       return EXIT.ok;
     }
     const { cmd } = await findCommand(own);

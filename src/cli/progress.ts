@@ -8,6 +8,7 @@
 import type { Client } from "./client";
 import type { Task, TaskEvent } from "../store";
 import { say } from "./voice";
+import { err } from "./out";
 
 const POLL_MS = 300;
 
@@ -35,7 +36,7 @@ export class LaunchProgress {
 
   /** End the updating line, if one is open. */
   end(): void {
-    if (this.width) process.stderr.write("\n");
+    if (this.width) err("\n");
     this.width = 0;
   }
 
@@ -51,7 +52,7 @@ export class LaunchProgress {
     }
     const cols = (process.stderr.columns || 100) - 1;
     const t = text.length > cols ? `${text.slice(0, cols - 1)}…` : text;
-    process.stderr.write(`\r${t.padEnd(this.width)}`);
+    err(`\r${t.padEnd(this.width)}`);
     this.width = t.length;
   }
 }

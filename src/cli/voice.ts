@@ -12,6 +12,7 @@
 import { createConsola, type ConsolaReporter, type LogObject } from "consola/core";
 import { formatWithOptions } from "node:util";
 import { colours, visible } from "./terminal";
+import { err, out } from "./out";
 
 const ANSI = { red: 31, yellow: 33, green: 32, cyan: 36, dim: 2 } as const;
 
@@ -49,7 +50,7 @@ const reporter: ConsolaReporter = {
     const [first = "", ...rest] = text.split("\n");
     const head = s.colour && s.prefix ? paint(stream, s.colour, s.prefix.trimEnd()) + " " : s.prefix;
     const body = s.colour && !s.prefix ? paint(stream, s.colour, first) : first;
-    stream.write([head + body, ...rest].join("\n") + "\n");
+    (s.err ? err : out)([head + body, ...rest].join("\n") + "\n");
   },
 };
 

@@ -4,23 +4,24 @@ import { findProjectRoot } from "../../util/paths";
 import { LazyError } from "../../util/errors";
 import type { CredentialInfo } from "../../credentials";
 import { say } from "../voice";
+import { err } from "../out";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 
 /** The secret, from a hidden prompt on a terminal or from stdin when piped; never from argv. */
 async function readSecret(name: string): Promise<string> {
   if (process.stdin.isTTY) {
-    process.stderr.write(`Value for ${name} (input hidden): `);
+    err(`Value for ${name} (input hidden): `);
     const value = await new Promise<string>((resolve, reject) => {
       let buf = "";
       process.stdin.setRawMode(true);
       process.stdin.resume();
-      const done = (err?: Error) => {
+      const done = (failure?: Error) => {
         process.stdin.setRawMode(false);
         process.stdin.pause();
         process.stdin.off("data", onData);
-        process.stderr.write("\n");
-        if (err) reject(err);
+        err("\n");
+        if (failure) reject(failure);
         else resolve(buf);
       };
       const onData = (chunk: Buffer) => {

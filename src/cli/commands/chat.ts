@@ -9,6 +9,7 @@ import { State } from "../../daemon";
 import * as Harness from "../../harness";
 import type { ResolvedProfile } from "../../config";
 import { say } from "../voice";
+import { err } from "../out";
 
 interface GrantAnswer {
   envVar: string;
@@ -75,12 +76,12 @@ async function launchWith(g: GrantAnswer, configDir: string, opts: Parameters<ty
     untrustedCwd: opts.pair ? opts.cwd : undefined,
     mcp: g.mcp,
   });
-  for (const thing of prepared.notLoaded ?? []) process.stderr.write(`lazy pair: not loaded from the worktree: ${thing}\n`);
+  for (const thing of prepared.notLoaded ?? []) err(`lazy pair: not loaded from the worktree: ${thing}\n`);
   const sessions = Harness.sessionPaths(g.profile.harness);
   let copied: Harness.Sessions.Copied | undefined;
   if (opts.pair) {
     copied = Harness.Sessions.copyIn(opts.pair.agentHarness, configDir, sessions);
-    for (const s of copied.skipped) process.stderr.write(`lazy pair: not copied from the task's harness folder: ${s}\n`);
+    for (const s of copied.skipped) err(`lazy pair: not copied from the task's harness folder: ${s}\n`);
   }
   Harness.writeFiles(configDir, prepared.files);
   const [bin, ...argv] = prepared.command;
@@ -110,7 +111,7 @@ async function launchWith(g: GrantAnswer, configDir: string, opts: Parameters<ty
   // What the pair added to the session goes back to the task, so its next turn resumes it.
   if (opts.pair && copied)
     for (const p of Harness.Sessions.copyBack(configDir, opts.pair.agentHarness, sessions, copied))
-      process.stderr.write(`lazy pair: the session was not copied back to the task: ${p}\n`);
+      err(`lazy pair: the session was not copied back to the task: ${p}\n`);
   return code;
 }
 

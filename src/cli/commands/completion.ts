@@ -6,6 +6,7 @@ import type { CommandDef } from "citty";
 import { command } from "../command";
 import * as Completion from "../completion";
 import { LazyError } from "../../util/errors";
+import { out } from "../out";
 
 export const completion = (root: CommandDef<any>) =>
   command({
@@ -19,6 +20,6 @@ export const completion = (root: CommandDef<any>) =>
     async run({ args }) {
       if (!Completion.isShell(args.shell))
         throw new LazyError("invalid_input", `lazy completion: unknown shell "${args.shell}"; one of ${Completion.SHELLS.join(", ")}.`);
-      process.stdout.write(await Completion.script(args.shell, root));
+      out(await Completion.script(args.shell, root));
     },
   });

@@ -1,4 +1,4 @@
-import { command, print, printJson, setExitCode } from "../command";
+import { command, print, printJson, printJsonLine, setExitCode } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import { LazyError, type ErrorCode } from "../../util/errors";
@@ -86,7 +86,7 @@ export const logs = command({
     for (;;) {
       const r = await c.request<{ task: Task; events: TaskEvent[] }>("GET", `/api/tasks/${enc(args.task)}/events?after=${after}`);
       for (const e of r.events) {
-        if (args.json) process.stdout.write(JSON.stringify(e) + "\n");
+        if (args.json) printJsonLine(e);
         else print(line(e));
         after = e.id;
       }
