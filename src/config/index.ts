@@ -7,3 +7,4 @@ export { load, loadText, formatProblem, FILE, type Loaded, type Problem } from "
 export { starter } from "./starter";
 export { resolveProfile, profileNames, defaultProfile, type ResolvedProfile, type Harness } from "./profiles";
 export * as Trust from "./trust";
+export { secretUrls, secretPart, type SecretUrl } from "./url-secrets";

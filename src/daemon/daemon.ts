@@ -113,7 +113,13 @@ export class Daemon {
         bus,
         log: Log.create("runner"),
       });
-      const notifier = new Notifier({ db, bus, config: () => watch.state.config, log: Log.create("notify") });
+      const notifier = new Notifier({
+        db,
+        bus,
+        config: () => watch.state.config,
+        credential: (name) => credentials.get(name)?.value,
+        log: Log.create("notify"),
+      });
       notifier.start();
       daemon = new Daemon(root, paths, db, watch, proxy, credentials, runner, bus, notifier, mcp, lock, log, loaded.present);
       // lazy's MCP tools, on the proxy's listeners (where task containers reach it).
