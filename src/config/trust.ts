@@ -27,15 +27,7 @@ import type { Config } from "./schema";
 export const TRUST_FILE = "trusted.json";
 
 /** Leaf keys that need no trust; `*` is any one key. */
-const INERT = [
-  "server.port",
-  "server.web",
-  "proxy.port",
-  "proxy.first_byte_timeout_s",
-  "proxy.audit.*",
-  "usage_pause.*",
-  "notify.desktop",
-];
+const INERT = ["server.port", "server.web", "proxy.port", "proxy.first_byte_timeout_s", "proxy.audit.*", "usage_pause.*", "notify.desktop"];
 
 export interface TrustRecord {
   /** sha256 of the approved file's bytes. */
@@ -112,7 +104,11 @@ export function check(root: string, home = lazyHome()): Checked {
       untrusted: false,
       file,
       problems: loaded.problems,
-      error: new LazyError("config_invalid", `${file} does not load, so the daemon will not start; fix these lines:`, loaded.problems.map(formatProblem)),
+      error: new LazyError(
+        "config_invalid",
+        `${file} does not load, so the daemon will not start; fix these lines:`,
+        loaded.problems.map(formatProblem),
+      ),
     };
   const keys = bearingKeys(src);
   if (!Object.keys(keys).length) return { ok: true, config: loaded.config, present: true, file, record: null };
@@ -152,13 +148,16 @@ export function approve(
   home = lazyHome(),
 ): { file: string; sha256: string; changed: string[]; bearing: string[]; isNew: boolean; needed: boolean } {
   const file = join(root, FILE);
-  if (!existsSync(file))
-    throw new LazyError("not_found", `There is no ${FILE} in ${root} to trust; lazy init writes one (and trusts it).`);
+  if (!existsSync(file)) throw new LazyError("not_found", `There is no ${FILE} in ${root} to trust; lazy init writes one (and trusts it).`);
   const bytes = readFileSync(file);
   const src = bytes.toString("utf8");
   const loaded = loadText(src);
   if (!loaded.ok)
-    throw new LazyError("config_invalid", `${file} does not load, so lazy will not trust it; fix these lines:`, loaded.problems.map(formatProblem));
+    throw new LazyError(
+      "config_invalid",
+      `${file} does not load, so lazy will not trust it; fix these lines:`,
+      loaded.problems.map(formatProblem),
+    );
   const keys = bearingKeys(src);
   ensurePrivateDir(home);
   const book = readBook(home);

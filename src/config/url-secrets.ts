@@ -61,8 +61,9 @@ export function secretUrls(src: string): SecretUrl[] {
         const at = where.get(k)?.value ?? where.get(k)?.key ?? { line: 1, col: 1 };
         out.push({ ...at, path: k, part });
       }
-    } else if (Array.isArray(v)) v.forEach((x, i) => walk(x, [...path, i]));
-    else if (v && typeof v === "object" && !(v instanceof Date)) for (const [k, x] of Object.entries(v)) walk(x, [...path, k]);
+    } else if (Array.isArray(v)) {
+      for (const [i, x] of v.entries()) walk(x, [...path, i]);
+    } else if (v && typeof v === "object" && !(v instanceof Date)) for (const [k, x] of Object.entries(v)) walk(x, [...path, k]);
   };
   walk(doc, []);
   return out.sort((a, b) => a.line - b.line || a.col - b.col);

@@ -37,7 +37,10 @@ beforeAll(async () => {
       },
     }),
   );
-  sh(p.root, "git -c user.name=Dev -c user.email=dev@example.com add .claude && git -c user.name=Dev -c user.email=dev@example.com commit -qm init");
+  sh(
+    p.root,
+    "git -c user.name=Dev -c user.email=dev@example.com add .claude && git -c user.name=Dev -c user.email=dev@example.com commit -qm init",
+  );
   await p.setCredential("anthropic", KEY);
 });
 afterAll(async () => {
@@ -45,10 +48,7 @@ afterAll(async () => {
   await anthropic?.close();
 });
 
-const calls = () =>
-  sh("/", `docker ps -q --filter label=dev.lazy.root=${p.root} --filter name=-call-`)
-    .out.split("\n")
-    .filter(Boolean);
+const calls = () => sh("/", `docker ps -q --filter label=dev.lazy.root=${p.root} --filter name=-call-`).out.split("\n").filter(Boolean);
 const cmdline = (id: string) => sh("/", `docker exec ${id} sh -c 'cat /proc/*/cmdline | tr "\\\\0" " "'`).out;
 /** The call's model request has arrived: every hook before it (SessionStart, UserPromptSubmit) would have run. */
 const posted = () => until(() => anthropic.received.some((x) => x.method === "POST"), 180_000, "the call's model request");

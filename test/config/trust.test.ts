@@ -46,7 +46,10 @@ describe("lazy trust", () => {
     expect(ok.code, ok.stderr).toBe(0);
     await p.ok(["daemon", "stop"]);
 
-    edit(p, '# a comment\n[server]\nport = 26410\n\n[proxy.upstreams]\nanthropic = "http://127.0.0.1:10"\nopenai = "http://127.0.0.1:11"\n');
+    edit(
+      p,
+      '# a comment\n[server]\nport = 26410\n\n[proxy.upstreams]\nanthropic = "http://127.0.0.1:10"\nopenai = "http://127.0.0.1:11"\n',
+    );
     const r = await p.run(["task", "list"]);
     expect(r.code).toBe(4);
     expect(r.stderr).toContain(`${p.root}/lazy.toml is changed and not trusted`);

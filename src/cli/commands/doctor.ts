@@ -157,7 +157,12 @@ function trustFinding(root: string): Finding | undefined {
   if (c.ok && !c.present) return undefined;
   if (c.ok)
     return c.record
-      ? { check: "trust", ok: true, blocking: false, summary: `${c.file} trusted (sha256:${c.record.sha256.slice(0, 12)}, ${c.record.trustedAt})` }
+      ? {
+          check: "trust",
+          ok: true,
+          blocking: false,
+          summary: `${c.file} trusted (sha256:${c.record.sha256.slice(0, 12)}, ${c.record.trustedAt})`,
+        }
       : { check: "trust", ok: true, blocking: false, summary: `${c.file} sets no key that needs trust` };
   return {
     check: "trust",

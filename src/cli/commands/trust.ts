@@ -11,7 +11,8 @@ import { say } from "../voice";
 export const trust = command({
   meta: {
     name: "trust",
-    description: "Approve this project's lazy.toml as it is now (lazy refuses one that changed keys deciding where credentials go); --show lists what is trusted",
+    description:
+      "Approve this project's lazy.toml as it is now (lazy refuses one that changed keys deciding where credentials go); --show lists what is trusted",
   },
   args: {
     show: { type: "boolean", description: "List the trusted lazy.toml files: path, hash, when, and whether the file still matches" },
