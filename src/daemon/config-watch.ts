@@ -8,6 +8,7 @@ import { watch, statSync, type FSWatcher } from "node:fs";
 import { join } from "node:path";
 import { Trust, FILE, type Config } from "../config";
 import type { Logger } from "../util/log";
+import { LazyError } from "../util/errors";
 
 export interface ConfigState {
   config: Config;
@@ -83,7 +84,9 @@ export class ConfigWatch {
       r = Trust.check(this.root);
     } catch (e) {
       // The trust record itself does not read: nothing new is applied.
-      r = { ok: false, untrusted: true, file: join(this.root, FILE), problems: [], error: e as never };
+      const error =
+        e instanceof LazyError ? e : new LazyError("config_untrusted", `lazy's trust record does not read: ${(e as Error).message}.`);
+      r = { ok: false, untrusted: true, file: join(this.root, FILE), problems: [], error };
     }
     const problems = r.ok ? this.validate(r.config) : r.untrusted ? [r.error.message, ...r.error.details] : r.error.details;
     if (r.ok && !problems.length) {
