@@ -7,9 +7,10 @@
  * path.
  *
  * Which keys need trust is decided by the opposite list: a few keys that cannot move a
- * credential, run anything or open a door (ports, timeouts, audit bounds, usage_pause
- * thresholds, desktop notifications) are inert; every other key, including any added later,
- * bears trust. A file that sets only inert keys (or none) needs no trust. A file that sets a
+ * credential, run anything, open a door, spend more or erase a record (ports, the first-byte
+ * timeout, the dashboard switch, desktop notifications) are inert; every other key, including
+ * any added later, bears trust (budgets, usage_pause and audit bounds too: an agent raising its
+ * budget or shortening the audit is an attack as well). A file that sets only inert keys (or none) needs no trust. A file that sets a
  * trust-bearing key is accepted when those keys hold exactly what was approved: an edit of a
  * port or a comment needs no new approval, any edit of a trust-bearing value does.
  */
@@ -27,7 +28,7 @@ import type { Config } from "./schema";
 export const TRUST_FILE = "trusted.json";
 
 /** Leaf keys that need no trust; `*` is any one key. */
-const INERT = ["server.port", "server.web", "proxy.port", "proxy.first_byte_timeout_s", "proxy.audit.*", "usage_pause.*", "notify.desktop"];
+const INERT = ["server.port", "server.web", "proxy.port", "proxy.first_byte_timeout_s", "notify.desktop"];
 
 export interface TrustRecord {
   /** sha256 of the approved file's bytes. */

@@ -63,7 +63,7 @@ describe("lazy trust", () => {
 
   test("a file setting only inert keys needs no trust", async () => {
     const p = new Project();
-    edit(p, "[server]\nport = 26420\n\n[usage_pause]\nthreshold = 90\n\n[notify]\ndesktop = false\n");
+    edit(p, "[server]\nport = 26420\n\n[proxy]\nfirst_byte_timeout_s = 60\n\n[notify]\ndesktop = false\n");
     const r = await p.run(["task", "list"]);
     expect(r.code, r.stderr).toBe(0);
     expect(existsSync(join(p.home, "trusted.json"))).toBe(false);
