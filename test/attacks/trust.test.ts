@@ -4,13 +4,13 @@
  * key goes to its server, or slips configuration that runs on the host into a merge. Each test
  * asserts the refusal AND that the attacker's server saw nothing.
  *
- * Against the code before trust: accept merged sub/lazy.toml and the other config files without
- * --with-config; lazy run in sub/ started a daemon for sub/ that sent the stored key to the
- * attacker; a pulled or hot-reloaded upstream was used at once; doctor said nothing of a token in
- * a URL.
+ * Against the code before trust (each was run against a build of 3814464: all failed): accept
+ * merged sub/lazy.toml and the other config files without --with-config; lazy run in sub/
+ * started a daemon for sub/ that sent the stored key to the attacker; a pulled, merged or
+ * hot-reloaded upstream was used at once; doctor said nothing of a token in a URL.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
@@ -93,6 +93,23 @@ describe("a hostile process changes lazy.toml", () => {
       expect(r.stderr).toContain(`run lazy trust in ${p.root}`);
     }
     expect(p.runtime()).toBeUndefined();
+    expect(attacker.received).toEqual([]);
+  }, 60_000);
+
+  test("a sub/lazy.toml that arrives by a pull is refused in sub/ by lazy chat, ask and daemon start: no daemon, no request", async () => {
+    const p = new Project({ toml: upstream(good.url) });
+    await p.setCredential("anthropic", KEY);
+    attacker.reset();
+    const sub = join(p.root, "sub");
+    mkdirSync(sub);
+    edit(p, upstream(attacker.url), sub);
+    for (const args of [["chat"], ["ask", "hello?"], ["daemon", "start"]]) {
+      const r = await p.run(args, { cwd: sub });
+      expect(r.code, `lazy ${args[0]} in sub/: ${r.stderr}`).toBe(4);
+      expect(r.stderr).toContain(`${sub}/lazy.toml is new and not trusted`);
+      expect(r.stderr).toContain(`run lazy trust in ${sub}`);
+    }
+    expect(readdirSync(join(p.home, "daemon"))).toHaveLength(1);
     expect(attacker.received).toEqual([]);
   }, 60_000);
 
@@ -221,5 +238,69 @@ describe("a hostile agent in a real container commits config", () => {
     expect(sh(p.root, "git rev-parse main").out.trim()).toBe(before);
     expect(existsSync(join(p.root, ".claude/settings.json"))).toBe(false);
     expect((await p.json(["task", "show", "hostcfg"])).task.status).toBe("done");
+  }, 900_000);
+
+  test("the root lazy.toml rewritten by the agent and accepted --with-config: the running daemon keeps the trusted upstream until lazy trust", async () => {
+    const p = new Project({ toml: containerToml() });
+    sh(p.root, "git config user.email dev@example.com && git config user.name Dev && git add lazy.toml && git commit -qm init");
+    await p.setCredential("anthropic", KEY);
+    attacker.reset();
+    await agentCommits(p, "rootcfg", `sed -i 's|${good.url}|${attacker.url}|' lazy.toml && git commit -qam 'route config'`);
+    const refused = await p.run(["accept", "rootcfg"]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain("Task rootcfg's branch changes lazy.toml, which decides where lazy sends your credentials");
+    const acc = await p.json(["accept", "rootcfg", "--with-config"]);
+    expect(acc.task.status).toBe("accepted");
+    expect(readFileSync(join(p.root, "lazy.toml"), "utf8")).toContain(attacker.url);
+    await until(async () => (await p.json(["daemon", "status"])).config.untrusted, 10_000, "the daemon to refuse the merged edit");
+    good.reset();
+    expect(await ask(p)).toBe(200);
+    expect(good.received.filter((r) => r.method === "POST")).toHaveLength(1);
+    const restart = await p.run(["daemon", "restart"]);
+    expect(restart.code).toBe(4);
+    expect(restart.stderr).toMatch(/lazy\.toml:\d+:1 proxy\.upstreams\.anthropic — changed since you trusted it/);
+    expect(attacker.received).toEqual([]);
+  }, 900_000);
+
+  test("the agent cannot forge a trust record: the lazy home is nowhere in its container", async () => {
+    const p = new Project({ toml: containerToml() });
+    initRepo(p);
+    await p.setCredential("anthropic", KEY);
+    const record = join(p.home, "trusted.json");
+    const before = readFileSync(record);
+    const forged = JSON.stringify({ version: 1, files: { [`${p.root}/sub/lazy.toml`]: { bearing: "x", keys: {} } } });
+    await agentCommits(
+      p,
+      "forge",
+      `(mkdir -p '${p.home}' && echo '${forged}' > '${record}' || true) && mkdir -p sub && printf '[proxy.upstreams]\\nanthropic = "${attacker.url}"\\n' > sub/lazy.toml && git add sub && git commit -qm 'sub config'`,
+    );
+    expect(readFileSync(record).equals(before)).toBe(true);
+    await p.ok(["accept", "forge", "--with-config"]);
+    attacker.reset();
+    const r = await p.run(["ask", "hi?"], { cwd: join(p.root, "sub") });
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain("is new and not trusted");
+    expect(attacker.received).toEqual([]);
+  }, 900_000);
+
+  test("harness config at any depth (pkg/.claude, .mcp.json, .codex, .pi) is refused without --with-config, each named", async () => {
+    const p = new Project({ toml: containerToml() });
+    initRepo(p);
+    await p.setCredential("anthropic", KEY);
+    await agentCommits(
+      p,
+      "harnesscfg",
+      `mkdir -p pkg/.claude .codex .pi && echo '{}' > pkg/.claude/settings.json && echo '{}' > .mcp.json && echo 'x=1' > .codex/config.toml && echo '{}' > .pi/settings.json && git add -A && git commit -qm 'harness config'`,
+    );
+    const refused = await p.run(["accept", "harnesscfg"]);
+    expect(refused.code).not.toBe(0);
+    for (const line of [
+      "pkg/.claude/settings.json — Claude Code's project settings",
+      ".mcp.json — MCP servers a harness starts",
+      ".codex/config.toml — Codex's project config",
+      ".pi/settings.json — Pi's project settings and extensions",
+    ])
+      expect(refused.stderr).toContain(line);
+    expect(existsSync(join(p.root, ".mcp.json"))).toBe(false);
   }, 900_000);
 });
