@@ -200,9 +200,23 @@ export class Project {
       }
     }
     await this.run(["daemon", "stop"]).catch(() => {});
-    if (rt) {
+    // Every daemon under this LAZY_HOME (a test may have started one for a subfolder too).
+    const pids = existsSync(join(this.home, "daemon"))
+      ? readdirSync(join(this.home, "daemon")).flatMap((s) => {
+          const f = join(this.home, "daemon", s, "daemon.json");
+          return existsSync(f) ? [(JSON.parse(readFileSync(f, "utf8")) as { pid: number }).pid] : [];
+        })
+      : [];
+    const ours = (pid: number) => {
       try {
-        process.kill(rt.pid, "SIGKILL");
+        return readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(`LAZY_HOME=${this.home}`);
+      } catch {
+        return false;
+      }
+    };
+    for (const pid of new Set([...(rt ? [rt.pid] : []), ...pids.filter(ours)])) {
+      try {
+        process.kill(pid, "SIGKILL");
       } catch {}
     }
     rmSync(this.root, { recursive: true, force: true });
