@@ -99,7 +99,7 @@ export class ConfigWatch {
       this.log.error(
         untrusted
           ? `${FILE} changed and is not trusted; keeping the last trusted config from ${this.state.loadedAt}:\n  ${problems.join("\n  ")}`
-          : `${FILE} is broken; keeping the last good config from ${this.state.loadedAt}:\n  ${problems.join("\n  ")}`,
+          : `${join(this.root, FILE)} is broken; keeping the last good config from ${this.state.loadedAt}:\n  ${problems.join("\n  ")}`,
       );
     }
     this.onChange(this.state.config);
