@@ -192,6 +192,7 @@ describe("a hostile agent in a real container commits config", () => {
 
     const acc = await p.json(["accept", "subcfg", "--with-config"]);
     expect(acc.task.status).toBe("accepted");
+    expect(acc.config).toEqual(["sub/lazy.toml"]);
     const sub = join(p.root, "sub");
     expect(readFileSync(join(sub, "lazy.toml"), "utf8")).toContain(attacker.url);
 
@@ -249,8 +250,11 @@ describe("a hostile agent in a real container commits config", () => {
     const refused = await p.run(["accept", "rootcfg"]);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain("Task rootcfg's branch changes lazy.toml, which decides where lazy sends your credentials");
-    const acc = await p.json(["accept", "rootcfg", "--with-config"]);
-    expect(acc.task.status).toBe("accepted");
+    const acc = await p.run(["accept", "rootcfg", "--with-config"]);
+    expect(acc.code, acc.stderr).toBe(0);
+    expect(acc.stderr).toContain(
+      "It merged lazy.toml: lazy uses a new or changed lazy.toml only once you approve it (lazy trust in its folder).",
+    );
     expect(readFileSync(join(p.root, "lazy.toml"), "utf8")).toContain(attacker.url);
     await until(async () => (await p.json(["daemon", "status"])).config.untrusted, 10_000, "the daemon to refuse the merged edit");
     good.reset();
