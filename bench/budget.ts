@@ -19,7 +19,7 @@ import { Database } from "bun:sqlite";
 import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { fmt, pct, timeProcess } from "./lib";
+import { fmt, pct, timeProcess, trustToml } from "./lib";
 import * as AuditStore from "../src/proxy/audit/store";
 import type { Row } from "../src/proxy/audit";
 
@@ -39,6 +39,7 @@ writeFileSync(
   join(root, "lazy.toml"),
   `[proxy.audit]\nmax_rows = 2000000\n\n[budget]\nper_task_tokens = 50000000\nper_day_tokens = 1000000000\n\n[profiles.sonnet]\nharness = "claude"\nmodel = "claude-sonnet-4-5"\n\n[profiles.gpt]\nharness = "codex"\nmodel = "gpt-5-codex"\n`,
 );
+trustToml(BIN, root, env);
 const lazy = (...args: string[]) => timeProcess([BIN, ...args], env, root);
 
 /** A deterministic generator, so every run seeds the same store. */

@@ -19,6 +19,14 @@ export function timeProcess(cmd: string[], env?: Record<string, string>, cwd?: s
 export const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
 
 /**
+ * `lazy trust` in a bench's project, as its person would after writing lazy.toml (a lazy.toml
+ * with upstreams is refused until then). A build from before trust has no such command: ignored.
+ */
+export function trustToml(bin: string, root: string, env: Record<string, string>): void {
+  Bun.spawnSync([bin, "trust"], { cwd: root, env, stdout: "ignore", stderr: "ignore" });
+}
+
+/**
  * A project of its own (temp root and LAZY_HOME, a git repo, `lazy.toml` pointing Anthropic at
  * `upstream`), its daemon started by storing a key, and the daemon API's address and token:
  * what the proxy benches set up for each build they drive. `stop` ends the daemon and removes
@@ -31,6 +39,7 @@ export async function proxyProject(bin: string, upstream: string, toml = "", lab
   const env = { ...(process.env as Record<string, string>), LAZY_HOME: home, LAZY_CREDENTIAL_BACKEND: "file" };
   Bun.spawnSync(["git", "init", "-q", root]);
   writeFileSync(join(root, "lazy.toml"), `[proxy.upstreams]\nanthropic = "${upstream}"\n${toml}`);
+  trustToml(bin, root, env);
   const lazy = (args: string[], stdin?: string) => {
     const r = Bun.spawnSync([bin, ...args], { cwd: root, env, stdin: stdin === undefined ? "ignore" : new Blob([stdin]) });
     if (r.exitCode !== 0) throw new Error(`${bin} ${args.join(" ")}: ${r.stderr}`);
@@ -86,6 +95,7 @@ export function containerProject(bin: string, label: string, base: string, upstr
   sh(["git", "init", "-q", "-b", "main"]);
   sh(["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "--allow-empty", "-m", "init"]);
   writeFileSync(join(root, "lazy.toml"), `[container]\nbase = "${base}"\n\n[proxy.upstreams]\nanthropic = "${upstream}"\n`);
+  trustToml(bin, root, env);
   Bun.spawnSync([bin, "auth", "set", "anthropic"], { cwd: root, env, stdin: new Blob(["sk-ant-api03-BENCH-" + "s".repeat(79) + "AA"]) });
   const dispose = () => {
     const ids = sh(["docker", "ps", "-aq", "--filter", `label=dev.lazy.root=${root}`])

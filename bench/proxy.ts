@@ -14,6 +14,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSyn
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { threadCount } from "../src/proxy/listen/shared-port";
+import { trustToml } from "./lib";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
 const secs = Number(process.argv[2] ?? 5);
@@ -67,6 +68,7 @@ function daemonSetup({ BIN: bin = BIN, ...extra }: Record<string, string>) {
   const env = { ...(process.env as Record<string, string>), ...extra, LAZY_HOME: home, LAZY_CREDENTIAL_BACKEND: "file" };
   Bun.spawnSync(["git", "init", "-q", root]);
   writeFileSync(join(root, "lazy.toml"), `[proxy.upstreams]\nanthropic = "${up}"\n`);
+  trustToml(bin, root, env);
   const lazy = (args: string[], stdin?: string) => {
     const r = Bun.spawnSync([bin, ...args], { cwd: root, env, stdin: stdin === undefined ? "ignore" : new Blob([stdin]) });
     if (r.exitCode !== 0) throw new Error(`lazy ${args.join(" ")}: ${r.stderr}`);

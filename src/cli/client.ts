@@ -120,15 +120,11 @@ export async function connect(root: string): Promise<Client> {
 
 export async function start(root: string): Promise<Client> {
   const p = State.paths(root);
-  // Refuse here, with the exact lines, rather than leave the user to find them in a log.
-  const { load, formatProblem } = await import("../config");
-  const loaded = load(root);
-  if (!loaded.ok)
-    throw new LazyError(
-      "config_invalid",
-      "lazy.toml does not load, so the daemon will not start; fix these lines:",
-      loaded.problems.map(formatProblem),
-    );
+  // Refuse here, with the exact lines, rather than leave the user to find them in a log; and
+  // an untrusted lazy.toml before any daemon exists to use it (config/trust.ts).
+  const { Trust } = await import("../config");
+  const checked = Trust.check(root);
+  if (!checked.ok) throw checked.error;
   ensurePrivateDir(p.dir);
   const fd = openSync(p.log, "a", 0o600);
   const [cmd, ...args] = selfCommand();

@@ -11,13 +11,15 @@ import { say } from "./voice";
 import { out } from "./out";
 import { forStream, stripAnsi } from "./terminal";
 
-export const EXIT = { ok: 0, failed: 1, usage: 2, internal: 70 } as const;
+/** `untrusted`: lazy.toml is not trusted (lazy trust), the same code as lazy run's "launch refused". */
+export const EXIT = { ok: 0, failed: 1, usage: 2, untrusted: 4, internal: 70 } as const;
 
 const main: CommandDef<any> = command({
   meta: { name: "lazy", description: "Run coding agents in containers, behind a proxy that keeps your credentials" },
   // Each command loads when used, so a quick command does not pay for the others' imports.
   subCommands: {
     init: () => import("./commands/init").then((m) => m.init),
+    trust: () => import("./commands/trust").then((m) => m.trust),
     daemon: () => import("./commands/daemon").then((m) => m.daemon),
     task: () => import("./commands/task").then((m) => m.task),
     doctor: () => import("./commands/doctor").then((m) => m.doctor),
@@ -103,7 +105,7 @@ export async function run(argv: string[]): Promise<number> {
 function report(e: unknown): number {
   if (e instanceof LazyError) {
     say.error([e.message, ...e.details.map((d) => `  ${d}`)].join("\n"));
-    return e.code === "invalid_input" ? EXIT.usage : EXIT.failed;
+    return e.code === "invalid_input" ? EXIT.usage : e.code === "config_untrusted" ? EXIT.untrusted : EXIT.failed;
   }
   // citty's own complaints (a missing argument, an unknown subcommand) are usage errors.
   const err = e as Error & { code?: string };

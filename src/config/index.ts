@@ -6,3 +6,5 @@ export * from "./schema";
 export { load, loadText, formatProblem, FILE, type Loaded, type Problem } from "./load";
 export { starter } from "./starter";
 export { resolveProfile, profileNames, defaultProfile, type ResolvedProfile, type Harness } from "./profiles";
+export * as Trust from "./trust";
+export { secretUrls, secretPart, type SecretUrl } from "./url-secrets";

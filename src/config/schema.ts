@@ -132,6 +132,11 @@ export const Notify = z
       .describe(
         "URL that gets a JSON POST when a task starts waiting, finishes or fails (tried 4 times, then logged). Its path may carry a secret: lazy logs only its origin.",
       ),
+    webhook_credential: credentialName
+      .optional()
+      .describe(
+        "Instead of webhook: the name of a stored credential (lazy auth set NAME, the URL on stdin) holding the webhook URL, so the secret is not in lazy.toml, which every task container can read.",
+      ),
     desktop: z
       .boolean()
       .default(false)
@@ -231,6 +236,9 @@ export function crossCheck(raw: unknown): { path: (string | number)[]; message: 
     if (p.wire !== undefined && harness === "claude" && p.wire !== "anthropic")
       out.push({ path: ["profiles", name, "wire"], message: 'expected "anthropic": Claude Code speaks only the Anthropic wire' });
   }
+  const notify = (doc as { notify?: Record<string, unknown> }).notify;
+  if (notify && typeof notify === "object" && notify.webhook !== undefined && notify.webhook_credential !== undefined)
+    out.push({ path: ["notify", "webhook_credential"], message: "set either webhook or webhook_credential, not both" });
   for (const role of ["agent", "builder"]) {
     const named = doc.models?.roles?.[role];
     if (typeof named === "string" && !(named in profiles) && !builtin(named))

@@ -63,7 +63,7 @@ export function starter(): string {
     "",
     section("container", Container, { image: "node:22-bookworm", setup: "npm ci" }, ["dockerfile"]),
     "",
-    section("notify", Notify, { webhook: "https://hooks.example.com/lazy" }),
+    section("notify", Notify, { webhook: "https://hooks.example.com/lazy", webhook_credential: "slack-hook" }),
     "",
   ].join("\n");
 }

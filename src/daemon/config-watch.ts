@@ -1,17 +1,20 @@
 /**
  * Keeps the daemon's config current: reloads lazy.toml when it changes, and when an edit
- * breaks it, keeps serving the last good config and says so (status and log).
+ * breaks it, or sets trust-bearing keys the person has not approved (config/trust.ts), keeps
+ * serving the last good, trusted config and says so (status and log). The trust record is
+ * watched too, so `lazy trust` applies a waiting edit.
  */
 import { watch, statSync, type FSWatcher } from "node:fs";
 import { join } from "node:path";
-import { load, formatProblem, FILE, type Config } from "../config";
+import { Trust, FILE, type Config } from "../config";
 import type { Logger } from "../util/log";
+import { LazyError } from "../util/errors";
 
 export interface ConfigState {
   config: Config;
   loadedAt: string;
   /** Set while the file on disk is broken: the problems, and since when. */
-  broken: { since: string; problems: string[] } | null;
+  broken: { since: string; problems: string[]; untrusted: boolean } | null;
 }
 
 export class ConfigWatch {
@@ -61,26 +64,43 @@ export class ConfigWatch {
   }
 
   private stamp(): string {
-    try {
-      const s = statSync(join(this.root, FILE));
-      return `${s.mtimeMs}:${s.size}:${s.ino}`;
-    } catch {
-      return "absent";
-    }
+    const one = (f: string) => {
+      try {
+        const s = statSync(f);
+        return `${s.mtimeMs}:${s.size}:${s.ino}`;
+      } catch {
+        return "absent";
+      }
+    };
+    return `${one(join(this.root, FILE))}/${one(Trust.recordFile())}`;
   }
 
   reload(): void {
     const stamp = this.stamp();
     if (stamp === this.lastStamp && !this.state.broken) return;
     this.lastStamp = stamp;
-    const r = load(this.root);
-    const problems = r.ok ? this.validate(r.config) : r.problems.map(formatProblem);
+    let r: Trust.Checked;
+    try {
+      r = Trust.check(this.root);
+    } catch (e) {
+      // The trust record itself does not read: nothing new is applied.
+      const error =
+        e instanceof LazyError ? e : new LazyError("config_untrusted", `lazy's trust record does not read: ${(e as Error).message}.`);
+      r = { ok: false, untrusted: true, file: join(this.root, FILE), problems: [], error };
+    }
+    const problems = r.ok ? this.validate(r.config) : r.untrusted ? [r.error.message, ...r.error.details] : r.error.details;
     if (r.ok && !problems.length) {
+      const was = this.state.broken;
       this.state = { config: r.config, loadedAt: new Date().toISOString(), broken: null };
-      this.log.info(`${FILE} reloaded`);
+      this.log.info(`${FILE} reloaded${was?.untrusted ? " (now trusted)" : ""}`);
     } else {
-      this.state = { ...this.state, broken: { since: this.state.broken?.since ?? new Date().toISOString(), problems } };
-      this.log.error(`${FILE} is broken; keeping the last good config from ${this.state.loadedAt}:\n  ${problems.join("\n  ")}`);
+      const untrusted = !r.ok && r.untrusted;
+      this.state = { ...this.state, broken: { since: this.state.broken?.since ?? new Date().toISOString(), problems, untrusted } };
+      this.log.error(
+        untrusted
+          ? `${FILE} changed and is not trusted; keeping the last trusted config from ${this.state.loadedAt}:\n  ${problems.join("\n  ")}`
+          : `${join(this.root, FILE)} is broken; keeping the last good config from ${this.state.loadedAt}:\n  ${problems.join("\n  ")}`,
+      );
     }
     this.onChange(this.state.config);
   }

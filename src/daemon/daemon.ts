@@ -6,7 +6,7 @@
 import type { Database } from "bun:sqlite";
 import type { Server } from "bun";
 import { rmSync } from "node:fs";
-import { load, formatProblem, type Config } from "../config";
+import { Trust, type Config } from "../config";
 import * as Store from "../store";
 import { ensurePrivateDir, writeFileAtomic } from "../util/files";
 import { tryLock, type Lock } from "../util/flock";
@@ -70,13 +70,9 @@ export class Daemon {
     const log = Log.create("daemon");
     try {
       rmSync(paths.startupError, { force: true });
-      const loaded = load(root);
-      if (!loaded.ok)
-        throw new LazyError(
-          "config_invalid",
-          "lazy.toml does not load, so the daemon will not start; fix these lines:",
-          loaded.problems.map(formatProblem),
-        );
+      // Broken or untrusted: no daemon, so nothing of it routes a credential (config/trust.ts).
+      const loaded = Trust.check(root);
+      if (!loaded.ok) throw loaded.error;
       const config = loaded.config;
       // The credential map must mean what it says: a collision refuses the start, naming both.
       Targets.build(config);
@@ -117,7 +113,13 @@ export class Daemon {
         bus,
         log: Log.create("runner"),
       });
-      const notifier = new Notifier({ db, bus, config: () => watch.state.config, log: Log.create("notify") });
+      const notifier = new Notifier({
+        db,
+        bus,
+        config: () => watch.state.config,
+        credential: (name) => credentials.get(name)?.value,
+        log: Log.create("notify"),
+      });
       notifier.start();
       daemon = new Daemon(root, paths, db, watch, proxy, credentials, runner, bus, notifier, mcp, lock, log, loaded.present);
       // lazy's MCP tools, on the proxy's listeners (where task containers reach it).
@@ -237,7 +239,14 @@ export class Daemon {
         ...(this.proxy.error ? { error: this.proxy.error } : {}),
       },
       config: c.broken
-        ? { state: "broken", loadedAt: c.loadedAt, present: this.configPresent, problems: c.broken.problems, brokenSince: c.broken.since }
+        ? {
+            state: "broken",
+            loadedAt: c.loadedAt,
+            present: this.configPresent,
+            problems: c.broken.problems,
+            brokenSince: c.broken.since,
+            ...(c.broken.untrusted ? { untrusted: true } : {}),
+          }
         : { state: "ok", loadedAt: c.loadedAt, present: this.configPresent, problems: [] },
     };
   }

@@ -14,5 +14,6 @@ export interface Status {
   proxy: { state: string; url: string | null; error?: string };
   /** Whether task containers can reach link-local metadata addresses (null: no task network yet). */
   metadata: LinkLocalGuard | null;
-  config: { state: "ok" | "broken"; loadedAt: string; present: boolean; problems: string[]; brokenSince?: string };
+  /** broken with untrusted: lazy.toml changed to keys the person has not approved (lazy trust). */
+  config: { state: "ok" | "broken"; loadedAt: string; present: boolean; problems: string[]; brokenSince?: string; untrusted?: boolean };
 }

@@ -365,8 +365,9 @@ export function diffStat(root: string, branch: string): string {
 
 /** The files the branch changes against the project's current branch (from where they forked). */
 export function changedFiles(root: string, branch: string): string[] {
-  const r = git(root, ["diff", "--name-only", "--no-renames", `HEAD...refs/heads/${branch}`], { allowFail: true });
-  return r.out.split("\n").filter(Boolean);
+  // -z: names as they are (no quoting of unusual bytes that would hide a "lazy.toml" at the end).
+  const r = git(root, ["diff", "--name-only", "-z", "--no-renames", `HEAD...refs/heads/${branch}`], { allowFail: true });
+  return r.out.split("\0").filter(Boolean);
 }
 
 /** Merge the task's branch into the project's current branch (never a fast-forward that hides it). */

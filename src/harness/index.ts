@@ -31,7 +31,9 @@ export function prepare(l: Launch): Prepared {
   if (seen.refused.length)
     throw new LazyError(
       "launch_refused",
-      `${h.name} would load configuration from the task's worktree that lazy cannot turn off: ${seen.refused.map(printable).join("; ")}. Remove it in ${l.untrustedCwd} (or let the agent work in its container: lazy send), then run lazy pair again.`,
+      l.oneShot
+        ? `${h.name} would load configuration from the project's checkout that lazy cannot turn off: ${seen.refused.map(printable).join("; ")}. Remove it in ${l.untrustedCwd}, or make [models.roles] agent a profile of another harness, for lazy's own calls (ask, report, the accept summary).`
+        : `${h.name} would load configuration from the task's worktree that lazy cannot turn off: ${seen.refused.map(printable).join("; ")}. Remove it in ${l.untrustedCwd} (or let the agent work in its container: lazy send), then run lazy pair again.`,
     );
   return { ...h.prepare(l), notLoaded: seen.notLoaded.map(printable) };
 }

@@ -28,7 +28,8 @@ export interface Launch {
   /** Extra arguments, passed through untouched (`lazy chat -- ARGS`). */
   args?: string[];
   /**
-   * The working directory is this task worktree, which the agent wrote (lazy pair): the harness
+   * The working directory is this task worktree, which the agent wrote (lazy pair), or the
+   * project's checkout, into which agents' branches are merged (lazy's own calls): the harness
    * starts with everything executable it would load from there (hooks, MCP servers, extensions,
    * project settings) turned off. Absent: the folder is the user's own (lazy chat).
    */

@@ -23,6 +23,8 @@ export interface NotifierDeps {
   bus: Bus;
   /** The config in force now (it reloads while the daemon runs). */
   config: () => Config;
+  /** A stored credential's value ([notify] webhook_credential names one). */
+  credential: (name: string) => string | undefined;
   log: Logger;
 }
 
@@ -56,15 +58,33 @@ export class Notifier {
   private onStatus(c: StatusChange): void {
     try {
       const n = this.d.config().notify;
-      if (!n.webhook && !n.desktop) return;
+      if (!n.webhook && !n.webhook_credential && !n.desktop) return;
       const note = Payload.build(this.d.db, c);
       if (!note) return;
       const ref = note.task.code ?? note.task.id;
-      if (n.webhook) this.webhook.send(n.webhook, JSON.stringify(note), `${note.event} of ${ref}`);
+      const url = n.webhook ?? (n.webhook_credential ? this.storedUrl(n.webhook_credential, `${note.event} of ${ref}`) : undefined);
+      if (url) this.webhook.send(url, JSON.stringify(note), `${note.event} of ${ref}`);
       if (n.desktop) this.desktop(note, ref);
     } catch (e) {
       this.d.log.error(`notify: task ${c.taskId} moved to ${c.to}, but its notification could not be made: ${(e as Error).message}`);
     }
+  }
+
+  /** The webhook URL a stored credential holds; never logged, only its name. */
+  private storedUrl(name: string, what: string): string | undefined {
+    const value = this.d.credential(name);
+    let ok = false;
+    try {
+      const u = new URL(value ?? "");
+      ok = u.protocol === "http:" || u.protocol === "https:";
+    } catch {}
+    if (ok) return value;
+    this.d.log.warn(
+      value === undefined
+        ? `notify: [notify] webhook_credential names "${name}", which is not stored, so the ${what} notification was dropped; lazy auth set ${name} (the webhook URL on stdin)`
+        : `notify: the credential "${name}" that [notify] webhook_credential names does not hold an http(s) URL, so the ${what} notification was dropped`,
+    );
+    return undefined;
   }
 
   private desktop(note: Payload.Notification, ref: string): void {

@@ -15,6 +15,7 @@ import type { McpTokens } from "../mcp";
 import { LazyError } from "../util/errors";
 import type { TaskAccess } from "./task-access";
 import type { OwnCalls } from "./own-calls";
+import { configBearing } from "./config-files";
 
 export interface EndingsDeps extends TaskAccess {
   slug: string;
@@ -35,7 +36,7 @@ export class Endings {
   async accept(
     ref: string,
     opts: { withConfig?: boolean } = {},
-  ): Promise<{ task: Task; commits: string[]; summary: string | null; summaryError: string | null }> {
+  ): Promise<{ task: Task; commits: string[]; summary: string | null; summaryError: string | null; config: string[] }> {
     let task = Tasks.resolve(this.d.db, ref);
     if (!canMove(task.status, "accepted"))
       throw new LazyError(
@@ -43,14 +44,21 @@ export class Endings {
         `Task ${this.d.ref(task)} is ${task.status}; only a task whose turn is done (or waiting) can be accepted.`,
       );
     const branch = `${Git.BRANCH_PREFIX}${this.d.ref(task)}`;
-    // lazy.toml decides where lazy sends the real credentials and what containers may reach, and
-    // the daemon applies it as soon as it changes: an agent's change to it is merged only when
-    // the person says so, having looked.
-    if (!opts.withConfig && Git.changedFiles(this.d.root, branch).includes(CONFIG_FILE))
+    // lazy.toml (at any depth) decides where lazy sends the real credentials and what containers
+    // may reach; harness folders, .worktreeinclude and Dockerfiles decide what runs on the host or
+    // at build (config-files.ts). An agent's change to any of them is merged only when the person
+    // says so, having looked.
+    const bearing = configBearing(this.d.root, Git.changedFiles(this.d.root, branch));
+    if (bearing.length && !opts.withConfig) {
+      const names = bearing.map((f) => f.path);
+      const quoted = names.map((n) => (/^[\w./@+-]+$/.test(n) ? n : `'${n.replace(/'/g, "'\\''")}'`)).join(" ");
+      const root = names.includes(CONFIG_FILE);
       throw new LazyError(
         "conflict",
-        `Task ${this.d.ref(task)}'s branch changes ${CONFIG_FILE}, which decides where lazy sends your credentials and what task containers may reach, and applies as soon as it is merged. Look at it: git diff HEAD...${branch} -- ${CONFIG_FILE}; then lazy accept ${this.d.ref(task)} --with-config to merge it anyway, or lazy send ${this.d.ref(task)} "leave ${CONFIG_FILE} as it was".`,
+        `Task ${this.d.ref(task)}'s branch changes ${root ? `${CONFIG_FILE}, which decides where lazy sends your credentials and what task containers may reach (once merged, lazy uses a changed lazy.toml only after lazy trust)` : "configuration that decides where credentials go or what runs"}: ${names.join(", ")}. Look at it: git diff HEAD...${branch} -- ${quoted}; then lazy accept ${this.d.ref(task)} --with-config to merge it anyway, or lazy send ${this.d.ref(task)} "leave ${names.join(", ")} as it was".`,
+        bearing.map((f) => `${f.path} — ${f.why}`),
       );
+    }
     let commits: string[] = [];
     let summary: string | null = null;
     let summaryError: string | null = null;
@@ -83,7 +91,8 @@ export class Endings {
     });
     task = this.d.move(task, "accepted", { commits: commits.length });
     await this.endSession(task, { deleteBranch: false });
-    return { task, commits, summary, summaryError };
+    // With --with-config: the config-bearing files it merged, so the CLI can say what follows.
+    return { task, commits, summary, summaryError, config: bearing.map((f) => f.path) };
   }
 
   async reject(ref: string): Promise<Task> {

@@ -16,7 +16,8 @@
  * image, network, profile and placeholder) and a fresh one is made behind it; anything else is
  * made on demand (always, with LAZY_WARM_CALLS=0 in the daemon's environment). Either way, one container per call, removed after it. Own calls carry what
  * they need in their prompt: the harness adds no project state of its own (a warm one's would be
- * stale).
+ * stale), and loads nothing of the checkout's harness configuration (.claude/settings.json hooks,
+ * .mcp.json, Pi extensions, Codex's project layer): agents' branches are merged there.
  */
 import { mkdirSync, lchownSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -277,6 +278,9 @@ export class OwnCalls {
       configDir: "/lazy/harness",
       ...how,
       oneShot: true,
+      // The checkout holds what agents' branches merged (a .claude/settings.json hook): the call
+      // loads none of its harness configuration, like lazy pair (harness/).
+      untrustedCwd: this.d.root,
       args: [],
     });
     for (const [rel, content] of Object.entries(prepared.files))

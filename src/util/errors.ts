@@ -5,6 +5,7 @@
  */
 export type ErrorCode =
   | "config_invalid"
+  | "config_untrusted"
   | "not_found"
   | "ambiguous"
   | "invalid_input"
@@ -20,6 +21,7 @@ export type ErrorCode =
 
 const httpStatus: Record<ErrorCode, number> = {
   config_invalid: 422,
+  config_untrusted: 403,
   not_found: 404,
   ambiguous: 409,
   invalid_input: 400,

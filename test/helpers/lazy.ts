@@ -28,10 +28,20 @@ export class Project {
     chmodSync(this.root, 0o755);
     this.home = realpathSync(mkdtempSync(join(tmpdir(), "lazy-home-")));
     Bun.spawnSync(["git", "init", "-q", "-b", "main", this.root]);
-    if (opts.toml !== undefined) writeFileSync(join(this.root, "lazy.toml"), opts.toml);
     // The file store unless a test asks for another: a developer's own keychain stays out of it.
     this.env = { LAZY_HOME: this.home, LAZY_CREDENTIAL_BACKEND: "file", ...opts.env };
+    if (opts.toml !== undefined) this.writeToml(opts.toml);
     projects.push(this);
+  }
+
+  /**
+   * `lazy trust` in the project, as its person would after writing lazy.toml: the test's own
+   * config is trusted the way the CLI records it. A file that does not load stays untrusted
+   * (the test is about that file).
+   */
+  trust(): Result {
+    const r = Bun.spawnSync([BIN, "trust"], { cwd: this.root, env: this.fullEnv(), stdout: "pipe", stderr: "pipe" });
+    return { code: r.exitCode ?? 1, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
   }
 
   fullEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
@@ -165,8 +175,10 @@ export class Project {
     return existsSync(f) ? readFileSync(f, "utf8") : "";
   }
 
+  /** Write lazy.toml as the project's person: trusted, like an edit followed by lazy trust. */
   writeToml(text: string): void {
     writeFileSync(join(this.root, "lazy.toml"), text);
+    this.trust();
   }
 
   async cleanup(): Promise<void> {
@@ -188,9 +200,23 @@ export class Project {
       }
     }
     await this.run(["daemon", "stop"]).catch(() => {});
-    if (rt) {
+    // Every daemon under this LAZY_HOME (a test may have started one for a subfolder too).
+    const pids = existsSync(join(this.home, "daemon"))
+      ? readdirSync(join(this.home, "daemon")).flatMap((s) => {
+          const f = join(this.home, "daemon", s, "daemon.json");
+          return existsSync(f) ? [(JSON.parse(readFileSync(f, "utf8")) as { pid: number }).pid] : [];
+        })
+      : [];
+    const ours = (pid: number) => {
       try {
-        process.kill(rt.pid, "SIGKILL");
+        return readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(`LAZY_HOME=${this.home}`);
+      } catch {
+        return false;
+      }
+    };
+    for (const pid of new Set([...(rt ? [rt.pid] : []), ...pids.filter(ours)])) {
+      try {
+        process.kill(pid, "SIGKILL");
       } catch {}
     }
     rmSync(this.root, { recursive: true, force: true });

@@ -17,7 +17,7 @@ function render(s: Status): string {
     `Proxy:     ${s.proxy.url ?? "-"} (${s.proxy.state}${s.proxy.error ? `: ${s.proxy.error}` : ""})`,
     s.config.state === "ok"
       ? `Config:    ok (${s.config.present ? "lazy.toml" : "defaults, no lazy.toml"}, loaded ${s.config.loadedAt})`
-      : `Config:    broken since ${s.config.brokenSince}; serving the last good config from ${s.config.loadedAt}:\n${s.config.problems.map((p) => `  ${p}`).join("\n")}`,
+      : `Config:    ${s.config.untrusted ? "changed and not trusted" : "broken"} since ${s.config.brokenSince}; serving the last ${s.config.untrusted ? "trusted" : "good"} config from ${s.config.loadedAt}:\n${s.config.problems.map((p) => `  ${p}`).join("\n")}`,
     `State:     ${s.stateDir}`,
   ];
   return lines.join("\n");

@@ -1,7 +1,9 @@
 import { command, print, printJson } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
-import { load, formatProblem } from "../../config";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { load, formatProblem, Trust, secretUrls, FILE } from "../../config";
 import { Engine } from "../../containers";
 import { desktopTool } from "../../notify";
 import { LazyError } from "../../util/errors";
@@ -31,8 +33,12 @@ async function findings(root: string): Promise<Finding[]> {
       details: loaded.problems.map(formatProblem),
     });
 
+  const trusted = loaded.ok ? trustFinding(root) : undefined;
+  if (trusted) out.push(trusted);
+  out.push(...secretFindings(root));
+
   let status: Status | undefined;
-  if (loaded.ok) {
+  if (loaded.ok && (!trusted || trusted.ok)) {
     try {
       const c = await Client.connect(root);
       status = await c.request<Status>("GET", "/api/status");
@@ -138,6 +144,50 @@ async function findings(root: string): Promise<Finding[]> {
       remedy: "start Docker (Linux: sudo systemctl start docker, or dockerd), or point DOCKER_HOST at a running engine",
     });
   return out;
+}
+
+/** Whether this project's lazy.toml is trusted (config/trust.ts): path, hash, when; or what is not. */
+function trustFinding(root: string): Finding | undefined {
+  let c: Trust.Checked;
+  try {
+    c = Trust.check(root);
+  } catch (e) {
+    return { check: "trust", ok: false, blocking: true, summary: (e as Error).message };
+  }
+  if (c.ok && !c.present) return undefined;
+  if (c.ok)
+    return c.record
+      ? {
+          check: "trust",
+          ok: true,
+          blocking: false,
+          summary: `${c.file} trusted (sha256:${c.record.sha256.slice(0, 12)}, ${c.record.trustedAt})`,
+        }
+      : { check: "trust", ok: true, blocking: false, summary: `${c.file} sets no key that needs trust` };
+  return {
+    check: "trust",
+    ok: false,
+    blocking: true,
+    summary: c.error.message,
+    remedy: `look at ${c.file}, then run lazy trust in ${root}`,
+    details: c.error.details,
+  };
+}
+
+/** URLs in lazy.toml with a token in them: every task container can read the file. Names the key and place, never the value. */
+function secretFindings(root: string): Finding[] {
+  const file = join(root, FILE);
+  if (!existsSync(file)) return [];
+  return secretUrls(readFileSync(file, "utf8")).map((u) => ({
+    check: "secrets",
+    ok: false,
+    blocking: false,
+    summary: `${FILE}:${u.line}:${u.col} ${u.path} holds a URL with a secret in it (${u.part}); every task container can read ${FILE}`,
+    remedy:
+      u.path === "notify.webhook"
+        ? 'store the URL as a credential (lazy auth set slack-hook, the URL on stdin) and write webhook_credential = "slack-hook" in [notify] instead'
+        : "move the secret out of the URL (a stored credential: lazy auth set NAME)",
+  }));
 }
 
 /**

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { command, print } from "../command";
-import { starter, FILE } from "../../config";
+import { starter, FILE, Trust } from "../../config";
 import { findProjectRoot } from "../../util/paths";
 import { LazyError } from "../../util/errors";
 import { writeFileAtomic } from "../../util/files";
@@ -15,7 +15,9 @@ export const init = command({
     const file = join(root, FILE);
     if (existsSync(file)) throw new LazyError("conflict", `${file} already exists; edit it, or remove it to start over.`);
     writeFileAtomic(file, starter(), 0o644);
-    say.success(`Wrote ${file}.`);
+    // The person wrote it by running init: it is theirs (config/trust.ts).
+    Trust.approve(root);
+    say.success(`Wrote ${file} (trusted: lazy trust --show).`);
     print('Next: lazy daemon start, then lazy task add "what to do".');
   },
 });

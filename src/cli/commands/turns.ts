@@ -58,12 +58,16 @@ export const accept = command({
   meta: { name: "accept", description: "Merge the task's branch into the project's branch and end its session" },
   args: {
     ...taskArg,
-    "with-config": { type: "boolean", description: "Merge even though the branch changes lazy.toml (look at that change first)" },
+    "with-config": {
+      type: "boolean",
+      description:
+        "Merge even though the branch changes config (lazy.toml at any depth, harness folders, Dockerfiles; look at that change first)",
+    },
     ...json,
   },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
-    const r = await c.request<{ task: Task; commits: string[]; summary: string | null; summaryError: string | null }>(
+    const r = await c.request<{ task: Task; commits: string[]; summary: string | null; summaryError: string | null; config: string[] }>(
       "POST",
       `/api/tasks/${enc(args.task)}/accept`,
       args["with-config"] ? { withConfig: true } : undefined,
@@ -74,6 +78,9 @@ export const accept = command({
     for (const c of r.commits) print(`  ${c}`);
     if (r.summary) print(`\n${r.summary}`);
     if (r.summaryError) say.warn(`The merge has no summary: ${r.summaryError}`);
+    const tomls = r.config.filter((f) => f === "lazy.toml" || f.endsWith("/lazy.toml"));
+    if (tomls.length)
+      say.warn(`It merged ${tomls.join(", ")}: lazy uses a new or changed lazy.toml only once you approve it (lazy trust in its folder).`);
   },
 });
 

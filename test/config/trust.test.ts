@@ -1,0 +1,92 @@
+/**
+ * Trust for lazy.toml (config/trust.ts, lazy trust): a file setting keys that decide where
+ * credentials go or what runs is used only once approved, refused before any daemon starts
+ * with its path, what changed (line:col) and how to approve; inert keys need no trust; the
+ * record lives in the lazy home, 0600 in a 0700 folder; lazy init trusts what it writes.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Project, cleanupAll } from "../helpers/lazy";
+
+afterAll(cleanupAll);
+
+/** Write lazy.toml as another process would (a pull, a checkout): not trusted. */
+const edit = (p: Project, text: string) => writeFileSync(join(p.root, "lazy.toml"), text);
+
+describe("lazy trust", () => {
+  test("a new lazy.toml with an upstream is refused with exit 4, its path and line:col, and no daemon; lazy trust approves it", async () => {
+    const p = new Project();
+    edit(p, '[server]\nport = 26400\n\n[proxy.upstreams]\nanthropic = "http://127.0.0.1:9"\n');
+    const r = await p.run(["task", "list"]);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain(`${p.root}/lazy.toml is new and not trusted`);
+    expect(r.stderr).toContain(`run lazy trust in ${p.root}`);
+    expect(r.stderr).toContain("lazy.toml:5:1 proxy.upstreams.anthropic — set in a file you have not trusted");
+    expect(r.stderr).not.toContain("server.port");
+    expect(existsSync(join(p.home, "daemon"))).toBe(false);
+
+    const t = await p.ok(["trust"]);
+    expect(t.stdout).toContain(`Trusted ${p.root}/lazy.toml (sha256:`);
+    expect(t.stdout).toContain("lazy now uses its proxy.upstreams.anthropic.");
+    expect((statSync(join(p.home, "trusted.json")).mode & 0o777).toString(8)).toBe("600");
+    expect((statSync(p.home).mode & 0o777).toString(8)).toBe("700");
+    expect((await p.run(["task", "list"])).code).toBe(0);
+
+    const show = await p.ok(["trust", "--show"]);
+    const sha = new Bun.CryptoHasher("sha256").update(readFileSync(join(p.root, "lazy.toml"))).digest("hex");
+    expect(show.stdout).toMatch(new RegExp(`^${p.root}/lazy\\.toml  sha256:${sha.slice(0, 12)}  trusted \\d{4}-\\d\\d-\\d\\dT`));
+  });
+
+  test("an edit of an inert key or a comment stays trusted; an edit of an upstream is refused naming it, until lazy trust", async () => {
+    const p = new Project({ toml: '[proxy.upstreams]\nanthropic = "http://127.0.0.1:9"\n' });
+    edit(p, '# a comment\n[server]\nport = 26410\n\n[proxy.upstreams]\nanthropic = "http://127.0.0.1:9"\n');
+    expect((await p.run(["trust", "--show"])).stdout).not.toContain("changed since");
+    const ok = await p.run(["task", "list"]);
+    expect(ok.code, ok.stderr).toBe(0);
+    await p.ok(["daemon", "stop"]);
+
+    edit(
+      p,
+      '# a comment\n[server]\nport = 26410\n\n[proxy.upstreams]\nanthropic = "http://127.0.0.1:10"\nopenai = "http://127.0.0.1:11"\n',
+    );
+    const r = await p.run(["task", "list"]);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain(`${p.root}/lazy.toml is changed and not trusted`);
+    expect(r.stderr).toMatch(/lazy\.toml:6:1 proxy\.upstreams\.anthropic — changed since you trusted it \(\d{4}-/);
+    expect(r.stderr).toMatch(/lazy\.toml:7:1 proxy\.upstreams\.openai — added since you trusted it/);
+    expect((await p.ok(["trust", "--show"])).stdout).toContain("(changed since: lazy trust again after looking)");
+    const t = await p.ok(["trust"]);
+    expect(t.stdout).toContain("Changed since the last approval: proxy.upstreams.anthropic, proxy.upstreams.openai.");
+    expect((await p.run(["task", "list"])).code).toBe(0);
+  });
+
+  test("a file setting only inert keys needs no trust", async () => {
+    const p = new Project();
+    edit(p, "[server]\nport = 26420\n\n[proxy]\nfirst_byte_timeout_s = 60\n\n[notify]\ndesktop = false\n");
+    const r = await p.run(["task", "list"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(existsSync(join(p.home, "trusted.json"))).toBe(false);
+  });
+
+  test("an unparseable lazy.toml is refused with its path and line:col, and lazy trust will not approve it", async () => {
+    const p = new Project();
+    edit(p, '[proxy.upstreams]\nanthropic = "http://127.0.0.1:9\n');
+    const r = await p.run(["task", "list"]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(`${p.root}/lazy.toml does not load`);
+    expect(r.stderr).toMatch(/lazy\.toml:2:\d+ \(document\) — not valid TOML/);
+    const t = await p.run(["trust"]);
+    expect(t.code).not.toBe(0);
+    expect(t.stderr).toContain(`${p.root}/lazy.toml does not load, so lazy will not trust it`);
+    expect(existsSync(join(p.home, "trusted.json"))).toBe(false);
+  });
+
+  test("lazy init trusts the starter it writes", async () => {
+    const p = new Project();
+    const r = await p.ok(["init"]);
+    expect(r.stdout).toContain("(trusted: lazy trust --show)");
+    expect((await p.ok(["trust", "--show"])).stdout).toContain(`${p.root}/lazy.toml  sha256:`);
+    expect((await p.run(["task", "list"])).code).toBe(0);
+  });
+});
