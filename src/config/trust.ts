@@ -15,8 +15,8 @@
  * port or a comment needs no new approval, any edit of a trust-bearing value does.
  */
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, lstatSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { parse } from "smol-toml";
 import { ensurePrivateDir, writeFileAtomic } from "../util/files";
 import { LazyError } from "../util/errors";
@@ -76,12 +76,36 @@ function leaves(doc: unknown, path: string[] = [], out = new Map<string, unknown
   return out;
 }
 
-/** The trust-bearing keys of a document and a hash of each value. */
-function bearingKeys(src: string): { [key: string]: string } {
+/** The pseudo-key for the contents of the Dockerfile `[container] dockerfile` names. */
+export const DOCKERFILE_CONTENTS = "container.dockerfile (its contents)";
+/** A Dockerfile larger than this is not lazy's to hash whole; its size stands in. */
+const MAX_DOCKERFILE = 1024 * 1024;
+
+/**
+ * The trust-bearing keys of a document and a hash of each value. The Dockerfile the config
+ * names is trust-bearing by its contents too: its RUN lines are what runs at build, and a pull
+ * can change them without touching lazy.toml.
+ */
+function bearingKeys(src: string, root: string): { [key: string]: string } {
   const keys: { [key: string]: string } = {};
-  for (const [k, v] of [...leaves(parse(src))].sort(([a], [b]) => (a < b ? -1 : 1)))
+  const doc = parse(src);
+  for (const [k, v] of [...leaves(doc)].sort(([a], [b]) => (a < b ? -1 : 1)))
     if (!inert(k)) keys[k] = sha(JSON.stringify(v, (_k, x) => (x instanceof Date ? x.toISOString() : x)));
+  const named = (doc.container as { dockerfile?: unknown } | undefined)?.dockerfile;
+  if (typeof named === "string") keys[DOCKERFILE_CONTENTS] = dockerfileHash(resolve(root, named));
   return keys;
+}
+
+/** A hash of the file's bytes, or what stands for a file that cannot be read as one. */
+function dockerfileHash(file: string): string {
+  try {
+    const st = lstatSync(file);
+    if (!st.isFile()) return sha(`not a regular file: ${st.mode}`);
+    if (st.size > MAX_DOCKERFILE) return sha(`size ${st.size} mtime ${st.mtimeMs}`);
+    return sha(readFileSync(file));
+  } catch {
+    return sha("missing");
+  }
 }
 
 const bearingHash = (keys: { [key: string]: string }) => sha(JSON.stringify(Object.entries(keys)));
@@ -111,12 +135,12 @@ export function check(root: string, home = lazyHome()): Checked {
         loaded.problems.map(formatProblem),
       ),
     };
-  const keys = bearingKeys(src);
+  const keys = bearingKeys(src, root);
   if (!Object.keys(keys).length) return { ok: true, config: loaded.config, present: true, file, record: null };
   const record = readBook(home).files[file];
   if (record && record.bearing === bearingHash(keys)) return { ok: true, config: loaded.config, present: true, file, record };
   const where = locate(src);
-  const at = (k: string) => where.get(k)?.key ?? { line: 1, col: 1 };
+  const at = (k: string) => where.get(k === DOCKERFILE_CONTENTS ? "container.dockerfile" : k)?.key ?? { line: 1, col: 1 };
   const since = record ? ` since you trusted it (${record.trustedAt})` : "";
   const problems: Problem[] = record
     ? [
@@ -159,7 +183,7 @@ export function approve(
       `${file} does not load, so lazy will not trust it; fix these lines:`,
       loaded.problems.map(formatProblem),
     );
-  const keys = bearingKeys(src);
+  const keys = bearingKeys(src, root);
   ensurePrivateDir(home);
   const book = readBook(home);
   const before = book.files[file];
@@ -177,7 +201,7 @@ export function list(home = lazyHome()): { file: string; sha256: string; trusted
       let state: "matches" | "changed" | "missing" = "missing";
       if (existsSync(file)) {
         try {
-          state = bearingHash(bearingKeys(readFileSync(file, "utf8"))) === r.bearing ? "matches" : "changed";
+          state = bearingHash(bearingKeys(readFileSync(file, "utf8"), dirname(file))) === r.bearing ? "matches" : "changed";
         } catch {
           state = "changed";
         }
@@ -189,3 +213,18 @@ export function list(home = lazyHome()): { file: string; sha256: string; trusted
 
 /** The trust record's own file (the daemon's config watch also watches it). */
 export const recordFile = (home = lazyHome()) => bookPath(home);
+
+/**
+ * Before a build from the project's Dockerfile: its contents (as about to be built) must be
+ * the ones approved with the lazy.toml naming it. A running daemon sees no edit of the
+ * Dockerfile alone (the config watch follows lazy.toml), so the build step asks here.
+ */
+export function checkDockerfile(root: string, named: string, text: string, home = lazyHome()): void {
+  const file = join(root, FILE);
+  const record = readBook(home).files[file];
+  if (record?.keys[DOCKERFILE_CONTENTS] === sha(Buffer.from(text))) return;
+  throw new LazyError(
+    "config_untrusted",
+    `${resolve(root, named)} (the Dockerfile [container] dockerfile names) changed since you trusted ${file}, and lazy builds only what you approved. Look at it, then run lazy trust in ${root}.`,
+  );
+}

@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, statSync, lchownSync } from "node:fs";
 import { basename, join } from "node:path";
 import { Tasks, Runs, canMove, isFinal, type Task, type Run } from "../store";
 import type { Status } from "../store";
-import { defaultProfile, resolveProfile, type Config, type ResolvedProfile } from "../config";
+import { defaultProfile, resolveProfile, Trust, type Config, type ResolvedProfile } from "../config";
 import { Runtime, Image, type LinkLocalGuard, type NetworkOptions } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
@@ -327,6 +327,8 @@ export class Runner {
   async image(docker: Runtime, config: Config, task?: Task): Promise<Image.ImagePlan> {
     const image = Image.plan(this.d.root, config.container);
     if (image.kind === "build" && !(await docker.imageExists(image.tag))) {
+      // What runs at build is what the person approved (config/trust.ts).
+      if (config.container.dockerfile) Trust.checkDockerfile(this.d.root, config.container.dockerfile, image.dockerfile);
       if (task) this.event(task, "build", { image: image.tag, what: image.what });
       this.d.log.info(`building ${image.what} as ${image.tag}`);
       const files = image.context ? Image.contextOf(image.context, image.dockerfile) : { Dockerfile: image.dockerfile };

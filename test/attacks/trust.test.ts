@@ -165,6 +165,27 @@ describe("a hostile process changes lazy.toml", () => {
   }, 60_000);
 });
 
+describe("a hostile process changes the Dockerfile lazy.toml names", () => {
+  test("a running daemon builds nothing from a Dockerfile changed since it was trusted: the launch is refused naming it", async () => {
+    if (!(await requireDocker())) throw new Error("this test needs a Docker engine: bash scripts/setup-test-env.sh starts one");
+    const p = new Project();
+    writeFileSync(join(p.root, "Dockerfile"), `FROM ${TEST_IMAGES.node}\nRUN true\n`);
+    p.writeToml(`[container]\ndockerfile = "Dockerfile"\n\n${upstream(good.url)}`);
+    initRepo(p, "");
+    await p.setCredential("anthropic", KEY);
+    expect((await p.run(["task", "list"])).code).toBe(0); // the daemon runs on the trusted config
+    // A pull rewrites only the Dockerfile: lazy.toml, which the daemon watches, is unchanged.
+    const marker = `attacker-build-${crypto.randomUUID()}`;
+    writeFileSync(join(p.root, "Dockerfile"), `FROM ${TEST_IMAGES.node}\nRUN echo ${marker}\n`);
+    const r = await p.run(["run", "build it"]);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain(`${p.root}/Dockerfile (the Dockerfile [container] dockerfile names) changed since you trusted`);
+    expect(r.stderr).toContain(`run lazy trust in ${p.root}`);
+    expect(p.log()).not.toContain(marker); // no build step ran it
+    expect(good.received).toEqual([]);
+  }, 120_000);
+});
+
 describe("a hostile agent in a real container commits config", () => {
   beforeAll(async () => {
     if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");

