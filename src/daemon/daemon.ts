@@ -130,7 +130,7 @@ export class Daemon {
           bus.publish({ kind: "task", taskId: t.id });
         },
         branchOf: (t) => `${Git.BRANCH_PREFIX}${t.code ?? t.id}`,
-        compact: () => void runner.memory.maybe(),
+        compact: () => void runner.memory.maybe("agent"),
         add: (input) => runner.add(input),
         start: (ref, message) => runner.start(ref, message),
       };

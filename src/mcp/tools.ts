@@ -21,7 +21,7 @@ export interface TaskToolDeps {
   event: (task: Task, kind: string, data: Record<string, unknown>) => void;
   /** The branch a task's commits land on. */
   branchOf: (task: Task) => string;
-  /** Memory grew: compact it if it passed its bound (in the background). */
+  /** An agent's note made memory grow: compact it if it passed its bound (in the background; rate-limited for agents). */
   compact?: () => void;
 }
 
@@ -150,7 +150,7 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
     },
     async () => {
       const notes = Memory.within(d.db, Memory.BOUND);
-      return text(notes.length ? notes.map((n) => `${n.id}. ${n.text}`).join("\n") : "The project's memory is empty.");
+      return text(notes.length ? notes.map((n) => `${n.id}. ${Memory.forAgent(n)}`).join("\n") : "The project's memory is empty.");
     },
   );
 
