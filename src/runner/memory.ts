@@ -3,9 +3,10 @@
  * its first prompt, agents' notes marked unverified), and compacted by one of lazy's own model
  * calls once it passes the bound. Only agents' notes are compacted: a person's note is never
  * dropped or rewritten. The old notes stay until the compacted ones are stored; a failed
- * compaction loses nothing. An agent cannot compact memory at will: what it writes triggers a
- * compaction at most once per AGENT_COMPACT_EVERY_MS (and memory_write is bounded per turn,
- * mcp/bounds.ts); a person's note triggers one at once.
+ * compaction loses nothing. An agent cannot compact memory at will: what it writes never starts
+ * a compaction sooner than AGENT_COMPACT_EVERY_MS after the last one (or the daemon's start); it
+ * is put off until then (and memory_write is bounded per turn, mcp/bounds.ts). A person's note
+ * starts one at once.
  */
 import type { Database } from "bun:sqlite";
 import { Memory } from "../store";
@@ -25,27 +26,38 @@ export function withMemory(db: Database, prompt: string): string {
 
 export class Compactor {
   private running: Promise<void> | undefined;
-  private lastByAgent = Number.NEGATIVE_INFINITY;
+  private last: number;
+  private later: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private db: Database,
     private calls: Pick<OwnCalls, "ask">,
     private log: Logger,
     private now = Date.now,
-  ) {}
+  ) {
+    this.last = now();
+  }
 
   /**
    * Compact when memory has passed its bound and agents' notes are there to compact (at most one
-   * compaction at a time). `by`: who wrote the note that asks: an agent's asks at most once per
-   * AGENT_COMPACT_EVERY_MS.
+   * compaction at a time). `by`: who wrote the note that asks; an agent's is put off until
+   * AGENT_COMPACT_EVERY_MS after the last compaction.
    */
   maybe(by: "human" | "agent" = "human"): Promise<void> {
     if (this.running) return this.running;
     if (Memory.size(this.db) <= MEMORY_BOUND || Memory.compactable(this.db).length < 2) return Promise.resolve();
-    if (by === "agent") {
-      if (this.now() - this.lastByAgent < AGENT_COMPACT_EVERY_MS) return Promise.resolve();
-      this.lastByAgent = this.now();
+    const wait = this.last + AGENT_COMPACT_EVERY_MS - this.now();
+    if (by === "agent" && wait > 0) {
+      if (!this.later) {
+        this.later = setTimeout(() => {
+          this.later = undefined;
+          void this.maybe("agent");
+        }, wait);
+        this.later.unref?.();
+      }
+      return Promise.resolve();
     }
+    this.last = this.now();
     this.running = this.compact().finally(() => (this.running = undefined));
     return this.running;
   }

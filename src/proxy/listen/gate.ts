@@ -235,6 +235,8 @@ export async function readAtMost(req: Request, max: number, pass: Pass): Promise
  */
 export function discard(reader: ReadableStreamDefaultReader<Uint8Array>, pass: Pass): void {
   pass.held = true;
+  // What was read is garbage: have it collected once the burst is done (Gate.collectSoon).
+  pass.large = true;
   void (async () => {
     try {
       for (;;) if ((await reader.read()).done) break;
