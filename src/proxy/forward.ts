@@ -20,7 +20,7 @@ import * as Quota from "./meters";
 import { HOP_BY_HOP, healthKind, providerFailure, relay, send } from "./upstream";
 import { endOfTurn } from "../util/turn";
 import { pathOf } from "../util/url";
-import { MAX_BODY, readBody, type Pass } from "./listen";
+import { MAX_BODY, dropBody, readBody, type Pass } from "./listen";
 
 export interface Context {
   grants: Pick<Grants, "lookup">;
@@ -103,7 +103,11 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     path: pathOnly(target),
   };
   const record = (o: Outcome) => ctx.audit.record(auditRow(base, performance.now() - started, o));
+  // A refusal before the body is read throws the body away as it arrives: closing a socket with
+  // unread bytes resets it, and the reset can overtake the answer (gate.ts).
+  let unread = true;
   const refuse = (res: Response, note: string, upstream: string): Response => {
+    if (unread) dropBody(req, pass);
     base.upstream = upstream;
     record({ status: res.status, note });
     // A container can send refused requests by the thousand: one line a minute per kind.
@@ -267,6 +271,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
 
   // 5. The body, whole and within the bound, whatever its framing (gate.ts); nothing has gone
   // upstream yet. Then send, once more on a fresh connection if the upstream resets before answering.
+  unread = false;
   const read = await readBody(req, pass);
   if (!read.ok) {
     if (read.status === 413)
