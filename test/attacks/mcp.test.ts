@@ -277,7 +277,7 @@ describe("tools on a task that is not running, and a token from another address"
 
     test("a chunked body over the cap with its own token: 413, cut while reading, nothing recorded", async () => {
       expect(results.chunkedOverCap.status).toBe(413);
-      const rows = (await p.json(["stats", "audit", "--task", "flooder", "--limit", "10000"])).rows.filter((r: any) => r.path === "/mcp");
+      const rows = (await p.api("GET", "/api/stats/audit?task=flooder&limit=10000")).rows.filter((r: any) => r.path === "/mcp");
       expect(rows.some((r: any) => r.status === 413 && /chunked MCP body passed 1048576 bytes/.test(r.note))).toBe(true);
     });
 
