@@ -17,6 +17,7 @@ export { PROGRESS_PER_MINUTE, MEMORY_PER_TURN } from "./bounds";
 import type { Holder } from "./tokens";
 
 export { MCP_PATH } from "../proxy";
+import { MCP_NO_TOKEN } from "../proxy";
 
 export interface McpDeps extends TaskToolDeps, BuilderToolDeps {
   tokens: Pick<McpTokens, "lookup">;
@@ -67,7 +68,8 @@ export function admit(
  */
 export async function serve(d: McpDeps, req: Request, from: string): Promise<{ response: Response; who: Who | null; note: string | null }> {
   const auth = req.headers.get("authorization");
-  const token = auth?.startsWith("Bearer ") ? auth.slice(7).trim() : "";
+  // Read as the proxy's thread reads it before admitting the request (proxy/thread/entry.ts).
+  const token = auth && /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, "").trim() : "";
   const a = admit(d, token, from);
   if (!a.ok) return { response: refuse(401, a.message), who: null, note: a.note };
   let note: string | null = null;

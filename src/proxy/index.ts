@@ -43,7 +43,7 @@ export { FAILURE_KINDS, type ProviderHealth } from "./meters";
 export type { LimitView } from "./meters";
 export type { Row as AuditRow } from "./audit";
 export { refusalCause } from "./meters";
-export { MCP_PATH } from "./listen";
+export { MCP_PATH, MCP_NO_TOKEN } from "./listen";
 export type { Stats, McpAdmit, McpWho } from "./thread";
 
 /**

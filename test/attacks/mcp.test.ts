@@ -135,7 +135,10 @@ describe("a hostile local process on the MCP route", () => {
     for (const r of rows) expect(r).toMatchObject({ status: 401, taskId: null, role: null, note: "no MCP token" });
   }, 300_000);
 
-  test("a wrong MCP token: 401 with a JSON-RPC error saying why, audited as unknown, no tool runs", async () => {
+  test("a wrong MCP token: 401 with a JSON-RPC error saying why, before a 125 MiB body is read; audited as unknown, no tool runs", async () => {
+    const wrong = await early(mcpUrl(), "lazy-mcp-" + "e".repeat(48));
+    expect(wrong.status).toBe(401);
+    expect(wrong.text).toContain("does not know this token");
     const res = await fetch(mcpUrl(), {
       method: "POST",
       headers: rpcHeaders("lazy-mcp-" + "f".repeat(48)),

@@ -23,7 +23,7 @@ import type { Grant } from "../grants";
 import { Targets } from "../targets";
 import { Limits } from "../meters";
 import { Health } from "../meters";
-import { MCP_PATH, under } from "../listen";
+import { MCP_NO_TOKEN, MCP_PATH, under } from "../listen";
 import { Recorder, auditRow, buffers } from "../audit";
 import { handle, type Context } from "../forward";
 import { Gate, Pass, tooMany, dropBody, readAtMost } from "../listen";
@@ -97,8 +97,9 @@ async function mcp(req: Request, server: Server<undefined>, pass: Pass): Promise
   };
   const auth = req.headers.get("authorization");
   const token = auth && /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, "").trim() : "";
-  const from = (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, "");
-  const admit = await ask<McpAdmit>({ op: "mcp-admit", token, from });
+  const from = token ? (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, "") : "";
+  // No token: refused here, so a flood of them costs the main thread nothing.
+  const admit: McpAdmit = token ? await ask<McpAdmit>({ op: "mcp-admit", token, from }) : { ok: false, ...MCP_NO_TOKEN };
   if (!admit.ok) {
     // Unknown to lazy: the row names no task or role (lazy cannot vouch for who sent it).
     dropBody(req, pass);
@@ -110,13 +111,13 @@ async function mcp(req: Request, server: Server<undefined>, pass: Pass): Promise
   let body: string | null = null;
   if (req.method !== "GET" && req.method !== "HEAD" && req.method !== "DELETE") {
     const declared = req.headers.get("content-length");
-    const over = rpcError(413, -32600, `An MCP request body is at most ${MAX_MCP_BODY} bytes.`);
+    const over = () => rpcError(413, -32600, `An MCP request body is at most ${MAX_MCP_BODY} bytes.`);
     if (declared !== null && Number(declared) > MAX_MCP_BODY) {
       dropBody(req, pass);
-      return refuse(over, `MCP body of ${Number(declared)} bytes over ${MAX_MCP_BODY}`);
+      return refuse(over(), `MCP body of ${Number(declared)} bytes over ${MAX_MCP_BODY}`);
     }
     const read = await readAtMost(req, MAX_MCP_BODY, pass);
-    if (read === "over") return refuse(over, `chunked MCP body passed ${MAX_MCP_BODY} bytes`);
+    if (read === "over") return refuse(over(), `chunked MCP body passed ${MAX_MCP_BODY} bytes`);
     if (typeof read === "string") return refuse(new Response(null, { status: 499 }), read);
     body = new TextDecoder().decode(read);
   }
