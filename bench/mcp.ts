@@ -112,7 +112,7 @@ try {
   console.log(`mcp bench: ${rounds} rounds × ${pairs} pairs, ${url}, ${new Date().toISOString()} (${r.stderr.toString().trim()})`);
   console.log(`tools/call task_info         p50 ${fmt(p("call", 50))}   p95 ${fmt(p("call", 95))}`);
   console.log(`GET /api/tasks (404, proxy)  p50 ${fmt(p("get", 50))}   p95 ${fmt(p("get", 95))}`);
-  console.log(`  POST /mcp, no token (401)  p50 ${fmt(p("bare", 50))}   p95 ${fmt(p("bare", 95))}   (the hop to the main thread)`);
+  console.log(`  POST /mcp, no token (401)  p50 ${fmt(p("bare", 50))}   p95 ${fmt(p("bare", 95))}   (answered on the proxy thread)`);
   console.log(`  tools/list                 p50 ${fmt(p("list", 50))}   p95 ${fmt(p("list", 95))}   (+ the SDK server made per request)`);
   console.log(
     `ratio (p50): ${med(ratios).toFixed(2)}×   per round ${ratios.map((x) => x.toFixed(2)).join(" ")}   targets: ≤ 15 ms p50 and ≤ 3×`,

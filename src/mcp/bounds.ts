@@ -24,7 +24,7 @@ type Window = { start: number; kept: number; dropped: number; timer?: ReturnType
 export class ProgressBound {
   private windows = new Map<string, Window>();
 
-  /** `flush`: a window with drops ended; record them once (`dropped` notes, in `windowMs`). */
+  /** `flush`: a window with drops ended; record its count once. */
   constructor(
     private flush: (taskId: string, dropped: number) => void,
     private now = Date.now,

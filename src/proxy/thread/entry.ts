@@ -28,7 +28,7 @@ import { Recorder, auditRow, buffers } from "../audit";
 import { handle, type Context } from "../forward";
 import { Gate, Pass, tooMany, dropBody, readAtMost } from "../listen";
 import { handleCursor, PREFIX as CURSOR_PREFIX, type Sessions } from "../cursor";
-import type { Ask, Call, FromThread, Init, Listening, McpAdmit, McpAnswer, Stats, ToThread } from "./messages";
+import type { Ask, Call, FromThread, Init, Listening, McpAdmit, McpAnswer, McpWho, Stats, ToThread } from "./messages";
 
 declare const self: Worker;
 
@@ -60,6 +60,15 @@ const recorder = new Recorder((batch) => self.postMessage({ type: "audit", batch
 
 /** The largest MCP request body lazy reads (tool arguments are short). */
 const MAX_MCP_BODY = 1024 * 1024;
+
+/**
+ * MCP callers (address and token) the main thread admitted in the last ADMITTED_MS: a turn's
+ * calls come in bursts, and the hop costs ~0.1 ms a call. Only the body's reading (≤ 1 MiB)
+ * rests on it; a token revoked meanwhile is refused by the main thread before any tool runs.
+ */
+const admitted = new Map<string, { who: McpWho; until: number }>();
+const ADMITTED_MS = 5000;
+const MAX_ADMITTED = 1024;
 
 const rpcError = (status: number, code: number, message: string) =>
   Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status, headers: { "cache-control": "no-store" } });
@@ -98,8 +107,20 @@ async function mcp(req: Request, server: Server<undefined>, pass: Pass): Promise
   const auth = req.headers.get("authorization");
   const token = auth && /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, "").trim() : "";
   const from = token ? (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, "") : "";
-  // No token: refused here, so a flood of them costs the main thread nothing.
-  const admit: McpAdmit = token ? await ask<McpAdmit>({ op: "mcp-admit", token, from }) : { ok: false, ...MCP_NO_TOKEN };
+  // No token: refused here, so a flood of them costs the main thread nothing. A caller admitted
+  // lately skips the hop (the main thread checks it again before any tool runs).
+  const key = `${from} ${token}`;
+  const recent = token ? admitted.get(key) : undefined;
+  const fresh = recent !== undefined && recent.until > started;
+  const admit: McpAdmit = fresh
+    ? { ok: true, who: recent.who }
+    : token
+      ? await ask<McpAdmit>({ op: "mcp-admit", token, from })
+      : { ok: false, ...MCP_NO_TOKEN };
+  if (admit.ok && !fresh) {
+    if (admitted.size >= MAX_ADMITTED) admitted.clear();
+    admitted.set(key, { who: admit.who, until: started + ADMITTED_MS });
+  } else if (!admit.ok) admitted.delete(key);
   if (!admit.ok) {
     // Unknown to lazy: the row names no task or role (lazy cannot vouch for who sent it).
     dropBody(req, pass);
