@@ -38,7 +38,7 @@ export function admit(
   token: string,
   from: string,
 ): { ok: true; who: Who; holder: Holder } | { ok: false; message: string; note: string } {
-  if (!token) return { ok: false, message: "lazy's MCP route needs the task's token (Authorization: Bearer …).", note: "no MCP token" };
+  if (!token) return { ok: false, ...MCP_NO_TOKEN };
   const holder = d.tokens.lookup(token);
   if (!holder) {
     servers.delete(token);
