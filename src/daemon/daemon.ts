@@ -123,24 +123,26 @@ export class Daemon {
       notifier.start();
       daemon = new Daemon(root, paths, db, watch, proxy, credentials, runner, bus, notifier, mcp, lock, log, loaded.present);
       // lazy's MCP tools, on the proxy's listeners (where task containers reach it).
-      proxy.serveMcp((req) =>
-        Mcp.serve(
-          {
-            db,
-            tokens: mcp,
-            config: () => watch.state.config,
-            event: (t, kind, data) => {
-              Store.Tasks.addEvent(db, t.id, kind, data);
-              bus.publish({ kind: "task", taskId: t.id });
-            },
-            branchOf: (t) => `${Git.BRANCH_PREFIX}${t.code ?? t.id}`,
-            compact: () => void runner.memory.maybe(),
-            add: (input) => runner.add(input),
-            start: (ref, message) => runner.start(ref, message),
-          },
-          req,
-        ),
-      );
+      const mcpDeps: Mcp.McpDeps = {
+        db,
+        tokens: mcp,
+        config: () => watch.state.config,
+        event: (t, kind, data) => {
+          Store.Tasks.addEvent(db, t.id, kind, data);
+          bus.publish({ kind: "task", taskId: t.id });
+        },
+        branchOf: (t) => `${Git.BRANCH_PREFIX}${t.code ?? t.id}`,
+        compact: () => void runner.memory.maybe("agent"),
+        add: (input) => runner.add(input),
+        start: (ref, message) => runner.start(ref, message),
+      };
+      proxy.serveMcp({
+        admit: (token, from) => {
+          const a = Mcp.admit(mcpDeps, token, from);
+          return a.ok ? { ok: true, who: a.who } : a;
+        },
+        serve: (req, from) => Mcp.serve(mcpDeps, req, from),
+      });
       log.info(`credentials: ${credentials.backend} (${credentials.backendNote})`);
       await proxy.start();
       daemon.listenApi(config, token);

@@ -31,6 +31,8 @@ export function line(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
       return `${t}  -- turn held by [usage_pause] (${d.credential}: ${d.detail}) until ${d.resetsAt}`;
     case "progress":
       return `${t}  .. ${d.text}`;
+    case "progress_dropped":
+      return `${t}  .. ${d.dropped} progress note(s) dropped: past ${d.perMinute} a minute`;
     case "question":
       return `${t}  ?? asks: ${d.text}`;
     case "finish":

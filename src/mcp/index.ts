@@ -13,9 +13,11 @@ import { registerTaskTools, type TaskToolDeps } from "./tools";
 import { registerBuilderTools, type BuilderToolDeps } from "./builder-tools";
 
 export { McpTokens, FILE_NAME as MCP_TOKENS_FILE, type Holder } from "./tokens";
+export { PROGRESS_PER_MINUTE, MEMORY_PER_TURN } from "./bounds";
 import type { Holder } from "./tokens";
 
 export { MCP_PATH } from "../proxy";
+import { MCP_NO_TOKEN } from "../proxy";
 
 export interface McpDeps extends TaskToolDeps, BuilderToolDeps {
   tokens: Pick<McpTokens, "lookup">;
@@ -24,22 +26,57 @@ export interface McpDeps extends TaskToolDeps, BuilderToolDeps {
 const refuse = (status: number, message: string) =>
   Response.json({ jsonrpc: "2.0", error: { code: -32001, message }, id: null }, { status, headers: { "cache-control": "no-store" } });
 
+type Who = { taskId: string | null; taskRef: string | null; role: string };
+
+/**
+ * Whether a request on the MCP route may be served, from its bearer token and the address it
+ * came from only: the proxy asks this before it reads a byte of the body. A refusal is a 401
+ * that says why, and is audited with no task or role (lazy cannot vouch for the caller).
+ */
+export function admit(
+  d: Pick<McpDeps, "tokens" | "db">,
+  token: string,
+  from: string,
+): { ok: true; who: Who; holder: Holder } | { ok: false; message: string; note: string } {
+  if (!token) return { ok: false, ...MCP_NO_TOKEN };
+  const holder = d.tokens.lookup(token);
+  if (!holder) {
+    servers.delete(token);
+    return {
+      ok: false,
+      message: "lazy's MCP route does not know this token: the task's session ended, or it was never lazy's.",
+      note: "unknown or revoked MCP token",
+    };
+  }
+  // Pinned like the task's placeholder: from its container's address only.
+  if (holder.pinnedIp && holder.pinnedIp !== from)
+    return {
+      ok: false,
+      message: `lazy's MCP route refused this token: it belongs to task ${holder.taskId}'s container (${holder.pinnedIp}) and was presented from ${from}.`,
+      note: `MCP token presented from ${from}, pinned to ${holder.pinnedIp}`,
+    };
+  if (holder.kind === "task" && holder.taskId) {
+    const code = (d.db.query("SELECT code FROM tasks WHERE id = ?").get(holder.taskId) as { code: string | null } | null)?.code ?? null;
+    return { ok: true, holder, who: { taskId: holder.taskId, taskRef: code ?? holder.taskId, role: "agent" } };
+  }
+  return { ok: true, holder, who: { taskId: null, taskRef: null, role: "builder" } };
+}
+
 /**
  * Answer one MCP request, and say who made it (by its token) and what it called, for the
- * proxy's audit row: `tools/call <name>`, or why it was refused.
+ * proxy's audit row: `tools/call <name>`, or why it was refused. `from`: the caller's address.
  */
-export async function serve(
-  d: McpDeps,
-  req: Request,
-): Promise<{ response: Response; who: { taskId: string | null; taskRef: string | null; role: string } | null; note: string | null }> {
+export async function serve(d: McpDeps, req: Request, from: string): Promise<{ response: Response; who: Who | null; note: string | null }> {
   const auth = req.headers.get("authorization");
-  const token = auth?.startsWith("Bearer ") ? auth.slice(7).trim() : "";
-  const holder = token ? d.tokens.lookup(token) : undefined;
-  let note: string | null = holder ? null : token ? "unknown or revoked MCP token" : "no MCP token";
+  // Read as the proxy's thread reads it before admitting the request (proxy/thread/entry.ts).
+  const token = auth && /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, "").trim() : "";
+  const a = admit(d, token, from);
+  if (!a.ok) return { response: refuse(401, a.message), who: null, note: a.note };
+  let note: string | null = null;
   // The body is read once, here: its method names the audit row, and the SDK is handed it parsed.
   // Not JSON: the SDK gets the text back and refuses it in its own words.
   let parsed: unknown;
-  if (holder && req.method === "POST") {
+  if (req.method === "POST") {
     const text = await req.text();
     try {
       parsed = JSON.parse(text);
@@ -50,12 +87,7 @@ export async function serve(
     if (body && typeof body.method === "string")
       note = body.method === "tools/call" && typeof body.params?.name === "string" ? `tools/call ${body.params.name}` : body.method;
   }
-  let who: { taskId: string | null; taskRef: string | null; role: string } | null = null;
-  if (holder?.kind === "task" && holder.taskId) {
-    const code = (d.db.query("SELECT code FROM tasks WHERE id = ?").get(holder.taskId) as { code: string | null } | null)?.code ?? null;
-    who = { taskId: holder.taskId, taskRef: code ?? holder.taskId, role: "agent" };
-  } else if (holder) who = { taskId: null, taskRef: null, role: "builder" };
-  return { response: await handle(d, req, parsed), who, note };
+  return { response: await handle(d, token, a.holder, req, parsed), who: a.who, note };
 }
 
 /**
@@ -82,20 +114,8 @@ function serverFor(d: McpDeps, token: string, holder: Holder): { server: McpServ
   return entry;
 }
 
-/** Answer one MCP request (POST, GET or DELETE on MCP_PATH); `parsedBody`: a POST's body, already read. */
-export async function handle(d: McpDeps, req: Request, parsedBody?: unknown): Promise<Response> {
-  const auth = req.headers.get("authorization");
-  const token = auth?.startsWith("Bearer ") ? auth.slice(7).trim() : "";
-  const holder = token ? d.tokens.lookup(token) : undefined;
-  if (!holder) {
-    if (token) servers.delete(token);
-    return refuse(
-      401,
-      token
-        ? "lazy's MCP route does not know this token: the task's session ended, or it was never lazy's."
-        : "lazy's MCP route needs the task's token (Authorization: Bearer …).",
-    );
-  }
+/** Answer one admitted MCP request (POST, GET or DELETE on MCP_PATH); `parsedBody`: a POST's body, already read. */
+async function handle(d: McpDeps, token: string, holder: Holder, req: Request, parsedBody?: unknown): Promise<Response> {
   const entry = serverFor(d, token, holder);
   const run = entry.chain.then(async () => {
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });

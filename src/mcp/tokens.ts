@@ -3,7 +3,8 @@
  * a task's agent, or a builder session. Every call is attributed by its token, never by what
  * the agent says. It lives in `mcp-tokens.json` in the daemon's state folder (0600, written
  * atomically), beside the grants and never under the project root. A task's token is revoked
- * when its session ends, independently of its grants (docs: "Lifetime").
+ * when its session ends, independently of its grants (docs: "Lifetime"), and is pinned to its
+ * container's address where the task's placeholder is.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -29,6 +30,13 @@ export const Holder = z
       .nullable()
       .optional()
       .describe("the lazy build process the session runs in (kind builder): once it is gone, the session has ended"),
+    pinnedIp: z
+      .string()
+      .nullable()
+      .optional()
+      .describe(
+        "the task container's address (kind task, where Docker gives each container its own): the token works from there only, like the task's placeholder",
+      ),
     createdAt: z.string(),
   })
   .describe("One MCP token and the caller it stands for");
@@ -79,6 +87,17 @@ export class McpTokens {
     return [...this.#byToken.values()]
       .filter((h) => h.kind === "builder" && h.session)
       .map((h) => ({ session: h.session!, pid: h.pid ?? null }));
+  }
+
+  /**
+   * Accept the task's token only from `ip` from now on (its container's address, where the
+   * engine lets lazy pin: the same rule as the task's placeholder, grants.ts `pin`).
+   */
+  pin(taskId: string, ip: string): void {
+    const h = this.forTask(taskId);
+    if (h.pinnedIp === ip) return;
+    this.#byToken.set(h.token, { ...h, pinnedIp: ip });
+    this.#save();
   }
 
   revokeTask(taskId: string): number {

@@ -2,7 +2,9 @@
  * The tools a task's agent gets through lazy's MCP route. Each runs for the task its token
  * belongs to (tokens.ts): what the agent passes never names another task. Their effects are
  * lazy's own records — task events (live in watch and the dashboard), the run's question and
- * summary, project memory — never files in the agent's worktree.
+ * summary, project memory — never files in the agent's worktree. The tools that write refuse a
+ * task with no running turn (a background process left in a finished task's container must not
+ * rewrite its summary while it waits for review), and what they store is bounded (bounds.ts).
  */
 import type { Database } from "bun:sqlite";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -10,6 +12,7 @@ import { z } from "zod";
 import { Memory, Runs, Tasks, type Task } from "../store";
 import type { Config } from "../config";
 import { overFor, spentByTask, taskLimit } from "../usage";
+import { MEMORY_PER_TURN, MemoryBound, PROGRESS_PER_MINUTE, ProgressBound } from "./bounds";
 
 export interface TaskToolDeps {
   db: Database;
@@ -18,7 +21,7 @@ export interface TaskToolDeps {
   event: (task: Task, kind: string, data: Record<string, unknown>) => void;
   /** The branch a task's commits land on. */
   branchOf: (task: Task) => string;
-  /** Memory grew: compact it if it passed its bound (in the background). */
+  /** An agent's note made memory grow: compact it if it passed its bound (in the background; rate-limited for agents). */
   compact?: () => void;
 }
 
@@ -26,8 +29,35 @@ const text = (value: unknown) => ({
   content: [{ type: "text" as const, text: typeof value === "string" ? value : JSON.stringify(value, null, 2) }],
 });
 
+const refusal = (message: string) => ({ isError: true, content: [{ type: "text" as const, text: message }] });
+
+/** The bounds of one set of deps (one daemon): shared by every server of every token. */
+const boundsOf = new WeakMap<TaskToolDeps, { progress: ProgressBound; memory: MemoryBound }>();
+function bounds(d: TaskToolDeps): { progress: ProgressBound; memory: MemoryBound } {
+  let b = boundsOf.get(d);
+  if (!b) {
+    b = {
+      progress: new ProgressBound((taskId, dropped) => {
+        const t = Tasks.byId(d.db, taskId);
+        if (t) d.event(t, "progress_dropped", { dropped, perMinute: PROGRESS_PER_MINUTE });
+      }),
+      memory: new MemoryBound(),
+    };
+    boundsOf.set(d, b);
+  }
+  return b;
+}
+
 export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: string): void {
   const task = () => Tasks.resolve(d.db, taskId);
+  /** The task, when it has a running turn; else the tool's refusal naming its status. */
+  const running = (what: string): { t: Task; refused?: undefined } | { t?: undefined; refused: ReturnType<typeof refusal> } => {
+    const t = task();
+    if (t.status === "running") return { t };
+    return {
+      refused: refusal(`Task ${t.code ?? t.id} is ${t.status}, not running: only a running turn can ${what}. Nothing was recorded.`),
+    };
+  };
 
   server.registerTool(
     "task_info",
@@ -68,7 +98,14 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
       inputSchema: { note: z.string().min(1).max(2000) },
     },
     async ({ note }) => {
-      d.event(task(), "progress", { text: note });
+      const { t, refused } = running("report progress");
+      if (refused) return refused;
+      const b = bounds(d).progress;
+      if (!b.take(t.id))
+        return refusal(
+          `Not shown: at most ${PROGRESS_PER_MINUTE} progress notes a minute (${b.dropped(t.id)} dropped this minute; lazy counts them). Report less often.`,
+        );
+      d.event(t, "progress", { text: note });
       return text("Noted.");
     },
   );
@@ -81,14 +118,8 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
       inputSchema: { question: z.string().min(1).max(4000) },
     },
     async ({ question }) => {
-      const t = task();
-      if (t.status !== "running")
-        return {
-          isError: true,
-          content: [
-            { type: "text" as const, text: `Task ${t.code ?? t.id} is ${t.status}, not running: only a running turn can ask the human.` },
-          ],
-        };
+      const { t, refused } = running("ask the human");
+      if (refused) return refused;
       Runs.save(d.db, t.id, { question });
       d.event(t, "question", { text: question });
       return text("Your question is recorded. End your turn now; the human's answer will be your next message.");
@@ -103,7 +134,8 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
       inputSchema: { summary: z.string().min(1).max(8000) },
     },
     async ({ summary }) => {
-      const t = task();
+      const { t, refused } = running("finish");
+      if (refused) return refused;
       Runs.save(d.db, t.id, { summary });
       d.event(t, "finish", { summary });
       return text("Summary kept. End your turn.");
@@ -118,7 +150,7 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
     },
     async () => {
       const notes = Memory.within(d.db, Memory.BOUND);
-      return text(notes.length ? notes.map((n) => `${n.id}. ${n.text}`).join("\n") : "The project's memory is empty.");
+      return text(notes.length ? notes.map((n) => `${n.id}. ${Memory.forAgent(n)}`).join("\n") : "The project's memory is empty.");
     },
   );
 
@@ -130,7 +162,10 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
       inputSchema: { note: z.string().min(1).max(Memory.MAX_NOTE) },
     },
     async ({ note }) => {
-      const t = task();
+      const { t, refused } = running("write to the project's memory");
+      if (refused) return refused;
+      if (!bounds(d).memory.take(t.id, Runs.get(d.db, t.id).turn))
+        return refusal(`Not kept: a turn adds at most ${MEMORY_PER_TURN} notes to the project's memory. Keep the most useful facts.`);
       const n = Memory.add(d.db, note, "agent", t.id);
       d.event(t, "memory", { id: n.id, text: n.text });
       d.compact?.();

@@ -20,7 +20,7 @@ import * as Quota from "./meters";
 import { HOP_BY_HOP, healthKind, providerFailure, relay, send } from "./upstream";
 import { endOfTurn } from "../util/turn";
 import { pathOf } from "../util/url";
-import { MAX_BODY, readBody, type Pass } from "./listen";
+import { MAX_BODY, dropBody, readBody, type Pass } from "./listen";
 
 export interface Context {
   grants: Pick<Grants, "lookup">;
@@ -39,6 +39,7 @@ export interface Context {
 
 // Hop-by-hop headers never cross a proxy; host is ours, not the upstream's (TRAPS.md).
 export const HOP = ["host", ...HOP_BY_HOP];
+// Headers that once named a task or role: attribution is the grant's alone, and these never go upstream.
 const SELF_REPORTED = ["x-lazy-role", "x-lazy-task-id"];
 const DROPPED = new Set([...HOP, ...SELF_REPORTED, "accept-encoding"]);
 const OAUTH_BETA = "oauth-2025-04-20";
@@ -86,14 +87,15 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   // The listener's idle timeout holds until the body is read (gate.ts); no deadline after it.
   const target = pathOf(req.url); // a getter that builds a new string each time: read it once
 
-  // 1. Who is calling: the grant its placeholder resolves to, never what it says about itself.
+  // 1. Who is calling: the grant its placeholder resolves to, never what it says about itself
+  // (no header names a task or a role; with no grant the row names none).
   const token = presented(req.headers);
   const grant = token ? ctx.grants.lookup(token) : undefined;
   const base: RowHead = {
     at: Date.now(),
-    taskId: grant ? grant.taskId : (req.headers.get("x-lazy-task-id") ?? null),
-    taskRef: grant ? grant.taskRef : (req.headers.get("x-lazy-task-id") ?? null),
-    role: grant ? grant.role : (req.headers.get("x-lazy-role") ?? null),
+    taskId: grant ? grant.taskId : null,
+    taskRef: grant ? grant.taskRef : null,
+    role: grant ? grant.role : null,
     profile: grant?.profile ?? null,
     credential: null,
     upstream: "",
@@ -101,7 +103,11 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     path: pathOnly(target),
   };
   const record = (o: Outcome) => ctx.audit.record(auditRow(base, performance.now() - started, o));
+  // A refusal before the body is read throws the body away as it arrives: closing a socket with
+  // unread bytes resets it, and the reset can overtake the answer (gate.ts).
+  let unread = true;
   const refuse = (res: Response, note: string, upstream: string): Response => {
+    if (unread) dropBody(req, pass);
     base.upstream = upstream;
     record({ status: res.status, note });
     // A container can send refused requests by the thousand: one line a minute per kind.
@@ -113,9 +119,22 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     return res;
   };
 
+  // No credential at all: only the surface's reachability probes (HEAD; Claude Code's
+  // `HEAD /api/hello` comes before it authenticates) go on; anything else needs a placeholder.
+  if (!token && req.method !== "HEAD")
+    return refuse(
+      errorResponse(
+        "anthropic",
+        401,
+        "authentication_error",
+        "lazy's proxy refused a request with no credential: send the placeholder lazy gave the task (in x-api-key or Authorization: Bearer). Only the HEAD reachability probes pass without one.",
+      ),
+      "no credential",
+      ctx.targets().primary().origin,
+    );
+
   if (token && !grant && Placeholders.isPlaceholder(token)) {
     // A dead placeholder: lazy cannot vouch for who sent it, so the row carries no role or task.
-    base.taskId = base.taskRef = base.role = null;
     const primary = ctx.targets().primary();
     return refuse(
       errorResponse(
@@ -252,6 +271,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
 
   // 5. The body, whole and within the bound, whatever its framing (gate.ts); nothing has gone
   // upstream yet. Then send, once more on a fresh connection if the upstream resets before answering.
+  unread = false;
   const read = await readBody(req, pass);
   if (!read.ok) {
     if (read.status === 413)

@@ -14,7 +14,18 @@ import { resolveProfile } from "../config";
 import type { CredentialStore } from "../credentials";
 import { LazyError } from "../util/errors";
 import * as Log from "../util/log";
-import { Thread, type Ask, type Call, type Init, type Listening, type McpAnswer, type Stats, type ToThread } from "./thread";
+import {
+  Thread,
+  type Ask,
+  type Call,
+  type Init,
+  type Listening,
+  type McpAdmit,
+  type McpAnswer,
+  type McpWho,
+  type Stats,
+  type ToThread,
+} from "./thread";
 import * as Harness from "../harness";
 import { Grants, type Role } from "./grants";
 import { Targets, type Target } from "./targets";
@@ -32,8 +43,18 @@ export { FAILURE_KINDS, type ProviderHealth } from "./meters";
 export type { LimitView } from "./meters";
 export type { Row as AuditRow } from "./audit";
 export { refusalCause } from "./meters";
-export { MCP_PATH } from "./listen";
-export type { Stats } from "./thread";
+export { MCP_PATH, MCP_NO_TOKEN } from "./listen";
+export type { Stats, McpAdmit, McpWho } from "./thread";
+
+/**
+ * Who answers lazy's MCP route on the main thread (the daemon wires src/mcp here): `admit`
+ * decides on the caller from its token and address alone, before its body is read; `serve`
+ * answers the request (checking the caller again: a token can be revoked in between).
+ */
+export interface McpHandler {
+  admit(token: string, from: string): McpAdmit;
+  serve(req: Request, from: string): Promise<{ response: Response; who: McpWho | null; note: string | null }>;
+}
 export { CURSOR_PREFIX };
 
 export interface Launch {
@@ -60,7 +81,7 @@ export class ModelProxy {
   private threads: Thread[] = [];
   private stopped = new Map<string, string>();
   private apiRoots: string[] = [];
-  private mcpHandler: ((req: Request) => Promise<Omit<McpAnswer, "status" | "headers" | "body"> & { response: Response }>) | undefined;
+  private mcpHandler: McpHandler | undefined;
   /** Every address listened on, so a restarted thread listens there again. */
   private listening = new Map<string, number>();
 
@@ -102,6 +123,7 @@ export class ModelProxy {
 
   /** A proxy thread asks for Cursor session placeholders. */
   answer(a: Ask): unknown {
+    if (a.op === "mcp-admit") return this.mcpAdmit(a.token, a.from);
     if (a.op === "mcp") return this.mcpAnswer(a);
     if (a.op === "swap") return this.sessions.swapOut(a.real, a.grant);
     return this.sessions.pairs(a.grantToken);
@@ -211,8 +233,18 @@ export class ModelProxy {
   }
 
   /** Who answers lazy's MCP route (the daemon wires the MCP server here). */
-  serveMcp(handler: (req: Request) => Promise<Omit<McpAnswer, "status" | "headers" | "body"> & { response: Response }>): void {
+  serveMcp(handler: McpHandler): void {
     this.mcpHandler = handler;
+  }
+
+  private mcpAdmit(token: string, from: string): McpAdmit {
+    if (!this.mcpHandler) return { ok: false, message: "lazy's MCP server is not running.", note: "no MCP server" };
+    try {
+      return this.mcpHandler.admit(token, from);
+    } catch (e) {
+      this.log.error(`lazy's MCP server failed: ${(e as Error).stack ?? e}`);
+      return { ok: false, message: `lazy's MCP server failed: ${(e as Error).message}`, note: "MCP server error" };
+    }
   }
 
   private async mcpAnswer(a: Extract<Ask, { op: "mcp" }>): Promise<McpAnswer> {
@@ -225,7 +257,10 @@ export class ModelProxy {
         note: "no MCP server",
       };
     try {
-      const r = await this.mcpHandler(new Request(`http://lazy${MCP_PATH}`, { method: a.method, headers: a.headers, body: a.body }));
+      const r = await this.mcpHandler.serve(
+        new Request(`http://lazy${MCP_PATH}`, { method: a.method, headers: a.headers, body: a.body }),
+        a.from,
+      );
       return { status: r.response.status, headers: [...r.response.headers], body: await r.response.text(), who: r.who, note: r.note };
     } catch (e) {
       this.log.error(`lazy's MCP server failed: ${(e as Error).stack ?? e}`);

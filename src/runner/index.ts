@@ -37,7 +37,7 @@ export interface RunnerDeps {
   db: Database;
   proxy: ModelProxy;
   /** MCP tokens: a task's is revoked with its session, independently of its grants. */
-  mcp: Pick<McpTokens, "revokeTask" | "forTask">;
+  mcp: Pick<McpTokens, "revokeTask" | "forTask" | "pin">;
   config: () => Config;
   bus: Bus;
   log: Logger;
@@ -298,7 +298,7 @@ export class Runner {
         "launch_refused",
         `The task's container vanished as it started; see lazy daemon logs, or docker ps -a --filter label=dev.lazy.task=${task.id}.`,
       );
-    if (docker.pins && info.ip) await this.d.proxy.pin(placeholder, info.ip);
+    if (docker.pins && info.ip) await this.d.proxy.pin(placeholder, info.ip).then(() => this.d.mcp.pin(task.id, info.ip!));
 
     if (!run.setup_done && config.container.setup) {
       this.event(task, "setup", { command: config.container.setup });

@@ -1,10 +1,18 @@
 /**
  * Project memory: short notes about the project that agents (through the MCP tools) and
- * people (lazy memory) keep, handed to each new task's agent within a bound. Who wrote a note
- * is lazy's record (the task an MCP token belongs to, or "human"), never what the note says.
+ * people (lazy memory, the dashboard) keep, handed to each new task's agent within a bound. Who
+ * wrote a note is lazy's record (the task an MCP token belongs to, or "human"), never what the
+ * note says: `human` is a person's, `agent` a task's agent's, `lazy` lazy's compaction of agents'
+ * notes. A person's note is never compacted, and is handed over before any agent's.
  */
 import type { Database } from "bun:sqlite";
 import { LazyError } from "../util/errors";
+
+/** Who wrote a note: a person is trusted; an agent's note (or lazy's compaction of them) is not verified. */
+export const byPerson = (n: Pick<Note, "by">): boolean => n.by === "human";
+
+/** A note as an agent reads it (the prompt block, memory_read): agents' notes marked unverified. */
+export const forAgent = (n: Pick<Note, "by" | "text">): string => (byPerson(n) ? n.text : `(unverified, written by an agent) ${n.text}`);
 
 export interface Note {
   id: number;
@@ -42,16 +50,23 @@ export function remove(db: Database, id: number): Note {
   return toNote(r);
 }
 
-/** The notes, newest first, that fit in `bound` characters (what an agent is handed). */
+/**
+ * The notes that fit in `bound` characters (what an agent is handed), in order: people's notes
+ * first (newest first), then agents' in the room left, so no flood of agents' notes pushes a
+ * person's out.
+ */
 export function within(db: Database, bound: number): Note[] {
   const out: Note[] = [];
   let used = 0;
-  for (const n of (db.query("SELECT * FROM memory ORDER BY id DESC").all() as Row[]).map(toNote)) {
-    if (used + n.text.length + 3 > bound) break;
-    used += n.text.length + 3;
-    out.push(n);
-  }
-  return out.reverse();
+  const all = (db.query("SELECT * FROM memory ORDER BY id DESC").all() as Row[]).map(toNote);
+  for (const person of [true, false])
+    for (const n of all) {
+      if (byPerson(n) !== person) continue;
+      if (used + n.text.length + 3 > bound) break;
+      used += n.text.length + 3;
+      out.push(n);
+    }
+  return out.sort((a, b) => a.id - b.id);
 }
 
 /** Characters all notes take, to tell when memory has passed its bound (and wants compacting). */
@@ -59,14 +74,19 @@ export function size(db: Database): number {
   return (db.query("SELECT COALESCE(SUM(LENGTH(text) + 3), 0) AS n FROM memory").get() as { n: number }).n;
 }
 
+/** The notes a compaction may rewrite: agents' and earlier compactions of them, never a person's. */
+export function compactable(db: Database): Note[] {
+  return (db.query("SELECT * FROM memory WHERE by != 'human' ORDER BY id").all() as Row[]).map(toNote);
+}
+
 /**
- * Replace the notes up to `upTo` by `texts` (a compaction), in one transaction: either the
- * compacted notes are stored and the old ones gone, or nothing changed. Notes added meanwhile
- * (above `upTo`) stay.
+ * Replace the compactable notes up to `upTo` by `texts` (a compaction), in one transaction:
+ * either the compacted notes are stored and the old ones gone, or nothing changed. Notes added
+ * meanwhile (above `upTo`) stay, and a person's note is never touched.
  */
 export function replaceUpTo(db: Database, upTo: number, texts: string[], now = Date.now()): void {
   db.transaction(() => {
-    db.query("DELETE FROM memory WHERE id <= ?").run(upTo);
+    db.query("DELETE FROM memory WHERE id <= ? AND by != 'human'").run(upTo);
     for (const t of texts) add(db, t, "lazy", null, now);
   }).immediate();
 }

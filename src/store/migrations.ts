@@ -138,4 +138,8 @@ export const MIGRATIONS: readonly (string | ((db: Database) => void))[] = [
   // The dashboard's task list pages newest first, by status or not (Tasks.page), over 10,000 tasks.
   `CREATE INDEX tasks_created ON tasks(created_at, id);
    CREATE INDEX tasks_status_created ON tasks(status, created_at, id);`,
+  // Project memory by design (issue 26): compaction rewrites only notes agents wrote, and the
+  // prompt block marks them unverified. Notes compacted before this ('lazy') may hold a person's
+  // fact: they count as a person's from now on, and 'lazy' means "compacted from agents' notes".
+  `UPDATE memory SET by = 'human' WHERE by = 'lazy';`,
 ];

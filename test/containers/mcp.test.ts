@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, until } from "../helpers/lazy";
+import { Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
 
@@ -137,7 +137,19 @@ describe("MCP tools in task containers", () => {
         headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${mine}` },
         body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} }),
       });
-    expect((await call()).status).toBe(200);
+    // The token is pinned to its container's address, like the placeholder: from this host it is refused…
+    const off = await call();
+    expect(off.status).toBe(401);
+    expect((await off.json()).error.message).toContain(`it belongs to task ${id}'s container`);
+    // …and from the task's own container it works.
+    const container = sh("/", `docker ps -q --filter label=dev.lazy.task=${id}`).out.trim();
+    const url = JSON.parse(sh("/", `docker exec ${container} cat /lazy/harness/mcp.json`).out).mcpServers.lazy.url;
+    const list = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} });
+    const fromContainer = sh(
+      "/",
+      `docker exec -e T=${mine} ${container} node -e 'fetch(${JSON.stringify(url)},{method:"POST",headers:{"content-type":"application/json",accept:"application/json, text/event-stream",authorization:"Bearer "+process.env.T},body:${JSON.stringify(list)}}).then(r=>console.log(r.status))'`,
+    );
+    expect(fromContainer.out.trim()).toBe("200");
     await p.ok(["close", "closer"]);
     expect((await call()).status).toBe(401);
     const r = await fetch(`${p.runtimeProxyUrl()}/v1/messages`, {

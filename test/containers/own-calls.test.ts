@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import * as Store from "../../src/store";
 
 const KEY = "sk-ant-api03-OWNCALLS-" + "o".repeat(73) + "AA";
 let anthropic: Mock.MockProvider;
@@ -225,34 +226,44 @@ describe("lazy's own model calls", () => {
     expect(bad.stderr).toContain('--since "yesterday" is neither a duration');
   }, 300_000);
 
-  test("memory past its bound is compacted through the proxy; a failed compaction loses no note", async () => {
+  test("memory past its bound is compacted through the proxy, agents' notes only: a person's note stays word for word; a failed compaction loses no note", async () => {
     const q = new Project({ toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n` });
     sh(q.root, "git -c user.name=Dev -c user.email=dev@example.com commit -q --allow-empty -m init");
     await q.setCredential("anthropic", KEY);
+    await q.ok(["memory", "add", "A person's fact: deploys go through make ship."]);
+    // Agents' notes, as memory_write leaves them (written while the daemon is down).
+    await q.ok(["daemon", "stop"]);
+    const db = Store.open(join(q.stateDir, "store.db"));
+    for (let i = 1; i <= 5; i++) Store.Memory.add(db, `agent fact ${i}: ${"x".repeat(1900)}`, "agent", null);
+    db.close();
     // A failing provider first: the notes past the bound are all kept.
     anthropic.reset();
     anthropic.behavior = { kind: "status", status: 400, body: { type: "error", error: { type: "invalid_request_error", message: "no" } } };
-    for (let i = 1; i <= 5; i++) await q.ok(["memory", "add", `fact ${i}: ${"x".repeat(1900)}`]);
+    await q.ok(["memory", "add", "Another person's fact."]);
     await until(() => anthropic.received.some((x) => x.method === "POST") || undefined, 120_000, "the compaction call");
     await until(() => q.log().includes("project memory was not compacted") || undefined, 120_000, "the failure to be logged");
-    expect((await q.json(["memory", "list", "--json"])).notes).toHaveLength(5);
-    // Then it answers: the notes are replaced by the compacted ones.
+    expect((await q.json(["memory", "list", "--json"])).notes).toHaveLength(7);
+    // Then it answers: the agents' notes are replaced by the compacted ones; the people's stay.
     anthropic.reset();
     anthropic.reply = { text: "- five facts about x\n- each one long" };
-    await q.ok(["memory", "add", "fact 6: the last straw"]);
+    await q.ok(["memory", "add", "A third person's fact."]);
     const notes = await until(
       async () => {
         const n = (await q.json(["memory", "list", "--json"])).notes;
-        return n.length === 2 ? n : undefined;
+        return n.length === 5 ? n : undefined;
       },
       120_000,
       "the compacted memory",
     );
     expect(notes.map((n: any) => [n.text, n.by])).toEqual([
+      ["A person's fact: deploys go through make ship.", "human"],
+      ["Another person's fact.", "human"],
+      ["A third person's fact.", "human"],
       ["five facts about x", "lazy"],
       ["each one long", "lazy"],
     ]);
     const prompt = anthropic.received.find((x) => x.method === "POST")!.body;
-    expect(prompt).toContain("fact 6: the last straw");
+    expect(prompt).toContain("agent fact 5");
+    expect(prompt).not.toContain("make ship");
   }, 600_000);
 });

@@ -3,11 +3,14 @@
  * what issue 17 saw from inside a container. COUNT connections, each sending a whole chunked
  * request head and then one byte of body every 10 s, never finishing. It prints a JSON line of
  * counts every second and a last one when SECONDS are up, then closes everything and exits.
+ * FLOOD_KEY in its environment: the credential each request presents (a task's placeholder, so
+ * the proxy admits the request and waits for its body; with none it is refused at once).
  */
 import { connect, type Socket } from "node:net";
 
 const [port, count, seconds] = process.argv.slice(2).map(Number) as [number, number, number];
-const HEAD = `POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
+const KEY = process.env.FLOOD_KEY ? `x-api-key: ${process.env.FLOOD_KEY}\r\n` : "";
+const HEAD = `POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n${KEY}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`;
 const stats = { opened: 0, closed: 0, answered: 0, status429: 0, errors: 0, open: 0, maxOpen: 0 };
 const sockets: Socket[] = [];
 const t0 = Date.now();

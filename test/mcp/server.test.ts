@@ -10,7 +10,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { open, Tasks, Runs, Memory } from "../../src/store";
 import { loadText } from "../../src/config";
-import { handle, McpTokens, MCP_PATH, MCP_TOKENS_FILE } from "../../src/mcp";
+
+import { admit, serve, McpTokens, MEMORY_PER_TURN, PROGRESS_PER_MINUTE, MCP_PATH, MCP_TOKENS_FILE } from "../../src/mcp";
 
 const dir = mkdtempSync(join(tmpdir(), "lazy-mcp-"));
 const db = open(join(dir, "store.db"));
@@ -27,7 +28,7 @@ beforeAll(() => {
     port: 0,
     fetch: (req) =>
       new URL(req.url).pathname === MCP_PATH
-        ? handle(
+        ? serve(
             {
               db,
               tokens,
@@ -41,7 +42,8 @@ beforeAll(() => {
               start: async (ref) => Tasks.resolve(db, ref),
             },
             req,
-          )
+            "127.0.0.1",
+          ).then((r) => r.response)
         : new Response("not found", { status: 404 }),
   });
 });
@@ -71,14 +73,24 @@ describe("MCP tools for a task's agent", () => {
     expect(info.branch).toBe("lazy/fix-login");
     expect(info.budget.tokens).toEqual({ limit: 5000, spent: 0, left: 5000 });
 
+    // The tools that write need a running turn: a queued task's agent records nothing.
+    for (const [name, args] of [
+      ["report_progress", { note: "Early." }],
+      ["ask_human", { question: "Keep the old regex?" }],
+      ["finish", { summary: "Nothing yet." }],
+      ["memory_write", { note: "Not yet." }],
+    ] as const) {
+      const refused = (await client.callTool({ name, arguments: args })) as any;
+      expect(refused.isError).toBe(true);
+      expect(textOf(refused)).toContain("Task fix-login is queued, not running");
+    }
+    expect(Tasks.events(db, a.id).map((e) => e.kind)).toEqual(["created"]);
+    expect(Runs.get(db, a.id).summary ?? null).toBeNull();
+    Tasks.move(db, a.id, "running");
+
     await client.callTool({ name: "report_progress", arguments: { note: "Found the validator." } });
     expect(Tasks.events(db, a.id).at(-1)).toMatchObject({ kind: "progress", data: { text: "Found the validator." } });
     expect(Tasks.events(db, b.id).some((e) => e.kind === "progress")).toBe(false);
-
-    const refused = (await client.callTool({ name: "ask_human", arguments: { question: "Keep the old regex?" } })) as any;
-    expect(refused.isError).toBe(true);
-    expect(textOf(refused)).toContain("is queued, not running");
-    Tasks.move(db, a.id, "running");
     await client.callTool({ name: "ask_human", arguments: { question: "Keep the old regex?" } });
     expect(Runs.get(db, a.id).question).toBe("Keep the old regex?");
     const bad = (await client.callTool({ name: "report_progress", arguments: { note: 42 } })) as any;
@@ -120,5 +132,45 @@ describe("MCP tools for a task's agent", () => {
       expect(res.headers.get("www-authenticate")).toBeNull();
     }
     expect(events.length).toBe(before);
+  });
+
+  test("a done task's finish is refused and its summary kept; progress and memory writes are bounded, drops counted once", async () => {
+    const t = Tasks.add(db, { prompt: "Bounded", code: "bounded", profile: "claude" });
+    Tasks.move(db, t.id, "running");
+    const client = await connect(tokens.forTask(t.id).token);
+    await client.callTool({ name: "finish", arguments: { summary: "The real summary." } });
+    Tasks.move(db, t.id, "done");
+    const late = (await client.callTool({ name: "finish", arguments: { summary: "Rewritten behind your back." } })) as any;
+    expect(late.isError).toBe(true);
+    expect(textOf(late)).toContain("Task bounded is done, not running");
+    expect(Runs.get(db, t.id).summary).toBe("The real summary.");
+
+    Tasks.move(db, t.id, "running");
+    const answers = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => client.callTool({ name: "report_progress", arguments: { note: `note ${i}` } }) as any),
+    );
+    const kept = Tasks.events(db, t.id).filter((e) => e.kind === "progress");
+    expect(kept.length).toBe(PROGRESS_PER_MINUTE);
+    expect(answers.filter((a) => a.isError).length).toBe(200 - PROGRESS_PER_MINUTE);
+    expect(textOf(answers.find((a) => a.isError))).toContain(`at most ${PROGRESS_PER_MINUTE} progress notes a minute`);
+
+    const before = Memory.list(db).length;
+    const writes = [];
+    for (let i = 0; i < MEMORY_PER_TURN + 3; i++)
+      writes.push((await client.callTool({ name: "memory_write", arguments: { note: `fact ${i}` } })) as any);
+    expect(Memory.list(db).length - before).toBe(MEMORY_PER_TURN);
+    expect(textOf(writes.at(-1))).toContain(`at most ${MEMORY_PER_TURN} notes`);
+    await client.close();
+  });
+
+  test("a pinned token is admitted from its container's address only, before any body is read", () => {
+    const t = Tasks.add(db, { prompt: "Pinned", code: "pinned", profile: "claude" });
+    const token = tokens.forTask(t.id).token;
+    tokens.pin(t.id, "172.30.0.5");
+    expect(admit({ db, tokens }, token, "172.30.0.5")).toMatchObject({ ok: true, who: { taskId: t.id, taskRef: "pinned", role: "agent" } });
+    const off = admit({ db, tokens }, token, "172.30.0.9");
+    expect(off).toMatchObject({ ok: false, note: "MCP token presented from 172.30.0.9, pinned to 172.30.0.5" });
+    expect((off as { message: string }).message).toContain("belongs to task");
+    expect(admit({ db, tokens }, "", "172.30.0.5")).toMatchObject({ ok: false, note: "no MCP token" });
   });
 });

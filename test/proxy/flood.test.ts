@@ -1,6 +1,8 @@
 /**
  * Issue 17, item 5: 20,000 connections from one address, each with a whole chunked request head
- * and then a byte every 10 s, from a process of its own (test/helpers/flood.ts). The daemon
+ * and then a byte every 10 s, from a process of its own (test/helpers/flood.ts). Each presents a
+ * live placeholder (since issue 26 a request with no credential is refused before its body):
+ * the proxy admits it and waits for its body. The daemon
  * must stay answerable (its API, the dashboard), cut the stalled requests, refuse what passes
  * the per-source cap at once, forward none of it, and log a few lines, not one per connection.
  */
@@ -39,13 +41,14 @@ async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
 test("20,000 stalled connections: the API and dashboard answer, the stalls are cut, nothing is forwarded, a few log lines", async () => {
   const proxy = new URL(p.runtimeProxyUrl());
   const rt = p.runtime()!;
+  const host = await p.grant({ role: "host", profile: "claude" });
   const logBefore = p.log().split("\n").length;
   anthropic.reset();
 
   // The flood's own open-file limit raised as far as this machine allows (the hard limit).
   const flood = Bun.spawn(
     ["sh", "-c", `ulimit -n $(ulimit -Hn); exec "${process.execPath}" "${FLOOD}" ${proxy.port} ${CONNECTIONS} ${SECONDS}`],
-    { stdout: "pipe", stderr: "inherit" },
+    { stdout: "pipe", stderr: "inherit", env: { ...process.env, FLOOD_KEY: host.placeholder } },
   );
   type Counts = {
     ms: number;

@@ -237,19 +237,25 @@ describe("failure semantics", () => {
     });
   });
 
-  test("no credential at all is forwarded unchanged (the probes); a real credential with no grant is forwarded as is, unattributed", async () => {
+  test("no credential: only the HEAD probes pass; anything else is 401, audited with no task or role. A real credential with no grant is forwarded as is, unattributed whatever its headers say", async () => {
     anthropic.reset();
     const url = p.runtimeProxyUrl();
     const probe = await fetch(`${url}/api/hello`, { method: "HEAD" });
     expect(probe.status).toBe(200);
     expect(anthropic.received[0]!.headers["x-api-key"]).toBeUndefined();
     expect(anthropic.received[0]!.headers.authorization).toBeUndefined();
+    const bare = await messages(url, { "x-lazy-role": "agent" }, false);
+    expect(bare.status).toBe(401);
+    expect((await bare.json()).error.message).toContain("send the placeholder lazy gave the task");
+    expect(anthropic.received).toHaveLength(1);
+    expect((await p.json(["stats", "audit"])).rows.at(-1)).toMatchObject({ status: 401, role: null, taskId: null, note: "no credential" });
     const own = "sk-ant-oat01-hostsession-" + "h".repeat(40);
     const res = await messages(url, { authorization: `Bearer ${own}`, "x-lazy-role": "builder" }, false);
     expect(res.status).toBe(200);
     expect(anthropic.received[1]!.headers.authorization).toBe(`Bearer ${own}`);
+    expect(anthropic.received[1]!.headers["x-lazy-role"]).toBeUndefined();
     const row = (await p.json(["stats", "audit"])).rows.at(-1);
-    expect(row).toMatchObject({ status: 200, role: "builder", taskId: null, credential: null });
+    expect(row).toMatchObject({ status: 200, role: null, taskId: null, credential: null });
     // The host session's own credential is never written anywhere lazy keeps state.
     for (const f of p.allStateFiles()) expect(f.bytes.includes(own)).toBe(false);
   });

@@ -3,7 +3,7 @@ import { mkdtempSync } from "node:fs";
 import { Database } from "bun:sqlite";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { open, Tasks, canMove, STATUSES } from "../../src/store";
+import { open, Tasks, Memory, canMove, STATUSES } from "../../src/store";
 import type { LazyError } from "../../src/util/errors";
 import { MIGRATIONS } from "../../src/store/migrations";
 import { Audit } from "../../src/proxy/audit";
@@ -125,5 +125,37 @@ describe("migrations", () => {
     expect((await audit.query({ taskId: "t1", limit: 1 }))[0]!.path).toBe("/v1/messages?n=1203");
     await audit.stop();
     db.close();
+  });
+});
+
+describe("project memory: who wrote a note", () => {
+  test("notes compacted before the rule count as a person's; a compaction never touches a person's note; people's notes are handed over first", () => {
+    const file = join(mkdtempSync(join(tmpdir(), "lazy-store-")), "store.db");
+    const before = MIGRATIONS.findIndex((m) => typeof m === "string" && m.includes("SET by = 'human'"));
+    const old = new Database(file, { create: true, strict: true });
+    for (const m of MIGRATIONS.slice(0, before)) typeof m === "string" ? old.exec(m) : m(old);
+    old.exec(`PRAGMA user_version = ${before}`);
+    old.exec(
+      "INSERT INTO memory (at, text, task_id, by) VALUES (1, 'compacted long ago', NULL, 'lazy'), (2, 'an agent said so', 't1', 'agent')",
+    );
+    old.close();
+
+    const db = open(file);
+    expect(Memory.list(db).map((n) => [n.text, n.by])).toEqual([
+      ["compacted long ago", "human"],
+      ["an agent said so", "agent"],
+    ]);
+    // Agents' notes flood memory: the people's are still handed over, and never compacted.
+    for (let i = 0; i < 10; i++) Memory.add(db, `flood ${i} ${"y".repeat(1500)}`, "agent", "t1");
+    const handed = Memory.within(db, Memory.BOUND);
+    expect(handed[0]!.text).toBe("compacted long ago");
+    expect(handed.map((n) => Memory.forAgent(n)).at(-1)).toStartWith("(unverified, written by an agent) flood 9");
+    const upTo = Memory.compactable(db).at(-1)!.id;
+    expect(Memory.compactable(db).some((n) => n.by === "human")).toBe(false);
+    Memory.replaceUpTo(db, upTo, ["agents wrote ten floods"]);
+    expect(Memory.list(db).map((n) => [n.text, n.by])).toEqual([
+      ["compacted long ago", "human"],
+      ["agents wrote ten floods", "lazy"],
+    ]);
   });
 });

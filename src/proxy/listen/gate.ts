@@ -142,7 +142,7 @@ export async function readBody(req: Request, pass: Pass): Promise<Body> {
     // The common case, and the cheap one: Bun reads exactly the declared length.
     const n = Number(declared);
     if (n > MAX_BODY) {
-      if (req.body) discard(req.body.getReader(), pass);
+      dropBody(req, pass);
       return { ok: false, status: 413, declared: n };
     }
     try {
@@ -200,8 +200,11 @@ export function tooMany(why: string): Response {
   );
 }
 
-/** The body, or "over" past `max` bytes (the rest is discarded), or why its connection was cut. */
-async function readAtMost(req: Request, max: number, pass: Pass): Promise<Uint8Array | "over" | string> {
+/**
+ * The body, or "over" past `max` bytes (the rest is discarded), or why its connection was cut.
+ * Counted as it arrives, whatever the framing: nothing past `max` is kept.
+ */
+export async function readAtMost(req: Request, max: number, pass: Pass): Promise<Uint8Array | "over" | string> {
   if (!req.body) return new Uint8Array(0);
   const reader = req.body.getReader();
   const parts: Uint8Array[] = [];
@@ -230,14 +233,21 @@ async function readAtMost(req: Request, max: number, pass: Pass): Promise<Uint8A
  * 413 (see the top). Bounded by Bun: the idle timeout, which body bytes do not reset, and
  * SERVER_MAX_BODY. The request stays in flight (its pass held) until then.
  */
-function discard(reader: ReadableStreamDefaultReader<Uint8Array>, pass: Pass): void {
+export function discard(reader: ReadableStreamDefaultReader<Uint8Array>, pass: Pass): void {
   pass.held = true;
+  // What was read is garbage: have it collected once the burst is done (Gate.collectSoon).
+  pass.large = true;
   void (async () => {
     try {
       for (;;) if ((await reader.read()).done) break;
     } catch {} // cut by Bun: that is the bound
     pass.release();
   })();
+}
+
+/** Throw away whatever body the request has (discard), for a request refused before its body was read. */
+export function dropBody(req: Request, pass: Pass): void {
+  if (req.body) discard(req.body.getReader(), pass);
 }
 
 function cut(e: unknown): string {

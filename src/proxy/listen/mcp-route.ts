@@ -6,6 +6,9 @@
  */
 export const MCP_PATH = "/mcp";
 
+/** The refusal of an MCP request with no token: said by a proxy thread itself, without asking the main thread. */
+export const MCP_NO_TOKEN = { message: "lazy's MCP route needs the task's token (Authorization: Bearer …).", note: "no MCP token" };
+
 /** Is the path (with its query) one of these roots, or below one? */
 export function under(path: string, roots: readonly string[]): boolean {
   for (const r of roots)

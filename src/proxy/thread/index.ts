@@ -4,4 +4,4 @@
  * Thread (handle.ts), the two speaking the messages in messages.ts.
  */
 export { Thread, type Owner } from "./handle";
-export type { Ask, Call, FromThread, Init, Listening, McpAnswer, Stats, ToThread } from "./messages";
+export type { Ask, Call, FromThread, Init, Listening, McpAdmit, McpAnswer, McpWho, Stats, ToThread } from "./messages";

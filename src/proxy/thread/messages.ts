@@ -53,14 +53,23 @@ export type FromThread =
 export type Ask =
   | { op: "swap"; real: string; grant: Grant }
   | { op: "pairs"; grantToken: string }
+  /**
+   * Who may send a request on lazy's MCP route, asked with its token and address only, before
+   * a byte of its body is read (the token table and its pins live on the main thread).
+   */
+  | { op: "mcp-admit"; token: string; from: string }
   /** A request on lazy's MCP route: the tools run on the main thread, where the store is. */
-  | { op: "mcp"; method: string; headers: [string, string][]; body: string | null };
+  | { op: "mcp"; method: string; headers: [string, string][]; body: string | null; from: string };
+/** Who an MCP request's token stands for. */
+export type McpWho = { taskId: string | null; taskRef: string | null; role: string };
+/** The main thread's answer to `mcp-admit`: the caller, or why it is refused (a 401). */
+export type McpAdmit = { ok: true; who: McpWho } | { ok: false; message: string; note: string };
 /** The main thread's answer to an MCP request, and who made it (by its token), for the audit. */
 export type McpAnswer = {
   status: number;
   headers: [string, string][];
   body: string;
-  who: { taskId: string | null; taskRef: string | null; role: string } | null;
+  who: McpWho | null;
   note: string | null;
 };
 export type Answer = { type: "answer"; id: number; value: unknown };
