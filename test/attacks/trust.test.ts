@@ -168,6 +168,7 @@ describe("a hostile process changes lazy.toml", () => {
 describe("a hostile process changes the Dockerfile lazy.toml names", () => {
   test("a running daemon builds nothing from a Dockerfile changed since it was trusted: the launch is refused naming it", async () => {
     if (!(await requireDocker())) throw new Error("this test needs a Docker engine: bash scripts/setup-test-env.sh starts one");
+    good.reset();
     const p = new Project();
     writeFileSync(join(p.root, "Dockerfile"), `FROM ${TEST_IMAGES.node}\nRUN true\n`);
     p.writeToml(`[container]\ndockerfile = "Dockerfile"\n\n${upstream(good.url)}`);
