@@ -204,7 +204,17 @@ async function meetVersion(root: string, p: State.StatePaths, record: DaemonReco
     say.warn(`${them}, an older one: carrying on with the newer daemon. Use the newer lazy, or run lazy daemon restart to run this one.`);
     return c;
   }
-  const busy = h.busy ?? { turns: (await c.request<{ running?: number }>("GET", "/api/counts")).running ?? 0, requests: 0 };
+  // A daemon from before /api/health said what runs: its running tasks, from the counts.
+  const busy =
+    h.busy ??
+    (await c
+      .request<{ running?: number }>("GET", "/api/counts")
+      .then((n) => ({ turns: n.running ?? 0, requests: 0 }))
+      .catch(() => undefined));
+  if (!busy) {
+    say.warn(`${them}; lazy cannot tell whether a turn runs, so it carries on with it: once none does, run lazy daemon restart.`);
+    return c;
+  }
   if (busy.turns || busy.requests) {
     const what = [
       busy.turns ? `${busy.turns} turn${busy.turns === 1 ? " is" : "s are"} running` : "",

@@ -35,6 +35,9 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** The daemon's record (daemon.json): which daemon serves, and its version. */
+const record = (p: Project) => p.runtime() as unknown as { pid: number; version: string };
+
 /** The older lazy, run in the project as its person would have before upgrading. */
 async function old(p: Project, args: string[], stdin?: string): Promise<Result> {
   const proc = Bun.spawn([OLD, ...args], {
@@ -53,7 +56,7 @@ describe("an older daemon and a newer CLI", () => {
   test("lazy task list reports the mismatch and, with no turn running, the daemon is the new version afterwards with all tasks kept", async () => {
     const p = new Project();
     for (const t of ["one", "two", "three"]) await old(p, ["task", "add", t, "--code", t]);
-    const before = p.runtime() as { pid: number; version: string };
+    const before = record(p);
     expect(before.version).toBe(OLD_VERSION);
 
     const r = await p.run(["task", "list", "--json"]);
@@ -66,7 +69,7 @@ describe("an older daemon and a newer CLI", () => {
     expect(r.stderr).toContain(`lazy: the daemon (pid ${before.pid}) runs lazy ${OLD_VERSION} and this is lazy ${VERSION}: restarting it`);
     expect(r.stderr).toContain(`The daemon is now lazy ${VERSION}`);
 
-    const after = p.runtime() as { pid: number; version: string };
+    const after = record(p);
     expect(after.version).toBe(VERSION);
     expect(after.pid).not.toBe(before.pid);
     expect(isAlive(before.pid)).toBe(false);
@@ -107,7 +110,7 @@ describe("an older daemon and a newer CLI", () => {
     expect(r.stdout).toContain("running");
     expect(r.stderr).toContain(`runs lazy ${OLD_VERSION} and this is lazy ${VERSION}; 1 turn is running`);
     expect(r.stderr).toContain("once they end, run lazy daemon restart");
-    expect(p.runtime()!.version).toBe(OLD_VERSION);
+    expect(record(p).version).toBe(OLD_VERSION);
     expect(p.runtime()!.pid).toBe(oldPid);
 
     await until(
@@ -122,7 +125,7 @@ describe("an older daemon and a newer CLI", () => {
     expect(done.code).toBe(0);
     expect(done.stderr).toContain("restarting it (no turn is running)");
     expect(JSON.parse(done.stdout).task.status).toBe("done");
-    expect(p.runtime()!.version).toBe(VERSION);
+    expect(record(p).version).toBe(VERSION);
     expect(isAlive(oldPid)).toBe(false);
   }, 400_000);
 });
