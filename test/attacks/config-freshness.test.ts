@@ -33,6 +33,9 @@ afterAll(async () => {
 /** Write lazy.toml as another process would: nobody ran lazy trust. */
 const edit = (p: Project, text: string) => writeFileSync(join(p.root, "lazy.toml"), text);
 const upstream = (url: string) => `[proxy.upstreams]\nanthropic = "${url}"\n`;
+// C0 but tab and newline, DEL, C1: what a terminal would obey.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control bytes is the point
+const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/;
 const posts = (m: Mock.MockProvider) => m.received.filter((r) => r.method === "POST").map((r) => r.headers["x-api-key"]);
 
 /** A launch's first model request: a placeholder grant (what start, chat and ask mint), then one request through the proxy. */
@@ -162,8 +165,8 @@ describe("problem text with control bytes", () => {
       expect(r.stderr).toContain("lazy.toml is broken; the daemon keeps using the last good config");
       expect(r.stderr).toContain('lazy.toml:1:1 server."\\x9b2J\\x9d0;owned\\x9c" — unknown key');
       expect(r.stderr).toContain('models.roles.agent — expected the name of a profile; "\\x9b2J" is not defined');
-      expect(r.stderr).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
-      expect(r.stdout).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
+      expect(r.stderr).not.toMatch(CONTROL);
+      expect(r.stdout).not.toMatch(CONTROL);
     }
   }, 60_000);
 });
