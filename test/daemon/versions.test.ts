@@ -88,6 +88,9 @@ describe("an older daemon and a newer CLI", () => {
     const r = await old(p, ["task", "list"]);
     expect(r.stdout).toContain("new");
     expect(r.stderr).toContain(`runs lazy ${VERSION} and this is lazy ${OLD_VERSION}, an older one: carrying on with the newer daemon`);
+    expect((await old(p, ["daemon", "status"])).stdout).toContain(
+      `version ${VERSION}; this lazy is ${OLD_VERSION}: lazy daemon restart runs it`,
+    );
     expect(p.runtime()!.pid).toBe(pid);
   }, 60_000);
 
