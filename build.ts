@@ -8,6 +8,15 @@ import { VERSION } from "./src/version";
 
 const TARGETS = ["linux-x64", "linux-arm64", "darwin-arm64", "darwin-x64"] as const;
 const all = process.argv.includes("--all");
+const flag = (name: string) => {
+  const i = process.argv.indexOf(name);
+  return i === -1 ? undefined : process.argv[i + 1];
+};
+// `--as-version V --outfile P`: a build that calls itself V, somewhere else (a test's "older
+// lazy" meeting this one: test/daemon/versions.test.ts). Never over dist/lazy while it runs.
+const asVersion = flag("--as-version");
+const outfile = flag("--outfile") ?? "dist/lazy";
+const version = asVersion ?? VERSION;
 
 async function compile(out: string, target?: string): Promise<void> {
   const cmd = [
@@ -26,6 +35,7 @@ async function compile(out: string, target?: string): Promise<void> {
     "--bytecode",
     "--format=esm",
     "--splitting",
+    ...(asVersion ? ["--define", `LAZY_BUILD_VERSION=${JSON.stringify(asVersion)}`] : []),
     ...(target ? [`--target=bun-${target}`] : []),
     "--outfile",
     out,
@@ -38,13 +48,13 @@ async function smoke(bin: string): Promise<void> {
   const p = Bun.spawn([bin, "--version"], { stdout: "pipe", stderr: "pipe", env: { ...process.env, LAZY_HOME: "/nonexistent-lazy-home" } });
   const out = (await new Response(p.stdout).text()).trim();
   const code = await p.exited;
-  if (code !== 0 || out !== VERSION) throw new Error(`${bin} --version printed "${out}" (exit ${code}); expected ${VERSION}`);
+  if (code !== 0 || out !== version) throw new Error(`${bin} --version printed "${out}" (exit ${code}); expected ${version}`);
 }
 
 const started = performance.now();
-await compile("dist/lazy");
-await smoke("dist/lazy");
-console.error(`built dist/lazy ${VERSION} (${Math.round(performance.now() - started)} ms)`);
+await compile(outfile);
+await smoke(outfile);
+console.error(`built ${outfile} ${version} (${Math.round(performance.now() - started)} ms)`);
 
 if (all) {
   const host = `${process.platform}-${process.arch}`;

@@ -2,14 +2,26 @@
  * The CLI's way to the daemon. It finds the running daemon from its record (daemon.json), starts
  * one when needed (two racing commands start exactly one: the daemon's lock decides), and
  * speaks to its API with the token. The CLI never writes the store itself.
+ *
+ * Two things every command says on stderr, once, without costing the usual path a round trip:
+ * a daemon of another version (daemon.json names it; a newer CLI restarts an older daemon when
+ * nothing runs, otherwise says to run lazy daemon restart), and a lazy.toml the daemon could not
+ * use (its answers carry x-lazy-config; only then is /api/status asked for the lines).
  */
 import { spawn } from "node:child_process";
 import { openSync, closeSync, readFileSync, existsSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { LazyError } from "../util/errors";
 import { ensurePrivateDir } from "../util/files";
 import { urlHost } from "../util/url";
-import { State, type DaemonRecord } from "../daemon";
+import { State, type Busy, type DaemonRecord, type Status } from "../daemon";
 import { STANDARD } from "../credentials";
+import { VERSION } from "../version";
+import { say } from "./voice";
+import * as Versions from "./versions";
+
+/** The config warning is said once per command, however many requests it makes. */
+let configNoted = false;
 
 export class Client {
   /**
@@ -62,7 +74,13 @@ export class Client {
     return json as T;
   }
 
-  send(method: string, path: string, body?: unknown, timeoutMs = 30_000): Promise<Response> {
+  async send(method: string, path: string, body?: unknown, timeoutMs = 30_000): Promise<Response> {
+    const res = await this.raw(method, path, body, timeoutMs);
+    await this.noteConfig(res);
+    return res;
+  }
+
+  private raw(method: string, path: string, body?: unknown, timeoutMs = 30_000): Promise<Response> {
     // The daemon takes a state-changing request only as JSON (daemon/api-guard.ts), so even a
     // bodiless POST sends an empty object.
     const write = method !== "GET" && method !== "HEAD";
@@ -79,6 +97,53 @@ export class Client {
       );
     });
   }
+
+  /**
+   * The daemon re-checks lazy.toml before each answer and marks it while the file is broken or
+   * untrusted: say so on stderr (stdout stays the command's data), once, with the lines.
+   */
+  private async noteConfig(res: Response): Promise<void> {
+    const mark = res.headers.get("x-lazy-config");
+    if (!mark || configNoted || res.headers.get("x-lazy-pid") !== String(this.record.pid)) return;
+    configNoted = true;
+    let c: Status["config"] | undefined;
+    try {
+      const r = await this.raw("GET", "/api/status", undefined, 2000);
+      if (r.ok) c = ((await r.json()) as Status).config;
+    } catch {}
+    say.warn(configNote(mark === "untrusted", join(this.root, "lazy.toml"), c));
+  }
+
+  /** The daemon's own word on its version and what a restart would cut; undefined if it is not ours. */
+  async health(): Promise<{ version: string; busy?: Busy } | undefined> {
+    try {
+      const res = await this.raw("GET", "/api/health", undefined, 2000);
+      const h = (await res.json()) as { version?: unknown; busy?: Busy };
+      if (!res.ok || res.headers.get("x-lazy-pid") !== String(this.record.pid) || typeof h.version !== "string") return undefined;
+      this.verified = true;
+      return { version: h.version, busy: h.busy };
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** What a command says while lazy.toml is broken or untrusted: where, each line:col, and what is in use. */
+function configNote(untrusted: boolean, file: string, c: Status["config"] | undefined): string {
+  const since = c ? ` (loaded ${c.loadedAt})` : "";
+  if (untrusted) {
+    // The daemon's first line is the trust refusal itself (the path, and lazy trust); then each key.
+    const [head, ...lines] = c?.problems ?? [];
+    return [
+      head ?? `${file} changed and is not trusted; look at it, then run lazy trust in ${dirname(file)}.`,
+      ...lines.map((l) => `  ${l}`),
+      `Until then the daemon keeps using the last trusted config${since}.`,
+    ].join("\n");
+  }
+  return [
+    `${c?.file ?? file} is broken; the daemon keeps using the last good config${since} until it loads:`,
+    ...(c?.problems ?? ["(lazy daemon status shows the lines)"]).map((l) => `  ${l}`),
+  ].join("\n");
 }
 
 function selfCommand(): string[] {
@@ -114,8 +179,78 @@ export async function connect(root: string): Promise<Client> {
   const p = State.paths(root);
   const record = State.readRecord(p);
   const token = State.readToken(p);
-  if (record && token && State.isAlive(record.pid)) return new Client(root, record, token, false);
+  if (record && token && State.isAlive(record.pid)) {
+    // The version is in the record already read: the usual path adds no round trip.
+    if (record.version !== VERSION) return meetVersion(root, p, record, token);
+    return new Client(root, record, token, false);
+  }
   return start(root);
+}
+
+/**
+ * The running daemon was started by another lazy (daemon.json says so). Ask the daemon itself
+ * (the record may be stale), say so, and when this lazy is the newer and nothing would be cut,
+ * restart it with this binary: the store migrates forward at its start, tasks and grants stay.
+ * Otherwise carry on with it and say what to run once its turns end.
+ */
+async function meetVersion(root: string, p: State.StatePaths, record: DaemonRecord, token: string): Promise<Client> {
+  const c = new Client(root, record, token, false);
+  const h = await c.health();
+  // Not ours after all (a dead or foreign listener): the usual path starts ours.
+  if (!h) return start(root);
+  if (h.version === VERSION) return c;
+  const them = `the daemon (pid ${record.pid}) runs lazy ${h.version} and this is lazy ${VERSION}`;
+  if (Versions.compare(VERSION, h.version) < 0) {
+    say.warn(`${them}, an older one: carrying on with the newer daemon. Use the newer lazy, or run lazy daemon restart to run this one.`);
+    return c;
+  }
+  // A daemon from before /api/health said what runs: its running tasks, from the counts.
+  const busy =
+    h.busy ??
+    (await c
+      .request<{ running?: number }>("GET", "/api/counts")
+      .then((n) => ({ turns: n.running ?? 0, requests: 0 }))
+      .catch(() => undefined));
+  if (!busy) {
+    say.warn(`${them}; lazy cannot tell whether a turn runs, so it carries on with it: once none does, run lazy daemon restart.`);
+    return c;
+  }
+  if (busy.turns || busy.requests) {
+    const what = [
+      busy.turns ? `${busy.turns} turn${busy.turns === 1 ? " is" : "s are"} running` : "",
+      busy.requests ? `${busy.requests} request${busy.requests === 1 ? " is" : "s are"} under way` : "",
+    ].filter(Boolean);
+    say.warn(`${them}; ${what.join(" and ")}, so lazy carries on with it: once they end, run lazy daemon restart.`);
+    return c;
+  }
+  // A new daemon starts only on a lazy.toml that loads and is trusted: keep the old one otherwise.
+  const { Trust } = await import("../config");
+  const checked = Trust.check(root);
+  if (!checked.ok) {
+    say.warn(
+      `${them}; lazy would restart it, but ${checked.file} ${checked.untrusted ? "is not trusted (lazy trust)" : "does not load"}, so it carries on with the old daemon: fix that, then run lazy daemon restart.`,
+    );
+    return c;
+  }
+  say.warn(`${them}: restarting it (no turn is running).`);
+  // Two commands meeting the old daemon at once restart it once: the second finds the new one.
+  const { lock } = await import("../util/flock");
+  const held = await lock(join(p.dir, "upgrade.lock"), 30_000).catch(() => {
+    throw new LazyError(
+      "daemon_failed",
+      "Another lazy command is restarting the daemon and did not finish within 30 s; run lazy daemon status.",
+    );
+  });
+  try {
+    const now = State.readRecord(p);
+    if (now && now.pid !== record.pid && now.version === VERSION && State.isAlive(now.pid)) return new Client(root, now, token, false);
+    if (now?.pid === record.pid) await stop(root);
+    const fresh = await start(root);
+    say.info(`The daemon is now lazy ${VERSION} (pid ${fresh.record.pid}); its tasks and state carried over.`);
+    return fresh;
+  } finally {
+    held.release();
+  }
 }
 
 export async function start(root: string): Promise<Client> {

@@ -14,7 +14,7 @@ import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import type { Config } from "../config";
 import type { Bus } from "../bus";
-import type { Status } from "./status";
+import type { Busy, Status } from "./status";
 import { requestGuard, sessionCookie } from "./api-guard";
 import {
   taskRoutes,
@@ -57,6 +57,9 @@ export interface ApiDeps {
   apiUrl: () => string;
   webEnabled: () => boolean;
   status: () => Status;
+  /** Re-check lazy.toml now (a stat-and-compare when nothing changed): config-watch.ts. */
+  freshConfig: () => void;
+  busy: () => Busy;
   stop: (reason: string) => Promise<void>;
 }
 
@@ -119,6 +122,9 @@ export function api(d: ApiDeps, token: string) {
           "The daemon token is missing or wrong; use the lazy CLI (it reads the token from the daemon's state folder).",
         ).toJSON();
       }
+      // The config you see is the config that runs: a launch right after an edit of lazy.toml
+      // uses the edit, without waiting for the file watch (once here, not in each route).
+      if (path.startsWith("/api/")) d.freshConfig();
     })
     .use(dashboardRoutes(d, token))
     .use(daemonRoutes(d))

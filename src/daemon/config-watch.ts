@@ -75,9 +75,14 @@ export class ConfigWatch {
     return `${one(join(this.root, FILE))}/${one(Trust.recordFile())}`;
   }
 
+  /**
+   * Check lazy.toml (and the trust record) again; the API calls this before every request it
+   * serves, so a launch right after an edit uses the edit. Unchanged files cost two stats; a
+   * broken file is read again only when it changes.
+   */
   reload(): void {
     const stamp = this.stamp();
-    if (stamp === this.lastStamp && !this.state.broken) return;
+    if (stamp === this.lastStamp) return;
     this.lastStamp = stamp;
     let r: Trust.Checked;
     try {

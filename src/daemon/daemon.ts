@@ -6,7 +6,8 @@
 import type { Database } from "bun:sqlite";
 import type { Server } from "bun";
 import { rmSync } from "node:fs";
-import { Trust, type Config } from "../config";
+import { join } from "node:path";
+import { Trust, FILE, type Config } from "../config";
 import * as Store from "../store";
 import { ensurePrivateDir, writeFileAtomic } from "../util/files";
 import { tryLock, type Lock } from "../util/flock";
@@ -25,7 +26,7 @@ import { api, longLived } from "./api";
 import { Runner } from "../runner";
 import { Bus } from "../bus";
 import { Notifier } from "../notify";
-import type { Status } from "./status";
+import type { Busy, Status } from "./status";
 import { ConfigWatch } from "./config-watch";
 import * as State from "./state";
 import * as BuilderSessions from "./builder-sessions";
@@ -35,6 +36,8 @@ export class Daemon {
   readonly startedAt = new Date();
   private apiServer: Server<undefined> | undefined;
   private stopping = false;
+  /** API writes being answered (a launch building its image, lazy ask): a restart would cut them. */
+  private writesInFlight = 0;
   /** Ends builder sessions whose lazy build was killed (builder-sessions.ts). */
   sweeper: Timer | undefined;
 
@@ -191,6 +194,8 @@ export class Daemon {
         apiUrl: () => this.apiUrl,
         webEnabled: () => this.webEnabled,
         status: () => this.status(),
+        freshConfig: () => this.configWatch.reload(),
+        busy: () => this.busy(),
         stop: (reason) => this.stop(reason),
       },
       token,
@@ -209,16 +214,32 @@ export class Daemon {
       idleTimeout: 30,
       fetch: (req, server) => {
         if (longLived(req.url)) server.timeout(req, 0);
-        return app.handle(req).then((res) => {
-          res.headers.set("x-lazy-pid", pid);
-          return res;
-        });
+        const write = req.method !== "GET" && req.method !== "HEAD";
+        if (write) this.writesInFlight++;
+        return app
+          .handle(req)
+          .then((res) => {
+            res.headers.set("x-lazy-pid", pid);
+            // The API re-checked lazy.toml before answering (api.ts): a broken or untrusted one
+            // is named on every answer, so every CLI command can say so (cli/client.ts).
+            const broken = this.configWatch.state.broken;
+            if (broken) res.headers.set("x-lazy-config", broken.untrusted ? "untrusted" : "broken");
+            return res;
+          })
+          .finally(() => {
+            if (write) this.writesInFlight--;
+          });
       },
     });
   }
 
   get apiUrl(): string {
     return `http://${urlHost(this.apiServer?.hostname ?? "127.0.0.1")}:${this.apiServer?.port}`;
+  }
+
+  /** What a restart would cut. The asking request is a read (GET /api/health): every write counted is another's. */
+  busy(): Busy {
+    return { turns: Store.Tasks.counts(this.db).running, requests: this.writesInFlight };
   }
 
   status(): Status {
@@ -235,6 +256,7 @@ export class Daemon {
       web: { enabled: this.webEnabled, url: this.webEnabled ? `${this.apiUrl}/` : null },
       api: { url: this.apiUrl },
       metadata: this.runner.metadataGuard() ?? null,
+      busy: this.busy(),
       proxy: {
         state: this.proxy.state,
         url: proxyAddr ? `http://${urlHost(proxyAddr.host)}:${proxyAddr.port}` : null,
@@ -243,13 +265,14 @@ export class Daemon {
       config: c.broken
         ? {
             state: "broken",
+            file: join(this.root, FILE),
             loadedAt: c.loadedAt,
             present: this.configPresent,
             problems: c.broken.problems,
             brokenSince: c.broken.since,
             ...(c.broken.untrusted ? { untrusted: true } : {}),
           }
-        : { state: "ok", loadedAt: c.loadedAt, present: this.configPresent, problems: [] },
+        : { state: "ok", file: join(this.root, FILE), loadedAt: c.loadedAt, present: this.configPresent, problems: [] },
     };
   }
 

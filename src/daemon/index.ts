@@ -5,7 +5,7 @@
  */
 export * as State from "./state";
 export type { DaemonRecord } from "./state";
-export type { Status } from "./status";
+export type { Status, Busy } from "./status";
 export type { Daemon } from "./daemon";
 
 /** `lazy daemon run`: serve the project in this process until told to stop. */

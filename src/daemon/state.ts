@@ -3,11 +3,12 @@
  * (0600), the single-instance lock, the pid, the log, the record the CLI finds the daemon by
  * (daemon.json), and the task store. Nothing here lives under the project root.
  */
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { ensurePrivateDir, writeFileAtomic } from "../util/files";
 import { stateDir, projectSlug } from "../util/paths";
+import { LazyError } from "../util/errors";
 
 /** The record a ready daemon leaves for the CLI (daemon.json). No zod here: every command reads it, and start-up time counts. */
 export interface DaemonRecord {
@@ -76,9 +77,33 @@ export function readToken(p: StatePaths): string | undefined {
   }
 }
 
+/**
+ * The daemon's record, if there is one. The CLI sends the token where it says, signals the pid
+ * it names and restarts a daemon whose version differs: a record another user could have
+ * written (not ours, or writable by group or others) is refused, never used.
+ */
 export function readRecord(p: StatePaths): DaemonRecord | undefined {
+  let fd: number;
   try {
-    const r: unknown = JSON.parse(readFileSync(p.record, "utf8"));
+    fd = openSync(p.record, "r");
+  } catch {
+    return undefined;
+  }
+  let text: string;
+  try {
+    const st = fstatSync(fd);
+    const me = process.geteuid?.();
+    if ((me !== undefined && st.uid !== me) || st.mode & 0o022)
+      throw new LazyError(
+        "daemon_failed",
+        `${p.record} (how lazy finds the project's daemon) is ${st.uid !== me ? `owned by uid ${st.uid}, not by you (uid ${me})` : "writable by other users"}, so lazy does not trust it: another user may have written it. Remove it (rm ${p.record}), then run the command again.`,
+      );
+    text = readFileSync(fd, "utf8");
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    const r: unknown = JSON.parse(text);
     return isRecord(r) ? r : undefined;
   } catch {
     return undefined;
@@ -91,7 +116,13 @@ export function writeRecord(p: StatePaths, r: DaemonRecord): void {
 }
 
 export function clearRecord(p: StatePaths, pid: number): void {
-  const r = readRecord(p);
+  let r: DaemonRecord | undefined;
+  try {
+    r = readRecord(p);
+  } catch {
+    // Not a record this user wrote: not ours to remove either.
+    return;
+  }
   if (r && r.pid !== pid) return;
   rmSync(p.record, { force: true });
   rmSync(p.pid, { force: true });

@@ -15,5 +15,22 @@ export interface Status {
   /** Whether task containers can reach link-local metadata addresses (null: no task network yet). */
   metadata: LinkLocalGuard | null;
   /** broken with untrusted: lazy.toml changed to keys the person has not approved (lazy trust). */
-  config: { state: "ok" | "broken"; loadedAt: string; present: boolean; problems: string[]; brokenSince?: string; untrusted?: boolean };
+  config: {
+    state: "ok" | "broken";
+    /** The lazy.toml this daemon follows (absolute path). */
+    file: string;
+    loadedAt: string;
+    present: boolean;
+    problems: string[];
+    brokenSince?: string;
+    untrusted?: boolean;
+  };
+  /** What a restart would cut (the CLI restarts an older daemon only when both are 0). */
+  busy?: Busy;
+}
+
+/** Turns running, and API writes being answered (a launch setting up, lazy ask, an accept). */
+export interface Busy {
+  turns: number;
+  requests: number;
 }

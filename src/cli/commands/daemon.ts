@@ -6,12 +6,13 @@ import { findProjectRoot } from "../../util/paths";
 import { State, run as runDaemon, type Status } from "../../daemon";
 import { say } from "../voice";
 import { LazyError } from "../../util/errors";
+import { VERSION } from "../../version";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 
 function render(s: Status): string {
   const lines = [
-    `Daemon:    running (pid ${s.pid}, up ${duration(s.uptimeMs)}, version ${s.version})`,
+    `Daemon:    running (pid ${s.pid}, up ${duration(s.uptimeMs)}, version ${s.version}${s.version === VERSION ? "" : `; this lazy is ${VERSION}: lazy daemon restart runs it`})`,
     `Project:   ${s.root}`,
     s.web.enabled ? `Dashboard: ${s.web.url} (lazy dashboard prints a signed-in link)` : `Web:       off`,
     `Proxy:     ${s.proxy.url ?? "-"} (${s.proxy.state}${s.proxy.error ? `: ${s.proxy.error}` : ""})`,
