@@ -29,6 +29,7 @@ import type { Status } from "./status";
 import { ConfigWatch } from "./config-watch";
 import * as State from "./state";
 import * as BuilderSessions from "./builder-sessions";
+import { liveOnly } from "./mcp-live";
 
 export class Daemon {
   readonly version = VERSION;
@@ -121,7 +122,8 @@ export class Daemon {
       notifier.start();
       daemon = new Daemon(root, paths, db, watch, proxy, credentials, runner, bus, notifier, mcp, lock, log, loaded.present);
       // lazy's MCP tools, on the proxy's listeners (where task containers reach it).
-      proxy.serveMcp((req) =>
+      // A task's token answers only while its turn (or a call about it) runs (mcp-live.ts).
+      const mcpHandler = (req: Request) =>
         Mcp.serve(
           {
             db,
@@ -137,8 +139,8 @@ export class Daemon {
             start: (ref, message) => runner.start(ref, message),
           },
           req,
-        ),
-      );
+        );
+      proxy.serveMcp(liveOnly({ db, tokens: mcp, proxy }, mcpHandler));
       log.info(`credentials: ${credentials.backend} (${credentials.backendNote})`);
       await proxy.start();
       daemon.listenApi(config, token);

@@ -19,6 +19,14 @@ import * as Placeholders from "./placeholders";
 const log = Log.create("grants");
 
 export const FILE_NAME = "proxy-tokens.json";
+
+/**
+ * Why a task's placeholder (or MCP token) is refused between its turns: a grant lives only while
+ * what it was minted for runs (a turn, or one of lazy's own calls about the task).
+ */
+export function notLive(taskRef: string): string {
+  return `task ${taskRef} has no running turn: its placeholder works only while one of its turns (or one of lazy's own calls about it) runs, and anything the agent left running was stopped with its turn. lazy send ${taskRef} "…" starts its next turn.`;
+}
 const DEFAULT_BUILDER_CAP = 64;
 
 export const Role = z

@@ -17,6 +17,7 @@ import * as Log from "../util/log";
 import { Thread, type Ask, type Call, type Init, type Listening, type McpAnswer, type Stats, type ToThread } from "./thread";
 import * as Harness from "../harness";
 import { Grants, type Role } from "./grants";
+import { Live } from "./live";
 import { Targets, type Target } from "./targets";
 import { Audit } from "./audit";
 import { CursorSessions, PREFIX as CURSOR_PREFIX } from "./cursor";
@@ -27,7 +28,7 @@ import { MCP_PATH } from "./listen";
 import { UPSTREAM } from "./upstream";
 
 export { Targets, type Target } from "./targets";
-export type { Grant } from "./grants";
+export { type Grant, notLive } from "./grants";
 export { FAILURE_KINDS, type ProviderHealth } from "./meters";
 export type { LimitView } from "./meters";
 export type { Row as AuditRow } from "./audit";
@@ -59,6 +60,8 @@ export class ModelProxy {
   private targets: Targets;
   private threads: Thread[] = [];
   private stopped = new Map<string, string>();
+  /** Tasks whose grants redeem now (live.ts). */
+  private live = new Live((live) => this.post({ type: "live", live }));
   private apiRoots: string[] = [];
   private mcpHandler: ((req: Request) => Promise<Omit<McpAnswer, "status" | "headers" | "body"> & { response: Response }>) | undefined;
   /** Every address listened on, so a restarted thread listens there again. */
@@ -94,6 +97,7 @@ export class ModelProxy {
       credentials: this.credentials.snapshot(),
       grants: this.grants.all(),
       stopped: Object.fromEntries(this.stopped),
+      live: this.live.list(),
       apiRoots: this.apiRoots,
       dbPath: this.db.filename,
       log: Log.settings(),
@@ -197,6 +201,32 @@ export class ModelProxy {
     if (message === null ? !this.stopped.delete(taskId) : this.stopped.get(taskId) === message) return;
     if (message !== null) this.stopped.set(taskId, message);
     this.post({ type: "stopped", stopped: Object.fromEntries(this.stopped) });
+  }
+
+  /**
+   * A task's placeholder (and MCP token) redeems from now on, while `holder` runs (its turn, or
+   * one of lazy's own calls about it). Resolves once every proxy thread knows: call it before
+   * the harness starts.
+   */
+  hold(taskId: string, holder: string): Promise<void> {
+    this.live.hold(taskId, holder);
+    return this.sync();
+  }
+
+  /** `holder` ended: with nothing else holding it, the task's placeholder is refused 401, saying why. */
+  release(taskId: string, holder: string): void {
+    this.live.release(taskId, holder);
+  }
+
+  /** A task's grant also redeems while host process `pid` lives (the API's agent grant: scripts, tests). */
+  async holdWhile(taskId: string, pid: number): Promise<void> {
+    this.live.holdWhile(taskId, pid);
+    await this.sync();
+  }
+
+  /** Whether a turn or one of lazy's own calls about the task runs (its grants redeem). */
+  isLive(taskId: string): boolean {
+    return this.live.has(taskId);
   }
 
   /** Why a task's turns are stopped, if they are. */
@@ -361,6 +391,7 @@ export class ModelProxy {
 
   async stop(): Promise<void> {
     this.stopping = true;
+    this.live.stop();
     await Promise.race([this.all({ op: "stop" }).catch(() => {}), Bun.sleep(5000)]);
     for (const t of this.threads) t.terminate();
     await this.audit.stop();

@@ -13,12 +13,20 @@ export const MintGrant = z.strictObject({
   role: z.enum(["agent", "host", "lazy"]).describe("agent: a task's turns; host: lazy chat/pair; lazy: lazy's own calls"),
   profile: z.string().optional().describe("Agent profile; the [models.roles] agent one when absent."),
   task: z.string().optional().describe("Task reference (agent role): a code or hex id prefix."),
+  pid: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe(
+      "Agent role: the host process the grant is for. A task's placeholder redeems only while one of its turns runs, or while this process lives.",
+    ),
 });
 
 export interface GrantDeps {
   db: Database;
   config: () => Config;
-  proxy: Pick<ModelProxy, "state" | "address" | "mintFor">;
+  proxy: Pick<ModelProxy, "state" | "address" | "mintFor" | "holdWhile">;
 }
 
 export function proxyRoutes(d: GrantDeps) {
@@ -40,6 +48,7 @@ export function proxyRoutes(d: GrantDeps) {
       taskId: task?.id ?? null,
       taskRef: task ? (task.code ?? task.id) : null,
     });
+    if (task && input.pid !== undefined) await d.proxy.holdWhile(task.id, input.pid);
     const addr = d.proxy.address!;
     return {
       envVar: launch.envVar,
