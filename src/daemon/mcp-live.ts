@@ -27,7 +27,14 @@ export function liveOnly(
     const ref = code ?? holder.taskId;
     return {
       response: Response.json(
-        { jsonrpc: "2.0", error: { code: -32001, message: `lazy refused this MCP token: ${notLive(ref)}` }, id: null },
+        {
+          jsonrpc: "2.0",
+          error: {
+            code: -32001,
+            message: `lazy refused this MCP token: ${notLive({ taskId: holder.taskId, taskRef: ref, role: "agent" })}`,
+          },
+          id: null,
+        },
         { status: 401, headers: { "cache-control": "no-store" } },
       ),
       who: { taskId: holder.taskId, taskRef: ref, role: "agent" },

@@ -10,7 +10,7 @@ import * as Surface from "./surface";
 import * as Placeholders from "./placeholders";
 import * as Readings from "./meters";
 import { UsageTap } from "./meters";
-import { notLive, type Grants, type Grant } from "./grants";
+import { liveKey, notLive, type Grants, type Grant } from "./grants";
 import type { Targets, Target } from "./targets";
 import { auditRow, type Recorder, type Outcome, type RowHead } from "./audit";
 import type { Limits } from "./meters";
@@ -134,14 +134,10 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   // A placeholder pinned to its container works from that container's address only, and a
   // task's only while one of its turns (or one of lazy's calls about it) runs.
   if (grant) {
-    if (grant.taskId && !ctx.live(grant.taskId))
+    const key = liveKey(grant);
+    if (key && !ctx.live(key))
       return refuse(
-        errorResponse(
-          "anthropic",
-          401,
-          "authentication_error",
-          `lazy's proxy refused this placeholder: ${notLive(grant.taskRef ?? grant.taskId)}`,
-        ),
+        errorResponse("anthropic", 401, "authentication_error", `lazy's proxy refused this placeholder: ${notLive(grant)}`),
         "no running turn",
         ctx.targets().primary().origin,
       );

@@ -28,7 +28,7 @@ import { MCP_PATH } from "./listen";
 import { UPSTREAM } from "./upstream";
 
 export { Targets, type Target } from "./targets";
-export { type Grant, notLive } from "./grants";
+export { type Grant, notLive, liveKey } from "./grants";
 export { FAILURE_KINDS, type ProviderHealth } from "./meters";
 export type { LimitView } from "./meters";
 export type { Row as AuditRow } from "./audit";
@@ -339,6 +339,11 @@ export class ModelProxy {
   async pin(token: string, ip: string): Promise<void> {
     this.grants.pin(token, ip);
     await this.sync();
+  }
+
+  /** The task's container is stopping: its address no longer redeems the task's placeholders. */
+  async unpinTask(taskId: string): Promise<void> {
+    if (this.grants.unpinTask(taskId)) await this.sync();
   }
 
   /** Accept this placeholder from one of lazy's own call containers too, while it runs. */

@@ -382,6 +382,15 @@ export class Runner {
   ): { n: number; prepared: Harness.Prepared } {
     const run = this.run(task.id);
     const sameProfile = run.profile === profile.name;
+    let resume = message !== undefined && sameProfile ? (run.session ?? undefined) : undefined;
+    // A turn killed before the harness saved its transcript (its container stopped from inside)
+    // leaves a session that cannot be resumed: the next turn starts a new one, and says so.
+    if (resume && Harness.sessionSaved(profile.harness, join(this.taskDir(task), "harness"), resume) === false) {
+      this.event(task, "refused", {
+        reason: `session ${resume} left no transcript (its turn was killed first); this turn starts a new session`,
+      });
+      resume = undefined;
+    }
     const prepared = Harness.prepare({
       proxyUrl,
       envVar: launch.envVar,
@@ -390,7 +399,7 @@ export class Runner {
       configDir: "/lazy/harness",
       // A task's first turn carries the project's memory (within its bound).
       prompt: message ?? (run.turn === 0 ? withMemory(this.d.db, task.prompt) : task.prompt),
-      resume: message !== undefined && sameProfile ? (run.session ?? undefined) : undefined,
+      resume,
       // lazy's MCP tools, on the listener the container reaches the proxy at.
       mcp: { url: `${proxyUrl}${MCP_PATH}`, token: this.d.mcp.forTask(task.id).token },
       args:
@@ -543,6 +552,8 @@ export class Runner {
     if (!id) return undefined;
     const docker = await this.docker();
     if (!(await docker.inspect(id))?.running) return undefined;
+    // Its address stops redeeming first: once it stops, Docker may give it to another container.
+    await this.d.proxy.unpinTask(task.id);
     return docker.halt(id);
   }
 
@@ -622,6 +633,7 @@ export class Runner {
         const now = Tasks.resolve(this.d.db, task.id);
         if (now.status === "running" || this.starting.has(task.id)) continue;
         this.d.log.warn(`task ${this.ref(task)} has no running turn but its container runs: stopping it`);
+        await this.d.proxy.unpinTask(task.id);
         const left = await docker.halt(c.id);
         if (left) this.d.log.error(`task ${this.ref(task)}: ${left}`);
       }

@@ -133,6 +133,76 @@ describe("the agent's processes end with its turn", () => {
   }, 600_000);
 });
 
+describe("a turn whose supervisor is killed", () => {
+  test("ends as failed with its harness stopped: the harness asks the provider nothing after the turn's end", async () => {
+    // The harness goes on after the tool call (its next model request comes ~5 s later).
+    agentRuns("sudo pkill -KILL -f 'supervise --[t]urn'; sleep 5; echo late");
+    await p.ok(["task", "add", "orphan the harness", "--code", "orphan"]);
+    await p.ok(["start", "orphan"]);
+    expect(await settled("orphan")).toBe("failed");
+    const ended = Date.now();
+    const t = await task("orphan");
+    expect(container("orphan", t.id).State.Running).toBe(false);
+    await Bun.sleep(8_000);
+    expect(anthropic.received.filter((r) => r.at > ended)).toEqual([]);
+  }, 600_000);
+});
+
+describe("a host grant lives with its process", () => {
+  test("a lazy chat's placeholder, replayed by a local process after the chat ended, answers 401 naming why; none without a pid", async () => {
+    // The host process a chat or pair would be: the grant is minted for it, then it ends.
+    const chat = Bun.spawn(["sleep", "60"]);
+    try {
+      const g = await p.grant({ role: "host", profile: "claude", pid: chat.pid });
+      const ask = () =>
+        fetch(`${g.proxyUrl}/v1/messages`, {
+          method: "POST",
+          headers: { "x-api-key": g.placeholder, "content-type": "application/json", "anthropic-version": "2023-06-01" },
+          body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 1, messages: [{ role: "user", content: "host-probe" }] }),
+        });
+      anthropic.reset();
+      anthropic.reply = { text: "hi" };
+      expect((await ask()).status).toBe(200);
+      chat.kill("SIGKILL");
+      await chat.exited;
+      const res = await until(
+        async () => {
+          const r = await ask();
+          return r.status === 401 ? r : undefined;
+        },
+        15_000,
+        "the host placeholder to stop redeeming",
+      );
+      expect(((await res.json()) as { error: { message: string } }).error.message).toContain(
+        "lazy chat or lazy pair it was given to has ended",
+      );
+      expect(anthropic.received.filter((r) => r.body.includes("host-probe"))).toHaveLength(1);
+      // A host grant asked for with no process to live with is refused at once.
+      await expect(p.grant({ role: "host", profile: "claude", pid: null })).rejects.toThrow("needs the pid");
+    } finally {
+      chat.kill();
+    }
+  }, 60_000);
+});
+
+describe("a turn killed from inside", () => {
+  test("an agent that kills its container before its transcript is saved does not fail every later turn", async () => {
+    // What a turn killed under load leaves (the flaky gitdir-swap test): no transcript for the
+    // session lazy recorded. Claude Code's --resume of it fails ("No conversation found").
+    agentRuns("rm -rf /lazy/harness/projects; sudo pkill -KILL -f 'supervise --[i]dle'");
+    await p.ok(["task", "add", "die young", "--code", "die-young"]);
+    await p.ok(["start", "die-young"]);
+    expect(await settled("die-young")).toBe("failed");
+    const t = await task("die-young");
+    expect(container("die-young", t.id).State.Running).toBe(false);
+    agentRuns("echo again > again.txt");
+    await p.ok(["send", "die-young", "go on"]);
+    expect(await settled("die-young")).toBe("done");
+    const events = (await p.api("GET", `/api/tasks/${t.id}`)).events as { kind: string; data: { reason?: string } }[];
+    expect(events.some((e) => e.kind === "refused" && e.data.reason?.includes("left no transcript"))).toBe(true);
+  }, 600_000);
+});
+
 describe("bounded containers", () => {
   test("a fork bomb stops at the container's pids limit; the daemon answers lazy task list in under 100 ms throughout", async () => {
     // The bomb starts a second after the tool call, which then waits 25 s while it runs.

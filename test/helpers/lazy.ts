@@ -139,8 +139,8 @@ export class Project {
 
   /**
    * A placeholder grant and the proxy's address, as a launch gets them. A task's placeholder
-   * redeems only while one of its turns runs: an agent grant asked for here is held by this
-   * test's process instead (pid), unless `pid: null` asks for the turn-only grant.
+   * redeems only while one of its turns runs, a host one while its process lives: a grant asked
+   * for here is held by this test's process (pid), unless `pid: null` leaves it out.
    */
   async grant(body: {
     role: "agent" | "host" | "lazy";
@@ -149,7 +149,7 @@ export class Project {
     pid?: number | null;
   }): Promise<{ envVar: string; placeholder: string; proxyUrl: string; credential: string | null }> {
     const { pid, ...rest } = body;
-    const held = pid === null ? {} : body.role === "agent" ? { pid: pid ?? process.pid } : pid ? { pid } : {};
+    const held = pid === null || body.role === "lazy" ? {} : { pid: pid ?? process.pid };
     return this.api("POST", "/api/proxy/grants", { ...rest, ...held });
   }
 

@@ -5,7 +5,7 @@ import { z } from "zod";
 import { LazyError } from "../../util/errors";
 import { Tasks, isFinal } from "../../store";
 import { defaultProfile, type Config } from "../../config";
-import type { ModelProxy } from "../../proxy";
+import { liveKey, type ModelProxy } from "../../proxy";
 import { urlHost } from "../../util/url";
 import { parseBody } from "./input";
 
@@ -19,7 +19,7 @@ export const MintGrant = z.strictObject({
     .positive()
     .optional()
     .describe(
-      "Agent role: the host process the grant is for. A task's placeholder redeems only while one of its turns runs, or while this process lives.",
+      "The host process the grant is for: a host grant redeems only while it lives (required), a task's while one of its turns runs or while it lives.",
     ),
 });
 
@@ -40,6 +40,11 @@ export function proxyRoutes(d: GrantDeps) {
     const config = d.config();
     const task = input.task ? Tasks.resolve(d.db, input.task) : undefined;
     if (input.role === "agent" && !task) throw new LazyError("invalid_input", "An agent grant needs a task.");
+    if (input.role === "host" && input.pid === undefined)
+      throw new LazyError(
+        "invalid_input",
+        "A host grant needs the pid of the process it is for (it redeems only while that process lives).",
+      );
     if (task && isFinal(task.status))
       throw new LazyError("conflict", `Task ${task.code ?? task.id} is ${task.status}; its session has ended.`);
     const launch = await d.proxy.mintFor({
@@ -48,7 +53,8 @@ export function proxyRoutes(d: GrantDeps) {
       taskId: task?.id ?? null,
       taskRef: task ? (task.code ?? task.id) : null,
     });
-    if (task && input.pid !== undefined) await d.proxy.holdWhile(task.id, input.pid);
+    const key = liveKey({ taskId: task?.id ?? null, role: input.role, token: launch.placeholder });
+    if (key && input.pid !== undefined) await d.proxy.holdWhile(key, input.pid);
     const addr = d.proxy.address!;
     return {
       envVar: launch.envVar,
