@@ -61,7 +61,7 @@ export class ModelProxy {
   private threads: Thread[] = [];
   private stopped = new Map<string, string>();
   /** Tasks whose grants redeem now (live.ts). */
-  private live = new Live((live) => this.post({ type: "live", live }));
+  private live: Live;
   private apiRoots: string[] = [];
   private mcpHandler: ((req: Request) => Promise<Omit<McpAnswer, "status" | "headers" | "body"> & { response: Response }>) | undefined;
   /** Every address listened on, so a restarted thread listens there again. */
@@ -76,6 +76,7 @@ export class ModelProxy {
     threads = threadCount(),
   ) {
     this.grants = Grants.open(stateDir, { onChange: (grants) => this.post({ type: "grants", grants }) });
+    this.live = new Live(stateDir, (live) => this.post({ type: "live", live }));
     this.targets = Targets.build(config());
     this.audit = new Audit(
       db,

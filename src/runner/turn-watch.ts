@@ -114,6 +114,8 @@ export class TurnWatch {
     if (this.poll(taskId)) return this.unwatch(taskId);
     const task = Tasks.resolve(this.d.db, taskId);
     if (task.status !== "running") return this.unwatch(taskId);
+    // The supervisor reported its end; its events are still being read (a few chunks a poll).
+    if (AgentDir.lstat(join(this.d.taskDir(task), "turns"), `${run.turn}/${FILES.exit}`)?.isFile()) return;
     this.settle(
       task,
       false,
