@@ -26,8 +26,9 @@ export const FILE_NAME = "proxy-tokens.json";
  * the process that asked for it lives. The key proxy/live.ts holds for it (null: not checked —
  * builder grants end with their session, lazy's project-wide call grant with its containers).
  */
-export function liveKey(g: Pick<Grant, "taskId" | "role" | "token">): string | null {
-  return g.taskId ?? (g.role === "host" ? `host:${g.token}` : null);
+export function liveKey(g: Pick<Grant, "taskId" | "role" | "profile" | "envVar">): string | null {
+  // A host grant's identity (one placeholder per profile and variable), never the placeholder itself.
+  return g.taskId ?? (g.role === "host" ? `host:${g.profile}/${g.envVar}` : null);
 }
 
 /** Why a grant that is not live is refused (401), naming what would make it work. */

@@ -294,6 +294,9 @@ describe("bounded containers", () => {
     await p.ok(["start", "flood"]);
     expect(await settled("flood")).toBe("done");
     const t = await task("flood");
+    // What is stored reads back whole (a --json answer this large was once cut short on a pipe).
+    const shown = await p.json(["task", "show", "flood"]);
+    expect(shown.events.length).toBeGreaterThan(10_000);
     const db = new Database(join(p.stateDir, "store.db"), { readonly: true });
     try {
       const rows = db.query("SELECT data FROM events WHERE task_id = ? AND kind = 'dropped'").all(t.id) as { data: string }[];

@@ -48,7 +48,7 @@ describe("a proxy thread that dies", () => {
         const { host, port } = proxy.address!;
         const launch = await proxy.mintFor({ role: "host", profile: "claude" });
         // A host grant redeems while its process (here, this test) lives.
-        await proxy.holdWhile(liveKey({ taskId: null, role: "host", token: launch.placeholder })!, process.pid);
+        await proxy.holdWhile(liveKey({ taskId: null, role: "host", profile: launch.profile.name, envVar: launch.envVar })!, process.pid);
         const ask = () =>
           fetch(`http://${host}:${port}/v1/messages`, {
             method: "POST",

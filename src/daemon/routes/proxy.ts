@@ -53,7 +53,7 @@ export function proxyRoutes(d: GrantDeps) {
       taskId: task?.id ?? null,
       taskRef: task ? (task.code ?? task.id) : null,
     });
-    const key = liveKey({ taskId: task?.id ?? null, role: input.role, token: launch.placeholder });
+    const key = liveKey({ taskId: task?.id ?? null, role: input.role, profile: launch.profile.name, envVar: launch.envVar });
     if (key && input.pid !== undefined) await d.proxy.holdWhile(key, input.pid);
     const addr = d.proxy.address!;
     return {
