@@ -4,6 +4,8 @@
  * recorded; exit.json ends the turn, which brings the agent's commits onto the task's branch
  * and settles the task (done, failed, or waiting: stopped, over budget, or asking the human).
  * A turn whose container or supervisor dies without an exit.json fails (checked every 2 s).
+ * Every end releases the task's grants and stops its container (checked) before it settles,
+ * and what one turn may store of its events is bounded (TURN_EVENTS, TURN_BYTES).
  */
 import { join } from "node:path";
 import { Tasks, Runs, type Task, type Run, type Status } from "../store";
@@ -27,9 +29,11 @@ const READ_CHUNK = 4 * 1024 * 1024;
  * the agent's work (its commits) is what the turn is for, and its exit still says how it ended.
  */
 export const TURN_EVENTS = 10_000;
+export const TURN_BYTES = 64 * 1024 * 1024;
+/** Result events kept past TURN_EVENTS (a flood of fake results is bounded too). */
+const EXTRA_RESULTS = 16;
 /** How many READ_CHUNKs one poll reads at most. */
 const POLL_CHUNKS = 2;
-export const TURN_BYTES = 64 * 1024 * 1024;
 /** exit.json is a few fields; anything larger is not the supervisor's. */
 const MAX_EXIT = 64 * 1024;
 
@@ -190,7 +194,7 @@ export class TurnWatch {
             if (e.kind === "session") this.save(taskId, { session: e.data.id });
             else if (e.kind === "mcp") {
               if (e.data.status !== "connected") this.blind(task, run, harness, e.data.status);
-            } else if (count.stored < TURN_EVENTS || e.kind === "result") {
+            } else if (count.stored < TURN_EVENTS || (e.kind === "result" && count.stored < TURN_EVENTS + EXTRA_RESULTS)) {
               // Past the bound only the turn's result is kept (how it ended, what it says).
               count.stored++;
               this.d.event(task, e.kind, e.data);
