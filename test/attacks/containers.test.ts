@@ -1,10 +1,13 @@
 /**
  * Attacks on the container's lifetime and bounds (issue 26, findings 3, 5 and 9): real Claude
  * Code in a real task container runs each attack as a Bash tool call (the mock provider answers
- * with a tool_use), with the passwordless sudo every agent has. Each test asserts what a user
- * would see: nothing of the agent's runs after its turn, its placeholder and MCP token answer
- * 401 naming why, a fork bomb or a memory hog stops at its container's bounds while the daemon
- * answers, and a flood of events does not grow the store past its bound.
+ * with a tool_use), with the passwordless sudo every agent has; one attack is a hostile local
+ * process. Each test asserts what a user would see: nothing of the agent's runs after its turn
+ * (a detached loop, a harness whose supervisor was killed), its placeholder and MCP token answer
+ * 401 naming why, a host grant dies with its process, a turn killed before its transcript was
+ * saved does not doom the next, a fork bomb or a memory hog stops at its container's bounds while
+ * the daemon answers (and lazy stop still works), and a flood of events does not grow the store
+ * past its bound.
  * Needs a real Docker engine (CI starts one).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -210,7 +213,7 @@ describe("a turn killed from inside", () => {
 
 describe("bounded containers", () => {
   test("a fork bomb stops at the container's pids limit; the daemon answers lazy task list in under 100 ms throughout", async () => {
-    // The bomb starts a second after the tool call, which then waits 25 s while it runs.
+    // The bomb starts a second after the tool call, which then waits while it runs (until lazy stop).
     agentRuns(`(sleep 1; exec bash -c ':(){ :|:& };:') >/dev/null 2>&1 < /dev/null & sleep 25; echo survived > /lazy/home/after-bomb`);
     await p.ok(["task", "add", "fork bomb", "--code", "bomb"]);
     await p.ok(["start", "bomb"]);
@@ -268,9 +271,12 @@ describe("bounded containers", () => {
     expect(peak).toBeLessThanOrEqual(1024);
     for (const ms of api) expect(ms).toBeLessThan(100);
 
-    // The turn ends; the bomb ends with it.
-    const end = await settled("bomb");
-    expect(["done", "failed"]).toContain(end);
+    // lazy stop ends the turn, though no process can start in the container to signal the
+    // harness (lazy then stops the container whole); the bomb ends with it.
+    const stopping = (await task("bomb")).status === "running";
+    if (stopping) await p.ok(["stop", "bomb"]);
+    const end = await settled("bomb", 60_000);
+    expect(stopping ? ["waiting"] : ["done", "failed"]).toContain(end);
     expect(container("bomb", t.id).State.Running).toBe(false);
     expect(pids()).toBe(0);
   }, 600_000);
