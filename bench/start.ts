@@ -2,10 +2,12 @@
  * `lazy start` to the agent's process running (image present), against the floor: `docker run`
  * of the same image running `true`. Each sample is a fresh task, so each includes its worktree
  * and container. "Running" is when the supervisor has spawned the harness (its started.json).
- * Targets: ≤ 1.5 s and ≤ 2× the floor.
+ * Targets: ≤ 1.5 s and ≤ 2× the floor. Samples alternate [container.limits] on (the defaults)
+ * and off, for "a turn's launch with limits ≤ 1.1× without (same run)". Each sample also times
+ * its next turn (`lazy send` → agent running): turns stop their container, the next starts it.
  * Run: bun run build && bun bench/start.ts [samples]   (needs Docker and the test images)
  */
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { containerProject, pct, fmt } from "./lib";
 
@@ -30,27 +32,54 @@ try {
 
   const lazy: number[] = [];
   const floor: number[] = [];
-  for (let i = 0; i < samples; i++) {
-    const t = JSON.parse(sh([BIN, "task", "add", `sample ${i}`, "--code", `sample-${i}`, "--json"]));
-    const started = join(state, "tasks", t.id, "turns", "1", "started.json");
-    const t0 = performance.now();
-    sh([BIN, "start", `sample-${i}`]);
+  const next: number[] = [];
+  const byLimits: Record<"on" | "off", number[]> = { on: [], off: [] };
+  const toml = readFileSync(join(root, "lazy.toml"), "utf8");
+  /** The agent's process started for turn `n` of sample i, in ms since t0 (performance.now()). */
+  const running = async (i: number, id: string, n: number, t0: number) => {
+    const started = join(state, "tasks", id, "turns", String(n), "started.json");
     const deadline = Date.now() + 60_000;
     while (!existsSync(started) && Date.now() < deadline) await Bun.sleep(5);
-    if (!existsSync(started)) throw new Error(`sample ${i}: the agent never started`);
-    const at = Date.parse(JSON.parse(readFileSync(started, "utf8")).at);
-    lazy.push(at - (performance.timeOrigin + t0));
+    if (!existsSync(started)) throw new Error(`sample ${i}: the agent never started turn ${n}`);
+    return Date.parse(JSON.parse(readFileSync(started, "utf8")).at) - (performance.timeOrigin + t0);
+  };
+  const ended = async (i: number) => {
+    for (const end = Date.now() + 60_000; Date.now() < end; await Bun.sleep(50))
+      if (JSON.parse(sh([BIN, "task", "show", `sample-${i}`, "--json"])).task.status !== "running") return;
+  };
+  for (let i = 0; i < samples; i++) {
+    const limits = i % 2 === 0 ? "on" : "off";
+    const loaded = JSON.parse(sh([BIN, "daemon", "status", "--json"])).config.loadedAt;
+    writeFileSync(
+      join(root, "lazy.toml"),
+      limits === "on" ? toml : `${toml}\n[container.limits]\npids = "off"\nmemory = "off"\ncpus = "off"\n`,
+    );
+    for (const end = Date.now() + 10_000; Date.now() < end; await Bun.sleep(50))
+      if (JSON.parse(sh([BIN, "daemon", "status", "--json"])).config.loadedAt !== loaded) break;
+    const t = JSON.parse(sh([BIN, "task", "add", `sample ${i}`, "--code", `sample-${i}`, "--json"]));
+    const t0 = performance.now();
+    sh([BIN, "start", `sample-${i}`]);
+    const ms = await running(i, t.id, 1, t0);
+    lazy.push(ms);
+    byLimits[limits].push(ms);
     const f0 = performance.now();
     sh(["docker", "run", "--rm", image, "true"]);
     floor.push(performance.now() - f0);
-    for (const end = Date.now() + 60_000; Date.now() < end; await Bun.sleep(50))
-      if (JSON.parse(sh([BIN, "task", "show", `sample-${i}`, "--json"])).task.status !== "running") break;
+    await ended(i);
+    const s0 = performance.now();
+    sh([BIN, "send", `sample-${i}`, "again"]);
+    next.push(await running(i, t.id, 2, s0));
+    await ended(i);
     sh([BIN, "close", `sample-${i}`]);
   }
   console.log(`start bench: ${samples} samples, image ${image}, ${new Date().toISOString()}`);
   console.log(`lazy start → agent running   p50 ${fmt(pct(lazy, 50))}   p95 ${fmt(pct(lazy, 95))}`);
   console.log(`docker run --rm IMAGE true   p50 ${fmt(pct(floor, 50))}   p95 ${fmt(pct(floor, 95))}`);
   console.log(`ratio (p50): ${(pct(lazy, 50) / pct(floor, 50)).toFixed(2)}×   targets: ≤ 1.5 s and ≤ 2× the floor`);
+  console.log(
+    `limits on  p50 ${fmt(pct(byLimits.on, 50))}   off p50 ${fmt(pct(byLimits.off, 50))}   on/off ${(pct(byLimits.on, 50) / pct(byLimits.off, 50)).toFixed(2)}×   target ≤ 1.1×`,
+  );
+  console.log(`lazy send → agent running (the stopped container started again)   p50 ${fmt(pct(next, 50))}   p95 ${fmt(pct(next, 95))}`);
 } finally {
   dispose();
   await upstream.close();

@@ -3,6 +3,7 @@
  * its line and column, and the starter `lazy init` writes.
  */
 export * from "./schema";
+export { resolveLimits, bytesOf, type Resolved as ResolvedLimits } from "./limits";
 export { load, loadText, formatProblem, FILE, type Loaded, type Problem } from "./load";
 export { starter } from "./starter";
 export { resolveProfile, profileNames, defaultProfile, type ResolvedProfile, type Harness } from "./profiles";

@@ -4,6 +4,7 @@
  * Keys named here are a contract scripts and docs rely on: add keys, never rename these.
  */
 import { z } from "zod";
+import { ContainerLimits } from "./limits";
 
 export const HARNESSES = ["claude", "codex", "cursor", "pi"] as const;
 export const WIRES = ["anthropic", "openai"] as const;
@@ -119,6 +120,7 @@ export const Container = z
       .describe(
         "Let task containers reach link-local addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254), where a cloud VM's metadata service hands out the host's own credentials. Off: lazy's firewall rules drop them.",
       ),
+    limits: ContainerLimits.default(ContainerLimits.parse({})),
   })
   .refine((c) => !(c.image && c.dockerfile), { message: "set either image or dockerfile, not both" })
   .describe("How task containers are made.");

@@ -4,6 +4,7 @@
  */
 import type { z } from "zod";
 import { Server, ProxyConfig, Container, Profile, Config, Notify } from "./schema";
+import { ContainerLimits } from "./limits";
 
 type Def = { type: string; shape?: Record<string, z.ZodType>; innerType?: z.ZodType; defaultValue?: unknown };
 const def = (t: z.ZodType) => (t as unknown as { def: Def }).def;
@@ -62,6 +63,8 @@ export function starter(): string {
       .join("\n"),
     "",
     section("container", Container, { image: "node:22-bookworm", setup: "npm ci" }, ["dockerfile"]),
+    "",
+    section("container.limits", ContainerLimits),
     "",
     section("notify", Notify, { webhook: "https://hooks.example.com/lazy", webhook_credential: "slack-hook" }),
     "",

@@ -9,6 +9,7 @@ import type { Logger } from "../util/log";
 import * as Engine from "./engine";
 import * as Image from "./image";
 import * as LinkLocal from "./link-local";
+import { hostConfig, type Limits } from "./limits";
 
 export const LABEL_PROJECT = "dev.lazy.project";
 export const LABEL_TASK = "dev.lazy.task";
@@ -33,6 +34,8 @@ export interface TaskContainerSpec {
   /** Docker Desktop: reach the host through host.docker.internal. */
   hostGateway: boolean;
   cmd: string[];
+  /** `[container.limits]` resolved for this host (0: none). */
+  limits: Limits;
 }
 
 export interface Network {
@@ -300,10 +303,39 @@ export class Runtime {
         Privileged: false,
         CapDrop: ["NET_RAW", "MKNOD", "SETFCAP"],
         Init: true,
+        ...hostConfig(spec.limits), // [container.limits] (limits.ts)
       },
     });
     await c.start();
     return c.id;
+  }
+
+  /** Start a stopped container again (its filesystem as it was left); 304 is "already running". */
+  async start(id: string): Promise<void> {
+    await this.docker
+      .getContainer(id)
+      .start()
+      .catch((e: { statusCode?: number }) => {
+        if (e.statusCode !== 304) throw e;
+      });
+  }
+
+  /**
+   * Stop a container at once (SIGKILL to its init: the kernel ends every process in its pid
+   * namespace with it) and check it is no longer running; a second, harder try if it still is.
+   * Resolves to what is still wrong, or undefined when it is stopped (or gone).
+   */
+  async halt(id: string): Promise<string | undefined> {
+    const c = this.docker.getContainer(id);
+    for (const how of ["docker stop", "SIGKILL", "SIGKILL"] as const) {
+      await (how === "docker stop" ? c.stop({ t: 0 }) : c.kill({ signal: how })).catch((e: { statusCode?: number; message?: string }) => {
+        if (![304, 404, 409].includes(e.statusCode ?? 0)) this.log.warn(`stopping container ${id.slice(0, 12)}: ${e.message}`);
+      });
+      await Promise.race([c.wait({ condition: "not-running" }).catch(() => {}), Bun.sleep(10_000)]);
+      if (!(await this.inspect(id))?.running) return undefined; // stopped, or gone
+      this.log.error(`container ${id.slice(0, 12)} still runs after ${how}: killing it harder`);
+    }
+    return `container ${id.slice(0, 12)} still runs after docker stop and two SIGKILLs`;
   }
 
   async inspect(id: string): Promise<ContainerInfo | undefined> {

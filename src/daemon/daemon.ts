@@ -136,6 +136,8 @@ export class Daemon {
         },
         branchOf: (t) => `${Git.BRANCH_PREFIX}${t.code ?? t.id}`,
         compact: () => void runner.memory.maybe("agent"),
+        // A task's token answers only while its turn (or a call about it) runs.
+        live: (taskId) => proxy.isLive(taskId),
         add: (input) => runner.add(input),
         start: (ref, message) => runner.start(ref, message),
       };

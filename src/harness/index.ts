@@ -8,6 +8,7 @@
 import { mkdirSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { writeFileAtomic, ensurePrivateDir } from "../util/files";
+import * as AgentDir from "../util/agent-dir";
 import { LazyError } from "../util/errors";
 import type { Harness, Launch, Prepared, RealCredential, CredentialSlot } from "./types";
 import { CREDENTIAL_VARS } from "./types";
@@ -51,6 +52,21 @@ export function takesStdinPrompt(harness: Launch["profile"]["harness"]): boolean
 /** Where in a harness's configuration folder its session transcripts live. */
 export function sessionPaths(harness: Launch["profile"]["harness"]): readonly string[] {
   return harnesses[harness].sessions;
+}
+
+/**
+ * Whether a session's transcript is in the harness folder (agent-written: read with AgentDir),
+ * where lazy knows how to tell: Claude Code keeps `projects/<folder>/<session>.jsonl`. A turn
+ * killed before Claude Code saved its transcript leaves none, and `--resume` of it fails every
+ * later turn ("No conversation found"). Undefined: this harness's layout is not checked.
+ */
+export function sessionSaved(harness: Launch["profile"]["harness"], configDir: string, session: string): boolean | undefined {
+  if (harness !== "claude" || !/^[A-Za-z0-9_-]{1,128}$/.test(session)) return undefined;
+  try {
+    return AgentDir.list(configDir, "projects").some((d) => AgentDir.lstat(configDir, `projects/${d}/${session}.jsonl`)?.isFile());
+  } catch {
+    return undefined; // a link or special file where a folder goes: the harness decides
+  }
 }
 
 /** The variable the profile's harness reads its credential from, and the placeholder's shape. */

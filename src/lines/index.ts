@@ -43,6 +43,8 @@ export function line(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
       return `${t}  !! refused: ${d.reason}`;
     case "stop":
       return `${t}  -- stopped by ${d.by}`;
+    case "dropped":
+      return `${t}  !! dropped ${d.events} event(s) and ${d.bytes} unread byte(s): ${d.reason}`;
     case "summary":
       return `${t}  accepted ${d.commits?.length ?? 0} commit(s) from ${d.branch}${(d.commits ?? []).map((c: string) => `\n          ${c}`).join("")}`;
     default:

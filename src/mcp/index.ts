@@ -17,10 +17,12 @@ export { PROGRESS_PER_MINUTE, MEMORY_PER_TURN } from "./bounds";
 import type { Holder } from "./tokens";
 
 export { MCP_PATH } from "../proxy";
-import { MCP_NO_TOKEN } from "../proxy";
+import { MCP_NO_TOKEN, notLive } from "../proxy";
 
 export interface McpDeps extends TaskToolDeps, BuilderToolDeps {
   tokens: Pick<McpTokens, "lookup">;
+  /** Does the task have a running turn, or one of lazy's own calls about it? Its token works only then. */
+  live: (taskId: string) => boolean;
 }
 
 const refuse = (status: number, message: string) =>
@@ -34,7 +36,7 @@ type Who = { taskId: string | null; taskRef: string | null; role: string };
  * that says why, and is audited with no task or role (lazy cannot vouch for the caller).
  */
 export function admit(
-  d: Pick<McpDeps, "tokens" | "db">,
+  d: Pick<McpDeps, "tokens" | "db" | "live">,
   token: string,
   from: string,
 ): { ok: true; who: Who; holder: Holder } | { ok: false; message: string; note: string } {
@@ -57,7 +59,10 @@ export function admit(
     };
   if (holder.kind === "task" && holder.taskId) {
     const code = (d.db.query("SELECT code FROM tasks WHERE id = ?").get(holder.taskId) as { code: string | null } | null)?.code ?? null;
-    return { ok: true, holder, who: { taskId: holder.taskId, taskRef: code ?? holder.taskId, role: "agent" } };
+    const who = { taskId: holder.taskId, taskRef: code ?? holder.taskId, role: "agent" as const };
+    // Like its placeholder, a task's token lives only while its turn (or a call about it) runs.
+    if (!d.live(holder.taskId)) return { ok: false, message: `lazy refused this MCP token: ${notLive(who)}`, note: "no running turn" };
+    return { ok: true, holder, who };
   }
   return { ok: true, holder, who: { taskId: null, taskRef: null, role: "builder" } };
 }

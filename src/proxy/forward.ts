@@ -10,7 +10,7 @@ import * as Surface from "./surface";
 import * as Placeholders from "./placeholders";
 import * as Readings from "./meters";
 import { UsageTap } from "./meters";
-import type { Grants, Grant } from "./grants";
+import { liveKey, notLive, type Grants, type Grant } from "./grants";
 import type { Targets, Target } from "./targets";
 import { auditRow, type Recorder, type Outcome, type RowHead } from "./audit";
 import type { Limits } from "./meters";
@@ -26,6 +26,8 @@ export interface Context {
   grants: Pick<Grants, "lookup">;
   /** Why a task's turns are stopped at their next request (a budget reached), if they are. */
   stopped: (taskId: string) => string | undefined;
+  /** Whether a turn, or one of lazy's own calls, about the task runs now: only then do its grants redeem. */
+  live: (taskId: string) => boolean;
   credentials: Pick<CredentialStore, "get">;
   targets: () => Targets;
   audit: Pick<Recorder, "record">;
@@ -148,8 +150,16 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     );
   }
 
-  // A placeholder pinned to its container works from that container's address only.
+  // A placeholder pinned to its container works from that container's address only, and a
+  // task's only while one of its turns (or one of lazy's calls about it) runs.
   if (grant) {
+    const key = liveKey(grant);
+    if (key && !ctx.live(key))
+      return refuse(
+        errorResponse("anthropic", 401, "authentication_error", `lazy's proxy refused this placeholder: ${notLive(grant)}`),
+        "no running turn",
+        ctx.targets().primary().origin,
+      );
     const from = offPin(grant, req, server);
     if (from)
       return refuse(

@@ -19,6 +19,26 @@ import * as Placeholders from "./placeholders";
 const log = Log.create("grants");
 
 export const FILE_NAME = "proxy-tokens.json";
+
+/**
+ * A grant lives only while what it was minted for runs (docs: "Lifetime"): a task's, while one
+ * of its turns or one of lazy's own calls about it runs; a host one (lazy chat, lazy pair), while
+ * the process that asked for it lives. The key proxy/live.ts holds for it (null: not checked —
+ * builder grants end with their session, lazy's project-wide call grant with its containers).
+ */
+export function liveKey(g: Pick<Grant, "taskId" | "role" | "profile" | "envVar">): string | null {
+  // A host grant's identity (one placeholder per profile and variable), never the placeholder itself.
+  return g.taskId ?? (g.role === "host" ? `host:${g.profile}/${g.envVar}` : null);
+}
+
+/** Why a grant that is not live is refused (401), naming what would make it work. */
+export function notLive(g: Pick<Grant, "taskId" | "taskRef" | "role">): string {
+  const ref = g.taskRef ?? g.taskId;
+  if (!ref)
+    return "the lazy chat or lazy pair it was given to has ended: a host placeholder works only while that process runs. Start lazy chat (or lazy pair) again.";
+  return `task ${ref} has no running turn: its placeholder works only while one of its turns (or one of lazy's own calls about it) runs, and anything the agent left running was stopped with its turn. lazy send ${ref} "…" starts its next turn.`;
+}
+
 const DEFAULT_BUILDER_CAP = 64;
 
 export const Role = z
@@ -175,6 +195,22 @@ export class Grants {
     this.#byToken.set(token, Object.freeze({ ...grant, pinnedIp: ip }));
     this.#save();
     return true;
+  }
+
+  /**
+   * The task's container is stopping: its address redeems none of the task's placeholders from
+   * now on (Docker hands a freed address to the next container at once). They stay pinned, to
+   * no address, until the next turn pins its container's. True when something changed.
+   */
+  unpinTask(taskId: string): boolean {
+    let changed = false;
+    for (const g of this.#byToken.values())
+      if (g.taskId === taskId && g.pinnedIp) {
+        this.#byToken.set(g.token, Object.freeze({ ...g, pinnedIp: null, callIps: g.callIps ?? [] }));
+        changed = true;
+      }
+    if (changed) this.#save();
+    return changed;
   }
 
   /**

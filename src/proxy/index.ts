@@ -28,6 +28,7 @@ import {
 } from "./thread";
 import * as Harness from "../harness";
 import { Grants, type Role } from "./grants";
+import { Live } from "./live";
 import { Targets, type Target } from "./targets";
 import { Audit } from "./audit";
 import { CursorSessions, PREFIX as CURSOR_PREFIX } from "./cursor";
@@ -38,7 +39,7 @@ import { MCP_PATH } from "./listen";
 import { UPSTREAM } from "./upstream";
 
 export { Targets, type Target } from "./targets";
-export type { Grant } from "./grants";
+export { type Grant, notLive, liveKey } from "./grants";
 export { FAILURE_KINDS, type ProviderHealth } from "./meters";
 export type { LimitView } from "./meters";
 export type { Row as AuditRow } from "./audit";
@@ -80,6 +81,8 @@ export class ModelProxy {
   private targets: Targets;
   private threads: Thread[] = [];
   private stopped = new Map<string, string>();
+  /** Tasks whose grants redeem now (live.ts). */
+  private live: Live;
   private apiRoots: string[] = [];
   private mcpHandler: McpHandler | undefined;
   /** Every address listened on, so a restarted thread listens there again. */
@@ -94,6 +97,7 @@ export class ModelProxy {
     threads = threadCount(),
   ) {
     this.grants = Grants.open(stateDir, { onChange: (grants) => this.post({ type: "grants", grants }) });
+    this.live = new Live(stateDir, (live) => this.post({ type: "live", live }));
     this.targets = Targets.build(config());
     this.audit = new Audit(
       db,
@@ -115,6 +119,7 @@ export class ModelProxy {
       credentials: this.credentials.snapshot(),
       grants: this.grants.all(),
       stopped: Object.fromEntries(this.stopped),
+      live: this.live.list(),
       apiRoots: this.apiRoots,
       dbPath: this.db.filename,
       log: Log.settings(),
@@ -219,6 +224,32 @@ export class ModelProxy {
     if (message === null ? !this.stopped.delete(taskId) : this.stopped.get(taskId) === message) return;
     if (message !== null) this.stopped.set(taskId, message);
     this.post({ type: "stopped", stopped: Object.fromEntries(this.stopped) });
+  }
+
+  /**
+   * A task's placeholder (and MCP token) redeems from now on, while `holder` runs (its turn, or
+   * one of lazy's own calls about it). Resolves once every proxy thread knows: call it before
+   * the harness starts.
+   */
+  hold(taskId: string, holder: string): Promise<void> {
+    this.live.hold(taskId, holder);
+    return this.sync();
+  }
+
+  /** `holder` ended: with nothing else holding it, the task's placeholder is refused 401, saying why. */
+  release(taskId: string, holder: string): void {
+    this.live.release(taskId, holder);
+  }
+
+  /** A task's grant also redeems while host process `pid` lives (the API's agent grant: scripts, tests). */
+  async holdWhile(taskId: string, pid: number): Promise<void> {
+    this.live.holdWhile(taskId, pid);
+    await this.sync();
+  }
+
+  /** Whether a turn or one of lazy's own calls about the task runs (its grants redeem). */
+  isLive(taskId: string): boolean {
+    return this.live.has(taskId);
   }
 
   /** Why a task's turns are stopped, if they are. */
@@ -346,6 +377,11 @@ export class ModelProxy {
     await this.sync();
   }
 
+  /** The task's container is stopping: its address no longer redeems the task's placeholders. */
+  async unpinTask(taskId: string): Promise<void> {
+    if (this.grants.unpinTask(taskId)) await this.sync();
+  }
+
   /** Accept this placeholder from one of lazy's own call containers too, while it runs. */
   async pinCall(token: string, ip: string): Promise<void> {
     this.grants.pinCall(token, ip);
@@ -396,6 +432,7 @@ export class ModelProxy {
 
   async stop(): Promise<void> {
     this.stopping = true;
+    this.live.stop();
     await Promise.race([this.all({ op: "stop" }).catch(() => {}), Bun.sleep(5000)]);
     for (const t of this.threads) t.terminate();
     await this.audit.stop();

@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, statSync, lchownSync } from "node:fs";
 import { basename, join } from "node:path";
 import { Tasks, Runs, canMove, isFinal, type Task, type Run } from "../store";
 import type { Status } from "../store";
-import { defaultProfile, resolveProfile, Trust, type Config, type ResolvedProfile } from "../config";
+import { defaultProfile, resolveLimits, resolveProfile, Trust, type Config, type ResolvedProfile } from "../config";
 import { Runtime, Image, type LinkLocalGuard, type NetworkOptions } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
@@ -96,7 +96,16 @@ export class Runner {
       taskDir: (t) => this.taskDir(t),
       recordedGit: (t) => this.recordedGit(t),
     };
-    this.turns = new TurnWatch({ ...access, config: d.config, budgets: this.budgets });
+    this.turns = new TurnWatch({
+      ...access,
+      config: d.config,
+      budgets: this.budgets,
+      release: (id) => d.proxy.release(id, "turn"),
+      halt: (t) => this.halt(t),
+    });
+    // A daemon restarted mid-turn: those turns' grants redeem until their turns end.
+    for (const t of Tasks.list(d.db, { status: "running" }))
+      void d.proxy.hold(t.id, "turn").catch((e: unknown) => d.log.warn(`task ${t.id}'s grant: ${(e as Error).message}`));
     this.endings = new Endings({
       ...access,
       slug: d.slug,
@@ -167,6 +176,8 @@ export class Runner {
 
   private move(task: Task, to: Status, data: Record<string, unknown> = {}): Task {
     const t = Tasks.move(this.d.db, task.id, to, data);
+    // A task that stops running: its grants stop redeeming (a turn's end releases earlier, too).
+    if (to !== "running") this.d.proxy.release(task.id, "turn");
     this.d.bus.publish({ kind: "task", taskId: task.id });
     this.d.bus.publish({ kind: "status", taskId: task.id, from: task.status, to, data });
     return t;
@@ -222,8 +233,11 @@ export class Runner {
       const docker = await this.docker();
       const box = await this.containerReady(task, config, docker, launch.placeholder);
       const turn = this.prepareTurn(task, profile, launch, box.proxyUrl, message);
+      // The grant redeems from here to the turn's end; every proxy thread knows before the harness starts.
+      await this.d.proxy.hold(task.id, "turn");
       return await this.launch(task, docker, box, turn, message);
     } catch (e) {
+      if (Tasks.resolve(this.d.db, task.id).status !== "running") this.d.proxy.release(task.id, "turn");
       this.refusedLaunch(task, e);
       throw e;
     } finally {
@@ -274,6 +288,15 @@ export class Runner {
 
     const run = this.run(task.id);
     let info = run.container_id ? await docker.inspect(run.container_id) : undefined;
+    // The container stopped with the last turn (halt): started again, with its filesystem as the
+    // agent left it (packages it installed stay). One that will not start is made anew.
+    if (info && !info.running)
+      try {
+        await docker.start(info.id);
+        info = await docker.inspect(info.id);
+      } catch (e) {
+        this.d.log.warn(`task ${this.ref(task)}: its container would not start again (${(e as Error).message}); making a new one`);
+      }
     if (!info?.running) {
       if (info) await docker.remove(info.id);
       for (const c of await docker.list(this.d.slug)) if (c.taskId === task.id) await docker.remove(c.id);
@@ -289,6 +312,7 @@ export class Runner {
         network: net.name,
         hostGateway: docker.kind === "desktop",
         cmd: [BIN, "supervise", "--idle"],
+        limits: resolveLimits(config.container.limits),
       });
       this.save(task.id, { container_id: id });
       info = await docker.inspect(id);
@@ -360,6 +384,15 @@ export class Runner {
   ): { n: number; prepared: Harness.Prepared } {
     const run = this.run(task.id);
     const sameProfile = run.profile === profile.name;
+    let resume = message !== undefined && sameProfile ? (run.session ?? undefined) : undefined;
+    // A turn killed before the harness saved its transcript (its container stopped from inside)
+    // leaves a session that cannot be resumed: the next turn starts a new one, and says so.
+    if (resume && Harness.sessionSaved(profile.harness, join(this.taskDir(task), "harness"), resume) === false) {
+      this.event(task, "refused", {
+        reason: `session ${resume} left no transcript (its turn was killed first); this turn starts a new session`,
+      });
+      resume = undefined;
+    }
     const prepared = Harness.prepare({
       proxyUrl,
       envVar: launch.envVar,
@@ -368,7 +401,7 @@ export class Runner {
       configDir: "/lazy/harness",
       // A task's first turn carries the project's memory (within its bound).
       prompt: message ?? (run.turn === 0 ? withMemory(this.d.db, task.prompt) : task.prompt),
-      resume: message !== undefined && sameProfile ? (run.session ?? undefined) : undefined,
+      resume,
       // lazy's MCP tools, on the listener the container reaches the proxy at.
       mcp: { url: `${proxyUrl}${MCP_PATH}`, token: this.d.mcp.forTask(task.id).token },
       args:
@@ -498,9 +531,32 @@ export class Runner {
     if (task.status !== "running") throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}, not running.`);
     const run = this.run(task.id);
     this.save(task.id, { stopped_turn: run.turn });
-    await this.turns.signal(run, `task ${this.ref(task)}`);
+    // Nothing could be signalled (no process can start in a container at its pids limit, or the
+    // harness is gone): the container is stopped whole, and the turn ends as stopped.
+    if (!(await this.turns.signal(run, `task ${this.ref(task)}`))) {
+      this.d.log.warn(`task ${this.ref(task)}: stopping its container, since its harness could not be signalled`);
+      const left = await this.halt(task);
+      if (left) this.d.log.error(`task ${this.ref(task)}: ${left}`);
+    }
     this.event(task, "stop", { by: "user" });
     return task;
+  }
+
+  /**
+   * A turn ended (or a container runs with no turn): stop the task's container so nothing the
+   * agent started runs on, and check it stopped (Runtime.halt kills harder when it did not).
+   * Stopping it whole is what holds: the agent has root in its container, so a process-by-process
+   * kill can be raced by a forking loop; its pid namespace ends with its init. The next turn
+   * starts the same container again. What is still wrong, if anything.
+   */
+  private async halt(task: Task): Promise<string | undefined> {
+    const id = this.run(task.id).container_id;
+    if (!id) return undefined;
+    const docker = await this.docker();
+    if (!(await docker.inspect(id))?.running) return undefined;
+    // Its address stops redeeming first: once it stops, Docker may give it to another container.
+    await this.d.proxy.unpinTask(task.id);
+    return docker.halt(id);
   }
 
   /** Merge the task's branch with a summary of the work, end the session (endings.ts). */
@@ -573,6 +629,15 @@ export class Runner {
       if (!task || isFinal(task.status)) {
         this.d.log.info(`removing orphan container ${c.name}`);
         await docker.remove(c.id);
+      } else if (c.running && task.status !== "running" && !this.starting.has(task.id) && !this.turns.has(task.id)) {
+        // No turn runs, so nothing of the agent's may (a turn that ended while no daemon watched,
+        // or a container from before turns stopped theirs).
+        const now = Tasks.resolve(this.d.db, task.id);
+        if (now.status === "running" || this.starting.has(task.id)) continue;
+        this.d.log.warn(`task ${this.ref(task)} has no running turn but its container runs: stopping it`);
+        await this.d.proxy.unpinTask(task.id);
+        const left = await docker.halt(c.id);
+        if (left) this.d.log.error(`task ${this.ref(task)}: ${left}`);
       }
     }
     await this.dropIdleNetwork().catch((e) => this.d.log.warn(`could not remove the project's idle network: ${(e as Error).message}`));

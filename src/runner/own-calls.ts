@@ -23,7 +23,7 @@ import { mkdirSync, lchownSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import type { Database } from "bun:sqlite";
-import { defaultProfile, resolveProfile, type Config, type ResolvedProfile } from "../config";
+import { defaultProfile, resolveLimits, resolveProfile, type Config, type ResolvedProfile } from "../config";
 import { Image, type Runtime } from "../containers";
 import * as Harness from "../harness";
 import type { ModelProxy } from "../proxy";
@@ -39,7 +39,7 @@ export interface OwnCallDeps {
   slug: string;
   stateDir: string;
   db: Database;
-  proxy: Pick<ModelProxy, "mintFor" | "pinCall" | "unpinCall">;
+  proxy: Pick<ModelProxy, "mintFor" | "pinCall" | "unpinCall" | "hold" | "release">;
   config: () => Config;
   log: Logger;
   docker: () => Promise<Runtime>;
@@ -129,6 +129,17 @@ export class OwnCalls {
   }
 
   private async call(prompt: string, opts: { task?: Task; purpose: string }): Promise<Answer> {
+    // A call about a task makes the task's grant redeem while it runs (proxy `hold`), not after.
+    const holder = `call:${randomBytes(6).toString("hex")}`;
+    if (opts.task) await this.d.proxy.hold(opts.task.id, holder);
+    try {
+      return await this.callIn(prompt, opts);
+    } finally {
+      if (opts.task) this.d.proxy.release(opts.task.id, holder);
+    }
+  }
+
+  private async callIn(prompt: string, opts: { task?: Task; purpose: string }): Promise<Answer> {
     const plan = await this.plan(opts.task);
     const { profile } = plan;
     let vessel = opts.task ? undefined : await this.takeSpare(plan);
@@ -247,6 +258,7 @@ export class OwnCalls {
         network: plan.net,
         hostGateway: plan.docker.kind === "desktop",
         cmd: [BIN, "supervise", "--idle"],
+        limits: resolveLimits(this.d.config().container.limits),
       });
       const info = await plan.docker.inspect(vessel.container);
       if (plan.docker.pins && info?.ip) vessel.ip = info.ip;

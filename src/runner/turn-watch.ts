@@ -4,6 +4,8 @@
  * recorded; exit.json ends the turn, which brings the agent's commits onto the task's branch
  * and settles the task (done, failed, or waiting: stopped, over budget, or asking the human).
  * A turn whose container or supervisor dies without an exit.json fails (checked every 2 s).
+ * Every end releases the task's grants and stops its container (checked) before it settles,
+ * and what one turn may store of its events is bounded (TURN_EVENTS, TURN_BYTES).
  */
 import { join } from "node:path";
 import { Tasks, Runs, type Task, type Run, type Status } from "../store";
@@ -19,18 +21,39 @@ import { why as budgetWhy, type Budgets } from "./budgets";
 
 /** How much of a turn's events one poll reads, and the longest event line kept. */
 const READ_CHUNK = 4 * 1024 * 1024;
+/**
+ * What one turn may put into the store from its events.jsonl: events stored, and bytes read. A
+ * long real turn stays far below both (hundreds of tool calls make a few thousand events, a few
+ * MB); past them lazy keeps only the turn's result and session, skips the rest unread, and
+ * records one `dropped` event with the counts when the turn ends. The turn is not failed for it:
+ * the agent's work (its commits) is what the turn is for, and its exit still says how it ended.
+ */
+export const TURN_EVENTS = 10_000;
+export const TURN_BYTES = 64 * 1024 * 1024;
+/** Result events kept past TURN_EVENTS (a flood of fake results is bounded too). */
+const EXTRA_RESULTS = 16;
+/** How many READ_CHUNKs one poll reads at most. */
+const POLL_CHUNKS = 2;
 /** exit.json is a few fields; anything larger is not the supervisor's. */
 const MAX_EXIT = 64 * 1024;
 
 export interface TurnWatchDeps extends TaskAccess {
   config: () => Config;
   budgets: Pick<Budgets, "over" | "stoppedFor">;
+  /** The turn ended: its grants stop redeeming (before anything else happens). */
+  release: (taskId: string) => void;
+  /** The turn ended: stop the task's container, checked; what is still wrong, if anything. */
+  halt: (task: Task) => Promise<string | undefined>;
 }
 
 export class TurnWatch {
   private watchers = new Map<string, Timer>();
   /** The running turn's supervisor, per task (this daemon's launches; a restart checks the container). */
   private execs = new Map<string, string>();
+  /** Turns that ended and are being settled (their container stopped first). */
+  private ending = new Set<string>();
+  /** Per task, this turn's events stored and what was dropped past the bounds. */
+  private counts = new Map<string, { turn: number; stored: number; events: number; bytes: number }>();
 
   constructor(private d: TurnWatchDeps) {}
 
@@ -95,6 +118,8 @@ export class TurnWatch {
     if (this.poll(taskId)) return this.unwatch(taskId);
     const task = Tasks.resolve(this.d.db, taskId);
     if (task.status !== "running") return this.unwatch(taskId);
+    // The supervisor reported its end; its events are still being read (a few chunks a poll).
+    if (AgentDir.lstat(join(this.d.taskDir(task), "turns"), `${run.turn}/${FILES.exit}`)?.isFile()) return;
     this.settle(
       task,
       false,
@@ -117,9 +142,15 @@ export class TurnWatch {
    * bounded), and a link or special file there ends the turn as failed, with the reason.
    */
   poll(taskId: string): boolean {
+    if (this.ending.has(taskId)) return true;
     const task = Tasks.resolve(this.d.db, taskId);
     if (task.status !== "running") return true;
     const run = this.run(taskId);
+    let count = this.counts.get(taskId);
+    if (count?.turn !== run.turn) {
+      count = { turn: run.turn, stored: 0, events: 0, bytes: 0 };
+      this.counts.set(taskId, count);
+    }
     const turns = join(this.d.taskDir(task), "turns");
     const dir = String(run.turn);
     try {
@@ -127,15 +158,35 @@ export class TurnWatch {
       // Look for the end first: the supervisor writes exit.json after its last event line.
       const exitText = AgentDir.readText(turns, `${dir}/${FILES.exit}`, MAX_EXIT);
       let offset = run.offset;
+      // At most POLL_CHUNKS chunks a poll (the daemon's thread has other work); the turn settles
+      // only once its events are read up to the end.
+      let chunks = 0;
+      let behind = false;
       for (;;) {
-        const got = AgentDir.read(turns, `${dir}/${FILES.events}`, { max: READ_CHUNK, offset });
+        if (chunks++ >= POLL_CHUNKS) {
+          behind = true;
+          break;
+        }
+        if (offset >= TURN_BYTES) {
+          // Past the turn's bound: what comes after is skipped unread, and counted.
+          const size = AgentDir.read(turns, `${dir}/${FILES.events}`, { max: 0, offset })?.size ?? offset;
+          if (size > offset) {
+            count.bytes += size - offset;
+            offset = size;
+            this.save(taskId, { offset });
+          }
+          break;
+        }
+        const want = Math.min(READ_CHUNK, TURN_BYTES - offset);
+        const got = AgentDir.read(turns, `${dir}/${FILES.events}`, { max: want, offset });
         if (!got || got.data.length === 0) break;
         const end = got.data.lastIndexOf(10);
         if (end < 0) {
-          if (got.data.length < READ_CHUNK) break; // a line still being written
-          // A line longer than the bound is not an event lazy keeps.
+          if (got.data.length < want) break; // a line still being written
           offset += got.data.length;
-          this.d.event(task, "refused", { reason: `an event line over ${READ_CHUNK} bytes was skipped` });
+          // A line longer than the bound is not an event lazy keeps; one cut by the turn's bound is dropped.
+          if (want === READ_CHUNK) this.d.event(task, "refused", { reason: `an event line over ${READ_CHUNK} bytes was skipped` });
+          else count.bytes += got.data.length;
           continue;
         }
         for (const line of got.data.subarray(0, end).toString("utf8").split("\n"))
@@ -143,13 +194,17 @@ export class TurnWatch {
             if (e.kind === "session") this.save(taskId, { session: e.data.id });
             else if (e.kind === "mcp") {
               if (e.data.status !== "connected") this.blind(task, run, harness, e.data.status);
-            } else this.d.event(task, e.kind, e.data);
+            } else if (count.stored < TURN_EVENTS || (e.kind === "result" && count.stored < TURN_EVENTS + EXTRA_RESULTS)) {
+              // Past the bound only the turn's result is kept (how it ended, what it says).
+              count.stored++;
+              this.d.event(task, e.kind, e.data);
+            } else count.events++;
           }
         offset += end + 1;
         this.save(taskId, { offset });
-        if (got.data.length < READ_CHUNK) break;
+        if (got.data.length < want) break; // the end of what is written
       }
-      if (exitText === null) return false;
+      if (exitText === null || behind) return false;
       let exit: Exit;
       try {
         exit = JSON.parse(exitText) as Exit;
@@ -202,17 +257,53 @@ export class TurnWatch {
    * SIGTERM to the turn's harness, through lazy's own binary in the container (any image; no
    * kill binary needed). A failure is logged: the turn then ends by itself or by housekeeping.
    */
-  async signal(run: Run, what: string): Promise<void> {
-    if (!run.container_id) return;
+  async signal(run: Run, what: string): Promise<boolean> {
+    if (!run.container_id) return false;
     const uid = Image.agentUid();
     try {
-      await (await this.d.docker()).exec(run.container_id, [BIN, "supervise", "--stop", `/lazy/turns/${run.turn}`], `${uid}:${uid}`);
+      const r = await (await this.d.docker()).exec(
+        run.container_id,
+        [BIN, "supervise", "--stop", `/lazy/turns/${run.turn}`],
+        `${uid}:${uid}`,
+      );
+      if (r.code === 0) return true;
+      this.d.log.warn(`stopping ${what}: the supervisor could not signal the harness (exit ${r.code}: ${r.output.trim().slice(0, 300)})`);
     } catch (e) {
       this.d.log.warn(`stopping ${what}: ${(e as Error).message}`);
     }
+    return false;
   }
 
+  /**
+   * The turn ended: its grants stop redeeming at once; then its container is stopped (nothing
+   * the agent started outlives its turn: checked, not assumed), and only then are its commits
+   * imported and its status settled. poll() answers "ended" meanwhile.
+   */
   private settle(task: Task, ok: boolean, exit: Exit, text: string, stoppedByUser: boolean): void {
+    if (this.ending.has(task.id)) return;
+    this.ending.add(task.id);
+    this.d.release(task.id);
+    void (async () => {
+      const left = await this.d.halt(task).catch((e: unknown) => `stopping the task's container failed: ${(e as Error).message}`);
+      if (left) {
+        this.d.log.error(`task ${this.d.ref(task)}: processes of the agent may outlive its turn: ${left}`);
+        this.d.event(task, "refused", { reason: `the turn ended but its container could not be stopped: ${left}` });
+      }
+      const count = this.counts.get(task.id);
+      this.counts.delete(task.id);
+      if (count && (count.events || count.bytes))
+        this.d.event(task, "dropped", {
+          events: count.events,
+          bytes: count.bytes,
+          reason: `the turn's events went past what one turn may store (${TURN_EVENTS} events, ${TURN_BYTES / 1024 / 1024} MiB read); the rest was dropped`,
+        });
+      this.finish(task, ok, exit, text, stoppedByUser);
+    })()
+      .catch((e: unknown) => this.d.log.error(`settling task ${task.id}'s turn: ${(e as Error).message}`))
+      .finally(() => this.ending.delete(task.id));
+  }
+
+  private finish(task: Task, ok: boolean, exit: Exit, text: string, stoppedByUser: boolean): void {
     let sync: { moved: boolean; tip: string; skipped: string[] } | undefined;
     try {
       const g = this.d.recordedGit(task);

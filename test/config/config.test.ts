@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { loadText, formatProblem, starter } from "../../src/config";
+import { loadText, formatProblem, starter, resolveLimits } from "../../src/config";
 
 describe("lazy.toml", () => {
   test("every problem is one line with its exact line and column, all at once", () => {
@@ -32,6 +32,23 @@ describe("lazy.toml", () => {
     expect(lines[1]).toBe("lazy.toml:3:8 usage_pause.5h — expected a number, got a string");
     expect(lines[2]).toBe("lazy.toml:4:1 usage_pause.1h — unknown key (expected one of: threshold, 5h, 7d)");
     expect(loadText('[usage_pause]\nthreshold = 90\n"7d" = 95\n').ok).toBe(true);
+  });
+
+  test("[container.limits]: on by default; a limit that does not parse is refused at its place", () => {
+    const ok = loadText("");
+    expect(ok.ok).toBe(true);
+    if (ok.ok) expect(ok.config.container.limits).toEqual({ pids: 1024, memory: "auto", cpus: "auto" });
+    const r = loadText('[container.limits]\npids = 10\nmemory = "lots"\ncpus = "many"\n');
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    const lines = r.problems.map(formatProblem);
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toStartWith("lazy.toml:2:8 container.limits.pids — ");
+    expect(lines[1]).toStartWith('lazy.toml:3:10 container.limits.memory — expected a size of at least 64m such as "4g"');
+    expect(lines[2]).toStartWith("lazy.toml:4:8 container.limits.cpus — ");
+    expect(loadText('[container.limits]\npids = "off"\nmemory = "512m"\ncpus = 1.5\n').ok).toBe(true);
+    expect(resolveLimits({ pids: 256, memory: "512m", cpus: "off" })).toEqual({ pids: 256, memory: 512 * 1024 ** 2, nanoCpus: 0 });
+    expect(resolveLimits({ pids: "off", memory: "off", cpus: 0.5 })).toEqual({ pids: 0, memory: 0, nanoCpus: 5e8 });
   });
 
   test("a syntax error names its place", () => {

@@ -137,11 +137,12 @@ describe("link-local metadata addresses", () => {
 
   test("a task's container cannot connect to 169.254.169.254, as the agent or as root, and a flushed rule comes back", async () => {
     anthropic.reset();
-    anthropic.reply = { text: "done." };
+    // A turn's end stops its container: the probes run during a long turn (lazy stop ends it).
+    anthropic.reply = { text: "done.", toolUse: { name: "Bash", input: { command: "sleep 590", timeout: 600_000, description: "wait" } } };
     await p.ok(["task", "add", "probe the metadata address", "--code", "md"]);
     await p.ok(["start", "md"]);
-    expect(await settled("md")).toBe("done");
-    const id = await until(taskContainer, 30_000, "the task's container");
+    const id = await until(taskContainer, 120_000, "the task's container");
+    await until(() => anthropic.received.some((r) => r.method === "POST") || undefined, 120_000, "the turn's model request");
 
     const asAgent = await probeTask("1000");
     expect(asAgent).not.toContain(ANSWER);
@@ -193,5 +194,7 @@ describe("link-local metadata addresses", () => {
     p.writeToml(TOML());
     await until(() => sh(`iptables -t raw -C PREROUTING -i ${bridge} -j LAZY-LINKLOCAL`).code === 0, 60_000, "lazy to block it again");
     expect(await probeTask("1000")).not.toContain(ANSWER);
+    await p.ok(["stop", "md"]);
+    expect(await settled("md")).toBe("waiting");
   }, 300_000);
 });

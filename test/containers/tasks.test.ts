@@ -207,6 +207,10 @@ describe("a task in its container", () => {
     expect(spec.Mounts.find((m: any) => m.Destination === "/lazy/bin/lazy").RW).toBe(false);
     expect(spec.Mounts.find((m: any) => m.Destination === p.root).RW).toBe(false);
     expect(spec.Config.User).not.toMatch(/^0(:|$)/);
+    // The turn ended, so its container was stopped; started again here to look inside.
+    expect(spec.State.Running).toBe(false);
+    expect(docker(`start ${name}`).code).toBe(0);
+    expect(docker(`exec ${name} true`).code).toBe(0);
     for (const secret of [KEY, OPENAI_KEY]) {
       expect(inspect.out).not.toContain(secret);
       expect(docker(`exec ${name} env`).out).not.toContain(secret);
@@ -226,6 +230,9 @@ describe("a task in its container", () => {
     const other = join(p.stateDir, "worktrees", "pi-hello");
     const mine = join(p.stateDir, "worktrees", "codex-hello");
     const inside = (cmd: string) => docker(`exec -w ${mine} ${name} sh -c "${cmd.replace(/"/g, '\\"')}"`);
+    // The turn ended, so its container was stopped; started again here (as the next turn would).
+    expect(docker(`start ${name}`).code).toBe(0);
+    expect(inside("true").code).toBe(0);
     const mainBefore = sh(p.root, "git rev-parse main").out.trim();
     expect(inside("git branch -f main HEAD").code).not.toBe(0);
     expect(inside("git update-ref refs/heads/main HEAD").code).not.toBe(0);
@@ -246,7 +253,7 @@ describe("a task in its container", () => {
   test("a placeholder replayed from a second container gets a 401, audited with its cause", async () => {
     const t = await finishedTask("pi-hello", "pi");
     const name = `lazy-${p.stateDir.split("/").at(-1)}-${t.id}`;
-    const env = docker(`exec ${name} cat /lazy/harness/models.json`).out;
+    const env = readFileSync(join(p.stateDir, "tasks", t.id, "harness", "models.json"), "utf8");
     const base = JSON.parse(env).providers.anthropic.baseUrl;
     const g = await p.grant({ role: "agent", task: "pi-hello", profile: "pi" });
     const net = JSON.parse(docker(`inspect ${name}`).out)[0].HostConfig.NetworkMode;
@@ -320,7 +327,9 @@ describe("a task in its container", () => {
     await p.ok(["daemon", "restart"]);
     await until(() => docker(`inspect ${orphan}`).code !== 0, 30_000, "the orphan container to be removed");
     // The task's own container is still there: it is not an orphan.
-    expect(docker(`ps -q --filter label=dev.lazy.task=${t.id}`).out.trim()).not.toBe("");
+    expect(docker(`ps -aq --filter label=dev.lazy.task=${t.id}`).out.trim()).not.toBe("");
+    // Stopped with its turn: nothing of the agent's runs while the task waits.
+    expect(docker(`ps -q --filter label=dev.lazy.task=${t.id}`).out.trim()).toBe("");
   }, 300_000);
 
   test("with the proxy unavailable, lazy start refuses with the lazy doctor pointer while lazy task list works", async () => {

@@ -147,13 +147,20 @@ export class Project {
     return this.ok(["auth", "set", name], { stdin: value });
   }
 
-  /** A placeholder grant and the proxy's address, as a launch gets them. */
+  /**
+   * A placeholder grant and the proxy's address, as a launch gets them. A task's placeholder
+   * redeems only while one of its turns runs, a host one while its process lives: a grant asked
+   * for here is held by this test's process (pid), unless `pid: null` leaves it out.
+   */
   async grant(body: {
     role: "agent" | "host" | "lazy";
     profile?: string;
     task?: string;
+    pid?: number | null;
   }): Promise<{ envVar: string; placeholder: string; proxyUrl: string; credential: string | null }> {
-    return this.api("POST", "/api/proxy/grants", body);
+    const { pid, ...rest } = body;
+    const held = pid === null || body.role === "lazy" ? {} : { pid: pid ?? process.pid };
+    return this.api("POST", "/api/proxy/grants", { ...rest, ...held });
   }
 
   /** Every file under the state folder and LAZY_HOME, with its bytes, for secret scans. */

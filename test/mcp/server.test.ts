@@ -32,6 +32,7 @@ beforeAll(() => {
             {
               db,
               tokens,
+              live: () => true, // every task here has a running turn
               config: () => config,
               event: (t, kind, data) => {
                 Tasks.addEvent(db, t.id, kind, data);
@@ -167,10 +168,22 @@ describe("MCP tools for a task's agent", () => {
     const t = Tasks.add(db, { prompt: "Pinned", code: "pinned", profile: "claude" });
     const token = tokens.forTask(t.id).token;
     tokens.pin(t.id, "172.30.0.5");
-    expect(admit({ db, tokens }, token, "172.30.0.5")).toMatchObject({ ok: true, who: { taskId: t.id, taskRef: "pinned", role: "agent" } });
-    const off = admit({ db, tokens }, token, "172.30.0.9");
+    expect(admit({ db, tokens, live: () => true }, token, "172.30.0.5")).toMatchObject({
+      ok: true,
+      who: { taskId: t.id, taskRef: "pinned", role: "agent" },
+    });
+    const off = admit({ db, tokens, live: () => true }, token, "172.30.0.9");
     expect(off).toMatchObject({ ok: false, note: "MCP token presented from 172.30.0.9, pinned to 172.30.0.5" });
     expect((off as { message: string }).message).toContain("belongs to task");
-    expect(admit({ db, tokens }, "", "172.30.0.5")).toMatchObject({ ok: false, note: "no MCP token" });
+    expect(admit({ db, tokens, live: () => true }, "", "172.30.0.5")).toMatchObject({ ok: false, note: "no MCP token" });
+  });
+
+  test("a task's token is refused while the task has no running turn, naming why", () => {
+    const t = Tasks.add(db, { prompt: "Between turns", code: "between", profile: "claude" });
+    const token = tokens.forTask(t.id).token;
+    const idle = admit({ db, tokens, live: () => false }, token, "172.30.0.5");
+    expect(idle).toMatchObject({ ok: false, note: "no running turn" });
+    expect((idle as { message: string }).message).toContain("lazy refused this MCP token: task between has no running turn");
+    expect(admit({ db, tokens, live: (id) => id === t.id }, token, "172.30.0.5")).toMatchObject({ ok: true });
   });
 });

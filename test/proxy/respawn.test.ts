@@ -9,7 +9,7 @@ import type { TCPSocketListener } from "bun";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ModelProxy } from "../../src/proxy";
+import { ModelProxy, liveKey } from "../../src/proxy";
 import { listeners } from "../../src/proxy/listen/shared-port";
 import { open } from "../../src/store";
 import { CredentialStore } from "../../src/credentials";
@@ -47,6 +47,8 @@ describe("a proxy thread that dies", () => {
         expect(proxy.state).toBe("ready");
         const { host, port } = proxy.address!;
         const launch = await proxy.mintFor({ role: "host", profile: "claude" });
+        // A host grant redeems while its process (here, this test) lives.
+        await proxy.holdWhile(liveKey({ taskId: null, role: "host", profile: launch.profile.name, envVar: launch.envVar })!, process.pid);
         const ask = () =>
           fetch(`http://${host}:${port}/v1/messages`, {
             method: "POST",

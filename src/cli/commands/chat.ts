@@ -50,7 +50,7 @@ export async function hostLaunch(opts: {
   const c = await Client.connect(opts.root);
   const g = opts.builder
     ? await c.request<GrantAnswer>("POST", "/api/build/session", { name: opts.builder.name, profile: opts.profile, pid: process.pid })
-    : await c.request<GrantAnswer>("POST", "/api/proxy/grants", { role: "host", profile: opts.profile });
+    : await c.request<GrantAnswer>("POST", "/api/proxy/grants", { role: "host", profile: opts.profile, pid: process.pid });
   const harnessRoot = join(State.paths(opts.root).dir, "harness");
   const configDir = join(harnessRoot, opts.pair ? `pair-${opts.pair.taskId}` : g.session ? `build-${g.session}` : `host-${g.profile.name}`);
   try {

@@ -5,7 +5,7 @@ import { z } from "zod";
 import { LazyError } from "../../util/errors";
 import { Tasks, isFinal } from "../../store";
 import { defaultProfile, type Config } from "../../config";
-import type { ModelProxy } from "../../proxy";
+import { liveKey, type ModelProxy } from "../../proxy";
 import { urlHost } from "../../util/url";
 import { parseBody } from "./input";
 
@@ -13,12 +13,20 @@ export const MintGrant = z.strictObject({
   role: z.enum(["agent", "host", "lazy"]).describe("agent: a task's turns; host: lazy chat/pair; lazy: lazy's own calls"),
   profile: z.string().optional().describe("Agent profile; the [models.roles] agent one when absent."),
   task: z.string().optional().describe("Task reference (agent role): a code or hex id prefix."),
+  pid: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe(
+      "The host process the grant is for: a host grant redeems only while it lives (required), a task's while one of its turns runs or while it lives.",
+    ),
 });
 
 export interface GrantDeps {
   db: Database;
   config: () => Config;
-  proxy: Pick<ModelProxy, "state" | "address" | "mintFor">;
+  proxy: Pick<ModelProxy, "state" | "address" | "mintFor" | "holdWhile">;
 }
 
 export function proxyRoutes(d: GrantDeps) {
@@ -32,6 +40,11 @@ export function proxyRoutes(d: GrantDeps) {
     const config = d.config();
     const task = input.task ? Tasks.resolve(d.db, input.task) : undefined;
     if (input.role === "agent" && !task) throw new LazyError("invalid_input", "An agent grant needs a task.");
+    if (input.role === "host" && input.pid === undefined)
+      throw new LazyError(
+        "invalid_input",
+        "A host grant needs the pid of the process it is for (it redeems only while that process lives).",
+      );
     if (task && isFinal(task.status))
       throw new LazyError("conflict", `Task ${task.code ?? task.id} is ${task.status}; its session has ended.`);
     const launch = await d.proxy.mintFor({
@@ -40,6 +53,8 @@ export function proxyRoutes(d: GrantDeps) {
       taskId: task?.id ?? null,
       taskRef: task ? (task.code ?? task.id) : null,
     });
+    const key = liveKey({ taskId: task?.id ?? null, role: input.role, profile: launch.profile.name, envVar: launch.envVar });
+    if (key && input.pid !== undefined) await d.proxy.holdWhile(key, input.pid);
     const addr = d.proxy.address!;
     return {
       envVar: launch.envVar,

@@ -27,7 +27,7 @@ import { offPin, pinnedTo, pinOwner, presented, HOP, type Context } from "../for
 import { bounded, MAX_BODY, type Pass } from "../listen";
 import { Scrubber, scrubStream } from "./scrub";
 import { auditRow, type Outcome, type RowHead } from "../audit";
-import type { Grant } from "../grants";
+import { liveKey, notLive, type Grant } from "../grants";
 import { kindOfStatus, NOTE } from "../meters";
 import { healthKind, providerFailure, relay, send } from "../upstream";
 import { pathOf } from "../../util/url";
@@ -149,6 +149,8 @@ export async function handleCursor(
         401,
         "lazy's proxy does not know this Cursor placeholder: the task's grant is gone. Start the task again: lazy start TASK.",
       );
+    const held = liveKey(grant);
+    if (held && !ctx.live(held)) return fail(401, `lazy's proxy refused this placeholder: ${notLive(grant)}`, grant, "not live");
     const from = offPin(grant, req, server);
     if (from)
       return fail(

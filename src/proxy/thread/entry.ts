@@ -201,6 +201,7 @@ let targets: Targets;
 let credentials = new Map<string, Resolved>();
 let grants = new Map<string, Grant>();
 let stopped = new Map<string, string>();
+let live = new Set<string>();
 let apiRoots: string[] = [];
 
 function init(m: Init): void {
@@ -210,6 +211,7 @@ function init(m: Init): void {
   credentials = new Map(Object.entries(m.credentials));
   grants = new Map(m.grants.map((g) => [g.token, g]));
   stopped = new Map(Object.entries(m.stopped));
+  live = new Set(m.live);
   apiRoots = m.apiRoots;
   db = new Database(m.dbPath);
   db.exec("PRAGMA busy_timeout = 5000");
@@ -217,6 +219,7 @@ function init(m: Init): void {
   ctx = {
     grants: { lookup: (token) => grants.get(token) },
     stopped: (taskId) => stopped.get(taskId) ?? stopped.get("*"),
+    live: (taskId) => live.has(taskId),
     credentials: { get: (name) => credentials.get(name) },
     targets: () => targets,
     audit: recorder,
@@ -281,6 +284,9 @@ self.onmessage = (e: MessageEvent<ToThread>) => {
       return;
     case "stopped":
       stopped = new Map(Object.entries(m.stopped));
+      return;
+    case "live":
+      live = new Set(m.live);
       return;
     case "api-roots":
       apiRoots = m.roots;

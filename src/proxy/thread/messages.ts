@@ -19,6 +19,8 @@ export type Init = {
   apiRoots: string[];
   /** Tasks whose turns are stopped at their next request (a budget reached): task id, or "*" for every task → why. */
   stopped: Record<string, string>;
+  /** Tasks whose placeholder redeems now: a turn or one of lazy's own calls about them runs. */
+  live: string[];
   dbPath: string;
   log: Log.Settings;
 };
@@ -29,6 +31,7 @@ export type ToThread =
   | { type: "credentials"; credentials: Record<string, Resolved> }
   | { type: "grants"; grants: Grant[] }
   | { type: "stopped"; stopped: Record<string, string> }
+  | { type: "live"; live: string[] }
   | { type: "api-roots"; roots: string[] }
   | { type: "call"; id: number; call: Call }
   | Answer;
