@@ -152,6 +152,7 @@ describe("launching a turn", () => {
     expect(t.status).toBe("failed");
     // On a terminal the steps share one updating line: carriage returns, no escape bytes.
     await Bun.write(`${p.root}/Dockerfile.lazy`, `FROM ${TEST_IMAGES.node}\nRUN echo tty-${crypto.randomUUID()}\nRUN true\n`);
+    expect(p.trust().code).toBe(0); // the person approves the Dockerfile they changed
     await p.ok(["task", "add", "again on a terminal", "--code", "tty-image"]);
     const tty = await p.onTerminal(["start", "tty-image"]);
     expect(tty).toMatch(/\r {2}Step 3\/\d+ : RUN true/);
