@@ -122,6 +122,8 @@ export class TurnWatch {
     const run = this.run(taskId);
     const turns = join(this.d.taskDir(task), "turns");
     const dir = String(run.turn);
+    // No turn folder yet: the supervisor has not started (or never will: checkAlive says why).
+    if (!AgentDir.lstat(turns, dir)) return false;
     try {
       const harness = resolveProfile(this.d.config(), run.profile ?? task.profile).harness;
       // Look for the end first: the supervisor writes exit.json after its last event line.

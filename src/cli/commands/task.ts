@@ -4,22 +4,25 @@ import { findProjectRoot } from "../../util/paths";
 import type { Task, TaskEvent } from "../../store";
 import { say } from "../voice";
 import { LazyError } from "../../util/errors";
+import { fileArg, promptFrom } from "../prompt-input";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 
 const add = command({
   meta: { name: "task add", description: "Add a task" },
   args: {
-    prompt: { type: "positional", description: "What the agent should do", required: true },
+    prompt: { type: "positional", description: "What the agent should do (- reads standard input)", required: false },
+    ...fileArg,
     code: { type: "string", description: "A unique handle for the task, e.g. fix-login" },
     profile: { type: "string", description: "Agent profile (default: [models.roles] agent, else claude)" },
     title: { type: "string", description: "A title (default: the prompt's first line)" },
     ...json,
   },
   async run({ args }) {
+    const prompt = await promptFrom("prompt", args.prompt, args.file);
     const c = await Client.connect(findProjectRoot());
     const t = await c.request<Task>("POST", "/api/tasks", {
-      prompt: args.prompt,
+      prompt,
       code: args.code,
       profile: args.profile,
       title: args.title,
