@@ -38,6 +38,7 @@ const main: CommandDef<any> = command({
     ask: () => import("./commands/ask").then((m) => m.ask),
     report: () => import("./commands/ask").then((m) => m.report),
     build: () => import("./commands/chat").then((m) => m.build),
+    diff: () => import("./commands/diff").then((m) => m.diff),
     accept: () => import("./commands/turns").then((m) => m.accept),
     reject: () => import("./commands/turns").then((m) => m.reject),
     close: () => import("./commands/turns").then((m) => m.close),

@@ -5,6 +5,7 @@ import type { Task, TaskEvent } from "../../store";
 import { say } from "../voice";
 import { LazyError } from "../../util/errors";
 import { fileArg, promptFrom } from "../prompt-input";
+import { fetchDiff, statLines } from "./diff";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 
@@ -50,11 +51,19 @@ const show = command({
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
     const r = await c.request<{ task: Task; events: TaskEvent[] }>("GET", `/api/tasks/${encodeURIComponent(args.task)}`);
-    if (args.json) return printJson(r);
+    // Its branch, base and files changed, the same reading as lazy diff --stat.
+    const d = await fetchDiff(c, r.task.id, true);
+    const finish = r.events.findLast((e) => e.kind === "finish")?.data.summary;
+    const summary = typeof finish === "string" ? finish : null;
+    if (args.json) return printJson({ ...r, branch: d.branch, base: d.base, tip: d.tip, diffstat: d.total, summary });
     const t = r.task;
     print(`${t.id}${t.code ? ` (${t.code})` : ""}  ${t.status}  [${t.profile}]`);
     print(`Title:   ${t.title}`);
     print(`Created: ${t.createdAt}   Updated: ${t.updatedAt}`);
+    print(`Branch:  ${d.branch}${d.tip ? ` (tip ${d.tip.slice(0, 12)})` : " (not made yet)"}`);
+    print(`Base:    ${d.base ? d.base.slice(0, 12) : "-"}${d.note ? `  ${d.note}` : ""}`);
+    if (d.files.length) print(`Changes:\n${statLines(d).join("\n")}`);
+    if (summary !== null) print(`Summary (the agent's finish):\n${summary.replace(/^/gm, "  ")}`);
     print(`Prompt:\n${t.prompt.replace(/^/gm, "  ")}`);
     print("Events:");
     for (const e of r.events) print(`  ${e.at}  ${e.kind}  ${JSON.stringify(e.data)}`);
