@@ -28,10 +28,12 @@ beforeAll(async () => {
 afterAll(cleanupAll);
 
 test("a .gitattributes diff driver, textconv or filter the user's git defines runs nothing at lazy diff or task show", async () => {
-  // The agent's branch names a driver and a filter for every file.
+  // The agent's branch names a driver and a filter for every file; git reads attributes from the
+  // checkout, so the project's branch has them too (an earlier task's accepted change: accept
+  // does not count .gitattributes as config).
   sh(
     p.root,
-    `git checkout -qb lazy/evil && printf '* diff=evil filter=evil merge=evil\\n' > .gitattributes && printf 'x\\nchanged\\n' > a.txt && printf 'b\\n' > b.txt && git add . && git commit -qm evil && git checkout -q main`,
+    `git checkout -qb lazy/evil && printf '* diff=evil filter=evil merge=evil\\n' > .gitattributes && printf 'x\\nchanged\\n' > a.txt && printf 'b\\n' > b.txt && git add . && git commit -qm evil && git checkout -q main && git checkout lazy/evil -- .gitattributes && git commit -qm "an earlier task's .gitattributes"`,
   );
   // What the person's own git config holds (global or the repository's): each would run a command.
   for (const [k, v] of <[string, string][]>[
@@ -63,13 +65,15 @@ test("a .gitattributes diff driver, textconv or filter the user's git defines ru
 test("file names and lines carrying ANSI escapes and control bytes are shown escaped, never obeyed", async () => {
   const esc = "\x1b]0;pwned\x07\x1b[2J";
   const name = `x${esc}\x9b31m.txt`;
-  // Host git writes the agent's names as they are (a hostile name is just bytes in a tree).
-  sh(p.root, "git checkout -qb lazy/esc main");
-  await Bun.write(join(p.root, name), `line\x1b[8mhidden\x1b[0m\n`);
+  // A project of its own (the one above has the driver's config). Host git writes the agent's
+  // names as they are (a hostile name is just bytes in a tree).
+  const p = new Project({ toml: "" });
   sh(
     p.root,
-    "git -c filter.evil.clean=cat -c filter.evil.process= add -A . && git -c filter.evil.clean=cat -c filter.evil.process= commit -qm esc && git -c filter.evil.smudge=cat -c filter.evil.process= checkout -q main",
+    "git config user.email dev@example.com && git config user.name Dev && echo x > a.txt && git add . && git commit -qm init && git checkout -qb lazy/esc main",
   );
+  await Bun.write(join(p.root, name), `line\x1b[8mhidden\x1b[0m\n`);
+  sh(p.root, "git add -A . && git commit -qm esc && git checkout -q main");
   expect(sh(p.root, "git rev-list --count main..lazy/esc").out.trim()).toBe("1");
   await p.ok(["task", "add", "escapes", "--code", "esc"]);
   for (const args of [
