@@ -95,16 +95,21 @@ const budget = command({
     }>("POST", `/api/tasks/${encodeURIComponent(args.task)}/budget`, args.usd ? { usd: Number(m[1]) } : { tokens: Number(m[1]) });
     if (args.json) return printJson(r);
     const ref = r.task.code ?? r.task.id;
-    const limit = args.usd
-      ? r.limit.usd === null
-        ? "no dollar budget set ([budget] per_task_usd)"
-        : `$${r.limit.usd.toFixed(2)} ($${(r.spent.usd ?? 0).toFixed(2)} spent)`
-      : r.limit.tokens === null
-        ? "no token budget set ([budget] per_task_tokens)"
-        : `${r.limit.tokens} tokens (${r.spent.tokens} spent)`;
-    say.success(`Task ${ref}'s budget is now ${limit}.`);
-    if (r.over) say.warn(`Still over: ${r.over.message}.`);
-    else if (r.task.status === "waiting") print(`Its next turn can run: lazy send ${ref} "…" or lazy start ${ref}.`);
+    const added = args.usd ? `$${Number(m[1]).toFixed(2)}` : `${Number(m[1])} tokens`;
+    const limit = args.usd ? r.limit.usd : r.limit.tokens;
+    // No such budget set: the addition is kept, and counts once lazy.toml sets one.
+    if (limit === null) {
+      say.warn(
+        `Task ${ref} has no ${args.usd ? "dollar" : "token"} budget ([budget] ${args.usd ? "per_task_usd" : "per_task_tokens"} is not set in lazy.toml): ${added} was added, and counts only once one is set.`,
+      );
+      return;
+    }
+    const now = args.usd
+      ? `$${(r.limit.usd ?? 0).toFixed(2)} ($${(r.spent.usd ?? 0).toFixed(2)} spent)`
+      : `${r.limit.tokens} tokens (${r.spent.tokens} spent)`;
+    if (r.over) return say.warn(`Task ${ref}'s budget is now ${now}, ${added} added; it is still over: ${r.over.message}.`);
+    say.success(`Task ${ref}'s budget is now ${now}, ${added} added.`);
+    if (r.task.status === "waiting") print(`Its next turn can run: lazy send ${ref} "…" or lazy start ${ref}.`);
   },
 });
 

@@ -31,11 +31,31 @@ const simple = (name: "start" | "stop" | "reject" | "close", description: string
     async run({ args }) {
       const c = await Client.connect(findProjectRoot());
       const post = () => c.request<Task>("POST", `/api/tasks/${enc(args.task)}/${name}`, undefined, 30 * 60_000);
-      const t = name === "start" ? (await whileLaunching(c, args.task, post)).result : await post();
+      let t = name === "start" ? (await whileLaunching(c, args.task, post)).result : await post();
+      // A stop is a signal: the turn ends a moment later (its harness exits, its commits are brought in).
+      if (name === "stop") t = await stopped(c, t);
       if (args.json) printJson(t);
+      else if (name === "stop") print(stopLine(t));
       else print(await after(c, t, name === "start"));
     },
   });
+
+/** The task once its stopped turn has ended (or after 15 s, still ending). */
+async function stopped(c: Client.Client, t: Task): Promise<Task> {
+  const until = Date.now() + 15_000;
+  let now = t;
+  while (now.status === "running" && Date.now() < until) {
+    await Bun.sleep(200);
+    now = (await c.request<{ task: Task }>("GET", `/api/tasks/${t.id}`)).task;
+  }
+  return now;
+}
+
+function stopLine(t: Task): string {
+  const ref = t.code ?? t.id;
+  if (t.status === "running") return `Asked task ${ref}'s turn to stop; it is still ending (lazy logs ${ref} -f shows when).`;
+  return `Stopped task ${ref}'s turn: it is ${t.status}${t.status === "waiting" ? ` (lazy send ${ref} "…" goes on; lazy close ${ref} ends it)` : ""}.`;
+}
 
 export const start = simple("start", "Run the task's first (or next) turn in its container");
 export const stop = simple("stop", "Stop the task's running turn");
