@@ -119,3 +119,16 @@ test("a 100 KB prompt from standard input runs a real turn, and the mock provide
   expect(t.status).toBe("done");
   expect(anthropic.received.some((q) => q.body.includes("FOLLOW-UP-FROM-FILE-4410"))).toBe(true);
 }, 900_000);
+
+test("lazy stop says the turn stopped and what the task waits for (a real turn, held by a silent provider)", async () => {
+  anthropic.reset();
+  anthropic.behavior = { kind: "hang" };
+  await p.ok(["task", "add", "Say ok slowly", "--code", "halt"]);
+  await p.ok(["start", "halt"]);
+  await anthropic.waitFor(1, 120_000);
+  const r = await p.run(["stop", "halt"]);
+  anthropic.behavior = { kind: "ok" };
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.stdout).toContain(`Stopped task halt's turn: it is waiting (lazy send halt "…" goes on; lazy close halt ends it).`);
+  expect((await p.json(["task", "show", "halt"])).task.status).toBe("waiting");
+}, 600_000);
