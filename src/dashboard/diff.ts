@@ -71,7 +71,8 @@ export async function taskDiff(root: string, ref: string, merged?: string, opts:
     const found = fork?.trim();
     if (found && /^[0-9a-f]{40,64}$/.test(found)) {
       remember(forks, forkKey, found);
-      if (counts !== null && found !== tip) remember(counted, `${root}\0${found}\0${tip}`, { out: counts, cut: counts.length >= COUNT_MAX_BYTES });
+      if (counts !== null && found !== tip)
+        remember(counted, `${root}\0${found}\0${tip}`, { out: counts, cut: counts.length >= COUNT_MAX_BYTES });
     }
   }
   const base = forkPoint(root, head, tip);

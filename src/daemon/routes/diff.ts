@@ -19,9 +19,14 @@ export function diffRoutes(d: DiffDeps) {
     const merged = task.status === "accepted" ? Tasks.latest(d.db, [task.id], "summary").get(task.id)?.data.merge : undefined;
     return {
       task: { id: task.id, code: task.code, status: task.status },
-      ...(await taskDiff(d.root, task.code ?? task.id, typeof merged === "string" && /^[0-9a-f]{40,64}$/.test(merged) ? merged : undefined, {
-        stat: query.stat === "1",
-      })),
+      ...(await taskDiff(
+        d.root,
+        task.code ?? task.id,
+        typeof merged === "string" && /^[0-9a-f]{40,64}$/.test(merged) ? merged : undefined,
+        {
+          stat: query.stat === "1",
+        },
+      )),
     };
   });
 }
