@@ -132,3 +132,27 @@ test("lazy stop says the turn stopped and what the task waits for (a real turn, 
   expect(r.stdout).toContain(`Stopped task halt's turn: it is waiting (lazy send halt "…" goes on; lazy close halt ends it).`);
   expect((await p.json(["task", "show", "halt"])).task.status).toBe("waiting");
 }, 600_000);
+
+test("lazy task show gives the agent's finish summary after a real turn (Claude Code calls lazy's finish tool)", async () => {
+  anthropic.reset();
+  anthropic.reply = {
+    text: "Finished.",
+    toolUse: { name: "mcp__lazy__finish", input: { summary: "Renamed the login form's fields; tests pass." } },
+  };
+  await p.ok(["task", "add", "Finish with a summary", "--code", "fin"]);
+  await p.ok(["start", "fin"]);
+  const t = await until(
+    async () => {
+      const s = (await p.json(["task", "show", "fin"])).task;
+      return s.status !== "running" && s.status !== "queued" ? s : undefined;
+    },
+    300_000,
+    "the turn to end",
+  );
+  expect(t.status).toBe("done");
+  const show = await p.ok(["task", "show", "fin"]);
+  expect(show.stdout).toContain("Summary (the agent's finish):\n  Renamed the login form's fields; tests pass.");
+  expect(show.stdout).toContain("Branch:  lazy/fin (tip ");
+  expect((await p.json(["task", "show", "fin"])).summary).toBe("Renamed the login form's fields; tests pass.");
+  anthropic.reply = { text: "ok." };
+}, 600_000);
