@@ -3,13 +3,14 @@
  * actionable sentence on stderr and exit non-zero; this is the second of the two places a
  * LazyError becomes words (the daemon's HTTP handler is the first).
  */
-import { runCommand, renderUsage, type CommandDef } from "citty";
+import { runCommand, type CommandDef } from "citty";
 import { command, setPassthrough, getExitCode, printJson } from "./command";
 import { LazyError } from "../util/errors";
 import { VERSION } from "../version";
 import { say } from "./voice";
 import { out } from "./out";
 import { forStream, stripAnsi } from "./terminal";
+import { helpText, suggest } from "./help";
 
 /** `untrusted`: lazy.toml is not trusted (lazy trust), the same code as lazy run's "launch refused". */
 export const EXIT = { ok: 0, failed: 1, usage: 2, untrusted: 4, internal: 70 } as const;
@@ -38,10 +39,17 @@ const main: CommandDef<any> = command({
     ask: () => import("./commands/ask").then((m) => m.ask),
     report: () => import("./commands/ask").then((m) => m.report),
     build: () => import("./commands/chat").then((m) => m.build),
+    diff: () => import("./commands/diff").then((m) => m.diff),
     accept: () => import("./commands/turns").then((m) => m.accept),
     reject: () => import("./commands/turns").then((m) => m.reject),
     close: () => import("./commands/turns").then((m) => m.close),
     run: () => import("./commands/turns").then((m) => m.run),
+    // Both answered in run() below, before citty; defined here so help and completion list them.
+    help: command({
+      meta: { name: "help", description: "Help on lazy or on one command: lazy help task add" },
+      args: { command: { type: "positional", description: "The command", required: false } },
+    }),
+    version: command({ meta: { name: "version", description: "Print lazy's version (--json for JSON)" }, args: {} }),
     // The completion scripts are generated from this very tree, so they name every command.
     completion: (): Promise<CommandDef<any>> => import("./commands/completion").then((m) => m.completion(main)),
   },
@@ -50,56 +58,87 @@ const main: CommandDef<any> = command({
 type Resolvable<T> = T | Promise<T> | (() => T | Promise<T>);
 const resolveValue = async <T>(v: Resolvable<T>): Promise<T> => (typeof v === "function" ? await (v as () => T | Promise<T>)() : await v);
 
-async function findCommand(words: string[]): Promise<{ cmd: CommandDef<any>; parent?: CommandDef<any> }> {
+/**
+ * The command the words name, its parent and path; `unknown` when a word where a subcommand was
+ * expected names none (the first word that is not a flag; later words are a command's arguments).
+ */
+async function findCommand(words: string[]): Promise<{
+  cmd: CommandDef<any>;
+  parent?: CommandDef<any>;
+  path: string[];
+  unknown?: { word: string; under: CommandDef<any> };
+}> {
   let cmd: CommandDef<any> = main;
   let parent: CommandDef<any> | undefined;
+  const path: string[] = [];
   for (const w of words) {
     if (w.startsWith("-")) continue;
-    const subs = cmd.subCommands ? ((await resolveValue(cmd.subCommands)) as Record<string, Resolvable<CommandDef<any>>>) : undefined;
-    const entry = subs?.[w];
-    if (!entry) break;
+    if (!cmd.subCommands) break;
+    const subs = (await resolveValue(cmd.subCommands)) as Record<string, Resolvable<CommandDef<any>>>;
+    const entry = subs[w];
+    if (!entry) return { cmd, parent, path, ...(cmd.run ? {} : { unknown: { word: w, under: cmd } }) };
     parent = cmd;
+    path.push(w);
     cmd = await resolveValue(entry);
   }
-  return { cmd, parent };
+  return { cmd, parent, path };
+}
+
+/** The subcommands of `cmd` a person may be shown (hidden ones, internal to lazy, left out). */
+async function visibleSubs(cmd: CommandDef<any>): Promise<string[]> {
+  const subs = (await resolveValue(cmd.subCommands ?? {})) as Record<string, Resolvable<CommandDef<any>>>;
+  const out: string[] = [];
+  for (const [name, entry] of Object.entries(subs)) {
+    const meta = (await resolveValue((await resolveValue(entry)).meta ?? {})) as { hidden?: boolean };
+    if (!meta.hidden) out.push(name);
+  }
+  return out;
 }
 
 export async function run(argv: string[]): Promise<number> {
   const dd = argv.indexOf("--");
-  const own = dd === -1 ? argv : argv.slice(0, dd);
+  let own = dd === -1 ? argv : argv.slice(0, dd);
   setPassthrough(dd === -1 ? [] : argv.slice(dd + 1));
   try {
+    // `lazy help [cmd]` is `lazy [cmd] --help`; `lazy version` is `lazy --version`.
+    if (own[0] === "help") own = [...own.slice(1), "--help"];
     const version = own.filter((w) => w !== "--json");
-    if (version.length === 1 && (version[0] === "--version" || version[0] === "-v")) {
+    if (version.length === 1 && (version[0] === "--version" || version[0] === "-v" || version[0] === "version")) {
       if (own.includes("--json")) printJson({ version: VERSION });
       else out(`${VERSION}\n`);
       return EXIT.ok;
     }
     if (own.includes("--help") || own.includes("-h") || own.length === 0) {
-      const { cmd, parent } = await findCommand(own);
-      // A command's meta name is its path ("task list"): citty prefixes the parent's, so the
-      // parent it is shown is lazy itself ("lazy task list", not "task task list").
-      const usage = await renderUsage(cmd, parent ? { meta: { name: "lazy" } } : undefined);
+      const { cmd, parent, path, unknown } = await findCommand(own);
+      if (unknown) await refuseUnknown(unknown.word, unknown.under, path);
       // citty colours its help unless NO_COLOR is exactly "1": lazy's rule decides instead.
-      out(forStream(process.stdout, usage) + "\n");
+      out(forStream(process.stdout, await helpText(cmd, parent, path)) + "\n");
       return EXIT.ok;
     }
-    const { cmd } = await findCommand(own);
+    const { cmd, path, unknown } = await findCommand(own);
     if (cmd.subCommands && !cmd.run) {
-      const known = Object.keys(await resolveValue(cmd.subCommands));
-      const word = own.find((w) => !w.startsWith("-") && !known.includes(w) && w !== (cmd.meta as { name?: string })?.name);
-      throw new LazyError(
-        "invalid_input",
-        word
-          ? `Unknown command "${word}"; try one of: ${known.filter((k) => k !== "run").join(", ")}.`
-          : `Say what to do: one of ${known.filter((k) => k !== "run").join(", ")} (lazy --help).`,
-      );
+      if (unknown) await refuseUnknown(unknown.word, unknown.under, path);
+      const known = await visibleSubs(cmd);
+      throw new LazyError("invalid_input", `Say what to do: one of ${known.join(", ")} (lazy ${[...path, "--help"].join(" ")}).`);
     }
     await runCommand(main, { rawArgs: own });
     return getExitCode();
   } catch (e) {
     return report(e);
   }
+}
+
+/** An unknown command, with the closest known ones ("did you mean") or the list. */
+async function refuseUnknown(word: string, under: CommandDef<any>, path: string[]): Promise<never> {
+  const known = await visibleSubs(under);
+  const close = suggest(word, known);
+  const at = ["lazy", ...path].join(" ");
+  throw new LazyError(
+    "invalid_input",
+    close.length
+      ? `Unknown command "${word}" for ${at}. Did you mean ${close.map((c) => `${at} ${c}`).join(" or ")}?`
+      : `Unknown command "${word}" for ${at}; try one of: ${known.join(", ")} (${at} --help).`,
+  );
 }
 
 function report(e: unknown): number {

@@ -16,6 +16,7 @@ export {
   STANDARD,
   kindOf,
   last4,
+  setWarnings,
   validName,
   validValue,
 } from "./kinds";

@@ -82,3 +82,33 @@ export function cleanOutside(value: string | null | undefined): string | undefin
   const v = value?.trim();
   return v && validValue(v) ? v : undefined;
 }
+
+/** How each standard name's value begins, to warn on a pasted key of another provider (never said back). */
+const SHAPES: Record<string, { ok: (v: string) => boolean; looks: string }> = {
+  anthropic: {
+    ok: (v) => v.startsWith("sk-ant-"),
+    looks: "an Anthropic key starts sk-ant-api (API key) or sk-ant-oat (Claude login token)",
+  },
+  openai: {
+    ok: (v) => v.startsWith("sk-") && !v.startsWith("sk-ant-") && !v.startsWith("sk-or-"),
+    looks: "an OpenAI key starts sk- or sk-proj- (not sk-ant-, not sk-or-)",
+  },
+  openrouter: { ok: (v) => v.startsWith("sk-or-"), looks: "an OpenRouter key starts sk-or-v1-" },
+  cursor: { ok: (v) => v.startsWith("crsr_") || v.startsWith("key_"), looks: "a Cursor key starts crsr_ or key_" },
+};
+
+/**
+ * What `lazy auth set` warns of before storing: a name that is no provider lazy knows (it is
+ * used only where lazy.toml names it), or a value whose shape is another provider's. The value
+ * itself is never part of a warning.
+ */
+export function setWarnings(name: string, value: string): string[] {
+  const out: string[] = [];
+  if (!(name in STANDARD))
+    out.push(
+      `"${name}" is not a provider name lazy knows (${Object.keys(STANDARD).join(", ")}): a profile uses it only where lazy.toml names it (credential = "${name}").`,
+    );
+  const shape = SHAPES[name];
+  if (shape && !shape.ok(value)) out.push(`The value does not look like a key for ${name} (${shape.looks}); stored anyway.`);
+  return out;
+}

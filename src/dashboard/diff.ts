@@ -21,6 +21,8 @@ export interface Diff {
   base: string | null;
   tip: string | null;
   files: DiffFile[];
+  /** Every file changed, counted past the listing's limit (binary files add no lines). */
+  total: { files: number; added: number; removed: number };
   /** The patch passed the size limit: later files show their counts, not their hunks. */
   cut: boolean;
   note: string | null;
@@ -28,15 +30,19 @@ export interface Diff {
 
 export const MAX_PATCH_BYTES = 2_000_000;
 const MAX_FILES = 2_000;
+/** Without hunks a file is a line: lazy diff --stat lists this many. */
+const MAX_STAT_FILES = 20_000;
 const FLAGS = ["--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-relative"];
 
-export function taskDiff(root: string, ref: string, merged?: string): Diff {
+/** `stat`: the files and their counts only (lazy diff --stat, task show): no patch is read. */
+export async function taskDiff(root: string, ref: string, merged?: string, opts: { stat?: boolean } = {}): Promise<Diff> {
   const branch = `${Git.BRANCH_PREFIX}${ref}`;
   const empty = (note: string, base: string | null = null, tip: string | null = null): Diff => ({
     branch,
     base,
     tip,
     files: [],
+    total: { files: 0, added: 0, removed: 0 },
     cut: false,
     note,
   });
@@ -44,28 +50,96 @@ export function taskDiff(root: string, ref: string, merged?: string): Diff {
     const m = Git.git(root, ["rev-parse", `${merged}^{commit}`, `${merged}^1^{commit}`], { allowFail: true });
     const [tip, base] = m.out.trim().split("\n");
     if (m.code !== 0 || !tip || !base) return empty(`The merge commit ${merged.slice(0, 12)} is no longer in the project's history.`);
-    return patchOf(root, branch, base, tip, `Merged as ${tip.slice(0, 12)}: what the merge brought in.`);
+    return patchOf(root, branch, base, tip, `Merged as ${tip.slice(0, 12)}: what the merge brought in.`, opts.stat);
   }
-  const tipR = Git.git(root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}^{commit}`], { allowFail: true });
-  if (tipR.code !== 0) return empty(`No branch ${branch}: the task has not started, or it was rejected.`);
-  const tip = tipR.out.trim();
-  const baseR = Git.git(root, ["merge-base", "HEAD", tip], { allowFail: true });
-  if (baseR.code !== 0) return empty(`${branch} shares no history with the project's HEAD.`, null, tip);
-  const base = baseR.out.trim();
+  // The tip and the project's HEAD in one call (then the fork point, kept per pair like the counts).
+  const ids = Git.git(root, ["rev-parse", `refs/heads/${branch}^{commit}`, "HEAD^{commit}"], { allowFail: true });
+  const [tip, head] = ids.code === 0 ? ids.out.trim().split("\n") : [];
+  if (!tip || !head) {
+    const only = Git.git(root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}^{commit}`], { allowFail: true });
+    if (only.code !== 0) return empty(`No branch ${branch}: the task has not started, or it was rejected.`);
+    return empty(`${branch} shares no history with the project's HEAD.`, null, only.out.trim());
+  }
+  // Not seen before: the fork point and the counts at once (`head...tip` counts from the fork
+  // point), so a first reading waits for the slower of the two, not both.
+  const forkKey = `${root}\0${head}\0${tip}`;
+  if (!forks.has(forkKey)) {
+    const [fork, counts] = await Promise.all([
+      Git.gitRead(root, ["merge-base", head, tip]),
+      Git.gitRead(root, ["diff", ...FLAGS, "--numstat", "-z", `${head}...${tip}`], COUNT_MAX_BYTES),
+    ]);
+    const found = fork?.trim();
+    if (found && /^[0-9a-f]{40,64}$/.test(found)) {
+      remember(forks, forkKey, found);
+      if (counts !== null && found !== tip)
+        remember(counted, `${root}\0${found}\0${tip}`, { out: counts, cut: counts.length >= COUNT_MAX_BYTES });
+    }
+  }
+  const base = forkPoint(root, head, tip);
+  if (!base) return empty(`${branch} shares no history with the project's HEAD.`, null, tip);
   if (base === tip) return empty(`${branch} has no commits the project's HEAD lacks (nothing to merge, or already merged).`, base, tip);
-  return patchOf(root, branch, base, tip, null);
+  return patchOf(root, branch, base, tip, null, opts.stat);
+}
+
+/**
+ * The counts between two commits, kept for the last few pairs: commit ids name immutable trees,
+ * so the same pair always has the same counts, and a person reads one diff several times (task
+ * show, diff --stat, the page). A 5,000-file change costs git ~20 ms to count; this costs nothing.
+ */
+const counted = new Map<string, { out: string; cut?: boolean }>();
+const COUNTED_MAX = 8;
+const COUNTED_MAX_BYTES = 1_000_000;
+
+const COUNT_MAX_BYTES = 4_000_000;
+
+/** Keep `value` under `key`, the oldest going past COUNTED_MAX; large counts are not kept. */
+function remember<T>(map: Map<string, T>, key: string, value: T): void {
+  if (typeof value === "object" && value && "out" in value && (value as { out: string }).out.length > COUNTED_MAX_BYTES) return;
+  if (map.size >= COUNTED_MAX) map.delete(map.keys().next().value!);
+  map.set(key, value);
+}
+
+function numstat(root: string, base: string, tip: string): { out: string; cut?: boolean } {
+  const key = `${root}\0${base}\0${tip}`;
+  const hit = counted.get(key);
+  if (hit) return hit;
+  const r = Git.git(root, ["diff", ...FLAGS, "--numstat", "-z", base, tip], { maxBytes: COUNT_MAX_BYTES });
+  const got = { out: r.out, cut: r.cut };
+  remember(counted, key, got);
+  return got;
+}
+
+const forks = new Map<string, string>();
+
+/** Where `tip` forked from `head` (git merge-base), kept for the last few pairs; null when none. */
+function forkPoint(root: string, head: string, tip: string): string | null {
+  const key = `${root}\0${head}\0${tip}`;
+  const hit = forks.get(key);
+  if (hit) return hit;
+  const r = Git.git(root, ["merge-base", head, tip], { allowFail: true });
+  if (r.code !== 0) return null;
+  remember(forks, key, r.out.trim());
+  return r.out.trim();
 }
 
 /** The files and hunks between two commits, bounded. */
-function patchOf(root: string, branch: string, base: string, tip: string, note: string | null): Diff {
-  const stat = Git.git(root, ["diff", ...FLAGS, "--numstat", "-z", base, tip], { maxBytes: 4_000_000 });
+function patchOf(root: string, branch: string, base: string, tip: string, note: string | null, statOnly = false): Diff {
+  const stat = numstat(root, base, tip);
   const files: DiffFile[] = [];
+  const total = { files: 0, added: 0, removed: 0 };
   for (const rec of stat.out.split("\0")) {
     const m = /^(-|\d+)\t(-|\d+)\t([\s\S]+)$/.exec(rec.replace(/^\n/, ""));
-    if (!m || files.length >= MAX_FILES) continue;
+    if (!m) continue;
     const binary = m[1] === "-";
+    total.files++;
+    if (!binary) {
+      total.added += Number(m[1]);
+      total.removed += Number(m[2]);
+    }
+    if (files.length >= (statOnly ? MAX_STAT_FILES : MAX_FILES)) continue;
     files.push({ path: m[3]!, added: binary ? null : Number(m[1]), removed: binary ? null : Number(m[2]), binary, hunks: [] });
   }
+  if (statOnly) return { branch, base, tip, files, total, cut: total.files > files.length || !!stat.cut, note };
   const patch = Git.git(root, ["diff", ...FLAGS, "-U3", base, tip], { maxBytes: MAX_PATCH_BYTES });
   // One section a file, in numstat's order; a section cut short by the limit is dropped whole.
   const sections = patch.out.split(/^diff --git /m).slice(1);
@@ -81,5 +155,5 @@ function patchOf(root: string, branch: string, base: string, tip: string, note: 
       } else if (hunk && (l[0] === " " || l[0] === "+" || l[0] === "-" || l[0] === "\\")) hunk.lines.push(l);
     }
   });
-  return { branch, base, tip, files, cut: !!patch.cut || files.length >= MAX_FILES, note };
+  return { branch, base, tip, files, total, cut: !!patch.cut || !!stat.cut || total.files > files.length, note };
 }

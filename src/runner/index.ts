@@ -252,9 +252,10 @@ export class Runner {
    */
   private refusedLaunch(task: Task, e: unknown): void {
     const now = Tasks.resolve(this.d.db, task.id);
-    if (now.status === "running") return; // the turn began; its own failure path records it
+    if (now.status === "running" && this.turns.has(task.id)) return; // the turn began; its own failure path records it
     const reason = e instanceof LazyError ? e.message : `lazy failed to launch the turn: ${(e as Error)?.message ?? String(e)}`;
-    if (now.status === "queued") this.move(now, "failed", { error: reason, launch: "refused" });
+    // Running with no turn followed: the supervisor's exec was refused (the task went running just before).
+    if (now.status === "queued" || now.status === "running") this.move(now, "failed", { error: reason, launch: "refused" });
     else this.event(now, "refused", { reason });
   }
 

@@ -113,6 +113,10 @@ export class TurnWatch {
     if (!info?.running) error = "the task's container is gone (stopped from inside, or removed)";
     else if (exec && !exec.running)
       error = `the turn's supervisor ended (exit ${exec.code ?? "unknown"}) without reporting how the turn ended`;
+    // Its supervisor unknown (launched before a daemon restart) and still no turn folder a minute on: it never started.
+    else if (!execId && !AgentDir.lstat(join(this.d.taskDir(Tasks.resolve(this.d.db, taskId)), "turns"), String(run.turn)))
+      if (Date.now() - Date.parse(Tasks.resolve(this.d.db, taskId).updatedAt) > 60_000)
+        error = "the turn's supervisor never started (no turn folder a minute after the launch)";
     if (!error) return;
     await Bun.sleep(500); // an exit.json written just before the end is read first
     if (this.poll(taskId)) return this.unwatch(taskId);
@@ -153,6 +157,8 @@ export class TurnWatch {
     }
     const turns = join(this.d.taskDir(task), "turns");
     const dir = String(run.turn);
+    // No turn folder yet: the supervisor has not started (or never will: checkAlive says why).
+    if (!AgentDir.lstat(turns, dir)) return false;
     try {
       const harness = resolveProfile(this.d.config(), run.profile ?? task.profile).harness;
       // Look for the end first: the supervisor writes exit.json after its last event line.

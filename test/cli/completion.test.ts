@@ -50,7 +50,7 @@ t lazy run -- ta`,
     expect(lines.slice(1)).toEqual([
       "lazy ta|task",
       "lazy task |add list show budget",
-      "lazy d|daemon doctor dashboard",
+      "lazy d|daemon doctor dashboard diff",
       // Flags come from the definitions: stats audit's own, then lazy's --help.
       "lazy stats audit -|--task --limit --json --help -h",
       // A flag's value is not read as a subcommand.

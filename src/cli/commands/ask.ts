@@ -1,21 +1,24 @@
 import { command, print, printJson } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
+import { fileArg, promptFrom } from "../prompt-input";
 
 export const ask = command({
   meta: { name: "ask", description: "Ask a model about the project and its tasks (one of lazy's own calls, through the proxy)" },
   args: {
-    question: { type: "positional", description: "What you want to know", required: true },
+    question: { type: "positional", description: "What you want to know (- reads standard input)", required: false },
+    ...fileArg,
     task: { type: "string", description: "About this task (a code, or ≥ 4 hex chars of its id)" },
     json: { type: "boolean", description: "Print JSON on stdout" },
   },
   async run({ args, rawArgs }) {
+    const question = await promptFrom("question", args.question, args.file);
     const c = await Client.connect(findProjectRoot());
     const named = rawArgs.some((a) => a === "--task" || a.startsWith("--task="));
     const r = await c.request<{ answer: string; profile: string }>(
       "POST",
       "/api/ask",
-      { question: args.question, ...(named ? { task: args.task ?? "" } : {}) },
+      { question, ...(named ? { task: args.task ?? "" } : {}) },
       15 * 60_000,
     );
     if (args.json) return printJson(r);

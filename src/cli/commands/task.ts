@@ -4,22 +4,26 @@ import { findProjectRoot } from "../../util/paths";
 import type { Task, TaskEvent } from "../../store";
 import { say } from "../voice";
 import { LazyError } from "../../util/errors";
+import { fileArg, promptFrom } from "../prompt-input";
+import { fetchDiff, statLines } from "./diff";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 
 const add = command({
   meta: { name: "task add", description: "Add a task" },
   args: {
-    prompt: { type: "positional", description: "What the agent should do", required: true },
+    prompt: { type: "positional", description: "What the agent should do (- reads standard input)", required: false },
+    ...fileArg,
     code: { type: "string", description: "A unique handle for the task, e.g. fix-login" },
     profile: { type: "string", description: "Agent profile (default: [models.roles] agent, else claude)" },
     title: { type: "string", description: "A title (default: the prompt's first line)" },
     ...json,
   },
   async run({ args }) {
+    const prompt = await promptFrom("prompt", args.prompt, args.file);
     const c = await Client.connect(findProjectRoot());
     const t = await c.request<Task>("POST", "/api/tasks", {
-      prompt: args.prompt,
+      prompt,
       code: args.code,
       profile: args.profile,
       title: args.title,
@@ -47,11 +51,19 @@ const show = command({
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
     const r = await c.request<{ task: Task; events: TaskEvent[] }>("GET", `/api/tasks/${encodeURIComponent(args.task)}`);
-    if (args.json) return printJson(r);
+    // Its branch, base and files changed, the same reading as lazy diff --stat.
+    const d = await fetchDiff(c, r.task.id, true);
+    const finish = r.events.findLast((e) => e.kind === "finish")?.data.summary;
+    const summary = typeof finish === "string" ? finish : null;
+    if (args.json) return printJson({ ...r, branch: d.branch, base: d.base, tip: d.tip, diffstat: d.total, summary });
     const t = r.task;
     print(`${t.id}${t.code ? ` (${t.code})` : ""}  ${t.status}  [${t.profile}]`);
     print(`Title:   ${t.title}`);
     print(`Created: ${t.createdAt}   Updated: ${t.updatedAt}`);
+    print(`Branch:  ${d.branch}${d.tip ? ` (tip ${d.tip.slice(0, 12)})` : " (not made yet)"}`);
+    print(`Base:    ${d.base ? d.base.slice(0, 12) : "-"}${d.note ? `  ${d.note}` : ""}`);
+    if (d.files.length) print(`Changes:\n${statLines(d).join("\n")}`);
+    if (summary !== null) print(`Summary (the agent's finish):\n${summary.replace(/^/gm, "  ")}`);
     print(`Prompt:\n${t.prompt.replace(/^/gm, "  ")}`);
     print("Events:");
     for (const e of r.events) print(`  ${e.at}  ${e.kind}  ${JSON.stringify(e.data)}`);
@@ -83,16 +95,21 @@ const budget = command({
     }>("POST", `/api/tasks/${encodeURIComponent(args.task)}/budget`, args.usd ? { usd: Number(m[1]) } : { tokens: Number(m[1]) });
     if (args.json) return printJson(r);
     const ref = r.task.code ?? r.task.id;
-    const limit = args.usd
-      ? r.limit.usd === null
-        ? "no dollar budget set ([budget] per_task_usd)"
-        : `$${r.limit.usd.toFixed(2)} ($${(r.spent.usd ?? 0).toFixed(2)} spent)`
-      : r.limit.tokens === null
-        ? "no token budget set ([budget] per_task_tokens)"
-        : `${r.limit.tokens} tokens (${r.spent.tokens} spent)`;
-    say.success(`Task ${ref}'s budget is now ${limit}.`);
-    if (r.over) say.warn(`Still over: ${r.over.message}.`);
-    else if (r.task.status === "waiting") print(`Its next turn can run: lazy send ${ref} "…" or lazy start ${ref}.`);
+    const added = args.usd ? `$${Number(m[1]).toFixed(2)}` : `${Number(m[1])} tokens`;
+    const limit = args.usd ? r.limit.usd : r.limit.tokens;
+    // No such budget set: the addition is kept, and counts once lazy.toml sets one.
+    if (limit === null) {
+      say.warn(
+        `Task ${ref} has no ${args.usd ? "dollar" : "token"} budget ([budget] ${args.usd ? "per_task_usd" : "per_task_tokens"} is not set in lazy.toml): ${added} was added, and counts only once one is set.`,
+      );
+      return;
+    }
+    const now = args.usd
+      ? `$${(r.limit.usd ?? 0).toFixed(2)} ($${(r.spent.usd ?? 0).toFixed(2)} spent)`
+      : `${r.limit.tokens} tokens (${r.spent.tokens} spent)`;
+    if (r.over) return say.warn(`Task ${ref}'s budget is now ${now}, ${added} added; it is still over: ${r.over.message}.`);
+    say.success(`Task ${ref}'s budget is now ${now}, ${added} added.`);
+    if (r.task.status === "waiting") print(`Its next turn can run: lazy send ${ref} "…" or lazy start ${ref}.`);
   },
 });
 

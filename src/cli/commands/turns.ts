@@ -6,6 +6,7 @@ import type { Task, TaskEvent } from "../../store";
 import { say } from "../voice";
 import { whileLaunching } from "../progress";
 import { line } from "../../lines";
+import { fileArg, promptFrom } from "../prompt-input";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 const taskArg = { task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true } } as const;
@@ -30,11 +31,31 @@ const simple = (name: "start" | "stop" | "reject" | "close", description: string
     async run({ args }) {
       const c = await Client.connect(findProjectRoot());
       const post = () => c.request<Task>("POST", `/api/tasks/${enc(args.task)}/${name}`, undefined, 30 * 60_000);
-      const t = name === "start" ? (await whileLaunching(c, args.task, post)).result : await post();
+      let t = name === "start" ? (await whileLaunching(c, args.task, post)).result : await post();
+      // A stop is a signal: the turn ends a moment later (its harness exits, its commits are brought in).
+      if (name === "stop") t = await stopped(c, t);
       if (args.json) printJson(t);
+      else if (name === "stop") print(stopLine(t));
       else print(await after(c, t, name === "start"));
     },
   });
+
+/** The task once its stopped turn has ended (or after 15 s, still ending). */
+async function stopped(c: Client.Client, t: Task): Promise<Task> {
+  const until = Date.now() + 15_000;
+  let now = t;
+  while (now.status === "running" && Date.now() < until) {
+    await Bun.sleep(200);
+    now = (await c.request<{ task: Task }>("GET", `/api/tasks/${t.id}`)).task;
+  }
+  return now;
+}
+
+function stopLine(t: Task): string {
+  const ref = t.code ?? t.id;
+  if (t.status === "running") return `Asked task ${ref}'s turn to stop; it is still ending (lazy logs ${ref} -f shows when).`;
+  return `Stopped task ${ref}'s turn: it is ${t.status}${t.status === "waiting" ? ` (lazy send ${ref} "…" goes on; lazy close ${ref} ends it)` : ""}.`;
+}
 
 export const start = simple("start", "Run the task's first (or next) turn in its container");
 export const stop = simple("stop", "Stop the task's running turn");
@@ -43,11 +64,17 @@ export const close = simple("close", "End the task's session, keeping its branch
 
 export const send = command({
   meta: { name: "send", description: "Run the task's next turn in the same session, with a message" },
-  args: { ...taskArg, message: { type: "positional", description: "What to tell the agent", required: true }, ...json },
+  args: {
+    ...taskArg,
+    message: { type: "positional", description: "What to tell the agent (- reads standard input)", required: false },
+    ...fileArg,
+    ...json,
+  },
   async run({ args }) {
+    const message = await promptFrom("message", args.message, args.file);
     const c = await Client.connect(findProjectRoot());
     const { result: t } = await whileLaunching(c, args.task, () =>
-      c.request<Task>("POST", `/api/tasks/${enc(args.task)}/send`, { message: args.message }, 30 * 60_000),
+      c.request<Task>("POST", `/api/tasks/${enc(args.task)}/send`, { message }, 30 * 60_000),
     );
     if (args.json) printJson(t);
     else print(await after(c, t, true));
@@ -119,15 +146,17 @@ export const run = command({
       "One-shot for CI: add a task, run its turn, wait, print the result. Exit codes: 0 the turn finished; 3 the agent failed; 4 the launch was refused; 5 a credential is missing; 6 the proxy is unavailable; 7 held by [usage_pause] (the reset time is printed; --wait waits for it); 2 bad usage",
   },
   args: {
-    prompt: { type: "positional", description: "What the agent should do", required: true },
+    prompt: { type: "positional", description: "What the agent should do (- reads standard input)", required: false },
+    ...fileArg,
     profile: { type: "string", description: "Agent profile" },
     code: { type: "string", description: "A code for the task" },
     wait: { type: "boolean", description: "When [usage_pause] holds the turn, wait for the reset instead of exiting 7" },
     ...json,
   },
   async run({ args }) {
+    const prompt = await promptFrom("prompt", args.prompt, args.file);
     const c = await Client.connect(findProjectRoot());
-    const t = await c.request<Task>("POST", "/api/tasks", { prompt: args.prompt, profile: args.profile, code: args.code });
+    const t = await c.request<Task>("POST", "/api/tasks", { prompt, profile: args.profile, code: args.code });
     let after = 0;
     try {
       after = (await whileLaunching(c, t.id, () => c.request<Task>("POST", `/api/tasks/${t.id}/start`, undefined, 30 * 60_000))).after;

@@ -10,6 +10,7 @@ import * as Git from "../../git";
 import { Tasks, type Task } from "../../store";
 import type { Runner } from "../../runner";
 import { parseBody } from "./input";
+import { promptSchema } from "../../util/prompt";
 import { parseSince } from "./watch";
 
 export interface AskDeps {
@@ -18,7 +19,7 @@ export interface AskDeps {
   runner: { calls: Pick<Runner["calls"], "ask"> };
 }
 
-const Ask = z.strictObject({ question: z.string().trim().min(1).max(8000), task: z.string().optional() });
+const Ask = z.strictObject({ question: promptSchema("question").pipe(z.string().max(8000)), task: z.string().optional() });
 
 /** Where the project's checkout stands now: its branch, last commits and uncommitted changes (read off the daemon's thread). */
 async function gitState(root: string): Promise<string> {

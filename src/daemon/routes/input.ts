@@ -7,7 +7,10 @@ export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   if (!r.success)
     throw new LazyError(
       "invalid_input",
-      `Bad request: ${r.error.issues.map((i) => `${i.path.join(".") || "body"} ${i.message}`).join("; ")}.`,
+      // A problem said as a whole sentence (a prompt's bound) is said as it is.
+      r.error.issues.every((i) => i.code === "custom" && i.message.endsWith("."))
+        ? r.error.issues.map((i) => i.message).join(" ")
+        : `Bad request: ${r.error.issues.map((i) => `${i.path.join(".") || "body"} ${i.message}`).join("; ")}.`,
     );
   return r.data;
 }

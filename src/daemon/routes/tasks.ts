@@ -8,9 +8,10 @@ import type { Config } from "../../config";
 import type { Runner } from "../../runner";
 import type { Bus } from "../../bus";
 import { parseBody, taskRef } from "./input";
+import { PROMPT_MAX_BYTES, promptSchema } from "../../util/prompt";
 
 export const AddTask = z.strictObject({
-  prompt: z.string().describe("What the agent should do."),
+  prompt: promptSchema("prompt").describe(`What the agent should do (not empty; at most ${PROMPT_MAX_BYTES} bytes).`),
   title: z.string().optional(),
   code: z.string().optional().describe("Unique handle such as fix-login."),
   profile: z.string().optional().describe("Agent profile; the [models.roles] agent one when absent."),
@@ -44,7 +45,7 @@ export function taskRoutes(d: TaskDeps) {
     .get("/api/counts", () => Tasks.counts(d.db))
     .post("/api/tasks/:ref/start", ({ params }) => d.runner.start(taskRef(params)))
     .post("/api/tasks/:ref/send", ({ params, body }) => {
-      const { message } = parseBody(z.strictObject({ message: z.string().min(1) }), body);
+      const { message } = parseBody(z.strictObject({ message: promptSchema("message") }), body);
       return d.runner.start(taskRef(params), message);
     })
     .post("/api/tasks/:ref/stop", ({ params }) => d.runner.stop(taskRef(params)))
