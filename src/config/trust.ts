@@ -15,7 +15,7 @@
  * port or a comment needs no new approval, any edit of a trust-bearing value does.
  */
 import { createHash } from "node:crypto";
-import { existsSync, lstatSync, readFileSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, lstatSync, openSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parse } from "smol-toml";
 import { ensurePrivateDir, writeFileAtomic } from "../util/files";
@@ -55,11 +55,29 @@ function bookPath(home: string): string {
   return join(home, TRUST_FILE);
 }
 
+/**
+ * The record, only if this user alone could have written it (like daemon.json, state.ts): a
+ * trusted.json another user owns or may write would let them approve any lazy.toml.
+ */
 function readBook(home: string): Book {
   const p = bookPath(home);
   if (!existsSync(p)) return { version: 1, files: {} };
+  const fd = openSync(p, "r");
+  let text: string;
   try {
-    const b = JSON.parse(readFileSync(p, "utf8")) as Book;
+    const st = fstatSync(fd);
+    const me = process.geteuid?.();
+    if ((me !== undefined && st.uid !== me) || st.mode & 0o022)
+      throw new LazyError(
+        "config_untrusted",
+        `${p} (what you trusted with lazy trust) is ${me !== undefined && st.uid !== me ? `owned by uid ${st.uid}, not by you (uid ${me})` : "writable by other users"}, so lazy trusts nothing it says: another user may have written it. Remove it (rm ${p}), then run lazy trust again where you trust the lazy.toml.`,
+      );
+    text = readFileSync(fd, "utf8");
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    const b = JSON.parse(text) as Book;
     if (b && b.version === 1 && b.files && typeof b.files === "object") return b;
   } catch {}
   throw new LazyError("config_invalid", `${p} does not read as lazy's trust record; move it away and run lazy trust again.`);
