@@ -3,7 +3,7 @@
  * its line and column, and the starter `lazy init` writes.
  */
 export * from "./schema";
-export { load, loadText, formatProblem, FILE, type Loaded, type Problem } from "./load";
+export { load, loadText, readConfigText, formatProblem, FILE, type Loaded, type Problem } from "./load";
 export { starter } from "./starter";
 export { resolveProfile, profileNames, defaultProfile, type ResolvedProfile, type Harness } from "./profiles";
 export * as Trust from "./trust";

@@ -21,7 +21,7 @@ import { parse } from "smol-toml";
 import { ensurePrivateDir, writeFileAtomic } from "../util/files";
 import { LazyError } from "../util/errors";
 import { lazyHome } from "../util/paths";
-import { FILE, formatProblem, loadText, type Problem } from "./load";
+import { FILE, formatProblem, loadText, readConfigText, type Problem } from "./load";
 import { locate, pathKey } from "./positions";
 import type { Config } from "./schema";
 
@@ -139,8 +139,9 @@ export function check(root: string, home = lazyHome()): Checked {
     if (!loaded.ok) throw new Error("an empty lazy.toml must load");
     return { ok: true, config: loaded.config, present: false, file, record: null };
   }
-  const src = readFileSync(file, "utf8");
-  const loaded = loadText(src);
+  const read = readConfigText(file);
+  const src = "text" in read ? read.text : "";
+  const loaded: ReturnType<typeof loadText> = "text" in read ? loadText(src) : { ok: false, problems: [read.problem] };
   if (!loaded.ok)
     return {
       ok: false,
@@ -192,9 +193,10 @@ export function approve(
 ): { file: string; sha256: string; changed: string[]; bearing: string[]; isNew: boolean; needed: boolean } {
   const file = join(root, FILE);
   if (!existsSync(file)) throw new LazyError("not_found", `There is no ${FILE} in ${root} to trust; lazy init writes one (and trusts it).`);
-  const bytes = readFileSync(file);
-  const src = bytes.toString("utf8");
-  const loaded = loadText(src);
+  const read = readConfigText(file);
+  const src = "text" in read ? read.text : "";
+  const bytes = Buffer.from(src);
+  const loaded: ReturnType<typeof loadText> = "text" in read ? loadText(src) : { ok: false, problems: [read.problem] };
   if (!loaded.ok)
     throw new LazyError(
       "config_invalid",
@@ -219,7 +221,8 @@ export function list(home = lazyHome()): { file: string; sha256: string; trusted
       let state: "matches" | "changed" | "missing" = "missing";
       if (existsSync(file)) {
         try {
-          state = bearingHash(bearingKeys(readFileSync(file, "utf8"), dirname(file))) === r.bearing ? "matches" : "changed";
+          const read = readConfigText(file);
+          state = "text" in read && bearingHash(bearingKeys(read.text, dirname(file))) === r.bearing ? "matches" : "changed";
         } catch {
           state = "changed";
         }
