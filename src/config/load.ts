@@ -3,7 +3,8 @@
  * problem into one line `lazy.toml:LINE:COL path — what was expected`, all at once.
  */
 import { parse, TomlError } from "smol-toml";
-import { closeSync, constants, existsSync, fstatSync, openSync, readSync } from "node:fs";
+import { existsSync } from "node:fs";
+import { readRegular } from "../util/bounded-read";
 import { join } from "node:path";
 import type { z } from "zod";
 import { Config, crossCheck } from "./schema";
@@ -32,30 +33,13 @@ export function load(root: string): Loaded {
 /** The largest lazy.toml lazy reads (a real one is a few KiB). */
 export const MAX_CONFIG_BYTES = 1024 * 1024;
 
-/**
- * A lazy.toml's text, read with a bound: it comes with the checkout, so a pull can make it a
- * link to /dev/zero (read until memory runs out), a FIFO (a read that never returns) or a huge
- * file, and the daemon reads it before every API request. A link to a plain file is read.
- */
+/** A lazy.toml's text, read with a bound (util/bounded-read.ts: the daemon reads it before every API request). */
 export function readConfigText(file: string): { text: string } | { problem: Problem } {
-  const problem = (message: string) => ({ problem: { line: 1, col: 1, path: "", message } });
-  // O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one.
-  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile())
-      return problem(
-        `${file} is not a regular file (a FIFO, device or folder, perhaps behind a link), so lazy does not read it: make it a plain file.`,
-      );
-    const buf = Buffer.alloc(MAX_CONFIG_BYTES + 1);
-    let n = 0;
-    for (let got = 1; got > 0 && n < buf.length; n += got) got = readSync(fd, buf, n, buf.length - n, n);
-    if (n > MAX_CONFIG_BYTES)
-      return problem(`${file} is larger than ${MAX_CONFIG_BYTES} bytes, so lazy does not read it: a lazy.toml is a few KiB.`);
-    return { text: buf.toString("utf8", 0, n) };
-  } finally {
-    closeSync(fd);
-  }
+  const read = readRegular(file, MAX_CONFIG_BYTES);
+  if ("text" in read) return read;
+  return {
+    problem: { line: 1, col: 1, path: "", message: `${file} ${read.why}, so lazy does not read it: make it a plain file of a few KiB.` },
+  };
 }
 
 export function loadText(src: string): Loaded {

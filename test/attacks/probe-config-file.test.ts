@@ -8,14 +8,15 @@
  * readFileSync): a link to a FIFO hung `lazy task list` and the daemon's main thread for good
  * (the FIFO test, run against that build: the CLI was still waiting after 20 s, and so was every
  * API request after it); /dev/zero is read until memory runs out (ENOMEM at a 4 GB ulimit, checked
- * by hand, not run against the old build here); a 2 MiB file was parsed whole.
+ * by hand, not run against the old build here); a 2 MiB file was parsed whole. The Dockerfile
+ * lazy.toml names was read the same way at launch (containers/image.ts): the FIFO test hung there.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BIN, Project, cleanupAll } from "../helpers/lazy";
+import { BIN, Project, cleanupAll, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-PROBECFG-" + "c".repeat(72) + "AA";
@@ -114,5 +115,30 @@ describe("a lazy.toml that is not a small plain file", () => {
     const doctor = await bounded(p, ["doctor"]);
     expect(doctor.hung).toBe(false);
     expect(doctor.stderr + "").not.toContain(attacker.url);
+  }, 120_000);
+
+  test("the Dockerfile lazy.toml names, made a link to a FIFO by a pull: the launch fails naming it, and the daemon goes on answering", async () => {
+    const p = await running();
+    mkdirSync(join(p.root, "ci"));
+    writeFileSync(join(p.root, "ci/Dockerfile"), "FROM scratch\n");
+    p.writeToml(`[container]\ndockerfile = "ci/Dockerfile"\n\n${upstream(good.url)}`);
+    sh(
+      p.root,
+      "git config user.email dev@example.com && git config user.name Dev && echo lazy.toml > .gitignore && git add -A && git commit -qm init",
+    );
+    const dir = mkdtempSync(join(tmpdir(), "lazy-probe-fifo-"));
+    scratch.push(dir);
+    execFileSync("mkfifo", [join(dir, "fifo")]);
+    rmSync(join(p.root, "ci/Dockerfile"));
+    symlinkSync(join(dir, "fifo"), join(p.root, "ci/Dockerfile"));
+    await p.ok(["task", "add", "build it", "--code", "fifo"]);
+    const start = await bounded(p, ["start", "fifo"]);
+    expect(start.hung, "lazy start hung").toBe(false);
+    const list = await bounded(p, ["task", "show", "fifo", "--json"]);
+    expect(list.hung, "the daemon stopped answering").toBe(false);
+    const t = await p.json(["task", "show", "fifo"]);
+    expect(t.task.status).toBe("failed");
+    expect(JSON.stringify(t.events)).toContain("is not a regular file (a FIFO, device or folder, perhaps behind a link)");
+    expect(good.received.filter((r) => r.method === "POST")).toEqual([]);
   }, 120_000);
 });
