@@ -9,7 +9,8 @@
  * (the FIFO test, run against that build: the CLI was still waiting after 20 s, and so was every
  * API request after it); /dev/zero is read until memory runs out (ENOMEM at a 4 GB ulimit, checked
  * by hand, not run against the old build here); a 2 MiB file was parsed whole. The Dockerfile
- * lazy.toml names was read the same way at launch (containers/image.ts): the FIFO test hung there.
+ * lazy.toml names was read the same way at launch (containers/image.ts), and so was
+ * .worktreeinclude (git/index.ts): both FIFO tests hung there.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { execFileSync } from "node:child_process";
@@ -139,6 +140,27 @@ describe("a lazy.toml that is not a small plain file", () => {
     const t = await p.json(["task", "show", "fifo"]);
     expect(t.task.status).toBe("failed");
     expect(JSON.stringify(t.events)).toContain("is not a regular file (a FIFO, device or folder, perhaps behind a link)");
+    expect(good.received.filter((r) => r.method === "POST")).toEqual([]);
+  }, 120_000);
+
+  test(".worktreeinclude made a link to a FIFO by a pull: the launch is refused naming it, and the daemon goes on answering", async () => {
+    const p = await running();
+    sh(
+      p.root,
+      "git config user.email dev@example.com && git config user.name Dev && echo lazy.toml > .gitignore && git add -A && git commit -qm init",
+    );
+    const dir = mkdtempSync(join(tmpdir(), "lazy-probe-fifo-"));
+    scratch.push(dir);
+    execFileSync("mkfifo", [join(dir, "fifo")]);
+    symlinkSync(join(dir, "fifo"), join(p.root, ".worktreeinclude"));
+    await p.ok(["task", "add", "copy what it names", "--code", "incl"]);
+    const start = await bounded(p, ["start", "incl"]);
+    expect(start.hung, "lazy start hung").toBe(false);
+    const show = await bounded(p, ["task", "show", "incl"]);
+    expect(show.hung, "the daemon stopped answering").toBe(false);
+    const t = await p.json(["task", "show", "incl"]);
+    expect(t.task.status).toBe("failed");
+    expect(JSON.stringify(t.events)).toContain(".worktreeinclude is not a regular file (a FIFO, device or folder, perhaps behind a link)");
     expect(good.received.filter((r) => r.method === "POST")).toEqual([]);
   }, 120_000);
 });
