@@ -23,7 +23,6 @@ const KEY = "sk-ant-api03-PROBEMCP-" + "m".repeat(72) + "AA";
 let anthropic: Mock.MockProvider;
 let p: Project;
 let victim: { id: string; token: string };
-let prober: { id: string };
 let results: any;
 /** The victim's own MCP calls during its own turn, before the prober ran. */
 let victimRows: number;
@@ -65,7 +64,7 @@ beforeAll(async () => {
     text: "done.",
     toolUse: { name: "Bash", input: { command: `node probe-mcp-agent.mjs ${victim.token}`, description: "probe", timeout: 120000 } },
   };
-  prober = await p.json(["task", "add", "Probe the MCP route", "--code", "prober"]);
+  await p.ok(["task", "add", "Probe the MCP route", "--code", "prober"]);
   await p.ok(["start", "prober"]);
   expect((await settled("prober")).task.status).toBe("done");
   results = JSON.parse(readFileSync(join(p.stateDir, "worktrees", "prober", "probe-results.json"), "utf8"));
