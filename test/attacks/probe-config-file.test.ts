@@ -127,6 +127,8 @@ describe("a lazy.toml that is not a small plain file", () => {
       p.root,
       "git config user.email dev@example.com && git config user.name Dev && echo lazy.toml > .gitignore && git add -A && git commit -qm init",
     );
+    // The daemon takes the trusted config naming the Dockerfile now, before the pull swaps the file.
+    expect((await p.run(["task", "list"])).stderr).toBe("");
     const dir = mkdtempSync(join(tmpdir(), "lazy-probe-fifo-"));
     scratch.push(dir);
     execFileSync("mkfifo", [join(dir, "fifo")]);
