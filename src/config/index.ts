@@ -4,7 +4,7 @@
  */
 export * from "./schema";
 export { resolveLimits, bytesOf, type Resolved as ResolvedLimits } from "./limits";
-export { load, loadText, formatProblem, FILE, type Loaded, type Problem } from "./load";
+export { load, loadText, readConfigText, formatProblem, FILE, type Loaded, type Problem } from "./load";
 export { starter } from "./starter";
 export { resolveProfile, profileNames, defaultProfile, type ResolvedProfile, type Harness } from "./profiles";
 export * as Trust from "./trust";

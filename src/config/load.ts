@@ -3,7 +3,8 @@
  * problem into one line `lazy.toml:LINE:COL path — what was expected`, all at once.
  */
 import { parse, TomlError } from "smol-toml";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
+import { readRegular } from "../util/bounded-read";
 import { join } from "node:path";
 import type { z } from "zod";
 import { Config, crossCheck } from "./schema";
@@ -25,7 +26,20 @@ export const formatProblem = (p: Problem) => `${FILE}:${p.line}:${p.col} ${p.pat
 export function load(root: string): Loaded {
   const file = join(root, FILE);
   if (!existsSync(file)) return { ok: true, config: Config.parse({}), present: false };
-  return loadText(readFileSync(file, "utf8"));
+  const read = readConfigText(file);
+  return "problem" in read ? { ok: false, problems: [read.problem] } : loadText(read.text);
+}
+
+/** The largest lazy.toml lazy reads (a real one is a few KiB). */
+export const MAX_CONFIG_BYTES = 1024 * 1024;
+
+/** A lazy.toml's text, read with a bound (util/bounded-read.ts: the daemon reads it before every API request). */
+export function readConfigText(file: string): { text: string } | { problem: Problem } {
+  const read = readRegular(file, MAX_CONFIG_BYTES);
+  if ("text" in read) return read;
+  return {
+    problem: { line: 1, col: 1, path: "", message: `${file} ${read.why}, so lazy does not read it: make it a plain file of a few KiB.` },
+  };
 }
 
 export function loadText(src: string): Loaded {

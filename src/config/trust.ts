@@ -15,13 +15,13 @@
  * port or a comment needs no new approval, any edit of a trust-bearing value does.
  */
 import { createHash } from "node:crypto";
-import { existsSync, lstatSync, readFileSync } from "node:fs";
+import { closeSync, existsSync, fstatSync, lstatSync, openSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parse } from "smol-toml";
 import { ensurePrivateDir, writeFileAtomic } from "../util/files";
 import { LazyError } from "../util/errors";
 import { lazyHome } from "../util/paths";
-import { FILE, formatProblem, loadText, type Problem } from "./load";
+import { FILE, formatProblem, loadText, readConfigText, type Problem } from "./load";
 import { locate, pathKey } from "./positions";
 import type { Config } from "./schema";
 
@@ -55,11 +55,29 @@ function bookPath(home: string): string {
   return join(home, TRUST_FILE);
 }
 
+/**
+ * The record, only if this user alone could have written it (like daemon.json, state.ts): a
+ * trusted.json another user owns or may write would let them approve any lazy.toml.
+ */
 function readBook(home: string): Book {
   const p = bookPath(home);
   if (!existsSync(p)) return { version: 1, files: {} };
+  const fd = openSync(p, "r");
+  let text: string;
   try {
-    const b = JSON.parse(readFileSync(p, "utf8")) as Book;
+    const st = fstatSync(fd);
+    const me = process.geteuid?.();
+    if ((me !== undefined && st.uid !== me) || st.mode & 0o022)
+      throw new LazyError(
+        "config_untrusted",
+        `${p} (what you trusted with lazy trust) is ${me !== undefined && st.uid !== me ? `owned by uid ${st.uid}, not by you (uid ${me})` : "writable by other users"}, so lazy trusts nothing it says: another user may have written it. Remove it (rm ${p}), then run lazy trust again where you trust the lazy.toml.`,
+      );
+    text = readFileSync(fd, "utf8");
+  } finally {
+    closeSync(fd);
+  }
+  try {
+    const b = JSON.parse(text) as Book;
     if (b && b.version === 1 && b.files && typeof b.files === "object") return b;
   } catch {}
   throw new LazyError("config_invalid", `${p} does not read as lazy's trust record; move it away and run lazy trust again.`);
@@ -121,8 +139,9 @@ export function check(root: string, home = lazyHome()): Checked {
     if (!loaded.ok) throw new Error("an empty lazy.toml must load");
     return { ok: true, config: loaded.config, present: false, file, record: null };
   }
-  const src = readFileSync(file, "utf8");
-  const loaded = loadText(src);
+  const read = readConfigText(file);
+  const src = "text" in read ? read.text : "";
+  const loaded: ReturnType<typeof loadText> = "text" in read ? loadText(src) : { ok: false, problems: [read.problem] };
   if (!loaded.ok)
     return {
       ok: false,
@@ -174,9 +193,10 @@ export function approve(
 ): { file: string; sha256: string; changed: string[]; bearing: string[]; isNew: boolean; needed: boolean } {
   const file = join(root, FILE);
   if (!existsSync(file)) throw new LazyError("not_found", `There is no ${FILE} in ${root} to trust; lazy init writes one (and trusts it).`);
-  const bytes = readFileSync(file);
-  const src = bytes.toString("utf8");
-  const loaded = loadText(src);
+  const read = readConfigText(file);
+  const src = "text" in read ? read.text : "";
+  const bytes = Buffer.from(src);
+  const loaded: ReturnType<typeof loadText> = "text" in read ? loadText(src) : { ok: false, problems: [read.problem] };
   if (!loaded.ok)
     throw new LazyError(
       "config_invalid",
@@ -201,7 +221,8 @@ export function list(home = lazyHome()): { file: string; sha256: string; trusted
       let state: "matches" | "changed" | "missing" = "missing";
       if (existsSync(file)) {
         try {
-          state = bearingHash(bearingKeys(readFileSync(file, "utf8"), dirname(file))) === r.bearing ? "matches" : "changed";
+          const read = readConfigText(file);
+          state = "text" in read && bearingHash(bearingKeys(read.text, dirname(file))) === r.bearing ? "matches" : "changed";
         } catch {
           state = "changed";
         }

@@ -11,6 +11,7 @@ import { readFileSync, existsSync, readdirSync } from "node:fs";
 import { join, resolve, dirname, relative } from "node:path";
 import { VERSION } from "../version";
 import { LazyError } from "../util/errors";
+import { readRegular } from "../util/bounded-read";
 
 export const HARNESS_VERSIONS = { claude: "2.1.197", codex: "0.171.0", pi: "0.73.1" } as const;
 
@@ -67,7 +68,10 @@ export function plan(root: string, container: { image?: string; dockerfile?: str
     const file = resolve(root, container.dockerfile);
     if (!existsSync(file))
       throw new LazyError("invalid_input", `[container] dockerfile = "${container.dockerfile}" does not exist (${file}).`);
-    const text = readFileSync(file, "utf8");
+    const read = readRegular(file, 1024 * 1024);
+    if (!("text" in read))
+      throw new LazyError("invalid_input", `[container] dockerfile = "${container.dockerfile}" ${read.why} (${file}).`);
+    const text = read.text;
     const context = dirname(file);
     if (relative(root, context).startsWith(".."))
       throw new LazyError("invalid_input", `[container] dockerfile must live inside the project (${file}).`);

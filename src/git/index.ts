@@ -15,7 +15,6 @@ import {
   copyFileSync,
   existsSync,
   mkdirSync,
-  readFileSync,
   renameSync,
   rmSync,
   writeFileSync,
@@ -29,6 +28,7 @@ import { inflateSync } from "node:zlib";
 import { basename, join, dirname } from "node:path";
 import { LazyError } from "../util/errors";
 import * as AgentDir from "../util/agent-dir";
+import { readRegular } from "../util/bounded-read";
 
 export const BRANCH_PREFIX = "lazy/";
 
@@ -411,7 +411,11 @@ export function deleteBranch(root: string, branch: string): void {
 function copyIncluded(root: string, worktree: string): void {
   const list = join(root, ".worktreeinclude");
   if (!existsSync(list)) return;
-  const patterns = readFileSync(list, "utf8")
+  // It comes with the checkout: a pull can make it a link to a FIFO or /dev/zero (util/bounded-read.ts).
+  const read = readRegular(list, 64 * 1024);
+  if (!("text" in read))
+    throw new LazyError("launch_refused", `${list} ${read.why}, so lazy copies nothing by it: make it a plain file of patterns.`);
+  const patterns = read.text
     .split("\n")
     .map((l) => l.trim())
     .filter((l) => l && !l.startsWith("#"));

@@ -7,7 +7,20 @@
 import type { TaskEvent } from "../store";
 import type { WatchItem } from "../watch";
 
+/** Under the time (`12:34:56  `): where a line's continuation starts. */
+const CONTINUED = `\n${" ".repeat(10)}`;
+const LINE_BREAK = /\r\n|[\n\r\v\f\u0085\u2028\u2029]/g;
+
+/**
+ * One event as text. An agent's text (a message, a progress note, a summary) may hold line
+ * breaks: every line after the first is indented under the time, so none can start where a
+ * line of lazy's own does (a forged "12:34:56  -- running → done" stays indented text).
+ */
 export function line(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
+  return eventText(e).replace(LINE_BREAK, CONTINUED);
+}
+
+function eventText(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
   const d = e.data as Record<string, any>;
   const t = e.at.slice(11, 19);
   switch (e.kind) {
@@ -46,7 +59,7 @@ export function line(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
     case "dropped":
       return `${t}  !! dropped ${d.events} event(s) and ${d.bytes} unread byte(s): ${d.reason}`;
     case "summary":
-      return `${t}  accepted ${d.commits?.length ?? 0} commit(s) from ${d.branch}${(d.commits ?? []).map((c: string) => `\n          ${c}`).join("")}`;
+      return `${t}  accepted ${d.commits?.length ?? 0} commit(s) from ${d.branch}${(d.commits ?? []).map((c: string) => `\n${c}`).join("")}`;
     default:
       return `${t}  ${e.kind} ${JSON.stringify(d)}`;
   }

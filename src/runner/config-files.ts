@@ -4,10 +4,16 @@
  * it), `.worktreeinclude` (what host files are copied into tasks), the Dockerfile or setup
  * script lazy.toml names and any Dockerfile (what runs at build), and the harnesses' project
  * folders and files (hooks, MCP servers, extensions that lazy pair, own calls or a person's own
- * harness would load). `lazy accept` merges a branch touching any of them only with
- * `--with-config`, naming each.
+ * harness would load), and git's own in-tree config (.gitattributes routes files through the
+ * filter, diff and merge drivers the person's git config defines, run on the host by accept's
+ * merge; .lfsconfig tells git-lfs there where to fetch and send credentials). `lazy accept`
+ * merges a branch touching any of them only with `--with-config`, naming each.
+ *
+ * Names are compared the way a case-insensitive file system (macOS) resolves them: `.Claude/`
+ * or `LAZY.TOML` lands where `.claude/` or `lazy.toml` is looked for, and HFS+ ignores some
+ * invisible code points in names (git's own list, utf8.c is_hfs_dotgit).
  */
-import { basename } from "node:path";
+import { basename, posix } from "node:path";
 import { load, FILE } from "../config";
 
 /** Folders (at any depth) whose files a harness loads as configuration. */
@@ -28,7 +34,16 @@ const FILES: Record<string, string> = {
   ".cursorrules": "cursor-agent's rules",
   ".envrc": "direnv runs it on the host",
   ".dockerignore": "what a Docker build sees",
+  ".gitattributes": "git attributes: which filter, diff and merge drivers git runs on the host (accept's merge runs them)",
+  ".gitmodules": "submodules: what git fetches and checks out on the host",
+  ".lfsconfig": "Git LFS config: where git-lfs on the host fetches from and sends credentials",
 };
+
+/** Code points HFS+ ignores in file names (git utf8.c): `.cl\u200caude` is `.claude` there. */
+const HFS_IGNORED = /[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/g;
+/** A name as a case-insensitive, HFS+-style file system finds it. */
+const folded = (name: string) => name.replace(HFS_IGNORED, "").toLowerCase();
+const FOLDED_FILES = new Map(Object.entries(FILES).map(([k, v]) => [folded(k), v]));
 
 export interface ConfigFile {
   path: string;
@@ -39,15 +54,21 @@ export interface ConfigFile {
 export function configBearing(root: string, changed: string[]): ConfigFile[] {
   const loaded = load(root);
   const c = loaded.ok ? loaded.config.container : undefined;
-  const dockerfile = c?.dockerfile?.replace(/^\.\//, "");
-  const setupWords = new Set((c?.setup ?? "").split(/[\s;&|()<>'"`=]+/).map((w) => w.replace(/^\.\//, "")));
+  // As git names the file: `docker/./app` and `docker//app` are `docker/app`.
+  const dockerfile = c?.dockerfile ? posix.normalize(c.dockerfile) : undefined;
+  const setupWords = new Set(
+    (c?.setup ?? "")
+      .split(/[\s;&|()<>'"`=]+/)
+      .filter(Boolean)
+      .map((w) => posix.normalize(w)),
+  );
   const out: ConfigFile[] = [];
   for (const path of changed) {
-    const name = basename(path);
-    const folder = path.split("/").find((seg) => seg in FOLDERS);
+    const name = folded(basename(path));
+    const folder = path.split("/").find((seg) => Object.hasOwn(FOLDERS, folded(seg)));
     const why =
-      FILES[name] ??
-      (folder ? FOLDERS[folder] : undefined) ??
+      FOLDED_FILES.get(name) ??
+      (folder ? FOLDERS[folded(folder)] : undefined) ??
       (path === dockerfile ? "the Dockerfile [container] dockerfile names" : undefined) ??
       (setupWords.has(path) ? "run by [container] setup" : undefined) ??
       (/^dockerfile/i.test(name) || /\.dockerfile$/i.test(name) ? "a Dockerfile" : undefined);

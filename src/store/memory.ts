@@ -11,8 +11,15 @@ import { LazyError } from "../util/errors";
 /** Who wrote a note: a person is trusted; an agent's note (or lazy's compaction of them) is not verified. */
 export const byPerson = (n: Pick<Note, "by">): boolean => n.by === "human";
 
-/** A note as an agent reads it (the prompt block, memory_read): agents' notes marked unverified. */
-export const forAgent = (n: Pick<Note, "by" | "text">): string => (byPerson(n) ? n.text : `(unverified, written by an agent) ${n.text}`);
+/** Line breaks of every kind: an agent's note is handed over on one line, after its mark. */
+const LINE_BREAKS = /[\r\n\v\f\u0085\u2028\u2029]+/g;
+
+/**
+ * A note as an agent reads it (the prompt block, memory_read): agents' notes marked unverified,
+ * on one line, so a note cannot start a line of its own that reads as a person's note.
+ */
+export const forAgent = (n: Pick<Note, "by" | "text">): string =>
+  byPerson(n) ? n.text : `(unverified, written by an agent) ${n.text.replace(LINE_BREAKS, " ⏎ ")}`;
 
 export interface Note {
   id: number;

@@ -1,9 +1,9 @@
 import { command, print, printJson } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { load, formatProblem, Trust, secretUrls, FILE } from "../../config";
+import { load, formatProblem, Trust, secretUrls, readConfigText, FILE } from "../../config";
 import { Engine } from "../../containers";
 import { desktopTool } from "../../notify";
 import { LazyError } from "../../util/errors";
@@ -178,7 +178,9 @@ function trustFinding(root: string): Finding | undefined {
 function secretFindings(root: string): Finding[] {
   const file = join(root, FILE);
   if (!existsSync(file)) return [];
-  return secretUrls(readFileSync(file, "utf8")).map((u) => ({
+  const read = readConfigText(file);
+  if (!("text" in read)) return []; // said by the config check already
+  return secretUrls(read.text).map((u) => ({
     check: "secrets",
     ok: false,
     blocking: false,

@@ -1,0 +1,168 @@
+/**
+ * Attacks on how lazy reads lazy.toml itself (issue 26, the attacker's pass). The file comes with
+ * the checkout: a pull (git stores links) or another process can make it a link to a FIFO, to
+ * /dev/zero, or a file of gigabytes. The CLI reads it before each command and the daemon before
+ * every API request, on its main thread.
+ *
+ * Against the code before this probe (config/load.ts and trust.ts read it whole with
+ * readFileSync): a link to a FIFO hung `lazy task list` and the daemon's main thread for good
+ * (the FIFO test, run against that build: the CLI was still waiting after 20 s, and so was every
+ * API request after it); /dev/zero is read until memory runs out (ENOMEM at a 4 GB ulimit, checked
+ * by hand, not run against the old build here); a 2 MiB file was parsed whole. The Dockerfile
+ * lazy.toml names was read the same way at launch (containers/image.ts), and so was
+ * .worktreeinclude (git/index.ts): both FIFO tests hung there.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BIN, Project, cleanupAll, sh } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
+
+const KEY = "sk-ant-api03-PROBECFG-" + "c".repeat(72) + "AA";
+let good: Mock.MockProvider;
+let attacker: Mock.MockProvider;
+const scratch: string[] = [];
+
+beforeAll(async () => {
+  good = await Mock.anthropic();
+  attacker = await Mock.anthropic();
+});
+afterAll(async () => {
+  await cleanupAll();
+  await good?.close();
+  await attacker?.close();
+  for (const d of scratch) rmSync(d, { recursive: true, force: true });
+});
+
+const upstream = (url: string) => `[proxy.upstreams]\nanthropic = "${url}"\n`;
+
+/** lazy with a deadline: a command that hangs is killed and reported as such. */
+async function bounded(p: Project, args: string[], ms = 20_000): Promise<{ code: number | null; stderr: string; hung: boolean }> {
+  const proc = Bun.spawn([BIN, ...args], { cwd: p.root, env: p.fullEnv(), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  let hung = false;
+  const timer = setTimeout(() => {
+    hung = true;
+    proc.kill(9);
+  }, ms);
+  const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+  clearTimeout(timer);
+  return { code: hung ? null : code, stderr, hung };
+}
+
+/** One request through the project's proxy with a host grant, as lazy chat's harness would. */
+async function ask(p: Project): Promise<number> {
+  const g = await p.grant({ role: "host" });
+  const res = await fetch(`${g.proxyUrl}/v1/messages`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": g.placeholder },
+    body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }),
+  });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+/** A project whose daemon runs on the trusted good upstream. */
+async function running(): Promise<Project> {
+  const p = new Project({ toml: upstream(good.url) });
+  await p.setCredential("anthropic", KEY);
+  good.reset();
+  attacker.reset();
+  return p;
+}
+
+/** Every command still answers, says lazy.toml is unreadable, and the daemon keeps the trusted upstream. */
+async function survives(p: Project, why: string): Promise<void> {
+  for (const args of [
+    ["task", "list"],
+    ["task", "add", "still works", "--code", "still"],
+  ]) {
+    const r = await bounded(p, args);
+    expect(r.hung, `lazy ${args.join(" ")} hung`).toBe(false);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain(why);
+  }
+  expect(await ask(p)).toBe(200);
+  expect(good.received.filter((r) => r.method === "POST")).toHaveLength(1);
+  expect(attacker.received).toEqual([]);
+}
+
+describe("a lazy.toml that is not a small plain file", () => {
+  test("a link to a FIFO (a pull brings the link, another process made the FIFO): no command hangs, the daemon answers and keeps its config", async () => {
+    const p = await running();
+    const dir = mkdtempSync(join(tmpdir(), "lazy-probe-fifo-"));
+    scratch.push(dir);
+    execFileSync("mkfifo", [join(dir, "fifo")]);
+    rmSync(join(p.root, "lazy.toml"));
+    symlinkSync(join(dir, "fifo"), join(p.root, "lazy.toml"));
+    await survives(p, "is not a regular file (a FIFO, device or folder, perhaps behind a link), so lazy does not read it");
+  }, 120_000);
+
+  test("a link to /dev/zero: refused at once, the daemon's memory stays where it was", async () => {
+    const p = await running();
+    const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p.runtime()!.pid}/status`, "utf8"))![1]) / 1024;
+    const before = rss();
+    rmSync(join(p.root, "lazy.toml"));
+    symlinkSync("/dev/zero", join(p.root, "lazy.toml"));
+    await survives(p, "is not a regular file");
+    expect(rss() - before).toBeLessThan(200);
+  }, 120_000);
+
+  test("a 2 MiB lazy.toml naming the attacker's upstream after the padding: refused by its size, unparsed", async () => {
+    const p = await running();
+    writeFileSync(join(p.root, "lazy.toml"), `${"#".repeat(2 * 1024 * 1024)}\n${upstream(attacker.url)}`);
+    await survives(p, "is larger than 1048576 bytes, so lazy does not read it");
+    const doctor = await bounded(p, ["doctor"]);
+    expect(doctor.hung).toBe(false);
+    expect(doctor.stderr + "").not.toContain(attacker.url);
+  }, 120_000);
+
+  test("the Dockerfile lazy.toml names, made a link to a FIFO by a pull: the launch fails naming it, and the daemon goes on answering", async () => {
+    const p = await running();
+    mkdirSync(join(p.root, "ci"));
+    writeFileSync(join(p.root, "ci/Dockerfile"), "FROM scratch\n");
+    p.writeToml(`[container]\ndockerfile = "ci/Dockerfile"\n\n${upstream(good.url)}`);
+    sh(
+      p.root,
+      "git config user.email dev@example.com && git config user.name Dev && echo lazy.toml > .gitignore && git add -A && git commit -qm init",
+    );
+    // The daemon takes the trusted config naming the Dockerfile now, before the pull swaps the file.
+    expect((await p.run(["task", "list"])).stderr).toBe("");
+    const dir = mkdtempSync(join(tmpdir(), "lazy-probe-fifo-"));
+    scratch.push(dir);
+    execFileSync("mkfifo", [join(dir, "fifo")]);
+    rmSync(join(p.root, "ci/Dockerfile"));
+    symlinkSync(join(dir, "fifo"), join(p.root, "ci/Dockerfile"));
+    await p.ok(["task", "add", "build it", "--code", "fifo"]);
+    const start = await bounded(p, ["start", "fifo"]);
+    expect(start.hung, "lazy start hung").toBe(false);
+    const list = await bounded(p, ["task", "show", "fifo", "--json"]);
+    expect(list.hung, "the daemon stopped answering").toBe(false);
+    const t = await p.json(["task", "show", "fifo"]);
+    expect(t.task.status).toBe("failed");
+    expect(JSON.stringify(t.events)).toContain("is not a regular file (a FIFO, device or folder, perhaps behind a link)");
+    expect(good.received.filter((r) => r.method === "POST")).toEqual([]);
+  }, 120_000);
+
+  test(".worktreeinclude made a link to a FIFO by a pull: the launch is refused naming it, and the daemon goes on answering", async () => {
+    const p = await running();
+    sh(
+      p.root,
+      "git config user.email dev@example.com && git config user.name Dev && echo lazy.toml > .gitignore && git add -A && git commit -qm init",
+    );
+    const dir = mkdtempSync(join(tmpdir(), "lazy-probe-fifo-"));
+    scratch.push(dir);
+    execFileSync("mkfifo", [join(dir, "fifo")]);
+    symlinkSync(join(dir, "fifo"), join(p.root, ".worktreeinclude"));
+    await p.ok(["task", "add", "copy what it names", "--code", "incl"]);
+    const start = await bounded(p, ["start", "incl"]);
+    expect(start.hung, "lazy start hung").toBe(false);
+    const show = await bounded(p, ["task", "show", "incl"]);
+    expect(show.hung, "the daemon stopped answering").toBe(false);
+    const t = await p.json(["task", "show", "incl"]);
+    expect(t.task.status).toBe("failed");
+    expect(JSON.stringify(t.events)).toContain(".worktreeinclude is not a regular file (a FIFO, device or folder, perhaps behind a link)");
+    expect(good.received.filter((r) => r.method === "POST")).toEqual([]);
+  }, 120_000);
+});
