@@ -48,13 +48,19 @@ const OAUTH_BETA = "oauth-2025-04-20";
 /** Non-streamed answers up to this size are taken whole rather than relayed chunk by chunk. */
 const MAX_BUFFERED = 8 * 1024 * 1024;
 
+const isLoopback = (address: string) => address.startsWith("127.") || address === "::1";
+
+/** The bearer token of an Authorization header, if any. */
+function presentedBearer(headers: Headers): string | undefined {
+  const auth = headers.get("authorization");
+  return auth && /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, "").trim() : undefined;
+}
+
 /** What the client presented as its credential, if anything. */
 export function presented(headers: Headers): string | undefined {
   const key = headers.get("x-api-key");
   if (key) return key.trim();
-  const auth = headers.get("authorization");
-  if (auth && /^bearer\s+/i.test(auth)) return auth.replace(/^bearer\s+/i, "").trim();
-  return undefined;
+  return presentedBearer(headers);
 }
 
 /**
@@ -148,6 +154,30 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
       "unknown or revoked placeholder",
       primary.origin,
     );
+  }
+
+  // A credential of the caller's own (a host session's login) goes on as is, unattributed, from
+  // this machine only: a container holds no credential but its placeholder, so whatever else it
+  // presents is refused here; and no placeholder rides upstream beside such a credential.
+  if (token && !grant) {
+    const from = (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, "");
+    // Two headers of one name arrive joined by ", ".
+    const placeholderBeside = [req.headers.get("x-api-key"), presentedBearer(req.headers)]
+      .flatMap((v) => (v ? v.split(",") : []))
+      .some((v) => Placeholders.isPlaceholder(v.trim()));
+    if (!isLoopback(from) || placeholderBeside)
+      return refuse(
+        errorResponse(
+          "anthropic",
+          401,
+          "authentication_error",
+          placeholderBeside
+            ? "lazy's proxy refused a request carrying a placeholder beside another credential: send the placeholder lazy gave the task, alone."
+            : `lazy's proxy refused a credential that is not lazy's placeholder, presented from ${from}: only a session on this machine may bring its own; a task's agent sends the placeholder lazy gave it.`,
+        ),
+        placeholderBeside ? "placeholder beside another credential" : `own credential from ${from}`,
+        ctx.targets().primary().origin,
+      );
   }
 
   // A placeholder pinned to its container works from that container's address only, and a
