@@ -6,3 +6,4 @@ export * from "./schema";
 export { load, loadText, formatProblem, FILE, type Loaded, type Problem } from "./load";
 export { starter } from "./starter";
 export { resolveProfile, profileNames, defaultProfile, type ResolvedProfile, type Harness } from "./profiles";
+export { parseAllow, allows, hostOf, DEFAULT_ALLOW, type AllowEntry } from "./allow";

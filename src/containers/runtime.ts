@@ -9,6 +9,7 @@ import type { Logger } from "../util/log";
 import * as Engine from "./engine";
 import * as Image from "./image";
 import * as LinkLocal from "./link-local";
+import * as Fence from "./fence";
 
 export const LABEL_PROJECT = "dev.lazy.project";
 export const LABEL_TASK = "dev.lazy.task";
@@ -40,6 +41,8 @@ export interface Network {
   gateway: string;
   /** Whether its containers can reach link-local metadata addresses, and why. */
   guard: LinkLocal.Guard;
+  /** What else its containers can reach (fence.ts), and why. */
+  fence: Fence.State;
 }
 
 export interface NetworkOptions {
@@ -47,6 +50,12 @@ export interface NetworkOptions {
   allowMetadata: boolean;
   /** An image to run the firewall helper in when lazy is not root (the task image, once it exists). */
   helperImage?: string;
+  /**
+   * The fence to set on the bridge (fence.ts). `ports` is asked only where lazy sets the
+   * firewall: the caller listens on the gateway first, so the rules name the ports it got.
+   * Absent: "open".
+   */
+  fence?: { mode: Fence.Mode; ports: (gateway: string) => Promise<number[]> };
 }
 
 /** How long the firewall script (or its helper container) may take. */
@@ -110,43 +119,81 @@ export class Runtime {
         "launch_refused",
         `Docker network ${name} has no IPv4 gateway; remove it (docker network rm ${name}) and try again.`,
       );
-    const guard = await this.guardLinkLocal(project, LinkLocal.bridgeOf(detail), opts);
-    return { name, gateway, guard };
+    const { guard, fence } = await this.guard(project, LinkLocal.bridgeOf(detail), gateway, opts);
+    return { name, gateway, guard, fence };
   }
 
   /**
    * Drop what the bridge's containers send to link-local metadata addresses (or, when the
-   * project allows it, remove that). Never throws: where it cannot be done, the answer says
-   * why and what to do, for the daemon's log and lazy doctor.
+   * project allows it, remove that), and fence the rest (fence.ts), in one script. Never
+   * throws: where it cannot be done, the answer says why and what to do, for the daemon's log
+   * and lazy doctor.
    */
-  private async guardLinkLocal(project: string, bridge: string, opts: NetworkOptions): Promise<LinkLocal.Guard> {
-    if (this.kind !== "native")
-      return {
+  private async guard(
+    project: string,
+    bridge: string,
+    gateway: string,
+    opts: NetworkOptions,
+  ): Promise<{ guard: LinkLocal.Guard; fence: Fence.State }> {
+    const mode = opts.fence?.mode ?? "open";
+    const unfenced = (g: LinkLocal.Guard): Fence.State =>
+      mode === "open"
+        ? { state: "open" }
+        : {
+            state: "unfenced",
+            reason: g.state === "unblocked" ? g.reason.replace(/169\.254\.169\.254$/, "any address") : "the firewall script failed",
+            remedy: g.state === "unblocked" ? g.remedy : "see the daemon log",
+          };
+    if (this.kind !== "native") {
+      const g: LinkLocal.Guard = {
         state: "unblocked",
         reason: `${this.kindDetail} runs containers where lazy cannot set the firewall (${this.kind === "rootless" ? "rootless Docker's containers reach the network through the user's own process" : "not this host's network stack"}), so task containers may reach 169.254.169.254`,
         remedy: "block link-local metadata addresses in that engine's VM or host firewall, or use native Linux Docker",
       };
-    if (!LinkLocal.validBridge(bridge))
-      return {
+      return { guard: g, fence: unfenced(g) };
+    }
+    if (!LinkLocal.validBridge(bridge)) {
+      const g: LinkLocal.Guard = {
         state: "unblocked",
         reason: `the network's bridge interface name ${JSON.stringify(bridge)} is not one lazy can use`,
         remedy: `remove the network (docker network rm lazy-${project}); lazy makes it again`,
       };
-    const script = opts.allowMetadata ? LinkLocal.removeScript(bridge) : LinkLocal.applyScript(bridge);
+      return { guard: g, fence: unfenced(g) };
+    }
+    const spec: Fence.Spec = { mode, gateway, ports: mode === "open" || !opts.fence ? [] : await opts.fence.ports(gateway) };
+    const fenceLines = Fence.applyLines(spec, LinkLocal.EXIT.fence);
+    const script = opts.allowMetadata ? LinkLocal.removeScript(bridge, fenceLines) : LinkLocal.applyScript(bridge, fenceLines);
     const r = process.getuid?.() === 0 ? await this.runHostScript(script) : await this.runHelperScript(project, script, opts.helperImage);
-    if ("skipped" in r)
-      return {
+    if ("skipped" in r) {
+      const g: LinkLocal.Guard = {
         state: "unblocked",
         reason: r.skipped,
         remedy: "run the daemon as root, or give it a task image (it runs the firewall helper in it)",
       };
-    if (r.code !== 0)
+      return { guard: g, fence: unfenced(g) };
+    }
+    const remedy = "install iptables (and ip6tables) on the host, or run the daemon as root, then lazy daemon restart";
+    if (r.code === LinkLocal.EXIT.fence)
       return {
+        guard: opts.allowMetadata ? { state: "allowed", bridge } : { state: "blocked", bridge },
+        fence: {
+          state: "unfenced",
+          reason: `setting the ${Fence.PREFIX}${bridge} firewall rules failed (${LinkLocal.failure(r.code, r.output)}); until a later run repairs them the bridge may drop everything`,
+          remedy,
+        },
+      };
+    if (r.code !== 0) {
+      const g: LinkLocal.Guard = {
         state: "unblocked",
         reason: `${opts.allowMetadata ? "removing" : "installing"} the ${LinkLocal.CHAIN} firewall rules for ${bridge} failed: ${LinkLocal.failure(r.code, r.output)}`,
-        remedy: "install iptables (and ip6tables) on the host, or run the daemon as root, then lazy daemon restart",
+        remedy,
       };
-    return opts.allowMetadata ? { state: "allowed", bridge } : { state: "blocked", bridge };
+      return { guard: g, fence: unfenced(g) };
+    }
+    return {
+      guard: opts.allowMetadata ? { state: "allowed", bridge } : { state: "blocked", bridge },
+      fence: spec.mode === "open" ? { state: "open" } : { state: "fenced", mode: spec.mode, bridge, ports: spec.ports },
+    };
   }
 
   private async runHostScript(script: string): Promise<{ code: number; output: string }> {
@@ -224,7 +271,7 @@ export class Runtime {
     // Its bridge is gone; so goes the jump that named it.
     const bridge = LinkLocal.bridgeOf(detail);
     if (this.kind === "native" && LinkLocal.validBridge(bridge)) {
-      const script = LinkLocal.removeScript(bridge);
+      const script = LinkLocal.removeScript(bridge, Fence.removeLines());
       const r = process.getuid?.() === 0 ? await this.runHostScript(script) : await this.runHelperScript(project, script, opts.helperImage);
       if ("code" in r && r.code !== 0)
         this.log.warn(`could not remove the ${LinkLocal.CHAIN} jump for ${bridge}: ${LinkLocal.failure(r.code, r.output)}`);

@@ -1,0 +1,150 @@
+/**
+ * lazy's egress proxy: the one way a task container reaches past the host under `[container]
+ * network = "allowlist"` (or "observe"). It listens on the project network's gateway (never on
+ * 0.0.0.0), is the container's HTTP(S)_PROXY, and lets through only the hosts the policy
+ * allows (policy.ts): CONNECT tunnels (TLS stays end to end) and absolute-form plain HTTP
+ * (head.ts says what is and is not supported). Every connection, allowed or refused, is a row
+ * in the proxy's audit trail (role "egress", upstream `egress:host:port`), so `lazy watch`
+ * shows it as a `net>` line. A request carrying any of lazy's placeholders (CONNECT host,
+ * plain-HTTP request line, headers or body) is refused and its task stopped (`onLeak`).
+ *
+ * The firewall side (what else the bridge may reach) is containers/fence.ts; `fenceFor` gives
+ * it the ports. It runs on the daemon's main thread: a 100 MB download through it kept
+ * ≥ 70 % of the direct rate there (bench/egress.ts), so it needs no Worker of its own.
+ */
+import type { Config } from "../config";
+import type { Fence } from "../containers";
+import { AuditRecorder, type AuditBatch, type Grant } from "../proxy";
+import type { Logger } from "../util/log";
+import { decide, rulesOf } from "./policy";
+import { Listener, type Done, type Refusal } from "./server";
+
+export { HEAD_TIMEOUT_MS, PER_SOURCE } from "./server";
+export { MAX_HEAD } from "./head";
+
+export interface EgressDeps {
+  config: () => Config;
+  /** The proxy's grants: placeholders to look for, and which task a container address is. */
+  grants: { all(): Grant[] };
+  /** The proxy's audit trail. */
+  audit: { write(batch: AuditBatch): void };
+  log: Logger;
+  /** A task's placeholder was seen on its way out (`why` names where, never the value). */
+  onLeak: (taskId: string, why: string) => void;
+}
+
+/** The environment a fenced task container gets: its egress proxy, and the gateway reached directly. */
+export function proxyEnv(gateway: string, port: number): Record<string, string> {
+  const url = `http://${gateway}:${port}`;
+  const no = `${gateway},localhost,127.0.0.1`;
+  return { HTTP_PROXY: url, HTTPS_PROXY: url, http_proxy: url, https_proxy: url, NO_PROXY: no, no_proxy: no };
+}
+
+export class Egress {
+  private listeners = new Map<string, Listener>();
+  private recorder: AuditRecorder;
+  private leaked = new Map<string, number>();
+
+  constructor(private d: EgressDeps) {
+    this.recorder = new AuditRecorder((b) => d.audit.write(b));
+  }
+
+  /** Listen on the gateway (once; the same port while it lasts). */
+  listenFor(gateway: string): number {
+    let l = this.listeners.get(gateway);
+    if (!l) {
+      l = new Listener(gateway, 0, this.hooks(), () => this.maxToken());
+      this.listeners.set(gateway, l);
+      this.d.log.info(`egress proxy listening on ${gateway}:${l.port}`);
+    }
+    return l.port;
+  }
+
+  unlisten(gateway: string): void {
+    this.listeners.get(gateway)?.stop();
+    this.listeners.delete(gateway);
+  }
+
+  /**
+   * The fence for the project's bridge (containers/fence.ts), listening first where the mode
+   * needs the egress proxy. `proxyPort` is where the model proxy and MCP listen on the gateway.
+   */
+  fenceFor(config: Config, gateway: string, proxyPort: number): Fence.Spec {
+    const mode = config.container.network;
+    if (mode === "none" || mode === "open") {
+      this.unlisten(gateway);
+      return { mode, gateway, ports: [proxyPort] };
+    }
+    return { mode, gateway, ports: [proxyPort, this.listenFor(gateway)] };
+  }
+
+  /** What a task container's environment gets under the mode: the proxy variables, or nothing. */
+  envFor(config: Config, gateway: string): Record<string, string> {
+    const mode = config.container.network;
+    const l = this.listeners.get(gateway);
+    return (mode === "allowlist" || mode === "observe") && l ? proxyEnv(gateway, l.port) : {};
+  }
+
+  stop(): void {
+    for (const g of [...this.listeners.keys()]) this.unlisten(g);
+    this.recorder.flush();
+  }
+
+  private maxToken(): number {
+    let n = 0;
+    for (const g of this.d.grants.all()) n = Math.max(n, g.token.length);
+    return n;
+  }
+
+  private hooks() {
+    return {
+      decide: async (_src: string, head: { host: string; port: number }): Promise<{ address: string } | Refusal> => {
+        const r = await decide(rulesOf(this.d.config()), head.host, head.port);
+        return r.ok ? { address: r.address } : { status: r.status, why: r.why, remedy: r.remedy };
+      },
+      leak: (_src: string, text: string): Refusal | null => {
+        for (const g of this.d.grants.all()) {
+          if (!text.includes(g.token)) continue;
+          const who = g.taskRef ? `task ${g.taskRef}'s` : `lazy's ${g.role}`;
+          const why = `the request carries ${who} placeholder (its stand-in for a credential), which never leaves through the egress proxy`;
+          if (g.taskId) {
+            const last = this.leaked.get(g.taskId) ?? 0;
+            if (Date.now() - last > 5_000) {
+              this.leaked.set(g.taskId, Date.now());
+              this.d.onLeak(g.taskId, "its placeholder was sent towards the network through lazy's egress proxy");
+            }
+          }
+          return { status: 403, why, remedy: g.taskId ? "nothing to allow: lazy stopped the task" : "nothing to allow" };
+        }
+        return null;
+      },
+      done: (c: Done) => this.record(c),
+    };
+  }
+
+  private record(c: Done): void {
+    const grants = this.d.grants.all();
+    const who = grants.find((g) => g.role === "agent" && g.pinnedIp === c.src) ?? grants.find((g) => g.callIps?.includes(c.src));
+    // A placeholder in the path or host is never recorded.
+    const clean = (s: string) => grants.reduce((t, g) => (t.includes(g.token) ? t.split(g.token).join("[placeholder]") : t), s);
+    this.recorder.record({
+      at: c.at,
+      taskId: who?.taskId ?? null,
+      taskRef: who?.taskRef ?? null,
+      role: "egress",
+      profile: null,
+      credential: null,
+      upstream: clean(`egress:${c.host}:${c.port}`),
+      method: c.method,
+      path: clean(c.path),
+      status: c.status,
+      durationMs: c.durationMs,
+      ttfbMs: null,
+      bytesIn: c.bytesIn,
+      bytesOut: c.bytesOut,
+      usage: null,
+      retries: 0,
+      note: c.note,
+    });
+  }
+}
