@@ -25,7 +25,15 @@ const CONTROL_NET = `lazy-md-control-${rand}`;
 /** What the test's metadata server says: seeing it means the connection got through. */
 const ANSWER = `metadata-answer-${rand}`;
 const TOML = (extra: string[] = []) =>
-  [`[container]`, `base = "${TEST_IMAGES.node}"`, `network = "open"`, ...extra, ``, `[proxy.upstreams]`, `anthropic = "${anthropic.url}"`].join("\n");
+  [
+    `[container]`,
+    `base = "${TEST_IMAGES.node}"`,
+    `network = "open"`,
+    ...extra,
+    ``,
+    `[proxy.upstreams]`,
+    `anthropic = "${anthropic.url}"`,
+  ].join("\n");
 
 let anthropic: Mock.MockProvider;
 let p: Project;

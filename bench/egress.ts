@@ -1,0 +1,111 @@
+/**
+ * A 100 MB download through lazy's egress proxy against the same download straight from the
+ * server, in the same run: a loopback server (Bun.serve in its own process) answers GET with
+ * 100 MB; the client is on the host (this process, Bun.connect), either direct to
+ * 127.0.0.1:PORT or through the egress proxy of a real daemon (on its project network's
+ * gateway, as a task container reaches it; the project allows `127.0.0.1:PORT`), by CONNECT
+ * (how HTTPS goes) and by absolute-form plain HTTP. Rounds interleave the three; each figure
+ * is the median. Target: through the proxy ≥ 70 % of the direct rate.
+ * Run: bun run build && bun bench/egress.ts [rounds]   (needs root for the fence, Docker, the test images)
+ */
+import { writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { containerProject, pct } from "./lib";
+import * as Mock from "../test/helpers/providers";
+
+const BIN = resolve(import.meta.dir, "../dist/lazy");
+const rounds = Number(process.argv[2] ?? 7);
+const BASE = process.env.LAZY_BENCH_BASE ?? "lazy-test/node:bookworm";
+const SIZE = 100 * 1024 * 1024;
+
+const server = Bun.spawn(
+  [
+    process.execPath,
+    "-e",
+    `const body = Buffer.alloc(${SIZE}, 120); const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response(body) }); console.log(s.port);`,
+  ],
+  { stdout: "pipe", stderr: "inherit" },
+);
+const reader = server.stdout.getReader();
+const port = Number(new TextDecoder().decode((await reader.read()).value).trim());
+reader.releaseLock();
+
+const upstream = await Mock.anthropic();
+upstream.reply = { text: "done." };
+const { root, sh, dispose } = containerProject(BIN, "egress", BASE, upstream.url);
+
+/** Bytes of one download, and how long it took; `proxy` by CONNECT or plain HTTP, or none. */
+function download(via: { host: string; port: number; mode: "connect" | "plain" } | null): Promise<number> {
+  return new Promise((done, fail) => {
+    const t0 = performance.now();
+    let got = 0;
+    let head = via?.mode === "connect";
+    let text = "";
+    const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`;
+    void Bun.connect({
+      hostname: via ? via.host : "127.0.0.1",
+      port: via ? via.port : port,
+      socket: {
+        open: (s) => {
+          if (!via) s.write(get("/"));
+          else if (via.mode === "plain") s.write(get(`http://127.0.0.1:${port}/`));
+          else s.write(`CONNECT 127.0.0.1:${port} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
+        },
+        data: (s, d) => {
+          if (head) {
+            text += d.toString("latin1");
+            if (!text.includes("\r\n\r\n")) return;
+            if (!text.startsWith("HTTP/1.1 200")) fail(new Error(`the proxy said ${text.split("\r\n")[0]}`));
+            head = false;
+            s.write(get("/"));
+            return;
+          }
+          got += d.length;
+        },
+        close: () => (got >= SIZE ? done(performance.now() - t0) : fail(new Error(`only ${got} bytes arrived`))),
+        error: (_s, e) => fail(e),
+      },
+    }).catch(fail);
+  });
+}
+
+try {
+  writeFileSync(
+    join(root, "lazy.toml"),
+    `[container]\nbase = "${BASE}"\nallow = ["127.0.0.1:${port}"]\n\n[proxy.upstreams]\nanthropic = "${upstream.url}"\n`,
+  );
+  // A task's container makes the network, the fence and the egress proxy; its env says where that is.
+  sh([BIN, "task", "add", "warm up", "--code", "warm-up"]);
+  sh([BIN, "start", "warm-up"]);
+  const id = sh(["docker", "ps", "-q", "--filter", `label=dev.lazy.root=${root}`])
+    .trim()
+    .split("\n")[0]!;
+  const env = JSON.parse(sh(["docker", "inspect", id]))[0].Config.Env as string[];
+  const proxy = new URL(env.find((e) => e.startsWith("HTTP_PROXY="))!.slice("HTTP_PROXY=".length));
+  const via = { host: proxy.hostname, port: Number(proxy.port) };
+  await download(null); // warm
+  await download({ ...via, mode: "connect" });
+  const rate = (ms: number) => SIZE / 1024 / 1024 / (ms / 1000);
+  const direct: number[] = [];
+  const connect: number[] = [];
+  const plain: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    direct.push(rate(await download(null)));
+    connect.push(rate(await download({ ...via, mode: "connect" })));
+    plain.push(rate(await download({ ...via, mode: "plain" })));
+  }
+  const m = (xs: number[]) => pct(xs, 50);
+  console.log(`egress bench: ${rounds} rounds of 100 MB, client on the host, egress proxy at ${proxy.host}, ${new Date().toISOString()}`);
+  console.log(`direct            ${m(direct).toFixed(0)} MB/s   (rounds: ${direct.map((x) => x.toFixed(0)).join(" ")})`);
+  console.log(
+    `egress CONNECT    ${m(connect).toFixed(0)} MB/s   ${(m(connect) / m(direct)).toFixed(2)}× direct   (rounds: ${connect.map((x) => x.toFixed(0)).join(" ")})`,
+  );
+  console.log(
+    `egress plain HTTP ${m(plain).toFixed(0)} MB/s   ${(m(plain) / m(direct)).toFixed(2)}× direct   (rounds: ${plain.map((x) => x.toFixed(0)).join(" ")})`,
+  );
+  console.log("target: through the proxy ≥ 0.70× direct");
+} finally {
+  dispose();
+  server.kill();
+  await upstream.close();
+}
