@@ -24,7 +24,10 @@ const upstream = await Mock.anthropic();
 const projects = [containerProject(BIN, "start", BASE, upstream.url)];
 if (fence) {
   const open = containerProject(BIN, "start-open", BASE, upstream.url);
-  writeFileSync(join(open.root, "lazy.toml"), `[container]\nbase = "${BASE}"\nnetwork = "open"\n\n[proxy.upstreams]\nanthropic = "${upstream.url}"\n`);
+  writeFileSync(
+    join(open.root, "lazy.toml"),
+    `[container]\nbase = "${BASE}"\nnetwork = "open"\n\n[proxy.upstreams]\nanthropic = "${upstream.url}"\n`,
+  );
   projects.push(open);
 }
 

@@ -293,4 +293,71 @@ describe("the network fence (allowlist)", () => {
     const all = await Bun.file(join(a.root, ".watch.ndjson")).text();
     for (const t of tokens) expect(all).not.toContain(t);
   }, 600_000);
+
+  test('network = "observe" lets a host through and records it; lazy egress suggest proposes it, and names what was refused', async () => {
+    // A host that is not this host's own: a container on a network the test makes.
+    const net = `lazy-fence-observe-${rand}`;
+    sh("/", `docker network create ${net}`);
+    const box = sh(
+      "/",
+      `docker run -d --rm --network ${net} ${TEST_IMAGES.node} node -e "require('http').createServer((q, s) => s.end('observed-${rand}')).listen(8080)"`,
+    ).out.trim();
+    try {
+      const ip = JSON.parse(sh("/", `docker inspect ${box}`).out)[0].NetworkSettings.Networks[net].IPAddress as string;
+      await until(
+        () => sh("/", `curl -s --max-time 2 http://${ip}:8080/`).out.includes(`observed-${rand}`),
+        20_000,
+        "the observed host's server",
+      );
+      expect((await probe(["connect", ip, "8080"])).got).toContain("403 Forbidden");
+      a.writeToml(toml(anthropic.url, [`network = "observe"`, `allow = ["127.0.0.1:${allowed.srv.port}"]`]));
+      const through = await until(
+        async () => {
+          const r = await probe(["connect", ip, "8080"]);
+          return r.got?.includes(`observed-${rand}`) ? r : undefined;
+        },
+        30_000,
+        "the config to reload with observe",
+      );
+      expect(through.got).toContain("200 Connection Established");
+      // Still not this host's own services.
+      expect((await probe(["connect", "127.0.0.1", String(denied.srv.port)])).got).toContain("403 Forbidden");
+      await Bun.sleep(300);
+      const s = await a.json(["egress", "suggest"]);
+      expect(s.suggest).toContain(`${ip}:8080`);
+      expect(s.suggest).toContain(`127.0.0.1:${denied.srv.port}`);
+      expect(s.suggest).not.toContain(`127.0.0.1:${allowed.srv.port}`);
+      expect(s.hosts).toContainEqual(expect.objectContaining({ entry: `127.0.0.1:${allowed.srv.port}`, allowed: "allow" }));
+      const text = (await a.ok(["egress", "suggest"])).stdout;
+      expect(text).toContain(`allow = ["127.0.0.1:${allowed.srv.port}", `);
+    } finally {
+      sh("/", `docker rm -f ${box}; docker network rm ${net}`);
+      a.writeToml(toml(anthropic.url, [`allow = ["127.0.0.1:${allowed.srv.port}"]`]));
+    }
+  }, 120_000);
+
+  test('network = "none": the egress proxy is gone and its port dropped; the model proxy\'s port stays open', async () => {
+    const proxyPort = JSON.parse(readFileSync(join(a.stateDir, "daemon.json"), "utf8")).proxy.port as number;
+    const before = (await probe(["connect", "127.0.0.1", String(allowed.srv.port)])).proxy!;
+    a.writeToml(toml(anthropic.url, [`network = "none"`, `allow = ["127.0.0.1:${allowed.srv.port}"]`]));
+    try {
+      const n = JSON.parse(sh("/", `docker network inspect lazy-${slugOf(a)}`).out)[0];
+      const bridge = n.Options?.["com.docker.network.bridge.name"] || `br-${String(n.Id).slice(0, 12)}`;
+      // Housekeeping (every 15 s) sets the fence for the new mode.
+      await until(
+        () => sh("/", `iptables -t raw -S LAZY-FENCE-${bridge}`).out.includes(`--dports ${proxyPort} -j DROP`),
+        60_000,
+        "the fence to follow network = none",
+      );
+      const hits = allowed.hits;
+      const r = await probe(["connect", "127.0.0.1", String(allowed.srv.port)]);
+      expect(r.proxy).toBe(before); // the container's old HTTP_PROXY …
+      expect(r.result).toBe("timeout"); // … leads nowhere now
+      expect(allowed.hits).toBe(hits);
+      const direct = await probe(["direct", gatewayOf(a), String(proxyPort)]);
+      expect(direct.got).toContain("HTTP/1.1 "); // the model proxy answers (404 for /)
+    } finally {
+      a.writeToml(toml(anthropic.url, [`allow = ["127.0.0.1:${allowed.srv.port}"]`]));
+    }
+  }, 120_000);
 });
