@@ -245,6 +245,7 @@ export class Daemon {
       web: { enabled: this.webEnabled, url: this.webEnabled ? `${this.apiUrl}/` : null },
       api: { url: this.apiUrl },
       metadata: this.runner.metadataGuard() ?? null,
+      fence: this.runner.fenceState() ?? null,
       proxy: {
         state: this.proxy.state,
         url: proxyAddr ? `http://${urlHost(proxyAddr.host)}:${proxyAddr.port}` : null,

@@ -22,6 +22,9 @@ import { Listener, type Done, type Refusal } from "./server";
 export { HEAD_TIMEOUT_MS, PER_SOURCE } from "./server";
 export { MAX_HEAD } from "./head";
 
+/** Where the egress proxy first tries to listen on a gateway (the model proxy's first is 26124). */
+export const FIRST_PORT = 26224;
+
 export interface EgressDeps {
   config: () => Config;
   /** The proxy's grants: placeholders to look for, and which task a container address is. */
@@ -49,11 +52,19 @@ export class Egress {
     this.recorder = new AuditRecorder((b) => d.audit.write(b));
   }
 
-  /** Listen on the gateway (once; the same port while it lasts). */
+  /**
+   * Listen on the gateway (once; the same port while it lasts). The first port tried is fixed
+   * (FIRST_PORT, then upward), so a restarted daemon listens where its running containers'
+   * HTTP_PROXY points; each project's gateway is its own address, so projects do not collide.
+   */
   listenFor(gateway: string): number {
     let l = this.listeners.get(gateway);
     if (!l) {
-      l = new Listener(gateway, 0, this.hooks(), () => this.maxToken());
+      for (let port = FIRST_PORT; !l && port < FIRST_PORT + 20; port++)
+        try {
+          l = new Listener(gateway, port, this.hooks(), () => this.maxToken());
+        } catch {} // taken: the next one
+      l ??= new Listener(gateway, 0, this.hooks(), () => this.maxToken());
       this.listeners.set(gateway, l);
       this.d.log.info(`egress proxy listening on ${gateway}:${l.port}`);
     }

@@ -150,6 +150,11 @@ export class Runner {
     return this.guard;
   }
 
+  /** The network fence's state, for lazy doctor; undefined until a network was ensured. */
+  fenceState(): Fence.State | undefined {
+    return this.fence;
+  }
+
   /** Keep the guard's state, and say it once in the log when it changes. */
   private noteGuard(g: LinkLocalGuard): void {
     const before = this.guard;

@@ -117,7 +117,7 @@ beforeAll(async () => {
   }
   copyFileSync(join(import.meta.dir, "net-probe.cjs"), join(a.root, "net-probe.cjs"));
   // lazy watch for A, from the start, as a person would leave it running.
-  const proc = Bun.spawn(["sh", "-c", `exec "${BIN}" watch --json > .watch.ndjson`], { cwd: a.root, env: a.fullEnv() });
+  const proc = Bun.spawn(["sh", "-c", `exec "${BIN}" watch --json > .watch.ndjson`], { cwd: a.root, env: a.fullEnv(), stderr: "ignore" });
   watch = { proc, text: Promise.resolve("") };
   // A task in each project: its container stays up between turns, on its project's network.
   anthropic.reply = { text: "done." };
@@ -164,6 +164,13 @@ describe("the network fence (allowlist)", () => {
     setTimeout(() => w.kill(), 3000);
     const text = await new Response(w.stdout).text();
     expect(text).toMatch(new RegExp(`fence-a\\s+net> egress - CONNECT 127\\.0\\.0\\.1:${port} 200 \\d+ms`));
+    const doctor = JSON.parse((await a.run(["doctor", "--json"])).stdout) as {
+      findings: { check: string; ok: boolean; summary: string }[];
+    };
+    expect(doctor.findings.find((f) => f.check === "fence")).toMatchObject({
+      ok: true,
+      summary: expect.stringContaining('network = "allowlist"'),
+    });
     // The fence's rules name the ports the proxy and the egress proxy got.
     const proxyPort = JSON.parse(readFileSync(join(a.stateDir, "daemon.json"), "utf8")).proxy.port as number;
     const n = JSON.parse(sh("/", `docker network inspect lazy-${slugOf(a)}`).out)[0];
@@ -359,5 +366,22 @@ describe("the network fence (allowlist)", () => {
     } finally {
       a.writeToml(toml(anthropic.url, [`allow = ["127.0.0.1:${allowed.srv.port}"]`]));
     }
+  }, 120_000);
+
+  test("after a daemon restart the fence is set again and the container's HTTP_PROXY still leads to the egress proxy", async () => {
+    const hits = allowed.hits;
+    await a.ok(["daemon", "restart"]);
+    const r = await until(
+      async () => {
+        const x = await probe(["get", `http://127.0.0.1:${allowed.srv.port}/again`]);
+        return x.got?.includes(ALLOWED) ? x : undefined;
+      },
+      60_000,
+      "the egress proxy to be back where HTTP_PROXY points",
+    );
+    expect(r.got).toContain("200 OK");
+    expect(allowed.hits).toBe(hits + 1);
+    const direct = await probe(["direct", gatewayOf(a), String(hostsvc.srv.port)]);
+    expect(direct.result).toBe("timeout");
   }, 120_000);
 });
