@@ -9,10 +9,12 @@
  *    gateway, by CONNECT (how HTTPS goes) and by absolute-form plain HTTP, against direct to
  *    127.0.0.1:PORT.
  * Rounds interleave them; each figure is the median. Target: through the proxy ≥ 70 % of the
- * direct rate.
+ * direct rate. For reference, nginx (when on PATH) relays the same download as a plain reverse
+ * proxy (proxy_buffering off, 512 KiB buffers: a C relay's cost on this machine).
  * Run: bun run build && bun bench/egress.ts [rounds]   (needs root for the fence, Docker, the test images)
  */
-import { writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { containerProject, pct } from "./lib";
 import * as Mock from "../test/helpers/providers";
@@ -33,6 +35,24 @@ const server = Bun.spawn(
 const reader = server.stdout.getReader();
 const port = Number(new TextDecoder().decode((await reader.read()).value).trim());
 reader.releaseLock();
+
+// nginx as the reference relay, if there is one.
+const nginxDir = mkdtempSync(join(tmpdir(), "lazy-bench-egress-nginx-"));
+const nginxPort = 20000 + Math.floor(Math.random() * 20000);
+let nginx: ReturnType<typeof Bun.spawn> | undefined;
+if (Bun.which("nginx")) {
+  writeFileSync(
+    join(nginxDir, "nginx.conf"),
+    `worker_processes 1; daemon off; pid ${nginxDir}/nginx.pid; error_log ${nginxDir}/error.log;
+events {}
+http { access_log off; proxy_temp_path ${nginxDir}; client_body_temp_path ${nginxDir};
+  server { listen 127.0.0.1:${nginxPort};
+    location / { proxy_pass http://127.0.0.1:${port}; proxy_buffering off; proxy_buffer_size 512k; proxy_buffers 4 512k; proxy_busy_buffers_size 1m; } } }
+`,
+  );
+  nginx = Bun.spawn(["nginx", "-c", join(nginxDir, "nginx.conf")], { stdout: "ignore", stderr: "inherit" });
+  await Bun.sleep(500);
+}
 
 const upstream = await Mock.anthropic();
 upstream.reply = { text: "done." };
@@ -56,7 +76,7 @@ async function inContainer(box: string, args: string[]): Promise<number> {
 }
 
 /** Bytes of one download, and how long it took; `proxy` by CONNECT or plain HTTP, or none. */
-function download(via: { host: string; port: number; mode: "connect" | "plain" } | null): Promise<number> {
+function download(via: { host: string; port: number; mode: "connect" | "plain" } | null, to = port): Promise<number> {
   return new Promise((done, fail) => {
     const t0 = performance.now();
     let got = 0;
@@ -65,7 +85,7 @@ function download(via: { host: string; port: number; mode: "connect" | "plain" }
     const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`;
     void Bun.connect({
       hostname: via ? via.host : "127.0.0.1",
-      port: via ? via.port : port,
+      port: via ? via.port : to,
       socket: {
         open: (s) => {
           if (!via) s.write(get("/"));
@@ -135,12 +155,14 @@ try {
   const plain: number[] = [];
   const cDirect: number[] = [];
   const cEgress: number[] = [];
+  const ngx: number[] = [];
   for (let i = 0; i < rounds; i++) {
     cDirect.push(rate(await boxDirect()));
     cEgress.push(rate(await boxEgress()));
     direct.push(rate(await download(null)));
     connect.push(rate(await download({ ...via, mode: "connect" })));
     plain.push(rate(await download({ ...via, mode: "plain" })));
+    if (nginx) ngx.push(rate(await download(null, nginxPort)));
   }
   const m = (xs: number[]) => pct(xs, 50);
   console.log(`egress bench: ${rounds} rounds of 100 MB, egress proxy at ${proxy.host}, ${new Date().toISOString()}`);
@@ -157,11 +179,17 @@ try {
   console.log(
     `egress plain HTTP ${m(plain).toFixed(0)} MB/s   ${(m(plain) / m(direct)).toFixed(2)}× direct   (rounds: ${plain.map((x) => x.toFixed(0)).join(" ")})`,
   );
+  if (nginx)
+    console.log(
+      `nginx relay (ref.) ${m(ngx).toFixed(0)} MB/s   ${(m(ngx) / m(direct)).toFixed(2)}× direct   (rounds: ${ngx.map((x) => x.toFixed(0)).join(" ")})`,
+    );
   console.log("target: through the proxy ≥ 0.70× direct");
 } finally {
   if (plainBox) Bun.spawnSync(["docker", "rm", "-f", plainBox]);
   dispose();
   Bun.spawnSync(["docker", "network", "rm", NET]);
   server.kill();
+  nginx?.kill();
+  rmSync(nginxDir, { recursive: true, force: true });
   await upstream.close();
 }

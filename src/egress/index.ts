@@ -24,6 +24,8 @@ export { MAX_HEAD } from "./head";
 
 /** Where the egress proxy first tries to listen on a gateway (the model proxy's first is 26124). */
 export const FIRST_PORT = 26224;
+/** How long resolving a host may take before the connection is refused. */
+const RESOLVE_TIMEOUT_MS = 10_000;
 
 export interface EgressDeps {
   config: () => Config;
@@ -110,7 +112,16 @@ export class Egress {
   private hooks() {
     return {
       decide: async (_src: string, head: { host: string; port: number }): Promise<{ address: string } | Refusal> => {
-        const r = await decide(rulesOf(this.d.config()), head.host, head.port);
+        // A name that does not resolve in time is refused like one that does not resolve.
+        const r = await Promise.race([
+          decide(rulesOf(this.d.config()), head.host, head.port),
+          Bun.sleep(RESOLVE_TIMEOUT_MS).then(() => ({
+            ok: false as const,
+            status: 504,
+            why: `${head.host} did not resolve within ${RESOLVE_TIMEOUT_MS / 1000} s`,
+            remedy: "check the name, or try again",
+          })),
+        ]);
         return r.ok ? { address: r.address } : { status: r.status, why: r.why, remedy: r.remedy };
       },
       leak: (_src: string, text: string): Refusal | null => {
