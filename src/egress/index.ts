@@ -12,7 +12,9 @@
  * it the ports. It runs on the daemon's main thread: a 100 MB download through it kept
  * ≥ 70 % of the direct rate there (bench/egress.ts), so it needs no Worker of its own.
  */
+import { networkInterfaces } from "node:os";
 import type { Config } from "../config";
+import { LazyError } from "../util/errors";
 import type { Fence } from "../containers";
 import { AuditRecorder, type AuditBatch, type Grant } from "../proxy";
 import type { Logger } from "../util/log";
@@ -64,9 +66,16 @@ export class Egress {
     if (!l) {
       for (let port = FIRST_PORT; !l && port < FIRST_PORT + 20; port++)
         try {
-          l = new Listener(gateway, port, this.hooks(), () => this.maxToken());
+          l = new Listener(gateway, port, this.hooks(gateway), () => this.maxToken());
         } catch {} // taken: the next one
-      l ??= new Listener(gateway, 0, this.hooks(), () => this.maxToken());
+      try {
+        l ??= new Listener(gateway, 0, this.hooks(gateway), () => this.maxToken());
+      } catch (e) {
+        throw new LazyError(
+          "proxy_unavailable",
+          `lazy's egress proxy could not listen on ${gateway} (${(e as Error).message}); run lazy doctor.`,
+        );
+      }
       this.listeners.set(gateway, l);
       this.d.log.info(`egress proxy listening on ${gateway}:${l.port}`);
     }
@@ -109,8 +118,10 @@ export class Egress {
     return n;
   }
 
-  private hooks() {
+  private hooks(gateway: string) {
+    const own = subnetOf(gateway);
     return {
+      admit: (src: string) => own(src),
       decide: async (_src: string, head: { host: string; port: number }): Promise<{ address: string } | Refusal> => {
         // A name that does not resolve in time is refused like one that does not resolve.
         const r = await Promise.race([
@@ -169,4 +180,24 @@ export class Egress {
       note: c.note,
     });
   }
+}
+
+/**
+ * Who is on the gateway's own network (its interface's address and netmask): the project's
+ * containers, and this host at the gateway. Containers of other Docker networks reach the
+ * gateway's address too (it is the host's); they are refused. The bridge may get its address
+ * after lazy listens (Docker brings it up with the first container): looked up until found.
+ */
+function subnetOf(gateway: string): (src: string) => boolean {
+  const v4 = (a: string) => a.split(".").reduce((n, x) => ((n << 8) | Number(x)) >>> 0, 0);
+  let mask: number | undefined;
+  return (raw) => {
+    const src = raw.replace(/^::ffff:/i, "");
+    if (src === gateway) return true;
+    if (!/^\d+\.\d+\.\d+\.\d+$/.test(src)) return false;
+    if (mask === undefined)
+      for (const list of Object.values(networkInterfaces()))
+        for (const i of list ?? []) if (i.family === "IPv4" && i.address === gateway) mask = v4(i.netmask);
+    return mask !== undefined && (v4(src) & mask) >>> 0 === (v4(gateway) & mask) >>> 0;
+  };
 }

@@ -14,7 +14,6 @@
  * `allow_metadata` as well.
  */
 import { lookup } from "node:dns/promises";
-import { networkInterfaces } from "node:os";
 import { allows, DEFAULT_ALLOW, hostOf, parseAllow, type AllowEntry, type Config } from "../config";
 
 export type Decision = { ok: true; address: string; family: 4 | 6 } | { ok: false; status: number; why: string; remedy: string };
@@ -41,11 +40,20 @@ function isLinkLocal(a: string): boolean {
   return /^169\.254\./.test(a) || /^fe[89ab][0-9a-f]:/i.test(a) || /^fd00:ec2::254$/i.test(a);
 }
 
-/** This host's own addresses: loopback, unspecified, and every interface's (each project's gateway). */
+/**
+ * This host's own addresses: loopback, unspecified, and any address a socket can be bound to
+ * here (every interface's, each project's gateway, a bridge with no container yet: Node's
+ * interface list leaves out interfaces that are not up and running). With
+ * net.ipv4.ip_nonlocal_bind set every address binds: all are treated as the host's (closed).
+ */
 function isHostOwn(a: string): boolean {
   if (/^127\./.test(a) || a === "0.0.0.0" || a === "::1" || a === "::" || /^::ffff:127\./i.test(a)) return true;
-  for (const list of Object.values(networkInterfaces())) for (const i of list ?? []) if (i.address === a) return true;
-  return false;
+  try {
+    Bun.listen({ hostname: a, port: 0, socket: { data() {} } }).stop(true);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Decide, resolving the name when it is allowed. */

@@ -17,6 +17,8 @@ const TOTAL = 1024;
 
 /** What the listener asks its owner (index.ts). */
 export interface Hooks {
+  /** Whether this source may use the proxy at all (the project's own network only). */
+  admit(src: string): boolean;
   /** Allowed? If so, where to dial. */
   decide(src: string, head: Extract<Head, { kind: "connect" | "http" }>): Promise<{ address: string } | Refusal>;
   /** A placeholder in these bytes (head or plain-HTTP body), if any: the connection is refused. */
@@ -174,6 +176,10 @@ export class Listener {
     const n = (this.perSource.get(src) ?? 0) + 1;
     this.perSource.set(src, n);
     this.open++;
+    if (!this.hooks.admit(src)) {
+      this.refuse(s, { status: 403, why: `${src} is not on this project's network`, remedy: "use the egress proxy of your own project" });
+      return;
+    }
     if (n > PER_SOURCE || this.open > TOTAL) {
       this.refuse(s, {
         status: 429,

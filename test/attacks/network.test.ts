@@ -237,6 +237,37 @@ describe("the network fence (allowlist)", () => {
     expect(via.got).toContain("403 Forbidden");
   }, 60_000);
 
+  test("a container of another Docker network cannot use the project's egress proxy", async () => {
+    const net = `lazy-fence-other-${rand}`;
+    sh("/", `docker network create ${net}`);
+    try {
+      const proxy = new URL((await probe(["get", "http://127.0.0.1:9/"])).proxy!);
+      const before = allowed.hits;
+      const out = await run([
+        "docker",
+        "run",
+        "--rm",
+        "--network",
+        net,
+        "-v",
+        `${a.root}:${a.root}:ro`,
+        "-e",
+        `HTTP_PROXY=${proxy.origin}`,
+        TEST_IMAGES.node,
+        "node",
+        join(a.root, "net-probe.cjs"),
+        "connect",
+        "127.0.0.1",
+        String(allowed.srv.port),
+      ]);
+      expect(out).toContain("403 Forbidden");
+      expect(out).toContain("is not on this project's network");
+      expect(allowed.hits).toBe(before);
+    } finally {
+      sh("/", `docker network rm ${net}`);
+    }
+  }, 60_000);
+
   test("a head that never ends is cut after 10 s with 408, and nothing is dialed", async () => {
     const r = await probe(["slow"]);
     expect(r.got).toContain("408 Request Timeout");

@@ -92,6 +92,13 @@ describe("the policy", () => {
     expect(await decide(rules('network = "observe"'), "169.254.169.254", 80)).toMatchObject({ ok: false, status: 403 });
   });
 
+  test("observe never reaches an address of this host, a bridge with no container included", async () => {
+    const r = rules('network = "observe"');
+    const own = Bun.spawnSync(["sh", "-c", "ip -4 -o addr | awk '{print $4}' | cut -d/ -f1"]).stdout.toString().split("\n").filter(Boolean);
+    expect(own.length).toBeGreaterThan(1);
+    for (const a of own) expect(await decide(r, a, 9), a).toMatchObject({ ok: false, status: 403 });
+  });
+
   test("allow_defaults = false drops the built-in list", async () => {
     expect(await decide(rules("allow_defaults = false"), "registry.npmjs.org", 443)).toMatchObject({ ok: false, status: 403 });
     expect(await decide(rules("allow_defaults = false"), "registry.npmjs.org", 8443)).toMatchObject({ ok: false, status: 403 });
