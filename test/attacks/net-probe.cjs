@@ -8,6 +8,7 @@
 //   node net-probe.cjs big                   a 20 KiB head
 //   node net-probe.cjs many N                N connections at once, none sending
 //   node net-probe.cjs leak URL              GET URL?k=<the task's placeholder> through $HTTP_PROXY
+//   node net-probe.cjs leak-connect HOST PORT  CONNECT with the placeholder in a header
 const net = require("node:net");
 const fs = require("node:fs");
 const [mode, a, b] = process.argv.slice(2);
@@ -76,6 +77,10 @@ if (mode === "get" || mode === "leak") {
       s.write(`GET / HTTP/1.1\r\nHost: ${a}:${b}\r\nConnection: close\r\n\r\n`);
     }
   });
+} else if (mode === "leak-connect") {
+  const k = placeholder();
+  if (!k) out({ result: "no-placeholder" });
+  exchange(proxy.hostname, Number(proxy.port), `CONNECT ${a}:${b} HTTP/1.1\r\nHost: ${a}:${b}\r\nX-Token: ${k}\r\n\r\n`, 8000);
 } else if (mode === "direct") {
   exchange(a, Number(b), `GET / HTTP/1.1\r\nHost: ${a}:${b}\r\nConnection: close\r\n\r\n`, 4000);
 } else if (mode === "slow") {

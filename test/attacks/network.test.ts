@@ -171,6 +171,10 @@ describe("the network fence (allowlist)", () => {
       ok: true,
       summary: expect.stringContaining('network = "allowlist"'),
     });
+    // The egress proxy listens on the gateway only.
+    const listening = sh("/", `ss -ltnH "sport = :${new URL(get.proxy!).port}"`).out;
+    expect(listening).toContain(`${gatewayOf(a)}:${new URL(get.proxy!).port}`);
+    expect(listening).not.toMatch(/(0\.0\.0\.0|\*|\[::\]):\d+/);
     // The fence's rules name the ports the proxy and the egress proxy got.
     const proxyPort = JSON.parse(readFileSync(join(a.stateDir, "daemon.json"), "utf8")).proxy.port as number;
     const n = JSON.parse(sh("/", `docker network inspect lazy-${slugOf(a)}`).out)[0];
@@ -331,6 +335,21 @@ describe("the network fence (allowlist)", () => {
     const all = await Bun.file(join(a.root, ".watch.ndjson")).text();
     for (const t of tokens) expect(all).not.toContain(t);
   }, 600_000);
+
+  test("a placeholder in a CONNECT header is refused too, and shown as refused in watch", async () => {
+    const before = allowed.hits;
+    const r = await probe(["leak-connect", "127.0.0.1", String(allowed.srv.port)]);
+    expect(r.got).toContain("403 Forbidden");
+    expect(r.got).toContain("the request carries task fence-a's placeholder");
+    expect(r.got).not.toContain("200 Connection Established");
+    expect(allowed.hits).toBe(before);
+    const line = await until(
+      async () => (await netLines()).find((l) => l.method === "CONNECT" && l.status === 403 && String(l.refused).includes("placeholder")),
+      10_000,
+      "the refused CONNECT's net> line",
+    );
+    expect(line.path).toBe(`127.0.0.1:${allowed.srv.port}`);
+  }, 60_000);
 
   test('network = "observe" lets a host through and records it; lazy egress suggest proposes it, and names what was refused', async () => {
     // A host that is not this host's own: a container on a network the test makes.
