@@ -118,7 +118,7 @@ export const Container = z
       .boolean()
       .default(false)
       .describe(
-        "Let task containers reach link-local addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254), where a cloud VM's metadata service hands out the host's own credentials. Off: lazy's firewall rules drop them.",
+        "Let task containers reach link-local addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254), where a cloud VM's metadata service hands out the host's own credentials. Off: lazy's firewall rules drop them. Takes effect with network = \"open\" (the fence drops them otherwise).",
       ),
     network: z
       .enum(["allowlist", "open", "none", "observe"])
