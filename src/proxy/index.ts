@@ -9,6 +9,9 @@
  * credential values and the grant table current.
  */
 import type { Database } from "bun:sqlite";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { writeFileAtomic } from "../util/files";
 import type { Config, ResolvedProfile } from "../config";
 import { resolveProfile } from "../config";
 import type { CredentialStore } from "../credentials";
@@ -64,6 +67,8 @@ export class ModelProxy {
   private mcpHandler: ((req: Request) => Promise<Omit<McpAnswer, "status" | "headers" | "body"> & { response: Response }>) | undefined;
   /** Every address listened on, so a restarted thread listens there again. */
   private listening = new Map<string, number>();
+  /** Where containers were told the proxy is, per gateway (kept across restarts: listenFor). */
+  private gatewayPorts: string;
 
   constructor(
     stateDir: string,
@@ -74,6 +79,7 @@ export class ModelProxy {
     threads = threadCount(),
   ) {
     this.grants = Grants.open(stateDir, { onChange: (grants) => this.post({ type: "grants", grants }) });
+    this.gatewayPorts = join(stateDir, "gateway-ports.json");
     this.targets = Targets.build(config());
     this.audit = new Audit(
       db,
@@ -345,7 +351,21 @@ export class ModelProxy {
   async listenFor(host: string): Promise<{ host: string; port: number }> {
     const port = this.listening.get(host);
     if (port !== undefined) return { host, port };
-    const r = await this.listen(host, this.address?.port ?? this.config().proxy.port);
+    // The port running containers were given, if a daemon before this one listened here: the
+    // loopback port may have gone to another process meanwhile, and the network fence drops
+    // any other port (containers/fence.ts).
+    let known: Record<string, number> = {};
+    try {
+      known = JSON.parse(readFileSync(this.gatewayPorts, "utf8"));
+    } catch {}
+    const before = known[host];
+    const r = await this.listen(host, typeof before === "number" ? before : (this.address?.port ?? this.config().proxy.port));
+    if (r.address && r.address.port !== before)
+      try {
+        writeFileAtomic(this.gatewayPorts, JSON.stringify({ ...known, [host]: r.address.port }));
+      } catch (e) {
+        this.log.warn(`could not record the proxy's port on ${host}: ${(e as Error).message}`);
+      }
     if (!r.address)
       throw new LazyError(
         "proxy_unavailable",
