@@ -96,7 +96,7 @@ function download(via: { host: string; port: number; mode: "connect" | "plain" }
           if (head) {
             text += d.toString("latin1");
             if (!text.includes("\r\n\r\n")) return;
-            if (!text.startsWith("HTTP/1.1 200")) fail(new Error(`the proxy said ${text.split("\r\n")[0]}`));
+            if (!text.startsWith("HTTP/1.1 200")) fail(new Error(`the proxy said ${text.split("\r\n\r\n")[1] ?? text.split("\r\n")[0]}`));
             head = false;
             s.write(get("/"));
             return;

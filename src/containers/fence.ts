@@ -13,6 +13,11 @@
  * nothing else" (-C and a count) proves the chain right; when the ports change (a restarted
  * daemon) the chain is rebuilt behind a DROP-everything guard, so it is never open meanwhile.
  * The lines below run after link-local.ts's prelude (its v4/v6 functions and $BR).
+ *
+ * IPv4 only: lazy makes its networks without IPv6, so a container has only link-local IPv6
+ * addresses, and the link-local guard already drops all of that but neighbour discovery.
+ * Each step costs a launch (the script runs before every turn): chains of bridges that are
+ * gone are pruned when a network is removed, not on every run.
  */
 
 export const PREFIX = "LAZY-FENCE-";
@@ -42,12 +47,6 @@ export function rules4(spec: Spec): string[] {
   const g = `${spec.gateway}/32`;
   return [`! -d ${g} -j DROP`, `-d ${g} ! -p tcp -j DROP`, `-d ${g} -p tcp -m multiport ! --dports ${ports.join(",")} -j DROP`];
 }
-
-/** lazy's networks carry no IPv6 route; all but neighbour discovery is dropped all the same. */
-export const RULES6 = [
-  "! -p ipv6-icmp -j DROP",
-  `-p ipv6-icmp ${[133, 134, 135, 136].map((t) => `-m icmp6 ! --icmpv6-type ${t}`).join(" ")} -j DROP`,
-];
 
 /** Shell functions shared by applying and removing (after link-local.ts's prelude). */
 const functions = () => [
@@ -82,9 +81,10 @@ const functions = () => [
   '    $f -I PREROUTING 1 -i "$BR" -j DROP || return 1',
   '    $f -F "$FC" || return 1',
   '    for r in "$@"; do $f -A "$FC" $r || return 1; done',
+  '    $f -C PREROUTING -i "$BR" -j "$FC" 2>/dev/null || $f -I PREROUTING 1 -i "$BR" -j "$FC" || return 1',
+  '    $f -D PREROUTING -i "$BR" -j DROP',
   "  fi",
   '  $f -C PREROUTING -i "$BR" -j "$FC" 2>/dev/null || $f -I PREROUTING 1 -i "$BR" -j "$FC" || return 1',
-  '  $f -D PREROUTING -i "$BR" -j DROP 2>/dev/null',
   "  return 0",
   "}",
 ];
@@ -96,19 +96,10 @@ const functions = () => [
  */
 export function applyLines(spec: Spec, exitCode: number): string[] {
   const q = (r: string) => `'${r}'`;
-  return [
-    ...functions(),
-    "prunefence v4; [ -e /proc/net/if_inet6 ] && prunefence v6",
-    ...(spec.mode === "open"
-      ? ["unfence v4", "[ -e /proc/net/if_inet6 ] && unfence v6"]
-      : [
-          `fence v4 ${rules4(spec).map(q).join(" ")} || exit ${exitCode}`,
-          `if [ -e /proc/net/if_inet6 ]; then fence v6 ${RULES6.map(q).join(" ")} || exit ${exitCode}; fi`,
-        ]),
-  ];
+  return [...functions(), ...(spec.mode === "open" ? ["unfence v4"] : [`fence v4 ${rules4(spec).map(q).join(" ")} || exit ${exitCode}`])];
 }
 
 /** Steps for link-local.ts's removeScript: the bridge is going, so does its fence. */
 export function removeLines(): string[] {
-  return [...functions(), "for f in v4 v6; do prunefence $f; unfence $f; done 2>/dev/null"];
+  return [...functions(), "prunefence v4; unfence v4"];
 }

@@ -18,7 +18,7 @@ import { LazyError } from "../util/errors";
 import type { Fence } from "../containers";
 import { AuditRecorder, type AuditBatch, type Grant } from "../proxy";
 import type { Logger } from "../util/log";
-import { decide, rulesOf } from "./policy";
+import { decide, isHostOwn, rulesOf } from "./policy";
 import { Listener, type Done, type Refusal } from "./server";
 
 export { HEAD_TIMEOUT_MS, PER_SOURCE } from "./server";
@@ -121,7 +121,8 @@ export class Egress {
   private hooks(gateway: string) {
     const own = subnetOf(gateway);
     return {
-      admit: (src: string) => own(src),
+      // The project's containers, and this host's own processes (they reach the hosts anyway).
+      admit: (src: string) => own(src) || isHostOwn(src.replace(/^::ffff:/i, "")),
       decide: async (_src: string, head: { host: string; port: number }): Promise<{ address: string } | Refusal> => {
         // A name that does not resolve in time is refused like one that does not resolve.
         const r = await Promise.race([
@@ -184,8 +185,8 @@ export class Egress {
 
 /**
  * Who is on the gateway's own network (its interface's address and netmask): the project's
- * containers, and this host at the gateway. Containers of other Docker networks reach the
- * gateway's address too (it is the host's); they are refused. The bridge may get its address
+ * containers. Containers of other Docker networks reach the gateway's address too (it is the
+ * host's); they are refused. The bridge may get its address
  * after lazy listens (Docker brings it up with the first container): looked up until found.
  */
 function subnetOf(gateway: string): (src: string) => boolean {

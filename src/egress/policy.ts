@@ -46,7 +46,7 @@ function isLinkLocal(a: string): boolean {
  * interface list leaves out interfaces that are not up and running). With
  * net.ipv4.ip_nonlocal_bind set every address binds: all are treated as the host's (closed).
  */
-function isHostOwn(a: string): boolean {
+export function isHostOwn(a: string): boolean {
   if (/^127\./.test(a) || a === "0.0.0.0" || a === "::1" || a === "::" || /^::ffff:127\./i.test(a)) return true;
   try {
     Bun.listen({ hostname: a, port: 0, socket: { data() {} } }).stop(true);
