@@ -9,8 +9,9 @@
  * plain-HTTP request line, headers or body) is refused and its task stopped (`onLeak`).
  *
  * The firewall side (what else the bridge may reach) is containers/fence.ts; `fenceFor` gives
- * it the ports. It runs on the daemon's main thread: a 100 MB download through it kept
- * ≥ 70 % of the direct rate there (bench/egress.ts), so it needs no Worker of its own.
+ * it the ports. It runs on the daemon's main thread: a download through it costs CPU in the
+ * kernel's two TCP connections and in Bun's copy of each read, not in JavaScript (reads come
+ * in ~500 KB chunks), so a Worker would not make it faster (bench/egress.ts, bench/README.md).
  */
 import { networkInterfaces } from "node:os";
 import type { Config } from "../config";
