@@ -7,8 +7,10 @@
  * HTTP/1.x`), whose request line is rewritten to origin-form and whose Proxy-* headers are
  * dropped before it is sent on. Not supported: origin-form requests (a client that does not
  * know it talks to a proxy), IPv6 literals, `https://` in absolute form, HTTP/2 prior
- * knowledge. One upstream per client connection: later requests on a kept-alive connection go
- * to the same host and port, whatever they name.
+ * knowledge, half-closed connections (a client that shuts its sending side down after the
+ * request has the whole connection closed: Bun's default). One upstream per client
+ * connection: later requests on a kept-alive connection go to the same host and port,
+ * whatever they name (their bytes are still checked for placeholders).
  */
 
 /** Bytes a head may take before the proxy answers 431. */
