@@ -2,6 +2,7 @@
 import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Fence, LinkLocal } from "../src/containers";
 
 export function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -108,6 +109,14 @@ export function containerProject(bin: string, label: string, base: string, upstr
       .filter(Boolean);
     if (ids.length) Bun.spawnSync(["docker", "rm", "-f", ...ids]);
     Bun.spawnSync([bin, "daemon", "stop"], { cwd: root, env });
+    // The project's network and the firewall rules for its bridge (Docker's address pools are small).
+    const slug = readdirSync(join(home, "daemon"))[0];
+    const net = slug ? Bun.spawnSync(["docker", "network", "inspect", `lazy-${slug}`]) : undefined;
+    if (net?.exitCode === 0) {
+      Bun.spawnSync(["docker", "network", "rm", `lazy-${slug}`]);
+      const n = (JSON.parse(net.stdout.toString()) as { Id: string; Options?: Record<string, string> }[])[0];
+      if (n && process.getuid?.() === 0) Bun.spawnSync(["sh", "-c", LinkLocal.removeScript(LinkLocal.bridgeOf(n), Fence.removeLines())]);
+    }
     rmSync(root, { recursive: true, force: true });
     rmSync(home, { recursive: true, force: true });
   };

@@ -2,14 +2,16 @@
  * `lazy start` to the agent's process running (image present), against the floor: `docker run`
  * of the same image running `true`. Each sample is a fresh task, so each includes its worktree
  * and container. "Running" is when the supervisor has spawned the harness (its started.json).
- * Targets: ≤ 1.5 s and ≤ 2× the floor. Samples alternate [container.limits] on (the defaults)
- * and off, for "a turn's launch with limits ≤ 1.1× without (same run)". Each sample also times
- * its next turn (`lazy send` → agent running): turns stop their container, the next starts it.
+ * Targets: ≤ 1.5 s and ≤ 2× the floor. Samples alternate the boundary's defaults (guarded:
+ * [container.limits] on, network = "allowlist": the fence's firewall rules and the egress proxy)
+ * and none of it (bare: limits off, network = "open"), for "a turn's launch with limits and the
+ * fence ≤ 1.1× without (same run)". Each sample also times its next turn (`lazy send` → agent
+ * running): turns stop their container, the next starts it.
  * Run: bun run build && bun bench/start.ts [samples]   (needs Docker and the test images)
  */
 import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { containerProject, pct, fmt } from "./lib";
+import { containerProject, pct, fmt, trustToml } from "./lib";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
 const samples = Number(process.argv[2] ?? 8);
@@ -33,7 +35,7 @@ try {
   const lazy: number[] = [];
   const floor: number[] = [];
   const next: number[] = [];
-  const byLimits: Record<"on" | "off", number[]> = { on: [], off: [] };
+  const byVariant: Record<"guarded" | "bare", number[]> = { guarded: [], bare: [] };
   const toml = readFileSync(join(root, "lazy.toml"), "utf8");
   /** The agent's process started for turn `n` of sample i, in ms since t0 (performance.now()). */
   const running = async (i: number, id: string, n: number, t0: number) => {
@@ -48,20 +50,22 @@ try {
       if (JSON.parse(sh([BIN, "task", "show", `sample-${i}`, "--json"])).task.status !== "running") return;
   };
   for (let i = 0; i < samples; i++) {
-    const limits = i % 2 === 0 ? "on" : "off";
-    const loaded = JSON.parse(sh([BIN, "daemon", "status", "--json"])).config.loadedAt;
+    const variant = i % 2 === 0 ? "guarded" : "bare";
     writeFileSync(
       join(root, "lazy.toml"),
-      limits === "on" ? toml : `${toml}\n[container.limits]\npids = "off"\nmemory = "off"\ncpus = "off"\n`,
+      variant === "guarded"
+        ? toml
+        : toml.replace("[container]\n", '[container]\nnetwork = "open"\n') +
+            '\n[container.limits]\npids = "off"\nmemory = "off"\ncpus = "off"\n',
     );
-    for (const end = Date.now() + 10_000; Date.now() < end; await Bun.sleep(50))
-      if (JSON.parse(sh([BIN, "daemon", "status", "--json"])).config.loadedAt !== loaded) break;
+    // Approved as its person would; the next API request reloads it (daemon/api.ts).
+    trustToml(BIN, root, env);
     const t = JSON.parse(sh([BIN, "task", "add", `sample ${i}`, "--code", `sample-${i}`, "--json"]));
     const t0 = performance.now();
     sh([BIN, "start", `sample-${i}`]);
     const ms = await running(i, t.id, 1, t0);
     lazy.push(ms);
-    byLimits[limits].push(ms);
+    byVariant[variant].push(ms);
     const f0 = performance.now();
     sh(["docker", "run", "--rm", image, "true"]);
     floor.push(performance.now() - f0);
@@ -77,7 +81,7 @@ try {
   console.log(`docker run --rm IMAGE true   p50 ${fmt(pct(floor, 50))}   p95 ${fmt(pct(floor, 95))}`);
   console.log(`ratio (p50): ${(pct(lazy, 50) / pct(floor, 50)).toFixed(2)}×   targets: ≤ 1.5 s and ≤ 2× the floor`);
   console.log(
-    `limits on  p50 ${fmt(pct(byLimits.on, 50))}   off p50 ${fmt(pct(byLimits.off, 50))}   on/off ${(pct(byLimits.on, 50) / pct(byLimits.off, 50)).toFixed(2)}×   target ≤ 1.1×`,
+    `limits and fence  p50 ${fmt(pct(byVariant.guarded, 50))}   without p50 ${fmt(pct(byVariant.bare, 50))}   ratio ${(pct(byVariant.guarded, 50) / pct(byVariant.bare, 50)).toFixed(2)}×   target ≤ 1.1×`,
   );
   console.log(`lazy send → agent running (the stopped container started again)   p50 ${fmt(pct(next, 50))}   p95 ${fmt(pct(next, 95))}`);
 } finally {

@@ -27,6 +27,7 @@ const main: CommandDef<any> = command({
     dashboard: () => import("./commands/dashboard").then((m) => m.dashboard),
     auth: () => import("./commands/auth").then((m) => m.auth),
     stats: () => import("./commands/stats").then((m) => m.stats),
+    egress: () => import("./commands/egress").then((m) => m.egress),
     chat: () => import("./commands/chat").then((m) => m.chat),
     pair: () => import("./commands/chat").then((m) => m.pair),
     supervise: () => import("./commands/supervise").then((m) => m.supervise),

@@ -9,3 +9,4 @@ export { starter } from "./starter";
 export { resolveProfile, profileNames, defaultProfile, type ResolvedProfile, type Harness } from "./profiles";
 export * as Trust from "./trust";
 export { secretUrls, secretPart, type SecretUrl } from "./url-secrets";
+export { parseAllow, allows, hostOf, DEFAULT_ALLOW, type AllowEntry } from "./allow";

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { ContainerLimits } from "./limits";
+import { parseAllow } from "./allow";
 
 export const HARNESSES = ["claude", "codex", "cursor", "pi"] as const;
 export const WIRES = ["anthropic", "openai"] as const;
@@ -118,9 +119,30 @@ export const Container = z
       .boolean()
       .default(false)
       .describe(
-        "Let task containers reach link-local addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254), where a cloud VM's metadata service hands out the host's own credentials. Off: lazy's firewall rules drop them.",
+        "Let task containers reach link-local addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254), where a cloud VM's metadata service hands out the host's own credentials. Off: lazy's firewall rules drop them. Takes effect with network = \"open\" (the fence drops them otherwise).",
       ),
     limits: ContainerLimits.default(ContainerLimits.parse({})),
+    network: z
+      .enum(["allowlist", "open", "none", "observe"])
+      .default("allowlist")
+      .describe(
+        'What task containers reach besides lazy\'s model proxy and MCP: "allowlist" only the hosts in allow, through lazy\'s egress proxy (HTTP_PROXY); "observe" any host through it, each connection recorded (lazy egress suggest); "none" nothing else; "open" anything (no fence).',
+      ),
+    allow: z
+      .array(
+        z.string().superRefine((v, ctx) => {
+          const e = parseAllow(v);
+          if ("error" in e) ctx.addIssue({ code: "custom", message: e.error });
+        }),
+      )
+      .default([])
+      .describe(
+        'Hosts task containers may reach through the egress proxy under network = "allowlist": "host" (ports 443 and 80), "host:port", "*.domain". Added to the built-in list of package registries and git hosts.',
+      ),
+    allow_defaults: z
+      .boolean()
+      .default(true)
+      .describe("Include the built-in list of package registries and git hosts (npm, PyPI, Debian, GitHub, ...) in allow."),
   })
   .refine((c) => !(c.image && c.dockerfile), { message: "set either image or dockerfile, not both" })
   .describe("How task containers are made.");

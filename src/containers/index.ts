@@ -18,3 +18,4 @@ export {
 } from "./runtime";
 export * as LinkLocal from "./link-local";
 export type { Guard as LinkLocalGuard } from "./link-local";
+export * as Fence from "./fence";

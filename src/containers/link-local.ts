@@ -31,7 +31,7 @@ export const RULES6 = [
 ];
 
 /** Exit codes of the script, so the caller can say which step failed. */
-export const EXIT = { v4: 10, v6: 11, noIptables: 12 } as const;
+export const EXIT = { v4: 10, v6: 11, noIptables: 12, fence: 13 } as const;
 
 /** The outcome for a project, as the daemon reports it (lazy doctor shows it). */
 export type Guard =
@@ -77,8 +77,12 @@ const prelude = (bridge: string) => {
   ];
 };
 
-/** The script that installs the chain (when its rules are not exactly lazy's) and the bridge's jump. */
-export function applyScript(bridge: string): string {
+/**
+ * The script that installs the chain (when its rules are not exactly lazy's) and the bridge's
+ * jump; `then` are more steps in the same run (the project's fence, fence.ts), so a launch
+ * pays for one script (or one helper container), not two.
+ */
+export function applyScript(bridge: string, then: string[] = []): string {
   return [
     ...prelude(bridge),
     // ensure FAMILY RULE...: the chain exists with exactly these rules (each there, and no
@@ -97,12 +101,13 @@ export function applyScript(bridge: string): string {
     `ensure v4 ${RULES4.map((r) => `'${r}'`).join(" ")} || exit ${EXIT.v4}`,
     // A kernel without IPv6 has no IPv6 path to guard.
     `if [ -e /proc/net/if_inet6 ]; then ensure v6 ${RULES6.map((r) => `'${r}'`).join(" ")} || exit ${EXIT.v6}; fi`,
+    ...then,
     "exit 0",
   ].join("\n");
 }
 
 /** The script that removes the bridge's jumps, and any left for bridges that are gone (the shared chain stays for other projects). */
-export function removeScript(bridge: string): string {
+export function removeScript(bridge: string, then: string[] = []): string {
   return [
     ...prelude(bridge),
     "for f in v4 v6; do",
@@ -110,6 +115,7 @@ export function removeScript(bridge: string): string {
     "  i=0",
     '  while [ $i -lt 20 ] && $f -C PREROUTING -i "$BR" -j $C 2>/dev/null; do $f -D PREROUTING -i "$BR" -j $C || break; i=$((i + 1)); done',
     "done",
+    ...then,
     "exit 0",
   ].join("\n");
 }
@@ -123,7 +129,9 @@ export function failure(code: number, output: string): string {
         ? "ip6tables failed"
         : code === EXIT.v4
           ? "iptables failed"
-          : `the firewall script exited ${code}`;
+          : code === EXIT.fence
+            ? "iptables failed setting the project's network fence"
+            : `the firewall script exited ${code}`;
   const detail = output.trim().split("\n").filter(Boolean).slice(-2).join("; ").slice(0, 300);
   return detail ? `${what} (${detail})` : what;
 }

@@ -10,6 +10,11 @@ import * as Engine from "./engine";
 import * as Image from "./image";
 import * as LinkLocal from "./link-local";
 import { hostConfig, type Limits } from "./limits";
+import * as Fence from "./fence";
+import * as Firewall from "./firewall";
+import type { NetworkOptions } from "./firewall";
+
+export type { NetworkOptions };
 
 export const LABEL_PROJECT = "dev.lazy.project";
 export const LABEL_TASK = "dev.lazy.task";
@@ -43,13 +48,8 @@ export interface Network {
   gateway: string;
   /** Whether its containers can reach link-local metadata addresses, and why. */
   guard: LinkLocal.Guard;
-}
-
-export interface NetworkOptions {
-  /** `[container] allow_metadata`: leave link-local addresses reachable from the project's containers. */
-  allowMetadata: boolean;
-  /** An image to run the firewall helper in when lazy is not root (the task image, once it exists). */
-  helperImage?: string;
+  /** What else its containers can reach (fence.ts), and why. */
+  fence: Fence.State;
 }
 
 /** How long the firewall script (or its helper container) may take. */
@@ -113,43 +113,15 @@ export class Runtime {
         "launch_refused",
         `Docker network ${name} has no IPv4 gateway; remove it (docker network rm ${name}) and try again.`,
       );
-    const guard = await this.guardLinkLocal(project, LinkLocal.bridgeOf(detail), opts);
-    return { name, gateway, guard };
+    const { guard, fence } = await this.guard(project, LinkLocal.bridgeOf(detail), gateway, opts);
+    return { name, gateway, guard, fence };
   }
 
-  /**
-   * Drop what the bridge's containers send to link-local metadata addresses (or, when the
-   * project allows it, remove that). Never throws: where it cannot be done, the answer says
-   * why and what to do, for the daemon's log and lazy doctor.
-   */
-  private async guardLinkLocal(project: string, bridge: string, opts: NetworkOptions): Promise<LinkLocal.Guard> {
-    if (this.kind !== "native")
-      return {
-        state: "unblocked",
-        reason: `${this.kindDetail} runs containers where lazy cannot set the firewall (${this.kind === "rootless" ? "rootless Docker's containers reach the network through the user's own process" : "not this host's network stack"}), so task containers may reach 169.254.169.254`,
-        remedy: "block link-local metadata addresses in that engine's VM or host firewall, or use native Linux Docker",
-      };
-    if (!LinkLocal.validBridge(bridge))
-      return {
-        state: "unblocked",
-        reason: `the network's bridge interface name ${JSON.stringify(bridge)} is not one lazy can use`,
-        remedy: `remove the network (docker network rm lazy-${project}); lazy makes it again`,
-      };
-    const script = opts.allowMetadata ? LinkLocal.removeScript(bridge) : LinkLocal.applyScript(bridge);
-    const r = process.getuid?.() === 0 ? await this.runHostScript(script) : await this.runHelperScript(project, script, opts.helperImage);
-    if ("skipped" in r)
-      return {
-        state: "unblocked",
-        reason: r.skipped,
-        remedy: "run the daemon as root, or give it a task image (it runs the firewall helper in it)",
-      };
-    if (r.code !== 0)
-      return {
-        state: "unblocked",
-        reason: `${opts.allowMetadata ? "removing" : "installing"} the ${LinkLocal.CHAIN} firewall rules for ${bridge} failed: ${LinkLocal.failure(r.code, r.output)}`,
-        remedy: "install iptables (and ip6tables) on the host, or run the daemon as root, then lazy daemon restart",
-      };
-    return opts.allowMetadata ? { state: "allowed", bridge } : { state: "blocked", bridge };
+  /** The link-local guard and the fence (firewall.ts), by a script on the host or in the helper. */
+  private guard(project: string, bridge: string, gateway: string, opts: NetworkOptions) {
+    return Firewall.apply({ kind: this.kind, kindDetail: this.kindDetail, project, bridge, gateway, opts }, (script) =>
+      process.getuid?.() === 0 ? this.runHostScript(script) : this.runHelperScript(project, script, opts.helperImage),
+    );
   }
 
   private async runHostScript(script: string): Promise<{ code: number; output: string }> {
@@ -227,7 +199,7 @@ export class Runtime {
     // Its bridge is gone; so goes the jump that named it.
     const bridge = LinkLocal.bridgeOf(detail);
     if (this.kind === "native" && LinkLocal.validBridge(bridge)) {
-      const script = LinkLocal.removeScript(bridge);
+      const script = LinkLocal.removeScript(bridge, Fence.removeLines());
       const r = process.getuid?.() === 0 ? await this.runHostScript(script) : await this.runHelperScript(project, script, opts.helperImage);
       if ("code" in r && r.code !== 0)
         this.log.warn(`could not remove the ${LinkLocal.CHAIN} jump for ${bridge}: ${LinkLocal.failure(r.code, r.output)}`);

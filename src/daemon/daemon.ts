@@ -24,6 +24,8 @@ import { lazyHome } from "../util/paths";
 import { urlHost } from "../util/url";
 import { api, longLived } from "./api";
 import { Runner } from "../runner";
+import { Egress } from "../egress";
+import { onLeak } from "./egress-leak";
 import { Bus } from "../bus";
 import { Notifier } from "../notify";
 import type { Busy, Status } from "./status";
@@ -40,6 +42,8 @@ export class Daemon {
   private writesInFlight = 0;
   /** Ends builder sessions whose lazy build was killed (builder-sessions.ts). */
   sweeper: Timer | undefined;
+  /** The egress proxy task containers reach the allowed hosts through (src/egress). */
+  egress: Egress | undefined;
 
   private constructor(
     private readonly root: string,
@@ -105,7 +109,15 @@ export class Daemon {
       const proxy = new ModelProxy(paths.dir, db, credentials, () => watch.state.config);
       const bus = new Bus();
       const mcp = McpTokens.open(paths.dir);
-      const runner = new Runner({
+      let runner: Runner | undefined;
+      const egress = new Egress({
+        config: () => watch.state.config,
+        grants: proxy.grants,
+        audit: proxy.audit,
+        log: Log.create("egress"),
+        onLeak: onLeak({ db, bus, proxy, runner: () => runner, log: Log.create("egress") }),
+      });
+      runner = new Runner({
         root,
         slug: paths.slug,
         stateDir: paths.dir,
@@ -115,6 +127,7 @@ export class Daemon {
         config: () => watch.state.config,
         bus,
         log: Log.create("runner"),
+        egress,
       });
       const notifier = new Notifier({
         db,
@@ -125,6 +138,7 @@ export class Daemon {
       });
       notifier.start();
       daemon = new Daemon(root, paths, db, watch, proxy, credentials, runner, bus, notifier, mcp, lock, log, loaded.present);
+      daemon.egress = egress;
       // lazy's MCP tools, on the proxy's listeners (where task containers reach it).
       const mcpDeps: Mcp.McpDeps = {
         db,
@@ -259,6 +273,7 @@ export class Daemon {
       api: { url: this.apiUrl },
       metadata: this.runner.metadataGuard() ?? null,
       busy: this.busy(),
+      fence: this.runner.fenceState() ?? null,
       proxy: {
         state: this.proxy.state,
         url: proxyAddr ? `http://${urlHost(proxyAddr.host)}:${proxyAddr.port}` : null,
@@ -293,6 +308,7 @@ export class Daemon {
     ]);
     this.notifier.stop();
     this.apiServer?.stop(true);
+    this.egress?.stop();
     await this.proxy.stop();
     this.credentials.stop();
     State.clearRecord(this.paths, process.pid);

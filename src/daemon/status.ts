@@ -1,5 +1,5 @@
 /** What `lazy daemon status` shows: the daemon's answer to GET /api/status. */
-import type { LinkLocalGuard } from "../containers";
+import type { Fence, LinkLocalGuard } from "../containers";
 
 export interface Status {
   pid: number;
@@ -14,6 +14,8 @@ export interface Status {
   proxy: { state: string; url: string | null; error?: string };
   /** Whether task containers can reach link-local metadata addresses (null: no task network yet). */
   metadata: LinkLocalGuard | null;
+  /** What else task containers can reach ([container] network; null: no task network yet). */
+  fence?: Fence.State | null;
   /** broken with untrusted: lazy.toml changed to keys the person has not approved (lazy trust). */
   config: {
     state: "ok" | "broken";

@@ -9,6 +9,9 @@
  * credential values and the grant table current.
  */
 import type { Database } from "bun:sqlite";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { writeFileAtomic } from "../util/files";
 import type { Config, ResolvedProfile } from "../config";
 import { resolveProfile } from "../config";
 import type { CredentialStore } from "../credentials";
@@ -42,7 +45,8 @@ export { Targets, type Target } from "./targets";
 export { type Grant, notLive, liveKey } from "./grants";
 export { FAILURE_KINDS, type ProviderHealth } from "./meters";
 export type { LimitView } from "./meters";
-export type { Row as AuditRow } from "./audit";
+export type { Row as AuditRow, Batch as AuditBatch } from "./audit";
+export { Recorder as AuditRecorder } from "./audit";
 export { refusalCause } from "./meters";
 export { MCP_PATH, MCP_NO_TOKEN } from "./listen";
 export type { Stats, McpAdmit, McpWho } from "./thread";
@@ -87,6 +91,8 @@ export class ModelProxy {
   private mcpHandler: McpHandler | undefined;
   /** Every address listened on, so a restarted thread listens there again. */
   private listening = new Map<string, number>();
+  /** Where containers were told the proxy is, per gateway (kept across restarts: listenFor). */
+  private gatewayPorts: string;
 
   constructor(
     stateDir: string,
@@ -98,6 +104,7 @@ export class ModelProxy {
   ) {
     this.grants = Grants.open(stateDir, { onChange: (grants) => this.post({ type: "grants", grants }) });
     this.live = new Live(stateDir, (live) => this.post({ type: "live", live }));
+    this.gatewayPorts = join(stateDir, "gateway-ports.json");
     this.targets = Targets.build(config());
     this.audit = new Audit(
       db,
@@ -415,7 +422,21 @@ export class ModelProxy {
   async listenFor(host: string): Promise<{ host: string; port: number }> {
     const port = this.listening.get(host);
     if (port !== undefined) return { host, port };
-    const r = await this.listen(host, this.address?.port ?? this.config().proxy.port);
+    // The port running containers were given, if a daemon before this one listened here: the
+    // loopback port may have gone to another process meanwhile, and the network fence drops
+    // any other port (containers/fence.ts).
+    let known: Record<string, number> = {};
+    try {
+      known = JSON.parse(readFileSync(this.gatewayPorts, "utf8"));
+    } catch {}
+    const before = known[host];
+    const r = await this.listen(host, typeof before === "number" ? before : (this.address?.port ?? this.config().proxy.port));
+    if (r.address && r.address.port !== before)
+      try {
+        writeFileAtomic(this.gatewayPorts, JSON.stringify({ ...known, [host]: r.address.port }));
+      } catch (e) {
+        this.log.warn(`could not record the proxy's port on ${host}: ${(e as Error).message}`);
+      }
     if (!r.address)
       throw new LazyError(
         "proxy_unavailable",

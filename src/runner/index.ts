@@ -12,11 +12,12 @@ import { basename, join } from "node:path";
 import { Tasks, Runs, canMove, isFinal, type Task, type Run } from "../store";
 import type { Status } from "../store";
 import { defaultProfile, resolveLimits, resolveProfile, Trust, type Config, type ResolvedProfile } from "../config";
-import { Runtime, Image, type LinkLocalGuard, type NetworkOptions } from "../containers";
+import { Runtime, Image, type Fence, type LinkLocalGuard, type NetworkOptions } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
 import { MCP_PATH, type ModelProxy } from "../proxy";
 import type { McpTokens } from "../mcp";
+import type { Egress } from "../egress";
 import { LazyError } from "../util/errors";
 import * as AgentDir from "../util/agent-dir";
 import type { Logger } from "../util/log";
@@ -41,14 +42,19 @@ export interface RunnerDeps {
   config: () => Config;
   bus: Bus;
   log: Logger;
+  /** The egress proxy: the fence's ports, and the proxy variables a fenced container gets. */
+  egress: Pick<Egress, "fenceFor" | "envFor" | "unlisten">;
 }
 
 export class Runner {
   private runtime: Promise<Runtime> | undefined;
   /** The last word on whether the project's containers can reach link-local metadata addresses. */
   private guard: LinkLocalGuard | undefined;
+  private fence: Fence.State | undefined;
   private housekeeping: Timer | undefined;
   private starting = new Set<string>();
+  /** What task containers' environments add for the network fence (the egress proxy's address), as of the last gateway(). */
+  private netEnv: Record<string, string> = {};
 
   private holds: Holds;
   /** Reading running turns (turn-watch.ts). */
@@ -141,12 +147,21 @@ export class Runner {
     try {
       helperImage = Image.plan(this.d.root, config.container).tag;
     } catch {} // no task image yet (a missing Dockerfile): the guard says it needs one
-    return { allowMetadata: config.container.allow_metadata, helperImage };
+    const fence = {
+      mode: config.container.network,
+      ports: async (gw: string) => this.d.egress.fenceFor(config, gw, (await this.d.proxy.listenFor(gw)).port).ports,
+    };
+    return { allowMetadata: config.container.allow_metadata, helperImage, fence };
   }
 
   /** The link-local guard's state, for lazy doctor; undefined until a network was ensured. */
   metadataGuard(): LinkLocalGuard | undefined {
     return this.guard;
+  }
+
+  /** The network fence's state, for lazy doctor; undefined until a network was ensured. */
+  fenceState(): Fence.State | undefined {
+    return this.fence;
   }
 
   /** Keep the guard's state, and say it once in the log when it changes. */
@@ -159,6 +174,17 @@ export class Runner {
     else if (g.state === "allowed")
       this.d.log.warn(`[container] allow_metadata = true: task containers can reach link-local metadata addresses such as 169.254.169.254`);
     else this.d.log.warn(`link-local metadata addresses are NOT blocked for task containers: ${g.reason}; ${g.remedy}`);
+  }
+
+  /** Say in the log when what task containers can reach changes (containers/fence.ts). */
+  private noteFence(f: Fence.State): void {
+    const before = JSON.stringify(this.fence);
+    this.fence = f;
+    if (before === JSON.stringify(f)) return;
+    if (f.state === "fenced")
+      this.d.log.info(`network fence (${f.mode}) on ${f.bridge}: task containers reach only gateway ports ${f.ports.join(", ")}`);
+    else if (f.state === "open") this.d.log.warn(`[container] network = "open": task containers reach any address (the fence is off)`);
+    else this.d.log.warn(`the network fence is NOT set for task containers: ${f.reason}; ${f.remedy}`);
   }
 
   private run(taskId: string): Run {
@@ -308,7 +334,7 @@ export class Runner {
         root: this.d.root,
         taskId: task.id,
         user: `${uid}:${uid}`,
-        env: containerEnv(this.d.root),
+        env: { ...containerEnv(this.d.root), ...this.netEnv },
         mounts: mounts(this.d.root, g, tdir, linuxBinary()),
         network: net.name,
         hostGateway: docker.kind === "desktop",
@@ -327,7 +353,13 @@ export class Runner {
 
     if (!run.setup_done && config.container.setup) {
       this.event(task, "setup", { command: config.container.setup });
-      const r = await docker.exec(info.id, ["sh", "-c", config.container.setup], `${uid}:${uid}`, containerEnv(this.d.root), g.worktree);
+      const r = await docker.exec(
+        info.id,
+        ["sh", "-c", config.container.setup],
+        `${uid}:${uid}`,
+        { ...containerEnv(this.d.root), ...this.netEnv },
+        g.worktree,
+      );
       this.event(task, "setup", { code: r.code, output: r.output.slice(-4000) });
       if (r.code !== 0)
         throw new LazyError("launch_refused", `[container] setup failed with exit code ${r.code}; see lazy logs ${this.ref(task)}.`);
@@ -343,6 +375,8 @@ export class Runner {
   async gateway(docker: Runtime, config: Config): Promise<{ net: { name: string; gateway: string }; proxyUrl: string }> {
     const net = await docker.ensureNetwork(this.d.slug, this.networkOptions(config));
     this.noteGuard(net.guard);
+    this.noteFence(net.fence);
+    this.netEnv = docker.kind === "desktop" ? {} : this.d.egress.envFor(config, net.gateway);
     if (docker.kind === "desktop") return { net, proxyUrl: `http://host.docker.internal:${this.d.proxy.address!.port}` };
     const a = await this.d.proxy.listenFor(net.gateway);
     return { net, proxyUrl: `http://${a.host}:${a.port}` };
@@ -444,7 +478,7 @@ export class Runner {
     const execId = await docker.execDetached(
       box.id,
       [BIN, "supervise", "--turn", `/lazy/turns/${turn.n}`, "--cwd", box.g.worktree, "--", ...turn.prepared.command],
-      { ...containerEnv(this.d.root), ...turn.prepared.env },
+      { ...containerEnv(this.d.root), ...this.netEnv, ...turn.prepared.env },
       `${uid}:${uid}`,
     );
     this.turns.follow(task, execId);
@@ -527,7 +561,7 @@ export class Runner {
    * (any image; no kill binary needed). Who stopped it is lazy's record, not a file the agent
    * could plant or point elsewhere.
    */
-  async stop(ref: string): Promise<Task> {
+  async stop(ref: string, by = "user"): Promise<Task> {
     const task = Tasks.resolve(this.d.db, ref);
     if (task.status !== "running") throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}, not running.`);
     const run = this.run(task.id);
@@ -539,7 +573,7 @@ export class Runner {
       const left = await this.halt(task);
       if (left) this.d.log.error(`task ${this.ref(task)}: ${left}`);
     }
-    this.event(task, "stop", { by: "user" });
+    this.event(task, "stop", { by });
     return task;
   }
 
@@ -601,6 +635,7 @@ export class Runner {
       try {
         const net = await docker.ensureNetwork(this.d.slug, this.networkOptions(this.d.config()));
         this.noteGuard(net.guard);
+        this.noteFence(net.fence);
         gateway = net.gateway;
       } catch (e) {
         this.d.log.error(`the project's network: ${(e as Error).message}`);
@@ -652,6 +687,7 @@ export class Runner {
     if ((await docker.list(this.d.slug)).length || this.starting.size || this.calls.busy) return;
     const gateway = await docker.removeNetwork(this.d.slug, this.networkOptions(this.d.config()));
     if (gateway) this.d.proxy.unlisten(gateway);
+    if (gateway) this.d.egress.unlisten(gateway);
   }
 
   startHousekeeping(everyMs = 15_000): void {

@@ -24,8 +24,18 @@ const HOST_END = `10.213.${parseInt(rand.slice(0, 2), 16)}.1`;
 const CONTROL_NET = `lazy-md-control-${rand}`;
 /** What the test's metadata server says: seeing it means the connection got through. */
 const ANSWER = `metadata-answer-${rand}`;
+// network = "open": this file tests the link-local guard alone (the fence would drop the
+// metadata address too; test/attacks/network.test.ts tests the fence).
 const TOML = (extra: string[] = []) =>
-  [`[container]`, `base = "${TEST_IMAGES.node}"`, ...extra, ``, `[proxy.upstreams]`, `anthropic = "${anthropic.url}"`].join("\n");
+  [
+    `[container]`,
+    `base = "${TEST_IMAGES.node}"`,
+    `network = "open"`,
+    ...extra,
+    ``,
+    `[proxy.upstreams]`,
+    `anthropic = "${anthropic.url}"`,
+  ].join("\n");
 
 let anthropic: Mock.MockProvider;
 let p: Project;

@@ -5,7 +5,7 @@
 import { mkdtempSync, realpathSync, rmSync, existsSync, readFileSync, writeFileSync, readdirSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { LinkLocal } from "../../src/containers";
+import { Fence, LinkLocal } from "../../src/containers";
 
 export const BIN = resolve(import.meta.dir, "../../dist/lazy");
 
@@ -203,7 +203,11 @@ export class Project {
       // lazy's firewall jump for that bridge (the daemon drops it only when it removes the network itself).
       if (net.exitCode === 0 && process.getuid?.() === 0) {
         const n = (JSON.parse(net.stdout.toString()) as { Id: string; Options?: Record<string, string> }[])[0];
-        if (n) Bun.spawnSync(["sh", "-c", LinkLocal.removeScript(LinkLocal.bridgeOf(n))], { stdout: "ignore", stderr: "ignore" });
+        if (n)
+          Bun.spawnSync(["sh", "-c", LinkLocal.removeScript(LinkLocal.bridgeOf(n), Fence.removeLines())], {
+            stdout: "ignore",
+            stderr: "ignore",
+          });
       }
     }
     await this.run(["daemon", "stop"]).catch(() => {});

@@ -135,6 +135,7 @@ async function findings(root: string): Promise<Finding[]> {
         remedy: "a placeholder is still revoked when its task ends; pinning needs native Linux Docker",
       });
     if (k) out.push(metadataFinding(k.kind, status, loaded.ok ? loaded.config.container.allow_metadata : undefined));
+    if (k) out.push(fenceFinding(status, loaded.ok ? loaded.config.container.network : undefined));
   } else
     out.push({
       check: "docker",
@@ -236,6 +237,29 @@ function metadataFinding(kind: string, status: Status | undefined, allow: boolea
     blocking: false,
     summary: "link-local metadata addresses are blocked when a task's network is set up (none yet)",
   };
+}
+
+/** What else task containers can reach: `[container] network` as the daemon last set it (containers/fence.ts). */
+function fenceFinding(status: Status | undefined, mode: string | undefined): Finding {
+  const f = status?.fence;
+  if (f?.state === "fenced")
+    return {
+      check: "fence",
+      ok: true,
+      blocking: false,
+      summary: `network = "${f.mode}": task containers reach only lazy's proxy and MCP${f.mode === "none" ? "" : " and its egress proxy"} (gateway ports ${f.ports.join(", ")}; firewall rules on ${f.bridge})`,
+    };
+  if (f?.state === "open" || (!f && mode === "open"))
+    return {
+      check: "fence",
+      ok: false,
+      blocking: false,
+      summary: 'network = "open": task containers reach any address, host services and other projects\' listeners included',
+      remedy: 'set [container] network = "allowlist" (the default) and list the hosts tasks need in allow',
+    };
+  if (f?.state === "unfenced")
+    return { check: "fence", ok: false, blocking: false, summary: `the network fence is not set: ${f.reason}`, remedy: f.remedy };
+  return { check: "fence", ok: true, blocking: false, summary: "the network fence is set when a task's network is set up (none yet)" };
 }
 
 export const doctor = command({

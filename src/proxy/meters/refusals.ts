@@ -22,5 +22,7 @@ export function refusalCause(row: { status: number; note: string | null }): stri
   const missing = /^credential (\S+) missing/.exec(n);
   if (missing) return `credential slot "${missing[1]}" is empty: lazy auth set ${missing[1]}`;
   if (n.startsWith(NOTE.unmapped)) return "no credential mapped for this provider";
+  // lazy's egress proxy (src/egress) words its own refusals.
+  if (n.startsWith("egress: ")) return n.slice("egress: ".length);
   return null;
 }

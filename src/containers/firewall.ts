@@ -1,0 +1,93 @@
+/**
+ * The firewall lazy sets on a project's bridge, in one script (one run on the host as root, or
+ * one helper container otherwise): the link-local guard (link-local.ts) and the network fence
+ * (fence.ts), and what each came to, worded for the daemon's log and lazy doctor.
+ */
+import type { EngineKind } from "./engine";
+import * as Fence from "./fence";
+import * as LinkLocal from "./link-local";
+
+export interface NetworkOptions {
+  /** `[container] allow_metadata`: leave link-local addresses reachable from the project's containers. */
+  allowMetadata: boolean;
+  /** An image to run the firewall helper in when lazy is not root (the task image, once it exists). */
+  helperImage?: string;
+  /**
+   * The fence to set on the bridge (fence.ts). `ports` is asked only where lazy sets the
+   * firewall: the caller listens on the gateway first, so the rules name the ports it got.
+   * Absent: "open".
+   */
+  fence?: { mode: Fence.Mode; ports: (gateway: string) => Promise<number[]> };
+}
+
+/**
+ * Drop what the bridge's containers send to link-local metadata addresses (or, when the
+ * project allows it, remove that), and fence the rest (fence.ts), in one script. Never
+ * throws: where it cannot be done, the answer says why and what to do, for the daemon's log
+ * and lazy doctor.
+ */
+export async function apply(
+  at: { kind: EngineKind; kindDetail: string; project: string; bridge: string; gateway: string; opts: NetworkOptions },
+  runScript: (script: string) => Promise<{ code: number; output: string } | { skipped: string }>,
+): Promise<{ guard: LinkLocal.Guard; fence: Fence.State }> {
+  const { kind, kindDetail, project, bridge, gateway, opts } = at;
+  const mode = opts.fence?.mode ?? "open";
+  const unfenced = (g: LinkLocal.Guard): Fence.State =>
+    mode === "open"
+      ? { state: "open" }
+      : {
+          state: "unfenced",
+          reason: g.state === "unblocked" ? g.reason.replace(/169\.254\.169\.254$/, "any address") : "the firewall script failed",
+          remedy: g.state === "unblocked" ? g.remedy : "see the daemon log",
+        };
+  if (kind !== "native") {
+    const g: LinkLocal.Guard = {
+      state: "unblocked",
+      reason: `${kindDetail} runs containers where lazy cannot set the firewall (${kind === "rootless" ? "rootless Docker's containers reach the network through the user's own process" : "not this host's network stack"}), so task containers may reach 169.254.169.254`,
+      remedy: "block link-local metadata addresses in that engine's VM or host firewall, or use native Linux Docker",
+    };
+    return { guard: g, fence: unfenced(g) };
+  }
+  if (!LinkLocal.validBridge(bridge)) {
+    const g: LinkLocal.Guard = {
+      state: "unblocked",
+      reason: `the network's bridge interface name ${JSON.stringify(bridge)} is not one lazy can use`,
+      remedy: `remove the network (docker network rm lazy-${project}); lazy makes it again`,
+    };
+    return { guard: g, fence: unfenced(g) };
+  }
+  const spec: Fence.Spec = { mode, gateway, ports: mode === "open" || !opts.fence ? [] : await opts.fence.ports(gateway) };
+  const fenceLines = Fence.applyLines(spec, LinkLocal.EXIT.fence);
+  const script = opts.allowMetadata ? LinkLocal.removeScript(bridge, fenceLines) : LinkLocal.applyScript(bridge, fenceLines);
+  const r = await runScript(script);
+  if ("skipped" in r) {
+    const g: LinkLocal.Guard = {
+      state: "unblocked",
+      reason: r.skipped,
+      remedy: "run the daemon as root, or give it a task image (it runs the firewall helper in it)",
+    };
+    return { guard: g, fence: unfenced(g) };
+  }
+  const remedy = "install iptables (and ip6tables) on the host, or run the daemon as root, then lazy daemon restart";
+  if (r.code === LinkLocal.EXIT.fence)
+    return {
+      guard: opts.allowMetadata ? { state: "allowed", bridge } : { state: "blocked", bridge },
+      fence: {
+        state: "unfenced",
+        reason: `setting the ${Fence.PREFIX}${bridge} firewall rules failed (${LinkLocal.failure(r.code, r.output)}); until a later run repairs them the bridge may drop everything`,
+        remedy,
+      },
+    };
+  if (r.code !== 0) {
+    const g: LinkLocal.Guard = {
+      state: "unblocked",
+      reason: `${opts.allowMetadata ? "removing" : "installing"} the ${LinkLocal.CHAIN} firewall rules for ${bridge} failed: ${LinkLocal.failure(r.code, r.output)}`,
+      remedy,
+    };
+    return { guard: g, fence: unfenced(g) };
+  }
+  return {
+    guard: opts.allowMetadata ? { state: "allowed", bridge } : { state: "blocked", bridge },
+    fence: spec.mode === "open" ? { state: "open" } : { state: "fenced", mode: spec.mode, bridge, ports: spec.ports },
+  };
+}

@@ -1,0 +1,205 @@
+/**
+ * lazy's egress proxy: the one way a task container reaches past the host under `[container]
+ * network = "allowlist"` (or "observe"). It listens on the project network's gateway (never on
+ * 0.0.0.0), is the container's HTTP(S)_PROXY, and lets through only the hosts the policy
+ * allows (policy.ts): CONNECT tunnels (TLS stays end to end) and absolute-form plain HTTP
+ * (head.ts says what is and is not supported). Every connection, allowed or refused, is a row
+ * in the proxy's audit trail (role "egress", upstream `egress:host:port`), so `lazy watch`
+ * shows it as a `net>` line. A request carrying any of lazy's placeholders (CONNECT host,
+ * plain-HTTP request line, headers or body) is refused and its task stopped (`onLeak`).
+ *
+ * The firewall side (what else the bridge may reach) is containers/fence.ts; `fenceFor` gives
+ * it the ports. It runs on the daemon's main thread: a download through it costs CPU in the
+ * kernel's two TCP connections and in Bun's copy of each read, not in JavaScript (reads come
+ * in ~500 KB chunks), so a Worker would not make it faster (bench/egress.ts, bench/README.md).
+ */
+import { networkInterfaces } from "node:os";
+import type { Config } from "../config";
+import { LazyError } from "../util/errors";
+import type { Fence } from "../containers";
+import { AuditRecorder, type AuditBatch, type Grant } from "../proxy";
+import type { Logger } from "../util/log";
+import { decide, isHostOwn, rulesOf } from "./policy";
+import { Listener, type Done, type Refusal } from "./server";
+
+export { HEAD_TIMEOUT_MS, PER_SOURCE } from "./server";
+export { MAX_HEAD } from "./head";
+
+/** Where the egress proxy first tries to listen on a gateway (the model proxy's first is 26124). */
+export const FIRST_PORT = 26224;
+/** How long resolving a host may take before the connection is refused. */
+const RESOLVE_TIMEOUT_MS = 10_000;
+
+export interface EgressDeps {
+  config: () => Config;
+  /** The proxy's grants: placeholders to look for, and which task a container address is. */
+  grants: { all(): Grant[] };
+  /** The proxy's audit trail. */
+  audit: { write(batch: AuditBatch): void };
+  log: Logger;
+  /** A task's placeholder was seen on its way out (`why` names where, never the value). */
+  onLeak: (taskId: string, why: string) => void;
+}
+
+/** The environment a fenced task container gets: its egress proxy, and the gateway reached directly. */
+export function proxyEnv(gateway: string, port: number): Record<string, string> {
+  const url = `http://${gateway}:${port}`;
+  const no = `${gateway},localhost,127.0.0.1`;
+  return { HTTP_PROXY: url, HTTPS_PROXY: url, http_proxy: url, https_proxy: url, NO_PROXY: no, no_proxy: no };
+}
+
+export class Egress {
+  private listeners = new Map<string, Listener>();
+  private recorder: AuditRecorder;
+  private leaked = new Map<string, number>();
+
+  constructor(private d: EgressDeps) {
+    this.recorder = new AuditRecorder((b) => d.audit.write(b));
+  }
+
+  /**
+   * Listen on the gateway (once; the same port while it lasts). The first port tried is fixed
+   * (FIRST_PORT, then upward), so a restarted daemon listens where its running containers'
+   * HTTP_PROXY points; each project's gateway is its own address, so projects do not collide.
+   */
+  listenFor(gateway: string): number {
+    let l = this.listeners.get(gateway);
+    if (!l) {
+      for (let port = FIRST_PORT; !l && port < FIRST_PORT + 20; port++)
+        try {
+          l = new Listener(gateway, port, this.hooks(gateway), () => this.maxToken());
+        } catch {} // taken: the next one
+      try {
+        l ??= new Listener(gateway, 0, this.hooks(gateway), () => this.maxToken());
+      } catch (e) {
+        throw new LazyError(
+          "proxy_unavailable",
+          `lazy's egress proxy could not listen on ${gateway} (${(e as Error).message}); run lazy doctor.`,
+        );
+      }
+      this.listeners.set(gateway, l);
+      this.d.log.info(`egress proxy listening on ${gateway}:${l.port}`);
+    }
+    return l.port;
+  }
+
+  unlisten(gateway: string): void {
+    this.listeners.get(gateway)?.stop();
+    this.listeners.delete(gateway);
+  }
+
+  /**
+   * The fence for the project's bridge (containers/fence.ts), listening first where the mode
+   * needs the egress proxy. `proxyPort` is where the model proxy and MCP listen on the gateway.
+   */
+  fenceFor(config: Config, gateway: string, proxyPort: number): Fence.Spec {
+    const mode = config.container.network;
+    if (mode === "none" || mode === "open") {
+      this.unlisten(gateway);
+      return { mode, gateway, ports: [proxyPort] };
+    }
+    return { mode, gateway, ports: [proxyPort, this.listenFor(gateway)] };
+  }
+
+  /** What a task container's environment gets under the mode: the proxy variables, or nothing. */
+  envFor(config: Config, gateway: string): Record<string, string> {
+    const mode = config.container.network;
+    const l = this.listeners.get(gateway);
+    return (mode === "allowlist" || mode === "observe") && l ? proxyEnv(gateway, l.port) : {};
+  }
+
+  stop(): void {
+    for (const g of [...this.listeners.keys()]) this.unlisten(g);
+    this.recorder.flush();
+  }
+
+  private maxToken(): number {
+    let n = 0;
+    for (const g of this.d.grants.all()) n = Math.max(n, g.token.length);
+    return n;
+  }
+
+  private hooks(gateway: string) {
+    const own = subnetOf(gateway);
+    return {
+      // The project's containers, and this host's own processes (they reach the hosts anyway).
+      admit: (src: string) => own(src) || isHostOwn(src.replace(/^::ffff:/i, "")),
+      decide: async (_src: string, head: { host: string; port: number }): Promise<{ address: string } | Refusal> => {
+        // A name that does not resolve in time is refused like one that does not resolve.
+        const r = await Promise.race([
+          decide(rulesOf(this.d.config()), head.host, head.port),
+          Bun.sleep(RESOLVE_TIMEOUT_MS).then(() => ({
+            ok: false as const,
+            status: 504,
+            why: `${head.host} did not resolve within ${RESOLVE_TIMEOUT_MS / 1000} s`,
+            remedy: "check the name, or try again",
+          })),
+        ]);
+        return r.ok ? { address: r.address } : { status: r.status, why: r.why, remedy: r.remedy };
+      },
+      leak: (_src: string, text: string): Refusal | null => {
+        for (const g of this.d.grants.all()) {
+          if (!text.includes(g.token)) continue;
+          const who = g.taskRef ? `task ${g.taskRef}'s` : `lazy's ${g.role}`;
+          const why = `the request carries ${who} placeholder (its stand-in for a credential), which never leaves through the egress proxy`;
+          if (g.taskId) {
+            const last = this.leaked.get(g.taskId) ?? 0;
+            if (Date.now() - last > 5_000) {
+              this.leaked.set(g.taskId, Date.now());
+              this.d.onLeak(g.taskId, "its placeholder was sent towards the network through lazy's egress proxy");
+            }
+          }
+          return { status: 403, why, remedy: g.taskId ? "nothing to allow: lazy stopped the task" : "nothing to allow" };
+        }
+        return null;
+      },
+      done: (c: Done) => this.record(c),
+    };
+  }
+
+  private record(c: Done): void {
+    const grants = this.d.grants.all();
+    const who = grants.find((g) => g.role === "agent" && g.pinnedIp === c.src) ?? grants.find((g) => g.callIps?.includes(c.src));
+    // A placeholder in the path or host is never recorded.
+    const clean = (s: string) => grants.reduce((t, g) => (t.includes(g.token) ? t.split(g.token).join("[placeholder]") : t), s);
+    this.recorder.record({
+      at: c.at,
+      taskId: who?.taskId ?? null,
+      taskRef: who?.taskRef ?? null,
+      role: "egress",
+      profile: null,
+      credential: null,
+      upstream: clean(`egress:${c.host}:${c.port}`),
+      method: c.method,
+      path: clean(c.path),
+      status: c.status,
+      durationMs: c.durationMs,
+      ttfbMs: null,
+      bytesIn: c.bytesIn,
+      bytesOut: c.bytesOut,
+      usage: null,
+      retries: 0,
+      note: c.note,
+    });
+  }
+}
+
+/**
+ * Who is on the gateway's own network (its interface's address and netmask): the project's
+ * containers. Containers of other Docker networks reach the gateway's address too (it is the
+ * host's); they are refused. The bridge may get its address
+ * after lazy listens (Docker brings it up with the first container): looked up until found.
+ */
+function subnetOf(gateway: string): (src: string) => boolean {
+  const v4 = (a: string) => a.split(".").reduce((n, x) => ((n << 8) | Number(x)) >>> 0, 0);
+  let mask: number | undefined;
+  return (raw) => {
+    const src = raw.replace(/^::ffff:/i, "");
+    if (src === gateway) return true;
+    if (!/^\d+\.\d+\.\d+\.\d+$/.test(src)) return false;
+    if (mask === undefined)
+      for (const list of Object.values(networkInterfaces()))
+        for (const i of list ?? []) if (i.family === "IPv4" && i.address === gateway) mask = v4(i.netmask);
+    return mask !== undefined && (v4(src) & mask) >>> 0 === (v4(gateway) & mask) >>> 0;
+  };
+}

@@ -1,0 +1,98 @@
+/**
+ * Whether the egress proxy may connect a container to `host:port`, from `[container] network`
+ * and `allow` (config/allow.ts has the entry grammar), and then to which address: the name is
+ * resolved here, once, and the address checked before it is dialed, so a name cannot lead to
+ * this host's own services or a metadata address unless the user named that very host.
+ *
+ * - "allowlist": only hosts an entry allows (the built-in list unless allow_defaults = false,
+ *   plus `allow`).
+ * - "observe": any host, but this host's own addresses and link-local ones only when an entry
+ *   of `allow` names them.
+ * This host's own addresses (loopback, every interface's, so every project's gateway) and
+ * link-local ones (cloud metadata) are reached only through an entry in `allow` that names
+ * the host exactly (not a wildcard, not the built-in list); link-local only with
+ * `allow_metadata` as well.
+ */
+import { lookup } from "node:dns/promises";
+import { allows, DEFAULT_ALLOW, hostOf, parseAllow, type AllowEntry, type Config } from "../config";
+
+export type Decision = { ok: true; address: string; family: 4 | 6 } | { ok: false; status: number; why: string; remedy: string };
+
+export interface Rules {
+  mode: Config["container"]["network"];
+  defaults: AllowEntry[];
+  own: AllowEntry[];
+  allowMetadata: boolean;
+}
+
+const parsed = (xs: readonly string[]) => xs.map(parseAllow).filter((e): e is AllowEntry => !("error" in e));
+const DEFAULTS = parsed(DEFAULT_ALLOW);
+
+export function rulesOf(config: Config): Rules {
+  const c = config.container;
+  return { mode: c.network, defaults: c.allow_defaults ? DEFAULTS : [], own: parsed(c.allow), allowMetadata: c.allow_metadata };
+}
+
+const remedyFor = (host: string, port: number) =>
+  `add "${port === 443 || port === 80 ? host : `${host}:${port}`}" to allow under [container] in lazy.toml`;
+
+function isLinkLocal(a: string): boolean {
+  return /^169\.254\./.test(a) || /^fe[89ab][0-9a-f]:/i.test(a) || /^fd00:ec2::254$/i.test(a);
+}
+
+/**
+ * This host's own addresses: loopback, unspecified, and any address a socket can be bound to
+ * here (every interface's, each project's gateway, a bridge with no container yet: Node's
+ * interface list leaves out interfaces that are not up and running). With
+ * net.ipv4.ip_nonlocal_bind set every address binds: all are treated as the host's (closed).
+ */
+export function isHostOwn(a: string): boolean {
+  if (/^127\./.test(a) || a === "0.0.0.0" || a === "::1" || a === "::" || /^::ffff:127\./i.test(a)) return true;
+  try {
+    Bun.listen({ hostname: a, port: 0, socket: { data() {} } }).stop(true);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Decide, resolving the name when it is allowed. */
+export async function decide(rules: Rules, rawHost: string, port: number): Promise<Decision> {
+  const host = hostOf(rawHost);
+  if (!host || port < 1 || port > 65535)
+    return {
+      ok: false,
+      status: 400,
+      why: `${JSON.stringify(rawHost)}:${port} is not a host name and port`,
+      remedy: "name a DNS host or IPv4 address",
+    };
+  const exact = rules.own.some((e) => !e.wildcard && allows(e, host, port));
+  const listed = exact || rules.own.some((e) => allows(e, host, port)) || rules.defaults.some((e) => allows(e, host, port));
+  if (rules.mode !== "observe" && !listed)
+    return { ok: false, status: 403, why: `${host}:${port} is not in [container] allow`, remedy: remedyFor(host, port) };
+  let addrs: { address: string; family: number }[];
+  try {
+    addrs = await lookup(host, { all: true });
+  } catch (e) {
+    return {
+      ok: false,
+      status: 502,
+      why: `${host} does not resolve (${(e as NodeJS.ErrnoException).code ?? "lookup failed"})`,
+      remedy: "check the name",
+    };
+  }
+  const usable = addrs.filter((a) => {
+    if (isLinkLocal(a.address)) return exact && rules.allowMetadata;
+    if (isHostOwn(a.address)) return exact;
+    return true;
+  });
+  const pick = usable.find((a) => a.family === 4) ?? usable[0];
+  if (!pick)
+    return {
+      ok: false,
+      status: 403,
+      why: `${host} resolves to ${addrs.map((a) => a.address).join(", ")}: this host's own or a link-local address`,
+      remedy: `name the host exactly in [container] allow in lazy.toml to reach it${addrs.some((a) => isLinkLocal(a.address)) ? " (and set allow_metadata = true for a link-local one)" : ""}`,
+    };
+  return { ok: true, address: pick.address, family: pick.family === 6 ? 6 : 4 };
+}
