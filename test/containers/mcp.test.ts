@@ -121,14 +121,16 @@ describe("MCP tools in task containers", () => {
       expect(r.status).toBe(404);
       expect(await r.text()).toContain("Not a route of lazy's proxy");
     }
-    // A task of its own, whose turn minted its MCP token.
+    // A task of its own, whose turn minted its MCP token; the turn is held (its agent sleeps) so
+    // its container runs: a turn's end stops it, and the token works only during a turn.
     anthropic.reset();
-    anthropic.reply = { text: "ok." };
+    anthropic.reply = { text: "ok.", toolUse: { name: "Bash", input: { command: "sleep 20", description: "hold the turn" } } };
     await p.ok(["task", "add", "Say ok", "--code", "closer"]);
     await p.ok(["start", "closer"]);
-    expect((await settled("closer")).task.status).toBe("done");
-    const tokens = JSON.parse(readFileSync(join(p.stateDir, "mcp-tokens.json"), "utf8")).tokens;
     const id = (await p.json(["task", "show", "closer"])).task.id;
+    await until(() => sh("/", `docker ps -q --filter label=dev.lazy.task=${id}`).out.trim() || undefined, 120_000, "the turn's container");
+    await anthropic.waitFor(1, 120_000); // the harness is up and talking: its MCP token is minted and pinned
+    const tokens = JSON.parse(readFileSync(join(p.stateDir, "mcp-tokens.json"), "utf8")).tokens;
     const mine = tokens.find((t: any) => t.taskId === id).token;
     const grant = await p.grant({ role: "agent", task: "closer" });
     const call = () =>
@@ -150,6 +152,7 @@ describe("MCP tools in task containers", () => {
       `docker exec -e T=${mine} ${container} node -e 'fetch(${JSON.stringify(url)},{method:"POST",headers:{"content-type":"application/json",accept:"application/json, text/event-stream",authorization:"Bearer "+process.env.T},body:${JSON.stringify(list)}}).then(r=>console.log(r.status))'`,
     );
     expect(fromContainer.out.trim()).toBe("200");
+    expect((await settled("closer")).task.status).toBe("done");
     await p.ok(["close", "closer"]);
     expect((await call()).status).toBe(401);
     const r = await fetch(`${p.runtimeProxyUrl()}/v1/messages`, {
