@@ -50,21 +50,23 @@ export function admit(
       note: "unknown or revoked MCP token",
     };
   }
-  // Pinned like the task's placeholder: from its container's address only.
-  if (holder.pinnedIp && holder.pinnedIp !== from)
-    return {
-      ok: false,
-      message: `lazy's MCP route refused this token: it belongs to task ${holder.taskId}'s container (${holder.pinnedIp}) and was presented from ${from}.`,
-      note: `MCP token presented from ${from}, pinned to ${holder.pinnedIp}`,
-    };
+  // A task's token lives only while its turn (or a call about it) runs, like its placeholder;
+  // and it is pinned like its placeholder: from its container's address only (null: pinned, but
+  // its container stopped, so from no address until the next turn pins it again).
+  let who: Who = { taskId: null, taskRef: null, role: "builder" };
   if (holder.kind === "task" && holder.taskId) {
     const code = (d.db.query("SELECT code FROM tasks WHERE id = ?").get(holder.taskId) as { code: string | null } | null)?.code ?? null;
-    const who = { taskId: holder.taskId, taskRef: code ?? holder.taskId, role: "agent" as const };
-    // Like its placeholder, a task's token lives only while its turn (or a call about it) runs.
-    if (!d.live(holder.taskId)) return { ok: false, message: `lazy refused this MCP token: ${notLive(who)}`, note: "no running turn" };
-    return { ok: true, holder, who };
+    who = { taskId: holder.taskId, taskRef: code ?? holder.taskId, role: "agent" };
+    if (!d.live(holder.taskId))
+      return { ok: false, message: `lazy refused this MCP token: ${notLive({ ...who, role: "agent" })}`, note: "no running turn" };
   }
-  return { ok: true, holder, who: { taskId: null, taskRef: null, role: "builder" } };
+  if (holder.pinnedIp !== undefined && holder.pinnedIp !== from)
+    return {
+      ok: false,
+      message: `lazy's MCP route refused this token: it belongs to task ${holder.taskId}'s container (${holder.pinnedIp ?? "none running now"}) and was presented from ${from}.`,
+      note: `MCP token presented from ${from}, pinned to ${holder.pinnedIp ?? "none"}`,
+    };
+  return { ok: true, holder, who };
 }
 
 /**

@@ -35,7 +35,7 @@ export const Holder = z
       .nullable()
       .optional()
       .describe(
-        "the task container's address (kind task, where Docker gives each container its own): the token works from there only, like the task's placeholder",
+        "the task container's address (kind task, where Docker gives each container its own): the token works from there only, like the task's placeholder; null once that container stopped (from nowhere until the next turn pins it again); absent: never pinned",
       ),
     createdAt: z.string(),
   })
@@ -98,6 +98,18 @@ export class McpTokens {
     if (h.pinnedIp === ip) return;
     this.#byToken.set(h.token, { ...h, pinnedIp: ip });
     this.#save();
+  }
+
+  /**
+   * The task's container is stopping: its address stops redeeming the token before Docker may
+   * hand it to another container. The token stays pinned, to no address, until the next pin.
+   */
+  unpin(taskId: string): void {
+    for (const h of this.#byToken.values())
+      if (h.kind === "task" && h.taskId === taskId && typeof h.pinnedIp === "string") {
+        this.#byToken.set(h.token, { ...h, pinnedIp: null });
+        this.#save();
+      }
   }
 
   revokeTask(taskId: string): number {

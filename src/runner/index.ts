@@ -38,7 +38,7 @@ export interface RunnerDeps {
   db: Database;
   proxy: ModelProxy;
   /** MCP tokens: a task's is revoked with its session, independently of its grants. */
-  mcp: Pick<McpTokens, "revokeTask" | "forTask" | "pin">;
+  mcp: Pick<McpTokens, "revokeTask" | "forTask" | "pin" | "unpin">;
   config: () => Config;
   bus: Bus;
   log: Logger;
@@ -591,6 +591,7 @@ export class Runner {
     if (!(await docker.inspect(id))?.running) return undefined;
     // Its address stops redeeming first: once it stops, Docker may give it to another container.
     await this.d.proxy.unpinTask(task.id);
+    this.d.mcp.unpin(task.id);
     return docker.halt(id);
   }
 
@@ -672,6 +673,7 @@ export class Runner {
         if (now.status === "running" || this.starting.has(task.id)) continue;
         this.d.log.warn(`task ${this.ref(task)} has no running turn but its container runs: stopping it`);
         await this.d.proxy.unpinTask(task.id);
+        this.d.mcp.unpin(task.id);
         const left = await docker.halt(c.id);
         if (left) this.d.log.error(`task ${this.ref(task)}: ${left}`);
       }

@@ -119,17 +119,26 @@ beforeAll(async () => {
   // lazy watch for A, from the start, as a person would leave it running.
   const proc = Bun.spawn(["sh", "-c", `exec "${BIN}" watch --json > .watch.ndjson`], { cwd: a.root, env: a.fullEnv(), stderr: "ignore" });
   watch = { proc, text: Promise.resolve("") };
-  // A task in each project: its container stays up between turns, on its project's network.
+  // A task in each project. B's turn ends (its network and listener stay); A's is held (its
+  // agent sleeps in a Bash call), since a turn's end stops its container: the probes below run
+  // in A's container during its own turn, as a prompt-injected agent's would.
   anthropic.reply = { text: "done." };
-  for (const [p, code] of [
-    [a, "fence-a"],
-    [b, "fence-b"],
-  ] as const) {
-    await p.ok(["task", "add", "idle", "--code", code]);
-    await p.ok(["start", code]);
-    expect((await settled(p, code)).task.status).toBe("done");
-  }
+  await b.ok(["task", "add", "idle", "--code", "fence-b"]);
+  await b.ok(["start", "fence-b"]);
+  expect((await settled(b, "fence-b")).task.status).toBe("done");
+  await a.ok(["task", "add", "idle", "--code", "fence-a"]);
+  await hold();
 }, 900_000);
+
+/** Start A's next turn (its first if it has none) and hold it: the agent sleeps in a Bash call. */
+async function hold(): Promise<void> {
+  anthropic.reset();
+  anthropic.reply = { text: "held.", toolUse: { name: "Bash", input: { command: "sleep 3600", description: "hold", timeout: 600000 } } };
+  const first = (await a.json(["task", "show", "fence-a"])).task.status === "queued";
+  await a.ok(first ? ["start", "fence-a"] : ["send", "fence-a", "hold"]);
+  await anthropic.waitFor(1, 120_000);
+  await until(() => containerOf(a) || undefined, 60_000, "A's container, running");
+}
 
 afterAll(async () => {
   watch?.proc.kill();
@@ -294,6 +303,8 @@ describe("the network fence (allowlist)", () => {
   }, 60_000);
 
   test("a real Claude Code turn under the fence still reaches its model and lazy's MCP, and finishes done", async () => {
+    await a.ok(["stop", "fence-a"]); // the held turn
+    expect((await settled(a, "fence-a")).task.status).toBe("waiting");
     anthropic.reset();
     anthropic.reply = { text: "Reported.", toolUse: { name: "mcp__lazy__report_progress", input: { note: `fenced-${rand}` } } };
     await a.ok(["send", "fence-a", "report"]);
@@ -319,9 +330,9 @@ describe("the network fence (allowlist)", () => {
     await a.ok(["send", "fence-a", "leak it"]);
     const s = await settled(a, "fence-a", 120_000);
     expect(s.task.status).toBe("waiting");
-    const refused = s.events.find((e: any) => e.kind === "refused");
+    const refused = s.events.findLast((e: any) => e.kind === "refused");
     expect(refused?.data.reason).toContain("placeholder was sent towards the network through lazy's egress proxy");
-    expect(s.events.find((e: any) => e.kind === "stop")?.data.by).toContain("lazy");
+    expect(s.events.findLast((e: any) => e.kind === "stop")?.data.by).toContain("lazy"); // this turn's stop
     expect(allowed.hits).toBe(before);
     expect(allowed.paths.join("\n")).not.toContain("lazy-");
     // The audit and watch record the refusal without the placeholder.
@@ -337,6 +348,7 @@ describe("the network fence (allowlist)", () => {
   }, 600_000);
 
   test("a placeholder in a CONNECT header is refused too, and shown as refused in watch", async () => {
+    await hold(); // the task was stopped for its leak: a new turn, held, to probe from
     const before = allowed.hits;
     const r = await probe(["leak-connect", "127.0.0.1", String(allowed.srv.port)]);
     expect(r.got).toContain("403 Forbidden");
@@ -349,7 +361,7 @@ describe("the network fence (allowlist)", () => {
       "the refused CONNECT's net> line",
     );
     expect(line.path).toBe(`127.0.0.1:${allowed.srv.port}`);
-  }, 60_000);
+  }, 180_000);
 
   test('network = "observe" lets a host through and records it; lazy egress suggest proposes it, and names what was refused', async () => {
     // A host that is not this host's own: a container on a network the test makes.
