@@ -15,6 +15,7 @@ import { chmodSync, chownSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Project, cleanupAll, isAlive, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
+import { edit, oneRequest, upstream } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-FRESHATTACK-" + "f".repeat(69) + "AA";
 let good: Mock.MockProvider;
@@ -24,31 +25,15 @@ beforeAll(async () => {
   good = await Mock.anthropic();
   attacker = await Mock.anthropic();
 });
-afterAll(async () => {
-  await cleanupAll();
-  await good?.close();
-  await attacker?.close();
-});
+afterAll(() => cleanupAll(good, attacker));
 
-/** Write lazy.toml as another process would: nobody ran lazy trust. */
-const edit = (p: Project, text: string) => writeFileSync(join(p.root, "lazy.toml"), text);
-const upstream = (url: string) => `[proxy.upstreams]\nanthropic = "${url}"\n`;
 // C0 but tab and newline, DEL, C1: what a terminal would obey.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control bytes is the point
 const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/;
 const posts = (m: Mock.MockProvider) => m.received.filter((r) => r.method === "POST").map((r) => r.headers["x-api-key"]);
 
 /** A launch's first model request: a placeholder grant (what start, chat and ask mint), then one request through the proxy. */
-async function launch(p: Project): Promise<number> {
-  const g = await p.grant({ role: "host" });
-  const res = await fetch(`${g.proxyUrl}/v1/messages`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": g.placeholder },
-    body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }),
-  });
-  await res.arrayBuffer();
-  return res.status;
-}
+const launch = (p: Project) => oneRequest(p);
 
 describe("a hostile local process races a launch against lazy.toml", () => {
   test("an upstream the person just moved away from (edit, lazy trust) gets nothing from a launch the moment after", async () => {

@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Project, cleanupAll, until, sh } from "../helpers/lazy";
+import { type Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { containerProject, settled } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-HOSTILEAGENT-" + "h".repeat(68) + "AA";
 let anthropic: Mock.MockProvider;
@@ -20,39 +20,22 @@ let p: Project;
 let victims: string;
 
 beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
   anthropic = await Mock.anthropic();
-  p = new Project({
-    toml: [`[container]`, `base = "${TEST_IMAGES.node}"`, ``, `[proxy.upstreams]`, `anthropic = "${anthropic.url}"`].join("\n"),
-  });
-  sh(
-    p.root,
-    "git config user.email dev@example.com && git config user.name Dev && echo '# demo' > README.md && echo lazy.toml > .gitignore && git add README.md .gitignore && git commit -qm init",
-  );
-  await p.setCredential("anthropic", KEY);
+  p = await containerProject(anthropic, KEY);
   // Host paths the attacks aim at: made by the test, outside everything lazy mounts.
   victims = realpathSync(mkdtempSync(join(tmpdir(), "lazy-victim-")));
 }, 120_000);
 
 afterAll(async () => {
-  await cleanupAll();
-  await anthropic?.close();
+  await cleanupAll(anthropic);
   if (victims) rmSync(victims, { recursive: true, force: true });
 });
 
 async function status(ref: string): Promise<string> {
   return (await p.json(["task", "show", ref])).task.status;
 }
-async function settled(ref: string, timeoutMs = 300_000): Promise<string> {
-  return until(
-    async () => {
-      const s = await status(ref);
-      return s !== "running" && s !== "queued" ? s : undefined;
-    },
-    timeoutMs,
-    `task ${ref} to end its turn`,
-  );
-}
+/** The status a task's turn ended in. */
+const settledStatus = async (ref: string, timeoutMs?: number): Promise<string> => (await settled(p, ref, timeoutMs)).task.status;
 /** The agent's next turn runs this command as a Bash tool call. */
 function agentRuns(command: string): void {
   anthropic.reset();
@@ -80,7 +63,7 @@ describe("a hostile agent in its task container", () => {
     agentRuns(`printf 'gitdir: ${gitDir}\\n' > .git && sudo pkill -KILL -f 'supervise --[i]dle'`);
     await p.ok(["task", "add", "probe the git boundary", "--code", "gitdir-swap"]);
     await p.ok(["start", "gitdir-swap"]);
-    expect(await settled("gitdir-swap", 120_000)).toBe("failed");
+    expect(await settledStatus("gitdir-swap", 120_000)).toBe("failed");
 
     // Turn 2, in a new container: try to plant a hook in the project's .git, and commit.
     agentRuns(
@@ -98,7 +81,7 @@ describe("a hostile agent in its task container", () => {
           gitDir === m.Source || gitDir.startsWith(m.Source + "/") || m.Source.startsWith(gitDir + "/"),
           `${m.Source} mounted read-write`,
         ).toBe(false);
-    expect(await settled("gitdir-swap")).toBe("done");
+    expect(await settledStatus("gitdir-swap")).toBe("done");
 
     expect(stat(gitDir)).toEqual(before);
     expect(stat(join(gitDir, "hooks"))).toEqual(hooksBefore);
@@ -117,7 +100,7 @@ describe("a hostile agent in its task container", () => {
     agentRuns(`ln -s ${victim} /lazy/turns/2`);
     await p.ok(["task", "add", "probe the turn folders", "--code", "turn-link"]);
     await p.ok(["start", "turn-link"]);
-    expect(await settled("turn-link")).toBe("done");
+    expect(await settledStatus("turn-link")).toBe("done");
     anthropic.reset();
     anthropic.reply = { text: "second turn." };
     const refused = await p.run(["send", "turn-link", "next"]);
@@ -129,7 +112,7 @@ describe("a hostile agent in its task container", () => {
     expect((await p.ok(["logs", "turn-link"])).stdout).toContain("refused: turns/2 was a link");
     // lazy removed the link without following it: the next try runs.
     await p.ok(["send", "turn-link", "next"]);
-    expect(await settled("turn-link")).toBe("done");
+    expect(await settledStatus("turn-link")).toBe("done");
     expect(stat(victim)).toEqual(before);
   }, 600_000);
 
@@ -139,11 +122,11 @@ describe("a hostile agent in its task container", () => {
     agentRuns(`rm -f ${ref} && ln -s ${victim} ${ref}`);
     await p.ok(["task", "add", "probe the ref stand-in", "--code", "ref-link"]);
     await p.ok(["start", "ref-link"]);
-    expect(await settled("ref-link")).toBe("done");
+    expect(await settledStatus("ref-link")).toBe("done");
     anthropic.reset();
     anthropic.reply = { text: "second turn." };
     await p.ok(["send", "ref-link", "next"]);
-    expect(await settled("ref-link")).toBe("done");
+    expect(await settledStatus("ref-link")).toBe("done");
     expect(existsSync(victim)).toBe(false);
   }, 600_000);
 
@@ -164,7 +147,7 @@ describe("a hostile agent in its task container", () => {
     ).toBe("none");
     const t0 = Date.now();
     await p.ok(["stop", "stop-link"]);
-    expect(await settled("stop-link", 60_000)).toBe("waiting");
+    expect(await settledStatus("stop-link", 60_000)).toBe("waiting");
     expect(Date.now() - t0).toBeLessThan(60_000);
     expect(readFileSync(victim, "utf8")).toBe("original");
   }, 600_000);
@@ -178,7 +161,7 @@ describe("a hostile agent in its task container", () => {
     agentRuns(`rm -f /lazy/turns/1/events.jsonl && ln -s ${victim} /lazy/turns/1/events.jsonl; sleep 1`);
     await p.ok(["task", "add", "probe the events file", "--code", "events-link"]);
     await p.ok(["start", "events-link"]);
-    expect(await settled("events-link")).toBe("failed");
+    expect(await settledStatus("events-link")).toBe("failed");
     const logs = (await p.ok(["logs", "events-link"])).stdout;
     expect(logs).not.toContain("LEAKED-FROM-THE-HOST");
     expect(logs).toContain("link");

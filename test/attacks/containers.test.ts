@@ -14,9 +14,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, until, sh } from "../helpers/lazy";
+import { type Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { containerProject, settled } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-LIFETIMEATTACK-" + "l".repeat(65) + "AA";
 /** The memory bound the attacks run under (the default is half the host's memory). */
@@ -25,46 +25,18 @@ let anthropic: Mock.MockProvider;
 let p: Project;
 
 beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
   anthropic = await Mock.anthropic();
-  p = new Project({
-    toml: [
-      `[container]`,
-      `base = "${TEST_IMAGES.node}"`,
-      ``,
-      `[container.limits]`,
-      `memory = "1g"`,
-      ``,
-      `[proxy.upstreams]`,
-      `anthropic = "${anthropic.url}"`,
-    ].join("\n"),
-  });
-  sh(
-    p.root,
-    "git config user.email dev@example.com && git config user.name Dev && echo '# demo' > README.md && echo lazy.toml > .gitignore && git add README.md .gitignore && git commit -qm init",
-  );
-  await p.setCredential("anthropic", KEY);
+  p = await containerProject(anthropic, KEY, { container: `\n[container.limits]\nmemory = "1g"\n` });
 }, 120_000);
 
-afterAll(async () => {
-  await cleanupAll();
-  await anthropic?.close();
-});
+afterAll(() => cleanupAll(anthropic));
 
 async function task(ref: string): Promise<{ id: string; status: string }> {
   // The API `lazy task show` calls (a task with 10,000 events makes a large answer).
   return (await p.api("GET", `/api/tasks/${ref}`)).task;
 }
-async function settled(ref: string, timeoutMs = 300_000): Promise<string> {
-  return until(
-    async () => {
-      const s = (await task(ref)).status;
-      return s !== "running" && s !== "queued" ? s : undefined;
-    },
-    timeoutMs,
-    `task ${ref} to end its turn`,
-  );
-}
+/** The status a task's turn ended in. */
+const settledStatus = async (ref: string, timeoutMs?: number): Promise<string> => (await settled(p, ref, timeoutMs)).task.status;
 /** The agent's next turn runs this command as a Bash tool call. */
 function agentRuns(command: string): void {
   anthropic.reset();
@@ -90,7 +62,7 @@ describe("the agent's processes end with its turn", () => {
     agentRuns(`echo "$ANTHROPIC_API_KEY" > /lazy/home/placeholder; setsid nohup node -e "${loop}" >/dev/null 2>&1 < /dev/null & sleep 3`);
     await p.ok(["task", "add", "leave a loop behind", "--code", "loop"]);
     await p.ok(["start", "loop"]);
-    expect(await settled("loop")).toBe("done");
+    expect(await settledStatus("loop")).toBe("done");
     const ended = Date.now();
     const t = await task("loop");
     // The loop's own requests (Claude Code's carry the command, loop-probe included, in their history).
@@ -130,7 +102,7 @@ describe("the agent's processes end with its turn", () => {
     // The next turn starts the same container again: what the agent left on its disk is there.
     agentRuns("test -s /lazy/home/placeholder && echo kept > kept.txt");
     await p.ok(["send", "loop", "go on"]);
-    expect(await settled("loop")).toBe("done");
+    expect(await settledStatus("loop")).toBe("done");
     expect(container("loop", t.id).Id).toBe(c.Id);
     expect(fromLoop().filter((r) => r.at > ended)).toEqual([]);
   }, 600_000);
@@ -142,7 +114,7 @@ describe("a turn whose supervisor is killed", () => {
     agentRuns("sudo pkill -KILL -f 'supervise --[t]urn'; sleep 5; echo late");
     await p.ok(["task", "add", "orphan the harness", "--code", "orphan"]);
     await p.ok(["start", "orphan"]);
-    expect(await settled("orphan")).toBe("failed");
+    expect(await settledStatus("orphan")).toBe("failed");
     const ended = Date.now();
     const t = await task("orphan");
     expect(container("orphan", t.id).State.Running).toBe(false);
@@ -200,12 +172,12 @@ describe("a turn killed from inside", () => {
     agentRuns("rm -rf /lazy/harness/projects; sudo pkill -KILL -f 'supervise --[i]dle'");
     await p.ok(["task", "add", "die young", "--code", "die-young"]);
     await p.ok(["start", "die-young"]);
-    expect(await settled("die-young")).toBe("failed");
+    expect(await settledStatus("die-young")).toBe("failed");
     const t = await task("die-young");
     expect(container("die-young", t.id).State.Running).toBe(false);
     agentRuns("echo again > again.txt");
     await p.ok(["send", "die-young", "go on"]);
-    expect(await settled("die-young")).toBe("done");
+    expect(await settledStatus("die-young")).toBe("done");
     const events = (await p.api("GET", `/api/tasks/${t.id}`)).events as { kind: string; data: { reason?: string } }[];
     expect(events.some((e) => e.kind === "refused" && e.data.reason?.includes("left no transcript"))).toBe(true);
   }, 600_000);
@@ -275,7 +247,7 @@ describe("bounded containers", () => {
     // harness (lazy then stops the container whole); the bomb ends with it.
     const stopping = (await task("bomb")).status === "running";
     if (stopping) await p.ok(["stop", "bomb"]);
-    const end = await settled("bomb", 60_000);
+    const end = await settledStatus("bomb", 60_000);
     expect(stopping ? ["waiting"] : ["done", "failed"]).toContain(end);
     expect(container("bomb", t.id).State.Running).toBe(false);
     expect(pids()).toBe(0);
@@ -286,7 +258,7 @@ describe("bounded containers", () => {
     agentRuns(`node -e 'const a=[];for(;;)a.push(Buffer.alloc(64*1024*1024).fill(1))' >/dev/null 2>&1; echo $? > /lazy/home/hog-exit`);
     await p.ok(["task", "add", "memory hog", "--code", "hog"]);
     await p.ok(["start", "hog"]);
-    expect(await settled("hog")).toBe("done");
+    expect(await settledStatus("hog")).toBe("done");
     const t = await task("hog");
     // SIGKILL from the kernel's OOM killer inside the container's 1 GiB (137 = 128 + 9).
     expect(fromHome(t.id, "hog-exit")).toBe("137");
@@ -305,7 +277,7 @@ describe("bounded containers", () => {
     );
     await p.ok(["task", "add", "event flood", "--code", "flood"]);
     await p.ok(["start", "flood"]);
-    expect(await settled("flood")).toBe("done");
+    expect(await settledStatus("flood")).toBe("done");
     const t = await task("flood");
     // What is stored reads back whole (a --json answer this large was once cut short on a pipe).
     const shown = await p.json(["task", "show", "flood"]);

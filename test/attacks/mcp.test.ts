@@ -8,12 +8,12 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import { copyFileSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { Project, cleanupAll, until, sh } from "../helpers/lazy";
+import { type Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { containerProject, copying, settled } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-MCPATTACKS-" + "k".repeat(70) + "AA";
 const PERSON = "A person's fact: releases are tagged by hand, never by a script.";
@@ -22,24 +22,15 @@ let anthropic: Mock.MockProvider;
 let p: Project;
 
 beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
   anthropic = await Mock.anthropic();
-  p = new Project({
-    toml: [`[container]`, `base = "${TEST_IMAGES.node}"`, ``, `[proxy.upstreams]`, `anthropic = "${anthropic.url}"`].join("\n"),
+  p = await containerProject(anthropic, KEY, {
+    readme: false,
+    files: copying(import.meta.dir, "mcp-agent.mjs"),
   });
-  copyFileSync(join(import.meta.dir, "mcp-agent.mjs"), join(p.root, "mcp-agent.mjs"));
-  sh(
-    p.root,
-    "git config user.email dev@example.com && git config user.name Dev && echo lazy.toml > .gitignore && git add .gitignore mcp-agent.mjs && git commit -qm init",
-  );
-  await p.setCredential("anthropic", KEY);
   await p.ok(["memory", "add", PERSON]);
 }, 120_000);
 
-afterAll(async () => {
-  await cleanupAll();
-  await anthropic?.close();
-});
+afterAll(() => cleanupAll(anthropic));
 
 const mcpUrl = () => `${p.runtimeProxyUrl()}/mcp`;
 const rpcBody = (name: string, args: unknown, id = 1) =>
@@ -81,16 +72,6 @@ function early(url: string, token?: string): Promise<{ status: number | null; te
     s.on("error", () => finish(null));
     setTimeout(() => finish(null), 8000);
   });
-}
-async function settled(ref: string, timeoutMs = 300_000): Promise<any> {
-  return until(
-    async () => {
-      const s = await p.json(["task", "show", ref]);
-      return s.task.status !== "running" && s.task.status !== "queued" ? s : undefined;
-    },
-    timeoutMs,
-    `task ${ref} to end its turn`,
-  );
 }
 const mcpRows = async () => (await p.json(["stats", "audit"])).rows.filter((r: any) => r.path === "/mcp");
 const tokenOf = (taskId: string): { token: string; pinnedIp?: string | null } =>
@@ -211,7 +192,7 @@ describe("tools on a task that is not running, and a token from another address"
     anthropic.reply = { text: "Finished.", toolUse: { name: "mcp__lazy__finish", input: { summary: "The real summary." } } };
     const t = await p.json(["task", "add", "Finish honestly", "--code", "finisher"]);
     await p.ok(["start", "finisher"]);
-    expect((await settled("finisher")).task.status).toBe("done");
+    expect((await settled(p, "finisher")).task.status).toBe("done");
     const h = tokenOf(t.id);
     const container = sh("/", `docker ps -q --filter label=dev.lazy.task=${t.id}`).out.trim();
     finisher = { id: t.id, token: h.token, pinnedIp: h.pinnedIp ?? "", container };
@@ -262,7 +243,7 @@ describe("tools on a task that is not running, and a token from another address"
       };
       flooder = await p.json(["task", "add", "Attack the MCP route", "--code", "flooder"]);
       await p.ok(["start", "flooder"]);
-      expect((await settled("flooder")).task.status).toBe("done");
+      expect((await settled(p, "flooder")).task.status).toBe("done");
       results = JSON.parse(readFileSync(join(p.stateDir, "worktrees", "flooder", "attack-results.json"), "utf8"));
       expect(results.hasToken).toBe(true);
     }, 600_000);
@@ -327,7 +308,7 @@ describe("tools on a task that is not running, and a token from another address"
       anthropic.reply = { text: "Read it." };
       await p.ok(["task", "add", "Read the memory", "--code", "reader"]);
       await p.ok(["start", "reader"]);
-      expect((await settled("reader")).task.status).toBe("done");
+      expect((await settled(p, "reader")).task.status).toBe("done");
       const first = anthropic.received.find((r) => r.method === "POST" && r.path.startsWith("/v1/messages"))!.body;
       expect(first).toContain(PERSON);
       expect(first).toContain("(unverified, written by an agent) agent fact");

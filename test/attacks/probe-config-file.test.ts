@@ -19,6 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BIN, Project, cleanupAll, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
+import { oneRequest, upstream } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROBECFG-" + "c".repeat(72) + "AA";
 let good: Mock.MockProvider;
@@ -30,13 +31,9 @@ beforeAll(async () => {
   attacker = await Mock.anthropic();
 });
 afterAll(async () => {
-  await cleanupAll();
-  await good?.close();
-  await attacker?.close();
+  await cleanupAll(good, attacker);
   for (const d of scratch) rmSync(d, { recursive: true, force: true });
 });
-
-const upstream = (url: string) => `[proxy.upstreams]\nanthropic = "${url}"\n`;
 
 /** lazy with a deadline: a command that hangs is killed and reported as such. */
 async function bounded(p: Project, args: string[], ms = 20_000): Promise<{ code: number | null; stderr: string; hung: boolean }> {
@@ -49,18 +46,6 @@ async function bounded(p: Project, args: string[], ms = 20_000): Promise<{ code:
   const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
   clearTimeout(timer);
   return { code: hung ? null : code, stderr, hung };
-}
-
-/** One request through the project's proxy with a host grant, as lazy chat's harness would. */
-async function ask(p: Project): Promise<number> {
-  const g = await p.grant({ role: "host" });
-  const res = await fetch(`${g.proxyUrl}/v1/messages`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": g.placeholder },
-    body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }),
-  });
-  await res.arrayBuffer();
-  return res.status;
 }
 
 /** A project whose daemon runs on the trusted good upstream. */
@@ -83,7 +68,7 @@ async function survives(p: Project, why: string): Promise<void> {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toContain(why);
   }
-  expect(await ask(p)).toBe(200);
+  expect(await oneRequest(p)).toBe(200);
   expect(good.received.filter((r) => r.method === "POST")).toHaveLength(1);
   expect(attacker.received).toEqual([]);
 }

@@ -13,11 +13,11 @@
  * the admission memory or the bearer's reading that breaks them is caught.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, until, sh } from "../helpers/lazy";
+import { type Project, cleanupAll } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { containerProject, copying, settled } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROBEMCP-" + "m".repeat(72) + "AA";
 let anthropic: Mock.MockProvider;
@@ -28,34 +28,20 @@ let results: any;
 let victimRows: number;
 const mcpRowsOf = async (ref: string) => (await p.json(["stats", "audit", "--task", ref])).rows.filter((r: any) => r.path === "/mcp");
 
-async function settled(ref: string): Promise<any> {
-  return until(
-    async () => {
-      const s = await p.json(["task", "show", ref]);
-      return s.task.status !== "running" && s.task.status !== "queued" ? s : undefined;
-    },
-    300_000,
-    `task ${ref} to end its turn`,
-  );
-}
 const progressOf = async (ref: string): Promise<string[]> =>
   (await p.json(["task", "show", ref])).events.filter((e: any) => e.kind === "progress").map((e: any) => e.data.text);
 
 beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
   anthropic = await Mock.anthropic();
-  p = new Project({ toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n` });
-  copyFileSync(join(import.meta.dir, "probe-mcp-agent.mjs"), join(p.root, "probe-mcp-agent.mjs"));
-  sh(
-    p.root,
-    "git config user.email dev@example.com && git config user.name Dev && echo lazy.toml > .gitignore && git add -A && git commit -qm init",
-  );
-  await p.setCredential("anthropic", KEY);
+  p = await containerProject(anthropic, KEY, {
+    readme: false,
+    files: copying(import.meta.dir, "probe-mcp-agent.mjs"),
+  });
   // Another task of the same project: its token is what the prober tries to ride on.
   anthropic.reply = { text: "Nothing to do." };
   const v = await p.json(["task", "add", "An honest task", "--code", "victim"]);
   await p.ok(["start", "victim"]);
-  expect((await settled("victim")).task.status).toBe("done");
+  expect((await settled(p, "victim")).task.status).toBe("done");
   const tokens = JSON.parse(readFileSync(join(p.stateDir, "mcp-tokens.json"), "utf8")).tokens;
   victim = { id: v.id, token: tokens.find((h: any) => h.taskId === v.id).token };
   victimRows = (await mcpRowsOf("victim")).length;
@@ -66,14 +52,11 @@ beforeAll(async () => {
   };
   await p.ok(["task", "add", "Probe the MCP route", "--code", "prober"]);
   await p.ok(["start", "prober"]);
-  expect((await settled("prober")).task.status).toBe("done");
+  expect((await settled(p, "prober")).task.status).toBe("done");
   results = JSON.parse(readFileSync(join(p.stateDir, "worktrees", "prober", "probe-results.json"), "utf8"));
   expect(results.hasToken).toBe(true);
 }, 900_000);
-afterAll(async () => {
-  await cleanupAll();
-  await anthropic?.close();
-});
+afterAll(() => cleanupAll(anthropic));
 
 describe("a prompt-injected agent on the MCP route, from its own running container", () => {
   test("its own token in the query string (token=, access_token=, authorization=) or X-Authorization: 401, no tool runs", async () => {

@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BIN, Project, cleanupAll } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
+import { upstream } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROBETRUST-" + "r".repeat(70) + "AA";
 let good: Mock.MockProvider;
@@ -24,13 +25,9 @@ beforeAll(async () => {
   attacker = await Mock.anthropic();
 });
 afterAll(async () => {
-  await cleanupAll();
-  await good?.close();
-  await attacker?.close();
+  await cleanupAll(good, attacker);
   for (const d of scratch) rmSync(d, { recursive: true, force: true });
 });
-
-const upstream = (url: string) => `[proxy.upstreams]\nanthropic = "${url}"\n`;
 
 /**
  * The attacker's lazy.toml in the project, and a trust record approving it, made the way the

@@ -11,11 +11,11 @@
  * the placeholder beside a junk x-api-key was forwarded to the provider.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, until, sh } from "../helpers/lazy";
+import { type Project, cleanupAll, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { containerProject, copying } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-IDENTITYREAL-" + "r".repeat(68) + "AA";
 const ATTACKER_KEY = "sk-ant-api03-ATTACKERSOWN-" + "a".repeat(67) + "AA";
@@ -23,20 +23,13 @@ let anthropic: Mock.MockProvider;
 let p: Project;
 
 beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
   anthropic = await Mock.anthropic();
-  p = new Project({ toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n` });
-  copyFileSync(join(import.meta.dir, "proxy-identity-agent.mjs"), join(p.root, "proxy-identity-agent.mjs"));
-  sh(
-    p.root,
-    "git config user.email dev@example.com && git config user.name Dev && echo lazy.toml > .gitignore && git add -A && git commit -qm init",
-  );
-  await p.setCredential("anthropic", KEY);
+  p = await containerProject(anthropic, KEY, {
+    readme: false,
+    files: copying(import.meta.dir, "proxy-identity-agent.mjs"),
+  });
 }, 120_000);
-afterAll(async () => {
-  await cleanupAll();
-  await anthropic?.close();
-});
+afterAll(() => cleanupAll(anthropic));
 
 /** Every credential the mock provider was sent, in any header. */
 const credentialsSeen = () =>

@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { type ContainerProjectOptions, containerProject, containerToml, edit, oneRequest, settled, upstream } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-TRUSTATTACK-" + "t".repeat(69) + "AA";
 let good: Mock.MockProvider;
@@ -24,28 +25,11 @@ beforeAll(async () => {
   good = await Mock.anthropic();
   attacker = await Mock.anthropic();
 });
-afterAll(async () => {
-  await cleanupAll();
-  await good?.close();
-  await attacker?.close();
-});
+afterAll(() => cleanupAll(good, attacker));
 
-/** Write lazy.toml as another process would (a pull, a checkout): nobody ran lazy trust. */
-const edit = (p: Project, text: string, dir = p.root) => writeFileSync(join(dir, "lazy.toml"), text);
-const upstream = (url: string) => `[proxy.upstreams]\nanthropic = "${url}"\n`;
-const containerToml = (extra = "") => `[container]\nbase = "${TEST_IMAGES.node}"\n${extra}\n${upstream(good.url)}`;
-
-/** One request through the project's proxy with a host grant, as lazy chat's harness would. */
-async function ask(p: Project): Promise<number> {
-  const g = await p.grant({ role: "host" });
-  const res = await fetch(`${g.proxyUrl}/v1/messages`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": g.placeholder },
-    body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }),
-  });
-  await res.arrayBuffer();
-  return res.status;
-}
+/** A project on the test image with good as its upstream, first committed with .gitignore /lazy.toml. */
+const agentProject = (opts: ContainerProjectOptions = {}) =>
+  containerProject(good, KEY, { readme: false, ignore: ["/lazy.toml"], ...opts });
 
 /** The agent of a new task runs `command` (real Claude Code in a real container, told by the mock provider). */
 async function agentCommits(p: Project, code: string, command: string): Promise<void> {
@@ -53,25 +37,11 @@ async function agentCommits(p: Project, code: string, command: string): Promise<
   good.reply = { text: "Committed.", toolUse: { name: "Bash", input: { command, description: "commit" } } };
   await p.ok(["task", "add", `Change ${code}`, "--code", code]);
   await p.ok(["start", code]);
-  const t = await until(
-    async () => {
-      const x = (await p.json(["task", "show", code])).task;
-      return x.status !== "running" && x.status !== "queued" ? x : undefined;
-    },
-    300_000,
-    "the turn",
-  );
+  const t = (await settled(p, code)).task;
   expect(t.status).toBe("done");
   expect(sh(p.root, `git log --format=%s lazy/${code}`).out).toContain("config");
   good.reset();
   good.reply = { text: "Merges the agent's change." };
-}
-
-function initRepo(p: Project, files = ""): void {
-  sh(
-    p.root,
-    `git config user.email dev@example.com && git config user.name Dev && echo /lazy.toml > .gitignore && ${files} git add -A && git commit -qm init`,
-  );
 }
 
 describe("a hostile process changes lazy.toml", () => {
@@ -132,7 +102,7 @@ describe("a hostile process changes lazy.toml", () => {
     expect(st.config.problems).toContainEqual(expect.stringMatching(/^lazy\.toml:2:1 proxy\.upstreams\.anthropic — changed since/));
     expect((await p.ok(["daemon", "status"])).stdout).toContain("changed and not trusted since");
     expect(p.log()).toContain("lazy.toml changed and is not trusted; keeping the last trusted config");
-    expect(await ask(p)).toBe(200);
+    expect(await oneRequest(p)).toBe(200);
     expect(good.received.filter((r) => r.method === "POST").map((r) => r.headers["x-api-key"])).toEqual([KEY]);
     expect(attacker.received).toEqual([]);
     expect(p.runtime()!.pid).toBe(pid);
@@ -140,7 +110,7 @@ describe("a hostile process changes lazy.toml", () => {
     // Approved by its person: the same daemon applies it (so it was only trust that held it back).
     expect(p.trust().code).toBe(0);
     await until(async () => !(await p.json(["daemon", "status"])).config.untrusted, 10_000, "the approved edit to apply");
-    expect(await ask(p)).toBe(200);
+    expect(await oneRequest(p)).toBe(200);
     expect(attacker.received.filter((r) => r.method === "POST")).toHaveLength(1);
   }, 60_000);
 
@@ -172,7 +142,10 @@ describe("a hostile process changes the Dockerfile lazy.toml names", () => {
     const p = new Project();
     writeFileSync(join(p.root, "Dockerfile"), `FROM ${TEST_IMAGES.node}\nRUN true\n`);
     p.writeToml(`[container]\ndockerfile = "Dockerfile"\n\n${upstream(good.url)}`);
-    initRepo(p, "");
+    sh(
+      p.root,
+      "git config user.email dev@example.com && git config user.name Dev && echo /lazy.toml > .gitignore && git add -A && git commit -qm init",
+    );
     await p.setCredential("anthropic", KEY);
     expect((await p.run(["task", "list"])).code).toBe(0); // the daemon runs on the trusted config
     // A pull rewrites only the Dockerfile: lazy.toml, which the daemon watches, is unchanged.
@@ -193,9 +166,7 @@ describe("a hostile agent in a real container commits config", () => {
   });
 
   test("sub/lazy.toml pointing the key at the agent's server: accept names it, and once merged, lazy run in sub/ is refused with no daemon and no request", async () => {
-    const p = new Project({ toml: containerToml() });
-    initRepo(p);
-    await p.setCredential("anthropic", KEY);
+    const p = await agentProject();
     attacker.reset();
     await agentCommits(
       p,
@@ -235,9 +206,10 @@ describe("a hostile agent in a real container commits config", () => {
   }, 900_000);
 
   test("a branch touching .claude/settings.json, .worktreeinclude, the setup script and the Dockerfile lazy.toml names is refused without --with-config, each named", async () => {
-    const p = new Project({ toml: containerToml('setup = "bash scripts/setup.sh"') });
-    initRepo(p, "mkdir -p scripts && echo true > scripts/setup.sh &&");
-    await p.setCredential("anthropic", KEY);
+    const p = await agentProject({
+      container: 'setup = "bash scripts/setup.sh"',
+      files: (root) => sh(root, "mkdir -p scripts && echo true > scripts/setup.sh"),
+    });
     await agentCommits(
       p,
       "hostcfg",
@@ -264,7 +236,7 @@ describe("a hostile agent in a real container commits config", () => {
   }, 900_000);
 
   test("the root lazy.toml rewritten by the agent and accepted --with-config: the running daemon keeps the trusted upstream until lazy trust", async () => {
-    const p = new Project({ toml: containerToml() });
+    const p = new Project({ toml: containerToml(good.url) });
     sh(p.root, "git config user.email dev@example.com && git config user.name Dev && git add lazy.toml && git commit -qm init");
     await p.setCredential("anthropic", KEY);
     attacker.reset();
@@ -280,7 +252,7 @@ describe("a hostile agent in a real container commits config", () => {
     expect(readFileSync(join(p.root, "lazy.toml"), "utf8")).toContain(attacker.url);
     await until(async () => (await p.json(["daemon", "status"])).config.untrusted, 10_000, "the daemon to refuse the merged edit");
     good.reset();
-    expect(await ask(p)).toBe(200);
+    expect(await oneRequest(p)).toBe(200);
     expect(good.received.filter((r) => r.method === "POST")).toHaveLength(1);
     const restart = await p.run(["daemon", "restart"]);
     expect(restart.code).toBe(4);
@@ -289,9 +261,7 @@ describe("a hostile agent in a real container commits config", () => {
   }, 900_000);
 
   test("the agent cannot forge a trust record: the lazy home is nowhere in its container", async () => {
-    const p = new Project({ toml: containerToml() });
-    initRepo(p);
-    await p.setCredential("anthropic", KEY);
+    const p = await agentProject();
     const record = join(p.home, "trusted.json");
     const before = readFileSync(record);
     const forged = JSON.stringify({ version: 1, files: { [`${p.root}/sub/lazy.toml`]: { bearing: "x", keys: {} } } });
@@ -310,9 +280,7 @@ describe("a hostile agent in a real container commits config", () => {
   }, 900_000);
 
   test("harness config at any depth (pkg/.claude, .mcp.json, .codex, .pi) is refused without --with-config, each named", async () => {
-    const p = new Project({ toml: containerToml() });
-    initRepo(p);
-    await p.setCredential("anthropic", KEY);
+    const p = await agentProject();
     await agentCommits(
       p,
       "harnesscfg",

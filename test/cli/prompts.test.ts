@@ -9,9 +9,9 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, sh, until } from "../helpers/lazy";
+import { type Project, cleanupAll, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { containerProject, removeContainers } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROMPTSIZE-" + "p".repeat(68) + "AA";
 const BOUND = 100 * 1024;
@@ -19,23 +19,13 @@ let anthropic: Mock.MockProvider;
 let p: Project;
 
 beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
   anthropic = await Mock.anthropic();
-  p = new Project({
-    toml: [`[container]`, `base = "${TEST_IMAGES.node}"`, ``, `[proxy.upstreams]`, `anthropic = "${anthropic.url}"`].join("\n"),
-  });
-  sh(
-    p.root,
-    "git config user.email dev@example.com && git config user.name Dev && echo '# demo' > README.md && printf 'lazy.toml\\n' > .gitignore && git add . && git commit -qm init",
-  );
-  await p.setCredential("anthropic", KEY);
+  p = await containerProject(anthropic, KEY);
 }, 120_000);
 
 afterAll(async () => {
-  for (const c of sh("/", `docker ps -aq --filter label=dev.lazy.root=${p?.root}`).out.split("\n").filter(Boolean))
-    sh("/", `docker rm -f ${c}`);
-  await cleanupAll();
-  await anthropic?.close();
+  removeContainers(p);
+  await cleanupAll(anthropic);
 });
 
 const tasks = async () => (await p.json(["task", "list"])) as { code: string | null; status: string }[];

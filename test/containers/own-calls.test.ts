@@ -6,9 +6,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, until, sh } from "../helpers/lazy";
+import { type Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { TEST_IMAGES } from "../helpers/env";
+import { containerProject, settled } from "../helpers/fixtures";
 import * as Store from "../../src/store";
 
 const KEY = "sk-ant-api03-OWNCALLS-" + "o".repeat(73) + "AA";
@@ -16,16 +17,10 @@ let anthropic: Mock.MockProvider;
 let p: Project;
 
 beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
   anthropic = await Mock.anthropic();
-  p = new Project({ toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n` });
-  sh(p.root, "git -c user.name=Dev -c user.email=dev@example.com commit -q --allow-empty -m init");
-  await p.setCredential("anthropic", KEY);
+  p = await containerProject(anthropic, KEY, { firstCommit: "empty" });
 });
-afterAll(async () => {
-  await cleanupAll();
-  await anthropic?.close();
-});
+afterAll(() => cleanupAll(anthropic));
 
 /** This project's call containers (running or not). */
 const callContainers = () =>
@@ -46,16 +41,7 @@ async function committed(code: string, file: string, change = `echo hi > ${file}
 }
 
 /** The task once its turn has ended. */
-function turnEnded(code: string): Promise<any> {
-  return until(
-    async () => {
-      const x = (await p.json(["task", "show", code])).task;
-      return x.status !== "running" && x.status !== "queued" ? x : undefined;
-    },
-    300_000,
-    "the turn",
-  );
-}
+const turnEnded = async (code: string): Promise<any> => (await settled(p, code)).task;
 
 describe("lazy's own model calls", () => {
   test("lazy accept writes a summary that came through the proxy, attributed to the task, into the merge commit", async () => {
@@ -227,9 +213,7 @@ describe("lazy's own model calls", () => {
   }, 300_000);
 
   test("memory past its bound is compacted through the proxy, agents' notes only: a person's note stays word for word; a failed compaction loses no note", async () => {
-    const q = new Project({ toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n` });
-    sh(q.root, "git -c user.name=Dev -c user.email=dev@example.com commit -q --allow-empty -m init");
-    await q.setCredential("anthropic", KEY);
+    const q = await containerProject(anthropic, KEY, { firstCommit: "empty" });
     await q.ok(["memory", "add", "A person's fact: deploys go through make ship."]);
     // Agents' notes, as memory_write leaves them (written while the daemon is down).
     await q.ok(["daemon", "stop"]);

@@ -5,9 +5,10 @@
  * Claude Code, the mock provider's usage-limit headers.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Project, cleanupAll, until } from "../helpers/lazy";
+import { type Project, cleanupAll, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { requireDocker } from "../helpers/env";
+import { containerProject, oneRequest } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PAUSE-" + "q".repeat(76) + "AA";
 let anthropic: Mock.MockProvider;
@@ -16,33 +17,10 @@ beforeAll(async () => {
   if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
   anthropic = await Mock.anthropic();
 });
-afterAll(async () => {
-  await cleanupAll();
-  await anthropic?.close();
-});
+afterAll(() => cleanupAll(anthropic));
 
-async function project(extra = ""): Promise<Project> {
-  const p = new Project({
-    toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n\n[usage_pause]\nthreshold = 90\n${extra}`,
-  });
-  Bun.spawnSync(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "--allow-empty", "-m", "init"], {
-    cwd: p.root,
-  });
-  await p.setCredential("anthropic", KEY);
-  return p;
-}
-
-/** One request through the proxy on the project's host grant (the same credential as its tasks). */
-async function ask(p: Project): Promise<number> {
-  const g = await p.grant({ role: "host" });
-  const res = await fetch(`${g.proxyUrl}/v1/messages`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": g.placeholder },
-    body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }),
-  });
-  await res.arrayBuffer();
-  return res.status;
-}
+const project = (extra = ""): Promise<Project> =>
+  containerProject(anthropic, KEY, { firstCommit: "empty", extra: `\n[usage_pause]\nthreshold = 90\n${extra}` });
 
 const inSeconds = (s: number) => String(Math.ceil(Date.now() / 1000) + s);
 
@@ -58,7 +36,7 @@ describe("[usage_pause]", () => {
       "anthropic-ratelimit-unified-7d-utilization": "0.2",
       "anthropic-ratelimit-unified-7d-reset": inSeconds(86_400),
     };
-    expect(await ask(p)).toBe(200);
+    expect(await oneRequest(p)).toBe(200);
     anthropic.rateLimitHeaders = {};
     await p.ok(["task", "add", "say something", "--code", "held"]);
     const r = await p.ok(["start", "held"]);
@@ -100,7 +78,7 @@ describe("[usage_pause]", () => {
         "anthropic-ratelimit-unified-representative-claim": "five_hour",
       },
     };
-    expect(await ask(p)).toBe(429);
+    expect(await oneRequest(p)).toBe(429);
     anthropic.reset();
     const limits = await p.json(["stats", "limits"]);
     expect(limits.paused).toHaveLength(1);
@@ -126,7 +104,7 @@ describe("[usage_pause]", () => {
       "anthropic-ratelimit-unified-5h-utilization": "0.6",
       "anthropic-ratelimit-unified-5h-reset": inSeconds(4),
     };
-    expect(await ask(p)).toBe(200);
+    expect(await oneRequest(p)).toBe(200);
     anthropic.rateLimitHeaders = {};
     const r = await p.run(["run", "say it", "--wait"]);
     expect(r.code, r.stderr).toBe(0);
@@ -143,7 +121,7 @@ describe("[usage_pause]", () => {
       body: { type: "error", error: { type: "rate_limit_error", message: "slow down" } },
       headers: { "retry-after": "1" },
     };
-    expect(await ask(p)).toBe(429);
+    expect(await oneRequest(p)).toBe(429);
     anthropic.reset();
     const limits = await p.json(["stats", "limits"]);
     expect(limits.paused).toEqual([]);

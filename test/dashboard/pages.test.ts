@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Project, cleanupAll } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
+import { oneRequest } from "../helpers/fixtures";
 import { closeBrowser, signedIn, shot, watch } from "./browser";
 
 const KEY = "sk-ant-api03-DASHBOARD-" + "d".repeat(72) + "AA";
@@ -27,21 +28,11 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await closeBrowser();
-  await cleanupAll();
-  await anthropic?.close();
+  await cleanupAll(anthropic);
 });
 
 /** One request through the proxy on a task's grant (or the host's). */
-async function ask(task?: string): Promise<number> {
-  const g = await p.grant(task ? { role: "agent", task } : { role: "host" });
-  const res = await fetch(`${g.proxyUrl}/v1/messages`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": g.placeholder },
-    body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }),
-  });
-  await res.arrayBuffer();
-  return res.status;
-}
+const ask = (task?: string) => oneRequest(p, task);
 
 const codes = async () => (await p.json<{ code: string | null }[]>(["task", "list"])).map((t) => t.code);
 

@@ -5,9 +5,9 @@
  * `accepted`. Needs a real Docker engine (CI starts one).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Project, cleanupAll, sh } from "../helpers/lazy";
+import { type Project, cleanupAll, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { containerProject, removeContainers } from "../helpers/fixtures";
 import { closeBrowser, signedIn, shot } from "./browser";
 
 const KEY = "sk-ant-api03-DASHRUN-" + "r".repeat(74) + "AA";
@@ -15,22 +15,14 @@ let anthropic: Mock.MockProvider;
 let p: Project;
 
 beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
   anthropic = await Mock.anthropic();
-  p = new Project({ toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n` });
-  sh(
-    p.root,
-    "git config user.email dev@example.com && git config user.name Dev && echo '# demo' > README.md && echo lazy.toml > .gitignore && git add README.md .gitignore && git commit -qm init",
-  );
-  await p.setCredential("anthropic", KEY);
+  p = await containerProject(anthropic, KEY);
 }, 120_000);
 
 afterAll(async () => {
-  for (const c of sh("/", `docker ps -aq --filter label=dev.lazy.root=${p?.root}`).out.split("\n").filter(Boolean))
-    sh("/", `docker rm -f ${c}`);
+  removeContainers(p);
   await closeBrowser();
-  await cleanupAll();
-  await anthropic?.close();
+  await cleanupAll(anthropic);
 });
 
 describe("a task run from its page", () => {

@@ -237,8 +237,10 @@ export class Project {
 
 const projects: Project[] = [];
 
-export async function cleanupAll(): Promise<void> {
+/** Clean up every project made here, then close the mock providers given (one not made yet is passed over). */
+export async function cleanupAll(...mocks: ({ close(): Promise<void> } | undefined)[]): Promise<void> {
   await Promise.all(projects.splice(0).map((p) => p.cleanup()));
+  for (const m of mocks) await m?.close();
 }
 
 /** Poll until fn returns a truthy value or the time runs out (bounded, never hangs a suite). */

@@ -11,9 +11,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
-import { Project, cleanupAll, until, sh } from "../helpers/lazy";
+import { type Project, cleanupAll, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { TEST_IMAGES } from "../helpers/env";
+import { containerProject, settled } from "../helpers/fixtures";
 import pkg from "../../package.json" with { type: "json" };
 
 const KEY = `sk-ant-api03-NOTIFYTURNS-${"n".repeat(68)}AA`;
@@ -81,7 +82,6 @@ const desktopShown = (): string[][] =>
     : [];
 
 beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
   anthropic = await Mock.anthropic();
   hook = receiver();
   hook2 = receiver();
@@ -92,32 +92,18 @@ beforeAll(async () => {
   );
   chmodSync(join(bin, "notify-send"), 0o755);
   // The daemon inherits the CLI's environment: the stand-in is the notify-send it finds.
-  p = new Project({ toml: toml(hook.url, true), env: { PATH: `${bin}${delimiter}${process.env.PATH}` } });
-  sh(
-    p.root,
-    "git config user.email dev@example.com && git config user.name Dev && echo '# demo' > README.md && echo lazy.toml > .gitignore && git add README.md .gitignore && git commit -qm init",
-  );
-  await p.setCredential("anthropic", KEY);
+  p = await containerProject(anthropic, KEY, { toml: toml(hook.url, true), env: { PATH: `${bin}${delimiter}${process.env.PATH}` } });
 }, 120_000);
 
 afterAll(async () => {
-  await cleanupAll();
-  await anthropic?.close();
+  await cleanupAll(anthropic);
   hook?.server.stop(true);
   hook2?.server.stop(true);
   if (bin) rmSync(bin, { recursive: true, force: true });
 });
 
-async function waitStatus(ref: string, timeoutMs = 600_000): Promise<any> {
-  return until(
-    async () => {
-      const t = (await p.json(["task", "show", ref])).task;
-      return t.status !== "running" && t.status !== "queued" ? t : undefined;
-    },
-    timeoutMs,
-    `task ${ref} to end its turn`,
-  );
-}
+/** The task once its turn has ended. */
+const waitStatus = async (ref: string, timeoutMs = 600_000): Promise<any> => (await settled(p, ref, timeoutMs)).task;
 const events = (r: Receiver) => r.hits.map((h) => h.body.event);
 
 describe("notifications from real turns", () => {

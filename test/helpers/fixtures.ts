@@ -1,0 +1,103 @@
+/**
+ * The setup the container and attack tests share, in one place: a project on the test image
+ * with a mock provider as its upstream and a first commit, the wait for a task's turn to end,
+ * one model request through the proxy on a grant, and an untrusted write of lazy.toml.
+ */
+import { copyFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Project, sh, until } from "./lazy";
+import type { MockProvider } from "./providers";
+import { requireDocker, TEST_IMAGES } from "./env";
+
+export const upstream = (url: string) => `[proxy.upstreams]\nanthropic = "${url}"\n`;
+
+/** lazy.toml on the test image: `container` is more of the [container] table, `extra` more tables after the upstream. */
+export const containerToml = (url: string, opts: { container?: string; extra?: string } = {}) =>
+  `[container]\nbase = "${TEST_IMAGES.node}"\n${opts.container ?? ""}\n${upstream(url)}${opts.extra ?? ""}`;
+
+export interface ContainerProjectOptions {
+  /** The whole lazy.toml, instead of containerToml's. */
+  toml?: string;
+  /** The project's environment (see Project). */
+  env?: Record<string, string>;
+  /** More of the [container] table (lines after `base`). */
+  container?: string;
+  /** More tables after [proxy.upstreams]. */
+  extra?: string;
+  /**
+   * The first commit: "files" (the default) commits README.md, .gitignore and what `files` put
+   * there; "empty" commits nothing and configures no identity (lazy.toml stays untracked).
+   */
+  firstCommit?: "files" | "empty";
+  /** Put files in the checkout before the first commit (it commits all that .gitignore lets in). */
+  files?: (root: string) => void;
+  /** A README.md in the first commit (default true). */
+  readme?: boolean;
+  /** .gitignore's lines (default: lazy.toml, so the test's config stays out of the tasks' branches). */
+  ignore?: string[];
+}
+
+/**
+ * A project for tasks in real containers: needs Docker (throws saying how to start one), its
+ * lazy.toml names the test image and `mock` as the anthropic upstream, it has a first commit
+ * by Dev <dev@example.com>, and `key` is stored as its anthropic credential (the daemon runs).
+ */
+export async function containerProject(mock: MockProvider, key: string, opts: ContainerProjectOptions = {}): Promise<Project> {
+  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
+  const p = new Project({ toml: opts.toml ?? containerToml(mock.url, opts), env: opts.env });
+  let init: ReturnType<typeof sh>;
+  if (opts.firstCommit === "empty") init = sh(p.root, "git -c user.name=Dev -c user.email=dev@example.com commit -q --allow-empty -m init");
+  else {
+    opts.files?.(p.root);
+    if (opts.readme ?? true) writeFileSync(join(p.root, "README.md"), "# demo\n");
+    writeFileSync(join(p.root, ".gitignore"), `${(opts.ignore ?? ["lazy.toml"]).join("\n")}\n`);
+    init = sh(p.root, "git config user.email dev@example.com && git config user.name Dev && git add -A && git commit -qm init");
+  }
+  if (init.code !== 0) throw new Error(`the first commit failed: ${init.err}`);
+  await p.setCredential("anthropic", key);
+  return p;
+}
+
+/** For containerProject's `files`: copy these files of `dir` (a test's own folder) into the checkout. */
+export const copying =
+  (dir: string, ...names: string[]) =>
+  (root: string): void => {
+    for (const n of names) copyFileSync(join(dir, n), join(root, n));
+  };
+
+/** Remove every container lazy made for the project (running or not), whatever its daemon knows. */
+export function removeContainers(p: Project | undefined): void {
+  for (const c of sh("/", `docker ps -aq --filter label=dev.lazy.root=${p?.root}`).out.split("\n").filter(Boolean))
+    sh("/", `docker rm -f ${c}`);
+}
+
+/** `lazy task show REF --json` (what the API answers: the task and its events) once its turn has ended. */
+export async function settled(p: Project, ref: string, timeoutMs = 300_000): Promise<any> {
+  return until(
+    async () => {
+      // The API, not the CLI: a task with thousands of events makes a large answer, asked often.
+      const s = await p.api("GET", `/api/tasks/${encodeURIComponent(ref)}`);
+      return s.task.status !== "running" && s.task.status !== "queued" ? s : undefined;
+    },
+    timeoutMs,
+    `task ${ref} to end its turn`,
+  );
+}
+
+/**
+ * One model request through the project's proxy on a placeholder grant (the host's unless a
+ * task is named), as a harness would make it: the status it got.
+ */
+export async function oneRequest(p: Project, task?: string): Promise<number> {
+  const g = await p.grant(task ? { role: "agent", task } : { role: "host" });
+  const res = await fetch(`${g.proxyUrl}/v1/messages`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": g.placeholder },
+    body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }),
+  });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+/** Write lazy.toml as another process would (a pull, a checkout, an agent): nobody ran lazy trust. */
+export const edit = (p: Project, text: string, dir = p.root) => writeFileSync(join(dir, "lazy.toml"), text);
