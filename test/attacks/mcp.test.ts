@@ -185,7 +185,7 @@ describe("attribution comes from the grant only", () => {
 });
 
 describe("tools on a task that is not running, and a token from another address", () => {
-  let finisher: { id: string; token: string; pinnedIp: string; container: string };
+  let finisher: { id: string; token: string; pinnedIp: string | null | undefined; container: string };
 
   beforeAll(async () => {
     anthropic.reset();
@@ -194,31 +194,35 @@ describe("tools on a task that is not running, and a token from another address"
     await p.ok(["start", "finisher"]);
     expect((await settled(p, "finisher")).task.status).toBe("done");
     const h = tokenOf(t.id);
-    const container = sh("/", `docker ps -q --filter label=dev.lazy.task=${t.id}`).out.trim();
-    finisher = { id: t.id, token: h.token, pinnedIp: h.pinnedIp ?? "", container };
+    // A turn's end stops the task's container: it is there, stopped.
+    const container = sh("/", `docker ps -aq --filter label=dev.lazy.task=${t.id}`).out.trim();
+    finisher = { id: t.id, token: h.token, pinnedIp: h.pinnedIp, container };
   }, 600_000);
 
-  test("a process left in a done task's container calls finish: refused naming the status, the summary kept", async () => {
+  test("a done task's container started again by hand calls finish: 401 (its task has no running turn), the summary kept", async () => {
     expect(storeRead<{ summary: string }>("SELECT summary FROM runs WHERE task_id = ?", finisher.id).summary).toBe("The real summary.");
     expect(finisher.container).not.toBe("");
+    // Nothing of the agent's outlives its turn: someone starts the container again outside lazy.
+    expect(JSON.parse(sh("/", `docker inspect ${finisher.container}`).out)[0].State.Running).toBe(false);
+    sh("/", `docker start ${finisher.container}`);
     const url = new URL(mcpUrl());
     // From the container, the proxy is at the project network's gateway: the URL the agent was given.
     const given = JSON.parse(sh("/", `docker exec ${finisher.container} cat /lazy/harness/mcp.json`).out).mcpServers.lazy.url as string;
     expect(new URL(given).port).toBe(url.port);
     const script = `fetch(${JSON.stringify(given)},{method:"POST",headers:${JSON.stringify(rpcHeaders(finisher.token))},body:${JSON.stringify(rpcBody("finish", { summary: "Rewritten behind the reviewer's back." }))}}).then(async r=>console.log(r.status, await r.text()))`;
     const r = sh("/", `docker exec ${finisher.container} node -e '${script.replaceAll("'", "'\\''")}'`);
-    expect(r.out).toStartWith("200 ");
-    expect(r.out).toContain('"isError":true');
-    expect(r.out).toContain("Task finisher is done, not running: only a running turn can finish");
+    expect(r.out).toStartWith("401 ");
+    expect(r.out).toContain("task finisher has no running turn");
     expect(storeRead<{ summary: string }>("SELECT summary FROM runs WHERE task_id = ?", finisher.id).summary).toBe("The real summary.");
     const s = await p.json(["task", "show", "finisher"]);
     expect(s.task.status).toBe("done");
     expect(s.events.filter((e: any) => e.kind === "finish")).toHaveLength(1);
   }, 120_000);
 
-  test("another task's MCP token from the wrong address (this host): 401 naming its container, audited as unknown", async () => {
-    // Native Docker pins: the token works from its container's address only.
-    expect(finisher.pinnedIp).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+  test("another task's MCP token from this host after its turn: 401 naming why, audited as unknown; its pin went with its container", async () => {
+    // Native Docker pins: the token worked from its container's address only, and that address
+    // stopped redeeming it when the container stopped (Docker hands it to the next container).
+    expect(finisher.pinnedIp).toBeNull();
     const res = await fetch(mcpUrl(), {
       method: "POST",
       headers: rpcHeaders(finisher.token),
@@ -226,9 +230,8 @@ describe("tools on a task that is not running, and a token from another address"
     });
     expect(res.status).toBe(401);
     const body = await res.json();
-    expect(body.error.message).toContain(`it belongs to task ${finisher.id}'s container (${finisher.pinnedIp})`);
-    expect((await mcpRows()).at(-1)).toMatchObject({ status: 401, taskId: null, role: null });
-    expect((await mcpRows()).at(-1).note).toContain(`pinned to ${finisher.pinnedIp}`);
+    expect(body.error.message).toContain("task finisher has no running turn");
+    expect((await mcpRows()).at(-1)).toMatchObject({ status: 401, taskId: null, role: null, note: "no running turn" });
   });
 
   describe("a prompt-injected agent during its own running turn", () => {
@@ -265,9 +268,9 @@ describe("tools on a task that is not running, and a token from another address"
       expect(rows.some((r: any) => r.status === 413 && /chunked MCP body passed 1048576 bytes/.test(r.note))).toBe(true);
     });
 
-    test("another task's token from this container's address: 401 naming the pin; nothing recorded on that task", async () => {
+    test("another task's token from this container's address: 401 naming why (its task has no running turn); nothing recorded on that task", async () => {
       expect(results.othersToken.status).toBe(401);
-      expect(results.othersToken.body).toContain(`belongs to task ${finisher.id}'s container`);
+      expect(results.othersToken.body).toContain("task finisher has no running turn");
       const s = await p.json(["task", "show", "finisher"]);
       expect(s.events.some((e: any) => e.kind === "progress")).toBe(false);
     });

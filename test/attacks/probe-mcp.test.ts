@@ -79,10 +79,10 @@ describe("a prompt-injected agent on the MCP route, from its own running contain
     expect(ran).not.toContain("probe-riding");
   });
 
-  test("another task's token on the same connection within the admission memory's 5 s: 401 naming the pin, nothing on that task", async () => {
+  test("another task's token on the same connection within the admission memory's 5 s: 401 naming why, nothing on that task", async () => {
     expect(results.keepAliveOther.statuses[0], results.keepAliveOther.text).toBe(200);
     expect(results.keepAliveOther.statuses[1], results.keepAliveOther.text).toBe(401);
-    expect(results.keepAliveOther.text).toContain(`it belongs to task ${victim.id}'s container`);
+    expect(results.keepAliveOther.text).toContain("task victim has no running turn");
     expect(await progressOf("victim")).toEqual([]);
     expect(await progressOf("prober")).not.toContain("probe-other-after-mine");
   });
@@ -96,12 +96,12 @@ describe("a prompt-injected agent on the MCP route, from its own running contain
 
   // Bun.serve answers 100 Continue itself before the route runs (nothing in lazy can hold it back):
   // the body is invited, then thrown away unread by any tool.
-  test("Expect: 100-continue with another task's token: 401 naming the pin; the body it was invited to send runs nothing", async () => {
+  test("Expect: 100-continue with another task's token: 401 naming why; the body it was invited to send runs nothing", async () => {
     expect(
       results.expect.statuses.filter((s: number) => s !== 100),
       results.expect.text,
     ).toEqual([401]);
-    expect(results.expect.text).toContain(`it belongs to task ${victim.id}'s container`);
+    expect(results.expect.text).toContain("task victim has no running turn");
     expect(await progressOf("victim")).toEqual([]);
     expect(await progressOf("prober")).not.toContain("probe-expect");
   });
