@@ -169,7 +169,9 @@ describe("a turn killed from inside", () => {
   test("an agent that kills its container before its transcript is saved does not fail every later turn", async () => {
     // What a turn killed under load leaves (the flaky gitdir-swap test): no transcript for the
     // session lazy recorded. Claude Code's --resume of it fails ("No conversation found").
-    agentRuns("rm -rf /lazy/harness/projects; sudo pkill -KILL -f 'supervise --[i]dle'");
+    // (After a pause: Claude Code writes its transcript while the tool starts, and a write that
+    // lands after the rm would bring the transcript back.)
+    agentRuns("sleep 2; rm -rf /lazy/harness/projects; sudo pkill -KILL -f 'supervise --[i]dle'");
     await p.ok(["task", "add", "die young", "--code", "die-young"]);
     await p.ok(["start", "die-young"]);
     expect(await settledStatus("die-young")).toBe("failed");
