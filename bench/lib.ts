@@ -57,20 +57,7 @@ export async function proxyProject(bin: string, upstream: string, toml = "", lab
     const rt = JSON.parse(readFileSync(join(state, "daemon.json"), "utf8")) as { pid: number; api: { port: number } };
     const api = `http://127.0.0.1:${rt.api.port}`;
     /** A placeholder grant, as a launch gets one (an agent grant needs a task: `lazy task add --code`). */
-    // Since issue 26 a grant redeems only while what it is for runs: the bench's own process
-    // (`pid`). A build from before knows no `pid` and refuses it (400): asked again without.
-    const grant = async (body: { role: "agent" | "host"; profile?: string; task?: string }) => {
-      const ask = (b: object) =>
-        fetch(`${api}/api/proxy/grants`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-          body: JSON.stringify(b),
-        });
-      let res = await ask({ ...body, pid: process.pid });
-      if (res.status === 400) res = await ask(body);
-      if (!res.ok) throw new Error(`POST /api/proxy/grants answered ${res.status}: ${await res.text()}`);
-      return (await res.json()) as { placeholder: string; proxyUrl: string };
-    };
+    const grant = (body: { role: "agent" | "host"; profile?: string; task?: string }) => mintGrant(api, token, body);
     return { root, home, env, state, token, api, pid: rt.pid, lazy, grant, stop };
   } catch (e) {
     stop();
@@ -121,4 +108,26 @@ export function containerProject(bin: string, label: string, base: string, upstr
     rmSync(home, { recursive: true, force: true });
   };
   return { root, home, env, sh, dispose };
+}
+
+/**
+ * A placeholder grant from a daemon's API, as a launch gets one. Since issue 26 a grant redeems
+ * only while what it is for runs: here the bench's own process (`pid`). A build from before
+ * knows no `pid` and refuses it (400): asked again without.
+ */
+export async function mintGrant(
+  api: string,
+  token: string,
+  body: { role: "agent" | "host"; profile?: string; task?: string },
+): Promise<{ placeholder: string; proxyUrl: string }> {
+  const ask = (b: object) =>
+    fetch(`${api}/api/proxy/grants`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify(b),
+    });
+  let res = await ask({ ...body, pid: process.pid });
+  if (res.status === 400) res = await ask(body);
+  if (!res.ok) throw new Error(`POST /api/proxy/grants answered ${res.status}: ${await res.text()}`);
+  return (await res.json()) as { placeholder: string; proxyUrl: string };
 }

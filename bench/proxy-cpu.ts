@@ -60,6 +60,8 @@ if (process.argv[2] === "upstream") {
     const targets = Targets.build(config);
     const ctx = {
       grants,
+      // The grant's process lives through the bench (a grant redeems only while it does).
+      live: () => true,
       credentials: { get: () => ({ value: "sk-ant-api03-bench", kind: "api-key", source: "file" }) },
       targets: () => targets,
       audit: process.env.NOAUDIT

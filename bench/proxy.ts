@@ -14,7 +14,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSyn
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { threadCount } from "../src/proxy/listen/shared-port";
-import { trustToml } from "./lib";
+import { mintGrant, trustToml } from "./lib";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
 const secs = Number(process.argv[2] ?? 5);
@@ -92,13 +92,7 @@ async function started(d: ReturnType<typeof daemonSetup>) {
   const state = join(d.home, "daemon", readdirSync(join(d.home, "daemon"))[0]!);
   const token = readFileSync(join(state, "token"), "utf8").trim();
   const rt = JSON.parse(readFileSync(join(state, "daemon.json"), "utf8"));
-  const grant = (await (
-    await fetch(`http://127.0.0.1:${rt.api.port}/api/proxy/grants`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify({ role: "host", profile: "claude" }),
-    })
-  ).json()) as { placeholder: string; proxyUrl: string };
+  const grant = await mintGrant(`http://127.0.0.1:${rt.api.port}`, token, { role: "host", profile: "claude" });
   return { grant, pid: rt.pid as number };
 }
 
