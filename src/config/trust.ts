@@ -15,10 +15,10 @@
  * port or a comment needs no new approval, any edit of a trust-bearing value does.
  */
 import { createHash } from "node:crypto";
-import { closeSync, existsSync, fstatSync, lstatSync, openSync, readFileSync } from "node:fs";
+import { existsSync, lstatSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parse } from "smol-toml";
-import { ensurePrivateDir, writeFileAtomic } from "../util/files";
+import { ensurePrivateDir, readOwn, writeFileAtomic } from "../util/files";
 import { LazyError } from "../util/errors";
 import { lazyHome } from "../util/paths";
 import { FILE, formatProblem, loadText, readConfigText, type Problem } from "./load";
@@ -61,21 +61,14 @@ function bookPath(home: string): string {
  */
 function readBook(home: string): Book {
   const p = bookPath(home);
-  if (!existsSync(p)) return { version: 1, files: {} };
-  const fd = openSync(p, "r");
-  let text: string;
-  try {
-    const st = fstatSync(fd);
-    const me = process.geteuid?.();
-    if ((me !== undefined && st.uid !== me) || st.mode & 0o022)
-      throw new LazyError(
-        "config_untrusted",
-        `${p} (what you trusted with lazy trust) is ${me !== undefined && st.uid !== me ? `owned by uid ${st.uid}, not by you (uid ${me})` : "writable by other users"}, so lazy trusts nothing it says: another user may have written it. Remove it (rm ${p}), then run lazy trust again where you trust the lazy.toml.`,
-      );
-    text = readFileSync(fd, "utf8");
-  } finally {
-    closeSync(fd);
-  }
+  const read = readOwn(p);
+  if (!read) return { version: 1, files: {} };
+  if ("foreign" in read)
+    throw new LazyError(
+      "config_untrusted",
+      `${p} (what you trusted with lazy trust) is ${read.foreign}, so lazy trusts nothing it says: another user may have written it. Remove it (rm ${p}), then run lazy trust again where you trust the lazy.toml.`,
+    );
+  const text = read.text;
   try {
     const b = JSON.parse(text) as Book;
     if (b && b.version === 1 && b.files && typeof b.files === "object") return b;

@@ -3,10 +3,10 @@
  * (0600), the single-instance lock, the pid, the log, the record the CLI finds the daemon by
  * (daemon.json), and the task store. Nothing here lives under the project root.
  */
-import { closeSync, existsSync, fstatSync, openSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { ensurePrivateDir, writeFileAtomic } from "../util/files";
+import { ensurePrivateDir, readOwn, writeFileAtomic } from "../util/files";
 import { stateDir, projectSlug } from "../util/paths";
 import { LazyError } from "../util/errors";
 
@@ -83,25 +83,14 @@ export function readToken(p: StatePaths): string | undefined {
  * written (not ours, or writable by group or others) is refused, never used.
  */
 export function readRecord(p: StatePaths): DaemonRecord | undefined {
-  let fd: number;
-  try {
-    fd = openSync(p.record, "r");
-  } catch {
-    return undefined;
-  }
-  let text: string;
-  try {
-    const st = fstatSync(fd);
-    const me = process.geteuid?.();
-    if ((me !== undefined && st.uid !== me) || st.mode & 0o022)
-      throw new LazyError(
-        "daemon_failed",
-        `${p.record} (how lazy finds the project's daemon) is ${st.uid !== me ? `owned by uid ${st.uid}, not by you (uid ${me})` : "writable by other users"}, so lazy does not trust it: another user may have written it. Remove it (rm ${p.record}), then run the command again.`,
-      );
-    text = readFileSync(fd, "utf8");
-  } finally {
-    closeSync(fd);
-  }
+  const read = readOwn(p.record);
+  if (!read) return undefined;
+  if ("foreign" in read)
+    throw new LazyError(
+      "daemon_failed",
+      `${p.record} (how lazy finds the project's daemon) is ${read.foreign}, so lazy does not trust it: another user may have written it. Remove it (rm ${p.record}), then run the command again.`,
+    );
+  const text = read.text;
   try {
     const r: unknown = JSON.parse(text);
     return isRecord(r) ? r : undefined;

@@ -2,9 +2,44 @@
  * Secret-safe file writes: `open(tmp, "wx", mode)`, write, fsync, rename. Bun.write ignores
  * the mode (it creates 0644), so everything under the state folder is written through here.
  */
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeSync, chmodSync } from "node:fs";
+import {
+  closeSync,
+  fstatSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+  chmodSync,
+} from "node:fs";
 import { dirname, basename, join } from "node:path";
 import { randomBytes } from "node:crypto";
+
+/**
+ * A record only this user could have written (daemon.json, trusted.json), read through one
+ * descriptor: undefined when it cannot be opened; `foreign` says why it is refused when another
+ * user owns it or group or others may write it (they could have written what it says).
+ */
+export function readOwn(path: string): { text: string } | { foreign: string } | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch {
+    return undefined;
+  }
+  try {
+    const st = fstatSync(fd);
+    const me = process.geteuid?.();
+    if (me !== undefined && st.uid !== me) return { foreign: `owned by uid ${st.uid}, not by you (uid ${me})` };
+    if (st.mode & 0o022) return { foreign: "writable by other users" };
+    return { text: readFileSync(fd, "utf8") };
+  } finally {
+    closeSync(fd);
+  }
+}
 
 export function ensurePrivateDir(dir: string): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
