@@ -10,7 +10,8 @@ import * as Surface from "./surface";
 import * as Placeholders from "./placeholders";
 import * as Readings from "./meters";
 import { UsageTap } from "./meters";
-import { liveKey, notLive, type Grants, type Grant } from "./grants";
+import { liveKey, notLive, type Grants } from "./grants";
+import { isLoopback, offPin, pinOwner, pinnedTo, presented, presentedBearer } from "./caller";
 import type { Targets, Target } from "./targets";
 import { auditRow, type Recorder, type Outcome, type RowHead } from "./audit";
 import type { Limits } from "./meters";
@@ -47,44 +48,6 @@ const DROPPED = new Set([...HOP, ...SELF_REPORTED, "accept-encoding"]);
 const OAUTH_BETA = "oauth-2025-04-20";
 /** Non-streamed answers up to this size are taken whole rather than relayed chunk by chunk. */
 const MAX_BUFFERED = 8 * 1024 * 1024;
-
-const isLoopback = (address: string) => address.startsWith("127.") || address === "::1";
-
-/** The bearer token of an Authorization header, if any. */
-function presentedBearer(headers: Headers): string | undefined {
-  const auth = headers.get("authorization");
-  return auth && /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, "").trim() : undefined;
-}
-
-/** What the client presented as its credential, if anything. */
-export function presented(headers: Headers): string | undefined {
-  const key = headers.get("x-api-key");
-  if (key) return key.trim();
-  return presentedBearer(headers);
-}
-
-/**
- * The addresses a pinned placeholder is accepted from (its task's container, and lazy's own call
- * containers sharing it while they run); null when it is not pinned and works from anywhere.
- */
-export function pinnedTo(g: Pick<Grant, "pinnedIp" | "callIps">): string[] | null {
-  if (!g.pinnedIp && !g.callIps) return null;
-  return [...new Set([...(g.pinnedIp ? [g.pinnedIp] : []), ...(g.callIps ?? [])])];
-}
-
-/** Where a pinned placeholder was presented from, when that is not one of its containers' addresses; undefined when it may be used. */
-export function offPin(grant: Grant, req: Request, server: Server<undefined>): string | undefined {
-  if (!grant.pinnedIp && !grant.callIps) return undefined; // pinnedTo(grant) === null, without its array per request
-  const from = (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, "");
-  return from === grant.pinnedIp || grant.callIps?.includes(from) ? undefined : from;
-}
-
-/** Whose the containers a pinned placeholder belongs to are, for the refusal's message. */
-export function pinOwner(grant: Grant): string {
-  const who = grant.taskRef ?? grant.taskId;
-  const where = pinnedTo(grant)?.join(", ") || "none running now";
-  return grant.role === "lazy" ? `lazy's own calls (${where})` : `${who ? `task ${who}'s` : "a"} container (${where})`;
-}
 
 /**
  * `pass` is the request's admission (gate.ts): released when the answer is done, by the

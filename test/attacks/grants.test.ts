@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Grants } from "../../src/proxy/grants";
-import { pinnedTo, pinOwner } from "../../src/proxy/forward";
+import { pinnedTo, pinOwner } from "../../src/proxy/caller";
 import * as Log from "../../src/util/log";
 
 Log.configure({ stderr: false });

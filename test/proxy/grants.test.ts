@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Grants } from "../../src/proxy/grants";
 import type { Grant, Identity } from "../../src/proxy/grants";
-import { offPin, pinOwner } from "../../src/proxy/forward";
+import { offPin, pinOwner } from "../../src/proxy/caller";
 import { connect } from "node:net";
 import * as Placeholders from "../../src/proxy/placeholders";
 import { LazyError } from "../../src/util/errors";

@@ -23,7 +23,8 @@
 import type { Server } from "bun";
 import * as Placeholders from "../placeholders";
 import { NO_RETRY } from "../errors";
-import { offPin, pinnedTo, pinOwner, presented, HOP, type Context } from "../forward";
+import { offPin, pinnedTo, pinOwner, presented } from "../caller";
+import { HOP, type Context } from "../forward";
 import { bounded, MAX_BODY, type Pass } from "../listen";
 import { Scrubber, scrubStream } from "./scrub";
 import { auditRow, type Outcome, type RowHead } from "../audit";

@@ -1,0 +1,45 @@
+/**
+ * Who is calling the proxy, as far as the request itself shows it: the credential it presents
+ * (x-api-key, else a bearer token), where it came from, and whether that is where its
+ * placeholder is pinned. The request path (forward.ts) and the Cursor route decide with these.
+ */
+import type { Server } from "bun";
+import type { Grant } from "./grants";
+
+export const isLoopback = (address: string) => address.startsWith("127.") || address === "::1";
+
+/** The bearer token of an Authorization header, if any. */
+export function presentedBearer(headers: Headers): string | undefined {
+  const auth = headers.get("authorization");
+  return auth && /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, "").trim() : undefined;
+}
+
+/** What the client presented as its credential, if anything. */
+export function presented(headers: Headers): string | undefined {
+  const key = headers.get("x-api-key");
+  if (key) return key.trim();
+  return presentedBearer(headers);
+}
+
+/**
+ * The addresses a pinned placeholder is accepted from (its task's container, and lazy's own call
+ * containers sharing it while they run); null when it is not pinned and works from anywhere.
+ */
+export function pinnedTo(g: Pick<Grant, "pinnedIp" | "callIps">): string[] | null {
+  if (!g.pinnedIp && !g.callIps) return null;
+  return [...new Set([...(g.pinnedIp ? [g.pinnedIp] : []), ...(g.callIps ?? [])])];
+}
+
+/** Where a pinned placeholder was presented from, when that is not one of its containers' addresses; undefined when it may be used. */
+export function offPin(grant: Grant, req: Request, server: Server<undefined>): string | undefined {
+  if (!grant.pinnedIp && !grant.callIps) return undefined; // pinnedTo(grant) === null, without its array per request
+  const from = (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, "");
+  return from === grant.pinnedIp || grant.callIps?.includes(from) ? undefined : from;
+}
+
+/** Whose the containers a pinned placeholder belongs to are, for the refusal's message. */
+export function pinOwner(grant: Grant): string {
+  const who = grant.taskRef ?? grant.taskId;
+  const where = pinnedTo(grant)?.join(", ") || "none running now";
+  return grant.role === "lazy" ? `lazy's own calls (${where})` : `${who ? `task ${who}'s` : "a"} container (${where})`;
+}
