@@ -277,7 +277,7 @@ export async function start(root: string): Promise<Client> {
       // under proxy load that is a madvise per few dozen requests, each a TLB shootdown across the
       // daemon's threads (~15 % of req/s, bench/README.md). Ten minutes puts that off as far as
       // "never" (-1) did for the request path, but unlike -1 lets memory go back: after large
-      // request bodies the proxy thread collects (proxy/gate.ts), and their freed memory returned
+      // request bodies the proxy thread collects (proxy/listen/gate.ts), and their freed memory returned
       // within seconds here (four 120 MiB uploads: 90 → 403 → 92 MB; with -1 it stayed at 483).
       MIMALLOC_PURGE_DELAY: process.env.MIMALLOC_PURGE_DELAY ?? "600000",
     },

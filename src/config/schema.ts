@@ -10,7 +10,7 @@ import { parseAllow } from "./allow";
 export const HARNESSES = ["claude", "codex", "cursor", "pi"] as const;
 export const WIRES = ["anthropic", "openai"] as const;
 /**
- * How an upstream can fail, as provider health counts it (proxy/health.ts) and as a fallback's
+ * How an upstream can fail, as provider health counts it (proxy/meters/health.ts) and as a fallback's
  * `on` names it: "429" a short rate limit, "quota" the credential's window or balance used up
  * (a fallback with another credential is just what helps then). A failed TLS handshake counts
  * as "connect".

@@ -1,7 +1,7 @@
 /**
  * Bun.serve on the first free port at or above the one asked for. reusePort is off: with it,
  * two daemons could bind one port on Linux and split the traffic (TRAPS.md). `shared` is for
- * threads of one process sharing a port the caller has made sure is its own (proxy/shared-port.ts):
+ * threads of one process sharing a port the caller has made sure is its own (proxy/listen/shared-port.ts):
  * exactly that port, with reusePort.
  */
 import type { Server, ServeOptions } from "bun";

@@ -12,7 +12,7 @@ export interface DaemonDeps {
 export function daemonRoutes(d: DaemonDeps) {
   return (
     new Elysia()
-      // busy: what a restart would cut; a newer CLI restarts this daemon only when nothing is (cli/upgrade.ts).
+      // busy: what a restart would cut; a newer CLI restarts this daemon only when nothing is (cli/versions.ts).
       .get("/api/health", () => ({ ok: true, pid: process.pid, version: d.version, busy: d.busy() }))
       .get("/api/status", () => d.status())
       .post("/api/daemon/stop", () => {

@@ -1,0 +1,109 @@
+/**
+ * Docs follow the code: every repository path and every `Class.member` name that AGENTS.md names,
+ * and every source path a comment in src/ names, must exist. A rename that leaves the map behind
+ * sends the next reader to a file that is gone; this catches it in `bun run check`.
+ * Prints one line per stale name (file:line) and exits 1 when there is any. `bun scripts/check-docs.ts`.
+ */
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
+
+const REPO = resolve(import.meta.dir, "..");
+const TOP = ["src", "test", "bench", "scripts", "docs", ".ci"];
+
+function walk(dir: string): string[] {
+  return readdirSync(dir).flatMap((n) => {
+    if (n === "node_modules" || n === ".git" || n === "dist") return [];
+    const p = join(dir, n);
+    return statSync(p).isDirectory() ? [`${p}/`, ...walk(p)] : [p];
+  });
+}
+
+const known = walk(REPO).map((p) => relative(REPO, p));
+const srcRooms = readdirSync(join(REPO, "src")).filter((n) => statSync(join(REPO, "src", n)).isDirectory());
+const srcFiles = known.filter((p) => p.startsWith("src/") && p.endsWith(".ts")).map((p) => readFileSync(join(REPO, p), "utf8"));
+
+/** `Name.member` exists when a file of src/ defines Name and mentions member (a namespace re-export, `* as Name`, anywhere). */
+function symbolExists(name: string, member: string): boolean {
+  const defines = new RegExp(`\\b(class|interface|type|const|let|function|namespace|enum)\\s+${name}\\b`);
+  const reexports = new RegExp(`\\*\\s+as\\s+${name}\\b`);
+  const mentions = new RegExp(`\\b${member}\\b`);
+  if (srcFiles.some((text) => reexports.test(text))) return srcFiles.some((text) => mentions.test(text));
+  return srcFiles.some((text) => defines.test(text) && mentions.test(text));
+}
+
+/** A path in prose: `proxy/quota.ts`, `src/runner/index.ts`, or a bare `quota.ts`. */
+const PATH_IN_TEXT = /(?<![\w.@/-])([a-z][\w-]*(?:\/[\w.-]+)*\.ts)\b/g;
+
+/** A path names something in this repository when it starts at a top folder or at one of src/'s rooms. */
+function isRepoPath(token: string): boolean {
+  const first = token.split("/")[0]!;
+  return token.includes("/") && (TOP.includes(first) || srcRooms.includes(first)) && /^[\w./*-]+$/.test(token);
+}
+
+/** Found as written, under src/, or as the tail of a known path (a comment may name `cursor/route.ts`). */
+function exists(token: string): boolean {
+  const t = token.replace(/\/$/, "");
+  if (t.includes("*")) {
+    const re = new RegExp(`(^|/)${t.replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/\*/g, "[^/]*")}/?$`);
+    return known.some((k) => re.test(k));
+  }
+  return known.some((k) => {
+    const kk = k.replace(/\/$/, "");
+    return kk === t || kk === `src/${t}` || kk.endsWith(`/${t}`);
+  });
+}
+
+/** Names of the runtime, not of lazy: `Bun.build` is checked by Bun, not here. */
+const GLOBALS = new Set(["Bun", "JSON", "Math", "Object", "Promise", "Response", "Request", "Date", "Array", "Atomics"]);
+
+const problems: string[] = [];
+
+function checkAgents(): void {
+  const lines = readFileSync(join(REPO, "AGENTS.md"), "utf8").split("\n");
+  lines.forEach((line, i) => {
+    const seen = new Set<string>();
+    for (const m of line.matchAll(/`([^`\s]+)`/g)) {
+      const token = m[1]!.replace(/^["']|["']$/g, "").replace(/^\.\//, "");
+      seen.add(token);
+      if (isRepoPath(token) && !exists(token)) problems.push(`AGENTS.md:${i + 1}: ${token} does not exist`);
+      // `Tasks.byId`, `Proxy.stopTask`: a class or namespace that src/ defines, and its member.
+      const sym = /^([A-Z][A-Za-z]+)\.([a-z][A-Za-z]+)(\(.*\))?$/.exec(token);
+      if (sym && !GLOBALS.has(sym[1]!) && !symbolExists(sym[1]!, sym[2]!))
+        problems.push(`AGENTS.md:${i + 1}: ${sym[1]}.${sym[2]} is not in src/`);
+    }
+    // Paths in prose, and bare file names (`quota.ts`) found anywhere in the tree.
+    for (const m of line.replace(/`[^`]*`/g, " ").matchAll(PATH_IN_TEXT)) {
+      const token = m[1]!;
+      if ((isRepoPath(token) || !token.includes("/")) && !seen.has(token) && !exists(token))
+        problems.push(`AGENTS.md:${i + 1}: ${token} does not exist`);
+    }
+    for (const token of seen) {
+      if (/^[\w-]+\.ts$/.test(token) && !exists(token)) problems.push(`AGENTS.md:${i + 1}: ${token} does not exist`);
+    }
+  });
+}
+
+function checkComments(): void {
+  for (const file of known.filter((p) => p.startsWith("src/") && p.endsWith(".ts"))) {
+    readFileSync(join(REPO, file), "utf8")
+      .split("\n")
+      .forEach((line, i) => {
+        const comment = /^\s*(\/\/|\*|\/\*\*?)(.*)$/.exec(line)?.[2];
+        if (!comment) return;
+        for (const m of comment.matchAll(PATH_IN_TEXT)) {
+          const token = m[1]!;
+          if (token.includes("/") && isRepoPath(token) && !exists(token))
+            problems.push(`${file}:${i + 1}: comment names ${token}, which does not exist`);
+        }
+      });
+  }
+}
+
+checkAgents();
+checkComments();
+for (const p of problems) console.log(p);
+if (problems.length) {
+  console.log(`check-docs: ${problems.length} stale name(s); fix the doc or the comment to name what exists`);
+  process.exit(1);
+}
+console.log("check-docs: every path and name in AGENTS.md and src/ comments exists");
