@@ -12,7 +12,7 @@ import { basename, join } from "node:path";
 import { Tasks, Runs, canMove, isFinal, type Task, type Run } from "../store";
 import type { Status } from "../store";
 import { defaultProfile, resolveLimits, resolveProfile, Trust, type Config, type ResolvedProfile } from "../config";
-import { Runtime, Image, type Fence, type LinkLocalGuard, type NetworkOptions } from "../containers";
+import { Runtime, Image, Engine, type Fence, type LinkLocalGuard, type NetworkOptions } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
 import { MCP_PATH, type ModelProxy } from "../proxy";
@@ -48,6 +48,8 @@ export interface RunnerDeps {
 
 export class Runner {
   private runtime: Promise<Runtime> | undefined;
+  /** The Docker endpoint the runtime connected to (lazy doctor compares it with the shell's). */
+  private endpoint: Engine.Endpoint | undefined;
   /** The last word on whether the project's containers can reach link-local metadata addresses. */
   private guard: LinkLocalGuard | undefined;
   private fence: Fence.State | undefined;
@@ -134,11 +136,22 @@ export class Runner {
 
   /** One Runtime for the daemon: callers at start-up share the connection under way. */
   private docker(): Promise<Runtime> {
-    this.runtime ??= Runtime.connect(this.d.log).catch((e: unknown) => {
-      this.runtime = undefined; // the engine may come up later
-      throw e;
-    });
+    this.runtime ??= Runtime.connect(this.d.log).then(
+      (r) => {
+        this.endpoint = r.endpoint;
+        return r;
+      },
+      (e: unknown) => {
+        this.runtime = undefined; // the engine may come up later
+        throw e;
+      },
+    );
     return this.runtime;
+  }
+
+  /** Where this daemon's containers run: the engine it connected to, or, before that, the one it would. */
+  engineEndpoint(): Engine.Endpoint {
+    return this.endpoint ?? Engine.resolve();
   }
 
   /** What the project's network options are now (the config reloads). */
