@@ -19,6 +19,7 @@ import { MCP_PATH, type ModelProxy } from "../proxy";
 import type { McpTokens } from "../mcp";
 import type { Egress } from "../egress";
 import { LazyError } from "../util/errors";
+import { argvProblem } from "../util/prompt";
 import * as AgentDir from "../util/agent-dir";
 import type { Logger } from "../util/log";
 import type { Bus } from "../bus";
@@ -486,11 +487,15 @@ export class Runner {
   ): Promise<Task> {
     const uid = Image.agentUid();
     const profile = this.run(task.id).profile;
+    const argv = [BIN, "supervise", "--turn", `/lazy/turns/${turn.n}`, "--cwd", box.g.worktree, "--", ...turn.prepared.command];
+    // Refused here, with its cause, rather than by the exec after the task went running.
+    const tooLong = argvProblem(argv);
+    if (tooLong) throw new LazyError("launch_refused", tooLong);
     task = this.move(task, "running", { turn: turn.n, profile, ...(message !== undefined ? { message } : {}) });
     if (message !== undefined) this.event(task, "user", { text: message });
     const execId = await docker.execDetached(
       box.id,
-      [BIN, "supervise", "--turn", `/lazy/turns/${turn.n}`, "--cwd", box.g.worktree, "--", ...turn.prepared.command],
+      argv,
       { ...containerEnv(this.d.root), ...this.netEnv, ...turn.prepared.env },
       `${uid}:${uid}`,
     );
