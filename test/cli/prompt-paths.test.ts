@@ -1,7 +1,8 @@
 /**
  * Every way a prompt reaches lazy refuses an empty one and one over the bound before a task is
- * made (issue 30, Deliver 5 and Bad input): the CLI and the API are in prompts.test.ts; here a
- * builder session's MCP tools (task_create, task_send), as an agent in `lazy build` calls them.
+ * made (issue 30, Deliver 5 and Bad input): the CLI and POST /api/tasks are in prompts.test.ts;
+ * here a builder session's MCP tools (task_create, task_send), as an agent in `lazy build` calls
+ * them, and the API's send and ask routes (the dashboard's message box uses send).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Project, cleanupAll } from "../helpers/lazy";
@@ -60,4 +61,16 @@ test("task_send refuses a blank message; a real prompt still makes a task", asyn
   const ok = await call("task_create", { prompt: "Add a --dry-run flag", code: "dry" });
   expect(ok.text).not.toContain('"isError":true');
   expect(await tasks()).toEqual(["honest", "dry"]);
+});
+
+test("the API's send route (the dashboard's message box) and ask refuse a blank or 1 MB text with 400 naming the bound", async () => {
+  const big = "x".repeat(1024 * 1024);
+  await expect(p.api("POST", "/api/tasks/honest/send", { message: " \n " })).rejects.toThrow(/400 .*The message is empty/);
+  await expect(p.api("POST", "/api/tasks/honest/send", { message: big })).rejects.toThrow(
+    /400 .*The message is 1048576 bytes, over lazy's bound of 102400 bytes/,
+  );
+  await expect(p.api("POST", "/api/ask", { question: "  " })).rejects.toThrow(/400 .*The question is empty: say what you want to know/);
+  const honest = await p.api("GET", "/api/tasks/honest");
+  expect(honest.task.status).toBe("queued");
+  expect(honest.events.filter((e: { kind: string }) => e.kind === "user")).toEqual([]);
 });
