@@ -37,12 +37,12 @@ describe("the default profile's credential", () => {
     const r = await p.run(["doctor"]);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(
-      /FAIL {2}secrets +no "anthropic" credential is stored, and the default profile \(claude\) needs it: every task that names no profile would be refused\n +→ lazy auth set anthropic/,
+      /FAIL {2}auth +no "anthropic" credential is stored, and the default profile \(claude\) needs it: every task that names no profile would be refused\n +→ lazy auth set anthropic/,
     );
     expect(r.stderr).toContain("blocking problem");
     await p.setCredential("anthropic", KEY);
     const after = await p.run(["doctor"]);
-    expect(after.stdout).toMatch(/ok {4}secrets +the default profile \(claude\) bills "anthropic": stored \(api-key, …/);
+    expect(after.stdout).toMatch(/ok {4}auth +the default profile \(claude\) bills "anthropic": stored \(api-key, …/);
     expect(after.stdout).not.toContain('no "anthropic" credential');
     expect(after.stdout + after.stderr).not.toContain("DOCTOR-ddd");
   });

@@ -33,7 +33,7 @@ export function defaultCredentialFinding(auth: AuthAnswer, shellEnv = process.en
   const found = auth.credentials.find((c) => c.name === p.credential);
   if (found)
     return {
-      check: "secrets",
+      check: "auth",
       ok: true,
       blocking: false,
       summary: `the default profile (${p.name}) bills "${p.credential}": ${found.source === "env" ? `from the daemon's ${found.envVar ?? "environment"}` : `stored (${found.kind}, …${found.last4})`}`,
@@ -42,7 +42,7 @@ export function defaultCredentialFinding(auth: AuthAnswer, shellEnv = process.en
   const variable = STANDARD[p.credential];
   const exported = variable && shellEnv[variable] ? variable : undefined;
   return {
-    check: "secrets",
+    check: "auth",
     ok: false,
     blocking: true,
     summary: `no "${p.credential}" credential is stored, and the default profile (${p.name}) needs it: every task that names no profile would be refused${exported ? ` (this shell exports ${exported}, but the daemon was started without it)` : ""}`,
