@@ -11,7 +11,8 @@
  *   TAB. Codes are checked when a task is made, so the attack plants them in the store itself
  *   (an older lazy, a hand edit), and also stands a fake `lazy` on PATH that answers hostile
  *   lines: neither is run nor offered, by lazy __complete or by the scripts; a planted escape
- *   sequence in a code is shown as text by task budget's message, never obeyed.
+ *   sequence in a code is shown as text by task budget's and stop's messages and task show, never
+ *   obeyed (that part held before this change too: print and say show control bytes as text).
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
@@ -160,6 +161,15 @@ words=(lazy start ''); CURRENT=3; _lazy`,
     expect(budget.code).toBe(0);
     expect(budget.stdout + budget.stderr).toContain("esc\\x1b]0;owned\\x07code");
     expect(budget.stdout + budget.stderr).not.toContain("\x1b");
+    // So do lazy stop's refusal and task show's branch line (lazy/<code>).
+    for (const args of [
+      ["stop", planted.id.slice(0, 8)],
+      ["task", "show", planted.id.slice(0, 8)],
+    ]) {
+      const r = await p.run(args);
+      expect(r.stdout + r.stderr).toContain("esc\\x1b]0;owned\\x07code");
+      expect(r.stdout + r.stderr).not.toContain("\x1b");
+    }
   }, 60_000);
 
   test("a stand-in lazy answering hostile lines: the scripts run none of them and offer none", async () => {
