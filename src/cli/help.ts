@@ -80,7 +80,7 @@ const EXAMPLES: Record<string, string[]> = {
   version: ["lazy version", "lazy version --json"],
   completion: [
     "source <(lazy completion bash)                                   # bash, now",
-    'lazy completion zsh > "${fpath[1]}/_lazy"                        # zsh, kept',
+    `lazy completion zsh > "\${fpath[1]}/_lazy"                        # zsh, kept`,
     "lazy completion fish > ~/.config/fish/completions/lazy.fish     # fish, kept",
   ],
 };

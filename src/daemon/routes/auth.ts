@@ -19,14 +19,17 @@ export interface AuthDeps {
 
 export function authRoutes(d: AuthDeps) {
   return new Elysia()
-    .get("/api/auth", async () => ({
-      backend: d.credentials.backend,
-      note: d.credentials.backendNote,
-      credentials: d.credentials.list(),
-      problems: (await d.proxy.stats()).problems,
-      // What a task that names no profile bills (lazy doctor says when it is not stored).
-      defaultProfile: { name: defaultProfile(d.config()), credential: d.proxy.credentialFor(defaultProfile(d.config())) },
-    }))
+    .get("/api/auth", async () => {
+      const profile = defaultProfile(d.config());
+      return {
+        backend: d.credentials.backend,
+        note: d.credentials.backendNote,
+        credentials: d.credentials.list(),
+        problems: (await d.proxy.stats()).problems,
+        // What a task that names no profile bills (lazy doctor says when it is not stored).
+        defaultProfile: { name: profile, credential: d.proxy.credentialFor(profile) },
+      };
+    })
     .put("/api/auth/:name", async ({ params, body }) => {
       const { value } = parseBody(SetCredential, body);
       const info = await d.credentials.set(params.name, value);
