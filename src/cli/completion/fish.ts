@@ -108,7 +108,9 @@ function __lazy_complete
   end
   __lazy_subs "$cmdpath"
   __lazy_choices "$cmdpath"
-  if test "$(__lazy_taskat "$cmdpath")" = (math $npos + 1)
+  # (command substitution in quotes, "$(…)", needs fish 3.4: Ubuntu 22.04 has 3.3)
+  set -l at (__lazy_taskat "$cmdpath")
+  if test -n "$at"; and test "$at" = (math $npos + 1)
     __lazy_codes "$cmdpath"
   end
 end
