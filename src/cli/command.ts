@@ -7,6 +7,7 @@ import { defineCommand, type ArgsDef, type CommandDef, type CommandContext } fro
 import { LazyError } from "../util/errors";
 import { visible } from "./terminal";
 import { out } from "./out";
+import { suggest } from "./help";
 
 export interface Ctx<T extends ArgsDef> extends CommandContext<T> {
   /** Everything after `--`, untouched: passed through to a harness. */
@@ -56,8 +57,17 @@ function rejectUnknown(name: string, args: ArgsDef, raw: string[]): void {
     if (!tok.startsWith("-") || tok === "-") continue;
     const flag = tok.replace(/^-+/, "").split("=")[0]!;
     const bare = flag.startsWith("no-") ? flag.slice(3) : flag;
-    if (!known.has(flag) && !known.has(bare))
-      throw new LazyError("invalid_input", `Unknown option ${tok.split("=")[0]} for lazy ${name}; see lazy ${name} --help.`);
+    if (!known.has(flag) && !known.has(bare)) {
+      // Only long names are suggested: a one-letter alias is too short to guess from.
+      const close = suggest(
+        flag,
+        [...known].filter((k) => k.length > 1 && !/[A-Z]/.test(k)),
+      );
+      throw new LazyError(
+        "invalid_input",
+        `Unknown option ${tok.split("=")[0]} for lazy ${name}${close.length ? `. Did you mean --${close[0]}?` : "; see lazy " + name + " --help."}`,
+      );
+    }
   }
 }
 

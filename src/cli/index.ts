@@ -53,6 +53,8 @@ const main: CommandDef<any> = command({
     version: command({ meta: { name: "version", description: "Print lazy's version (--json for JSON)" }, args: {} }),
     // The completion scripts are generated from this very tree, so they name every command.
     completion: (): Promise<CommandDef<any>> => import("./commands/completion").then((m) => m.completion(main)),
+    // Hidden: the completion scripts ask it for task codes.
+    __complete: () => import("./commands/complete").then((m) => m.complete),
   },
 });
 

@@ -4,7 +4,7 @@
  * byte, so a huge file or stream is refused with the bound, not read whole, and an empty one
  * is refused with its reason; either before the daemon is asked to make anything.
  */
-import { closeSync, openSync, readSync, fstatSync } from "node:fs";
+import { closeSync, constants, openSync, readSync, fstatSync } from "node:fs";
 import { LazyError } from "../util/errors";
 import { PROMPT_MAX_BYTES, checkPrompt, overBound } from "../util/prompt";
 
@@ -45,7 +45,9 @@ async function readStdin(): Promise<string> {
 function readFile(path: string, what: string): string {
   let fd: number;
   try {
-    fd = openSync(path, "r");
+    // O_NONBLOCK: opening a FIFO for reading waits for a writer, forever if none comes; this way
+    // it opens at once, and fstat below refuses it (and any device) before a byte is read.
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (e) {
     throw new LazyError(
       "invalid_input",

@@ -105,15 +105,28 @@ export const Profile = z
   })
   .describe("An agent profile: a harness, a model and where its traffic goes.");
 
+/** What lazy's default task image is built FROM when [container] base is not set. */
+export const DEFAULT_BASE = "debian:bookworm";
+
 export const Container = z
   .strictObject({
-    image: z.string().min(1).optional().describe("Image to run task containers from."),
+    image: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("Image to run task containers from, instead of lazy's default (its harness must be installed in it)."),
     dockerfile: z
       .string()
       .min(1)
       .optional()
-      .describe("Project Dockerfile to build the task image from (path relative to the project root)."),
-    base: z.string().min(1).optional().describe("Base image lazy's default task image is built FROM (default debian:bookworm)."),
+      .describe("Project Dockerfile to build the task image from, instead of lazy's default (path relative to the project root)."),
+    base: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        `Base image lazy's default task image is built FROM (lazy adds git and node where it lacks them, and the harnesses). Not used with image or dockerfile.`,
+      ),
     setup: z.string().min(1).optional().describe("Command run in a new worktree before the first turn (e.g. npm ci)."),
     allow_metadata: z
       .boolean()

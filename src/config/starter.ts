@@ -3,7 +3,7 @@
  * descriptions, so the starter and the validator cannot drift apart.
  */
 import type { z } from "zod";
-import { Server, ProxyConfig, Container, Profile, Config, Notify } from "./schema";
+import { Server, ProxyConfig, Container, Profile, Config, Notify, DEFAULT_BASE } from "./schema";
 import { ContainerLimits } from "./limits";
 
 type Def = { type: string; shape?: Record<string, z.ZodType>; innerType?: z.ZodType; defaultValue?: unknown };
@@ -25,13 +25,25 @@ function shapeOf(t: z.ZodType): Record<string, z.ZodType> {
 const toml = (v: unknown): string =>
   typeof v === "string" ? JSON.stringify(v) : Array.isArray(v) ? `[${v.map(toml).join(", ")}]` : String(v);
 
-function section(name: string, schema: z.ZodType, examples: Record<string, unknown> = {}, skip: string[] = []): string {
+/**
+ * A commented table: each key with its default, or with an example (marked "e.g.") where it has
+ * none. `defaults` are the ones lazy applies in code rather than in the schema (an unset key that
+ * means something, like [container] base).
+ */
+function section(
+  name: string,
+  schema: z.ZodType,
+  examples: Record<string, unknown> = {},
+  skip: string[] = [],
+  defaults: Record<string, unknown> = {},
+): string {
   const lines = [`# ${describe(schema)}`, `# [${name}]`];
   for (const [key, field] of Object.entries(shapeOf(schema))) {
     if (skip.includes(key)) continue;
-    const value = defaultOf(field) ?? examples[key];
+    const fixed = defaultOf(field) ?? defaults[key];
+    const value = fixed ?? examples[key];
     if (value === undefined || (typeof value === "object" && !Array.isArray(value))) continue;
-    lines.push(`# ${key} = ${toml(value)}`.padEnd(40) + ` # ${describe(field)}`);
+    lines.push(`# ${key} = ${toml(value)}`.padEnd(40) + ` # ${fixed === undefined ? "(example) " : ""}${describe(field)}`);
   }
   return lines.join("\n");
 }
@@ -39,7 +51,8 @@ function section(name: string, schema: z.ZodType, examples: Record<string, unkno
 export function starter(): string {
   return [
     "# lazy.toml: project settings for lazy. Every key is optional; the commented values are",
-    "# the defaults. Uncomment and edit what you want to change. `lazy doctor` checks this file.",
+    "# the defaults, or an example (marked so) where a key has none. Uncomment and edit what you want",
+    "# to change. `lazy doctor` checks this file.",
     "",
     section("server", Server),
     "",
@@ -62,7 +75,13 @@ export function starter(): string {
       .slice(2)
       .join("\n"),
     "",
-    section("container", Container, { image: "node:22-bookworm", setup: "npm ci" }, ["dockerfile"]),
+    // Unless image or dockerfile is set, lazy builds its own task image FROM base: say so first.
+    section("container", Container, { image: "node:22-bookworm", dockerfile: "Dockerfile", setup: "npm ci" }, [], {
+      base: DEFAULT_BASE,
+    }).replace(
+      /^(# .*)$/m,
+      `$1 By default lazy builds its own task image FROM base (${DEFAULT_BASE}), adding git, node and the harnesses; image or dockerfile (one of them) replaces it.`,
+    ),
     "",
     section("container.limits", ContainerLimits),
     "",

@@ -12,11 +12,12 @@ import { join, resolve, dirname, relative } from "node:path";
 import { VERSION } from "../version";
 import { LazyError } from "../util/errors";
 import { readRegular } from "../util/bounded-read";
+import { DEFAULT_BASE } from "../config";
 
 export const HARNESS_VERSIONS = { claude: "2.1.197", codex: "0.171.0", pi: "0.73.1" } as const;
 
 export const DEFAULT_DOCKERFILE = `# lazy's default task image. BASE is a build argument so it can come from a local image.
-ARG BASE=debian:bookworm
+ARG BASE=${DEFAULT_BASE}
 FROM \${BASE}
 ARG AGENT_UID=1000
 ARG CLAUDE_CODE_VERSION=${HARNESS_VERSIONS.claude}
@@ -85,7 +86,7 @@ export function plan(root: string, container: { image?: string; dockerfile?: str
       what: `the project's ${container.dockerfile}`,
     };
   }
-  const base = container.base ?? "debian:bookworm";
+  const base = container.base ?? DEFAULT_BASE;
   const hash = createHash("sha256").update(DEFAULT_DOCKERFILE).update(base).update(uid).digest("hex").slice(0, 12);
   return {
     kind: "build",

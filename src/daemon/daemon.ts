@@ -274,6 +274,7 @@ export class Daemon {
       metadata: this.runner.metadataGuard() ?? null,
       busy: this.busy(),
       fence: this.runner.fenceState() ?? null,
+      docker: this.runner.engineEndpoint(),
       proxy: {
         state: this.proxy.state,
         url: proxyAddr ? `http://${urlHost(proxyAddr.host)}:${proxyAddr.port}` : null,

@@ -1,5 +1,5 @@
 /** What `lazy daemon status` shows: the daemon's answer to GET /api/status. */
-import type { Fence, LinkLocalGuard } from "../containers";
+import type { Engine, Fence, LinkLocalGuard } from "../containers";
 
 export interface Status {
   pid: number;
@@ -27,6 +27,8 @@ export interface Status {
     brokenSince?: string;
     untrusted?: boolean;
   };
+  /** The Docker engine this daemon's containers run on, and where it came from (its DOCKER_HOST or context). */
+  docker?: Engine.Endpoint;
   /** What a restart would cut (the CLI restarts an older daemon only when both are 0). */
   busy?: Busy;
 }

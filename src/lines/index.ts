@@ -68,7 +68,16 @@ function eventText(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
 /** A task as a watch line names it: its code, or the first 8 characters of its id. */
 export const tag = (t: { id: string; code: string | null } | null): string => (t ? (t.code ?? t.id.slice(0, 8)) : "-");
 
-/** One `lazy watch` item as a line. */
+/** The path of lazy's own MCP route in the audit (proxy/listen/mcp-route.ts MCP_PATH; a leaf folder imports no values). */
+const MCP_PATH = "/mcp";
+
+/**
+ * One `lazy watch` item as a line; null for an item not shown as text. An agent's call of lazy's
+ * own MCP tools that was answered is not a net> line: it is already one of the agent's events
+ * (`[mcp__lazy__task_list] …`), and an agent polling a tool would fill the screen with one line
+ * per poll. A refused or failed MCP request is shown; `lazy watch --json` and `lazy stats audit`
+ * keep every request.
+ */
 export function watchLine(item: WatchItem): string | null {
   switch (item.type) {
     case "hello":
@@ -78,6 +87,7 @@ export function watchLine(item: WatchItem): string | null {
     case "event":
       return line(item).replace(/^(\S+) {2}/, (_, t: string) => `${t}  ${tag(item.task)}  `);
     case "net": {
+      if (item.path === MCP_PATH && item.status < 400 && !item.refused) return null;
       const t = item.at.slice(11, 19);
       const tokens = item.input !== null ? `  ${item.input} in/${item.output} out` : "";
       const why = item.refused ? `  REFUSED: ${item.refused}` : item.note && item.status >= 400 ? `  (${item.note})` : "";

@@ -7,6 +7,7 @@ import type { Database } from "bun:sqlite";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
 import { Tasks, STATUSES, type Task } from "../store";
+import { promptSchema } from "../util/prompt";
 
 export interface BuilderToolDeps {
   db: Database;
@@ -17,6 +18,14 @@ export interface BuilderToolDeps {
 }
 
 const json = (value: unknown) => ({ content: [{ type: "text" as const, text: JSON.stringify(value, null, 2) }] });
+/** A builder's prompt or message: not empty, within lazy's bound (util/prompt.ts), and shorter still. */
+const BUILDER_MAX = 20_000;
+const bounded = (what: string) =>
+  promptSchema(what).max(
+    BUILDER_MAX,
+    `A builder's task ${what} is at most ${BUILDER_MAX} characters: put the long part in a file in the project and point the agent at it.`,
+  );
+
 const brief = (t: Task) => ({ id: t.id, code: t.code, title: t.title, status: t.status, profile: t.profile });
 
 export function registerBuilderTools(server: McpServer, d: BuilderToolDeps): void {
@@ -25,7 +34,7 @@ export function registerBuilderTools(server: McpServer, d: BuilderToolDeps): voi
     {
       description:
         "Add a task for an agent: what to do (the prompt), optionally a short code (e.g. fix-login) and a profile. It is queued; task_start runs it.",
-      inputSchema: { prompt: z.string().min(1).max(20_000), code: z.string().optional(), profile: z.string().optional() },
+      inputSchema: { prompt: bounded("prompt"), code: z.string().optional(), profile: z.string().optional() },
     },
     async (input) => json(brief(d.add(input))),
   );
@@ -65,7 +74,7 @@ export function registerBuilderTools(server: McpServer, d: BuilderToolDeps): voi
     "task_send",
     {
       description: "Run a task's next turn with a message to its agent.",
-      inputSchema: { task: z.string().min(1), message: z.string().min(1).max(20_000) },
+      inputSchema: { task: z.string().min(1), message: bounded("message") },
     },
     async ({ task, message }) => json(brief(await d.start(task, message))),
   );

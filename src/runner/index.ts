@@ -12,13 +12,14 @@ import { basename, join } from "node:path";
 import { Tasks, Runs, canMove, isFinal, type Task, type Run } from "../store";
 import type { Status } from "../store";
 import { defaultProfile, resolveLimits, resolveProfile, Trust, type Config, type ResolvedProfile } from "../config";
-import { Runtime, Image, type Fence, type LinkLocalGuard, type NetworkOptions } from "../containers";
+import { Runtime, Image, Engine, type Fence, type LinkLocalGuard, type NetworkOptions } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
 import { MCP_PATH, type ModelProxy } from "../proxy";
 import type { McpTokens } from "../mcp";
 import type { Egress } from "../egress";
 import { LazyError } from "../util/errors";
+import { argvProblem } from "../util/prompt";
 import * as AgentDir from "../util/agent-dir";
 import type { Logger } from "../util/log";
 import type { Bus } from "../bus";
@@ -48,6 +49,8 @@ export interface RunnerDeps {
 
 export class Runner {
   private runtime: Promise<Runtime> | undefined;
+  /** The Docker endpoint the runtime connected to (lazy doctor compares it with the shell's). */
+  private endpoint: Engine.Endpoint | undefined;
   /** The last word on whether the project's containers can reach link-local metadata addresses. */
   private guard: LinkLocalGuard | undefined;
   private fence: Fence.State | undefined;
@@ -134,11 +137,22 @@ export class Runner {
 
   /** One Runtime for the daemon: callers at start-up share the connection under way. */
   private docker(): Promise<Runtime> {
-    this.runtime ??= Runtime.connect(this.d.log).catch((e: unknown) => {
-      this.runtime = undefined; // the engine may come up later
-      throw e;
-    });
+    this.runtime ??= Runtime.connect(this.d.log).then(
+      (r) => {
+        this.endpoint = r.endpoint;
+        return r;
+      },
+      (e: unknown) => {
+        this.runtime = undefined; // the engine may come up later
+        throw e;
+      },
+    );
     return this.runtime;
+  }
+
+  /** Where this daemon's containers run: the engine it connected to, or, before that, the one it would. */
+  engineEndpoint(): Engine.Endpoint {
+    return this.endpoint ?? Engine.resolve();
   }
 
   /** What the project's network options are now (the config reloads). */
@@ -473,11 +487,15 @@ export class Runner {
   ): Promise<Task> {
     const uid = Image.agentUid();
     const profile = this.run(task.id).profile;
+    const argv = [BIN, "supervise", "--turn", `/lazy/turns/${turn.n}`, "--cwd", box.g.worktree, "--", ...turn.prepared.command];
+    // Refused here, with its cause, rather than by the exec after the task went running.
+    const tooLong = argvProblem(argv);
+    if (tooLong) throw new LazyError("launch_refused", tooLong);
     task = this.move(task, "running", { turn: turn.n, profile, ...(message !== undefined ? { message } : {}) });
     if (message !== undefined) this.event(task, "user", { text: message });
     const execId = await docker.execDetached(
       box.id,
-      [BIN, "supervise", "--turn", `/lazy/turns/${turn.n}`, "--cwd", box.g.worktree, "--", ...turn.prepared.command],
+      argv,
       { ...containerEnv(this.d.root), ...this.netEnv, ...turn.prepared.env },
       `${uid}:${uid}`,
     );

@@ -34,3 +34,20 @@ export const promptSchema = (what: string) =>
     const problem = promptProblem(s, what);
     if (problem) ctx.addIssue({ code: "custom", message: problem });
   });
+
+/** Linux's bound on one argument of a new process (MAX_ARG_STRLEN, 32 pages), its NUL included. */
+export const ARG_MAX_BYTES = 128 * 1024;
+
+/**
+ * Why this command cannot be started, or null: an argument Linux would refuse. The runner asks
+ * before a turn starts, so a prompt that reached the store some other way (an older lazy, the
+ * project memory on top) fails its launch with this cause instead of an exec that never runs.
+ */
+export function argvProblem(argv: string[]): string | null {
+  for (const a of argv) {
+    const bytes = Buffer.byteLength(a, "utf8") + 1;
+    if (bytes > ARG_MAX_BYTES)
+      return `The turn's prompt (with what lazy adds to it) is ${bytes - 1} bytes: the harness gets it as one argument, and Linux refuses one over ${ARG_MAX_BYTES - 1} bytes. Send a shorter message (at most ${PROMPT_MAX_BYTES} bytes), with the long part in a file in the project.`;
+  }
+  return null;
+}

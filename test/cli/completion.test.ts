@@ -87,14 +87,14 @@ source ${SCRIPT}
 t() { words=("$@"); CURRENT=$#words; print -- "== $*"; _lazy; }
 t lazy task ''
 t lazy completion ''
-t lazy stats audit --task ''`,
+t lazy stats audit --limit ''`,
       ],
       script,
     );
     expect(r.err).toBe("");
     expect(r.out).toContain("== lazy task \nadd:Add a task\nlist:List tasks\nshow:Show a task and its events\n");
     expect(r.out).toContain("== lazy completion \nbash\nzsh\nfish\n");
-    expect(r.out).toContain("== lazy stats audit --task \nFILES\n");
+    expect(r.out).toContain("== lazy stats audit --limit \nFILES\n");
   });
 
   test.skipIf(!has("zsh"))("zsh, interactive with compinit: typing lazy ta<TAB>li<TAB><Enter> runs lazy task list", async () => {

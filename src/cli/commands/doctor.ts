@@ -8,6 +8,7 @@ import { Engine } from "../../containers";
 import { desktopTool } from "../../notify";
 import { LazyError } from "../../util/errors";
 import type { Status } from "../../daemon";
+import { defaultCredentialFinding, engineFinding, type AuthAnswer } from "./doctor-truths";
 
 export interface Finding {
   check: string;
@@ -90,8 +91,10 @@ async function findings(root: string): Promise<Finding[]> {
   if (status) {
     try {
       const c = await Client.connect(root);
-      const auth = await c.request<{ backend: string; note: string; problems: Record<string, string> }>("GET", "/api/auth");
+      const auth = await c.request<{ backend: string; note: string; problems: Record<string, string> } & AuthAnswer>("GET", "/api/auth");
       out.push({ check: "secrets", ok: true, blocking: false, summary: `credential store: ${auth.backend} — ${auth.note}` });
+      const cred = defaultCredentialFinding(auth);
+      if (cred) out.push(cred);
       for (const [name, problem] of Object.entries(auth.problems))
         out.push({ check: "secrets", ok: false, blocking: true, summary: problem, remedy: `lazy auth set ${name}` });
     } catch (e) {
@@ -116,8 +119,10 @@ async function findings(root: string): Promise<Finding[]> {
 
   const ep = Engine.resolve();
   const ping = await Engine.ping(ep);
+  const engines = engineFinding(status?.docker, ep);
   if (ping.ok) {
     out.push({ check: "docker", ok: true, blocking: false, summary: `engine ${ping.version} (${ping.os}) at ${ep.host} (${ep.source})` });
+    if (engines) out.push(engines);
     const k = await Engine.kind(ep).catch(() => undefined);
     if (k?.kind === "native")
       out.push({
@@ -144,6 +149,7 @@ async function findings(root: string): Promise<Finding[]> {
       summary: `cannot reach the Docker engine at ${ep.host} (${ep.source}): ${ping.error}`,
       remedy: "start Docker (Linux: sudo systemctl start docker, or dockerd), or point DOCKER_HOST at a running engine",
     });
+  if (!ping.ok && engines) out.push(engines);
   return out;
 }
 

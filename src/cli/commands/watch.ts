@@ -24,7 +24,11 @@ function taskFlags(raw: string[]): string[] | null {
 }
 
 export const watch = command({
-  meta: { name: "watch", description: "Follow every task's events and the proxy's traffic (net> lines), live" },
+  meta: {
+    name: "watch",
+    description:
+      "Follow every task's events and the proxy's traffic (net> lines), live. An answered call of lazy's MCP tools is the agent's tool event, not a net> line (--json has every request)",
+  },
   args: {
     task: { type: "string", description: "Only this task (repeatable; a code matched exactly, or ≥ 4 hex chars of its id)" },
     since: { type: "string", description: "Start with what happened since then: 30s, 10m, 2h, 1d, or an ISO time" },

@@ -42,8 +42,28 @@ ${table(
 
 ${table("_lazy_choices", choiceRows)}
 
+${table(
+  "_lazy_taskat",
+  nodes.map((n) => [key(n), n.taskAt ? [String(n.taskAt)] : []]),
+)}
+
+${table(
+  "_lazy_taskflags",
+  nodes.map((n) => [key(n), n.taskFlags]),
+)}
+
+# The task codes the command at $1 may name, starting with $2: asked of the project's running
+# daemon (lazy never starts one for a TAB). Added to COMPREPLY one by one, never through
+# compgen -W, which would expand what it is given; only code-shaped words are taken.
+_lazy_codes() {
+  local code _
+  while IFS=$'\\t' read -r code _; do
+    [[ $code =~ ^[a-z0-9][a-z0-9._-]*$ && $code == "$2"* ]] && COMPREPLY+=("$code")
+  done < <(command lazy __complete tasks $1 2>/dev/null)
+}
+
 _lazy() {
-  local cur="\${COMP_WORDS[COMP_CWORD]}" prev="" path="" w i
+  local cur="\${COMP_WORDS[COMP_CWORD]}" prev="" path="" w i npos=0
   COMPREPLY=()
   for ((i = 1; i < COMP_CWORD; i++)); do
     w="\${COMP_WORDS[i]}"
@@ -51,18 +71,30 @@ _lazy() {
     [[ $w == = ]] && continue
     if [[ $w == -* ]]; then
       _lazy_valued "$path"
-      [[ $w != *=* && " $REPLY " == *" $w "* ]] && ((i++))
+      if [[ $w != *=* && " $REPLY " == *" $w "* ]]; then
+        ((i++))
+        [[ \${COMP_WORDS[i]} == = ]] && ((i++))
+      fi
       continue
     fi
     _lazy_subs "$path"
-    [[ " $REPLY " == *" $w "* ]] && path="\${path:+$path }$w"
+    if [[ " $REPLY " == *" $w "* ]]; then
+      path="\${path:+$path }$w"
+    else
+      ((npos++))
+    fi
   done
-  # A flag's value: its choices, else bash's default (file names).
+  # A flag's value: its choices, task codes for --task, else bash's default (file names).
   prev="\${COMP_WORDS[COMP_CWORD - 1]}"
   [[ $prev == = && COMP_CWORD -gt 1 ]] && prev="\${COMP_WORDS[COMP_CWORD - 2]}"
   if [[ $cur != -* && $prev == -* ]]; then
     _lazy_valued "$path"
     if [[ " $REPLY " == *" $prev "* ]]; then
+      _lazy_taskflags "$path"
+      if [[ " $REPLY " == *" $prev "* ]]; then
+        _lazy_codes "$path" "$cur"
+        return 0
+      fi
       _lazy_choices "\${path:+$path }$prev"
       COMPREPLY=($(compgen -W "$REPLY" -- "$cur"))
       return 0
@@ -77,6 +109,10 @@ _lazy() {
     REPLY="$subs $REPLY"
   fi
   COMPREPLY=($(compgen -W "$REPLY" -- "$cur"))
+  if [[ $cur != -* ]]; then
+    _lazy_taskat "$path"
+    [[ -n $REPLY && $REPLY == $((npos + 1)) ]] && _lazy_codes "$path" "$cur"
+  fi
 }
 
 complete -o default -F _lazy lazy

@@ -42,12 +42,29 @@ ${table(
 
 ${table("__lazy_choices", choiceRows)}
 
+${table(
+  "__lazy_taskat",
+  nodes.map((n) => [key(n), n.taskAt ? [String(n.taskAt)] : []]),
+)}
+
+${table(
+  "__lazy_taskflags",
+  nodes.map((n) => [key(n), n.taskFlags.map(sq)]),
+)}
+
+# "code<TAB>status" for the task codes the command at $argv[1] may name, asked of the project's
+# running daemon (lazy never starts one for a TAB); only code-shaped words are taken.
+function __lazy_codes
+  command lazy __complete tasks (string split ' ' -- $argv[1]) 2>/dev/null | string match -r '^[a-z0-9][a-z0-9._-]*\t[a-z]+$'
+end
+
 function __lazy_complete
   set -l tokens (commandline -opc)
   set -e tokens[1]
   set -l cur (commandline -ct)
   set -l cmdpath ''
   set -l value 0
+  set -l npos 0
   for w in $tokens
     if test $value = 1
       set value 0
@@ -60,20 +77,26 @@ function __lazy_complete
       end
       continue
     end
-    if contains -- $w (__lazy_subs "$cmdpath" | string replace -r '\\t.*' '')
+    if contains -- $w (__lazy_subs "$cmdpath" | string replace -r '\t.*' '')
       if test -z "$cmdpath"
         set cmdpath $w
       else
         set cmdpath "$cmdpath $w"
       end
+    else
+      set npos (math $npos + 1)
     end
   end
   if test $value = 1
     set -l key $tokens[-1]
+    if contains -- $key (__lazy_taskflags "$cmdpath")
+      __lazy_codes "$cmdpath"
+      return
+    end
     test -n "$cmdpath"; and set key "$cmdpath $key"
     set -l choices (__lazy_choices "$key")
     if test (count $choices) -gt 0
-      printf '%s\\n' $choices
+      printf '%s\n' $choices
     else
       __fish_complete_path $cur
     end
@@ -85,6 +108,11 @@ function __lazy_complete
   end
   __lazy_subs "$cmdpath"
   __lazy_choices "$cmdpath"
+  # (command substitution in quotes, "$(…)", needs fish 3.4: Ubuntu 22.04 has 3.3)
+  set -l at (__lazy_taskat "$cmdpath")
+  if test -n "$at"; and test "$at" = (math $npos + 1)
+    __lazy_codes "$cmdpath"
+  end
 end
 
 complete -c lazy -e

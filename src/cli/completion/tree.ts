@@ -21,6 +21,13 @@ export interface Node {
   flags: Flag[];
   /** Values a positional accepts, when its valueHint lists them (`bash|zsh|fish`). */
   choices: string[];
+  /**
+   * Which positional (1-based) names a task, 0 for none: there the scripts offer the project's
+   * task codes, asked of a running daemon when the TAB is pressed (`lazy __complete tasks`).
+   */
+  taskAt: number;
+  /** The flags whose value names a task (`--task`): their value completes to task codes too. */
+  taskFlags: string[];
 }
 
 type Resolvable<T> = T | Promise<T> | (() => T | Promise<T>);
@@ -35,6 +42,9 @@ export function short(description: string | undefined): string {
   return first.length > 70 ? `${first.slice(0, 69).trimEnd()}…` : first;
 }
 
+/** The argument that names a task, wherever a command takes one (a positional, or --task). */
+const TASK = "task";
+
 const kebab = (k: string) => k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 /** Every reachable command, depth first, in the order they are defined. */
@@ -44,8 +54,13 @@ export async function walk(root: CommandDef<any>): Promise<Node[]> {
     const args = (await resolve(cmd.args ?? {})) as Record<string, ArgDef>;
     const flags: Flag[] = [];
     const choices: string[] = [];
+    let positionals = 0;
+    let taskAt = 0;
+    const taskFlags: string[] = [];
     for (const [key, a] of Object.entries(args)) {
       if (a.type === "positional") {
+        positionals++;
+        if (key === TASK) taskAt = positionals;
         if (a.valueHint?.includes("|")) choices.push(...a.valueHint.split("|"));
         continue;
       }
@@ -56,12 +71,13 @@ export async function walk(root: CommandDef<any>): Promise<Node[]> {
         value: a.type === "string" || a.type === "enum",
         choices: a.type === "enum" ? (a.options ?? []) : [],
       });
+      if (key === TASK && a.type === "string") taskFlags.push(`--${key}`);
     }
     // lazy answers these everywhere (cli/index.ts), before citty sees the words.
     flags.push({ names: ["--help", "-h"], description: "Show help", value: false, choices: [] });
     if (!path.length) flags.push({ names: ["--version", "-v"], description: "Print the version", value: false, choices: [] });
 
-    const node: Node = { path, subs: [], flags, choices };
+    const node: Node = { path, subs: [], flags, choices, taskAt, taskFlags };
     out.push(node);
     const subs = cmd.subCommands ? ((await resolve(cmd.subCommands)) as Record<string, Resolvable<CommandDef<any>>>) : {};
     for (const [name, entry] of Object.entries(subs)) {

@@ -44,8 +44,30 @@ ${table(
 
 ${table("_lazy_choices", choiceRows)}
 
+${table(
+  "_lazy_taskat",
+  nodes.map((n) => [key(n), n.taskAt ? [String(n.taskAt)] : []]),
+)}
+
+${table(
+  "_lazy_taskflags",
+  nodes.map((n) => [key(n), n.taskFlags.map(sq)]),
+)}
+
+# "code:status" for the task codes the command at $1 may name, asked of the project's running
+# daemon (lazy never starts one for a TAB); only code-shaped words are taken.
+_lazy_codes() {
+  local line code
+  local -a found
+  for line in \${(f)"$(command lazy __complete tasks \${=1} 2>/dev/null)"}; do
+    code=\${line%%$'\\t'*}
+    [[ $code =~ '^[a-z0-9][a-z0-9._-]*$' ]] && found+=("$code:\${line#*$'\\t'}")
+  done
+  reply=("\${found[@]}")
+}
+
 _lazy() {
-  local cmdpath='' w prev i
+  local cmdpath='' w prev i npos=0
   local -a reply cands names
   for (( i = 2; i < CURRENT; i++ )); do
     w=\${words[i]}
@@ -57,12 +79,23 @@ _lazy() {
     fi
     _lazy_subs "$cmdpath"
     names=(\${reply%%:*})
-    (( \${names[(Ie)$w]} )) && cmdpath=\${cmdpath:+$cmdpath }$w
+    if (( \${names[(Ie)$w]} )); then
+      cmdpath=\${cmdpath:+$cmdpath }$w
+    else
+      (( npos++ ))
+    fi
   done
   prev=\${words[CURRENT-1]}
   if (( CURRENT > 2 )) && [[ $prev == -* ]]; then
     _lazy_valued "$cmdpath"
     if (( \${reply[(Ie)$prev]} )); then
+      _lazy_taskflags "$cmdpath"
+      if (( \${reply[(Ie)$prev]} )); then
+        _lazy_codes "$cmdpath"
+        cands=("\${reply[@]}")
+        (( $#cands )) && _describe -t tasks 'lazy task' cands
+        return
+      fi
       _lazy_choices "\${cmdpath:+$cmdpath }$prev"
       if (( $#reply )); then compadd -a reply; else _files; fi
       return
@@ -78,6 +111,11 @@ _lazy() {
   cands=("\${reply[@]}")
   _lazy_choices "$cmdpath"
   cands+=("\${reply[@]}")
+  _lazy_taskat "$cmdpath"
+  if (( $#reply )) && [[ \${reply[1]} == $(( npos + 1 )) ]]; then
+    _lazy_codes "$cmdpath"
+    cands+=("\${reply[@]}")
+  fi
   if (( $#cands )); then _describe -t commands 'lazy command' cands; else _files; fi
 }
 

@@ -5,24 +5,31 @@ import { LazyError } from "../../util/errors";
 import type { Logger } from "../../util/log";
 import type { CredentialStore } from "../../credentials";
 import type { ModelProxy } from "../../proxy";
+import { defaultProfile, type Config } from "../../config";
 import { parseBody } from "./input";
 
 export const SetCredential = z.strictObject({ value: z.string().describe("The secret; it travels over the loopback API only.") });
 
 export interface AuthDeps {
   credentials: Pick<CredentialStore, "backend" | "backendNote" | "list" | "set" | "remove">;
-  proxy: Pick<ModelProxy, "stats" | "clearProblem" | "sync">;
+  proxy: Pick<ModelProxy, "stats" | "clearProblem" | "sync" | "credentialFor">;
+  config: () => Config;
   log: Logger;
 }
 
 export function authRoutes(d: AuthDeps) {
   return new Elysia()
-    .get("/api/auth", async () => ({
-      backend: d.credentials.backend,
-      note: d.credentials.backendNote,
-      credentials: d.credentials.list(),
-      problems: (await d.proxy.stats()).problems,
-    }))
+    .get("/api/auth", async () => {
+      const profile = defaultProfile(d.config());
+      return {
+        backend: d.credentials.backend,
+        note: d.credentials.backendNote,
+        credentials: d.credentials.list(),
+        problems: (await d.proxy.stats()).problems,
+        // What a task that names no profile bills (lazy doctor says when it is not stored).
+        defaultProfile: { name: profile, credential: d.proxy.credentialFor(profile) },
+      };
+    })
     .put("/api/auth/:name", async ({ params, body }) => {
       const { value } = parseBody(SetCredential, body);
       const info = await d.credentials.set(params.name, value);
