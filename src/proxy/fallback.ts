@@ -115,6 +115,8 @@ export async function reroute(r: Reroute, chain: Hop[], first: Leg): Promise<Rer
   let cur = first;
   let next = 0;
   const tried: string[] = [];
+  // The status the agent gets when every hop failed: the last upstream's (a hop not tried has none).
+  let status = 502;
   const wantsQuota = chain.some((h) => h.on.has("quota"));
   for (;;) {
     const failed = await failureOf(r, cur, wantsQuota);
@@ -128,6 +130,7 @@ export async function reroute(r: Reroute, chain: Hop[], first: Leg): Promise<Rer
     if (failed.sent.ok) failed.sent.res.cancel();
     if (!cur.skipped) r.ctx.health.record(cur.target.provider, f.kind, f.sentence);
     tried.push(f.sentence);
+    if (!cur.skipped) status = f.status;
     const last = next >= chain.length;
     r.record({
       status: f.status,
@@ -138,7 +141,7 @@ export async function reroute(r: Reroute, chain: Hop[], first: Leg): Promise<Rer
       hop: cur.hop,
       lazyInMs: cur.skipped ? null : cur.departed - cur.since,
     });
-    if (last) return { response: allFailed(tried, f) };
+    if (last) return { response: allFailed(tried, status) };
 
     // The next hop: its own surface, its own credential, its own model.
     const hop = chain[next++]!;
@@ -226,10 +229,9 @@ async function failureOf(r: Reroute, cur: Leg, wantsQuota: boolean): Promise<{ s
 }
 
 /** The agent's error when every hop failed: each party and how, in order; the last one's status. */
-function allFailed(tried: string[], last: Failed): Response {
+function allFailed(tried: string[], status: number): Response {
   const message = `every upstream failed: ${tried.map((t, i) => `${i + 1}. ${t}`).join("; ")}`;
-  const type = last.status === 529 ? "overloaded_error" : last.status === 429 ? "rate_limit_error" : "api_error";
-  const status = last.status >= 400 ? last.status : 502;
+  const type = status === 529 ? "overloaded_error" : status === 429 ? "rate_limit_error" : "api_error";
   return errorResponse("anthropic", status, type, message, { "x-should-retry": "true" });
 }
 
