@@ -80,14 +80,21 @@ describe("attacks on the fallback route", () => {
     const listing = await fetch(`${proxyUrl}/v1/models`, { headers: { "x-api-key": placeholder } });
     expect(listing.status).toBe(503);
     const message = ((await listing.json()) as any).error.message as string;
-    expect(message).toMatch(/^every upstream failed: 1\. Anthropic .* answered 503; 2\. fallback backup .* was not tried: it does not forward GET \/v1\/models$/);
+    expect(message).toMatch(
+      /^every upstream failed: 1\. Anthropic .* answered 503; 2\. fallback backup .* was not tried: it does not forward GET \/v1\/models$/,
+    );
     expect(backup.received.length).toBe(0);
 
     // A header asking for the fallback changes nothing: a primary that answers is the answer.
     primary.behavior = { kind: "ok" };
     const asked = await fetch(`${proxyUrl}/v1/messages`, {
       method: "POST",
-      headers: { "x-api-key": placeholder, "x-lazy-fallback": "backup", "x-portkey-provider": "backup", "content-type": "application/json" },
+      headers: {
+        "x-api-key": placeholder,
+        "x-lazy-fallback": "backup",
+        "x-portkey-provider": "backup",
+        "content-type": "application/json",
+      },
       body: JSON.stringify({ model: "m", max_tokens: 5, messages: [{ role: "user", content: "secret body" }] }),
     });
     expect(asked.status).toBe(200);
