@@ -98,7 +98,10 @@ try {
   for (let i = 0; i < rounds; i++) for (const [k, t] of Object.entries(targets)) runs[k]!.push(await wrk(t.url, t.script));
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const m = Object.fromEntries(
-    Object.entries(runs).map(([k, v]) => [k, { p50: median(v.map((x) => x.p50)), p99: median(v.map((x) => x.p99)), rps: median(v.map((x) => x.rps)) }]),
+    Object.entries(runs).map(([k, v]) => [
+      k,
+      { p50: median(v.map((x) => x.p50)), p99: median(v.map((x) => x.p99)), rps: median(v.map((x) => x.rps)) },
+    ]),
   );
   const f = (n: number) => n.toFixed(3);
   const perRound = runs.rerouted!.map((x, i) => f(x.p50 - runs.direct![i]!.p50)).join(" ");

@@ -60,6 +60,13 @@ export class Fallbacks {
   }
 }
 
+/** Whether a hop's outcome could be one a fallback takes (checked before any await: most answer). */
+export function mayReroute(sent: Sent): boolean {
+  if (!sent.ok) return sent.failure !== "aborted" && sent.failure !== "other";
+  const s = sent.res.status;
+  return s >= 500 || s === 429 || s === 402 || s === 403;
+}
+
 /** What a reroute needs of the request path (forward.ts), passed in so neither imports the other. */
 export interface Reroute {
   ctx: {

@@ -22,7 +22,7 @@ import { HOP_BY_HOP, healthKind, providerFailure, relay, send } from "./upstream
 import { endOfTurn } from "../util/turn";
 import { pathOf } from "../util/url";
 import { MAX_BODY, dropBody, readBody, type Pass } from "./listen";
-import { reroute, type Fallbacks } from "./fallback";
+import { mayReroute, reroute, type Fallbacks } from "./fallback";
 import { OAUTH_BETA, joinUrl, withBeta } from "./address";
 
 export interface Context {
@@ -309,7 +309,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
 
   // A failure a fallback takes over goes on to the next hop, before a byte reached the agent
   // (fallback.ts: each hop its own row, credential and model). Only lazy's credentials reroute.
-  const chain = grant ? (ctx.fallbacks?.().behind(upstream, targets.primary()) ?? []) : [];
+  const chain = grant && mayReroute(sent) ? (ctx.fallbacks?.().behind(upstream, targets.primary()) ?? []) : [];
   if (chain.length) {
     const lines = (set: Record<string, string>) => headerLines(req.headers, true, set);
     const first = { sent, target: upstream, credential: base.credential, credentialKind, hop: 0, since: started, departed };
