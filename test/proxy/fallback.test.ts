@@ -164,6 +164,36 @@ describe("[[proxy.fallback]]", () => {
     expect((await rows(p)).every((x) => x.hop === 0)).toBe(true);
   }, 60_000);
 
+  test("a primary that sends no headers in time, and one that cannot be reached, go to the fallback (the default `on`)", async () => {
+    const p = new Project({
+      toml: `[proxy]\nfirst_byte_timeout_s = 1\n\n[proxy.upstreams]\nanthropic = "${primary.url}"\n\n${fallback("backup", backup.url, 'credential = "backup"\n')}`,
+    });
+    await p.setCredential("anthropic", KEY);
+    await p.setCredential("backup", BACKUP_KEY);
+    const g = await p.grant({ role: "host", profile: "claude" });
+    primary.behavior = { kind: "hang" };
+    const slow = await ask(g.proxyUrl, g.placeholder);
+    expect(slow.status).toBe(200);
+    expect(slow.body.content[0].text).toBe("Answered by the backup.");
+    const [timedOut] = (await rows(p)).slice(-2);
+    expect(timedOut.note).toMatch(/^Anthropic \(.*\) sent no response headers \d+ ms into the request; rerouted to fallback backup$/);
+
+    // A port nothing listens on (a closed mock's).
+    const gone = await Mock.anthropic();
+    await gone.close();
+    const q = new Project({
+      toml: `[proxy.upstreams]\nanthropic = "${gone.url}"\n\n${fallback("backup", backup.url, 'credential = "backup"\n')}`,
+    });
+    await q.setCredential("anthropic", KEY);
+    await q.setCredential("backup", BACKUP_KEY);
+    const h = await q.grant({ role: "host", profile: "claude" });
+    const refused = await ask(h.proxyUrl, h.placeholder);
+    expect(refused.status).toBe(200);
+    const [unreached] = (await rows(q)).slice(-2);
+    expect(unreached.note).toMatch(/^Anthropic \(.*\) could not be reached .*; rerouted to fallback backup$/);
+    expect(backup.received.map((x) => x.headers.authorization)).toEqual([`Bearer ${BACKUP_KEY}`, `Bearer ${BACKUP_KEY}`]);
+  }, 60_000);
+
   test('a fallback declaring credential = "none" on an origin that already gets a credential is refused at start, naming both', async () => {
     const p = new Project({
       toml: `[proxy.upstreams]\nanthropic = "${primary.url}"\n\n${fallback("local", primary.url, 'credential = "none"\n')}`,
