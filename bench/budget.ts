@@ -152,6 +152,9 @@ function seedStore(path: string): { rows: number; tasks: number; requests: numbe
           usage: { ...usage },
           retries: 0,
           note: null,
+          hop: 0,
+          lazyInMs: 0.05,
+          lazyOutMs: 0.02,
         };
         if (builder.add(row)) flush();
       }

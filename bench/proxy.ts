@@ -1,6 +1,7 @@
 /**
- * The proxy against a mock upstream, in one run: direct, through lazy, and through nginx as a
- * plain reverse proxy (same upstream, keep-alive on both sides).
+ * The proxy against a mock upstream, in one run: direct, through lazy, through nginx as a
+ * plain reverse proxy (same upstream, keep-alive on both sides), and through Portkey's gateway
+ * (`@portkey-ai/gateway`, the Anthropic route with a custom host: a gateway users pick).
  *  - added latency p50/p99 at 1 connection (wrk --latency), vs direct;
  *  - req/s at 1 and 50 connections, vs nginx (target: lazy ≥ 60 % of nginx, audit on);
  *  - lazy's RSS holding 2,000 concurrent idle SSE streams (target ≤ 300 MB).
@@ -8,9 +9,12 @@
  * To compare a setting side by side: LAZY_BENCH_COMPARE="MIMALLOC_PURGE_DELAY=600000" starts a
  * second daemon with that in its environment, measured in turn with the others ("lazy+");
  * LAZY_BENCH_COMPARE="BIN=/path/to/an/older/lazy" runs that binary as the second daemon.
- * Needs wrk and nginx (Debian: wrk nginx-light). Only loopback is used.
+ * Needs wrk and nginx (Debian: wrk nginx-light), and node + npm for Portkey: it is installed
+ * once into $TMPDIR/lazy-bench-portkey-VERSION (95 packages, 25 MB: too big a devDependency
+ * for a bench), never into the repository. LAZY_BENCH_PORTKEY=0 leaves it out. Only loopback
+ * is used (Portkey's Node server binds every interface; it runs only for the bench).
  */
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, chmodSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { threadCount } from "../src/proxy/listen/shared-port";
@@ -84,6 +88,47 @@ const compare = process.env.LAZY_BENCH_COMPARE
     )
   : undefined;
 const { root, home, env, lazy } = daemonSetup({});
+
+/** Portkey's gateway, installed once under the temp folder; its node process, on `port`. */
+const PORTKEY_VERSION = "1.15.2";
+async function portkey(port: number): Promise<ReturnType<typeof Bun.spawn> | undefined> {
+  if (process.env.LAZY_BENCH_PORTKEY === "0" || !Bun.which("node") || !Bun.which("npm")) return undefined;
+  const dir = join(tmpdir(), `lazy-bench-portkey-${PORTKEY_VERSION}`);
+  const entry = join(dir, "node_modules/@portkey-ai/gateway/build/start-server.js");
+  if (!existsSync(entry)) {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "package.json"), '{"private":true}');
+    const r = Bun.spawnSync(["npm", "install", "--no-audit", "--no-fund", "--ignore-scripts", `@portkey-ai/gateway@${PORTKEY_VERSION}`], {
+      cwd: dir,
+      stdout: "ignore",
+      stderr: "pipe",
+    });
+    if (r.exitCode !== 0) {
+      console.error(`Portkey left out: npm install failed: ${r.stderr.toString().slice(0, 300)}`);
+      return undefined;
+    }
+  }
+  // `--port=N` (with "="): the gateway ignores `--port N`.
+  const proc = Bun.spawn(["node", entry, `--port=${port}`, "--headless"], {
+    cwd: dir,
+    env: { ...process.env, NODE_ENV: "production" },
+    stdout: "ignore",
+    stderr: "ignore",
+  });
+  for (let i = 0; i < 100; i++) {
+    await Bun.sleep(100);
+    if (
+      await fetch(`http://127.0.0.1:${port}/`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return proc;
+  }
+  proc.kill();
+  console.error("Portkey left out: its gateway did not answer within 10 s");
+  return undefined;
+}
 const second = compare ? daemonSetup(compare) : undefined;
 
 /** The grant and the daemon's pid and proxy address, once `lazy auth set` has started it. */
@@ -97,6 +142,7 @@ async function started(d: ReturnType<typeof daemonSetup>) {
 }
 
 let nginx: ReturnType<typeof Bun.spawn> | undefined;
+let portkeyProc: ReturnType<typeof Bun.spawn> | undefined;
 const nginxDir = mkdtempSync(join(tmpdir(), "lazy-bench-nginx-"));
 try {
   const { grant, pid: daemonPid } = await started({ root, home, env, lazy, bin: BIN });
@@ -128,6 +174,14 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
     return f;
   };
   const lua = script("post.lua", grant.placeholder);
+  // Portkey's Anthropic route to the same upstream: the provider's key, the custom host.
+  const portkeyPort = 20000 + Math.floor(Math.random() * 20000);
+  portkeyProc = await portkey(portkeyPort);
+  const luaPortkey = join(nginxDir, "portkey.lua");
+  writeFileSync(
+    luaPortkey,
+    `wrk.method = "POST"\nwrk.body = '${BODY}'\nwrk.headers["content-type"] = "application/json"\nwrk.headers["x-api-key"] = "${KEY}"\nwrk.headers["anthropic-version"] = "2023-06-01"\nwrk.headers["x-portkey-provider"] = "anthropic"\nwrk.headers["x-portkey-custom-host"] = "${up}/v1"\n`,
+  );
   const lua2 = other ? script("post2.lua", other.grant.placeholder) : lua;
   // CPU time per request, from /proc (all threads of a process): it says how much work each
   // proxy does for a request, where req/s on a shared machine also depends on who else runs.
@@ -142,7 +196,12 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
     return ((Number(f[11]) + Number(f[12])) * 1e6) / 100; // utime + stime, in clock ticks of 1/100 s
   };
   const cpuOf = (pids: number[]) => pids.reduce((sum, p) => sum + cpuUs(p), 0);
-  const proxyPids: Record<string, number[]> = { lazy: [daemonPid], nginx: nginxWorkers, ...(other ? { "lazy+": [other.pid] } : {}) };
+  const proxyPids: Record<string, number[]> = {
+    lazy: [daemonPid],
+    nginx: nginxWorkers,
+    ...(other ? { "lazy+": [other.pid] } : {}),
+    ...(portkeyProc ? { portkey: [portkeyProc.pid] } : {}),
+  };
 
   // Async: the upstream lives in this process, and a synchronous spawn would stall it.
   const wrk = async (url: string, conns: number, proxy?: string) => {
@@ -159,7 +218,7 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
         `${secs}s`,
         "--latency",
         "-s",
-        proxy === "lazy+" ? lua2 : lua,
+        proxy === "lazy+" ? lua2 : proxy === "portkey" ? luaPortkey : lua,
         `${url}/v1/messages`,
       ],
       { stdout: "pipe", stderr: "pipe" },
@@ -186,6 +245,7 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
     lazy: grant.proxyUrl,
     nginx: `http://127.0.0.1:${nginxPort}`,
     ...(other ? { "lazy+": other.grant.proxyUrl } : {}),
+    ...(portkeyProc ? { portkey: `http://127.0.0.1:${portkeyPort}` } : {}),
   };
   for (const [k, u] of Object.entries(targets)) await wrk(u, 50, k); // warm up (the JIT, both pools)
   // This machine's CPU is shared and its speed drifts from one minute to the next: the three are
@@ -196,11 +256,13 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
   const fiftyRuns: Record<string, Run[]> = Object.fromEntries(Object.keys(targets).map((k) => [k, []]));
   const ratios: number[] = [];
   const ratios2: number[] = [];
+  const ratiosPortkey: number[] = [];
   for (let i = 0; i < rounds; i++) {
     for (const [k, u] of Object.entries(targets)) oneRuns[k]!.push(await wrk(u, 1, k));
     for (const [k, u] of Object.entries(targets)) fiftyRuns[k]!.push(await wrk(u, 50, k));
     ratios.push(fiftyRuns.lazy!.at(-1)!.rps / fiftyRuns.nginx!.at(-1)!.rps);
     if (other) ratios2.push(fiftyRuns["lazy+"]!.at(-1)!.rps / fiftyRuns.nginx!.at(-1)!.rps);
+    if (portkeyProc) ratiosPortkey.push(fiftyRuns.lazy!.at(-1)!.rps / fiftyRuns.portkey!.at(-1)!.rps);
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const med = (runs: Run[]): Run => ({
@@ -261,6 +323,16 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
     console.log(
       `lazy+ (${process.env.LAZY_BENCH_COMPARE}): req/s at 50 connections ${fifty["lazy+"]!.rps.toFixed(0)} → lazy+/nginx per round ${ratios2.map((r) => r.toFixed(2)).join(" ")}, median ${median(ratios2).toFixed(2)}; CPU µs per request ${fifty["lazy+"]!.cpu.proxy.toFixed(1)}`,
     );
+  if (portkeyProc) {
+    const pk = one.portkey!;
+    const added = (r: Run) => r.p50 - one.direct!.p50;
+    console.log(
+      `Portkey gateway ${PORTKEY_VERSION} (one node process, Anthropic route): p50 / p99 at 1 connection ${f(pk.p50)} / ${f(pk.p99)} ms, adds p50 ${f(added(pk))} ms; req/s at 1 connection ${pk.rps.toFixed(0)}, at 50 ${fifty.portkey!.rps.toFixed(0)}`,
+    );
+    console.log(
+      `lazy against Portkey: req/s at 50 connections ${(fifty.lazy!.rps / fifty.portkey!.rps).toFixed(2)}× (per round ${ratiosPortkey.map((r) => r.toFixed(2)).join(" ")}, median ${median(ratiosPortkey).toFixed(2)}), at 1 connection ${(one.lazy!.rps / pk.rps).toFixed(2)}×; added p50 ${(added(one.lazy!) / added(pk)).toFixed(2)}× Portkey's; CPU µs per request: Portkey ${fifty.portkey!.cpu.proxy.toFixed(1)}`,
+    );
+  }
   const us = (c: Cpu) => `proxy ${c.proxy.toFixed(1)}, upstream ${c.upstream.toFixed(1)}, wrk ${c.wrk.toFixed(1)}`;
   console.log(
     `CPU µs per request at 50 connections: lazy: ${us(fifty.lazy!.cpu)}; nginx: ${us(fifty.nginx!.cpu)}; direct: upstream ${fifty.direct!.cpu.upstream.toFixed(1)}, wrk ${fifty.direct!.cpu.wrk.toFixed(1)}`,
@@ -270,6 +342,7 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
   );
 } finally {
   nginx?.kill();
+  portkeyProc?.kill();
   Bun.spawnSync([BIN, "daemon", "stop"], { cwd: root, env });
   if (second) Bun.spawnSync([second.bin, "daemon", "stop"], { cwd: second.root, env: second.env });
   upstreamProc.kill();

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { ContainerLimits } from "./limits";
 import { parseAllow } from "./allow";
+import { fallbackProblems } from "./fallbacks";
 
 export const HARNESSES = ["claude", "codex", "cursor", "pi"] as const;
 export const WIRES = ["anthropic", "openai"] as const;
@@ -43,7 +44,7 @@ export const Fallback = z
   .strictObject({
     name: z.string().min(1).describe("Name shown in errors and the audit trail."),
     endpoint: origin("the fallback endpoint").describe("Where rerouted requests go."),
-    wire: z.enum(WIRES).describe("The API the endpoint speaks: anthropic or openai."),
+    wire: z.enum(WIRES).describe("The API the endpoint speaks: it must be the primary upstream's, anthropic."),
     credential: credentialName
       .optional()
       .describe('Credential to send there; "none" for a server that needs none. Inferred from the host when absent.'),
@@ -52,7 +53,9 @@ export const Fallback = z
       .array(z.enum(FALLBACK_ON))
       .min(1)
       .default(["reset", "timeout", "connect", "5xx", "529"])
-      .describe("Which failures of the primary reroute here."),
+      .describe(
+        'Which failures of the hop before reroute here: reset, timeout, connect, 5xx, 529, quota (a short rate limit, "429", never does).',
+      ),
   })
   .describe("An upstream that takes over when the primary fails in one of the listed ways.");
 
@@ -281,6 +284,7 @@ export function crossCheck(raw: unknown): { path: (string | number)[]; message: 
     if (typeof named === "string" && !(named in profiles) && !builtin(named))
       out.push({ path: ["models", "roles", role], message: `expected the name of a profile; "${named}" is not defined` });
   }
+  out.push(...fallbackProblems(raw));
   return out;
 }
 export type Profile = z.infer<typeof Profile>;

@@ -180,6 +180,9 @@ export class Egress {
       usage: null,
       retries: 0,
       note: c.note,
+      hop: 0,
+      lazyInMs: null,
+      lazyOutMs: null,
     });
   }
 }

@@ -91,7 +91,9 @@ export function watchLine(item: WatchItem): string | null {
       const t = item.at.slice(11, 19);
       const tokens = item.input !== null ? `  ${item.input} in/${item.output} out` : "";
       const why = item.refused ? `  REFUSED: ${item.refused}` : item.note && item.status >= 400 ? `  (${item.note})` : "";
-      return `${t}  ${tag(item.task)}  net> ${item.role ?? "-"} ${item.profile ?? "-"} ${item.method} ${item.path} ${item.status} ${item.durationMs}ms${tokens}${why}`;
+      // A fallback's hop names where it went (a row per hop: the failed ones say why above).
+      const hop = item.hop ? `  [fallback hop ${item.hop}: ${item.upstream}]` : "";
+      return `${t}  ${tag(item.task)}  net> ${item.role ?? "-"} ${item.profile ?? "-"} ${item.method} ${item.path} ${item.status} ${item.durationMs}ms${tokens}${hop}${why}`;
     }
   }
 }

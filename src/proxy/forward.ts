@@ -22,6 +22,8 @@ import { HOP_BY_HOP, healthKind, providerFailure, relay, send } from "./upstream
 import { endOfTurn } from "../util/turn";
 import { pathOf } from "../util/url";
 import { MAX_BODY, dropBody, readBody, type Pass } from "./listen";
+import { mayReroute, reroute, type Fallbacks } from "./fallback";
+import { OAUTH_BETA, joinUrl, withBeta } from "./address";
 
 export interface Context {
   grants: Pick<Grants, "lookup">;
@@ -38,6 +40,8 @@ export interface Context {
   firstByteTimeoutMs: () => number;
   /** OAuth credentials an upstream rejected, for lazy doctor: name → sentence. */
   credentialProblems: Map<string, string>;
+  /** [[proxy.fallback]], in order (fallback.ts); none when absent. */
+  fallbacks?: () => Fallbacks;
 }
 
 // Hop-by-hop headers never cross a proxy; host is ours, not the upstream's (TRAPS.md).
@@ -45,7 +49,6 @@ export const HOP = ["host", ...HOP_BY_HOP];
 // Headers that once named a task or role: attribution is the grant's alone, and these never go upstream.
 const SELF_REPORTED = ["x-lazy-role", "x-lazy-task-id"];
 const DROPPED = new Set([...HOP, ...SELF_REPORTED, "accept-encoding"]);
-const OAUTH_BETA = "oauth-2025-04-20";
 /** Non-streamed answers up to this size are taken whole rather than relayed chunk by chunk. */
 const MAX_BUFFERED = 8 * 1024 * 1024;
 
@@ -73,7 +76,15 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     method: req.method,
     path: pathOnly(target),
   };
-  const record = (o: Outcome) => ctx.audit.record(auditRow(base, performance.now() - started, o));
+  // Which hop the row is about (a reroute's, fallback.ts) and lazy's own time before it left.
+  // and from the answer's head back (`back`) to the agent.
+  const leg = { hop: 0, lazyInMs: null as number | null, back: 0 };
+  const record = (o: Outcome) => {
+    o.hop ??= leg.hop;
+    o.lazyInMs ??= leg.lazyInMs;
+    o.lazyOutMs ??= leg.back ? performance.now() - leg.back : null;
+    ctx.audit.record(auditRow(base, performance.now() - started, o));
+  };
   // A refusal before the body is read throws the body away as it arrives: closing a socket with
   // unread bytes resets it, and the reset can overtake the answer (gate.ts).
   let unread = true;
@@ -169,7 +180,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
 
   // 2. Where it goes: the grant's profile decides; traffic with no grant goes to the primary.
   const targets = ctx.targets();
-  const upstream: Target | undefined = grant ? targets.forProfile(grant.profile) : targets.primary();
+  let upstream: Target | undefined = grant ? targets.forProfile(grant.profile) : targets.primary();
   if (!upstream)
     return refuse(
       errorResponse(
@@ -291,8 +302,22 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     return refuse(new Response(null, { status: 499 }), read.why, upstream.origin);
   }
   const body = read.bytes;
-  const sent = await send(ctx, joinUrl(upstream, verdict.path) + verdict.query, req, headers, body);
+  const departed = performance.now();
+  let sent = await send(ctx, joinUrl(upstream, verdict.path) + verdict.query, req, headers, body);
   const bytesIn = body?.length ?? 0;
+  leg.lazyInMs = departed - started;
+
+  // A failure a fallback takes over goes on to the next hop, before a byte reached the agent
+  // (fallback.ts: each hop its own row, credential and model). Only lazy's credentials reroute.
+  const chain = grant && mayReroute(sent) ? (ctx.fallbacks?.().behind(upstream, targets.primary()) ?? []) : [];
+  if (chain.length) {
+    const lines = (set: Record<string, string>) => headerLines(req.headers, true, set);
+    const first = { sent, target: upstream, credential: base.credential, credentialKind, hop: 0, since: started, departed };
+    const r = await reroute({ ctx, req, target, body, lines, base, record, started }, chain, first);
+    if ("response" in r) return r.response;
+    ({ sent, credentialKind, target: upstream } = r);
+    [leg.hop, leg.lazyInMs] = [r.hop, r.departed - r.since];
+  }
 
   if (!sent.ok) {
     if (sent.failure === "aborted") {
@@ -319,10 +344,11 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   }
 
   const res = sent.res;
-  const ttfb = performance.now() - started;
+  leg.back = performance.now();
+  const ttfb = leg.back - started;
 
   // Usage-limit readings: only the allowlisted headers, named by who owns the credential.
-  const owner = grant ? `credential:${grant.envVar}` : token ? `upstream:${upstream.origin}` : null;
+  const owner = grant && !leg.hop ? `credential:${grant.envVar}` : token ? `upstream:${upstream.origin}` : null;
   if (owner) ctx.limits.record(owner, base.credential, upstream.origin, res.status, Readings.filter(res.headers));
 
   // Provider health; a refusal is told apart (quota or a short rate limit) once its body, when
@@ -375,6 +401,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   const tap = res.headers.get("content-encoding") ? null : new UsageTap(wire, contentType);
   const refusal = settle();
   pass.held = true;
+  const lazyOutMs = performance.now() - leg.back;
   return new Response(
     relay(res.stream(), tap, (bytesOut, note) => {
       pass.release();
@@ -386,6 +413,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
         usage: tap ? tap.end() : null,
         retries: sent.retries,
         note: [refusal, note].filter(Boolean).join("; ") || null,
+        lazyOutMs,
       });
       if (note?.startsWith("upstream")) ctx.health.record(upstream.provider, "reset", `${upstream.provider} (${host(upstream)}) ${note}`);
     }),
@@ -410,22 +438,6 @@ export function headerLines(incoming: Headers, dropCredentials: boolean, set: Re
   }
   for (const k in set) s += `${k}: ${set[k]}\r\n`;
   return s;
-}
-
-function withBeta(current: string | null, beta: string): string {
-  const list = (current ?? "")
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
-  return list.includes(beta) ? list.join(",") : [...list, beta].join(",");
-}
-
-/** The upstream URL: the endpoint (with any path prefix) and the checked path, concatenated. */
-function joinUrl(t: Target, path: string): string {
-  // An OpenAI-style endpoint usually ends in /v1 (like OPENAI_BASE_URL); don't double it.
-  if (t.base.endsWith("/v1") && path.startsWith("/v1/")) return t.base + path.slice(3);
-  if (t.base.endsWith("/v1") && path === "/v1") return t.base;
-  return t.base + (path === "/" && new URL(t.base).pathname !== "/" ? "" : path);
 }
 
 const host = (t: Target) => new URL(t.origin).host;

@@ -35,6 +35,9 @@ export type WatchItem =
       output: number | null;
       refused: string | null;
       note: string | null;
+      /** Which hop of a rerouted request ([[proxy.fallback]]): 0 the upstream it was meant for. */
+      hop: number;
+      upstream: string;
     }
   | { type: "dropped"; at: string; count: number };
 
@@ -68,6 +71,8 @@ export function netItem(r: AuditRow, codeOf: (id: string) => string | null): Wat
     output: r.usage ? r.usage.output : null,
     refused: refusalCause(r),
     note: r.note,
+    hop: r.hop,
+    upstream: r.upstream,
   };
 }
 

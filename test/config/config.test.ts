@@ -23,6 +23,19 @@ describe("lazy.toml", () => {
     ]);
   });
 
+  test("[[proxy.fallback]]: a fallback speaking another wire than the primary's, and a short rate limit in `on`, are refused at their place", () => {
+    const src = ["[[proxy.fallback]]", 'name = "backup"', 'endpoint = "http://127.0.0.1:9"', 'wire = "openai"', 'on = ["5xx", "429"]'].join(
+      "\n",
+    );
+    const r = loadText(src);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.problems.map(formatProblem)).toEqual([
+      'lazy.toml:4:8 proxy.fallback[0].wire — expected "anthropic": a fallback backs the primary upstream, which speaks the Anthropic wire; an endpoint speaking "openai" cannot answer its requests',
+      'lazy.toml:5:6 proxy.fallback[0].on — a short rate limit ("429") is never rerouted: it clears in seconds; list "quota" for a used-up window or balance',
+    ]);
+  });
+
   test("[usage_pause]: thresholds 1–100, windows 5h and 7d only, each problem at its place", () => {
     const r = loadText('[usage_pause]\nthreshold = 150\n"5h" = "90%"\n"1h" = 50\n');
     expect(r.ok).toBe(false);

@@ -28,6 +28,9 @@ const row = (i: number, taskId: string | null = null): Row => ({
   usage: { input: 3, output: 2, cacheRead: 0, cacheWrite: 0 },
   retries: 0,
   note: null,
+  hop: 0,
+  lazyInMs: 0.04,
+  lazyOutMs: 0.02,
 });
 
 function trail(db: Database, log: never, maxRows = 10_000) {
@@ -77,6 +80,37 @@ test("rows recorded on this thread are in the store once settled, token totals w
     recorder.flush(); // what the proxy's thread does when it stops, before the trail stops
     await audit.stop();
     expect((db.query("SELECT SUM(n) AS n FROM audit_batches").get() as { n: number }).n).toBe(1202);
+  });
+});
+
+test("each row keeps its hop and lazy's own time both ways; a batch stored before those columns reads them as unknown", async () => {
+  await inStore(async (db) => {
+    const { audit, recorder } = trail(db, logger().log);
+    recorder.record({ ...row(1), hop: 2, lazyInMs: 0.1234567, lazyOutMs: 0.05 });
+    const [got] = await audit.query({ limit: 1 });
+    expect([got!.hop, got!.lazyInMs, got!.lazyOutMs]).toEqual([2, 0.123, 0.05]);
+    // A batch as the store held it before: 11 numbers a row.
+    const old = new Float64Array([Date.now(), 503, 7, 2, 10, 20, 3, 2, 0, 0, 1]);
+    db.query("INSERT INTO audit_batches (id, n, first_at, last_at, numbers, strings, tbl) VALUES (?, 1, ?, ?, ?, ?, ?)").run(
+      100,
+      old[0]!,
+      old[0]!,
+      new Uint8Array(old.buffer),
+      new Uint8Array(new Int32Array([-1, -1, -1, -1, -1, 0, 1, 2, -1]).buffer),
+      JSON.stringify(["https://api.anthropic.com", "POST", "/v1/messages"]),
+    );
+    const [was] = await audit.query({ limit: 1 });
+    expect(was).toMatchObject({
+      id: 100,
+      status: 503,
+      durationMs: 7,
+      retries: 1,
+      hop: 0,
+      lazyInMs: null,
+      lazyOutMs: null,
+      path: "/v1/messages",
+    });
+    await audit.stop();
   });
 });
 

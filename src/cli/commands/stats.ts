@@ -6,6 +6,7 @@ import type { AuditRow, LimitView, ProviderHealth } from "../../proxy";
 import { FAILURE_KINDS } from "../../config";
 import type { BudgetReport, Pause } from "../../usage";
 
+const ms = (v: number | null) => (v === null ? "-" : v.toFixed(2));
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 
 const audit = command({
@@ -29,7 +30,21 @@ const audit = command({
     else
       print(
         table([
-          ["TIME", "TASK", "ROLE", "PROFILE", "CRED", "METHOD", "PATH", "STATUS", "MS", "TTFB", "TOKENS in/out/cache", "NOTE"],
+          [
+            "TIME",
+            "TASK",
+            "ROLE",
+            "PROFILE",
+            "CRED",
+            "METHOD",
+            "PATH",
+            "STATUS",
+            "MS",
+            "TTFB",
+            "LAZY in/out",
+            "TOKENS in/out/cache",
+            "NOTE",
+          ],
           ...r.rows.map((x) => [
             new Date(x.at).toISOString().slice(11, 23),
             x.taskRef ?? "-",
@@ -41,8 +56,12 @@ const audit = command({
             String(x.status),
             x.durationMs.toFixed(0),
             x.ttfbMs === null ? "-" : x.ttfbMs.toFixed(0),
+            // lazy's own added time (ms): arrival → departure upstream, answer's head back → on to the agent.
+            x.lazyInMs === null && x.lazyOutMs === null ? "-" : `${ms(x.lazyInMs)}/${ms(x.lazyOutMs)}`,
             x.usage ? `${x.usage.input}/${x.usage.output}/${x.usage.cacheRead + x.usage.cacheWrite}` : "-",
-            [x.retries ? `retried ${x.retries}×` : "", x.note ?? ""].filter(Boolean).join("; ") || "-",
+            [x.hop ? `fallback hop ${x.hop} (${x.upstream})` : "", x.retries ? `retried ${x.retries}×` : "", x.note ?? ""]
+              .filter(Boolean)
+              .join("; ") || "-",
           ]),
         ]),
       );

@@ -39,6 +39,9 @@ interface AuditRow {
   durationMs: number;
   usage: { input: number; output: number; cacheRead: number; cacheWrite: number } | null;
   note: string | null;
+  /** lazy's own added time (ms) on the way up and back; null for a refusal. */
+  lazyInMs: number | null;
+  lazyOutMs: number | null;
 }
 
 const MAX_EVENTS = 5_000;
@@ -108,6 +111,11 @@ function auditView(rows: AuditRow[]): Node {
           h("th", {}, "request"),
           h("th", { class: "num" }, "status"),
           h("th", { class: "num" }, "ms"),
+          h(
+            "th",
+            { class: "num", title: "lazy's own added time: arrival → departure upstream / answer back → on to the agent" },
+            "lazy ms in/out",
+          ),
           h("th", { class: "num" }, "tokens in/out"),
         ),
       ),
@@ -122,6 +130,11 @@ function auditView(rows: AuditRow[]): Node {
             h("td", {}, `${r.method} ${r.path}${r.note ? ` (${r.note})` : ""}`),
             h("td", { class: "num" }, String(r.status)),
             h("td", { class: "num" }, String(Math.round(r.durationMs))),
+            h(
+              "td",
+              { class: "num" },
+              r.lazyInMs === null && r.lazyOutMs === null ? "–" : `${(r.lazyInMs ?? 0).toFixed(2)}/${(r.lazyOutMs ?? 0).toFixed(2)}`,
+            ),
             h(
               "td",
               { class: "num" },

@@ -18,6 +18,11 @@ export interface Outcome {
   usage?: Counts | null;
   retries?: number;
   note?: string | null;
+  /** Which hop of a rerouted request this row is (0: the upstream it was meant for). */
+  hop?: number;
+  /** lazy's own added time on the way up and on the way back (store.ts Row). */
+  lazyInMs?: number | null;
+  lazyOutMs?: number | null;
 }
 
 export function auditRow(head: RowHead, durationMs: number, o: Outcome): Row {
@@ -39,5 +44,8 @@ export function auditRow(head: RowHead, durationMs: number, o: Outcome): Row {
     usage: o.usage ?? null,
     retries: o.retries ?? 0,
     note: o.note ?? null,
+    hop: o.hop ?? 0,
+    lazyInMs: o.lazyInMs ?? null,
+    lazyOutMs: o.lazyOutMs ?? null,
   };
 }

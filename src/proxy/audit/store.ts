@@ -33,6 +33,12 @@ export interface Row {
   usage: Counts | null;
   retries: number;
   note: string | null;
+  /** 0: the upstream the request was meant for; k: the k-th fallback it was rerouted to (proxy/fallback.ts). */
+  hop: number;
+  /** lazy's own time before the request left for this upstream (arrival, or the previous hop's failure, to departure). */
+  lazyInMs: number | null;
+  /** lazy's own time from this upstream's answer head to the answer's head leaving for the agent. */
+  lazyOutMs: number | null;
 }
 
 export interface Bounds {
@@ -60,7 +66,12 @@ export const NUMBERS = [
   "cache_read",
   "cache_write",
   "retries",
+  "hop",
+  "lazy_in_ms",
+  "lazy_out_ms",
 ] as const;
+/** The numbers a row had before hops and lazy's own time were kept: batches stored then are read as such. */
+const OLD_N = 11;
 export const STRINGS = ["task_id", "task_ref", "role", "profile", "credential", "upstream", "method", "path", "note"] as const;
 const N = NUMBERS.length;
 const S = STRINGS.length;
@@ -98,7 +109,10 @@ export class Builder {
     x[o++] = u ? u.output : NaN;
     x[o++] = u ? u.cacheRead : NaN;
     x[o++] = u ? u.cacheWrite : NaN;
-    x[o] = r.retries;
+    x[o++] = r.retries;
+    x[o++] = r.hop;
+    x[o++] = r.lazyInMs === null ? NaN : us(r.lazyInMs);
+    x[o] = r.lazyOutMs === null ? NaN : us(r.lazyOutMs);
     const y = this.strings;
     o = this.n * S;
     y[o++] = this.intern(r.taskId);
@@ -234,6 +248,9 @@ export function rowOf(b: Batch, i: number): Row {
     method: str(STR.method)!,
     path: str(STR.path)!,
     note: str(STR.note),
+    hop: numberOf(b, i, NUM.hop) || 0,
+    lazyInMs: num(NUM.lazy_in_ms),
+    lazyOutMs: num(NUM.lazy_out_ms),
   };
 }
 
@@ -261,9 +278,19 @@ function bytes(a: Float64Array | Int32Array, length: number): Uint8Array {
 
 function decode(r: Record<string, unknown>): Batch {
   // A copy: SQLite's bytes need not sit at an 8-byte boundary.
-  const numbers = new Float64Array((r.numbers as Uint8Array).slice().buffer);
+  let numbers = new Float64Array((r.numbers as Uint8Array).slice().buffer);
+  const n = r.n as number;
+  // A batch stored before the newer columns: widened, the new ones unknown (NaN; hop 0).
+  if (n && numbers.length === n * OLD_N) {
+    const wide = new Float64Array(n * N).fill(NaN);
+    for (let i = 0; i < n; i++) {
+      wide.set(numbers.subarray(i * OLD_N, (i + 1) * OLD_N), i * N);
+      wide[i * N + NUM.hop] = 0;
+    }
+    numbers = wide;
+  }
   const strings = new Int32Array((r.strings as Uint8Array).slice().buffer);
-  return { n: r.n as number, numbers, strings, table: JSON.parse(r.tbl as string) as string[] };
+  return { n, numbers, strings, table: JSON.parse(r.tbl as string) as string[] };
 }
 
 /**
@@ -309,6 +336,9 @@ export function packLegacy(db: Database): void {
               },
         retries: r.retries as number,
         note: r.note as string | null,
+        hop: 0,
+        lazyInMs: null,
+        lazyOutMs: null,
       });
       if (full) flush();
     }

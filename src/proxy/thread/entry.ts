@@ -21,6 +21,7 @@ import { pathOf } from "../../util/url";
 import { ProxyServer } from "../listen";
 import type { Grant } from "../grants";
 import { Targets } from "../targets";
+import { Fallbacks } from "../fallback";
 import { Limits } from "../meters";
 import { Health } from "../meters";
 import { MCP_NO_TOKEN, MCP_PATH, under } from "../listen";
@@ -198,6 +199,7 @@ function route(req: Request, server: Server<undefined>): Response | Promise<Resp
 
 // What the request path reads, replaced whole whenever the main thread posts a change.
 let targets: Targets;
+let fallbacks: Fallbacks;
 let credentials = new Map<string, Resolved>();
 let grants = new Map<string, Grant>();
 let stopped = new Map<string, string>();
@@ -208,6 +210,7 @@ function init(m: Init): void {
   Log.configure(m.log);
   config = m.config;
   targets = Targets.build(config);
+  fallbacks = Fallbacks.build(config);
   credentials = new Map(Object.entries(m.credentials));
   grants = new Map(m.grants.map((g) => [g.token, g]));
   stopped = new Map(Object.entries(m.stopped));
@@ -228,6 +231,7 @@ function init(m: Init): void {
     log,
     firstByteTimeoutMs: () => config.proxy.first_byte_timeout_s * 1000,
     credentialProblems: new Map(),
+    fallbacks: () => fallbacks,
   };
 }
 
@@ -275,6 +279,7 @@ self.onmessage = (e: MessageEvent<ToThread>) => {
     case "config":
       config = m.config;
       targets = Targets.build(m.config);
+      fallbacks = Fallbacks.build(m.config);
       return;
     case "credentials":
       credentials = new Map(Object.entries(m.credentials));
