@@ -53,7 +53,7 @@ describe("tool output and review are hostile input", () => {
     const log = (await p.ok(["logs", "evil"])).stdout;
     expect(log).toContain("⎿ \\x1b]0;PWNED\\x07\\x1b[2J\\x9b31m<script>");
     // Not one escape, BEL or C1 control byte reaches the terminal.
-    expect(log).not.toMatch(/[\x1b\x07\x9b]/);
+    for (const c of ["\x1b", "\x07", "\u009b"]) expect(log).not.toContain(c);
     expect(log).not.toMatch(/^12:34:56 {2}-- FORGED/m);
     expect(log).toMatch(/^ {12}12:34:56 {2}-- FORGED → accepted$/m);
   });
