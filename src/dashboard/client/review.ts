@@ -25,6 +25,9 @@ export interface Diff {
   note: string | null;
 }
 
+/** Lines a layout block holds. */
+const BLOCK = 100;
+
 const key = (path: string, side: Side, line: number) => `${side}:${line}\0${path}`;
 
 export class ReviewView {
@@ -90,24 +93,39 @@ export class ReviewView {
         ),
       ),
     ];
-    const tab = this.canComment ? "0" : "-1";
+    const tab = this.canComment ? 0 : -1;
     d.files.forEach((f, i) => {
       const hunks: Node[] = [];
       for (const hk of f.hunks) {
         const m = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(hk.header);
         let old = Number(m?.[1] ?? 0);
         let now = Number(m?.[2] ?? 0);
-        const rows: Node[] = [h("span", { class: "h" }, hk.header)];
-        for (const l of hk.lines) {
+        const hunk = h("div", { class: "hunk" }, h("span", { class: "h" }, hk.header));
+        // Lines in blocks the browser lays out only when they come into view (style.css): a
+        // 2,000-line diff costs the layout of a screenful.
+        let block: HTMLElement | null = null;
+        hk.lines.forEach((l, j) => {
+          if (j % BLOCK === 0) {
+            block = document.createElement("div");
+            block.className = "blk";
+            block.style.containIntrinsicSize = `auto ${Math.min(BLOCK, hk.lines.length - j) * 1.5}em`;
+            hunk.append(block);
+          }
           const c = l[0];
-          if (c === "+") rows.push(h("span", { class: "a", "data-k": `new:${now}`, "data-n": String(now++), tabindex: tab }, l));
-          else if (c === "-") rows.push(h("span", { class: "d", "data-k": `old:${old}`, "data-n": String(old++), tabindex: tab }, l));
-          else if (c === " ") {
-            old++;
-            rows.push(h("span", { "data-k": `new:${now}`, "data-n": String(now++), tabindex: tab }, l || " "));
-          } else rows.push(h("span", { class: "h" }, l));
-        }
-        hunks.push(h("div", { class: "hunk" }, ...rows));
+          const el = document.createElement("span");
+          el.textContent = l || " ";
+          if (c === "+" || c === "-" || c === " ") {
+            const side = c === "-" ? "old" : "new";
+            const n = c === "-" ? old++ : now++;
+            if (c === " ") old++;
+            if (c !== " ") el.className = c === "+" ? "a" : "d";
+            el.dataset.k = `${side}:${n}`;
+            el.dataset.n = String(n);
+            el.tabIndex = tab;
+          } else el.className = "h";
+          block!.append(el);
+        });
+        hunks.push(hunk);
       }
       out.push(
         h(

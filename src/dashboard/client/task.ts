@@ -173,6 +173,8 @@ export async function task(): Promise<void> {
     }
   };
   const load = async () => {
+    // The diff is read alongside the task (a review starts there), not after it.
+    const diff = loadDiff();
     try {
       const [shown, row] = await Promise.all([
         api<{ task: Row & { prompt: string }; events: Ev[] }>("GET", path),
@@ -187,7 +189,7 @@ export async function task(): Promise<void> {
       showError(e);
       if (e instanceof ApiError && e.status === 404) return;
     }
-    void loadDiff();
+    await diff;
     void loadAudit();
   };
   const audit = debounce(() => void loadAudit(), 500);
