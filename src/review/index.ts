@@ -141,8 +141,8 @@ function ranges(lines: Map<string, string>, side: Side, path: string): string {
     spans.push(start === prev ? `${start}` : `${start}-${prev}`);
     start = prev = n;
   }
-  const shownAs = side === "old" ? "removed lines" : "lines";
-  return `it shows ${shownAs} ${spans.slice(0, 8).join(", ")}${spans.length > 8 ? ", …" : ""} of ${path}${side === "old" ? " (write -LINE)" : ""}`;
+  const list = `${spans.slice(0, 8).join(", ")}${spans.length > 8 ? ", …" : ""}`;
+  return side === "old" ? `the lines it removes from ${path} are ${list}, numbered as in the base` : `it shows lines ${list} of ${path}`;
 }
 
 const QUOTE_MAX = 200;
