@@ -33,7 +33,7 @@ function eventText(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
     case "output": {
       // Under its call: every line of it two more columns in, so none reads as lazy's own.
       const text = String(d.text ?? "").replace(/\s+$/, "");
-      return `${t}  ⎿ ${d.error ? "(error) " : ""}${text === "" ? "(no output)" : text.split(LINE_BREAK).join("\n  ")}`;
+      return `${t}  └ ${d.error ? "(error) " : ""}${text === "" ? "(no output)" : text.split(LINE_BREAK).join("\n  ")}`;
     }
     case "result":
       return `${t}  ${d.ok ? "result" : "FAILED"}: ${d.text}`;

@@ -51,7 +51,7 @@ describe("tool output and review are hostile input", () => {
     const out = events.find((e) => e.kind === "output" && String(e.data.text).includes("PWNED"));
     expect(out).toBeDefined();
     const log = (await p.ok(["logs", "evil"])).stdout;
-    expect(log).toContain("⎿ \\x1b]0;PWNED\\x07\\x1b[2J\\x9b31m<script>");
+    expect(log).toContain("└ \\x1b]0;PWNED\\x07\\x1b[2J\\x9b31m<script>");
     // Not one escape, BEL or C1 control byte reaches the terminal.
     for (const c of ["\x1b", "\x07", "\u009b"]) expect(log).not.toContain(c);
     expect(log).not.toMatch(/^12:34:56 {2}-- FORGED/m);

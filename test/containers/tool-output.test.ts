@@ -44,7 +44,7 @@ describe("tool outputs from Pi and Codex", () => {
     await p.ok(["start", "pi-out"]);
     expect((await settled(p, "pi-out")).task.status).toBe("done");
     const log = (await p.ok(["logs", "pi-out"])).stdout;
-    callThenOutput(log, /\[bash\] echo PI-SAYS-\$\(\(40\+2\)\)$/, /^\d\d:\d\d:\d\d {2}⎿ PI-SAYS-42$/);
+    callThenOutput(log, /\[bash\] echo PI-SAYS-\$\(\(40\+2\)\)$/, /^\d\d:\d\d:\d\d {2}└ PI-SAYS-42$/);
   }, 600_000);
 
   test("real Codex's exec_command call: its command, then its output, in lazy logs", async () => {
@@ -54,6 +54,6 @@ describe("tool outputs from Pi and Codex", () => {
     await p.ok(["start", "codex-out"]);
     expect((await settled(p, "codex-out")).task.status).toBe("done");
     const log = (await p.ok(["logs", "codex-out"])).stdout;
-    callThenOutput(log, /\[shell\] .*echo CODEX-SAYS-\$\(\(40\+2\)\)/, /^\d\d:\d\d:\d\d {2}⎿ CODEX-SAYS-42$/);
+    callThenOutput(log, /\[shell\] .*echo CODEX-SAYS-\$\(\(40\+2\)\)/, /^\d\d:\d\d:\d\d {2}└ CODEX-SAYS-42$/);
   }, 600_000);
 });

@@ -59,7 +59,7 @@ describe("reviewing a task's work", () => {
     const call = lines.findIndex((l) => l.includes("[Bash] printf 'alpha"));
     expect(call, log).toBeGreaterThanOrEqual(0);
     expect(log).not.toContain('{"command"');
-    const out = lines.findIndex((l) => /^\d\d:\d\d:\d\d {2}⎿ OUTPUT-OF-THE-CALL-42$/.test(l));
+    const out = lines.findIndex((l) => /^\d\d:\d\d:\d\d {2}└ OUTPUT-OF-THE-CALL-42$/.test(l));
     expect(out, log).toBeGreaterThan(call);
     expect(lines[out + 1]).toBe(`${" ".repeat(12)}second line`);
 
@@ -74,7 +74,7 @@ describe("reviewing a task's work", () => {
     await pg.waitForFunction(() => document.getElementById("status")?.textContent === "done", undefined, { timeout: 10_000 });
     // The output, under its call, on the page.
     const shown = await pg.locator('#events li[data-kind="output"]').first().textContent();
-    expect(shown).toContain("⎿ OUTPUT-OF-THE-CALL-42");
+    expect(shown).toContain("└ OUTPUT-OF-THE-CALL-42");
     expect(shown).toContain("second line");
     // The diff comes first: right under the task's head, before the actions and the events.
     await pg.waitForSelector(".files >> text=notes.txt", { timeout: 10_000 });

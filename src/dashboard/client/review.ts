@@ -55,7 +55,7 @@ export class ReviewView {
     this.files = d.files;
     this.canComment = canComment;
     this.body.replaceChildren(...this.render(d));
-    this.el.replaceChildren(this.bar, this.body);
+    this.el.replaceChildren(this.body, this.bar);
     this.el.classList.remove("muted");
     for (const c of this.comments.values()) this.placeComment(c);
     this.drawBar();
@@ -235,14 +235,15 @@ export class ReviewView {
       this.bar.replaceChildren();
       return;
     }
-    const note = h("textarea", { id: "review-note", rows: "2", "aria-label": "A note after the comments (optional)" });
+    const note = h("textarea", { id: "review-note", rows: "1", "aria-label": "A note after the comments (optional)" });
     const send = h("button", { type: "button", id: "send-review", disabled: !n || !this.canComment }, `Send review (${n})`);
     const said = h("p", { id: "review-result", role: "status", class: "muted" });
     send.addEventListener("click", () => void this.send(note.value, send, said));
+    note.placeholder = "A note after the comments (optional)";
     this.bar.replaceChildren(
-      h("p", { class: "muted" }, n ? `${n} comment(s) on the diff.` : "Click a line of the diff to comment on it."),
+      h("span", { class: "muted" }, n ? `${n} comment(s) on the diff.` : "Click a line of the diff to comment on it."),
       n ? note : "",
-      h("div", {}, send),
+      send,
       said,
     );
   }
