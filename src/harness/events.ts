@@ -53,8 +53,23 @@ function claudeLike(e: J): TaskEvent[] {
   if (e.type === "user" && Array.isArray(e.message?.content))
     for (const c of e.message.content)
       if (c?.type === "tool_result") out.push(output(contentText(c.content), c.tool_use_id, c.is_error === true));
-  if (e.type === "tool_call" && e.subtype === "started")
-    out.push({ kind: "tool", data: { name: String(Object.keys(e.tool_call ?? {})[0] ?? "tool"), input: toolInput(e.tool_call) } });
+  // cursor-agent (its docs' shape): { tool_call: { readToolCall: { args, result: { success | error } } } }.
+  if (e.type === "tool_call" && (e.subtype === "started" || e.subtype === "completed")) {
+    const [name, call] = Object.entries((e.tool_call ?? {}) as J)[0] ?? ["tool", {}];
+    if (e.subtype === "started") out.push({ kind: "tool", data: { name, input: toolInput(call?.args ?? call), ...idOf(e.call_id) } });
+    else if (call?.result) {
+      const r = call.result as J;
+      const ok = r.success ?? null;
+      const text = ok
+        ? typeof ok.stdout === "string" || typeof ok.stderr === "string"
+          ? [ok.stdout, ok.stderr].filter((x) => typeof x === "string" && x).join("\n")
+          : typeof ok.content === "string"
+            ? ok.content
+            : toolInput(ok)
+        : toolInput(r.error?.message ?? r.error ?? r.failure ?? r);
+      out.push(output(text, e.call_id, !ok));
+    }
+  }
   if (e.type === "result") {
     if (e.usage)
       out.push({
