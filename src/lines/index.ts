@@ -37,6 +37,15 @@ function eventText(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
     }
     case "result":
       return `${t}  ${d.ok ? "result" : "FAILED"}: ${d.text}`;
+    case "created":
+      return `${t}  -- created (${d.status ?? "queued"})`;
+    case "setup":
+      if (d.command !== undefined) return `${t}  -- [container] setup: ${d.command}`;
+      return `${t}  -- setup exited ${d.code}${d.output ? `\n  ${String(d.output).replace(/\s+$/, "").split(LINE_BREAK).join("\n  ")}` : ""}`;
+    case "build":
+      if (d.image) return `${t}  -- building ${d.what ?? "the task image"} as ${d.image}`;
+      if (d.done) return `${t}  -- built ${d.done}`;
+      return `${t}  -- build: ${d.progress ?? d.output ?? ""}`;
     case "usage":
       return `${t}  tokens: ${d.input} in, ${d.output} out, ${d.cacheRead} cache read, ${d.cacheWrite} cache write`;
     case "status":

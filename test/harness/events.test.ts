@@ -52,6 +52,15 @@ describe("tool calls as a person reads them", () => {
     ).toEqual(["01:02:03  [Edit] file_path: a.ts\n          old_string: x\n          new_string: y", "01:02:03  └ (no output)"]);
   });
 
+  test("lazy's own steps read as sentences, not JSON; a setup's output stays indented under its line", () => {
+    const at = (kind: string, data: object) => line({ at: AT, kind, data: data as never });
+    expect(at("created", { status: "queued" })).toBe("01:02:03  -- created (queued)");
+    expect(at("setup", { code: 1, output: "npm ERR! x\n01:02:03  -- running → done\n" })).toBe(
+      "01:02:03  -- setup exited 1\n            npm ERR! x\n            01:02:03  -- running → done",
+    );
+    expect(at("build", { done: "lazy-img:1" })).toBe("01:02:03  -- built lazy-img:1");
+  });
+
   test("an output past its bound keeps its head and its end, and says how much was cut", () => {
     const big = `${"h".repeat(10_000)}${"t".repeat(10_000)}END`;
     const [e] = parseEvent(
