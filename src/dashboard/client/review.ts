@@ -185,7 +185,12 @@ export class ReviewView {
     box.addEventListener("submit", (e) => {
       e.preventDefault();
       box.remove();
-      if (!text.value.trim()) return;
+      // Emptied: the comment goes.
+      if (!text.value.trim()) {
+        this.comments.delete(key(c.path, c.side, c.line));
+        this.drawBar();
+        return;
+      }
       const saved = { ...c, text: text.value };
       this.comments.set(key(c.path, c.side, c.line), saved);
       this.placeComment(saved);
