@@ -24,6 +24,7 @@ const EXAMPLES: Record<string, string[]> = {
     'lazy send fix-login "also cover the logout path"',
     "lazy send fix-login --file review.md",
     "cat notes.txt | lazy send fix-login -",
+    "lazy send fix-login --review comments.txt   # lines like: src/a.ts:12: rename this",
   ],
   "task add": [
     'lazy task add "fix the login form" --code fix-login',

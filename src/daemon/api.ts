@@ -36,6 +36,7 @@ import {
   buildRoutes,
   boardRoutes,
   diffRoutes,
+  reviewRoutes,
 } from "./routes";
 
 /** What the API needs from the daemon; each route file declares its own share. */
@@ -72,7 +73,7 @@ export const longLived = (url: string): boolean =>
   url.includes("/api/watch") ||
   url.endsWith("/api/ask") ||
   url.endsWith("/api/report") ||
-  /\/api\/tasks\/[^/]+\/(start|send|accept)$/.test(url);
+  /\/api\/tasks\/[^/]+\/(start|send|review|accept)$/.test(url);
 
 export function api(d: ApiDeps, token: string) {
   const want = Buffer.from(token);
@@ -138,5 +139,6 @@ export function api(d: ApiDeps, token: string) {
     .use(askRoutes(d))
     .use(buildRoutes(d))
     .use(boardRoutes(d))
-    .use(diffRoutes(d));
+    .use(diffRoutes(d))
+    .use(reviewRoutes(d));
 }

@@ -1,16 +1,20 @@
 /**
  * Each harness's JSON event lines turned into lazy's task events: messages, tool calls, the
- * turn's result and usage, the harness session to resume on the next turn, and whether lazy's
+ * turn's result and usage, what each tool call gave back, the harness session to resume on the next turn, and whether lazy's
  * MCP server connected (Claude Code's init event lists its servers). A line that is
  * not JSON, or an event lazy does not model, is skipped (the raw output stays in the turn's
  * folder).
  */
 import type { Harness } from "./types";
 import { SERVER } from "./mcp";
+import { contentText, toolInput, toolOutput } from "./tool-text";
 
 export type TaskEvent =
   | { kind: "message"; data: { text: string } }
-  | { kind: "tool"; data: { name: string; input: string } }
+  /** A tool call: its input as a person reads it (tool-text.ts); `id` pairs it with its output. */
+  | { kind: "tool"; data: { name: string; input: string; id?: string } }
+  /** What a tool call gave back, bounded (`cut`: bytes left out, said in `text` too). */
+  | { kind: "output"; data: { text: string; id?: string; error?: boolean; cut?: number } }
   | { kind: "usage"; data: { input: number; output: number; cacheRead: number; cacheWrite: number } }
   | { kind: "session"; data: { id: string } }
   /** lazy's MCP server as the harness reports it at start: anything but "connected" is a turn running blind. */
@@ -24,16 +28,48 @@ const brief = (v: unknown, max = 300) => {
 const num = (v: unknown) => (typeof v === "number" ? v : 0);
 type J = Record<string, any>;
 
+const idOf = (id: unknown) => (typeof id === "string" && id ? { id: id.slice(0, 200) } : {});
+
+function output(raw: string, id: unknown, error: boolean): TaskEvent {
+  const kept = toolOutput(raw);
+  return { kind: "output", data: { ...kept, ...idOf(id), ...(error ? { error: true } : {}) } };
+}
+
+/** Codex's file changes: one `kind path` a line. */
+const changes = (v: unknown) =>
+  Array.isArray(v)
+    ? toolInput(v.map((c) => (c && typeof c === "object" ? `${(c as J).kind ?? "change"} ${(c as J).path ?? ""}` : String(c))).join("\n"))
+    : toolInput(v);
+
 function claudeLike(e: J): TaskEvent[] {
   const out: TaskEvent[] = [];
   if (e.type === "system" && e.subtype === "init" && e.session_id) out.push({ kind: "session", data: { id: String(e.session_id) } });
   if (e.type === "assistant" && Array.isArray(e.message?.content))
     for (const c of e.message.content) {
       if (c?.type === "text" && c.text) out.push({ kind: "message", data: { text: String(c.text) } });
-      if (c?.type === "tool_use") out.push({ kind: "tool", data: { name: String(c.name), input: brief(c.input) } });
+      if (c?.type === "tool_use") out.push({ kind: "tool", data: { name: String(c.name), input: toolInput(c.input), ...idOf(c.id) } });
     }
-  if (e.type === "tool_call" && e.subtype === "started")
-    out.push({ kind: "tool", data: { name: String(Object.keys(e.tool_call ?? {})[0] ?? "tool"), input: brief(e.tool_call) } });
+  // Claude Code hands each tool's result back to the model as a user message.
+  if (e.type === "user" && Array.isArray(e.message?.content))
+    for (const c of e.message.content)
+      if (c?.type === "tool_result") out.push(output(contentText(c.content), c.tool_use_id, c.is_error === true));
+  // cursor-agent (its docs' shape): { tool_call: { readToolCall: { args, result: { success | error } } } }.
+  if (e.type === "tool_call" && (e.subtype === "started" || e.subtype === "completed")) {
+    const [name, call] = Object.entries((e.tool_call ?? {}) as J)[0] ?? ["tool", {}];
+    if (e.subtype === "started") out.push({ kind: "tool", data: { name, input: toolInput(call?.args ?? call), ...idOf(e.call_id) } });
+    else if (call?.result) {
+      const r = call.result as J;
+      const ok = r.success ?? null;
+      const text = ok
+        ? typeof ok.stdout === "string" || typeof ok.stderr === "string"
+          ? [ok.stdout, ok.stderr].filter((x) => typeof x === "string" && x).join("\n")
+          : typeof ok.content === "string"
+            ? ok.content
+            : toolInput(ok)
+        : toolInput(r.error?.message ?? r.error ?? r.failure ?? r);
+      out.push(output(text, e.call_id, !ok));
+    }
+  }
   if (e.type === "result") {
     if (e.usage)
       out.push({
@@ -66,8 +102,14 @@ function codex(e: J): TaskEvent[] {
     // Codex reports warnings as items of type "error" on turns that succeed: a message, not a failure.
     if (e.item.type === "agent_message" || e.item.type === "error")
       out.push({ kind: "message", data: { text: String(e.item.text ?? e.item.message ?? "") } });
-    if (e.item.type === "command_execution") out.push({ kind: "tool", data: { name: "shell", input: brief(e.item.command) } });
-    if (e.item.type === "file_change") out.push({ kind: "tool", data: { name: "edit", input: brief(e.item.changes) } });
+    if (e.item.type === "command_execution") {
+      out.push({ kind: "tool", data: { name: "shell", input: toolInput(e.item.command), ...idOf(e.item.id) } });
+      const code = typeof e.item.exit_code === "number" ? e.item.exit_code : null;
+      const text = String(e.item.aggregated_output ?? "");
+      out.push(output(code ? `${text}${text && !text.endsWith("\n") ? "\n" : ""}(exit ${code})` : text, e.item.id, !!code));
+    }
+    if (e.item.type === "file_change")
+      out.push({ kind: "tool", data: { name: "edit", input: changes(e.item.changes), ...idOf(e.item.id) } });
   }
   if (e.type === "turn.completed") {
     const u = e.usage ?? {};
@@ -99,7 +141,9 @@ function pi(e: J): TaskEvent[] {
         data: { input: num(u.input), output: num(u.output), cacheRead: num(u.cacheRead), cacheWrite: num(u.cacheWrite) },
       });
   }
-  if (e.type === "tool_execution_start") out.push({ kind: "tool", data: { name: String(e.toolName ?? "tool"), input: brief(e.args) } });
+  if (e.type === "tool_execution_start")
+    out.push({ kind: "tool", data: { name: String(e.toolName ?? "tool"), input: toolInput(e.args), ...idOf(e.toolCallId) } });
+  if (e.type === "tool_execution_end") out.push(output(contentText(e.result?.content ?? e.result), e.toolCallId, e.isError === true));
   if (e.type === "agent_end") {
     const last = Array.isArray(e.messages) ? [...e.messages].reverse().find((m: J) => m?.role === "assistant") : undefined;
     const failed = last?.stopReason === "error" || last?.stopReason === "aborted";

@@ -30,8 +30,22 @@ function eventText(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
       return `${t}  > ${d.text}`;
     case "tool":
       return `${t}  [${d.name}] ${d.input}`;
+    case "output": {
+      // Under its call: every line of it two more columns in, so none reads as lazy's own.
+      const text = String(d.text ?? "").replace(/\s+$/, "");
+      return `${t}  └ ${d.error ? "(error) " : ""}${text === "" ? "(no output)" : text.split(LINE_BREAK).join("\n  ")}`;
+    }
     case "result":
       return `${t}  ${d.ok ? "result" : "FAILED"}: ${d.text}`;
+    case "created":
+      return `${t}  -- created (${d.status ?? "queued"})`;
+    case "setup":
+      if (d.command !== undefined) return `${t}  -- [container] setup: ${d.command}`;
+      return `${t}  -- setup exited ${d.code}${d.output ? `\n  ${String(d.output).replace(/\s+$/, "").split(LINE_BREAK).join("\n  ")}` : ""}`;
+    case "build":
+      if (d.image) return `${t}  -- building ${d.what ?? "the task image"} as ${d.image}`;
+      if (d.done) return `${t}  -- built ${d.done}`;
+      return `${t}  -- build: ${d.progress ?? d.output ?? ""}`;
     case "usage":
       return `${t}  tokens: ${d.input} in, ${d.output} out, ${d.cacheRead} cache read, ${d.cacheWrite} cache write`;
     case "status":

@@ -7,6 +7,7 @@ import { say } from "../voice";
 import { whileLaunching } from "../progress";
 import { line } from "../../lines";
 import { fileArg, promptFrom } from "../prompt-input";
+import { reviewArg, reviewFile, type Reviewed } from "../review";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 const taskArg = { task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true } } as const;
@@ -68,9 +69,11 @@ export const send = command({
     ...taskArg,
     message: { type: "positional", description: "What to tell the agent (- reads standard input)", required: false },
     ...fileArg,
+    ...reviewArg,
     ...json,
   },
   async run({ args }) {
+    if (args.review !== undefined) return sendReview(args.task, args.review, args.message, args.file, args.json);
     const message = await promptFrom("message", args.message, args.file);
     const c = await Client.connect(findProjectRoot());
     const { result: t } = await whileLaunching(c, args.task, () =>
@@ -80,6 +83,21 @@ export const send = command({
     else print(await after(c, t, true));
   },
 });
+
+/** `lazy send T --review F [MESSAGE]`: the comments checked and sent by the daemon (routes/review.ts). */
+async function sendReview(task: string, file: string, text: string | undefined, msgFile: string | undefined, asJson?: boolean) {
+  if (file === "-" && (text === "-" || msgFile === "-"))
+    throw new LazyError("invalid_input", "Standard input can carry the review or the message, not both.");
+  const comments = await reviewFile(file);
+  const message = text !== undefined || msgFile !== undefined ? await promptFrom("message", text, msgFile) : undefined;
+  const c = await Client.connect(findProjectRoot());
+  const { result: r } = await whileLaunching(c, task, () =>
+    c.request<Reviewed>("POST", `/api/tasks/${enc(task)}/review`, { comments, ...(message ? { message } : {}) }, 30 * 60_000),
+  );
+  if (asJson) return printJson(r);
+  say.success(`Sent ${r.comments} review comment(s) to ${r.task.code ?? r.task.id}.`);
+  print(await after(c, r.task, true));
+}
 
 export const accept = command({
   meta: { name: "accept", description: "Merge the task's branch into the project's branch and end its session" },

@@ -2,6 +2,7 @@
 import { $, api, fill, h, num, usd, debounce, showError } from "./dom";
 import { live } from "./live";
 import { rowItem, type Row } from "./rows";
+import { inbox } from "./inbox";
 
 interface Health {
   provider: string;
@@ -70,6 +71,7 @@ export async function home(): Promise<void> {
       fill($("active"), ...(d.active.length ? d.active.map(rowItem) : [h("li", { class: "muted" }, "Nothing is running or waiting.")]));
       fill($("budget"), budgetLine(d.today, d.budget, d.over));
       fill($("health"), ...healthList(d.health));
+      await inbox($("inbox"), later);
       showError(null);
     } catch (e) {
       showError(e);

@@ -10,24 +10,11 @@ import type { TaskEvent } from "../../store";
 
 type EventLike = Pick<TaskEvent, "at" | "kind" | "data">;
 import { refOf, type Row } from "./rows";
+import { ReviewView, type Diff } from "./review";
+import { diffFirst } from "./review-order";
 
 interface Ev extends EventLike {
   id: number;
-}
-interface DiffFile {
-  path: string;
-  added: number | null;
-  removed: number | null;
-  binary: boolean;
-  hunks: { header: string; lines: string[] }[];
-}
-interface Diff {
-  branch: string;
-  base: string | null;
-  tip: string | null;
-  files: DiffFile[];
-  cut: boolean;
-  note: string | null;
 }
 interface AuditRow {
   at: number;
@@ -49,48 +36,6 @@ const MAX_EVENTS = 5_000;
 function eventItem(e: Ev): HTMLLIElement {
   const cls = e.kind === "status" ? "status" : e.kind === "result" && !e.data.ok ? "failed" : e.kind === "refused" ? "refused" : e.kind;
   return h("li", { "data-id": String(e.id), "data-kind": e.kind, class: cls }, line(e));
-}
-
-function diffView(d: Diff): Node[] {
-  if (!d.files.length) return [h("p", { class: "muted" }, d.note ?? `No changes on ${d.branch}.`)];
-  const out: Node[] = [
-    h(
-      "p",
-      { class: "muted" },
-      `${d.note ? `${d.note} ` : ""}${d.branch}: ${d.files.length} file(s) changed since ${d.base?.slice(0, 10)}${d.cut ? " (the diff is too large to show whole: later files show their counts only)" : ""}`,
-    ),
-    h(
-      "ul",
-      { class: "files" },
-      ...d.files.map((f) =>
-        h(
-          "li",
-          {},
-          f.binary ? "bin " : h("span", { class: "plus" }, `+${f.added} `),
-          !f.binary && h("span", { class: "minus" }, `−${f.removed} `),
-          f.path,
-        ),
-      ),
-    ),
-  ];
-  for (const f of d.files)
-    out.push(
-      h(
-        "details",
-        { class: "file", open: d.files.length <= 20 },
-        h("summary", {}, f.path, " ", f.binary ? "(binary)" : `+${f.added} −${f.removed}`),
-        ...f.hunks.map((hk) =>
-          h(
-            "pre",
-            { class: "hunk" },
-            h("span", { class: "h" }, hk.header),
-            ...hk.lines.map((l) => h("span", { class: l[0] === "+" ? "a" : l[0] === "-" ? "d" : "" }, l || " ")),
-          ),
-        ),
-        !f.hunks.length && !f.binary && h("p", { class: "muted" }, "Hunks not shown (size limit)."),
-      ),
-    );
-  return out;
 }
 
 function auditView(rows: AuditRow[]): Node {
@@ -158,6 +103,13 @@ export async function task(): Promise<void> {
   /** The status the last action's answer reported: its notice stays while the task is there. */
   let noticeFor: string | null = null;
 
+  const review = new ReviewView($("diff"), path, (r) => {
+    const t = (r as { task?: { status?: string } }).task;
+    notice.className = "";
+    noticeFor = t?.status ?? null;
+    notice.textContent = `Review sent${t?.status ? ` — the task is ${t.status}` : ""}.`;
+    refreshRow();
+  });
   const head = (t: Row, limit?: { tokens: number | null; usd: number | null }) => {
     document.title = `lazy · ${refOf(t)}`;
     $("title").textContent = t.title;
@@ -184,6 +136,8 @@ export async function task(): Promise<void> {
     }
     status = t.status;
     allowed = new Set(t.actions);
+    diffFirst(t.status);
+    review.setCanComment(allowed.has("send"));
     if (!busy) enable();
   };
   // Only what the task's status allows is offered; the daemon still refuses the rest.
@@ -216,7 +170,7 @@ export async function task(): Promise<void> {
   };
   const loadDiff = async () => {
     try {
-      fill($("diff"), ...diffView(await api<Diff>("GET", `${path}/diff`)));
+      review.show(await api<Diff>("GET", `${path}/diff`), allowed.has("send"));
     } catch (e) {
       fill($("diff"), h("p", { class: "error" }, (e as Error).message));
     }
@@ -232,6 +186,8 @@ export async function task(): Promise<void> {
     }
   };
   const load = async () => {
+    // The diff is read alongside the task (a review starts there), not after it.
+    const diff = loadDiff();
     try {
       const [shown, row] = await Promise.all([
         api<{ task: Row & { prompt: string }; events: Ev[] }>("GET", path),
@@ -246,7 +202,7 @@ export async function task(): Promise<void> {
       showError(e);
       if (e instanceof ApiError && e.status === 404) return;
     }
-    void loadDiff();
+    await diff;
     void loadAudit();
   };
   const audit = debounce(() => void loadAudit(), 500);
