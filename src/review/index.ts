@@ -7,8 +7,8 @@
  *
  * The file's format, one comment a line:
  *
- *     src/a.ts:12: rename this            a line of the branch's version (added or unchanged)
- *     src/a.ts:-7: why was this removed?  a line the branch removed (its number in the base)
+ *     lib/a.ts:12: rename this            a line of the branch's version (added or unchanged)
+ *     lib/a.ts:-7: why was this removed?  a line the branch removed (its number in the base)
  *       an indented line goes on with the comment above
  *     # a comment line, and blank lines, are skipped
  */
