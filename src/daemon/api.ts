@@ -36,6 +36,8 @@ import {
   buildRoutes,
   boardRoutes,
   diffRoutes,
+  groupRoutes,
+  type GroupDeps,
 } from "./routes";
 
 /** What the API needs from the daemon; each route file declares its own share. */
@@ -47,7 +49,7 @@ export interface ApiDeps {
   bus: Pick<Bus, "publish" | "subscribe">;
   /** The config in force now (it reloads while the daemon runs). */
   config: () => Config;
-  runner: TaskDeps["runner"];
+  runner: TaskDeps["runner"] & GroupDeps["runner"];
   credentials: AuthDeps["credentials"];
   proxy: AuthDeps["proxy"] & GrantDeps["proxy"] & StatsDeps["proxy"] & WatchDeps["proxy"] & BuildDeps["proxy"];
   /** MCP tokens (builder sessions'). */
@@ -138,5 +140,6 @@ export function api(d: ApiDeps, token: string) {
     .use(askRoutes(d))
     .use(buildRoutes(d))
     .use(boardRoutes(d))
-    .use(diffRoutes(d));
+    .use(diffRoutes(d))
+    .use(groupRoutes(d));
 }

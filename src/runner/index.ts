@@ -29,6 +29,7 @@ import { OwnCalls } from "./own-calls";
 import { Compactor, withMemory } from "./memory";
 import { TurnWatch } from "./turn-watch";
 import { Endings } from "./endings";
+import { Groups, type NewGroup } from "./groups";
 import type { TaskAccess } from "./task-access";
 
 export interface RunnerDeps {
@@ -66,6 +67,10 @@ export class Runner {
   readonly calls: OwnCalls;
   /** Compacts project memory past its bound, with one of lazy's own calls. */
   readonly memory: Compactor;
+  /** Best-of-N groups: making one, the [review] check on its candidates. */
+  readonly groups: Groups;
+  /** Steps several launches at once must take one at a time (the image build, the network and its firewall). */
+  private serialized: Promise<unknown> = Promise.resolve();
 
   constructor(private d: RunnerDeps) {
     this.calls = new OwnCalls({
@@ -119,6 +124,22 @@ export class Runner {
       mcp: d.mcp,
       calls: this.calls,
       dropIdleNetwork: () => this.dropIdleNetwork(),
+    });
+    this.groups = new Groups({
+      root: d.root,
+      slug: d.slug,
+      db: d.db,
+      log: d.log,
+      config: d.config,
+      docker: () => this.docker(),
+      ref: (t) => this.ref(t),
+      taskDir: (t) => this.taskDir(t),
+      recordedGit: (t) => this.recordedGit(t),
+      event: (t, kind, data) => this.event(t, kind, data),
+      image: (docker, config) => this.image(docker, config),
+      gateway: (docker, config) => this.gateway(docker, config),
+      netEnv: () => this.netEnv,
+      busy: (t, fn) => this.busy(t, fn),
     });
     this.holds = new Holds({
       db: d.db,
@@ -224,6 +245,32 @@ export class Runner {
     return task;
   }
 
+  /** Add a best-of-N group: one candidate task per profile, from one prompt (runner/groups.ts). */
+  addGroup(input: NewGroup): { group: string; tasks: Task[] } {
+    const r = this.groups.add(input);
+    for (const t of r.tasks) this.d.bus.publish({ kind: "task", taskId: t.id });
+    return r;
+  }
+
+  /** Run `fn` with the task counted as starting: no turn starts meanwhile, housekeeping leaves its containers be. */
+  private async busy<T>(task: Task, fn: () => Promise<T>): Promise<T> {
+    if (task.status === "running" || this.starting.has(task.id))
+      throw new LazyError("conflict", `Task ${this.ref(task)} is busy (a turn or a check); try again when it has ended.`);
+    this.starting.add(task.id);
+    try {
+      return await fn();
+    } finally {
+      this.starting.delete(task.id);
+    }
+  }
+
+  /** One at a time, in call order (a failure does not block the next). */
+  private serially<T>(fn: () => Promise<T>): Promise<T> {
+    const p = this.serialized.then(fn, fn);
+    this.serialized = p.catch(() => {});
+    return p;
+  }
+
   /** Start the task's next turn: the first prompt, or a follow-up message. */
   async start(ref: string, message?: string): Promise<Task> {
     const task = Tasks.resolve(this.d.db, ref);
@@ -308,10 +355,14 @@ export class Runner {
     if (asRoot) for (const sub of ["", "home", "harness", "turns"]) lchownSync(join(tdir, sub), uid, uid);
     const g = this.taskGit(task, asRoot ? uid : null);
 
-    const image = await this.image(docker, config, task);
-    // After the image: without root, the network's firewall rules are set from a helper
-    // container of that image.
-    const { net, proxyUrl } = await this.gateway(docker, config);
+    // Launches at once (best-of-N) share the image and the network: one builds or makes each
+    // while the others wait, then finds it there.
+    const { image, net, proxyUrl } = await this.serially(async () => {
+      const image = await this.image(docker, config, task);
+      // After the image: without root, the network's firewall rules are set from a helper
+      // container of that image.
+      return { image, ...(await this.gateway(docker, config)) };
+    });
 
     const run = this.run(task.id);
     let info = run.container_id ? await docker.inspect(run.container_id) : undefined;
@@ -595,9 +646,30 @@ export class Runner {
     return docker.halt(id);
   }
 
-  /** Merge the task's branch with a summary of the work, end the session (endings.ts). */
-  accept(ref: string, opts: { withConfig?: boolean } = {}): ReturnType<Endings["accept"]> {
-    return this.endings.accept(ref, opts);
+  /**
+   * Merge the task's branch with a summary of the work, end the session (endings.ts). A
+   * best-of-N candidate's accept closes the other candidates (their branches kept); it waits
+   * for none of them, so one still running is refused, naming it.
+   */
+  async accept(ref: string, opts: { withConfig?: boolean } = {}): Promise<Awaited<ReturnType<Endings["accept"]>> & { closed: string[] }> {
+    const task = Tasks.resolve(this.d.db, ref);
+    const others = this.groups.others(task);
+    const busy = others.filter((t) => t.status === "running" || this.starting.has(t.id));
+    if (busy.length)
+      throw new LazyError(
+        "conflict",
+        `Accepting ${this.ref(task)} closes the other candidates of group ${task.group}, and ${busy.map((t) => this.ref(t)).join(", ")} ${busy.length > 1 ? "are" : "is"} still running: wait for ${busy.length > 1 ? "them" : "it"}, or lazy stop ${busy.map((t) => this.ref(t)).join(" ")}, then accept again.`,
+      );
+    const r = await this.endings.accept(ref, opts);
+    const closed: string[] = [];
+    for (const o of others)
+      try {
+        await this.endings.close(o.id, `group ${task.group}: ${this.ref(task)} was accepted`);
+        closed.push(this.ref(o));
+      } catch (e) {
+        this.d.log.warn(`group ${task.group}: could not close ${this.ref(o)}: ${(e as Error).message}`);
+      }
+    return { ...r, closed };
   }
 
   reject(ref: string): Promise<Task> {
@@ -710,3 +782,4 @@ export class Runner {
     this.turns.stopAll();
   }
 }
+export { MAX_CANDIDATES, CHECK_TIMEOUT_MS, type NewGroup } from "./groups";

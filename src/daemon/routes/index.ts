@@ -15,3 +15,4 @@ export { askRoutes, type AskDeps } from "./ask";
 export { boardRoutes, type BoardDeps } from "./board";
 export { diffRoutes, type DiffDeps } from "./diff";
 export { buildRoutes, type BuildDeps } from "./build";
+export { groupRoutes, type GroupDeps } from "./groups";
