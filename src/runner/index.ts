@@ -69,8 +69,12 @@ export class Runner {
   readonly memory: Compactor;
   /** Best-of-N groups: making one, the [review] check on its candidates. */
   readonly groups: Groups;
-  /** Steps several launches at once must take one at a time (the image build, the network and its firewall). */
-  private serialized: Promise<unknown> = Promise.resolve();
+  /**
+   * What launches at once (best-of-N) share rather than each doing it: an image build of a tag
+   * under way, and the network with its firewall rules being ensured (gateway()).
+   */
+  private building = new Map<string, Promise<void>>();
+  private ensuring: ReturnType<Runner["gateway"]> | undefined;
 
   constructor(private d: RunnerDeps) {
     this.calls = new OwnCalls({
@@ -264,13 +268,6 @@ export class Runner {
     }
   }
 
-  /** One at a time, in call order (a failure does not block the next). */
-  private serially<T>(fn: () => Promise<T>): Promise<T> {
-    const p = this.serialized.then(fn, fn);
-    this.serialized = p.catch(() => {});
-    return p;
-  }
-
   /** Start the task's next turn: the first prompt, or a follow-up message. */
   async start(ref: string, message?: string): Promise<Task> {
     const task = Tasks.resolve(this.d.db, ref);
@@ -355,14 +352,14 @@ export class Runner {
     if (asRoot) for (const sub of ["", "home", "harness", "turns"]) lchownSync(join(tdir, sub), uid, uid);
     const g = this.taskGit(task, asRoot ? uid : null);
 
-    // Launches at once (best-of-N) share the image and the network: one builds or makes each
-    // while the others wait, then finds it there.
-    const { image, net, proxyUrl } = await this.serially(async () => {
-      const image = await this.image(docker, config, task);
-      // After the image: without root, the network's firewall rules are set from a helper
-      // container of that image.
-      return { image, ...(await this.gateway(docker, config)) };
+    const image = await this.image(docker, config, task);
+    // After the image: without root, the network's firewall rules are set from a helper
+    // container of that image. Launches at once join the one under way (Docker refuses a second
+    // network of one name, and the rules are the same).
+    this.ensuring ??= this.gateway(docker, config).finally(() => {
+      this.ensuring = undefined;
     });
+    const { net, proxyUrl } = await this.ensuring;
 
     const run = this.run(task.id);
     let info = run.container_id ? await docker.inspect(run.container_id) : undefined;
@@ -436,25 +433,52 @@ export class Runner {
   /** The task image, built first if it is missing (its steps recorded on `task` when given). */
   async image(docker: Runtime, config: Config, task?: Task): Promise<Image.ImagePlan> {
     const image = Image.plan(this.d.root, config.container);
+    // A build of this tag under way (another launch's): wait for it, then look again.
+    const under = this.building.get(image.tag);
+    if (under) {
+      if (task) this.event(task, "build", { image: image.tag, what: "the image another task's launch is building (waiting for it)" });
+      await under;
+    }
     if (image.kind === "build" && !(await docker.imageExists(image.tag))) {
-      // What runs at build is what the person approved (config/trust.ts).
-      if (config.container.dockerfile) Trust.checkDockerfile(this.d.root, config.container.dockerfile, image.dockerfile);
-      if (task) this.event(task, "build", { image: image.tag, what: image.what });
-      this.d.log.info(`building ${image.what} as ${image.tag}`);
-      const files = image.context ? Image.contextOf(image.context, image.dockerfile) : { Dockerfile: image.dockerfile };
-      let last = 0;
-      await docker.build(image.tag, files, image.buildArgs, (line) => {
-        this.d.log.info(`build: ${line}`);
-        // Every step is recorded; what a step prints only now and then, for the live line.
-        const step = /^Step \d+\/\d+/.test(line);
-        if (task && (step || Date.now() - last > 1000)) {
-          last = Date.now();
-          this.event(task, "build", step ? { progress: line } : { output: line.slice(0, 300) });
-        }
-      });
-      if (task) this.event(task, "build", { done: image.tag });
+      let done = () => {};
+      this.building.set(
+        image.tag,
+        new Promise<void>((r) => {
+          done = r;
+        }),
+      );
+      try {
+        await this.buildImage(docker, config, image, task);
+      } finally {
+        this.building.delete(image.tag);
+        done();
+      }
     }
     return image;
+  }
+
+  private async buildImage(
+    docker: Runtime,
+    config: Config,
+    image: Extract<Image.ImagePlan, { kind: "build" }>,
+    task?: Task,
+  ): Promise<void> {
+    // What runs at build is what the person approved (config/trust.ts).
+    if (config.container.dockerfile) Trust.checkDockerfile(this.d.root, config.container.dockerfile, image.dockerfile);
+    if (task) this.event(task, "build", { image: image.tag, what: image.what });
+    this.d.log.info(`building ${image.what} as ${image.tag}`);
+    const files = image.context ? Image.contextOf(image.context, image.dockerfile) : { Dockerfile: image.dockerfile };
+    let last = 0;
+    await docker.build(image.tag, files, image.buildArgs, (line) => {
+      this.d.log.info(`build: ${line}`);
+      // Every step is recorded; what a step prints only now and then, for the live line.
+      const step = /^Step \d+\/\d+/.test(line);
+      if (task && (step || Date.now() - last > 1000)) {
+        last = Date.now();
+        this.event(task, "build", step ? { progress: line } : { output: line.slice(0, 300) });
+      }
+    });
+    if (task) this.event(task, "build", { done: image.tag });
   }
 
   /**
