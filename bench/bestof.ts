@@ -50,8 +50,16 @@ try {
       await api("POST", `/api/tasks/${id}/close`);
     }
   };
-  await settle([(await api("GET", "/api/tasks/warm-up")).task.id]);
+  const warm = (await api("GET", "/api/tasks/warm-up")).task;
+  const image = JSON.parse(sh(["docker", "inspect", `lazy-${state.split("/").at(-1)}-${warm.id}`]))[0].Config.Image;
+  await settle([warm.id]);
 
+  // The floor: Docker alone running one container, and three at once, on the project's network.
+  const net = `lazy-${state.split("/").at(-1)}`;
+  const dockerRun = () =>
+    Bun.spawn(["docker", "run", "--rm", "--network", net, image, "true"], { stdout: "ignore", stderr: "ignore" }).exited;
+  const floorOne: number[] = [];
+  const floorThree: number[] = [];
   const one: number[] = [];
   const three: number[] = [];
   for (let i = 0; i < rounds; i++) {
@@ -71,12 +79,23 @@ try {
         await settle(g.tasks.map((t: { id: string }) => t.id));
       }
     }
-    console.log(`round ${i + 1}: one ${fmt(one.at(-1)!)}   three ${fmt(three.at(-1)!)}`);
+    const f0 = performance.now();
+    await dockerRun();
+    floorOne.push(performance.now() - f0);
+    const f1 = performance.now();
+    await Promise.all([dockerRun(), dockerRun(), dockerRun()]);
+    floorThree.push(performance.now() - f1);
+    console.log(
+      `round ${i + 1}: one ${fmt(one.at(-1)!)}   three ${fmt(three.at(-1)!)}   docker run: one ${fmt(floorOne.at(-1)!)}   three ${fmt(floorThree.at(-1)!)}`,
+    );
   }
   console.log(`best-of-N bench: ${rounds} rounds, ${BASE}, ${new Date().toISOString()}`);
   console.log(`one launch (add + start → agent running)       p50 ${fmt(pct(one, 50))}   max ${fmt(Math.max(...one))}`);
   console.log(`three candidates (group + 3 starts → all running) p50 ${fmt(pct(three, 50))}   max ${fmt(Math.max(...three))}`);
   console.log(`ratio (p50): ${(pct(three, 50) / pct(one, 50)).toFixed(2)}×   target ≤ 1.5×`);
+  console.log(
+    `floor: docker run --rm IMAGE true, one p50 ${fmt(pct(floorOne, 50))}, three at once p50 ${fmt(pct(floorThree, 50))}: ${(pct(floorThree, 50) / pct(floorOne, 50)).toFixed(2)}×`,
+  );
 } finally {
   dispose();
   await upstream.close();

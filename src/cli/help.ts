@@ -38,6 +38,13 @@ const EXAMPLES: Record<string, string[]> = {
   watch: ["lazy watch", "lazy watch --json | jq 'select(.kind == \"status\")'"],
   trust: ["lazy trust          # approve lazy.toml as it is now", "lazy trust --show   # what is trusted"],
   stop: ['lazy stop fix-login   # the task waits; lazy send fix-login "…" goes on'],
+  compare: [
+    'lazy run --profiles claude,codex "fix the flaky test" --code flaky   # best-of-N, then the comparison',
+    'lazy task add --n 3 --profile claude "speed up the build" --code fast   # three candidates, not started',
+    "lazy compare flaky             # side by side; runs [review] check on candidates without a verdict",
+    "lazy accept flaky-claude       # merges it, closes the other candidates",
+  ],
+  reject: ["lazy reject fix-login        # asks y/N on a terminal", "lazy reject fix-login --yes  # in scripts"],
 };
 
 /** The terminal's width (COLUMNS when piped), between 40 and 120 columns. */

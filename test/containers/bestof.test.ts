@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { cleanupAll, sh, type Project } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { containerProject, removeContainers, settled } from "../helpers/fixtures";
+import { closeBrowser, shot, signedIn } from "../dashboard/browser";
 
 const KEY = `sk-ant-api03-BESTOF-${"q".repeat(70)}AA`;
 const HOST_MARKER = `/tmp/lazy-bestof-check-${process.pid}`;
@@ -45,11 +46,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   removeContainers(p);
+  await closeBrowser();
   await cleanupAll(mock);
 });
 
 describe("best-of-N", () => {
-  test("lazy run --profiles a,b: two candidates; compare shows both with the check, tokens and cost from the audit; accept merges one and closes the other", async () => {
+  test("lazy run --profiles a,b: two candidates; compare shows both with the check, tokens and cost from the audit", async () => {
     const r = await p.run(["run", "--profiles", "a,b", "Write which.txt", "--code", "g1"]);
     // Exit 0: a candidate finished and passed the check (b finished too, and failed it).
     expect(r.code, r.stderr).toBe(0);
@@ -79,7 +81,45 @@ describe("best-of-N", () => {
     // Each candidate worked on its own branch.
     expect(sh(p.root, "git show lazy/g1-a:which.txt").out.trim()).toBe("good");
     expect(sh(p.root, "git show lazy/g1-b:which.txt").out.trim()).toBe("bad");
+  }, 900_000);
 
+  test("the group's page shows both side by side, as lazy compare does; Reject asks first, and a no leaves the task be", async () => {
+    const c = await p.json(["compare", "g1", "--no-check"]);
+    const { ctx, origin, page } = await signedIn(p);
+    const pg = page.page;
+    await pg.goto(`${origin}/groups/g1`);
+    await pg.waitForSelector("#compare tbody tr", { timeout: 10_000 });
+    const rows = await pg.$$eval("#compare tbody tr", (trs) =>
+      trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent ?? "")),
+    );
+    expect(rows.map((r) => r.slice(0, 8))).toEqual(
+      c.candidates.map((x: any) => [
+        x.code,
+        x.profile,
+        "done",
+        "2 file(s) +2 −0",
+        x.code === "g1-a" ? "pass" : "fail (exit 1)",
+        x.tokens.toLocaleString("en-US"),
+        `$${x.usd.toFixed(x.usd < 1 ? 4 : 2)}`,
+        expect.stringMatching(/^\d+(s|m \d+s)$/),
+      ]),
+    );
+    await shot(pg, "bestof-group");
+    // Reject on g1-b: the browser's confirm names the branch; dismissed, nothing happens.
+    let asked = "";
+    pg.once("dialog", (d) => {
+      asked = d.message();
+      void d.dismiss();
+    });
+    await pg.locator('#compare tr:nth-child(2) button[data-verb="reject"]').click();
+    expect(asked).toContain("Reject g1-b and delete its branch lazy/g1-b?");
+    await Bun.sleep(300);
+    expect((await p.json(["task", "show", "g1-b"])).task.status).toBe("done");
+    expect(page.problems).toEqual([]);
+    await ctx.close();
+  }, 120_000);
+
+  test("accepting one merges it and closes the other, whose branch stays", async () => {
     const acc = await p.ok(["accept", "g1-a"]);
     expect(acc.stdout).toContain("Closed the other candidates of group g1: g1-b");
     expect(readFileSync(join(p.root, "which.txt"), "utf8").trim()).toBe("good");
