@@ -100,7 +100,10 @@ export class Groups {
         `"${code}" is a task, not a group: it is a candidate of group ${task.group} (lazy compare ${task.group}).`,
       );
     if (task) throw new LazyError("not_found", `"${code}" is a task, not a group: lazy run --profiles a,b "…" makes a group.`);
-    throw new LazyError("not_found", `No group "${code}": lazy run --profiles a,b "…" makes one; lazy task list shows each task's group.`);
+    throw new LazyError(
+      "not_found",
+      `No group "${code}": lazy run --profiles a,b "…" makes one; lazy task show names a candidate's group.`,
+    );
   }
 
   /** The other candidates an accept of `task` closes (those whose session has not ended). */

@@ -9,7 +9,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Database } from "bun:sqlite";
-import { Project, cleanupAll } from "../helpers/lazy";
+import { BIN, Project, cleanupAll } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { upstream } from "../helpers/fixtures";
 import { open, Tasks } from "../../src/store";
@@ -126,6 +126,35 @@ describe("lazy reject asks before deleting a branch", () => {
     expect(out).toContain("Reject task rj and delete its branch lazy/rj? [y/N]");
     expect(out).toContain("Nothing done");
     expect((await p.json(["task", "show", "rj"])).task.status).toBe("queued");
+  });
+
+  test("on a terminal, y rejects", async () => {
+    await p.ok(["task", "add", "to reject on a terminal", "--code", "rj-tty"]);
+    const proc = Bun.spawn(["script", "-qec", `'${BIN}' reject rj-tty`, "/dev/null"], {
+      cwd: p.root,
+      env: { ...p.fullEnv(), TERM: "xterm" },
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    // The answer once the question is on the terminal.
+    const reader = proc.stdout.getReader();
+    let seen = "";
+    while (!seen.includes("[y/N]")) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      seen += new TextDecoder().decode(value);
+    }
+    proc.stdin.write("y\n");
+    await proc.stdin.flush();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      seen += new TextDecoder().decode(value);
+    }
+    await proc.exited;
+    expect(seen).toContain("Task rj-tty: rejected");
+    expect((await p.json(["task", "show", "rj-tty"])).task.status).toBe("rejected");
   });
 
   test("--yes rejects", async () => {

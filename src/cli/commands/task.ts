@@ -68,6 +68,7 @@ const show = command({
     const t = r.task;
     print(`${t.id}${t.code ? ` (${t.code})` : ""}  ${t.status}  [${t.profile}]`);
     print(`Title:   ${t.title}`);
+    if (t.group) print(`Group:   ${t.group} (a best-of-N candidate: lazy compare ${t.group})`);
     print(`Created: ${t.createdAt}   Updated: ${t.updatedAt}`);
     print(`Branch:  ${d.branch}${d.tip ? ` (tip ${d.tip.slice(0, 12)})` : " (not made yet)"}`);
     print(`Base:    ${d.base ? d.base.slice(0, 12) : "-"}${d.note ? `  ${d.note}` : ""}`);
