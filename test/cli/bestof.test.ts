@@ -9,9 +9,9 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Database } from "bun:sqlite";
-import { BIN, Project, cleanupAll } from "../helpers/lazy";
+import { BIN, Project, cleanupAll, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { upstream } from "../helpers/fixtures";
+import { oneRequest, upstream } from "../helpers/fixtures";
 import { open, Tasks } from "../../src/store";
 import { MIGRATIONS } from "../../src/store/migrations";
 
@@ -21,7 +21,7 @@ let p: Project;
 beforeAll(async () => {
   mock = await Mock.anthropic();
   p = new Project({
-    toml: `${upstream(mock.url)}\n[profiles.a]\nharness = "claude"\nmodel = "claude-sonnet-4-5"\n\n[profiles.b]\nharness = "claude"\nmodel = "claude-haiku-4-5"\n`,
+    toml: `${upstream(mock.url)}\n[budget]\nper_task_tokens = 40\n\n[profiles.a]\nharness = "claude"\nmodel = "claude-sonnet-4-5"\n\n[profiles.b]\nharness = "claude"\nmodel = "claude-haiku-4-5"\n`,
   });
   await p.setCredential("anthropic", `sk-ant-api03-${"b".repeat(80)}AA`);
 });
@@ -108,6 +108,33 @@ describe("best-of-N: a group", () => {
     expect(text).toMatch(/hello-b\s+b\s+queued/);
     const asTask = await p.run(["compare", "hello-a"]);
     expect(asTask.stderr).toContain("it is a candidate of group hello (lazy compare hello)");
+  });
+});
+
+describe("best-of-N: budgets per candidate", () => {
+  test("a candidate over its budget cannot start a turn; the other's spending is its own", async () => {
+    await p.ok(["task", "add", "--profiles", "a,b", "Spend", "--code", "spend"]);
+    // One model request on spend-a's grant (47 tokens: over its 40), none on spend-b's.
+    expect(await oneRequest(p, "spend-a")).toBe(200);
+    // The audit's counters are written in batches, a moment after the answer.
+    const c = await until(
+      async () => {
+        const r = await p.json(["compare", "spend", "--no-check"]);
+        return r.candidates[0].tokens > 0 ? r : undefined;
+      },
+      10_000,
+      "spend-a's tokens in the counters",
+    );
+    expect(c.candidates.map((x: any) => [x.code, x.tokens])).toEqual([
+      ["spend-a", 47],
+      ["spend-b", 0],
+    ]);
+    const a = await p.run(["start", "spend-a"]);
+    expect(a.code).not.toBe(0);
+    expect(a.stderr).toContain("spend-a reached its token budget (47 of 40 tokens)");
+    // spend-b is not over: raising its budget says what it spent (nothing) and nothing over.
+    const b = await p.api("POST", "/api/tasks/spend-b/budget", { tokens: 1 });
+    expect([b.spent.tokens, b.over]).toEqual([0, null]);
   });
 });
 
