@@ -111,6 +111,18 @@ describe("best-of-N: a group", () => {
   });
 });
 
+describe("best-of-N: lazy run's exit code", () => {
+  test("every candidate's launch refused: lazy run's own code for it (5: no credential), each candidate failed with the reason", async () => {
+    // The built-in codex profile's credential (openai) was never stored.
+    const r = await p.run(["run", "--n", "2", "--profile", "codex", "Say hi", "--code", "nokey"]);
+    expect(r.code).toBe(5);
+    expect(r.stderr).toMatch(/nokey-1: .*credential/i);
+    expect(r.stderr).toMatch(/nokey-2: .*credential/i);
+    expect(r.stdout).toMatch(/nokey-1\s+codex\s+failed/);
+    expect(r.stdout).toMatch(/nokey-2\s+codex\s+failed/);
+  });
+});
+
 describe("best-of-N: budgets per candidate", () => {
   test("a candidate over its budget cannot start a turn; the other's spending is its own", async () => {
     await p.ok(["task", "add", "--profiles", "a,b", "Spend", "--code", "spend"]);
