@@ -110,9 +110,11 @@ export async function compare(db: Database, config: Config, root: string, group:
           ? null
           : t.status === "running" || t.status === "queued"
             ? `not run: it is ${t.status}`
-            : tip
-              ? "not run on this tip yet (lazy compare runs it)"
-              : "not run: no branch yet",
+            : t.status === "accepted" || t.status === "rejected" || t.status === "closed"
+              ? `not run: it is ${t.status} (its worktree is gone)`
+              : tip
+                ? "not run on this tip yet (lazy compare runs it)"
+                : "not run: no branch yet",
       tokens: s.tokens,
       requests: s.requests,
       usd: s.usd,

@@ -15,6 +15,7 @@
  */
 import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
 import { Tasks, isFinal, type Task } from "../store";
 import { resolveProfile, resolveLimits, type Config } from "../config";
 import { Image, type Runtime } from "../containers";
@@ -137,14 +138,16 @@ export class Groups {
     const command = config.review.check;
     if (!command) return "lazy.toml names no [review] check";
     if (task.status === "running" || task.status === "queued") return `it is ${task.status}`;
-    if (isFinal(task.status) && task.status !== "accepted") return `it is ${task.status}`;
+    // An ended session's worktree is gone (a verdict from before its end stays shown).
+    if (isFinal(task.status)) return `it is ${task.status}: its worktree is gone`;
     const branch = `${Git.BRANCH_PREFIX}${this.d.ref(task)}`;
     const tip = Git.git(this.d.root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}^{commit}`], { allowFail: true }).out.trim();
     if (!tip) return `it has no branch ${branch}`;
     const last = Tasks.lastEvent(this.d.db, task.id, "check")?.data;
     if (!force && last?.tip === tip && last.command === command) return undefined; // this tip was judged by this command
     const g = this.d.recordedGit(task);
-    if (!g) return "it has no worktree";
+    // Docker would make a missing bind source as an empty folder: no worktree, no check.
+    if (!g || !existsSync(g.worktree)) return "it has no worktree";
     return this.d.busy(task, async () => {
       const docker = await this.d.docker();
       const image = await this.d.image(docker, config);
