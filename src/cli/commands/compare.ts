@@ -74,6 +74,7 @@ export function printComparison(c: Comparison): void {
   const open = c.candidates.filter((x) => x.status === "done" || x.status === "waiting");
   if (open.length)
     print(`\nKeep one: lazy accept ${open[0]!.code ?? open[0]!.id} (closes the others; their branches stay). See one: lazy diff CODE.`);
+  print(`On the dashboard (lazy dashboard): /groups/${encodeURIComponent(c.group)}`);
 }
 
 /** Ask for a comparison, with the check run first (unless `check` is false). */
