@@ -75,7 +75,6 @@ const EXAMPLES: Record<string, string[]> = {
   ask: ['lazy ask "which tasks touched the login form?"', 'lazy ask --task fix-login "why did the last turn fail?"'],
   report: ["lazy report", "lazy report --since 24h > report.md"],
   build: ["lazy build                 # plan work as tasks with an agent", "lazy build --name sprint-3"],
-  reject: ["lazy reject fix-login   # deletes its branch lazy/fix-login"],
   close: ["lazy close fix-login    # ends the session, keeps the branch"],
   help: ["lazy help", "lazy help task add"],
   version: ["lazy version", "lazy version --json"],
@@ -84,6 +83,13 @@ const EXAMPLES: Record<string, string[]> = {
     `lazy completion zsh > "\${fpath[1]}/_lazy"                        # zsh, kept`,
     "lazy completion fish > ~/.config/fish/completions/lazy.fish     # fish, kept",
   ],
+  compare: [
+    'lazy run --profiles claude,codex "fix the flaky test" --code flaky   # best-of-N, then the comparison',
+    'lazy task add --n 3 --profile claude "speed up the build" --code fast   # three candidates, not started',
+    "lazy compare flaky             # side by side; runs [review] check on candidates without a verdict",
+    "lazy accept flaky-claude       # merges it, closes the other candidates",
+  ],
+  reject: ["lazy reject fix-login        # asks y/N on a terminal", "lazy reject fix-login --yes  # in scripts"],
 };
 
 /** The terminal's width (COLUMNS when piped), between 40 and 120 columns. */

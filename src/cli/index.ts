@@ -42,7 +42,8 @@ const main: CommandDef<any> = command({
     build: () => import("./commands/chat").then((m) => m.build),
     diff: () => import("./commands/diff").then((m) => m.diff),
     accept: () => import("./commands/turns").then((m) => m.accept),
-    reject: () => import("./commands/turns").then((m) => m.reject),
+    reject: () => import("./commands/reject").then((m) => m.reject),
+    compare: () => import("./commands/compare").then((m) => m.compare),
     close: () => import("./commands/turns").then((m) => m.close),
     run: () => import("./commands/turns").then((m) => m.run),
     // Both answered in run() below, before citty; defined here so help and completion list them.

@@ -248,6 +248,19 @@ export const Config = z
       .default({})
       .describe("Token budgets: a task that reaches one is stopped at its next request and waits (reason budget)."),
     notify: Notify.default(Notify.parse({})),
+    review: z
+      .strictObject({
+        check: z
+          .string()
+          .min(1)
+          .max(4096)
+          .optional()
+          .describe(
+            'A shell command that judges a candidate (e.g. "bun test"): lazy compare runs it in a fresh container on the candidate\'s worktree, never on the host; exit 0 passes. Needs lazy trust, like every command lazy.toml names.',
+          ),
+      })
+      .default({})
+      .describe("How lazy compare judges best-of-N candidates."),
   })
   .describe("lazy.toml, at the project root.");
 

@@ -385,11 +385,16 @@ export class Runtime {
       ...(cwd ? { WorkingDir: cwd } : {}),
     });
     const stream = await exec.start({ hijack: true, stdin: false });
+    // What the command prints is kept up to its last EXEC_KEEP bytes (a project's check runs
+    // code an agent wrote: it may print without end).
     const chunks: Buffer[] = [];
+    let kept = 0;
     await new Promise<void>((resolve, reject) => {
       const sink = {
         write: (c: Buffer) => {
           chunks.push(Buffer.from(c));
+          kept += c.length;
+          while (kept > EXEC_KEEP && chunks.length > 1) kept -= chunks.shift()!.length;
           return true;
         },
       } as unknown as NodeJS.WritableStream;
@@ -410,6 +415,9 @@ export class Runtime {
     }
   }
 }
+
+/** What Runtime.exec keeps of a command's output: its last bytes, up to this many. */
+const EXEC_KEEP = 1024 * 1024;
 
 /** Non-TTY logs come in frames: a byte for the stream, three zeros, a 4-byte length, the bytes. */
 function demux(buf: Buffer): string {

@@ -37,6 +37,8 @@ import {
   boardRoutes,
   diffRoutes,
   reviewRoutes,
+  groupRoutes,
+  type GroupDeps,
 } from "./routes";
 
 /** What the API needs from the daemon; each route file declares its own share. */
@@ -48,7 +50,7 @@ export interface ApiDeps {
   bus: Pick<Bus, "publish" | "subscribe">;
   /** The config in force now (it reloads while the daemon runs). */
   config: () => Config;
-  runner: TaskDeps["runner"];
+  runner: TaskDeps["runner"] & GroupDeps["runner"];
   credentials: AuthDeps["credentials"];
   proxy: AuthDeps["proxy"] & GrantDeps["proxy"] & StatsDeps["proxy"] & WatchDeps["proxy"] & BuildDeps["proxy"];
   /** MCP tokens (builder sessions'). */
@@ -140,5 +142,6 @@ export function api(d: ApiDeps, token: string) {
     .use(buildRoutes(d))
     .use(boardRoutes(d))
     .use(diffRoutes(d))
-    .use(reviewRoutes(d));
+    .use(reviewRoutes(d))
+    .use(groupRoutes(d));
 }

@@ -9,3 +9,4 @@ export { page, pageFor, CSP, type PageName } from "./pages";
 export { asset, ASSETS, type Asset } from "./assets";
 export { rows, why, type TaskRow } from "./rows";
 export { taskDiff, type Diff, type DiffFile } from "./diff";
+export { compare, wallTime, type Comparison, type Candidate, type Verdict } from "./compare";

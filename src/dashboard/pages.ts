@@ -6,26 +6,28 @@
  */
 import { STATUSES } from "../store";
 import { SCRIPT, STYLE, ICON } from "./assets";
+import { GROUP_BODY } from "./compare-page";
 
-export type PageName = "home" | "tasks" | "task" | "watch" | "usage";
+export type PageName = "home" | "tasks" | "task" | "watch" | "usage" | "group";
 
 /** Only this origin; no inline script or style; not framed; forms post only here. */
 export const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
-const TITLES: Record<PageName, string> = { home: "Home", tasks: "Tasks", task: "Task", watch: "Watch", usage: "Usage" };
+const TITLES: Record<PageName, string> = { home: "Home", tasks: "Tasks", task: "Task", watch: "Watch", usage: "Usage", group: "Compare" };
 
 const nav = (page: PageName) =>
   `<nav aria-label="Sections"><a class="brand" href="/">lazy</a>${(["home", "tasks", "watch", "usage"] as const)
     .map(
       (p) =>
-        `<a href="${p === "home" ? "/" : `/${p}`}"${p === page || (page === "task" && p === "tasks") ? ' aria-current="page"' : ""}>${TITLES[p]}</a>`,
+        `<a href="${p === "home" ? "/" : `/${p}`}"${p === page || ((page === "task" || page === "group") && p === "tasks") ? ' aria-current="page"' : ""}>${TITLES[p]}</a>`,
     )
     .join("")}</nav>`;
 
 const statusOptions = STATUSES.map((s) => `<option value="${s}">${s}</option>`).join("");
 
 const BODIES: Record<PageName, string> = {
+  group: GROUP_BODY,
   home: `<h1>Home</h1>
 <p id="error" class="error" role="alert" hidden></p>
 <section aria-labelledby="h-inbox"><h2 id="h-inbox">Waiting for you</h2><div id="inbox" class="muted">Loading…</div></section>
@@ -103,5 +105,6 @@ export function pageFor(path: string): PageName | null {
   if (path === "/watch") return "watch";
   if (path === "/usage") return "usage";
   if (/^\/tasks\/[^/]+$/.test(path)) return "task";
+  if (/^\/groups\/[^/]+$/.test(path)) return "group";
   return null;
 }

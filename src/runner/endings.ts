@@ -66,6 +66,9 @@ export class Endings {
     if (Git.git(this.d.root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`], { allowFail: true }).code === 0) {
       commits = Git.commitsToMerge(this.d.root, branch);
       if (commits.length) {
+        // A dirty checkout or a conflict is said before lazy's own call for the summary is paid for.
+        const blocked = Git.blockerMessage(this.d.ref(task), branch, Git.mergeBlockers(this.d.root, branch));
+        if (blocked) throw new LazyError("conflict", blocked);
         try {
           summary = (
             await this.d.calls.ask(summaryPrompt(task, commits, Git.diffStat(this.d.root, branch)), { task, purpose: "the accept summary" })
@@ -78,6 +81,7 @@ export class Endings {
           this.d.root,
           branch,
           `lazy: accept ${this.d.ref(task)}: ${task.title}\n\n${summary ? `${summary}\n\n` : ""}${commits.map((c) => `- ${c}`).join("\n")}\n`,
+          this.d.ref(task),
         );
         merge = Git.head(this.d.root).commit; // what was merged stays viewable (the dashboard's diff)
       }
@@ -104,11 +108,12 @@ export class Endings {
     return task;
   }
 
-  async close(ref: string): Promise<Task> {
+  /** `why`: what closed it when a person did not (another candidate of its group was accepted). */
+  async close(ref: string, why?: string): Promise<Task> {
     let task = Tasks.resolve(this.d.db, ref);
     if (!canMove(task.status, "closed"))
       throw new LazyError("conflict", `Task ${this.d.ref(task)} is ${task.status}; it cannot be closed now.`);
-    task = this.d.move(task, "closed");
+    task = this.d.move(task, "closed", why ? { reason: why } : {});
     await this.endSession(task, { deleteBranch: false });
     return task;
   }

@@ -30,6 +30,7 @@ import { OwnCalls } from "./own-calls";
 import { Compactor, withMemory } from "./memory";
 import { TurnWatch } from "./turn-watch";
 import { Endings } from "./endings";
+import { Groups, type NewGroup } from "./groups";
 import type { TaskAccess } from "./task-access";
 
 export interface RunnerDeps {
@@ -69,6 +70,14 @@ export class Runner {
   readonly calls: OwnCalls;
   /** Compacts project memory past its bound, with one of lazy's own calls. */
   readonly memory: Compactor;
+  /** Best-of-N groups: making one, the [review] check on its candidates. */
+  readonly groups: Groups;
+  /**
+   * What launches at once (best-of-N) share rather than each doing it: an image build of a tag
+   * under way, and the network with its firewall rules being ensured (gateway()).
+   */
+  private building = new Map<string, Promise<void>>();
+  private ensuring: ReturnType<Runner["gateway"]> | undefined;
 
   constructor(private d: RunnerDeps) {
     this.calls = new OwnCalls({
@@ -122,6 +131,22 @@ export class Runner {
       mcp: d.mcp,
       calls: this.calls,
       dropIdleNetwork: () => this.dropIdleNetwork(),
+    });
+    this.groups = new Groups({
+      root: d.root,
+      slug: d.slug,
+      db: d.db,
+      log: d.log,
+      config: d.config,
+      docker: () => this.docker(),
+      ref: (t) => this.ref(t),
+      taskDir: (t) => this.taskDir(t),
+      recordedGit: (t) => this.recordedGit(t),
+      event: (t, kind, data) => this.event(t, kind, data),
+      image: (docker, config) => this.image(docker, config),
+      gateway: (docker, config) => this.gateway(docker, config),
+      netEnv: () => this.netEnv,
+      busy: (t, fn) => this.busy(t, fn),
     });
     this.holds = new Holds({
       db: d.db,
@@ -238,6 +263,25 @@ export class Runner {
     return task;
   }
 
+  /** Add a best-of-N group: one candidate task per profile, from one prompt (runner/groups.ts). */
+  addGroup(input: NewGroup): { group: string; tasks: Task[] } {
+    const r = this.groups.add(input);
+    for (const t of r.tasks) this.d.bus.publish({ kind: "task", taskId: t.id });
+    return r;
+  }
+
+  /** Run `fn` with the task counted as starting: no turn starts meanwhile, housekeeping leaves its containers be. */
+  private async busy<T>(task: Task, fn: () => Promise<T>): Promise<T> {
+    if (task.status === "running" || this.starting.has(task.id))
+      throw new LazyError("conflict", `Task ${this.ref(task)} is busy (a turn or a check); try again when it has ended.`);
+    this.starting.add(task.id);
+    try {
+      return await fn();
+    } finally {
+      this.starting.delete(task.id);
+    }
+  }
+
   /** Start the task's next turn: the first prompt, or a follow-up message. */
   async start(ref: string, message?: string): Promise<Task> {
     const task = Tasks.resolve(this.d.db, ref);
@@ -324,8 +368,12 @@ export class Runner {
 
     const image = await this.image(docker, config, task);
     // After the image: without root, the network's firewall rules are set from a helper
-    // container of that image.
-    const { net, proxyUrl } = await this.gateway(docker, config);
+    // container of that image. Launches at once join the one under way (Docker refuses a second
+    // network of one name, and the rules are the same).
+    this.ensuring ??= this.gateway(docker, config).finally(() => {
+      this.ensuring = undefined;
+    });
+    const { net, proxyUrl } = await this.ensuring;
 
     const run = this.run(task.id);
     let info = run.container_id ? await docker.inspect(run.container_id) : undefined;
@@ -399,25 +447,52 @@ export class Runner {
   /** The task image, built first if it is missing (its steps recorded on `task` when given). */
   async image(docker: Runtime, config: Config, task?: Task): Promise<Image.ImagePlan> {
     const image = Image.plan(this.d.root, config.container);
+    // A build of this tag under way (another launch's): wait for it, then look again.
+    const under = this.building.get(image.tag);
+    if (under) {
+      if (task) this.event(task, "build", { image: image.tag, what: "the image another task's launch is building (waiting for it)" });
+      await under;
+    }
     if (image.kind === "build" && !(await docker.imageExists(image.tag))) {
-      // What runs at build is what the person approved (config/trust.ts).
-      if (config.container.dockerfile) Trust.checkDockerfile(this.d.root, config.container.dockerfile, image.dockerfile);
-      if (task) this.event(task, "build", { image: image.tag, what: image.what });
-      this.d.log.info(`building ${image.what} as ${image.tag}`);
-      const files = image.context ? Image.contextOf(image.context, image.dockerfile) : { Dockerfile: image.dockerfile };
-      let last = 0;
-      await docker.build(image.tag, files, image.buildArgs, (line) => {
-        this.d.log.info(`build: ${line}`);
-        // Every step is recorded; what a step prints only now and then, for the live line.
-        const step = /^Step \d+\/\d+/.test(line);
-        if (task && (step || Date.now() - last > 1000)) {
-          last = Date.now();
-          this.event(task, "build", step ? { progress: line } : { output: line.slice(0, 300) });
-        }
-      });
-      if (task) this.event(task, "build", { done: image.tag });
+      let done = () => {};
+      this.building.set(
+        image.tag,
+        new Promise<void>((r) => {
+          done = r;
+        }),
+      );
+      try {
+        await this.buildImage(docker, config, image, task);
+      } finally {
+        this.building.delete(image.tag);
+        done();
+      }
     }
     return image;
+  }
+
+  private async buildImage(
+    docker: Runtime,
+    config: Config,
+    image: Extract<Image.ImagePlan, { kind: "build" }>,
+    task?: Task,
+  ): Promise<void> {
+    // What runs at build is what the person approved (config/trust.ts).
+    if (config.container.dockerfile) Trust.checkDockerfile(this.d.root, config.container.dockerfile, image.dockerfile);
+    if (task) this.event(task, "build", { image: image.tag, what: image.what });
+    this.d.log.info(`building ${image.what} as ${image.tag}`);
+    const files = image.context ? Image.contextOf(image.context, image.dockerfile) : { Dockerfile: image.dockerfile };
+    let last = 0;
+    await docker.build(image.tag, files, image.buildArgs, (line) => {
+      this.d.log.info(`build: ${line}`);
+      // Every step is recorded; what a step prints only now and then, for the live line.
+      const step = /^Step \d+\/\d+/.test(line);
+      if (task && (step || Date.now() - last > 1000)) {
+        last = Date.now();
+        this.event(task, "build", step ? { progress: line } : { output: line.slice(0, 300) });
+      }
+    });
+    if (task) this.event(task, "build", { done: image.tag });
   }
 
   /**
@@ -613,9 +688,30 @@ export class Runner {
     return docker.halt(id);
   }
 
-  /** Merge the task's branch with a summary of the work, end the session (endings.ts). */
-  accept(ref: string, opts: { withConfig?: boolean } = {}): ReturnType<Endings["accept"]> {
-    return this.endings.accept(ref, opts);
+  /**
+   * Merge the task's branch with a summary of the work, end the session (endings.ts). A
+   * best-of-N candidate's accept closes the other candidates (their branches kept); it waits
+   * for none of them, so one still running is refused, naming it.
+   */
+  async accept(ref: string, opts: { withConfig?: boolean } = {}): Promise<Awaited<ReturnType<Endings["accept"]>> & { closed: string[] }> {
+    const task = Tasks.resolve(this.d.db, ref);
+    const others = this.groups.others(task);
+    const busy = others.filter((t) => t.status === "running" || this.starting.has(t.id));
+    if (busy.length)
+      throw new LazyError(
+        "conflict",
+        `Accepting ${this.ref(task)} closes the other candidates of group ${task.group}, and ${busy.map((t) => this.ref(t)).join(", ")} ${busy.length > 1 ? "are" : "is"} still running: wait for ${busy.length > 1 ? "them" : "it"}, or lazy stop ${busy.map((t) => this.ref(t)).join(" ")}, then accept again.`,
+      );
+    const r = await this.endings.accept(ref, opts);
+    const closed: string[] = [];
+    for (const o of others)
+      try {
+        await this.endings.close(o.id, `group ${task.group}: ${this.ref(task)} was accepted`);
+        closed.push(this.ref(o));
+      } catch (e) {
+        this.d.log.warn(`group ${task.group}: could not close ${this.ref(o)}: ${(e as Error).message}`);
+      }
+    return { ...r, closed };
   }
 
   reject(ref: string): Promise<Task> {
@@ -728,3 +824,4 @@ export class Runner {
     this.turns.stopAll();
   }
 }
+export { MAX_CANDIDATES, CHECK_TIMEOUT_MS, type NewGroup } from "./groups";

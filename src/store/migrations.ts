@@ -142,4 +142,7 @@ export const MIGRATIONS: readonly (string | ((db: Database) => void))[] = [
   // prompt block marks them unverified. Notes compacted before this ('lazy') may hold a person's
   // fact: they count as a person's from now on, and 'lazy' means "compacted from agents' notes".
   `UPDATE memory SET by = 'human' WHERE by = 'lazy';`,
+  // Best-of-N (issue 30): the candidates one prompt made are a group, named by the group's code.
+  `ALTER TABLE tasks ADD COLUMN grp TEXT;
+   CREATE INDEX tasks_grp ON tasks(grp);`,
 ];

@@ -15,6 +15,7 @@ export const Task = z.object({
   prompt: z.string(),
   status: z.enum(STATUSES),
   profile: z.string().describe("Agent profile the task runs on."),
+  group: z.string().nullable().describe("The best-of-N group it is a candidate of (lazy compare G), or null."),
   createdAt: z.string().describe("ISO time."),
   updatedAt: z.string().describe("ISO time."),
 });
@@ -40,6 +41,7 @@ type Row = {
   prompt: string;
   status: string;
   profile: string;
+  grp: string | null;
   created_at: number;
   updated_at: number;
 };
@@ -51,6 +53,7 @@ const toTask = (r: Row): Task => ({
   prompt: r.prompt,
   status: isStatus(r.status) ? r.status : "failed",
   profile: r.profile,
+  group: r.grp ?? null,
   createdAt: new Date(r.created_at).toISOString(),
   updatedAt: new Date(r.updated_at).toISOString(),
 });
@@ -68,29 +71,51 @@ export function validateCode(code: string): void {
     );
 }
 
-export function add(db: Database, input: { prompt: string; title?: string; code?: string; profile: string }, now = Date.now()): Task {
-  const prompt = input.prompt.trim();
-  if (!prompt) throw new LazyError("invalid_input", 'A task needs a prompt: lazy task add "what to do".');
-  if (input.code !== undefined) validateCode(input.code);
-  const title = (input.title?.trim() || firstLine(prompt)).slice(0, 120);
+export interface NewTask {
+  prompt: string;
+  title?: string;
+  code?: string;
+  profile: string;
+  group?: string;
+}
+
+export function add(db: Database, input: NewTask, now = Date.now()): Task {
+  return addMany(db, [input], now)[0]!;
+}
+
+/** Several tasks in one transaction (a best-of-N group's candidates): all of them, or none. */
+export function addMany(db: Database, inputs: readonly NewTask[], now = Date.now()): Task[] {
+  for (const input of inputs) {
+    if (!input.prompt.trim()) throw new LazyError("invalid_input", 'A task needs a prompt: lazy task add "what to do".');
+    if (input.code !== undefined) validateCode(input.code);
+  }
   return db
-    .transaction(() => {
-      if (input.code !== undefined && db.query("SELECT 1 FROM tasks WHERE code = ?").get(input.code))
-        throw new LazyError("conflict", `A task with code "${input.code}" already exists; pick another code.`);
-      let id = "";
-      do id = randomBytes(4).toString("hex");
-      while (db.query("SELECT 1 FROM tasks WHERE id = ?").get(id));
-      db.query(
-        "INSERT INTO tasks (id, code, title, prompt, status, profile, created_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?)",
-      ).run(id, input.code ?? null, title, prompt, input.profile, now, now);
-      db.query("INSERT INTO events (task_id, at, kind, data) VALUES (?, ?, 'created', ?)").run(
-        id,
-        now,
-        JSON.stringify({ status: "queued" }),
-      );
-      return toTask(db.query("SELECT * FROM tasks WHERE id = ?").get(id) as Row);
-    })
+    .transaction(() =>
+      inputs.map((input) => {
+        const prompt = input.prompt.trim();
+        const title = (input.title?.trim() || firstLine(prompt)).slice(0, 120);
+        if (input.code !== undefined && db.query("SELECT 1 FROM tasks WHERE code = ?").get(input.code))
+          throw new LazyError("conflict", `A task with code "${input.code}" already exists; pick another code.`);
+        let id = "";
+        do id = randomBytes(4).toString("hex");
+        while (db.query("SELECT 1 FROM tasks WHERE id = ?").get(id));
+        db.query(
+          "INSERT INTO tasks (id, code, title, prompt, status, profile, grp, created_at, updated_at) VALUES (?, ?, ?, ?, 'queued', ?, ?, ?, ?)",
+        ).run(id, input.code ?? null, title, prompt, input.profile, input.group ?? null, now, now);
+        db.query("INSERT INTO events (task_id, at, kind, data) VALUES (?, ?, 'created', ?)").run(
+          id,
+          now,
+          JSON.stringify({ status: "queued", ...(input.group ? { group: input.group } : {}) }),
+        );
+        return toTask(db.query("SELECT * FROM tasks WHERE id = ?").get(id) as Row);
+      }),
+    )
     .immediate();
+}
+
+/** A group's candidates, oldest first (empty: no such group). */
+export function inGroup(db: Database, group: string): Task[] {
+  return (db.query("SELECT * FROM tasks WHERE grp = ? ORDER BY rowid").all(group) as Row[]).map(toTask);
 }
 
 export function list(db: Database, filter: { status?: Status } = {}): Task[] {

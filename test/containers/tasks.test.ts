@@ -273,7 +273,7 @@ describe("a task in its container", () => {
     const g = await p.grant({ role: "agent", task: "reject-me", profile: "pi" });
     const ga = await p.grant({ role: "agent", task: "accept-me" });
     const mainBefore = sh(p.root, "git rev-parse main").out.trim();
-    await p.ok(["reject", "reject-me"]);
+    await p.ok(["reject", "reject-me", "--yes"]);
     expect(sh(p.root, "git rev-parse main").out.trim()).toBe(mainBefore);
     expect(sh(p.root, "git rev-parse --verify --quiet lazy/reject-me").code).not.toBe(0);
     const res = await fetch(`${p.runtimeProxyUrl()}/v1/messages`, { method: "POST", headers: { "x-api-key": g.placeholder }, body: "{}" });

@@ -6,6 +6,7 @@ import { say } from "../voice";
 import { LazyError } from "../../util/errors";
 import { fileArg, promptFrom } from "../prompt-input";
 import { fetchDiff, statLines } from "./diff";
+import { addGroup, groupArgs, groupBody } from "./compare";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 
@@ -16,12 +17,20 @@ const add = command({
     ...fileArg,
     code: { type: "string", description: "A unique handle for the task, e.g. fix-login" },
     profile: { type: "string", description: "Agent profile (default: [models.roles] agent, else claude)" },
+    ...groupArgs,
     title: { type: "string", description: "A title (default: the prompt's first line)" },
     ...json,
   },
   async run({ args }) {
+    const group = groupBody(args);
     const prompt = await promptFrom("prompt", args.prompt, args.file);
     const c = await Client.connect(findProjectRoot());
+    if (group) {
+      const g = await addGroup(c, { prompt, code: args.code, title: args.title, ...group });
+      if (args.json) return printJson(g);
+      say.success(`Added group ${g.group}: ${g.tasks.map((t) => `${t.code} [${t.profile}]`).join(", ")}`);
+      return print(`Start each (lazy start CODE), then compare them: lazy compare ${g.group}.`);
+    }
     const t = await c.request<Task>("POST", "/api/tasks", {
       prompt,
       code: args.code,
@@ -59,6 +68,7 @@ const show = command({
     const t = r.task;
     print(`${t.id}${t.code ? ` (${t.code})` : ""}  ${t.status}  [${t.profile}]`);
     print(`Title:   ${t.title}`);
+    if (t.group) print(`Group:   ${t.group} (a best-of-N candidate: lazy compare ${t.group})`);
     print(`Created: ${t.createdAt}   Updated: ${t.updatedAt}`);
     print(`Branch:  ${d.branch}${d.tip ? ` (tip ${d.tip.slice(0, 12)})` : " (not made yet)"}`);
     print(`Base:    ${d.base ? d.base.slice(0, 12) : "-"}${d.note ? `  ${d.note}` : ""}`);

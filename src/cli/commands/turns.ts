@@ -8,6 +8,7 @@ import { whileLaunching } from "../progress";
 import { line } from "../../lines";
 import { fileArg, promptFrom } from "../prompt-input";
 import { reviewArg, reviewFile, type Reviewed } from "../review";
+import { groupArgs, groupBody, runGroup } from "./compare";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 const taskArg = { task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true } } as const;
@@ -60,7 +61,6 @@ function stopLine(t: Task): string {
 
 export const start = simple("start", "Run the task's first (or next) turn in its container");
 export const stop = simple("stop", "Stop the task's running turn");
-export const reject = simple("reject", "Discard the task: its branch is deleted, its session ends");
 export const close = simple("close", "End the task's session, keeping its branch");
 
 export const send = command({
@@ -112,14 +112,18 @@ export const accept = command({
   },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
-    const r = await c.request<{ task: Task; commits: string[]; summary: string | null; summaryError: string | null; config: string[] }>(
-      "POST",
-      `/api/tasks/${enc(args.task)}/accept`,
-      args["with-config"] ? { withConfig: true } : undefined,
-      15 * 60_000,
-    );
+    const r = await c.request<{
+      task: Task;
+      commits: string[];
+      summary: string | null;
+      summaryError: string | null;
+      config: string[];
+      closed?: string[];
+    }>("POST", `/api/tasks/${enc(args.task)}/accept`, args["with-config"] ? { withConfig: true } : undefined, 15 * 60_000);
     if (args.json) return printJson(r);
     say.success(`Accepted ${r.task.code ?? r.task.id}: ${r.commits.length} commit(s) merged.`);
+    if (r.closed?.length)
+      print(`Closed the other candidates of group ${r.task.group}: ${r.closed.join(", ")} (their branches stay until you delete them).`);
     for (const c of r.commits) print(`  ${c}`);
     if (r.summary) print(`\n${r.summary}`);
     if (r.summaryError) say.warn(`The merge has no summary: ${r.summaryError}`);
@@ -161,19 +165,23 @@ export const run = command({
   meta: {
     name: "run",
     description:
-      "One-shot for CI: add a task, run its turn, wait, print the result. Exit codes: 0 the turn finished; 3 the agent failed; 4 the launch was refused; 5 a credential is missing; 6 the proxy is unavailable; 7 held by [usage_pause] (the reset time is printed; --wait waits for it); 2 bad usage",
+      "One-shot for CI: add a task, run its turn, wait, print the result. Exit codes: 0 the turn finished; 3 the agent failed; 4 the launch was refused; 5 a credential is missing; 6 the proxy is unavailable; 7 held by [usage_pause] (the reset time is printed; --wait waits for it); 2 bad usage. With --profiles or --n (best-of-N): every candidate runs at once, then lazy compare's table; 0 when at least one finished (and passed [review] check, when set), 3 when none did, 7 when none did and some are held, 4-6 when every launch was refused",
   },
   args: {
     prompt: { type: "positional", description: "What the agent should do (- reads standard input)", required: false },
     ...fileArg,
     profile: { type: "string", description: "Agent profile" },
-    code: { type: "string", description: "A code for the task" },
+    ...groupArgs,
+    code: { type: "string", description: "A code for the task (with --profiles: the group's)" },
     wait: { type: "boolean", description: "When [usage_pause] holds the turn, wait for the reset instead of exiting 7" },
     ...json,
   },
   async run({ args }) {
+    const group = groupBody(args);
     const prompt = await promptFrom("prompt", args.prompt, args.file);
     const c = await Client.connect(findProjectRoot());
+    if (group)
+      return runGroup(c, { prompt, code: args.code, ...group }, { json: !!args.json, wait: !!args.wait }, { ...RUN_EXIT, exitFor });
     const t = await c.request<Task>("POST", "/api/tasks", { prompt, profile: args.profile, code: args.code });
     let after = 0;
     try {

@@ -39,6 +39,7 @@ export function dashboardRoutes(d: DashboardDeps, token: string) {
     .get("/", ({ request }) => serve(new URL(request.url).pathname))
     .get("/tasks", ({ request }) => serve(new URL(request.url).pathname))
     .get("/tasks/:ref", ({ request }) => serve(new URL(request.url).pathname))
+    .get("/groups/:code", ({ request }) => serve(new URL(request.url).pathname))
     .get("/watch", ({ request }) => serve(new URL(request.url).pathname))
     .get("/usage", ({ request }) => serve(new URL(request.url).pathname))
     .get("/favicon.svg", ({ request }) => serve(new URL(request.url).pathname))

@@ -16,3 +16,4 @@ export { boardRoutes, type BoardDeps } from "./board";
 export { diffRoutes, type DiffDeps } from "./diff";
 export { buildRoutes, type BuildDeps } from "./build";
 export { reviewRoutes, type ReviewDeps } from "./review";
+export { groupRoutes, type GroupDeps } from "./groups";

@@ -8,8 +8,9 @@ import { tasks } from "./tasks";
 import { task } from "./task";
 import { watch } from "./watch";
 import { usage } from "./usage";
+import { group } from "./compare";
 
-const PAGES: Record<string, () => Promise<void>> = { home, tasks, task, watch, usage };
+const PAGES: Record<string, () => Promise<void>> = { home, tasks, task, watch, usage, group };
 
 async function main(): Promise<void> {
   const m = location.hash.match(/token=([0-9a-f]+)/);

@@ -242,7 +242,11 @@ export async function task(): Promise<void> {
     }
   };
   for (const b of document.querySelectorAll<HTMLButtonElement>(".actions button"))
-    b.addEventListener("click", () => void act(b.textContent ?? "", b.dataset.verb!));
+    b.addEventListener("click", () => {
+      // Reject deletes the branch: asked first, as lazy reject asks on a terminal.
+      if (b.dataset.verb === "reject" && !confirm(`Reject task ${ref} and delete its branch lazy/${ref}? This cannot be undone.`)) return;
+      void act(b.textContent ?? "", b.dataset.verb!);
+    });
   $<HTMLFormElement>("send").addEventListener("submit", async (e) => {
     e.preventDefault();
     const text = $<HTMLTextAreaElement>("send-text");

@@ -1,0 +1,184 @@
+/**
+ * Best-of-N on the command line: `lazy compare G` (the candidates side by side, the [review]
+ * check run first on those without a verdict), and what `lazy run --profiles` / `lazy task add
+ * --profiles` do with a group: make it, start every candidate at once, wait for all, compare.
+ */
+import { command, print, printJson, setExitCode, table, duration } from "../command";
+import * as Client from "../client";
+import { findProjectRoot } from "../../util/paths";
+import { LazyError, type ErrorCode } from "../../util/errors";
+import type { Task, TaskEvent } from "../../store";
+import type { Comparison } from "../../dashboard";
+import { say } from "../voice";
+import { line } from "../../lines";
+
+const enc = encodeURIComponent;
+
+/** The candidates a command asks for: `--profiles a,b,c`, or `--n N` on `--profile` (or the default one). */
+export interface GroupArgs {
+  profiles?: string;
+  n?: string;
+  profile?: string;
+}
+
+export const groupArgs = {
+  profiles: { type: "string", description: "Best-of-N: one candidate task per profile, e.g. --profiles claude,codex" },
+  n: { type: "string", description: "Best-of-N: this many candidates on --profile (or the default profile)" },
+} as const;
+
+/** Whether the command makes a group, and the request body for it; refused with the reason when the flags do not fit. */
+export function groupBody(a: GroupArgs): { profiles: string[] } | { n: number; profile?: string } | null {
+  if (a.profiles === undefined && a.n === undefined) return null;
+  if (a.profiles !== undefined && a.n !== undefined) throw new LazyError("invalid_input", "Give --profiles a,b,c or --n N, not both.");
+  if (a.profiles !== undefined) {
+    if (a.profile !== undefined) throw new LazyError("invalid_input", "Give --profiles a,b,c or --profile P, not both.");
+    const list = a.profiles.split(",").map((p) => p.trim());
+    if (list.some((p) => !p)) throw new LazyError("invalid_input", `--profiles "${a.profiles}" has an empty name: --profiles a,b,c.`);
+    return { profiles: list };
+  }
+  const n = Number(a.n);
+  if (!/^\d+$/.test(String(a.n).trim()) || n < 2)
+    throw new LazyError("invalid_input", `--n is how many candidates (2 or more), not "${a.n}".`);
+  return { n, ...(a.profile ? { profile: a.profile } : {}) };
+}
+
+const money = (usd: number | null) => (usd === null ? "-" : `$${usd.toFixed(usd < 1 ? 4 : 2)}`);
+
+/** The comparison as people read it: one row a candidate, then each one's summary and failed check's tail. */
+export function printComparison(c: Comparison): void {
+  print(`Group ${c.group}: ${c.title}`);
+  print(`Check: ${c.check ?? "none ([review] check in lazy.toml names one)"}`);
+  print(
+    table([
+      ["CANDIDATE", "PROFILE", "STATUS", "CHANGES", "CHECK", "TOKENS", "COST", "WALL"],
+      ...c.candidates.map((x) => [
+        x.code ?? x.id,
+        x.profile,
+        x.status,
+        `${x.diffstat.files} file(s) +${x.diffstat.added} -${x.diffstat.removed}`,
+        x.check ? (x.check.ok ? "pass" : `FAIL (exit ${x.check.code})`) : "-",
+        String(x.tokens),
+        money(x.usd),
+        duration(x.wallMs),
+      ]),
+    ]),
+  );
+  for (const x of c.candidates) {
+    const notes = [
+      x.summary ? `summary: ${x.summary.split("\n")[0]}` : null,
+      x.check && !x.check.ok ? `check output (tail): ${x.check.error ?? x.check.output.trim().split("\n").slice(-3).join(" | ")}` : null,
+      !x.check && c.check ? `check: ${x.checkNote}` : null,
+    ].filter(Boolean);
+    if (notes.length) print(`  ${x.code ?? x.id}: ${notes.join("; ")}`);
+  }
+  const open = c.candidates.filter((x) => x.status === "done" || x.status === "waiting");
+  if (open.length)
+    print(`\nKeep one: lazy accept ${open[0]!.code ?? open[0]!.id} (closes the others; their branches stay). See one: lazy diff CODE.`);
+  print(`On the dashboard (lazy dashboard): /groups/${encodeURIComponent(c.group)}`);
+}
+
+/** Ask for a comparison, with the check run first (unless `check` is false). */
+export async function fetchComparison(c: Client.Client, group: string, check: boolean, force = false): Promise<Comparison> {
+  if (!check) return c.request<Comparison>("GET", `/api/groups/${enc(group)}`);
+  const r = await c.request<{ results: { task: string; ran: boolean; why?: string }[]; comparison: Comparison }>(
+    "POST",
+    `/api/groups/${enc(group)}/check`,
+    force ? { force: true } : undefined,
+    60 * 60_000,
+  );
+  return r.comparison;
+}
+
+export const compare = command({
+  meta: {
+    name: "compare",
+    description:
+      "Show a best-of-N group's candidates side by side: status, diffstat, the [review] check's verdict (run first, in a container, on candidates without one), tokens and cost from lazy's audit, wall time",
+  },
+  args: {
+    group: { type: "positional", description: "The group's code (lazy run --profiles prints it)", required: true },
+    check: { type: "boolean", description: "Run [review] check on candidates without a verdict first (--no-check: do not)", default: true },
+    recheck: { type: "boolean", description: "Run the check again on every candidate whose turn has ended" },
+    json: { type: "boolean", description: "Print JSON on stdout" },
+  },
+  async run({ args }) {
+    const c = await Client.connect(findProjectRoot());
+    const r = await fetchComparison(c, args.group, args.check !== false || !!args.recheck, !!args.recheck);
+    if (args.json) return printJson(r);
+    printComparison(r);
+  },
+});
+
+/** `lazy task add --profiles …`: the group and its candidates, none started. */
+export async function addGroup(c: Client.Client, body: Record<string, unknown>): Promise<{ group: string; tasks: Task[] }> {
+  return c.request<{ group: string; tasks: Task[] }>("POST", "/api/groups", body);
+}
+
+export interface RunExits {
+  done: number;
+  agentFailed: number;
+  paused: number;
+  exitFor: (code: ErrorCode) => number;
+}
+
+/**
+ * `lazy run --profiles a,b "…"`: make the group, start every candidate at once, print their
+ * events (each line with its candidate's code), wait for all, run the check, print the
+ * comparison. Exit code (documented in lazy run's help):
+ *   0  at least one candidate finished (and passed [review] check, when lazy.toml names one);
+ *   3  none did: each failed, or failed the check;
+ *   7  none did and some are held by [usage_pause] (without --wait);
+ *   4, 5, 6  every candidate's launch was refused (the first refusal's code, as lazy run alone).
+ */
+export async function runGroup(
+  c: Client.Client,
+  body: Record<string, unknown>,
+  opts: { json: boolean; wait: boolean },
+  exits: RunExits,
+): Promise<void> {
+  const g = await addGroup(c, body);
+  if (!opts.json) say.info(`Group ${g.group}: ${g.tasks.map((t) => `${t.code} [${t.profile}]`).join(", ")}; starting them.`);
+  const started = await Promise.allSettled(g.tasks.map((t) => c.request<Task>("POST", `/api/tasks/${t.id}/start`, undefined, 30 * 60_000)));
+  const refused: LazyError[] = [];
+  started.forEach((s, i) => {
+    if (s.status === "fulfilled") return;
+    const e = s.reason;
+    if (!(e instanceof LazyError)) throw e;
+    refused.push(e);
+    say.error(`${g.tasks[i]!.code}: ${e.message}`);
+  });
+  const after = new Map(g.tasks.map((t) => [t.id, 0]));
+  const held = new Set<string>();
+  let live = g.tasks.filter((_, i) => started[i]!.status === "fulfilled").map((t) => t.id);
+  while (live.length) {
+    const next: string[] = [];
+    for (const id of live) {
+      const r = await c.request<{ task: Task; events: TaskEvent[] }>("GET", `/api/tasks/${id}/events?after=${after.get(id)}`);
+      let pause = false;
+      for (const e of r.events) {
+        after.set(id, e.id);
+        if (e.kind === "status") pause = e.data.reason === "usage_pause";
+        if (!opts.json) say.info(`[${r.task.code}] ${line(e)}`);
+      }
+      if (pause && r.task.status === "waiting") held.add(id);
+      else if (r.task.status === "running" || r.task.status === "queued") held.delete(id);
+      const waitingOnHold = held.has(id) && r.task.status === "waiting";
+      if (r.task.status === "running" || r.task.status === "queued" || (waitingOnHold && opts.wait)) next.push(id);
+    }
+    live = next;
+    if (live.length) await Bun.sleep(300);
+  }
+  const cmp = await fetchComparison(c, g.group, true);
+  const good = cmp.candidates.filter(
+    (x) => (x.status === "done" || (x.status === "waiting" && !held.has(x.id))) && (!cmp.check || x.check?.ok === true),
+  );
+  let code = exits.done;
+  if (!good.length) {
+    if (refused.length === g.tasks.length) code = exits.exitFor(refused[0]!.code);
+    else if (held.size) code = exits.paused;
+    else code = exits.agentFailed;
+  }
+  if (opts.json) printJson({ ...cmp, held: [...held], best: good.map((x) => x.code ?? x.id) });
+  else printComparison(cmp);
+  setExitCode(code);
+}
