@@ -65,6 +65,12 @@ export const ProxyConfig = z
         anthropic: origin("upstreams.anthropic").optional().describe("Origin that replaces https://api.anthropic.com."),
         openai: origin("upstreams.openai").optional().describe("Origin that replaces https://api.openai.com."),
         cursor: origin("upstreams.cursor").optional().describe("Origin that replaces https://api2.cursor.sh."),
+        ollama: origin("upstreams.ollama")
+          .optional()
+          .describe("Origin that replaces https://ollama.com for profiles on hosted Ollama; they still bill the ollama credential."),
+        openrouter: origin("upstreams.openrouter")
+          .optional()
+          .describe("Origin that replaces https://openrouter.ai for profiles on OpenRouter; they still bill the openrouter credential."),
       })
       .default({})
       .describe("Override the built-in providers' addresses (a gateway, or a test server)."),
