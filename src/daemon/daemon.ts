@@ -107,6 +107,7 @@ export class Daemon {
         },
       );
       const proxy = new ModelProxy(paths.dir, db, credentials, () => watch.state.config);
+      proxy.usePlugins({ home: lazyHome(), root });
       const bus = new Bus();
       const mcp = McpTokens.open(paths.dir);
       let runner: Runner | undefined;

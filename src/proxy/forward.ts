@@ -22,6 +22,7 @@ import { HOP_BY_HOP, healthKind, providerFailure, relay, send } from "./upstream
 import { endOfTurn } from "../util/turn";
 import { pathOf } from "../util/url";
 import { MAX_BODY, dropBody, readBody, type Pass } from "./listen";
+import type { Chain } from "./plugins";
 
 export interface Context {
   grants: Pick<Grants, "lookup">;
@@ -38,6 +39,8 @@ export interface Context {
   firstByteTimeoutMs: () => number;
   /** OAuth credentials an upstream rejected, for lazy doctor: name → sentence. */
   credentialProblems: Map<string, string>;
+  /** The request plugins ([[proxy.plugins]]); null (or absent) when none is configured. */
+  plugins?: () => Chain | null;
 }
 
 // Hop-by-hop headers never cross a proxy; host is ours, not the upstream's (TRAPS.md).
@@ -73,7 +76,12 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     method: req.method,
     path: pathOnly(target),
   };
-  const record = (o: Outcome) => ctx.audit.record(auditRow(base, performance.now() - started, o));
+  // What request plugins noted rides on every row this request makes.
+  let pluginNote: string | null = null;
+  const record = (o: Outcome) =>
+    ctx.audit.record(
+      auditRow(base, performance.now() - started, pluginNote ? { ...o, note: o.note ? `${pluginNote}; ${o.note}` : pluginNote } : o),
+    );
   // A refusal before the body is read throws the body away as it arrives: closing a socket with
   // unread bytes resets it, and the reset can overtake the answer (gate.ts).
   let unread = true;
@@ -270,7 +278,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
       }
     }
   }
-  const headers = headerLines(req.headers, grant !== undefined, set);
+  let headers = headerLines(req.headers, grant !== undefined, set);
 
   // 5. The body, whole and within the bound, whatever its framing (gate.ts); nothing has gone
   // upstream yet. Then send, once more on a fresh connection if the upstream resets before answering.
@@ -290,8 +298,62 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
       );
     return refuse(new Response(null, { status: 499 }), read.why, upstream.origin);
   }
-  const body = read.bytes;
-  const sent = await send(ctx, joinUrl(upstream, verdict.path) + verdict.query, req, headers, body);
+  let body = read.bytes;
+  let sendPath = verdict.path;
+  let sendQuery = verdict.query;
+
+  // 6. Request plugins see it now, before the credential goes in; a rewritten path is checked again.
+  const chain = ctx.plugins?.();
+  if (chain) {
+    const out = await chain.run({
+      method: req.method,
+      path: sendPath + sendQuery,
+      headers: pluginHeaders(req.headers),
+      body: body ? new TextDecoder().decode(body) : null,
+      task: base.taskRef,
+      profile: base.profile,
+      upstream: upstream.origin,
+    });
+    pluginNote = out.note;
+    if (out.kind === "fail") {
+      const msg = `lazy's proxy failed: request plugin ${out.plugin}: ${out.error}`;
+      return refuse(errorResponse(wire, 500, "api_error", msg), msg, upstream.origin);
+    }
+    if (out.kind === "refuse")
+      return refuse(
+        errorResponse(
+          wire,
+          403,
+          "permission_error",
+          `lazy's proxy refused ${req.method} ${base.path}: plugin ${out.plugin}: ${out.reason}`,
+        ),
+        `plugin ${out.plugin} refused: ${out.reason}`,
+        upstream.origin,
+      );
+    if (out.path !== undefined || out.headers) {
+      const rewritten = out.headers ? new Headers(out.headers) : req.headers;
+      const again = Surface.check(kind, req.method, out.path ?? sendPath + sendQuery, rewritten);
+      if (!again.ok)
+        return refuse(
+          Response.json(Surface.refusalBody(wire, again), { status: 403, headers: { "x-should-retry": "false" } }),
+          `refused after plugin rewrite: ${again.reason}`,
+          upstream.origin,
+        );
+      sendPath = again.path;
+      sendQuery = again.query;
+      if (out.headers) headers = headerLines(rewritten, true, set);
+    }
+    if (out.body !== undefined) {
+      body = new TextEncoder().encode(out.body);
+      if (body.length > MAX_BODY)
+        return refuse(
+          errorResponse(wire, 500, "api_error", `lazy's proxy failed: a request plugin made the body larger than ${MAX_BODY} bytes`),
+          "plugin body too large",
+          upstream.origin,
+        );
+    }
+  }
+  const sent = await send(ctx, joinUrl(upstream, sendPath) + sendQuery, req, headers, body);
   const bytesIn = body?.length ?? 0;
 
   if (!sent.ok) {
@@ -410,6 +472,13 @@ export function headerLines(incoming: Headers, dropCredentials: boolean, set: Re
   }
   for (const k in set) s += `${k}: ${set[k]}\r\n`;
   return s;
+}
+
+/** The headers a plugin sees: never a credential, nor what never goes upstream anyway. */
+function pluginHeaders(incoming: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of incoming) if (!DROPPED.has(k) && k !== "x-api-key" && k !== "authorization") out[k] = v;
+  return out;
 }
 
 function withBeta(current: string | null, beta: string): string {

@@ -174,11 +174,7 @@ export class Targets {
       // A hosted provider's override is still that provider: its credential comes from the endpoint as written.
       const hosted = base !== declared;
       const credential =
-        explicit !== undefined
-          ? explicit
-          : map.has(origin) && !hosted
-            ? map.get(origin)!.credential
-            : (inferCredential(declared) ?? null);
+        explicit !== undefined ? explicit : map.has(origin) && !hosted ? map.get(origin)!.credential : (inferCredential(declared) ?? null);
       const isAnthropicHost = hostIs(new URL(base).hostname, "anthropic.com");
       profiles.set(p.name, {
         provider: providerName(declared, p.name),

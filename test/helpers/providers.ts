@@ -506,7 +506,7 @@ const OPENAI_ERRORS: Record<number, { type: string; code: string | null; message
 };
 
 class OllamaMock extends AnthropicMock {
-  protected route(r: Received): Answer {
+  protected override route(r: Received): Answer {
     const { method, path } = r;
     if (method === "POST" && path === "/v1/chat/completions") {
       const body = parseBody(r);

@@ -128,7 +128,11 @@ describe("hosted Ollama and OpenRouter, through origin overrides", () => {
     expect(r!.headers.authorization).toBe(`Bearer ${OLLAMA_KEY}`);
     expect(r!.headers["x-api-key"]).toBeUndefined();
     // Its admin API is refused as a local one's is.
-    const pull = await fetch(`${g.proxyUrl}/api/pull`, { method: "POST", headers: { authorization: `Bearer ${g.placeholder}` }, body: "{}" });
+    const pull = await fetch(`${g.proxyUrl}/api/pull`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${g.placeholder}` },
+      body: "{}",
+    });
     expect(pull.status).toBe(403);
     await Bun.sleep(50);
     expect(hosted.received).toHaveLength(1);

@@ -8,6 +8,8 @@ import { Engine } from "../../containers";
 import { desktopTool } from "../../notify";
 import { LazyError } from "../../util/errors";
 import type { Status } from "../../daemon";
+import { Plugins } from "../../proxy";
+import { lazyHome } from "../../util/paths";
 
 export interface Finding {
   check: string;
@@ -99,6 +101,8 @@ async function findings(root: string): Promise<Finding[]> {
     }
   }
 
+  if (loaded.ok) out.push(...(await pluginFindings(loaded.config.proxy.plugins, root)));
+
   if (loaded.ok && loaded.config.notify.desktop) {
     const tool = desktopTool();
     out.push(
@@ -145,6 +149,25 @@ async function findings(root: string): Promise<Finding[]> {
       remedy: "start Docker (Linux: sudo systemctl start docker, or dockerd), or point DOCKER_HOST at a running engine",
     });
   return out;
+}
+
+/**
+ * Each request plugin, loaded or refused and why, by the daemon's own rules (proxy/plugins): a
+ * refused one fails every model request until it is fixed, so it blocks.
+ */
+async function pluginFindings(plugins: Parameters<typeof Plugins.resolve>[0], root: string): Promise<Finding[]> {
+  const loaded = Plugins.problems(await Plugins.load(Plugins.resolve(plugins, lazyHome(), root)));
+  return loaded.map((p) =>
+    p.refused
+      ? {
+          check: "plugins",
+          ok: false,
+          blocking: true,
+          summary: `request plugin ${p.name} is refused: ${p.refused}`,
+          remedy: `every model request fails until it loads: install it under ${Plugins.folder(lazyHome())} and name that path in [[proxy.plugins]], or remove the entry`,
+        }
+      : { check: "plugins", ok: true, blocking: false, summary: `request plugin ${p.name} is loaded` },
+  );
 }
 
 /** Whether this project's lazy.toml is trusted (config/trust.ts): path, hash, when; or what is not. */
