@@ -121,6 +121,7 @@ function within<T>(value: T | Promise<T>, ms: number): Promise<T> | T {
 
 const clip = (s: string, max: number) => {
   // Control bytes would reach audit rows, logs and terminals.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: removing control bytes is the point
   const flat = s.replace(/[\x00-\x1f\x7f-\x9f]/g, " ");
   return flat.length > max ? `${flat.slice(0, max)}…` : flat;
 };
