@@ -2,7 +2,7 @@ import { command, print, printJson, table } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import { LazyError } from "../../util/errors";
-import { STANDARD, setWarnings, type CredentialInfo } from "../../credentials";
+import { STANDARD, fromClaudeJson, setWarnings, type CredentialInfo } from "../../credentials";
 import { suggest } from "../help";
 import { say } from "../voice";
 import { err } from "../out";
@@ -69,12 +69,17 @@ const set = command({
     if (!value) throw new LazyError("invalid_input", `No value given for ${args.name}; nothing was stored.`);
     const c = await Client.connect(findProjectRoot());
     const info = await c.request<CredentialInfo>("PUT", `/api/auth/${encodeURIComponent(args.name)}`, { value });
-    for (const w of setWarnings(args.name, value)) {
+    // Claude Code's OAuth JSON: the daemon stores its access token (and its expiry).
+    const token = fromClaudeJson(value)?.token ?? value;
+    for (const w of setWarnings(args.name, token)) {
       const close = w.startsWith('"') ? suggest(args.name, Object.keys(STANDARD)) : [];
       say.warn(close.length ? `${w} Did you mean lazy auth set ${close[0]}?` : w);
     }
     if (args.json) printJson(info);
-    else say.success(`Stored ${info.name} (${info.kind}, …${info.last4}) in the ${info.source} store.`);
+    else
+      say.success(
+        `Stored ${info.name} (${info.kind}, …${info.last4}) in the ${info.source} store.${info.expiresAt ? ` It expires at ${info.expiresAt}; lazy warns a day before.` : ""}`,
+      );
   },
 });
 

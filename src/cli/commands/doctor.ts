@@ -92,10 +92,19 @@ async function findings(root: string): Promise<Finding[]> {
   if (status) {
     try {
       const c = await Client.connect(root);
-      const auth = await c.request<{ backend: string; note: string; problems: Record<string, string> }>("GET", "/api/auth");
+      const auth = await c.request<{
+        backend: string;
+        note: string;
+        problems: Record<string, string>;
+        expiry?: { credential: string; expired: boolean; message: string }[];
+      }>("GET", "/api/auth");
       out.push({ check: "secrets", ok: true, blocking: false, summary: `credential store: ${auth.backend} — ${auth.note}` });
       for (const [name, problem] of Object.entries(auth.problems))
         out.push({ check: "secrets", ok: false, blocking: true, summary: problem, remedy: `lazy auth set ${name}` });
+      // An OAuth token that lapses within a day warns; one that has lapsed blocks (its requests fail).
+      for (const e of auth.expiry ?? [])
+        if (!auth.problems[e.credential])
+          out.push({ check: "secrets", ok: false, blocking: e.expired, summary: e.message, remedy: `lazy auth set ${e.credential}` });
     } catch (e) {
       out.push({ check: "secrets", ok: false, blocking: false, summary: `cannot read the credential store: ${(e as Error).message}` });
     }

@@ -3,7 +3,7 @@ import { Elysia } from "elysia";
 import { z } from "zod";
 import { LazyError } from "../../util/errors";
 import type { Logger } from "../../util/log";
-import type { CredentialStore } from "../../credentials";
+import type { CredentialStore, ExpiryWarnings } from "../../credentials";
 import type { ModelProxy } from "../../proxy";
 import { parseBody } from "./input";
 
@@ -12,6 +12,7 @@ export const SetCredential = z.strictObject({ value: z.string().describe("The se
 export interface AuthDeps {
   credentials: Pick<CredentialStore, "backend" | "backendNote" | "list" | "set" | "remove">;
   proxy: Pick<ModelProxy, "stats" | "clearProblem" | "sync">;
+  expiry?: Pick<ExpiryWarnings, "notices">;
   log: Logger;
 }
 
@@ -22,6 +23,7 @@ export function authRoutes(d: AuthDeps) {
       note: d.credentials.backendNote,
       credentials: d.credentials.list(),
       problems: (await d.proxy.stats()).problems,
+      expiry: d.expiry?.notices() ?? [],
     }))
     .put("/api/auth/:name", async ({ params, body }) => {
       const { value } = parseBody(SetCredential, body);

@@ -8,6 +8,7 @@ import { tasks } from "./tasks";
 import { task } from "./task";
 import { watch } from "./watch";
 import { usage } from "./usage";
+import { expiryBanner } from "./expiry-banner";
 
 const PAGES: Record<string, () => Promise<void>> = { home, tasks, task, watch, usage };
 
@@ -33,7 +34,9 @@ async function main(): Promise<void> {
     }
     return;
   }
-  await PAGES[document.body.dataset.page ?? "home"]?.();
+  const page = document.body.dataset.page ?? "home";
+  if (page === "home") void expiryBanner();
+  await PAGES[page]?.();
 }
 
 void main();
