@@ -2,11 +2,13 @@
  * What one request plugin costs the request path: two daemons against one mock upstream, one
  * with a no-op plugin in [[proxy.plugins]] and one with none, measured in turn with wrk at 50
  * connections over several rounds (this VM's speed drifts: compare only within one run).
- * Target (issue 29): with the plugin, req/s ≥ 90 % of without. Also p50 at 1 connection.
+ * Target (issue 29): with the plugin, req/s ≥ 90 % of without. Also p50 at 1 connection, and
+ * each daemon's CPU time per request (all its threads, from /proc): steadier than req/s when
+ * the machine is shared.
  * Run: bun run build && bun bench/plugin.ts [seconds-per-run] [rounds]
  * Needs wrk. Only loopback is used.
  */
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pct, proxyProject } from "./lib";
@@ -48,7 +50,7 @@ const none = await proxyProject(BIN, up, "", "plugin-none");
 const one = await proxyProject(BIN, up, PLUGIN, "plugin-one", install);
 const dir = mkdtempSync(join(tmpdir(), "lazy-bench-plugin-"));
 try {
-  const targets: Record<string, { url: string; lua: string }> = {};
+  const targets: Record<string, { url: string; lua: string; pid: number }> = {};
   for (const [name, p] of [
     ["none", none],
     ["noop plugin", one],
@@ -59,11 +61,17 @@ try {
       lua,
       `wrk.method = "POST"\nwrk.body = '${BODY}'\nwrk.headers["content-type"] = "application/json"\nwrk.headers["x-api-key"] = "${g.placeholder}"\n`,
     );
-    targets[name] = { url: `${g.proxyUrl}/v1/messages`, lua };
+    targets[name] = { url: `${g.proxyUrl}/v1/messages`, lua, pid: p.pid };
   }
   chmodSync(dir, 0o755);
 
-  const wrk = async (t: { url: string; lua: string }, conns: number) => {
+  const cpuUs = (pid: number) => {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(f[11]) + Number(f[12])) * 1e6) / 100; // utime + stime, clock ticks of 1/100 s
+  };
+  const wrk = async (t: { url: string; lua: string; pid: number }, conns: number) => {
+    const before = cpuUs(t.pid);
     const r = Bun.spawn(["wrk", "-t", conns > 1 ? "2" : "1", "-c", String(conns), "-d", `${secs}s`, "--latency", "-s", t.lua, t.url], {
       stdout: "pipe",
       stderr: "pipe",
@@ -74,18 +82,22 @@ try {
     if (errors) throw new Error(`${t.url}: ${errors} non-2xx responses\n${out}`);
     const m = out.match(/\s50%\s+([\d.]+)(us|ms|s)/);
     const p50 = m ? (m[2] === "us" ? Number(m[1]) / 1000 : m[2] === "s" ? Number(m[1]) * 1000 : Number(m[1])) : NaN;
-    return { rps: Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN), p50 };
+    const n = Number(out.match(/(\d+) requests in/)?.[1] ?? NaN);
+    return { rps: Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN), p50, cpu: (cpuUs(t.pid) - before) / n };
   };
 
   for (const t of Object.values(targets)) await wrk(t, 50); // warm up
   const rps: Record<string, number[]> = { none: [], "noop plugin": [] };
   const p50: Record<string, number[]> = { none: [], "noop plugin": [] };
+  const cpu: Record<string, number[]> = { none: [], "noop plugin": [] };
   const ratios: number[] = [];
   for (let i = 0; i < rounds; i++) {
     // Alternate which goes first, so neither always meets the VM in the same phase.
     const order = i % 2 ? ["noop plugin", "none"] : ["none", "noop plugin"];
     for (const k of order) {
-      rps[k]!.push((await wrk(targets[k]!, 50)).rps);
+      const r = await wrk(targets[k]!, 50);
+      rps[k]!.push(r.rps);
+      cpu[k]!.push(r.cpu);
       p50[k]!.push((await wrk(targets[k]!, 1)).p50);
     }
     ratios.push(rps["noop plugin"]!.at(-1)! / rps.none!.at(-1)!);
@@ -94,7 +106,10 @@ try {
   const med = (xs: number[]) => pct(xs, 50);
   console.log(`\nreq/s at 50 connections, median of ${rounds} interleaved rounds of ${secs} s:`);
   for (const k of Object.keys(rps))
-    console.log(`  ${k.padEnd(12)} ${med(rps[k]!).toFixed(0)} req/s, p50 at 1 connection ${med(p50[k]!).toFixed(3)} ms`);
+    console.log(
+      `  ${k.padEnd(12)} ${med(rps[k]!).toFixed(0)} req/s, ${med(cpu[k]!).toFixed(1)} µs CPU a request, p50 at 1 connection ${med(p50[k]!).toFixed(3)} ms`,
+    );
+  console.log(`  CPU a request, noop plugin / none: ${(med(cpu["noop plugin"]!) / med(cpu.none!)).toFixed(3)}`);
   console.log(
     `  ratio noop plugin / none: ${med(ratios).toFixed(3)} (per round: ${ratios.map((r) => r.toFixed(2)).join(", ")}; target ≥ 0.90)`,
   );

@@ -305,11 +305,17 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   // 6. Request plugins see it now, before the credential goes in; a rewritten path is checked again.
   const chain = ctx.plugins?.();
   if (chain) {
+    const bytes = body;
+    let text: string | null | undefined;
     const out = await chain.run({
       method: req.method,
       path: sendPath + sendQuery,
       headers: pluginHeaders(req.headers),
-      body: body ? new TextDecoder().decode(body) : null,
+      // Decoded only if a plugin reads it: a turn's body is often 100 KiB or more.
+      get body() {
+        text ??= bytes ? new TextDecoder().decode(bytes) : null;
+        return text;
+      },
       task: base.taskRef,
       profile: base.profile,
       upstream: upstream.origin,
@@ -476,8 +482,13 @@ export function headerLines(incoming: Headers, dropCredentials: boolean, set: Re
 
 /** The headers a plugin sees: never a credential, nor what never goes upstream anyway. */
 function pluginHeaders(incoming: Headers): Record<string, string> {
+  const all = incoming.toJSON() as Record<string, string | string[]>;
   const out: Record<string, string> = {};
-  for (const [k, v] of incoming) if (!DROPPED.has(k) && k !== "x-api-key" && k !== "authorization") out[k] = v;
+  for (const k in all) {
+    if (DROPPED.has(k) || k === "x-api-key" || k === "authorization") continue;
+    const v = all[k]!;
+    out[k] = typeof v === "string" ? v : v.join(", ");
+  }
   return out;
 }
 

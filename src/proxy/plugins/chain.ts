@@ -54,12 +54,14 @@ export class Chain {
     if (!this.loaded) await this.ready;
     let note: string | null = null;
     const out: Outcome & { kind: "pass" } = { kind: "pass", note: null };
-    const current = { ...req };
+    // One object for every plugin in turn (they are the user's own code, not each other's
+    // adversaries); a rewrite replaces its fields for the next.
+    const current = req;
     for (const p of this.loaded!) {
       if ("refused" in p) return { kind: "fail", plugin: p.name, error: `it is not loaded: ${p.refused}`, note };
       let r: unknown;
       try {
-        r = await within(p.fn({ ...current, headers: { ...current.headers } }), p.timeoutMs);
+        r = await within(p.fn(current), p.timeoutMs);
       } catch (e) {
         return { kind: "fail", plugin: p.name, error: oneLine(e), note };
       }
@@ -93,7 +95,8 @@ export class Chain {
       }
       if (o.body !== undefined) {
         if (typeof o.body !== "string") return { kind: "fail", plugin: p.name, error: "its body is not a string", note };
-        current.body = out.body = o.body;
+        Object.defineProperty(current, "body", { value: o.body, enumerable: true, writable: true });
+        out.body = o.body;
       }
     }
     out.note = note;
