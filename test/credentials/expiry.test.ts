@@ -47,7 +47,7 @@ function fakeNotifySend(): { dir: string; log: string } {
 }
 
 describe("OAuth expiry", () => {
-  test("a token lapsing in 3 h: stored from Claude Code's JSON, warned of in doctor, watch, auth list and a notification before any request fails", async () => {
+  test("a token lapsing in 3 h: stored from Claude Code's JSON, warned of in doctor, watch, auth list, Home and a notification before any request fails", async () => {
     anthropic = await Mock.anthropic();
     const fake = fakeNotifySend();
     const p = new Project({
@@ -64,6 +64,9 @@ describe("OAuth expiry", () => {
     expect(listed).toEqual([
       expect.objectContaining({ name: "anthropic", kind: "oauth-token", expiresAt: new Date(expiresAt).toISOString() }),
     ]);
+    const text = (await p.ok(["auth", "list"])).stdout;
+    expect(text).toContain(new Date(expiresAt).toISOString());
+    expect(text).toContain('! anthropic: The OAuth token "anthropic" expires in 3 h');
     const stored = readFileSync(join(p.home, "credentials", "credentials.json"), "utf8");
     expect(stored).toContain(TOKEN);
     expect(stored).not.toContain("sk-ant-ort01-");

@@ -88,26 +88,31 @@ const list = command({
   args: json,
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
-    const r = await c.request<{ backend: string; note: string; credentials: CredentialInfo[]; problems: Record<string, string> }>(
-      "GET",
-      "/api/auth",
-    );
+    const r = await c.request<{
+      backend: string;
+      note: string;
+      credentials: CredentialInfo[];
+      problems: Record<string, string>;
+      expiry?: { credential: string; message: string }[];
+    }>("GET", "/api/auth");
     if (args.json) return printJson(r);
     print(`Backend: ${r.backend} — ${r.note}`);
     if (!r.credentials.length) return print("No credentials yet: lazy auth set anthropic.");
     print(
       table([
-        ["NAME", "KIND", "SOURCE", "SET", "LAST 4"],
+        ["NAME", "KIND", "SOURCE", "SET", "LAST 4", "EXPIRES"],
         ...r.credentials.map((i) => [
           i.name,
           i.kind,
           i.source === "env" ? `env ${i.envVar}` : i.source,
           i.setAt ?? "-",
           i.last4 ? `…${i.last4}` : "-",
+          i.expiresAt ?? "-",
         ]),
       ]),
     );
     for (const [name, p] of Object.entries(r.problems)) print(`! ${name}: ${p}`);
+    for (const e of r.expiry ?? []) if (!r.problems[e.credential]) print(`! ${e.credential}: ${e.message}`);
   },
 });
 
