@@ -84,9 +84,13 @@ describe("OAuth expiry", () => {
       for await (const c of proc.stdout) out += new TextDecoder().decode(c);
     })();
     await until(() => out.includes("expiring: The OAuth token"), 10_000, "lazy watch to show the expiry");
+    expect(out).toContain('-- expiring: The OAuth token "anthropic" expires in 3 h');
+    // A token stored while watch runs is said as it comes.
+    const sooner = Date.now() + 2 * 3600_000 + 60_000;
+    await p.ok(["auth", "set", "anthropic"], { stdin: claudeJson(sooner) });
+    await until(() => out.includes("expires in 2 h"), 10_000, "lazy watch to show the new expiry");
     proc.kill();
     await reader.catch(() => {});
-    expect(out).toContain('-- expiring: The OAuth token "anthropic" expires in 3 h');
 
     // A desktop notification, once.
     await until(() => Bun.file(fake.log).exists(), 10_000, "the desktop notification");
