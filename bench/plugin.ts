@@ -46,8 +46,13 @@ const install = (home: string) => {
   mkdirSync(join(home, "plugins"), { mode: 0o700 });
   writeFileSync(join(home, "plugins", "noop.ts"), "export default () => {};\n", { mode: 0o600 });
 };
+// The daemon started first measured slower in every run here, whichever it was: LAZY_BENCH_SWAP=1
+// starts the plugin's first, so the two orders can be compared.
+const swap = process.env.LAZY_BENCH_SWAP === "1";
+const one0 = swap ? await proxyProject(BIN, up, PLUGIN, "plugin-one", install) : undefined;
 const none = await proxyProject(BIN, up, "", "plugin-none");
-const one = await proxyProject(BIN, up, PLUGIN, "plugin-one", install);
+const one = one0 ?? (await proxyProject(BIN, up, PLUGIN, "plugin-one", install));
+console.log(`started first: ${swap ? "noop plugin" : "none"}`);
 const dir = mkdtempSync(join(tmpdir(), "lazy-bench-plugin-"));
 try {
   const targets: Record<string, { url: string; lua: string; pid: number }> = {};
