@@ -100,6 +100,15 @@ describe("request plugins, attacked", () => {
     writeFileSync(join(dir, "shared.ts"), evil(marks[2]!));
     chmodSync(join(dir, "shared.ts"), 0o666);
     const climb = `../../../../../../..${p.root}/climb.ts`;
+    // Written by a pull or an agent's merge, nobody trusted it: refused before any daemon starts.
+    writeFileSync(
+      join(p.root, "lazy.toml"),
+      `[proxy.upstreams]\nanthropic = "${anthropic.url}"\n\n[[proxy.plugins]]\nname = "shared"\npath = "shared.ts"\n`,
+    );
+    const untrusted = await p.run(["task", "list"]);
+    expect(untrusted.code).toBe(4);
+    expect(untrusted.stderr).toContain("lazy trust");
+    expect(p.runtime()).toBeUndefined();
     p.writeToml(
       `[proxy.upstreams]\nanthropic = "${anthropic.url}"\n\n` +
         `[[proxy.plugins]]\nname = "climb"\npath = "${climb}"\n\n` +
