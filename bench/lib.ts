@@ -33,13 +33,14 @@ export function trustToml(bin: string, root: string, env: Record<string, string>
  * what the proxy benches set up for each build they drive. `stop` ends the daemon and removes
  * both folders.
  */
-export async function proxyProject(bin: string, upstream: string, toml = "", label = "proxy") {
+export async function proxyProject(bin: string, upstream: string, toml = "", label = "proxy", setup?: (home: string) => void) {
   const root = mkdtempSync(join(tmpdir(), `lazy-bench-${label}-`));
   chmodSync(root, 0o755);
   const home = mkdtempSync(join(tmpdir(), `lazy-bench-${label}-home-`));
   const env = { ...(process.env as Record<string, string>), LAZY_HOME: home, LAZY_CREDENTIAL_BACKEND: "file" };
   Bun.spawnSync(["git", "init", "-q", root]);
   writeFileSync(join(root, "lazy.toml"), `[proxy.upstreams]\nanthropic = "${upstream}"\n${toml}`);
+  setup?.(home); // before the daemon starts: files it reads at start (request plugins)
   trustToml(bin, root, env);
   const lazy = (args: string[], stdin?: string) => {
     const r = Bun.spawnSync([bin, ...args], { cwd: root, env, stdin: stdin === undefined ? "ignore" : new Blob([stdin]) });

@@ -59,6 +59,28 @@ export const Fallback = z
   })
   .describe("An upstream that takes over when the primary fails in one of the listed ways.");
 
+export const Plugin = z
+  .strictObject({
+    name: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9_-]{0,47}$/, "expected a plugin name (lowercase letters, digits, - and _)")
+      .describe("Name shown in the audit trail, in errors and by lazy doctor."),
+    path: z
+      .string()
+      .min(1)
+      .describe(
+        "The module, installed under the lazy home's plugins folder (~/.lazy/plugins/NAME.ts; a relative path is taken from there). Never a file in a repository or the project, which every task container can write.",
+      ),
+    timeout_ms: z
+      .number()
+      .int()
+      .min(1)
+      .max(30_000)
+      .default(1000)
+      .describe("How long the plugin may take per request; past it the request fails (lazy's proxy failed), never passes."),
+  })
+  .describe("A request plugin: its default export sees each outbound model request before the credential goes in.");
+
 export const ProxyConfig = z
   .strictObject({
     bind: z.string().min(1).default("127.0.0.1").describe("Interface the model proxy listens on for host clients. Loopback by default."),
@@ -68,10 +90,21 @@ export const ProxyConfig = z
         anthropic: origin("upstreams.anthropic").optional().describe("Origin that replaces https://api.anthropic.com."),
         openai: origin("upstreams.openai").optional().describe("Origin that replaces https://api.openai.com."),
         cursor: origin("upstreams.cursor").optional().describe("Origin that replaces https://api2.cursor.sh."),
+        ollama: origin("upstreams.ollama")
+          .optional()
+          .describe("Origin that replaces https://ollama.com for profiles on hosted Ollama; they still bill the ollama credential."),
+        openrouter: origin("upstreams.openrouter")
+          .optional()
+          .describe("Origin that replaces https://openrouter.ai for profiles on OpenRouter; they still bill the openrouter credential."),
       })
       .default({})
       .describe("Override the built-in providers' addresses (a gateway, or a test server)."),
     fallback: z.array(Fallback).default([]).describe("Ordered fallbacks for the primary upstream."),
+    plugins: z
+      .array(Plugin)
+      .max(16)
+      .default([])
+      .describe("Request plugins, run in this order on every model request (README: Request plugins)."),
     first_byte_timeout_s: z
       .number()
       .min(1)
@@ -302,6 +335,7 @@ export function crossCheck(raw: unknown): { path: (string | number)[]; message: 
 }
 export type Profile = z.infer<typeof Profile>;
 export type Fallback = z.infer<typeof Fallback>;
+export type Plugin = z.infer<typeof Plugin>;
 export type Notify = z.infer<typeof Notify>;
 
 function isHttpUrl(v: string): boolean {

@@ -56,7 +56,7 @@ export function starter(): string {
     "",
     section("server", Server),
     "",
-    section("proxy", ProxyConfig, {}, ["audit", "upstreams", "fallback"]),
+    section("proxy", ProxyConfig, {}, ["audit", "upstreams", "fallback", "plugins"]),
     "",
     `# ${describe(shapeOf(Config).models ?? Config)}`,
     "# [models.roles]",

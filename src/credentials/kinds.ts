@@ -21,6 +21,7 @@ export const CredentialInfo = z
     envVar: z.string().optional().describe('When source is "env": the daemon environment variable that supplies it'),
     setAt: z.string().nullable().describe("ISO time it was stored; null when it comes from the environment or was stored outside lazy"),
     last4: z.string().describe("At most the last 4 characters of the value (empty for a short value), nothing more"),
+    expiresAt: z.string().optional().describe("ISO time the token lapses, when lazy knows it (stored from Claude Code's OAuth JSON)"),
   })
   .describe("A credential as lazy reports it: never the value");
 export type CredentialInfo = z.infer<typeof CredentialInfo>;

@@ -8,6 +8,7 @@ import { LazyError } from "../util/errors";
 import { create } from "../util/log";
 import type { BackendImpl, Stored } from "./backend";
 import { choose } from "./choose";
+import { Expiries, fromClaudeJson } from "./expiry";
 import {
   type Backend,
   type CredentialInfo,
@@ -64,8 +65,11 @@ export class CredentialStore {
   private pollWarning: string | undefined;
   private badValues = new Set<string>();
   private listeners: (() => void)[] = [];
+  /** OAuth tokens' expiry, where lazy was told it (Claude Code's OAuth JSON). */
+  private readonly expiries: Expiries;
 
-  private constructor(impl: BackendImpl, note: string, env: Record<string, string | undefined>, pollMs: number) {
+  private constructor(impl: BackendImpl, note: string, env: Record<string, string | undefined>, pollMs: number, home: string) {
+    this.expiries = new Expiries(home);
     this.impl = impl;
     this.backend = impl.kind;
     this.backendNote = note;
@@ -79,7 +83,7 @@ export class CredentialStore {
       throw new LazyError("invalid_input", `credential service name "${service}" must be lowercase letters, digits, '.', '_' or '-'`);
     const env = opts.env ?? process.env;
     const chosen = await choose({ home: opts.home, env, backend: opts.backend ?? "auto", service });
-    const store = new CredentialStore(chosen.impl, chosen.note, env, opts.pollMs ?? DEFAULT_POLL_MS);
+    const store = new CredentialStore(chosen.impl, chosen.note, env, opts.pollMs ?? DEFAULT_POLL_MS, opts.home);
     await store.refresh();
     log.debug(chosen.note);
     return store;
@@ -122,8 +126,19 @@ export class CredentialStore {
     return out.sort((a, b) => a.name.localeCompare(b.name));
   }
 
-  async set(name: string, value: string): Promise<CredentialInfo> {
+  /**
+   * Store `value` as `name`. Claude Code's OAuth JSON (its .credentials.json, as it is) stores its
+   * access token, and its `expiresAt` is kept so lazy can warn before the token lapses.
+   */
+  async set(name: string, given: string): Promise<CredentialInfo> {
     checkName(name);
+    const oauth = fromClaudeJson(given);
+    if (oauth === null)
+      throw new LazyError(
+        "invalid_input",
+        `the value for credential "${name}" is JSON but not Claude Code's OAuth credentials (claudeAiOauth.accessToken); give the key or token itself, or that file whole; nothing was stored`,
+      );
+    const value = oauth ? oauth.token : given;
     if (!validValue(value)) {
       throw new LazyError(
         "invalid_input",
@@ -131,6 +146,7 @@ export class CredentialStore {
       );
     }
     const stored = await this.impl.set(name, value);
+    this.expiries.set(name, value, oauth?.expiresAt ?? null);
     const entry: Entry = { ...stored, kind: kindOf(value) };
     this.mutations++;
     this.entries.set(name, entry);
@@ -222,7 +238,25 @@ export class CredentialStore {
   }
 
   private info(name: string, e: Entry): CredentialInfo {
-    return { name, kind: e.kind, source: this.backend, setAt: e.setAt, last4: last4(e.value) };
+    const expires = this.expiries.of(name, e.value);
+    return {
+      name,
+      kind: e.kind,
+      source: this.backend,
+      setAt: e.setAt,
+      last4: last4(e.value),
+      ...(expires !== undefined ? { expiresAt: new Date(expires).toISOString() } : {}),
+    };
+  }
+
+  /** Stored credentials whose expiry lazy knows and that lapse before `until` (ms), soonest first. */
+  expiring(until: number): { name: string; kind: CredentialKind; expiresAt: number }[] {
+    const out: { name: string; kind: CredentialKind; expiresAt: number }[] = [];
+    for (const [name, e] of this.entries) {
+      const at = this.expiries.of(name, e.value);
+      if (at !== undefined && at <= until) out.push({ name, kind: e.kind, expiresAt: at });
+    }
+    return out.sort((a, b) => a.expiresAt - b.expiresAt);
   }
 
   private pollFailed(e: unknown): void {

@@ -52,6 +52,8 @@ export interface ApiDeps {
   config: () => Config;
   runner: TaskDeps["runner"] & GroupDeps["runner"];
   credentials: AuthDeps["credentials"];
+  /** OAuth tokens about to lapse (credentials/expiry-warnings.ts). */
+  expiry?: AuthDeps["expiry"] & WatchDeps["expiry"];
   proxy: AuthDeps["proxy"] & GrantDeps["proxy"] & StatsDeps["proxy"] & WatchDeps["proxy"] & BuildDeps["proxy"];
   /** MCP tokens (builder sessions'). */
   mcp: BuildDeps["mcp"];

@@ -19,7 +19,7 @@ import * as Mcp from "../mcp";
 import { McpTokens } from "../mcp";
 import * as Git from "../git";
 import { ModelProxy, Targets } from "../proxy";
-import { CredentialStore } from "../credentials";
+import { CredentialStore, ExpiryWarnings } from "../credentials";
 import { lazyHome } from "../util/paths";
 import { urlHost } from "../util/url";
 import { api, longLived } from "./api";
@@ -44,6 +44,7 @@ export class Daemon {
   sweeper: Timer | undefined;
   /** The egress proxy task containers reach the allowed hosts through (src/egress). */
   egress: Egress | undefined;
+  expiry: ExpiryWarnings | undefined;
 
   private constructor(
     private readonly root: string,
@@ -107,6 +108,7 @@ export class Daemon {
         },
       );
       const proxy = new ModelProxy(paths.dir, db, credentials, () => watch.state.config);
+      proxy.usePlugins({ home: lazyHome(), root });
       const bus = new Bus();
       const mcp = McpTokens.open(paths.dir);
       let runner: Runner | undefined;
@@ -137,8 +139,12 @@ export class Daemon {
         log: Log.create("notify"),
       });
       notifier.start();
+      // OAuth tokens about to lapse: said ahead of the provider's 401 (credentials/expiry-warnings.ts).
+      const expiry = new ExpiryWarnings({ credentials, notify: (e, m) => notifier.notice(e, m), log: Log.create("credentials") });
+      expiry.start();
       daemon = new Daemon(root, paths, db, watch, proxy, credentials, runner, bus, notifier, mcp, lock, log, loaded.present);
       daemon.egress = egress;
+      daemon.expiry = expiry;
       // lazy's MCP tools, on the proxy's listeners (where task containers reach it).
       const mcpDeps: Mcp.McpDeps = {
         db,
@@ -204,6 +210,7 @@ export class Daemon {
         config: () => this.configWatch.state.config,
         runner: this.runner,
         credentials: this.credentials,
+        expiry: this.expiry,
         proxy: this.proxy,
         mcp: this.mcp,
         log: Log.create("api"),
@@ -308,6 +315,7 @@ export class Daemon {
       Bun.sleep(5000),
     ]);
     this.notifier.stop();
+    this.expiry?.stop();
     this.apiServer?.stop(true);
     this.egress?.stop();
     await this.proxy.stop();

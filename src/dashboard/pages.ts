@@ -31,6 +31,7 @@ const BODIES: Record<PageName, string> = {
   home: `<h1>Home</h1>
 <p id="error" class="error" role="alert" hidden></p>
 <section aria-labelledby="h-inbox"><h2 id="h-inbox">Waiting for you</h2><div id="inbox" class="muted">Loading…</div></section>
+<div id="expiry" class="expiry" role="status" hidden></div>
 <section aria-labelledby="h-counts"><h2 id="h-counts">Tasks by status</h2>
 <ul id="counts" class="counts">
 ${STATUSES.map((s) => `<li data-status="${s}"><a href="/tasks?status=${s}"><span class="n" data-count="${s}">–</span><span class="s">${s}</span></a></li>`).join("\n")}

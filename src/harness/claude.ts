@@ -49,6 +49,9 @@ export const claude: Harness = {
       env: {
         ...(l.mcp ? { [Mcp.MCP_TOKEN_VAR]: l.mcp.token } : {}),
         ANTHROPIC_BASE_URL: l.proxyUrl,
+        // A bearer slot (OpenRouter, hosted Ollama): the key goes in ANTHROPIC_AUTH_TOKEN and
+        // ANTHROPIC_API_KEY is set empty, as OpenRouter's guide says (WIRE.md §6.2).
+        ...(l.envVar === "ANTHROPIC_AUTH_TOKEN" ? { ANTHROPIC_API_KEY: "" } : {}),
         [l.envVar]: l.placeholder,
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
         DISABLE_AUTOUPDATER: "1",

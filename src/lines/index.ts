@@ -100,6 +100,8 @@ export function watchLine(item: WatchItem): string | null {
       return item.proxy ? `-- watching; ${item.proxy}: no net> lines until it is back` : null;
     case "dropped":
       return `-- ${item.count} line(s) dropped: this terminal fell behind`;
+    case "expiry":
+      return `-- ${item.expired ? "EXPIRED" : "expiring"}: ${item.message}`;
     case "event":
       return line(item).replace(/^(\S+) {2}/, (_, t: string) => `${t}  ${tag(item.task)}  `);
     case "net": {

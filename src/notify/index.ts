@@ -70,6 +70,23 @@ export class Notifier {
     }
   }
 
+  /**
+   * Something about lazy itself needs a human (an OAuth token about to lapse): the same channels
+   * as a task's moves, with `{event, message, at}` as the webhook's body. Never throws.
+   */
+  notice(event: string, message: string): void {
+    try {
+      const n = this.d.config().notify;
+      const url = n.webhook ?? (n.webhook_credential ? this.storedUrl(n.webhook_credential, event) : undefined);
+      if (url) this.webhook.send(url, JSON.stringify({ event, message, at: new Date().toISOString() }), event);
+      if (!n.desktop) return;
+      const tool = Desktop.desktopTool();
+      if (tool) Desktop.show(tool, `lazy: ${event.replace(/_/g, " ")}`, message, this.d.log);
+    } catch (e) {
+      this.d.log.error(`notify: the ${event} notification could not be made: ${(e as Error).message}`);
+    }
+  }
+
   /** The webhook URL a stored credential holds; never logged, only its name. */
   private storedUrl(name: string, what: string): string | undefined {
     const value = this.d.credential(name);

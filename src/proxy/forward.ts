@@ -7,11 +7,10 @@ import type { Server } from "bun";
 import type { CredentialStore } from "../credentials";
 import type { Logger } from "../util/log";
 import * as Surface from "./surface";
-import * as Placeholders from "./placeholders";
 import * as Readings from "./meters";
 import { UsageTap } from "./meters";
-import { liveKey, notLive, type Grants } from "./grants";
-import { isLoopback, offPin, pinOwner, pinnedTo, presented, presentedBearer } from "./caller";
+import type { Grants } from "./grants";
+import { callerRefusal, presented } from "./caller";
 import type { Targets, Target } from "./targets";
 import { auditRow, type Recorder, type Outcome, type RowHead } from "./audit";
 import type { Limits } from "./meters";
@@ -24,6 +23,7 @@ import { pathOf } from "../util/url";
 import { MAX_BODY, dropBody, readBody, type Pass } from "./listen";
 import { mayReroute, reroute, type Fallbacks } from "./fallback";
 import { OAUTH_BETA, joinUrl, withBeta } from "./address";
+import { applyPlugins, type Chain } from "./plugins";
 
 export interface Context {
   grants: Pick<Grants, "lookup">;
@@ -42,6 +42,8 @@ export interface Context {
   credentialProblems: Map<string, string>;
   /** [[proxy.fallback]], in order (fallback.ts); none when absent. */
   fallbacks?: () => Fallbacks;
+  /** The request plugins ([[proxy.plugins]]); null (or absent) when none is configured. */
+  plugins?: () => Chain | null;
 }
 
 // Hop-by-hop headers never cross a proxy; host is ours, not the upstream's (TRAPS.md).
@@ -76,13 +78,16 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     method: req.method,
     path: pathOnly(target),
   };
-  // Which hop the row is about (a reroute's, fallback.ts) and lazy's own time before it left.
-  // and from the answer's head back (`back`) to the agent.
+  // Which hop the row is about (a reroute's, fallback.ts) and lazy's own time before it left,
+  // and from the answer's head back (`back`) to the agent. What request plugins noted rides on
+  // every row this request makes.
   const leg = { hop: 0, lazyInMs: null as number | null, back: 0 };
+  let pluginNote: string | null = null;
   const record = (o: Outcome) => {
     o.hop ??= leg.hop;
     o.lazyInMs ??= leg.lazyInMs;
     o.lazyOutMs ??= leg.back ? performance.now() - leg.back : null;
+    if (pluginNote) o.note = o.note ? `${pluginNote}; ${o.note}` : pluginNote;
     ctx.audit.record(auditRow(base, performance.now() - started, o));
   };
   // A refusal before the body is read throws the body away as it arrives: closing a socket with
@@ -115,68 +120,10 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
       ctx.targets().primary().origin,
     );
 
-  if (token && !grant && Placeholders.isPlaceholder(token)) {
-    // A dead placeholder: lazy cannot vouch for who sent it, so the row carries no role or task.
-    const primary = ctx.targets().primary();
-    return refuse(
-      errorResponse(
-        "anthropic",
-        401,
-        "authentication_error",
-        "lazy's proxy does not know this placeholder: the task's grant is gone (the task ended, or was never started by this daemon). Start the task again: lazy start TASK.",
-      ),
-      "unknown or revoked placeholder",
-      primary.origin,
-    );
-  }
-
-  // A credential of the caller's own (a host session's login) goes on as is, unattributed, from
-  // this machine only: a container holds no credential but its placeholder, so whatever else it
-  // presents is refused here; and no placeholder rides upstream beside such a credential.
-  if (token && !grant) {
-    const from = (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, "");
-    // Two headers of one name arrive joined by ", ".
-    const placeholderBeside = [req.headers.get("x-api-key"), presentedBearer(req.headers)]
-      .flatMap((v) => (v ? v.split(",") : []))
-      .some((v) => Placeholders.isPlaceholder(v.trim()));
-    if (!isLoopback(from) || placeholderBeside)
-      return refuse(
-        errorResponse(
-          "anthropic",
-          401,
-          "authentication_error",
-          placeholderBeside
-            ? "lazy's proxy refused a request carrying a placeholder beside another credential: send the placeholder lazy gave the task, alone."
-            : `lazy's proxy refused a credential that is not lazy's placeholder, presented from ${from}: only a session on this machine may bring its own; a task's agent sends the placeholder lazy gave it.`,
-        ),
-        placeholderBeside ? "placeholder beside another credential" : `own credential from ${from}`,
-        ctx.targets().primary().origin,
-      );
-  }
-
-  // A placeholder pinned to its container works from that container's address only, and a
-  // task's only while one of its turns (or one of lazy's calls about it) runs.
-  if (grant) {
-    const key = liveKey(grant);
-    if (key && !ctx.live(key))
-      return refuse(
-        errorResponse("anthropic", 401, "authentication_error", `lazy's proxy refused this placeholder: ${notLive(grant)}`),
-        "no running turn",
-        ctx.targets().primary().origin,
-      );
-    const from = offPin(grant, req, server);
-    if (from)
-      return refuse(
-        errorResponse(
-          "anthropic",
-          401,
-          "authentication_error",
-          `lazy's proxy refused this placeholder: it belongs to ${pinOwner(grant)} and was presented from ${from}.`,
-        ),
-        Readings.NOTE.pinned(from, pinnedTo(grant)?.join(",") || "none"),
-        ctx.targets().primary().origin,
-      );
-  }
+  // Whose placeholder, from where, while which turn runs (caller.ts): one refusal per reason.
+  const denied = callerRefusal(req, server, token, grant, ctx.live);
+  if (denied)
+    return refuse(errorResponse("anthropic", 401, "authentication_error", denied.message), denied.note, ctx.targets().primary().origin);
 
   // 2. Where it goes: the grant's profile decides; traffic with no grant goes to the primary.
   const targets = ctx.targets();
@@ -281,7 +228,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
       }
     }
   }
-  const headers = headerLines(req.headers, grant !== undefined, set);
+  let headers = headerLines(req.headers, grant !== undefined, set);
 
   // 5. The body, whole and within the bound, whatever its framing (gate.ts); nothing has gone
   // upstream yet. Then send, once more on a fresh connection if the upstream resets before answering.
@@ -301,9 +248,32 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
       );
     return refuse(new Response(null, { status: 499 }), read.why, upstream.origin);
   }
-  const body = read.bytes;
+  let body = read.bytes;
+  let [sendPath, sendQuery, sendHeaders] = [verdict.path, verdict.query, req.headers];
+
+  // 6. Request plugins see it now, before the credential goes in; a rewrite meets the surface again.
+  const plugins = ctx.plugins?.();
+  if (plugins) {
+    const out = await applyPlugins(plugins, {
+      req,
+      kind,
+      wire,
+      path: sendPath,
+      query: sendQuery,
+      body,
+      dropped: DROPPED,
+      task: base.taskRef,
+      profile: base.profile,
+      upstream: upstream.origin,
+      asked: base.path,
+    });
+    pluginNote = out.note;
+    if (!out.ok) return refuse(out.response, out.why, upstream.origin);
+    [sendPath, sendQuery, body] = [out.path, out.query, out.body];
+    if (out.headers) [sendHeaders, headers] = [out.headers, headerLines(out.headers, true, set)];
+  }
   const departed = performance.now();
-  let sent = await send(ctx, joinUrl(upstream, verdict.path) + verdict.query, req, headers, body);
+  let sent = await send(ctx, joinUrl(upstream, sendPath) + sendQuery, req, headers, body);
   const bytesIn = body?.length ?? 0;
   leg.lazyInMs = departed - started;
 
@@ -311,9 +281,10 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   // (fallback.ts: each hop its own row, credential and model). Only lazy's credentials reroute.
   const chain = grant && mayReroute(sent) ? (ctx.fallbacks?.().behind(upstream, targets.primary()) ?? []) : [];
   if (chain.length) {
-    const lines = (set: Record<string, string>) => headerLines(req.headers, true, set);
+    const lines = (set: Record<string, string>) => headerLines(sendHeaders, true, set);
     const first = { sent, target: upstream, credential: base.credential, credentialKind, hop: 0, since: started, departed };
-    const r = await reroute({ ctx, req, target, body, lines, base, record, started }, chain, first);
+    const hopTarget = plugins ? sendPath + sendQuery : target; // a plugin's rewrite goes on to each hop
+    const r = await reroute({ ctx, req, target: hopTarget, body, lines, base, record, started }, chain, first);
     if ("response" in r) return r.response;
     ({ sent, credentialKind, target: upstream } = r);
     [leg.hop, leg.lazyInMs] = [r.hop, r.departed - r.since];

@@ -40,6 +40,7 @@ import type { LimitView } from "./meters";
 import { threadCount, probe, listeners } from "./listen";
 import { MCP_PATH } from "./listen";
 import { UPSTREAM } from "./upstream";
+import * as Plugins from "./plugins";
 
 export { Targets, type Target } from "./targets";
 export { type Grant, notLive, liveKey } from "./grants";
@@ -49,6 +50,7 @@ export type { Row as AuditRow, Batch as AuditBatch } from "./audit";
 export { Recorder as AuditRecorder } from "./audit";
 export { refusalCause } from "./meters";
 export { MCP_PATH, MCP_NO_TOKEN } from "./listen";
+export * as Plugins from "./plugins";
 export type { Stats, McpAdmit, McpWho } from "./thread";
 
 /**
@@ -93,6 +95,8 @@ export class ModelProxy {
   private listening = new Map<string, number>();
   /** Where containers were told the proxy is, per gateway (kept across restarts: listenFor). */
   private gatewayPorts: string;
+  /** The lazy home and project root that decide which plugin files may load; none until usePlugins. */
+  private pluginPlaces: { home: string; root: string } | undefined;
 
   constructor(
     stateDir: string,
@@ -130,7 +134,20 @@ export class ModelProxy {
       apiRoots: this.apiRoots,
       dbPath: this.db.filename,
       log: Log.settings(),
+      plugins: this.pluginSpecs(this.config()),
     };
+  }
+
+  /** Load `[[proxy.plugins]]` from under `home` (never from `root`), now and at each reconfigure. */
+  usePlugins(places: { home: string; root: string }): void {
+    this.pluginPlaces = places;
+    const specs = this.pluginSpecs(this.config());
+    for (const s of specs) if ("refused" in s) this.log.error(`request plugin ${s.name} is not loaded: ${s.refused}`);
+    this.post({ type: "plugins", plugins: specs });
+  }
+
+  private pluginSpecs(config: Config): Plugins.Spec[] {
+    return this.pluginPlaces ? Plugins.resolve(config.proxy.plugins, this.pluginPlaces.home, this.pluginPlaces.root) : [];
   }
 
   /** A proxy thread asks for Cursor session placeholders. */
@@ -330,6 +347,7 @@ export class ModelProxy {
   reconfigure(config: Config): void {
     this.targets = Targets.build(config);
     this.post({ type: "config", config });
+    if (this.pluginPlaces) this.usePlugins(this.pluginPlaces);
   }
 
   /**

@@ -77,6 +77,27 @@ function providerName(url: string, profile?: string): string {
   return profile ? `endpoint of profile ${profile}` : host;
 }
 
+/** The hosted providers a profile reaches by its endpoint, whose origin `[proxy.upstreams]` can replace (keyed by provider). */
+const HOSTED = [
+  ["ollama", "ollama.com"],
+  ["openrouter", "openrouter.ai"],
+] as const;
+
+/**
+ * Where an endpoint's requests really go: a hosted provider's origin replaced by its
+ * `[proxy.upstreams]` override (a gateway, or a test server), the path kept. Which credential it
+ * bills is still read from the endpoint as written, so an override on loopback does not turn
+ * hosted Ollama into a local one that needs none.
+ */
+function routed(url: string, up: Config["proxy"]["upstreams"]): string {
+  const u = new URL(url);
+  for (const [name, domain] of HOSTED) {
+    const to = up[name];
+    if (to && hostIs(u.hostname, domain)) return trimSlash(originOf(to) + u.pathname);
+  }
+  return trimSlash(url);
+}
+
 type Entry = { credential: string | null; by: string; explicit: boolean };
 
 export class Targets {
@@ -121,12 +142,12 @@ export class Targets {
     for (const p of resolved)
       if (p.endpoint) {
         const c = named(p.credential);
-        if (c !== undefined) enter(p.endpoint, c, `profile ${p.name}`, true);
+        if (c !== undefined) enter(routed(p.endpoint, up), c, `profile ${p.name}`, true);
       }
     config.proxy.fallback.forEach((f, i) => {
       const c = named(f.credential);
       enter(
-        f.endpoint,
+        routed(f.endpoint, up),
         c === undefined ? (inferCredential(f.endpoint) ?? null) : c,
         `fallback ${f.name} (proxy.fallback[${i}])`,
         c !== undefined,
@@ -146,14 +167,17 @@ export class Targets {
         profiles.set(p.name, { ...fallbackTarget, base, credential: c === undefined ? fallbackTarget.credential : c });
         continue;
       }
-      const base = trimSlash(p.endpoint);
+      const declared = trimSlash(p.endpoint);
+      const base = routed(declared, up);
       const origin = originOf(base);
       const explicit = named(p.credential);
+      // A hosted provider's override is still that provider: its credential comes from the endpoint as written.
+      const hosted = base !== declared;
       const credential =
-        explicit !== undefined ? explicit : map.has(origin) ? map.get(origin)!.credential : (inferCredential(base) ?? null);
+        explicit !== undefined ? explicit : map.has(origin) && !hosted ? map.get(origin)!.credential : (inferCredential(declared) ?? null);
       const isAnthropicHost = hostIs(new URL(base).hostname, "anthropic.com");
       profiles.set(p.name, {
-        provider: providerName(base, p.name),
+        provider: providerName(declared, p.name),
         origin,
         base,
         kind: p.wire === "openai" ? "openai" : isAnthropicHost ? "anthropic-primary" : "anthropic-profile",
@@ -161,7 +185,7 @@ export class Targets {
         credential,
         style: isAnthropicHost ? "anthropic" : "bearer",
       });
-      if (inferCredential(base) === undefined && explicit === undefined && !map.has(origin))
+      if (inferCredential(declared) === undefined && explicit === undefined && !map.has(origin))
         profiles.get(p.name)!.unmapped = `set credential = "NAME" (or "none") under [profiles.${p.name}] in lazy.toml`;
     }
     return new Targets(anthropic, cursor, profiles);

@@ -11,6 +11,7 @@ import type { Database } from "bun:sqlite";
 import type { Bus } from "../bus";
 import { Tasks, type TaskEvent } from "../store";
 import { refusalCause, type AuditRow } from "../proxy";
+import type { ExpiryNotice, ExpiryWarnings } from "../credentials";
 
 export interface TaskTag {
   id: string;
@@ -39,7 +40,9 @@ export type WatchItem =
       hop: number;
       upstream: string;
     }
-  | { type: "dropped"; at: string; count: number };
+  | { type: "dropped"; at: string; count: number }
+  /** An OAuth token that lapses within a day, or has lapsed (credentials/expiry-warnings.ts). */
+  | { type: "expiry"; at: string; credential: string; expiresAt: string; expired: boolean; message: string };
 
 export interface WatchSource {
   db: Database;
@@ -50,7 +53,11 @@ export interface WatchSource {
     onRows(l: (rows: AuditRow[]) => void): () => void;
   } | null;
   proxyProblem: () => string | null;
+  /** OAuth tokens about to lapse: those known when the feed starts, then each new one. */
+  expiry?: Pick<ExpiryWarnings, "notices" | "on"> | undefined;
 }
+
+const expiryItem = (n: ExpiryNotice): WatchItem => ({ type: "expiry", at: new Date().toISOString(), ...n });
 
 const BACKLOG_ROWS = 5_000;
 
@@ -128,6 +135,7 @@ export async function follow(
     scheduled = true;
     queueMicrotask(drain);
   });
+  const offExpiry = src.expiry?.on((n) => out(expiryItem(n)));
   const offRows = src.audit?.onRows((rows) => {
     for (const r of rows) if (wanted(r.taskId)) out(netItem(r, codeOf));
   });
@@ -142,6 +150,8 @@ export async function follow(
     backlog.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
     for (const item of backlog) emit(item);
   }
+  // What lapses soon comes before the backlog's end, so it is seen first thing.
+  for (const n of src.expiry?.notices() ?? []) emit(expiryItem(n));
   const pending = held;
   held = null;
   for (const item of pending) emit(item);
@@ -149,6 +159,7 @@ export async function follow(
   return () => {
     unsubscribe();
     offRows?.();
+    offExpiry?.();
   };
 }
 
@@ -157,10 +168,12 @@ export function sourceOf(d: {
   db: Database;
   bus: Pick<Bus, "subscribe">;
   proxy: { state: string; error?: string; audit: NonNullable<WatchSource["audit"]> };
+  expiry?: WatchSource["expiry"];
 }): WatchSource {
   return {
     db: d.db,
     bus: d.bus,
+    expiry: d.expiry,
     audit: d.proxy.state === "ready" ? d.proxy.audit : null,
     proxyProblem: () =>
       d.proxy.state === "ready"

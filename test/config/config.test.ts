@@ -88,7 +88,7 @@ describe("lazy.toml", () => {
     if (r.ok) return;
     expect(r.problems.map(formatProblem)).toEqual([
       'lazy.toml:2:27 proxy.upstreams.anthropic — expected an http(s) URL for upstreams.anthropic, like "https://api.example.com"',
-      "lazy.toml:2:32 proxy.upstreams.bogus — unknown key (expected one of: anthropic, openai, cursor)",
+      "lazy.toml:2:32 proxy.upstreams.bogus — unknown key (expected one of: anthropic, openai, cursor, ollama, openrouter)",
     ]);
   });
 

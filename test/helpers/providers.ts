@@ -68,6 +68,8 @@ export interface MockProvider {
   extraHeaders: Record<string, string>;
   reply: Reply;
   usage: Usage;
+  /** A path prefix the provider serves its API under (OpenRouter's `/api`); `received` keeps the full path. */
+  prefix: string;
   /** Clears received, behavior back to ok, connection numbering restarts. reply/usage/headers stay. */
   reset(): void;
   /** Resolves with `received` once it holds at least `count` requests; rejects after `timeoutMs`. */
@@ -101,6 +103,14 @@ export async function openai(): Promise<MockProvider> {
   return new OpenAIMock().start();
 }
 
+/**
+ * An Ollama server (WIRE.md §6.1): Anthropic's /v1/messages, OpenAI's /v1/chat/completions and
+ * its own /api/* (admin and native routes answered, so a test can prove one never arrived).
+ */
+export async function ollama(): Promise<MockProvider> {
+  return new OllamaMock().start();
+}
+
 export async function cursor(): Promise<CursorMockProvider> {
   return new CursorMock().start();
 }
@@ -128,6 +138,8 @@ abstract class Mock implements MockProvider {
   extraHeaders: Record<string, string> = {};
   reply: Reply = { text: DEFAULT_REPLY_TEXT };
   usage: Usage = { ...DEFAULT_USAGE };
+  /** A path prefix the provider serves its API under (OpenRouter's `/api`); `received` keeps the full path. */
+  prefix = "";
 
   #behavior: Behavior = { kind: "ok" };
   #resetFirstArmed = false;
@@ -263,7 +275,8 @@ abstract class Mock implements MockProvider {
       const type = typeof body === "string" && !looksJson(body) ? "text/plain" : "application/json";
       return this.#write(r, res, b, { status: b.status, headers: { "content-type": type, ...b.headers }, chunks: [text] });
     }
-    return this.#write(r, res, b, this.route(r));
+    const routed = this.prefix && r.path.startsWith(`${this.prefix}/`) ? { ...r, path: r.path.slice(this.prefix.length) } : r;
+    return this.#write(r, res, b, this.route(routed));
   }
 
   async #write(r: Received, res: ServerResponse, b: Behavior, a: Answer): Promise<void> {
@@ -491,6 +504,29 @@ const OPENAI_ERRORS: Record<number, { type: string; code: string | null; message
   500: { type: "server_error", code: null, message: "The server had an error while processing your request." },
   503: { type: "server_error", code: null, message: "The engine is currently overloaded, please try again later." },
 };
+
+class OllamaMock extends AnthropicMock {
+  protected override route(r: Received): Answer {
+    const { method, path } = r;
+    if (method === "POST" && path === "/v1/chat/completions") {
+      const body = parseBody(r);
+      const model = typeof body?.model === "string" ? body.model : "llama3";
+      const u = this.usage;
+      return json(200, {
+        id: `chatcmpl-${rid(12)}`,
+        object: "chat.completion",
+        created: now(),
+        model,
+        choices: [{ index: 0, message: { role: "assistant", content: this.reply.text }, finish_reason: "stop" }],
+        usage: { prompt_tokens: u.input, completion_tokens: u.output, total_tokens: u.input + u.output },
+      });
+    }
+    if ((method === "GET" || method === "HEAD") && path === "/") return json(200, "Ollama is running");
+    if (path === "/api/version") return json(200, { version: "0.14.0" });
+    if (path.startsWith("/api/") && path !== "/api/hello") return json(200, { status: "success" });
+    return super.route(r);
+  }
+}
 
 class OpenAIMock extends Mock {
   protected errorBody(status: number, message: string): unknown {

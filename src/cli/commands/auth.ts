@@ -2,7 +2,7 @@ import { command, print, printJson, table } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import { LazyError } from "../../util/errors";
-import { STANDARD, setWarnings, type CredentialInfo } from "../../credentials";
+import { STANDARD, fromClaudeJson, setWarnings, type CredentialInfo } from "../../credentials";
 import { suggest } from "../help";
 import { say } from "../voice";
 import { err } from "../out";
@@ -69,12 +69,17 @@ const set = command({
     if (!value) throw new LazyError("invalid_input", `No value given for ${args.name}; nothing was stored.`);
     const c = await Client.connect(findProjectRoot());
     const info = await c.request<CredentialInfo>("PUT", `/api/auth/${encodeURIComponent(args.name)}`, { value });
-    for (const w of setWarnings(args.name, value)) {
+    // Claude Code's OAuth JSON: the daemon stores its access token (and its expiry).
+    const token = fromClaudeJson(value)?.token ?? value;
+    for (const w of setWarnings(args.name, token)) {
       const close = w.startsWith('"') ? suggest(args.name, Object.keys(STANDARD)) : [];
       say.warn(close.length ? `${w} Did you mean lazy auth set ${close[0]}?` : w);
     }
     if (args.json) printJson(info);
-    else say.success(`Stored ${info.name} (${info.kind}, …${info.last4}) in the ${info.source} store.`);
+    else
+      say.success(
+        `Stored ${info.name} (${info.kind}, …${info.last4}) in the ${info.source} store.${info.expiresAt ? ` It expires at ${info.expiresAt}; lazy warns a day before.` : ""}`,
+      );
   },
 });
 
@@ -83,26 +88,31 @@ const list = command({
   args: json,
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
-    const r = await c.request<{ backend: string; note: string; credentials: CredentialInfo[]; problems: Record<string, string> }>(
-      "GET",
-      "/api/auth",
-    );
+    const r = await c.request<{
+      backend: string;
+      note: string;
+      credentials: CredentialInfo[];
+      problems: Record<string, string>;
+      expiry?: { credential: string; message: string }[];
+    }>("GET", "/api/auth");
     if (args.json) return printJson(r);
     print(`Backend: ${r.backend} — ${r.note}`);
     if (!r.credentials.length) return print("No credentials yet: lazy auth set anthropic.");
     print(
       table([
-        ["NAME", "KIND", "SOURCE", "SET", "LAST 4"],
+        ["NAME", "KIND", "SOURCE", "SET", "LAST 4", "EXPIRES"],
         ...r.credentials.map((i) => [
           i.name,
           i.kind,
           i.source === "env" ? `env ${i.envVar}` : i.source,
           i.setAt ?? "-",
           i.last4 ? `…${i.last4}` : "-",
+          i.expiresAt ?? "-",
         ]),
       ]),
     );
     for (const [name, p] of Object.entries(r.problems)) print(`! ${name}: ${p}`);
+    for (const e of r.expiry ?? []) if (!r.problems[e.credential]) print(`! ${e.credential}: ${e.message}`);
   },
 });
 

@@ -9,6 +9,8 @@ import { desktopTool } from "../../notify";
 import { LazyError } from "../../util/errors";
 import type { Status } from "../../daemon";
 import { defaultCredentialFinding, engineFinding, type AuthAnswer } from "./doctor-truths";
+import { Plugins } from "../../proxy";
+import { lazyHome } from "../../util/paths";
 
 export interface Finding {
   check: string;
@@ -91,16 +93,29 @@ async function findings(root: string): Promise<Finding[]> {
   if (status) {
     try {
       const c = await Client.connect(root);
-      const auth = await c.request<{ backend: string; note: string; problems: Record<string, string> } & AuthAnswer>("GET", "/api/auth");
+      const auth = await c.request<
+        {
+          backend: string;
+          note: string;
+          problems: Record<string, string>;
+          expiry?: { credential: string; expired: boolean; message: string }[];
+        } & AuthAnswer
+      >("GET", "/api/auth");
       out.push({ check: "secrets", ok: true, blocking: false, summary: `credential store: ${auth.backend} — ${auth.note}` });
       const cred = defaultCredentialFinding(auth);
       if (cred) out.push(cred);
       for (const [name, problem] of Object.entries(auth.problems))
         out.push({ check: "secrets", ok: false, blocking: true, summary: problem, remedy: `lazy auth set ${name}` });
+      // An OAuth token that lapses within a day warns; one that has lapsed blocks (its requests fail).
+      for (const e of auth.expiry ?? [])
+        if (!auth.problems[e.credential])
+          out.push({ check: "secrets", ok: false, blocking: e.expired, summary: e.message, remedy: `lazy auth set ${e.credential}` });
     } catch (e) {
       out.push({ check: "secrets", ok: false, blocking: false, summary: `cannot read the credential store: ${(e as Error).message}` });
     }
   }
+
+  if (loaded.ok) out.push(...(await pluginFindings(loaded.config.proxy.plugins, root)));
 
   if (loaded.ok && loaded.config.notify.desktop) {
     const tool = desktopTool();
@@ -151,6 +166,25 @@ async function findings(root: string): Promise<Finding[]> {
     });
   if (!ping.ok && engines) out.push(engines);
   return out;
+}
+
+/**
+ * Each request plugin, loaded or refused and why, by the daemon's own rules (proxy/plugins): a
+ * refused one fails every model request until it is fixed, so it blocks.
+ */
+async function pluginFindings(plugins: Parameters<typeof Plugins.resolve>[0], root: string): Promise<Finding[]> {
+  const loaded = Plugins.problems(await Plugins.load(Plugins.resolve(plugins, lazyHome(), root)));
+  return loaded.map((p) =>
+    p.refused
+      ? {
+          check: "plugins",
+          ok: false,
+          blocking: true,
+          summary: `request plugin ${p.name} is refused: ${p.refused}`,
+          remedy: `every model request fails until it loads: install it under ${Plugins.folder(lazyHome())} and name that path in [[proxy.plugins]], or remove the entry`,
+        }
+      : { check: "plugins", ok: true, blocking: false, summary: `request plugin ${p.name} is loaded` },
+  );
 }
 
 /** Whether this project's lazy.toml is trusted (config/trust.ts): path, hash, when; or what is not. */

@@ -3,7 +3,7 @@ import { Elysia } from "elysia";
 import { z } from "zod";
 import { LazyError } from "../../util/errors";
 import type { Logger } from "../../util/log";
-import type { CredentialStore } from "../../credentials";
+import type { CredentialStore, ExpiryWarnings } from "../../credentials";
 import type { ModelProxy } from "../../proxy";
 import { defaultProfile, type Config } from "../../config";
 import { parseBody } from "./input";
@@ -14,6 +14,7 @@ export interface AuthDeps {
   credentials: Pick<CredentialStore, "backend" | "backendNote" | "list" | "set" | "remove">;
   proxy: Pick<ModelProxy, "stats" | "clearProblem" | "sync" | "credentialFor">;
   config: () => Config;
+  expiry?: Pick<ExpiryWarnings, "notices">;
   log: Logger;
 }
 
@@ -28,6 +29,7 @@ export function authRoutes(d: AuthDeps) {
         problems: (await d.proxy.stats()).problems,
         // What a task that names no profile bills (lazy doctor says when it is not stored).
         defaultProfile: { name: profile, credential: d.proxy.credentialFor(profile) },
+        expiry: d.expiry?.notices() ?? [],
       };
     })
     .put("/api/auth/:name", async ({ params, body }) => {

@@ -16,6 +16,7 @@ export interface WatchDeps {
   db: Database;
   bus: Pick<Bus, "subscribe">;
   proxy: Pick<ModelProxy, "state" | "error"> & { audit: WatchSource["audit"] & {} };
+  expiry?: WatchSource["expiry"];
 }
 
 /** Lines a reader may fall behind before lines are dropped (and counted). */

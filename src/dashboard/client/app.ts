@@ -9,6 +9,7 @@ import { task } from "./task";
 import { watch } from "./watch";
 import { usage } from "./usage";
 import { group } from "./compare";
+import { expiryBanner } from "./expiry-banner";
 
 const PAGES: Record<string, () => Promise<void>> = { home, tasks, task, watch, usage, group };
 
@@ -34,7 +35,9 @@ async function main(): Promise<void> {
     }
     return;
   }
-  await PAGES[document.body.dataset.page ?? "home"]?.();
+  const page = document.body.dataset.page ?? "home";
+  if (page === "home") void expiryBanner();
+  await PAGES[page]?.();
 }
 
 void main();

@@ -28,6 +28,7 @@ import { MCP_NO_TOKEN, MCP_PATH, under } from "../listen";
 import { Recorder, auditRow, buffers } from "../audit";
 import { handle, type Context } from "../forward";
 import { Gate, Pass, tooMany, dropBody, readAtMost } from "../listen";
+import { Chain, type Spec as PluginSpec } from "../plugins";
 import { handleCursor, PREFIX as CURSOR_PREFIX, type Sessions } from "../cursor";
 import type { Ask, Call, FromThread, Init, Listening, McpAdmit, McpAnswer, McpWho, Stats, ToThread } from "./messages";
 
@@ -205,6 +206,11 @@ let grants = new Map<string, Grant>();
 let stopped = new Map<string, string>();
 let live = new Set<string>();
 let apiRoots: string[] = [];
+/** Loaded here, in each thread (a function cannot be posted); null when none is configured. */
+let plugins: Chain | null = null;
+const usePlugins = (specs: PluginSpec[]) => {
+  plugins = specs.length ? new Chain(specs) : null;
+};
 
 function init(m: Init): void {
   Log.configure(m.log);
@@ -216,6 +222,7 @@ function init(m: Init): void {
   stopped = new Map(Object.entries(m.stopped));
   live = new Set(m.live);
   apiRoots = m.apiRoots;
+  usePlugins(m.plugins);
   db = new Database(m.dbPath);
   db.exec("PRAGMA busy_timeout = 5000");
   limits = new Limits(db);
@@ -232,6 +239,7 @@ function init(m: Init): void {
     firstByteTimeoutMs: () => config.proxy.first_byte_timeout_s * 1000,
     credentialProblems: new Map(),
     fallbacks: () => fallbacks,
+    plugins: () => plugins,
   };
 }
 
@@ -281,6 +289,8 @@ self.onmessage = (e: MessageEvent<ToThread>) => {
       targets = Targets.build(m.config);
       fallbacks = Fallbacks.build(m.config);
       return;
+    case "plugins":
+      return usePlugins(m.plugins);
     case "credentials":
       credentials = new Map(Object.entries(m.credentials));
       return;

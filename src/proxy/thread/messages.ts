@@ -10,6 +10,7 @@ import type { Batch } from "../audit";
 import type { Grant } from "../grants";
 import type { ProviderHealth } from "../meters";
 import type { LimitView } from "../meters";
+import type { Spec as PluginSpec } from "../plugins";
 
 export type Init = {
   config: Config;
@@ -23,11 +24,14 @@ export type Init = {
   live: string[];
   dbPath: string;
   log: Log.Settings;
+  /** The request plugins to load, each a file or why it is refused (plugins/place.ts). */
+  plugins: PluginSpec[];
 };
 
 export type ToThread =
   | { type: "init"; init: Init }
   | { type: "config"; config: Config }
+  | { type: "plugins"; plugins: PluginSpec[] }
   | { type: "credentials"; credentials: Record<string, Resolved> }
   | { type: "grants"; grants: Grant[] }
   | { type: "stopped"; stopped: Record<string, string> }
