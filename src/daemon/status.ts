@@ -27,6 +27,8 @@ export interface Status {
     brokenSince?: string;
     untrusted?: boolean;
   };
+  /** Crashes the keeper answered in the last minute (keeper.ts); absent when none. */
+  crashes?: { count: number; lastExit: string; lastAt: string };
   /** What a restart would cut (the CLI restarts an older daemon only when both are 0). */
   busy?: Busy;
 }

@@ -1,0 +1,156 @@
+/**
+ * The keeper: a small parent process (`lazy daemon run`) that runs the daemon as its child
+ * (`LAZY_KEPT=1`) and starts it again when it dies without being told to stop (kill -9, the OOM
+ * killer, an uncaught error), so running agents get their proxy back within about a second with
+ * no human action. It holds no state and serves nothing: the new daemon finds its tasks, grants
+ * and ports in the state folder as the old one left them.
+ *
+ * A crash loop backs off (0, 0.25, 1, 2 s) and gives up at the fifth crash within 60 s; why is
+ * kept in crashes.json, which `lazy daemon status` and `lazy doctor` read. A daemon that refused
+ * to start (a broken lazy.toml: startup-error.json) is not retried: a restart would refuse again.
+ * One keeper a project (keeper.lock, a kernel flock): racing commands each spawn one, the losers
+ * exit at once. `lazy daemon stop` signals the keeper first, so its stop is never a crash.
+ */
+import { existsSync, rmSync } from "node:fs";
+import { writeFileAtomic, readOwn } from "../util/files";
+import * as Log from "../util/log";
+import * as State from "./state";
+import { isAlive } from "../util/process";
+
+/** The fifth crash within this window is the last one the keeper answers. */
+export const WINDOW_MS = 60_000;
+export const MAX_CRASHES = 5;
+/** Wait before the n-th respawn in the window (the first is at once: the 2 s promise). */
+const BACKOFF_MS = [0, 250, 1000, 2000];
+
+export interface KeeperRecord {
+  pid: number;
+  startedAt: string;
+}
+
+/** How the daemon ended: "signal SIGKILL" or "exit code 1". */
+export interface Crash {
+  at: string;
+  exit: string;
+}
+
+/** crashes.json: the crashes in the current window, and the keeper's last word when it gave up. */
+export interface Crashes {
+  recent: Crash[];
+  gaveUp?: { at: string; reason: string };
+}
+
+export function readKeeper(p: State.StatePaths): KeeperRecord | undefined {
+  const r = readOwn(p.keeper);
+  if (!r || !("text" in r)) return undefined;
+  try {
+    const k = JSON.parse(r.text) as KeeperRecord;
+    return Number.isInteger(k?.pid) && k.pid > 0 ? k : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The keeper that runs now, if any: its record, and its lock held (a pid in a record left by a
+ * keeper killed by force may since name another process, never to be signalled).
+ */
+export async function running(p: State.StatePaths): Promise<KeeperRecord | undefined> {
+  const k = readKeeper(p);
+  if (!k || !isAlive(k.pid)) return undefined;
+  const { tryLock } = await import("../util/flock");
+  const free = tryLock(p.keeperLock);
+  if (!free) return k;
+  free.release();
+  return undefined;
+}
+
+export function readCrashes(p: State.StatePaths): Crashes | undefined {
+  const r = readOwn(p.crashes);
+  if (!r || !("text" in r)) return undefined;
+  try {
+    const c = JSON.parse(r.text) as Crashes;
+    return Array.isArray(c?.recent) ? c : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** One line on why the daemon is not running, when the keeper gave up on it. */
+export function gaveUpLine(c: Crashes | undefined): string | undefined {
+  return c?.gaveUp ? `${c.gaveUp.reason} (at ${c.gaveUp.at}); see lazy daemon logs` : undefined;
+}
+
+/**
+ * Keep the daemon running until it stops cleanly or the keeper is told to stop. `daemon` is
+ * the command that runs the daemon itself. Resolves to the exit code for the keeper.
+ */
+export async function keep(root: string, daemon: string[]): Promise<number> {
+  const p = State.paths(root);
+  // bun:ffi is loaded only here: every CLI command reads this file's records.
+  const { tryLock } = await import("../util/flock");
+  const lock = tryLock(p.keeperLock);
+  if (!lock) return 0; // another keeper keeps this project's daemon
+  const log = Log.create("keeper");
+  writeFileAtomic(p.keeper, JSON.stringify({ pid: process.pid, startedAt: new Date().toISOString() } satisfies KeeperRecord));
+  // Started by a person or a command: the crashes before it are history, not a loop in progress.
+  rmSync(p.crashes, { force: true });
+  let stopping = false;
+  let child: ReturnType<typeof Bun.spawn> | undefined;
+  for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const)
+    process.on(sig, () => {
+      stopping = true;
+      child?.kill("SIGTERM");
+    });
+  const recent: Crash[] = [];
+  try {
+    for (;;) {
+      child = Bun.spawn(daemon, {
+        cwd: root,
+        stdio: ["ignore", "inherit", "inherit"],
+        env: { ...process.env, LAZY_KEPT: "1" },
+      });
+      const code = await child.exited;
+      const pid = child.pid;
+      if (stopping || code === 0) return 0;
+      const exit = child.signalCode ? `signal ${child.signalCode}` : `exit code ${code}`;
+      let record: State.DaemonRecord | undefined;
+      try {
+        record = State.readRecord(p);
+      } catch {}
+      // It never became ready: a refusal at start (a broken or untrusted lazy.toml) would only
+      // refuse again. Its reason is in startup-error.json for the CLI that is waiting on it.
+      if (record?.pid !== pid && existsSync(p.startupError)) {
+        log.error(`the daemon refused to start (${exit}); not restarting it`);
+        return typeof code === "number" && code > 0 ? code : 1;
+      }
+      // Its record stays: the next daemon listens on the ports it names (ports.ts).
+      // The project or its state went away (a test's temp folder, an uninstall): nothing to keep.
+      if (!existsSync(root) || !existsSync(p.dir)) return 0;
+      const now = Date.now();
+      recent.push({ at: new Date(now).toISOString(), exit });
+      while (recent.length && now - Date.parse(recent[0]!.at) > WINDOW_MS) recent.shift();
+      const crashes: Crashes = { recent: [...recent] };
+      if (recent.length >= MAX_CRASHES) {
+        const reason = `the daemon crashed ${recent.length} times in ${Math.round((now - Date.parse(recent[0]!.at)) / 1000)} s; last exit: ${exit}; lazy stopped restarting it`;
+        crashes.gaveUp = { at: new Date(now).toISOString(), reason };
+        writeFileAtomic(p.crashes, JSON.stringify(crashes, null, 2));
+        log.error(`${reason}. Any lazy command starts it again; see the lines above for why it died.`);
+        return 1;
+      }
+      writeFileAtomic(p.crashes, JSON.stringify(crashes, null, 2));
+      const wait = BACKOFF_MS[Math.min(recent.length - 1, BACKOFF_MS.length - 1)]!;
+      log.warn(
+        `the daemon (pid ${pid}) died (${exit}); starting it again${wait ? ` in ${wait} ms` : ""} (crash ${recent.length} of ${MAX_CRASHES} allowed in ${WINDOW_MS / 1000} s)`,
+      );
+      if (wait) await Bun.sleep(wait);
+      if (stopping) return 0;
+    }
+  } finally {
+    try {
+      const k = readKeeper(p);
+      if (k?.pid === process.pid) rmSync(p.keeper, { force: true });
+    } catch {}
+    lock.release();
+  }
+}
