@@ -110,10 +110,14 @@ function refuse(p: Plan, why: string, what: string): LazyError {
   );
 }
 
-/** Write the unit and start it (the daemon now runs under the manager). */
-export function install(p: Plan): void {
+/** Refuse, saying why, where no service manager answers (before anything is changed). */
+export function ready(p: Plan): void {
   const a = available(p);
   if (!a.ok) throw refuse(p, a.why, "install");
+}
+
+/** Write the unit and start it (the daemon now runs under the manager); ready() first. */
+export function install(p: Plan): void {
   mkdirSync(dirname(p.file), { recursive: true, mode: 0o755 });
   writeFileAtomic(p.file, p.text, 0o644);
   const steps =

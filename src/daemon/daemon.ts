@@ -168,6 +168,7 @@ export class Daemon {
       // A daemon that comes back after a crash listens where the one before did (its record is
       // still there): agents and the dashboard were given those ports (ports.ts).
       const before = Ports.before(paths);
+      await Keeper.handover();
       await proxy.start(Ports.prefer(before?.proxy, config.proxy.bind, config.proxy.port));
       daemon.listenApi(config, token, Ports.prefer(before?.api, config.server.bind, config.server.port));
       // Where running containers reach the proxy, before the record says the daemon is ready.

@@ -11,7 +11,8 @@
  * One keeper a project (keeper.lock, a kernel flock): racing commands each spawn one, the losers
  * exit at once. `lazy daemon stop` signals the keeper first, so its stop is never a crash.
  */
-import { existsSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { writeFileAtomic, readOwn } from "../util/files";
 import * as Log from "../util/log";
 import * as State from "./state";
@@ -103,13 +104,25 @@ export async function keep(root: string, daemon: string[]): Promise<number> {
       child?.kill("SIGTERM");
     });
   const recent: Crash[] = [];
+  let held: { stop(): void }[] = [];
+  const release = () => {
+    for (const h of held) h.stop();
+    held = [];
+  };
   try {
     for (;;) {
-      child = Bun.spawn(daemon, {
+      const c: ReturnType<typeof Bun.spawn> = Bun.spawn(daemon, {
         cwd: root,
         stdio: ["ignore", "inherit", "inherit"],
         env: { ...process.env, LAZY_KEPT: "1" },
+        // The new daemon asks for the ports the keeper holds for it just before it listens.
+        ipc(m) {
+          if ((m as { op?: string })?.op !== "release") return;
+          release();
+          c.send({ op: "released" });
+        },
       });
+      child = c;
       const code = await child.exited;
       const pid = child.pid;
       if (stopping || code === 0) return 0;
@@ -139,6 +152,10 @@ export async function keep(root: string, daemon: string[]): Promise<number> {
         return 1;
       }
       writeFileAtomic(p.crashes, JSON.stringify(crashes, null, 2));
+      // Until the next daemon listens, nobody else takes its ports (another project's daemon
+      // probing upward, a process posing as lazy's proxy): the keeper holds them, and closes
+      // every connection, so an agent's request fails fast and its retry finds the new daemon.
+      held = hold(p, log);
       const wait = BACKOFF_MS[Math.min(recent.length - 1, BACKOFF_MS.length - 1)]!;
       log.warn(
         `the daemon (pid ${pid}) died (${exit}); starting it again${wait ? ` in ${wait} ms` : ""} (crash ${recent.length} of ${MAX_CRASHES} allowed in ${WINDOW_MS / 1000} s)`,
@@ -147,10 +164,53 @@ export async function keep(root: string, daemon: string[]): Promise<number> {
       if (stopping) return 0;
     }
   } finally {
+    release();
     try {
       const k = readKeeper(p);
       if (k?.pid === process.pid) rmSync(p.keeper, { force: true });
     } catch {}
     lock.release();
   }
+}
+
+/** The dead daemon's ports (its record, and the gateway ports containers were given), bound by the keeper. */
+function hold(p: State.StatePaths, log: Log.Logger): { stop(): void }[] {
+  const want: { host: string; port: number }[] = [];
+  try {
+    const r = State.readRecord(p);
+    if (r) want.push(r.api, ...(r.proxy ? [r.proxy] : []));
+  } catch {}
+  try {
+    const g = JSON.parse(readFileSync(join(p.dir, "gateway-ports.json"), "utf8")) as Record<string, unknown>;
+    for (const [host, port] of Object.entries(g)) if (typeof port === "number") want.push({ host, port });
+  } catch {}
+  const out: { stop(): void }[] = [];
+  for (const a of want)
+    try {
+      const l = Bun.listen({ hostname: a.host, port: a.port, socket: { open: (s) => void s.end(), data() {} } });
+      out.push({ stop: () => l.stop(true) });
+    } catch (e) {
+      // Gone with its network, or someone took it in the instant after the crash: the new
+      // daemon finds out and says so (proxy/index.ts listenFor).
+      log.debug(`could not hold ${a.host}:${a.port} for the next daemon: ${(e as Error).message}`);
+    }
+  return out;
+}
+
+/**
+ * In the daemon (the keeper's child), just before it listens: the keeper lets go of the ports
+ * it held for it. No keeper (LAZY_KEEPER=0, a service manager): nothing to ask.
+ */
+export async function handover(): Promise<void> {
+  if (process.env.LAZY_KEPT !== "1" || !process.send) return;
+  const released = new Promise<void>((resolve) => {
+    const on = (m: unknown) => {
+      if ((m as { op?: string })?.op !== "released") return;
+      process.off("message", on);
+      resolve();
+    };
+    process.on("message", on);
+  });
+  process.send({ op: "release" });
+  await Promise.race([released, Bun.sleep(2000)]);
 }

@@ -165,8 +165,7 @@ const install = command({
       else print(plan.text.trimEnd());
       return;
     }
-    const a = Service.available(plan);
-    if (!a.ok) Service.install(plan); // throws: says why, changes nothing
+    Service.ready(plan); // no service manager: says why, changes nothing
     // The service's keeper takes over from one a command started: turns carry on meanwhile.
     await Client.stop(root, { containers: false });
     Service.install(plan);
