@@ -126,6 +126,11 @@ export async function keep(root: string, daemon: string[]): Promise<number> {
       const code = await child.exited;
       const pid = child.pid;
       if (stopping || code === 0) return 0;
+      // At once, before any file is read or written: until the next daemon listens, nobody else
+      // takes its ports (another project's daemon probing upward, a process posing as lazy's
+      // proxy). Each connection is closed, so an agent's request fails fast and its retry finds
+      // the new daemon. A process quicker still is refused by the new daemon (proxy listenFor).
+      held = hold(p, log);
       const exit = child.signalCode ? `signal ${child.signalCode}` : `exit code ${code}`;
       let record: State.DaemonRecord | undefined;
       try {
@@ -152,10 +157,6 @@ export async function keep(root: string, daemon: string[]): Promise<number> {
         return 1;
       }
       writeFileAtomic(p.crashes, JSON.stringify(crashes, null, 2));
-      // Until the next daemon listens, nobody else takes its ports (another project's daemon
-      // probing upward, a process posing as lazy's proxy): the keeper holds them, and closes
-      // every connection, so an agent's request fails fast and its retry finds the new daemon.
-      held = hold(p, log);
       const wait = BACKOFF_MS[Math.min(recent.length - 1, BACKOFF_MS.length - 1)]!;
       log.warn(
         `the daemon (pid ${pid}) died (${exit}); starting it again${wait ? ` in ${wait} ms` : ""} (crash ${recent.length} of ${MAX_CRASHES} allowed in ${WINDOW_MS / 1000} s)`,

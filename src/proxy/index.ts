@@ -474,10 +474,10 @@ export class ModelProxy {
     if (typeof before === "number") {
       const r = await this.listenExact(host, before);
       if (r.address) return r.address;
-      throw new LazyError(
-        "proxy_unavailable",
-        `Port ${before} on ${host}, where this project's containers reach lazy's proxy, is held by another process (${r.error}); lazy will not serve them elsewhere while something else may answer there in its name. Find it (ss -ltnp 'sport = :${before}'), stop it, then run lazy daemon restart.`,
-      );
+      const why = `port ${before} on ${host}, where this project's containers reach lazy's proxy, is held by another process (${r.error}); lazy will not serve them elsewhere while something else may answer there in its name. Find it (ss -ltnp 'sport = :${before}'), stop it, then run lazy daemon restart`;
+      // Status and doctor say so, and nothing launches onto that address meanwhile.
+      this.lost(why);
+      throw new LazyError("proxy_unavailable", `${why[0]!.toUpperCase()}${why.slice(1)}.`);
     }
     const r = await this.listen(host, this.address?.port ?? this.config().proxy.port);
     if (r.address && r.address.port !== before)
