@@ -641,6 +641,8 @@ export class Runner {
         gateway = net.gateway;
       } catch (e) {
         this.d.log.error(`the project's network: ${(e as Error).message}`);
+        // Setting its fence asks the proxy to listen there: the same refusal as below.
+        if ((e as LazyError).code === "proxy_unavailable") hijacked = (e as Error).message;
       }
       if (gateway && docker.kind !== "desktop")
         try {

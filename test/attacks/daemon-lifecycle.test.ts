@@ -77,11 +77,13 @@ describe("a hostile local process in the respawn gap", () => {
         "the new daemon",
       );
       if (api) expect(after.api.port).not.toBe(before.api.port);
-      const s = await settled(p, "gap-one", 120_000);
+      const s = await settled(p, "gap-one", 60_000).catch((e) => {
+        throw new Error(`${e.message}\n${p.log().split("\n").slice(-25).join("\n")}`);
+      });
       expect(s.task.status).toBe("failed");
       const error = JSON.stringify(s.events);
       expect(error).toContain(
-        `port ${gwPort} on ${gwHost}, where this project's containers reach lazy's proxy, is held by another process`,
+        `Port ${gwPort} on ${gwHost}, where this project's containers reach lazy's proxy, is held by another process`,
       );
       // Its container is stopped: nothing more of the agent runs against the impostor.
       const id = sh("/", `docker ps -aq --filter label=dev.lazy.root=${p.root}`).out.trim().split("\n")[0]!;
@@ -155,7 +157,7 @@ describe("a crash loop", () => {
 describe("the service file", () => {
   test("a project path that would add lines to the unit is refused; % and quotes stay literal", async () => {
     const base = realpathSync(mkdtempSync(join(tmpdir(), "lazy-unit-")));
-    const evil = join(base, "x\n[Service]\nExecStartPre=touch " + join(base, "pwned"));
+    const evil = join(base, "x\n[Service]\nExecStartPre=touch pwned");
     mkdirSync(evil);
     sh(evil, "git init -q");
     const home = mkdtempSync(join(tmpdir(), "lazy-unit-home-"));

@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type Project, cleanupAll, sh } from "../helpers/lazy";
-import { containerProject } from "../helpers/fixtures";
+import { containerProject, settled } from "../helpers/fixtures";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-MANYPROJECTS-" + "m".repeat(68) + "AA";
@@ -44,6 +44,7 @@ describe(`${COUNT} projects, one after another`, () => {
     const slugs = new Set<string>();
     const t0 = performance.now();
     const phases = { setup: 0, run: 0, stop: 0, cleanup: 0 };
+    let retried = 0;
     for (let i = 0; i < COUNT; i++) {
       let t = performance.now();
       const lap = (k: keyof typeof phases) => {
@@ -54,7 +55,17 @@ describe(`${COUNT} projects, one after another`, () => {
       lap("setup");
       const slug = slugOf(p);
       slugs.add(slug);
-      const r = await p.run(["run", `Say ok (${i})`]);
+      let r = await p.run(["run", `Say ok (${i})`]);
+      // Under load Claude Code can report lazy's MCP server still "pending" at its start, and the
+      // turn is stopped (turn-watch.ts): the launch itself (network, container, proxy) worked,
+      // which is what this test is about; one more turn of the same task says so.
+      if (r.code !== 0 && /MCP server did not connect in claude \(status: pending\)/.test(r.stderr)) {
+        retried++;
+        const id = (await p.json<any[]>(["task", "list"]))[0].id;
+        await p.ok(["send", id, "Say ok again"]);
+        const s = await settled(p, id);
+        r = { code: s.task.status === "done" ? 0 : 3, stdout: "", stderr: JSON.stringify(s.events.slice(-3)) };
+      }
       lap("run");
       expect(r.code, `project ${i}: ${r.stderr}`).toBe(0);
       const subnet = sh("/", `docker network inspect -f '{{range .IPAM.Config}}{{.Subnet}}{{end}}' lazy-${slug}`).out.trim();
@@ -70,7 +81,9 @@ describe(`${COUNT} projects, one after another`, () => {
       lap("cleanup");
     }
     const each = Object.entries(phases).map(([k, v]) => `${k} ${Math.round(v / COUNT)} ms`);
-    console.log(`${COUNT} projects in ${Math.round((performance.now() - t0) / 1000)} s; a project on average: ${each.join(", ")}`);
+    console.log(
+      `${COUNT} projects in ${Math.round((performance.now() - t0) / 1000)} s; a project on average: ${each.join(", ")}; turns run again after an MCP "pending": ${retried}`,
+    );
     expect(emptyLazyNetworks(slugs)).toEqual([]);
   }, 3_600_000);
 });
