@@ -203,7 +203,10 @@ function hold(p: State.StatePaths, log: Log.Logger): { stop(): void }[] {
  * it held for it. No keeper (LAZY_KEEPER=0, a service manager): nothing to ask.
  */
 export async function handover(): Promise<void> {
-  if (process.env.LAZY_KEPT !== "1" || !process.send) return;
+  if (process.env.LAZY_KEPT !== "1") return;
+  // Not for whatever lazy this daemon runs in turn: none of those is the keeper's child.
+  delete process.env.LAZY_KEPT;
+  if (!process.send) return;
   const released = new Promise<void>((resolve) => {
     const on = (m: unknown) => {
       if ((m as { op?: string })?.op !== "released") return;
