@@ -14,7 +14,7 @@ import { dirname, join } from "node:path";
 import { LazyError } from "../util/errors";
 import { ensurePrivateDir } from "../util/files";
 import { urlHost } from "../util/url";
-import { State, type Busy, type DaemonRecord, type Status } from "../daemon";
+import { State, Keeper, type Busy, type DaemonRecord, type Status } from "../daemon";
 import { STANDARD } from "../credentials";
 import { VERSION } from "../version";
 import { say } from "./voice";
@@ -146,7 +146,8 @@ function configNote(untrusted: boolean, file: string, c: Status["config"] | unde
   ].join("\n");
 }
 
-function selfCommand(): string[] {
+/** How to run this same lazy again (the daemon, the keeper's child, a service unit). */
+export function selfCommand(): string[] {
   // Linux names a binary replaced while it runs (an upgrade, a rebuild) "<path> (deleted)";
   // the daemon should start from what is at that path now.
   const exe = process.execPath.replace(/ \(deleted\)$/, "");
@@ -244,7 +245,7 @@ async function meetVersion(root: string, p: State.StatePaths, record: DaemonReco
   try {
     const now = State.readRecord(p);
     if (now && now.pid !== record.pid && now.version === VERSION && State.isAlive(now.pid)) return new Client(root, now, token, false);
-    if (now?.pid === record.pid) await stop(root);
+    if (now?.pid === record.pid) await stop(root, { containers: false });
     const fresh = await start(root);
     say.info(`The daemon is now lazy ${VERSION} (pid ${fresh.record.pid}); its tasks and state carried over.`);
     return fresh;
@@ -317,27 +318,50 @@ function readStartupError(p: State.StatePaths): LazyError | undefined {
   }
 }
 
-/** Stop the project's daemon (politely, then by force) and wait until it is gone. */
-export async function stop(root: string): Promise<{ pid: number } | undefined> {
+/**
+ * Stop the project's daemon (politely, then by force) and its keeper, and wait until both are
+ * gone. `containers`: the daemon also stops the project's task containers and removes its
+ * network (lazy daemon stop); false leaves turns running for the next daemon to pick up
+ * (lazy daemon restart, an upgrade), as a crash would.
+ */
+export async function stop(root: string, { containers = true } = {}): Promise<{ pid: number } | undefined> {
   const p = State.paths(root);
+  const keeper = await Keeper.running(p);
   const record = State.readRecord(p);
   if (!record || !State.isAlive(record.pid)) {
     if (record) State.clearRecord(p, record.pid);
+    // A keeper between two daemons (or giving up): told to stop, it starts none.
+    if (keeper) process.kill(keeper.pid, "SIGTERM");
+    if (keeper) await gone(keeper.pid);
     return undefined;
   }
+  // A daemon that stops by itself ends with 0, and its keeper with it.
   const c = await reachable(root, p);
-  if (c) await c.request("POST", "/api/daemon/stop").catch(() => {});
-  else process.kill(record.pid, "SIGTERM");
-  const deadline = Date.now() + 10_000;
+  if (c) await c.request("POST", "/api/daemon/stop", { containers: containers ? "stop" : "leave" }, 30_000).catch(() => {});
+  else {
+    // Told to stop first, the keeper takes the daemon's end for no crash (keeper.ts).
+    if (keeper) process.kill(keeper.pid, "SIGTERM");
+    process.kill(record.pid, "SIGTERM");
+  }
+  const deadline = Date.now() + (containers ? 30_000 : 10_000);
   while (State.isAlive(record.pid) && Date.now() < deadline) await Bun.sleep(20);
   if (State.isAlive(record.pid)) {
+    if (keeper && State.isAlive(keeper.pid)) process.kill(keeper.pid, "SIGTERM");
     process.kill(record.pid, "SIGKILL");
     const hard = Date.now() + 5_000;
     while (State.isAlive(record.pid) && Date.now() < hard) await Bun.sleep(20);
   }
   // A daemon killed by force leaves its record behind.
   rmSync(p.record, { force: true });
+  if (keeper) await gone(keeper.pid);
   return { pid: record.pid };
+}
+
+/** Wait (bounded) for a keeper told to stop to end, by force at last. */
+async function gone(pid: number): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (State.isAlive(pid) && Date.now() < deadline) await Bun.sleep(20);
+  if (State.isAlive(pid)) process.kill(pid, "SIGKILL");
 }
 
 /**

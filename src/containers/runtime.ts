@@ -13,6 +13,7 @@ import { hostConfig, type Limits } from "./limits";
 import * as Fence from "./fence";
 import * as Firewall from "./firewall";
 import type { NetworkOptions } from "./firewall";
+import * as Subnets from "./subnets";
 
 export type { NetworkOptions };
 
@@ -99,7 +100,7 @@ export class Runtime {
     const name = `lazy-${project}`;
     let net = (await this.docker.listNetworks({ filters: { name: [name] } })).find((n) => n.Name === name);
     if (!net) {
-      await this.docker.createNetwork({ Name: name, Driver: "bridge", Labels: { [LABEL_PROJECT]: project }, CheckDuplicate: true });
+      await this.createNetwork(name, project);
       net = (await this.docker.listNetworks({ filters: { name: [name] } })).find((n) => n.Name === name);
     }
     const detail = (await this.docker.getNetwork(net!.Id).inspect()) as {
@@ -115,6 +116,43 @@ export class Runtime {
       );
     const { guard, fence } = await this.guard(project, LinkLocal.bridgeOf(detail), gateway, opts);
     return { name, gateway, guard, fence };
+  }
+
+  /**
+   * A small subnet of lazy's own range, so Docker's default pools are never what runs out
+   * (subnets.ts); Docker's own pool only when that range is full, its refusal worded.
+   */
+  private async createNetwork(name: string, project: string): Promise<void> {
+    const create = (ipam?: { subnet: string; gateway: string }) =>
+      this.docker.createNetwork({
+        Name: name,
+        Driver: "bridge",
+        Labels: { [LABEL_PROJECT]: project },
+        CheckDuplicate: true,
+        ...(ipam ? { IPAM: { Driver: "default", Config: [{ Subnet: ipam.subnet, Gateway: ipam.gateway }] } } : {}),
+      });
+    const taken = ((await this.docker.listNetworks()) as { IPAM?: { Config?: { Subnet?: string }[] | null } }[]).flatMap((n) =>
+      (n.IPAM?.Config ?? []).flatMap((c) => (c.Subnet ? [c.Subnet] : [])),
+    );
+    // A few tries: another project's daemon may take the same block between the list and the create.
+    for (const ipam of Subnets.candidates(project, taken).slice(0, 8)) {
+      try {
+        await create(ipam);
+        return;
+      } catch (e) {
+        const m = (e as Error).message;
+        if (/already exists/i.test(m)) return; // a racing command of this project made it
+        if (!Subnets.OVERLAP.test(m)) throw e;
+      }
+    }
+    try {
+      await create();
+    } catch (e) {
+      const m = (e as Error).message;
+      if (/already exists/i.test(m)) return;
+      if (Subnets.NO_POOL.test(m)) throw Subnets.exhausted(name, m.replace(/^\(HTTP code \d+\)[^-]*- /, "").trim());
+      throw e;
+    }
   }
 
   /** The link-local guard and the fence (firewall.ts), by a script on the host or in the helper. */

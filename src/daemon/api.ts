@@ -65,7 +65,7 @@ export interface ApiDeps {
   /** Re-check lazy.toml now (a stat-and-compare when nothing changed): config-watch.ts. */
   freshConfig: () => void;
   busy: () => Busy;
-  stop: (reason: string) => Promise<void>;
+  stop: (reason: string, containers: boolean) => Promise<void>;
 }
 
 /**

@@ -32,6 +32,8 @@ import type { Busy, Status } from "./status";
 import { ConfigWatch } from "./config-watch";
 import * as State from "./state";
 import * as BuilderSessions from "./builder-sessions";
+import * as Ports from "./ports";
+import * as Keeper from "./keeper";
 
 export class Daemon {
   readonly version = VERSION;
@@ -169,8 +171,14 @@ export class Daemon {
         serve: (req, from) => Mcp.serve(mcpDeps, req, from),
       });
       log.info(`credentials: ${credentials.backend} (${credentials.backendNote})`);
-      await proxy.start();
-      daemon.listenApi(config, token);
+      // A daemon that comes back after a crash listens where the one before did (its record is
+      // still there): agents and the dashboard were given those ports (ports.ts).
+      const before = Ports.before(paths);
+      await Keeper.handover();
+      await proxy.start(Ports.prefer(before?.proxy, config.proxy.bind, config.proxy.port));
+      daemon.listenApi(config, token, Ports.prefer(before?.api, config.server.bind, config.server.port));
+      // Where running containers reach the proxy, before the record says the daemon is ready.
+      if (before) await proxy.relisten();
       watch.start();
       const proxyAddr = proxy.address;
       State.writeRecord(paths, {
@@ -200,7 +208,7 @@ export class Daemon {
     }
   }
 
-  private listenApi(config: Config, token: string): void {
+  private listenApi(config: Config, token: string, port: number): void {
     const app = api(
       {
         version: this.version,
@@ -219,7 +227,7 @@ export class Daemon {
         status: () => this.status(),
         freshConfig: () => this.configWatch.reload(),
         busy: () => this.busy(),
-        stop: (reason) => this.stop(reason),
+        stop: (reason, containers) => this.stop(reason, containers),
       },
       token,
     );
@@ -233,7 +241,7 @@ export class Daemon {
       ),
     ]);
     const pid = String(process.pid);
-    this.apiServer = listen(config.server.bind, config.server.port, {
+    this.apiServer = listen(config.server.bind, port, {
       idleTimeout: 30,
       fetch: (req, server) => {
         if (longLived(req.url)) server.timeout(req, 0);
@@ -280,6 +288,7 @@ export class Daemon {
       api: { url: this.apiUrl },
       metadata: this.runner.metadataGuard() ?? null,
       busy: this.busy(),
+      ...crashesOf(this.paths),
       fence: this.runner.fenceState() ?? null,
       docker: this.runner.engineEndpoint(),
       proxy: {
@@ -301,7 +310,8 @@ export class Daemon {
     };
   }
 
-  async stop(reason: string): Promise<void> {
+  /** `containers`: leave nothing of the project running (lazy daemon stop); a signal or a restart leaves turns running. */
+  async stop(reason: string, containers = false): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
     this.log.info(`stopping: ${reason}`);
@@ -314,6 +324,12 @@ export class Daemon {
       this.runner.calls.close().catch((e: unknown) => this.log.warn(`the warm call container: ${(e as Error).message}`)),
       Bun.sleep(5000),
     ]);
+    // After the call container: the network goes only once nothing runs on it.
+    if (containers)
+      await Promise.race([
+        this.runner.quiesce().catch((e: unknown) => this.log.warn(`stopping the project's containers: ${(e as Error).message}`)),
+        Bun.sleep(20_000),
+      ]);
     this.notifier.stop();
     this.expiry?.stop();
     this.apiServer?.stop(true);
@@ -338,4 +354,12 @@ export async function serve(root: string): Promise<void> {
     process.exit(0);
   }
   for (const sig of ["SIGTERM", "SIGINT", "SIGHUP"] as const) process.on(sig, () => void daemon.stop(sig));
+}
+
+/** The keeper's crash record, for status: crashes in the last minute, and how the last one ended. */
+function crashesOf(p: State.StatePaths): Pick<Status, "crashes"> {
+  const c = Keeper.readCrashes(p);
+  const recent = (c?.recent ?? []).filter((x) => Date.now() - Date.parse(x.at) < Keeper.WINDOW_MS);
+  const last = recent.at(-1);
+  return last ? { crashes: { count: recent.length, lastExit: last.exit, lastAt: last.at } } : {};
 }

@@ -7,9 +7,22 @@ export * as State from "./state";
 export type { DaemonRecord } from "./state";
 export type { Status, Busy } from "./status";
 export type { Daemon } from "./daemon";
+export * as Keeper from "./keeper";
 
-/** `lazy daemon run`: serve the project in this process until told to stop. */
-export async function run(root: string): Promise<void> {
-  const { serve } = await import("./daemon");
-  await serve(root);
+/**
+ * `lazy daemon run`: the keeper (keeper.ts), which runs `daemon` (this same command, marked
+ * LAZY_KEPT) as its child and starts it again after a crash; the child serves the project in
+ * its process until told to stop. `LAZY_KEEPER=0` serves here with no keeper.
+ */
+export async function run(root: string, daemon: string[]): Promise<void> {
+  if (process.env.LAZY_KEPT === "1" || process.env.LAZY_KEEPER === "0") {
+    const { serve } = await import("./daemon");
+    await serve(root);
+    return;
+  }
+  const { keep } = await import("./keeper");
+  const { configure } = await import("../util/log");
+  const { paths } = await import("./state");
+  configure({ file: paths(root).log, stderr: !process.env.LAZY_DAEMON_DETACHED });
+  process.exit(await keep(root, daemon));
 }

@@ -40,6 +40,12 @@ export interface StatePaths {
   record: string;
   startupError: string;
   store: string;
+  /** keeper.json: the pid of the process that respawns a crashed daemon (keeper.ts). */
+  keeper: string;
+  /** The keeper's own single-instance lock. */
+  keeperLock: string;
+  /** crashes.json: the daemon's recent crashes, and whether the keeper gave up (keeper.ts). */
+  crashes: string;
 }
 
 export function paths(root: string): StatePaths {
@@ -54,6 +60,9 @@ export function paths(root: string): StatePaths {
     record: join(dir, "daemon.json"),
     startupError: join(dir, "startup-error.json"),
     store: join(dir, "store.db"),
+    keeper: join(dir, "keeper.json"),
+    keeperLock: join(dir, "keeper.lock"),
+    crashes: join(dir, "crashes.json"),
   };
 }
 

@@ -29,6 +29,8 @@ export interface Status {
   };
   /** The Docker engine this daemon's containers run on, and where it came from (its DOCKER_HOST or context). */
   docker?: Engine.Endpoint;
+  /** Crashes the keeper answered in the last minute (keeper.ts); absent when none. */
+  crashes?: { count: number; lastExit: string; lastAt: string };
   /** What a restart would cut (the CLI restarts an older daemon only when both are 0). */
   busy?: Busy;
 }

@@ -217,14 +217,53 @@ export class ModelProxy {
     return { address: null, error: `no port of its own on ${host} from ${port}: ${last}` };
   }
 
+  /** Listen on exactly host:port, every thread, or not at all. */
+  private async listenExact(host: string, port: number): Promise<Listening> {
+    const shared = this.threads.length > 1;
+    if (shared) {
+      let free: number | null;
+      try {
+        free = probe(host, port);
+      } catch (e) {
+        return { address: null, error: (e as Error).message };
+      }
+      if (free !== port) return { address: null, error: `${host}:${port} is taken` };
+    }
+    const rs = await this.all<Listening>({ op: "listen", host, port, shared, exact: true });
+    if (rs.every((r) => r.address) && (!shared || listeners(host, port) === this.threads.length)) {
+      this.listened(host, port);
+      return rs[0]!;
+    }
+    await this.all({ op: "unlisten", host });
+    return { address: null, error: rs.find((r) => !r.address)?.error ?? `another process also listens on ${host}:${port}` };
+  }
+
+  /**
+   * A daemon that comes back after a crash listens at once where containers reached the one
+   * before (gateway-ports.json), before housekeeping has asked Docker anything: a turn in flight
+   * retries within a second or two. An address gone with its network is passed over.
+   */
+  async relisten(): Promise<void> {
+    let known: Record<string, number> = {};
+    try {
+      known = JSON.parse(readFileSync(this.gatewayPorts, "utf8"));
+    } catch {}
+    for (const [host, port] of Object.entries(known)) {
+      if (typeof port !== "number" || this.listening.has(host) || host === this.address?.host) continue;
+      if (!hostIsOurs(host)) continue;
+      await this.listenFor(host).catch((e: Error) => this.log.error(e.message));
+    }
+  }
+
   private listened(host: string, port: number): void {
     this.listening.set(host, port);
     this.log.info(`proxy listening on ${host}:${port}${this.threads.length > 1 ? ` (${this.threads.length} threads)` : ""}`);
   }
 
-  async start(): Promise<void> {
+  /** `port`: where to start looking (the configured port, or where the daemon before listened). */
+  async start(port = this.config().proxy.port): Promise<void> {
     const c = this.config();
-    const r = await this.listen(c.proxy.bind, c.proxy.port);
+    const r = await this.listen(c.proxy.bind, port);
     this.address = r.address;
     this.state = r.address ? "ready" : "failed";
     this.error = r.error;
@@ -448,7 +487,17 @@ export class ModelProxy {
       known = JSON.parse(readFileSync(this.gatewayPorts, "utf8"));
     } catch {}
     const before = known[host];
-    const r = await this.listen(host, typeof before === "number" ? before : (this.address?.port ?? this.config().proxy.port));
+    // Containers were given this port (a daemon before this one listened here): there or not at
+    // all. Another process holding it meanwhile would otherwise answer them in lazy's name.
+    if (typeof before === "number") {
+      const r = await this.listenExact(host, before);
+      if (r.address) return r.address;
+      const why = `port ${before} on ${host}, where this project's containers reach lazy's proxy, is held by another process (${r.error}); lazy will not serve them elsewhere while something else may answer there in its name. Find it (ss -ltnp 'sport = :${before}'), stop it, then run lazy daemon restart`;
+      // Status and doctor say so, and nothing launches onto that address meanwhile.
+      this.lost(why);
+      throw new LazyError("proxy_unavailable", `${why[0]!.toUpperCase()}${why.slice(1)}.`);
+    }
+    const r = await this.listen(host, this.address?.port ?? this.config().proxy.port);
     if (r.address && r.address.port !== before)
       try {
         writeFileAtomic(this.gatewayPorts, JSON.stringify({ ...known, [host]: r.address.port }));
@@ -504,3 +553,12 @@ function merge(parts: Stats[]): Stats {
 }
 
 /** Which variable a harness reads its credential from, and the placeholder shape to put there. */
+
+/** Whether an address is this host's (a network's gateway still up): only then can port 0 be bound there. */
+function hostIsOurs(host: string): boolean {
+  try {
+    return probe(host, 0) !== null;
+  } catch {
+    return false;
+  }
+}

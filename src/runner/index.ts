@@ -745,6 +745,7 @@ export class Runner {
     // Containers that outlived a daemon still talk to the proxy at the network's gateway, and
     // their network's firewall rules are put back if Docker or a firewall reload flushed them
     // (or taken away when the config now allows metadata).
+    let hijacked: string | undefined;
     if (containers.some((c) => c.running) && !this.starting.size) {
       let gateway: string | undefined;
       try {
@@ -754,12 +755,17 @@ export class Runner {
         gateway = net.gateway;
       } catch (e) {
         this.d.log.error(`the project's network: ${(e as Error).message}`);
+        // Setting its fence asks the proxy to listen there: the same refusal as below.
+        if ((e as LazyError).code === "proxy_unavailable") hijacked = (e as Error).message;
       }
       if (gateway && docker.kind !== "desktop")
         try {
           await this.d.proxy.listenFor(gateway);
         } catch (e) {
           this.d.log.error(`the proxy cannot listen for the project's containers: ${(e as Error).message}`);
+          // Their proxy address is another process's now: their turns end here rather than be
+          // answered by it (proxy/index.ts listenFor).
+          if ((e as LazyError).code === "proxy_unavailable") hijacked = (e as Error).message;
         }
     }
     for (const task of running) {
@@ -768,6 +774,15 @@ export class Runner {
       if (this.turns.poll(task.id)) continue;
       if (!c?.running) {
         this.move(task, "failed", { error: "the task's container is gone" });
+        continue;
+      }
+      if (hijacked) {
+        await this.d.proxy.unpinTask(task.id);
+        this.d.mcp.unpin(task.id);
+        const left = await docker.halt(c.id);
+        if (left) this.d.log.error(`task ${this.ref(task)}: ${left}`);
+        this.move(task, "failed", { error: hijacked });
+        this.d.proxy.release(task.id, "turn");
         continue;
       }
       this.turns.watch(task);
@@ -804,6 +819,35 @@ export class Runner {
     const gateway = await docker.removeNetwork(this.d.slug, this.networkOptions(this.d.config()));
     if (gateway) this.d.proxy.unlisten(gateway);
     if (gateway) this.d.egress.unlisten(gateway);
+  }
+
+  /**
+   * lazy daemon stop: nothing of the project runs after it. Task containers are stopped, not
+   * removed (the next turn docker-starts one, its disk as the agent left it: installed packages
+   * stay), and the project's network goes: a stopped container holds no address, and Docker
+   * attaches it to the network made anew when it starts again. Called after shutdown().
+   */
+  async quiesce(): Promise<void> {
+    let docker: Runtime;
+    try {
+      docker = await this.docker();
+    } catch {
+      return; // no engine: nothing of ours runs on it
+    }
+    for (const c of await docker.list(this.d.slug)) {
+      if (!c.running) continue;
+      if (c.taskId) await this.d.proxy.unpinTask(c.taskId);
+      if (c.taskId) this.d.mcp.unpin(c.taskId);
+      const left = await docker.halt(c.id);
+      if (left) this.d.log.error(`at stop: ${left}`);
+    }
+    // A turn it cut is over, said as such (not "its container is gone" from the next daemon).
+    for (const task of Tasks.list(this.d.db, { status: "running" })) {
+      this.move(task, "failed", { error: `lazy daemon stop ended this turn; lazy start ${this.ref(task)} runs it again` });
+      this.d.proxy.release(task.id, "turn");
+    }
+    const gateway = await docker.removeNetwork(this.d.slug, this.networkOptions(this.d.config()));
+    if (gateway) this.d.log.info(`removed the project's network (gateway ${gateway})`);
   }
 
   startHousekeeping(everyMs = 15_000): void {

@@ -211,13 +211,20 @@ export class Project {
       }
     }
     await this.run(["daemon", "stop"]).catch(() => {});
-    // Every daemon under this LAZY_HOME (a test may have started one for a subfolder too).
-    const pids = existsSync(join(this.home, "daemon"))
-      ? readdirSync(join(this.home, "daemon")).flatMap((s) => {
-          const f = join(this.home, "daemon", s, "daemon.json");
-          return existsSync(f) ? [(JSON.parse(readFileSync(f, "utf8")) as { pid: number }).pid] : [];
-        })
-      : [];
+    // Every daemon under this LAZY_HOME (a test may have started one for a subfolder too), and
+    // first their keepers (which would start a killed daemon again).
+    const recorded = (file: string) =>
+      existsSync(join(this.home, "daemon"))
+        ? readdirSync(join(this.home, "daemon")).flatMap((s) => {
+            const f = join(this.home, "daemon", s, file);
+            try {
+              return [(JSON.parse(readFileSync(f, "utf8")) as { pid: number }).pid];
+            } catch {
+              return [];
+            }
+          })
+        : [];
+    const pids = recorded("daemon.json");
     const ours = (pid: number) => {
       try {
         return readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(`LAZY_HOME=${this.home}`);
@@ -225,6 +232,11 @@ export class Project {
         return false;
       }
     };
+    for (const pid of recorded("keeper.json").filter(ours)) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {}
+    }
     for (const pid of new Set([...(rt ? [rt.pid] : []), ...pids.filter(ours)])) {
       try {
         process.kill(pid, "SIGKILL");

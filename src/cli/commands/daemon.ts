@@ -3,7 +3,7 @@ import { StringDecoder } from "node:string_decoder";
 import { command, print, printJson, printJsonLine, duration } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
-import { State, run as runDaemon, type Status } from "../../daemon";
+import { State, Keeper, run as runDaemon, type Status } from "../../daemon";
 import { say } from "../voice";
 import { LazyError } from "../../util/errors";
 import { VERSION } from "../../version";
@@ -20,6 +20,11 @@ function render(s: Status): string {
       ? `Config:    ok (${s.config.present ? "lazy.toml" : "defaults, no lazy.toml"}, loaded ${s.config.loadedAt})`
       : `Config:    ${s.config.untrusted ? "changed and not trusted" : "broken"} since ${s.config.brokenSince}; serving the last ${s.config.untrusted ? "trusted" : "good"} config from ${s.config.loadedAt}:\n${s.config.problems.map((p) => `  ${p}`).join("\n")}`,
     `State:     ${s.stateDir}`,
+    ...(s.crashes
+      ? [
+          `Crashes:   ${s.crashes.count} in the last minute, each restarted by lazy; last exit: ${s.crashes.lastExit} at ${s.crashes.lastAt} (lazy daemon logs says why)`,
+        ]
+      : []),
   ];
   return lines.join("\n");
 }
@@ -31,8 +36,13 @@ const status = command({
     const root = findProjectRoot();
     const c = await Client.running(root);
     if (!c) {
-      if (args.json) printJson({ running: false, root });
-      else print(`Daemon:    not running (any command that needs it starts it, or: lazy daemon start)\nProject:   ${root}`);
+      // The keeper gave up on a crash loop: say why, from its record (keeper.ts).
+      const why = Keeper.gaveUpLine(Keeper.readCrashes(State.paths(root)));
+      if (args.json) printJson({ running: false, root, ...(why ? { stoppedBecause: why } : {}) });
+      else
+        print(
+          `Daemon:    not running${why ? `: ${why}` : ""} (any command that needs it starts it, or: lazy daemon start)\nProject:   ${root}`,
+        );
       return;
     }
     const s = await c.request<Status>("GET", "/api/status");
@@ -73,7 +83,8 @@ const restart = command({
   args: json,
   async run({ args }) {
     const root = findProjectRoot();
-    await Client.stop(root);
+    // Turns carry on across a restart: the new daemon picks them up.
+    await Client.stop(root, { containers: false });
     const c = await Client.start(root);
     const s = await c.request<Status>("GET", "/api/status");
     if (args.json) printJson({ running: true, ...s });
@@ -133,13 +144,64 @@ const runCmd = command({
   meta: { name: "daemon run", description: "Run the daemon in the foreground (what lazy starts for you)", hidden: true },
   args: {},
   async run() {
-    await runDaemon(findProjectRoot());
+    await runDaemon(findProjectRoot(), [...Client.selfCommand(), "daemon", "run"]);
     // Serve until a signal or a stop request ends the process.
     await new Promise(() => {});
   },
 });
 
+const install = command({
+  meta: { name: "daemon install", description: "Run the project's daemon as a user service (systemd user unit; launchd on macOS)" },
+  args: {
+    print: { type: "boolean", description: "Print the service file it would write, and change nothing" },
+    ...json,
+  },
+  async run({ args }) {
+    const root = findProjectRoot();
+    const Service = await import("../service");
+    const plan = Service.plan(root, State.paths(root).slug, Client.selfCommand());
+    if (args.print) {
+      if (args.json) printJson({ ...plan, installed: false });
+      else print(plan.text.trimEnd());
+      return;
+    }
+    Service.ready(plan); // no service manager: says why, changes nothing
+    // The service's keeper takes over from one a command started: turns carry on meanwhile.
+    await Client.stop(root, { containers: false });
+    Service.install(plan);
+    const deadline = Date.now() + 20_000;
+    let c = await Client.running(root);
+    while (!c && Date.now() < deadline) {
+      await Bun.sleep(100);
+      c = await Client.running(root);
+    }
+    if (args.json) printJson({ ...plan, installed: true, running: Boolean(c), pid: c?.record.pid ?? null });
+    else if (c)
+      say.success(
+        `Installed ${plan.name} (${plan.file}); the daemon runs under ${plan.manager} (pid ${c.record.pid}) and starts at login.`,
+      );
+    else
+      say.warn(
+        `Installed ${plan.name} (${plan.file}), but the daemon did not answer within 20 s: ${plan.manager === "systemd" ? `systemctl --user status ${plan.name}` : `launchctl list ${plan.name}`} says why.`,
+      );
+  },
+});
+
+const uninstall = command({
+  meta: { name: "daemon uninstall", description: "Remove the user service lazy daemon install made (the daemon stops with it)" },
+  args: json,
+  async run({ args }) {
+    const root = findProjectRoot();
+    const Service = await import("../service");
+    const plan = Service.plan(root, State.paths(root).slug, Client.selfCommand());
+    const removed = Service.uninstall(plan);
+    if (args.json) printJson({ removed, file: plan.file });
+    else if (removed) say.success(`Removed ${plan.name} (${plan.file}); its daemon stopped with it (any lazy command starts one again).`);
+    else say.info(`No lazy service is installed for this project (${plan.file} does not exist); nothing was changed.`);
+  },
+});
+
 export const daemon = command({
-  meta: { name: "daemon", description: "Manage the project's daemon: status, logs, start, stop, restart" },
-  subCommands: { status, logs, start, stop, restart, run: runCmd },
+  meta: { name: "daemon", description: "Manage the project's daemon: status, logs, start, stop, restart, install, uninstall" },
+  subCommands: { status, logs, start, stop, restart, install, uninstall, run: runCmd },
 });

@@ -7,10 +7,10 @@ import { load, formatProblem, Trust, secretUrls, readConfigText, FILE } from "..
 import { Engine } from "../../containers";
 import { desktopTool } from "../../notify";
 import { LazyError } from "../../util/errors";
-import type { Status } from "../../daemon";
 import { defaultCredentialFinding, engineFinding, type AuthAnswer } from "./doctor-truths";
 import { Plugins } from "../../proxy";
 import { lazyHome } from "../../util/paths";
+import { State, Keeper, type Status } from "../../daemon";
 
 export interface Finding {
   check: string;
@@ -39,6 +39,10 @@ async function findings(root: string): Promise<Finding[]> {
   const trusted = loaded.ok ? trustFinding(root) : undefined;
   if (trusted) out.push(trusted);
   out.push(...secretFindings(root));
+
+  // Before connecting: starting the daemon clears the keeper's record of why it gave up.
+  const crashed = crashFinding(root);
+  if (crashed) out.push(crashed);
 
   let status: Status | undefined;
   if (loaded.ok && (!trusted || trusted.ok)) {
@@ -188,6 +192,29 @@ async function pluginFindings(plugins: Parameters<typeof Plugins.resolve>[0], ro
 }
 
 /** Whether this project's lazy.toml is trusted (config/trust.ts): path, hash, when; or what is not. */
+/** The daemon's crashes in the last minute, or the keeper giving up on them (daemon/keeper.ts). */
+function crashFinding(root: string): Finding | undefined {
+  const c = Keeper.readCrashes(State.paths(root));
+  const gaveUp = Keeper.gaveUpLine(c);
+  if (gaveUp)
+    return {
+      check: "daemon",
+      ok: false,
+      blocking: false,
+      summary: `the daemon had stopped: ${gaveUp}`,
+      remedy: "read why in lazy daemon logs (the lines before the keeper's); doctor starts it again",
+    };
+  const recent = (c?.recent ?? []).filter((x) => Date.now() - Date.parse(x.at) < Keeper.WINDOW_MS);
+  if (!recent.length) return undefined;
+  return {
+    check: "daemon",
+    ok: false,
+    blocking: false,
+    summary: `the daemon crashed ${recent.length} time${recent.length === 1 ? "" : "s"} in the last minute and was restarted; last exit: ${recent.at(-1)!.exit}`,
+    remedy: "see lazy daemon logs for why (signal SIGKILL with no lazy line before it is often the OOM killer: dmesg says)",
+  };
+}
+
 function trustFinding(root: string): Finding | undefined {
   let c: Trust.Checked;
   try {

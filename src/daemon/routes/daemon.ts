@@ -6,7 +6,8 @@ export interface DaemonDeps {
   version: string;
   status: () => Status;
   busy: () => Busy;
-  stop: (reason: string) => Promise<void>;
+  /** `containers`: also stop the project's task containers and remove its network (lazy daemon stop). */
+  stop: (reason: string, containers: boolean) => Promise<void>;
 }
 
 export function daemonRoutes(d: DaemonDeps) {
@@ -15,9 +16,11 @@ export function daemonRoutes(d: DaemonDeps) {
       // busy: what a restart would cut; a newer CLI restarts this daemon only when nothing is (cli/versions.ts).
       .get("/api/health", () => ({ ok: true, pid: process.pid, version: d.version, busy: d.busy() }))
       .get("/api/status", () => d.status())
-      .post("/api/daemon/stop", () => {
+      .post("/api/daemon/stop", ({ body }) => {
+        // "leave": turns carry on for the next daemon (a restart). Anything else, an older CLI's {} too: stop them.
+        const leave = (body as { containers?: unknown } | undefined)?.containers === "leave";
         // Answer first: the stop ends this process.
-        setTimeout(() => void d.stop("stop requested"), 10);
+        setTimeout(() => void d.stop(leave ? "restart requested" : "stop requested", !leave), 10);
         return { stopping: true, pid: process.pid };
       })
   );

@@ -1,0 +1,71 @@
+/**
+ * The address range lazy takes its project networks from. Docker's default pools hold about
+ * thirty bridge networks (172.17-31.0.0/16 and 192.168.0.0/16 in /20s), so a machine that has
+ * seen thirty projects (a CI runner making a checkout per job) could launch nothing more. Each
+ * project network is a /24 of 10.213.0.0/16 instead (256 at once; a network lives only while
+ * its project has containers, and lazy daemon stop removes it), picked to overlap no other
+ * Docker network and no address of this host. Only when all are taken does Docker's own pool
+ * decide, and its refusal is worded with the cause and the remedy (errors here, once).
+ */
+import { networkInterfaces } from "node:os";
+import { LazyError } from "../util/errors";
+
+export const RANGE = "10.213.0.0/16";
+const BLOCKS = 256;
+
+/** IPv4 dotted quad to a number; undefined when it is not one. */
+function ip4(s: string): number | undefined {
+  const m = /^(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(s);
+  if (!m) return undefined;
+  const parts = m.slice(1).map(Number);
+  if (parts.some((n) => n > 255)) return undefined;
+  return ((parts[0]! << 24) >>> 0) + (parts[1]! << 16) + (parts[2]! << 8) + parts[3]!;
+}
+
+/** A CIDR as its first address and size; undefined for IPv6 or nonsense. */
+function cidr(s: string): { start: number; size: number } | undefined {
+  const [a, b] = s.split("/");
+  const start = ip4(a ?? "");
+  const bits = Number(b ?? "32");
+  if (start === undefined || !Number.isInteger(bits) || bits < 0 || bits > 32) return undefined;
+  const size = 2 ** (32 - bits);
+  return { start: start - (start % size), size };
+}
+
+function overlap(a: { start: number; size: number }, b: { start: number; size: number }): boolean {
+  return a.start < b.start + b.size && b.start < a.start + a.size;
+}
+
+/** The project's /24s to try, in order: starting from one of its own (by name), so projects rarely race for one. */
+export function candidates(project: string, taken: string[]): { subnet: string; gateway: string }[] {
+  const used = [...taken, ...hostAddresses()].map(cidr).filter((c): c is { start: number; size: number } => !!c);
+  let h = 0;
+  for (const ch of project) h = (h * 31 + ch.charCodeAt(0)) >>> 0;
+  const out: { subnet: string; gateway: string }[] = [];
+  for (let i = 0; i < BLOCKS; i++) {
+    const n = (h + i) % BLOCKS;
+    const block = { start: cidr(RANGE)!.start + n * 256, size: 256 };
+    if (used.some((u) => overlap(u, block))) continue;
+    out.push({ subnet: `10.213.${n}.0/24`, gateway: `10.213.${n}.1` });
+  }
+  return out;
+}
+
+/** This host's own IPv4 networks (a VPN's 10.x route, say): never given to a project's bridge. */
+function hostAddresses(): string[] {
+  return Object.values(networkInterfaces())
+    .flat()
+    .flatMap((a) => (a && a.family === "IPv4" && a.cidr ? [a.cidr] : []));
+}
+
+/** The engine had no address left for the project's network: why, and what to do. */
+export function exhausted(name: string, message: string): LazyError {
+  return new LazyError(
+    "launch_refused",
+    `Docker could not make the project's network ${name}: it has no free address range left (${message}). lazy takes a /24 of ${RANGE} for each project and found none free, so other networks hold them and Docker's own pools: list them with docker network ls, remove the ones no longer used (docker network prune removes every network without a container), then launch again.`,
+  );
+}
+
+/** Docker's words for "no address range left" and "that range is taken". */
+export const NO_POOL = /could not find an available, non-overlapping|no available network|address pools have been fully subnetted/i;
+export const OVERLAP = /overlap/i;
