@@ -78,10 +78,8 @@ export class Runtime {
       const k = await Engine.kind(endpoint);
       return new Runtime(endpoint, docker, k.kind, k.detail, log);
     } catch (e) {
-      throw new LazyError(
-        "launch_refused",
-        `Cannot reach the Docker engine at ${endpoint.host} (${(e as Error).message}); run lazy doctor.`,
-      );
+      if (e instanceof LazyError) throw e;
+      throw new LazyError("launch_refused", Engine.unreachable(endpoint, (e as Error).message));
     }
   }
 
@@ -256,7 +254,21 @@ export class Runtime {
     });
   }
 
-  async create(spec: TaskContainerSpec): Promise<string> {
+  /** A remote engine: nothing of this host can be mounted there (remote.ts ships it instead). */
+  get remote(): boolean {
+    return this.kind === "remote";
+  }
+
+  /**
+   * Make a container; `start: false` leaves it created (a remote engine's container gets its
+   * files shipped in before it starts). A remote engine takes no host mount at all.
+   */
+  async create(spec: TaskContainerSpec, opts: { start?: boolean } = {}): Promise<string> {
+    if (this.remote && spec.mounts.length)
+      throw new LazyError(
+        "launch_refused",
+        `The Docker engine at ${this.endpoint.host} is remote: lazy mounts nothing of this host there (${spec.mounts[0]!.host} was asked for).`,
+      );
     const c = await this.docker.createContainer({
       name: spec.name,
       Image: spec.image,
@@ -278,8 +290,67 @@ export class Runtime {
         ...hostConfig(spec.limits), // [container.limits] (limits.ts)
       },
     });
-    await c.start();
+    if (opts.start !== false) await c.start();
     return c.id;
+  }
+
+  /**
+   * Run a short command in a throwaway container on `network` (no mounts, no task's label, no
+   * capability it does not need); its exit code and output. A remote engine's reachability probe.
+   */
+  async runOnce(image: string, network: string, cmd: string[], timeoutMs: number): Promise<{ code: number; output: string }> {
+    let c: Docker.Container | undefined;
+    try {
+      c = await this.docker.createContainer({
+        Image: image,
+        Cmd: cmd,
+        User: "65534:65534",
+        Labels: { "dev.lazy.helper": "probe" },
+        HostConfig: { NetworkMode: network, CapDrop: ["ALL"], Privileged: false },
+      });
+      await c.start();
+      const done = (await Promise.race([c.wait(), Bun.sleep(timeoutMs).then(() => undefined)])) as { StatusCode: number } | undefined;
+      const output = demux(Buffer.from((await c.logs({ stdout: true, stderr: true })) as unknown as Buffer));
+      return done ? { code: done.StatusCode, output } : { code: -1, output: `no answer within ${timeoutMs / 1000} s` };
+    } finally {
+      await c?.remove({ force: true }).catch(() => {});
+    }
+  }
+
+  /** Unpack a tar (tar.ts) at `path` in the container, running or not. */
+  async putArchive(id: string, path: string, chunks: Uint8Array[]): Promise<void> {
+    await this.docker.getContainer(id).putArchive(Buffer.concat(chunks) as unknown as NodeJS.ReadableStream, { path });
+  }
+
+  /**
+   * A tar of `path` in the container (running or not), read to at most `maxBytes`: past that
+   * the read stops and the answer is a refusal, so an agent cannot make lazy read without end.
+   * undefined when the path does not exist.
+   */
+  async getArchive(id: string, path: string, maxBytes: number): Promise<Uint8Array | undefined> {
+    let stream: NodeJS.ReadableStream;
+    try {
+      stream = (await this.docker.getContainer(id).getArchive({ path })) as NodeJS.ReadableStream;
+    } catch (e) {
+      if ((e as { statusCode?: number }).statusCode === 404) return undefined;
+      throw e;
+    }
+    const parts: Buffer[] = [];
+    let size = 0;
+    await new Promise<void>((resolve, reject) => {
+      stream.on("data", (c: Buffer) => {
+        size += c.length;
+        if (size > maxBytes) {
+          (stream as unknown as { destroy: () => void }).destroy();
+          reject(new LazyError("forbidden", `${path} in container ${id.slice(0, 12)} is over ${maxBytes} bytes: not brought back`));
+          return;
+        }
+        parts.push(c);
+      });
+      stream.on("end", () => resolve());
+      stream.on("error", reject);
+    });
+    return Buffer.concat(parts);
   }
 
   /** Start a stopped container again (its filesystem as it was left); 304 is "already running". */

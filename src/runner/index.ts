@@ -28,6 +28,7 @@ import { Budgets } from "./budgets";
 import { OwnCalls } from "./own-calls";
 import { Compactor, withMemory } from "./memory";
 import { TurnWatch } from "./turn-watch";
+import * as Remote from "./remote";
 import { Endings } from "./endings";
 import type { TaskAccess } from "./task-access";
 
@@ -108,6 +109,7 @@ export class Runner {
       budgets: this.budgets,
       release: (id) => d.proxy.release(id, "turn"),
       halt: (t) => this.halt(t),
+      bringBack: (t) => this.bringBack(t),
     });
     // A daemon restarted mid-turn: those turns' grants redeem until their turns end.
     for (const t of Tasks.list(d.db, { status: "running" }))
@@ -303,15 +305,16 @@ export class Runner {
         `lazy runs as root, so the agent runs as uid ${uid}, which cannot read ${this.d.root} (mode ${(statSync(this.d.root).mode & 0o777).toString(8)}): chmod o+rx ${this.d.root}, or run lazy as your own user.`,
       );
     const tdir = this.taskDir(task);
+    const image = await this.image(docker, config, task);
+    // After the image: without root, the network's firewall rules are set from a helper
+    // container of that image. Before the worktree: a remote engine that cannot reach the
+    // proxy is refused before anything of the task is made.
+    const { net, proxyUrl } = await this.gateway(docker, config);
+    if (docker.remote) await this.probeRemote(docker, image.tag, net.name, proxyUrl);
     // tasks/<id> is lazy's; its sub-folders are mount roots the agent writes below, never replaces.
     for (const sub of ["home", "harness", "turns"]) mkdirSync(join(tdir, sub), { recursive: true, mode: 0o700 });
     if (asRoot) for (const sub of ["", "home", "harness", "turns"]) lchownSync(join(tdir, sub), uid, uid);
     const g = this.taskGit(task, asRoot ? uid : null);
-
-    const image = await this.image(docker, config, task);
-    // After the image: without root, the network's firewall rules are set from a helper
-    // container of that image.
-    const { net, proxyUrl } = await this.gateway(docker, config);
 
     const run = this.run(task.id);
     let info = run.container_id ? await docker.inspect(run.container_id) : undefined;
@@ -327,20 +330,25 @@ export class Runner {
     if (!info?.running) {
       if (info) await docker.remove(info.id);
       for (const c of await docker.list(this.d.slug)) if (c.taskId === task.id) await docker.remove(c.id);
-      const id = await docker.create({
-        name: this.containerName(task),
-        image: image.tag,
-        project: this.d.slug,
-        root: this.d.root,
-        taskId: task.id,
-        user: `${uid}:${uid}`,
-        env: { ...containerEnv(this.d.root), ...this.netEnv },
-        mounts: mounts(this.d.root, g, tdir, linuxBinary()),
-        network: net.name,
-        hostGateway: docker.kind === "desktop",
-        cmd: [BIN, "supervise", "--idle"],
-        limits: resolveLimits(config.container.limits),
-      });
+      const id = await docker.create(
+        {
+          name: this.containerName(task),
+          image: image.tag,
+          project: this.d.slug,
+          root: this.d.root,
+          taskId: task.id,
+          user: `${uid}:${uid}`,
+          env: { ...containerEnv(this.d.root), ...this.netEnv },
+          // A remote engine mounts nothing of this host: what the container needs is shipped in.
+          mounts: docker.remote ? [] : mounts(this.d.root, g, tdir, linuxBinary()),
+          network: net.name,
+          hostGateway: docker.kind === "desktop",
+          cmd: [BIN, "supervise", "--idle"],
+          limits: resolveLimits(config.container.limits),
+        },
+        { start: !docker.remote },
+      );
+      if (docker.remote) await this.shipInto(docker, id, task, g);
       this.save(task.id, { container_id: id });
       info = await docker.inspect(id);
     }
@@ -373,13 +381,81 @@ export class Runner {
    * host.docker.internal (Docker Desktop). Agent turns and lazy's own calls alike.
    */
   async gateway(docker: Runtime, config: Config): Promise<{ net: { name: string; gateway: string }; proxyUrl: string }> {
+    // A remote engine's network is not this host's: its containers reach the proxy at [proxy] remote_bind.
+    const bind = docker.remote ? Remote.bindFor(docker, config) : undefined;
     const net = await docker.ensureNetwork(this.d.slug, this.networkOptions(config));
     this.noteGuard(net.guard);
     this.noteFence(net.fence);
-    this.netEnv = docker.kind === "desktop" ? {} : this.d.egress.envFor(config, net.gateway);
+    this.netEnv = docker.kind === "desktop" || bind ? {} : this.d.egress.envFor(config, net.gateway);
+    if (bind) {
+      const a = await this.d.proxy.listenFor(bind);
+      return { net, proxyUrl: `http://${a.host}:${a.port}` };
+    }
     if (docker.kind === "desktop") return { net, proxyUrl: `http://host.docker.internal:${this.d.proxy.address!.port}` };
     const a = await this.d.proxy.listenFor(net.gateway);
     return { net, proxyUrl: `http://${a.host}:${a.port}` };
+  }
+
+  /** A remote engine's new container: its files shipped in, then started; one left unfilled is removed. */
+  private async shipInto(docker: Runtime, id: string, task: Task, g: Git.TaskGit): Promise<void> {
+    try {
+      const t0 = Date.now();
+      await Remote.ship(docker, id, { g, ref: this.ref(task), binary: linuxBinary(), uid: Image.agentUid() });
+      this.d.log.info(`task ${this.ref(task)}: worktree and lazy shipped to ${docker.endpoint.host} in ${Date.now() - t0} ms`);
+      await docker.start(id);
+    } catch (e) {
+      await docker.remove(id);
+      throw new LazyError(
+        "launch_refused",
+        `Shipping the task's worktree to the Docker engine at ${docker.endpoint.host} failed (${(e as Error).message}); run lazy doctor.`,
+      );
+    }
+  }
+
+  /** Engines (and proxy addresses) whose containers were seen to reach the proxy. */
+  private reached = new Set<string>();
+
+  /** Once per engine and address: a container there reaches the proxy, or the launch stops, saying what to do. */
+  private async probeRemote(docker: Runtime, image: string, network: string, proxyUrl: string): Promise<void> {
+    const key = `${docker.endpoint.host} ${proxyUrl}`;
+    if (this.reached.has(key)) return;
+    const why = await Remote.probe(docker, image, network, `${proxyUrl}${MCP_PATH}`);
+    if (why)
+      throw new LazyError(
+        "launch_refused",
+        `Containers on the Docker engine at ${docker.endpoint.host} cannot reach lazy's proxy at ${proxyUrl} (${why}): set [proxy] remote_bind to an address of this host that engine routes to and that no firewall blocks (then lazy trust), or unset DOCKER_HOST.`,
+      );
+    this.reached.add(key);
+  }
+
+  /** Turns on a remote engine whose folder is being mirrored to the host. */
+  private mirrors = new Set<string>();
+
+  /** Mirror a remote turn's folder to the host while this daemon follows the turn (turn-watch reads it there). */
+  private mirror(task: Task, id: string, turn: number): void {
+    if (this.mirrors.has(task.id)) return;
+    this.mirrors.add(task.id);
+    const turns = join(this.taskDir(task), "turns");
+    void (async () => {
+      const docker = await this.docker();
+      while (this.turns.has(task.id) && this.run(task.id).turn === turn) {
+        await Remote.pullTurn(docker, id, turn, turns).catch((e: unknown) =>
+          this.d.log.warn(`task ${this.ref(task)}: reading its turn from ${docker.endpoint.host}: ${(e as Error).message}`),
+        );
+        await Bun.sleep(500);
+      }
+    })()
+      .catch((e: unknown) => this.d.log.warn(`task ${this.ref(task)}: ${(e as Error).message}`))
+      .finally(() => this.mirrors.delete(task.id));
+  }
+
+  /** After a remote turn: the agent's objects and ref to the host (Git.syncBranch checks and imports them). */
+  private async bringBack(task: Task): Promise<string[]> {
+    const docker = await this.docker();
+    const id = this.run(task.id).container_id;
+    const g = this.recordedGit(task);
+    if (!docker.remote || !id || !g) return [];
+    return Remote.bringBack(docker, id, g, this.ref(task));
   }
 
   /** The task image, built first if it is missing (its steps recorded on `task` when given). */
@@ -475,6 +551,7 @@ export class Runner {
     const profile = this.run(task.id).profile;
     task = this.move(task, "running", { turn: turn.n, profile, ...(message !== undefined ? { message } : {}) });
     if (message !== undefined) this.event(task, "user", { text: message });
+    if (docker.remote) await Remote.shipHarness(docker, box.id, turn.prepared.files, uid);
     const execId = await docker.execDetached(
       box.id,
       [BIN, "supervise", "--turn", `/lazy/turns/${turn.n}`, "--cwd", box.g.worktree, "--", ...turn.prepared.command],
@@ -482,6 +559,7 @@ export class Runner {
       `${uid}:${uid}`,
     );
     this.turns.follow(task, execId);
+    if (docker.remote) this.mirror(task, box.id, turn.n);
     return task;
   }
 
@@ -657,6 +735,7 @@ export class Runner {
         continue;
       }
       this.turns.watch(task);
+      if (docker.remote) this.mirror(task, c.id, this.run(task.id).turn);
     }
     for (const c of containers) {
       let task: Task | undefined;

@@ -1,0 +1,144 @@
+/**
+ * A remote Docker engine (issue 28): this machine's second engine (scripts/second-engine.sh),
+ * on loopback tcp and in its own mount namespace, so the host's project and state paths do not
+ * exist for it. A real Claude Code task runs there with DOCKER_HOST pointing at it: its
+ * worktree and lazy's binary are shipped in (no host mount at all), its commit comes back onto
+ * the local lazy/<task> and `lazy accept` merges it; the container holds no real key. And what
+ * is refused before any task is touched: an engine that does not answer, a remote engine with
+ * no [proxy] remote_bind, an ssh:// engine.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { type Project, cleanupAll, sh } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
+import { containerProject, settled } from "../helpers/fixtures";
+import { secondEngine, remoteImage } from "../helpers/second-engine";
+
+const KEY = `sk-ant-api03-REMOTEENGINE-${"r".repeat(64)}AA`;
+let mock: Mock.MockProvider;
+let engine: { host: string; bind: string };
+const projects: Project[] = [];
+const d2 = (args: string) => sh("/", `docker -H ${engine.host} ${args}`);
+
+beforeAll(async () => {
+  engine = secondEngine();
+  mock = await Mock.anthropic();
+}, 600_000);
+
+afterAll(async () => {
+  for (const p of projects)
+    for (const c of d2(`ps -aq --filter label=dev.lazy.root=${p.root}`).out.split("\n").filter(Boolean)) d2(`rm -f ${c}`);
+  await cleanupAll();
+  await mock?.close();
+});
+
+const remoteProject = async (opts: { bind?: boolean; host?: string } = {}) => {
+  const p = await containerProject(mock, KEY, {
+    env: { DOCKER_HOST: opts.host ?? engine.host },
+    extra: opts.bind === false ? "" : `\n[proxy]\nremote_bind = "${engine.bind}"\n`,
+  });
+  projects.push(p);
+  return p;
+};
+
+describe("a task on a remote engine", () => {
+  test("real Claude Code commits there; the commit lands on lazy/<task>; accept merges it; no key, no host mount there", async () => {
+    const p = await remoteProject();
+    await remoteImage(engine.host, p.root);
+    const doctor = await p.run(["doctor"]);
+    expect(doctor.stdout + doctor.stderr).toContain("placeholders are not pinned");
+    expect(doctor.stdout + doctor.stderr).toContain(`reach the proxy at ${engine.bind}`);
+
+    mock.reset();
+    mock.reply = {
+      text: "Committed remote.txt.",
+      toolUse: {
+        name: "Bash",
+        input: {
+          command:
+            "echo made-remotely > remote.txt && git add remote.txt && git commit -qm 'commit on the remote engine' && git log --oneline | wc -l",
+          description: "commit a file",
+        },
+      },
+    };
+    await p.ok(["task", "add", "Add remote.txt and commit it", "--code", "far"]);
+    const started = await p.run(["start", "far"]);
+    expect(
+      started.code,
+      started.stderr +
+        p
+          .log()
+          .split("\n")
+          .filter((l) => / (ERROR|WARN) /.test(l))
+          .slice(-8)
+          .join("\n"),
+    ).toBe(0);
+    const s = await settled(p, "far");
+    expect(s.task.status, JSON.stringify(s.events.slice(-5))).toBe("done");
+    expect((await p.ok(["logs", "far"])).stdout).toContain("Committed remote.txt.");
+
+    // The commit came back onto the local branch, checked, and is not on main yet.
+    expect(sh(p.root, "git log --format=%s lazy/far -1").out.trim()).toBe("commit on the remote engine");
+    expect(sh(p.root, "git show lazy/far:remote.txt").out.trim()).toBe("made-remotely");
+    expect(sh(p.root, "git fsck --no-dangling --connectivity-only").code).toBe(0);
+    // Through the proxy, with the real key at the last hop only.
+    const posts = mock.received.filter((r) => r.method === "POST");
+    expect(posts.length).toBeGreaterThanOrEqual(2);
+    for (const r of posts) expect(r.headers["x-api-key"]).toBe(KEY);
+
+    // The container ran on the second engine, not on this machine's.
+    const id = d2(`ps -aq --filter label=dev.lazy.root=${p.root} --filter label=dev.lazy.task`).out.trim().split("\n")[0]!;
+    expect(id).toMatch(/^[0-9a-f]{12}$/);
+    expect(sh("/", `docker ps -aq --filter label=dev.lazy.root=${p.root}`).out.trim()).toBe("");
+    const inspect = d2(`inspect ${id}`).out;
+    const info = JSON.parse(inspect)[0];
+    expect(info.Mounts).toEqual([]);
+    expect(info.HostConfig.Binds ?? []).toEqual([]);
+    expect(inspect).not.toContain(KEY);
+    // Nothing in it holds the key: its files (lazy's binary aside, which holds no key) and its processes' env.
+    expect(d2(`start ${id}`).code).toBe(0);
+    const scan = d2(
+      `exec -u 0 ${id} sh -c 'grep -rl --exclude=lazy REMOTEENGINE /lazy /tmp /etc /home /root ${p.stateDir} 2>/dev/null; cat /proc/1/environ | grep -c REMOTEENGINE; echo scanned'`,
+    );
+    expect(scan.out.trim(), scan.err).toBe("0\nscanned");
+    d2(`stop -t 0 ${id}`);
+
+    const acc = await p.run(["accept", "far"]);
+    expect(acc.code, acc.stderr).toBe(0);
+    expect(sh(p.root, "git log --format=%s main").out).toContain("commit on the remote engine");
+    expect(existsSync(join(p.root, "remote.txt"))).toBe(true);
+  }, 900_000);
+
+  test("an engine that does not answer is reported before the task is touched, with the remedy", async () => {
+    const p = await remoteProject({ host: "tcp://127.0.0.1:9" });
+    const r = await p.run(["run", "anything", "--code", "gone"]);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain("tcp://127.0.0.1:9");
+    expect(r.stderr).toContain("does not answer");
+    expect(r.stderr).toContain("unset DOCKER_HOST");
+    expect(existsSync(join(p.stateDir, "worktrees", "gone"))).toBe(false);
+    expect(sh(p.root, "git branch --list lazy/gone").out.trim()).toBe("");
+    const doctor = await p.run(["doctor"]);
+    expect(doctor.stdout + doctor.stderr).toContain("cannot reach the Docker engine at tcp://127.0.0.1:9");
+  }, 120_000);
+
+  test("a remote engine with no [proxy] remote_bind is refused before the task is touched", async () => {
+    const p = await remoteProject({ bind: false });
+    const r = await p.run(["run", "anything", "--code", "nobind"]);
+    expect(r.code, r.stderr).toBe(4);
+    expect(r.stderr).toContain("Set [proxy] remote_bind");
+    expect(existsSync(join(p.stateDir, "worktrees", "nobind"))).toBe(false);
+    const doctor = await p.run(["doctor"]);
+    expect(doctor.stdout + doctor.stderr).toContain("remote_bind is not set");
+  }, 120_000);
+
+  test("an ssh:// engine is refused with what to do instead", async () => {
+    const p = await remoteProject({ host: "ssh://nobody@127.0.0.1:9" });
+    const r = await p.run(["run", "anything", "--code", "ssh"]);
+    expect(r.code, r.stderr).toBe(4);
+    expect(r.stderr).toContain("ssh://");
+    expect(r.stderr).toContain("tcp:// with TLS");
+    expect(existsSync(join(p.stateDir, "worktrees", "ssh"))).toBe(false);
+  }, 120_000);
+});
