@@ -455,7 +455,7 @@ export class Runner {
     const id = this.run(task.id).container_id;
     const g = this.recordedGit(task);
     if (!docker.remote || !id || !g) return [];
-    return Remote.bringBack(docker, id, g, this.ref(task));
+    return Remote.bringBack(docker, id, g, this.ref(task), join(this.taskDir(task), "harness"));
   }
 
   /** The task image, built first if it is missing (its steps recorded on `task` when given). */

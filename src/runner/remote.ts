@@ -155,7 +155,7 @@ export async function pullTurn(docker: Runtime, id: string, turn: number, hostTu
  * task's private folders on the host, where Git.syncBranch checks and imports them. Returns
  * what was not brought back, and why.
  */
-export async function bringBack(docker: Runtime, id: string, g: Git.TaskGit, ref: string): Promise<string[]> {
+export async function bringBack(docker: Runtime, id: string, g: Git.TaskGit, ref: string, harness: string): Promise<string[]> {
   const skipped: string[] = [];
   let tar: Uint8Array | undefined;
   try {
@@ -186,6 +186,7 @@ export async function bringBack(docker: Runtime, id: string, g: Git.TaskGit, ref
     if (AgentDir.lstat(g.privateObjects, rel)) continue;
     AgentDir.write(g.privateObjects, rel, e.data, { mode: 0o444 });
   }
+  await pullTranscripts(docker, id, harness).catch((e: unknown) => skipped.push(`the harness's transcripts: ${(e as Error).message}`));
   const refTar = await docker.getArchive(id, join(g.commonDir, "refs/heads/lazy", ref), 64 * 1024).catch(() => undefined);
   const refEntry = refTar
     ? Tar.read(refTar, (name, size) => name === ref && size <= 256, 64 * 1024).find((e) => e.name === ref)
@@ -193,6 +194,20 @@ export async function bringBack(docker: Runtime, id: string, g: Git.TaskGit, ref
   if (refEntry?.type === "file" && refEntry.data) AgentDir.write(g.privateRefs, ref, refEntry.data, { mode: 0o644 });
   else if (refEntry) skipped.push(`refs/heads/lazy/${ref}: not a regular file of a commit name`);
   return skipped;
+}
+
+/** Claude Code's session transcripts (a next turn resumes the session; lazy pair copies them). */
+const TRANSCRIPT = /^harness\/(projects\/[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}\/[A-Za-z0-9_-]{1,128}\.jsonl)$/;
+const MAX_TRANSCRIPTS = 64 * 1024 * 1024;
+
+/** The harness's transcripts, into the host's harness folder (lazy's own for a remote task). */
+async function pullTranscripts(docker: Runtime, id: string, harness: string): Promise<void> {
+  const tar = await docker.getArchive(id, "/lazy/harness", MAX_TRANSCRIPTS);
+  if (!tar) return;
+  for (const e of Tar.read(tar, (name) => TRANSCRIPT.test(name), MAX_TRANSCRIPTS)) {
+    const m = TRANSCRIPT.exec(e.name);
+    if (m && e.type === "file" && e.data) AgentDir.write(harness, m[1]!, e.data);
+  }
 }
 
 /**

@@ -104,6 +104,17 @@ describe("a task on a remote engine", () => {
     expect(scan.out.trim(), scan.err).toBe("0\nscanned");
     d2(`stop -t 0 ${id}`);
 
+    // A second turn resumes the same session: its transcript came back with the commit.
+    mock.reply = { text: "Still here." };
+    const before = mock.received.length;
+    await p.ok(["send", "far", "anything else?"]);
+    const again = await settled(p, "far");
+    expect(again.task.status).toBe("done");
+    expect(again.events.filter((e: any) => e.kind === "refused")).toEqual([]);
+    const second = mock.received.slice(before).filter((r) => r.method === "POST");
+    expect(second.length).toBeGreaterThanOrEqual(1);
+    expect(second.at(-1)!.body).toContain("Committed remote.txt.");
+
     const acc = await p.run(["accept", "far"]);
     expect(acc.code, acc.stderr).toBe(0);
     expect(sh(p.root, "git log --format=%s main").out).toContain("commit on the remote engine");
