@@ -35,6 +35,8 @@ export interface TaskContainerSpec {
   user: string;
   env: Record<string, string>;
   mounts: Mount[];
+  /** Volumes of the engine's own (a remote engine: lazy's binary, copied there once), read-only. */
+  volumes?: { name: string; container: string }[];
   network: string;
   /** Docker Desktop: reach the host through host.docker.internal. */
   hostGateway: boolean;
@@ -279,6 +281,7 @@ export class Runtime {
       Labels: { [LABEL_PROJECT]: spec.project, [LABEL_TASK]: spec.taskId, [LABEL_ROOT]: spec.root },
       HostConfig: {
         Binds: spec.mounts.map((m) => `${m.host}:${m.container}:${m.readOnly ? "ro" : "rw"}`),
+        Mounts: (spec.volumes ?? []).map((v) => ({ Type: "volume" as const, Source: v.name, Target: v.container, ReadOnly: true })),
         NetworkMode: spec.network,
         ExtraHosts: spec.hostGateway ? ["host.docker.internal:host-gateway"] : [],
         // No Docker socket, no privileged mode; an init reaps the agent's orphans. Nor the
@@ -315,6 +318,48 @@ export class Runtime {
     } finally {
       await c?.remove({ force: true }).catch(() => {});
     }
+  }
+
+  /**
+   * A volume on the engine holding `files` (a tar, tar.ts) at its root, made once per `name`
+   * (a hash of what it holds): filled through a container of `image` that never starts, since
+   * a remote engine gets nothing of this host but what is sent. Other volumes of the same
+   * `kind` that no container uses are removed (one per lazy build would pile up).
+   */
+  async ensureVolume(name: string, kind: string, image: string, files: () => Uint8Array[]): Promise<void> {
+    const exists = await this.docker
+      .getVolume(name)
+      .inspect()
+      .then(
+        () => true,
+        () => false,
+      );
+    if (exists) return;
+    const label = "dev.lazy.volume";
+    const { Volumes } = (await this.docker.listVolumes({ filters: { label: [`${label}=${kind}`] } })) as { Volumes?: { Name: string }[] };
+    for (const v of Volumes ?? [])
+      await this.docker
+        .getVolume(v.Name)
+        .remove()
+        .catch(() => {}); // in use: kept
+    await this.docker.createVolume({ Name: name, Labels: { [label]: kind } });
+    const c = await this.docker.createContainer({
+      Image: image,
+      Cmd: ["true"],
+      Labels: { "dev.lazy.helper": "volume" },
+      HostConfig: { Mounts: [{ Type: "volume", Source: name, Target: "/v" }] },
+    });
+    try {
+      await c.putArchive(Buffer.concat(files()) as unknown as NodeJS.ReadableStream, { path: "/v" });
+    } catch (e) {
+      await c.remove({ force: true }).catch(() => {});
+      await this.docker
+        .getVolume(name)
+        .remove()
+        .catch(() => {}); // half filled: made again next time
+      throw e;
+    }
+    await c.remove({ force: true }).catch(() => {});
   }
 
   /** Unpack a tar (tar.ts) at `path` in the container, running or not. */

@@ -341,6 +341,7 @@ export class Runner {
           env: { ...containerEnv(this.d.root), ...this.netEnv },
           // A remote engine mounts nothing of this host: what the container needs is shipped in.
           mounts: docker.remote ? [] : mounts(this.d.root, g, tdir, linuxBinary()),
+          volumes: docker.remote ? [await Remote.binaryVolume(docker, linuxBinary(), image.tag)] : [],
           network: net.name,
           hostGateway: docker.kind === "desktop",
           cmd: [BIN, "supervise", "--idle"],
@@ -400,8 +401,8 @@ export class Runner {
   private async shipInto(docker: Runtime, id: string, task: Task, g: Git.TaskGit): Promise<void> {
     try {
       const t0 = Date.now();
-      await Remote.ship(docker, id, { g, ref: this.ref(task), binary: linuxBinary(), uid: Image.agentUid() });
-      this.d.log.info(`task ${this.ref(task)}: worktree and lazy shipped to ${docker.endpoint.host} in ${Date.now() - t0} ms`);
+      await Remote.ship(docker, id, { g, ref: this.ref(task), uid: Image.agentUid() });
+      this.d.log.info(`task ${this.ref(task)}: worktree shipped to ${docker.endpoint.host} in ${Date.now() - t0} ms`);
       await docker.start(id);
     } catch (e) {
       await docker.remove(id);

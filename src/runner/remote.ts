@@ -3,7 +3,8 @@
  * there, so what a task's container is made of travels, at the same paths a local container
  * would see them mounted. In, once when the container is made: the task's worktree and git
  * admin folder, the repository's git data (its objects at /lazy/repo-objects, the rest of
- * .git), the agent's private ref and objects folder, and lazy's Linux binary; in, each turn:
+ * .git) and the agent's private ref and objects folder; lazy's Linux binary goes once per
+ * build into a volume on the engine, mounted read-only (binaryVolume); in, each turn:
  * the harness's files. Out, while a turn runs: its folder (events.jsonl, exit.json) mirrored
  * into the host's turn folder, which turn-watch.ts reads as it reads a local one. Out, after
  * the turn: the agent's objects and ref into the task's private folders on the host, which
@@ -11,8 +12,9 @@
  * hash, packs through index-pack, the branch forward only). What comes out is read by
  * containers/tar.ts with bounds, regular files only, under names lazy expects.
  */
-import { closeSync, constants as C, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
-import { join, relative } from "node:path";
+import { closeSync, constants as C, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, statSync } from "node:fs";
+import { basename, dirname, join, relative } from "node:path";
+import { createHash } from "node:crypto";
 import { Tar, type Runtime } from "../containers";
 import type * as Git from "../git";
 import type { Config } from "../config";
@@ -77,8 +79,33 @@ function tree(dir: string, as: string, uid: number, skip: (rel: string) => boole
 export interface Shipment {
   g: Git.TaskGit;
   ref: string;
-  binary: string;
   uid: number;
+}
+
+/** The binary's hash, once per file version (hashing 120 MB each launch would cost ~0.3 s). */
+const hashes = new Map<string, string>();
+function binaryHash(path: string): string {
+  const st = statSync(path);
+  const key = `${path} ${st.size} ${st.mtimeMs}`;
+  let h = hashes.get(key);
+  if (!h) {
+    h = createHash("sha256").update(readFileSync(path)).digest("hex").slice(0, 16);
+    hashes.set(key, h);
+  }
+  return h;
+}
+
+/**
+ * lazy's Linux binary on the engine: a volume holding a copy (sent once per build, not per
+ * task), which task containers mount read-only at /lazy/bin. A volume of the engine's own,
+ * never a mount of this host. Its name, for the container's spec.
+ */
+export async function binaryVolume(docker: Runtime, binary: string, image: string): Promise<{ name: string; container: string }> {
+  const name = `lazy-bin-${binaryHash(binary)}`;
+  await docker.ensureVolume(name, "lazy-bin", image, () =>
+    Tar.write([{ name: basename(BIN), type: "file", mode: 0o755, uid: 0, data: () => readFileSync(binary) }]),
+  );
+  return { name, container: dirname(BIN) };
 }
 
 /** What a new container on a remote engine gets before it starts (see the top of this file). */
@@ -91,8 +118,6 @@ export function shipment(s: Shipment): Tar.Entry[] {
   const ref = AgentDir.readText(g.privateRefs, s.ref, 256) ?? "";
   return [
     dir("/lazy", 0),
-    dir("/lazy/bin", 0),
-    { name: BIN, type: "file", mode: 0o755, uid: 0, data: () => readFileSync(s.binary) },
     dir("/lazy/home", uid, 0o700),
     dir("/lazy/harness", uid, 0o700),
     dir("/lazy/turns", uid, 0o700),

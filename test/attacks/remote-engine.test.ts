@@ -10,8 +10,8 @@
  * unknown, not as untrusted).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { lstatSync, readdirSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, lstatSync, readdirSync } from "node:fs";
+import { basename, join } from "node:path";
 import { type Project, cleanupAll, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { containerProject, containerToml, edit, settled } from "../helpers/fixtures";
@@ -31,7 +31,10 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const p of projects)
     for (const c of d2(`ps -aq --filter label=dev.lazy.root=${p.root}`).out.split("\n").filter(Boolean)) d2(`rm -f ${c}`);
+  const slugs = projects.map((p) => (existsSync(p.stateDir) ? basename(p.stateDir) : "")).filter((s) => s && s !== "daemon");
   await cleanupAll();
+  // Their networks on the second engine (the daemons are gone; test/helpers/lazy.ts cleans the first engine's).
+  for (const slug of slugs) d2(`network rm lazy-${slug}`);
   await mock?.close();
 });
 

@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { type Project, cleanupAll, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { containerProject, settled } from "../helpers/fixtures";
@@ -29,7 +29,10 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const p of projects)
     for (const c of d2(`ps -aq --filter label=dev.lazy.root=${p.root}`).out.split("\n").filter(Boolean)) d2(`rm -f ${c}`);
+  const slugs = projects.map((p) => (existsSync(p.stateDir) ? basename(p.stateDir) : "")).filter((s) => s && s !== "daemon");
   await cleanupAll();
+  // Their networks on the second engine (the daemons are gone; test/helpers/lazy.ts cleans the first engine's).
+  for (const slug of slugs) d2(`network rm lazy-${slug}`);
   await mock?.close();
 });
 
@@ -93,7 +96,10 @@ describe("a task on a remote engine", () => {
     expect(sh("/", `docker ps -aq --filter label=dev.lazy.root=${p.root}`).out.trim()).toBe("");
     const inspect = d2(`inspect ${id}`).out;
     const info = JSON.parse(inspect)[0];
-    expect(info.Mounts).toEqual([]);
+    // No host mount: lazy's binary is a volume of that engine's own (a copy sent once), read-only.
+    expect(info.Mounts.map((m: any) => `${m.Type} ${m.Name} ${m.Destination} ${m.RW}`)).toEqual([
+      expect.stringMatching(/^volume lazy-bin-[0-9a-f]{16} \/lazy\/bin false$/),
+    ]);
     expect(info.HostConfig.Binds ?? []).toEqual([]);
     expect(inspect).not.toContain(KEY);
     // Nothing in it holds the key: its files (lazy's binary aside, which holds no key) and its processes' env.
