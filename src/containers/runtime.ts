@@ -301,7 +301,13 @@ export class Runtime {
    * Run a short command in a throwaway container on `network` (no mounts, no task's label, no
    * capability it does not need); its exit code and output. A remote engine's reachability probe.
    */
-  async runOnce(image: string, network: string, cmd: string[], timeoutMs: number): Promise<{ code: number; output: string }> {
+  async runOnce(
+    image: string,
+    network: string,
+    cmd: string[],
+    timeoutMs: number,
+    volumes: { name: string; container: string }[] = [],
+  ): Promise<{ code: number; output: string }> {
     let c: Docker.Container | undefined;
     try {
       c = await this.docker.createContainer({
@@ -309,7 +315,12 @@ export class Runtime {
         Cmd: cmd,
         User: "65534:65534",
         Labels: { "dev.lazy.helper": "probe" },
-        HostConfig: { NetworkMode: network, CapDrop: ["ALL"], Privileged: false },
+        HostConfig: {
+          NetworkMode: network,
+          CapDrop: ["ALL"],
+          Privileged: false,
+          Mounts: volumes.map((v) => ({ Type: "volume" as const, Source: v.name, Target: v.container, ReadOnly: true })),
+        },
       });
       await c.start();
       const done = (await Promise.race([c.wait(), Bun.sleep(timeoutMs).then(() => undefined)])) as { StatusCode: number } | undefined;

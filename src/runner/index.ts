@@ -420,7 +420,8 @@ export class Runner {
   private async probeRemote(docker: Runtime, image: string, network: string, proxyUrl: string): Promise<void> {
     const key = `${docker.endpoint.host} ${proxyUrl}`;
     if (this.reached.has(key)) return;
-    const why = await Remote.probe(docker, image, network, `${proxyUrl}${MCP_PATH}`);
+    const bin = await Remote.binaryVolume(docker, linuxBinary(), image);
+    const why = await Remote.probe(docker, image, network, bin, `${proxyUrl}${MCP_PATH}`);
     if (why)
       throw new LazyError(
         "launch_refused",

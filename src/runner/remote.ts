@@ -255,17 +255,19 @@ export function bindFor(docker: Runtime, config: Config): string {
 }
 
 /**
- * Whether a throwaway container on the remote engine (the task image, the project's network)
- * gets an HTTP answer from the proxy at `url` (lazy's own MCP route: it answers 401 itself,
- * nothing goes upstream). What went wrong, or undefined when it answered.
+ * Whether a throwaway container on the remote engine (the task image, the project's network,
+ * lazy's binary from its volume, so any image will do) gets an HTTP answer from the proxy at
+ * `url` (lazy's own MCP route: it answers 401 itself, nothing goes upstream). What went wrong,
+ * or undefined when it answered.
  */
-export async function probe(docker: Runtime, image: string, network: string, url: string): Promise<string | undefined> {
-  const script = `u='${url}'
-if command -v curl >/dev/null 2>&1; then curl -s -o /dev/null -m 5 "$u"; exit $?
-elif command -v wget >/dev/null 2>&1; then wget -q -T 5 -O /dev/null "$u"; c=$?; [ $c -eq 8 ] && exit 0; exit $c
-elif command -v node >/dev/null 2>&1; then exec node -e 'fetch(process.argv[1],{signal:AbortSignal.timeout(5000)}).then(()=>process.exit(0),e=>{console.log(String(e.cause?.code??e.message));process.exit(1)})' "$u"
-else echo "the image has no curl, wget or node to try with"; exit 3; fi`;
-  const r = await docker.runOnce(image, network, ["sh", "-c", script], 20_000);
+export async function probe(
+  docker: Runtime,
+  image: string,
+  network: string,
+  bin: { name: string; container: string },
+  url: string,
+): Promise<string | undefined> {
+  const r = await docker.runOnce(image, network, [BIN, "supervise", "--probe", url], 20_000, [bin]);
   if (r.code === 0) return undefined;
-  return `a probe container got no answer: exit ${r.code}${r.output.trim() ? `, ${r.output.trim().slice(0, 200)}` : ""}`;
+  return `a container there got no answer: ${r.output.trim().slice(0, 200) || `exit ${r.code}`}`;
 }

@@ -5,7 +5,7 @@
  * worktree and lazy's binary are shipped in (no host mount at all), its commit comes back onto
  * the local lazy/<task> and `lazy accept` merges it; the container holds no real key. And what
  * is refused before any task is touched: an engine that does not answer, a remote engine with
- * no [proxy] remote_bind, an ssh:// engine.
+ * no [proxy] remote_bind or whose containers cannot reach it, an ssh:// engine.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
@@ -149,6 +149,24 @@ describe("a task on a remote engine", () => {
     const doctor = await p.run(["doctor"]);
     expect(doctor.stdout + doctor.stderr).toContain("remote_bind is not set");
   }, 120_000);
+
+  test("a remote engine whose containers cannot reach the proxy is refused before the task is touched", async () => {
+    const p = await remoteProject();
+    await remoteImage(engine.host, p.root);
+    // A firewall between that engine's containers and remote_bind (this host's INPUT: the second engine shares its network).
+    const rule = `INPUT -s 10.214.0.0/16 -d ${engine.bind} -p tcp -j REJECT --reject-with tcp-reset`;
+    expect(sh("/", `iptables -I ${rule}`).code).toBe(0);
+    try {
+      const r = await p.run(["run", "anything", "--code", "walled"]);
+      expect(r.code, r.stderr).toBe(4);
+      expect(r.stderr).toContain(`cannot reach lazy's proxy at http://${engine.bind}:`);
+      expect(r.stderr).toContain("set [proxy] remote_bind");
+      expect(existsSync(join(p.stateDir, "worktrees", "walled"))).toBe(false);
+      expect(d2(`ps -aq --filter label=dev.lazy.task --filter label=dev.lazy.root=${p.root}`).out.trim()).toBe("");
+    } finally {
+      sh("/", `iptables -D ${rule}`);
+    }
+  }, 300_000);
 
   test("an ssh:// engine is refused with what to do instead", async () => {
     const p = await remoteProject({ host: "ssh://nobody@127.0.0.1:9" });
