@@ -721,9 +721,11 @@ export class Runner {
       } catch (e) {
         this.d.log.error(`the project's network: ${(e as Error).message}`);
       }
-      if (gateway && docker.kind !== "desktop")
+      // A remote engine's gateway is not this host's: its containers reach [proxy] remote_bind.
+      const at = docker.remote ? this.d.config().proxy.remote_bind : gateway;
+      if (at && docker.kind !== "desktop")
         try {
-          await this.d.proxy.listenFor(gateway);
+          await this.d.proxy.listenFor(at);
         } catch (e) {
           this.d.log.error(`the proxy cannot listen for the project's containers: ${(e as Error).message}`);
         }
