@@ -373,6 +373,32 @@ export class Runtime {
     await c.remove({ force: true }).catch(() => {});
   }
 
+  async volumeExists(name: string): Promise<boolean> {
+    return this.docker
+      .getVolume(name)
+      .inspect()
+      .then(
+        () => true,
+        () => false,
+      );
+  }
+
+  /** Add `files` (a tar) to a volume of the engine's own (made when missing), through a container that never starts. */
+  async fillVolume(name: string, kind: string, image: string, files: () => Uint8Array[]): Promise<void> {
+    if (!(await this.volumeExists(name))) await this.docker.createVolume({ Name: name, Labels: { "dev.lazy.volume": kind } });
+    const c = await this.docker.createContainer({
+      Image: image,
+      Cmd: ["true"],
+      Labels: { "dev.lazy.helper": "volume" },
+      HostConfig: { Mounts: [{ Type: "volume", Source: name, Target: "/v" }] },
+    });
+    try {
+      await c.putArchive(Buffer.concat(files()) as unknown as NodeJS.ReadableStream, { path: "/" });
+    } finally {
+      await c.remove({ force: true }).catch(() => {});
+    }
+  }
+
   /** Unpack a tar (tar.ts) at `path` in the container, running or not. */
   async putArchive(id: string, path: string, chunks: Uint8Array[]): Promise<void> {
     await this.docker.getContainer(id).putArchive(Buffer.concat(chunks) as unknown as NodeJS.ReadableStream, { path });

@@ -341,7 +341,12 @@ export class Runner {
           env: { ...containerEnv(this.d.root), ...this.netEnv },
           // A remote engine mounts nothing of this host: what the container needs is shipped in.
           mounts: docker.remote ? [] : mounts(this.d.root, g, tdir, linuxBinary()),
-          volumes: docker.remote ? [await Remote.binaryVolume(docker, linuxBinary(), image.tag)] : [],
+          volumes: docker.remote
+            ? [
+                await Remote.binaryVolume(docker, linuxBinary(), image.tag),
+                await this.remoteObjects(() => Remote.objectsVolume(docker, g, this.d.slug, this.d.stateDir, image.tag)),
+              ]
+            : [],
           network: net.name,
           hostGateway: docker.kind === "desktop",
           cmd: [BIN, "supervise", "--idle"],
@@ -411,6 +416,14 @@ export class Runner {
         `Shipping the task's worktree to the Docker engine at ${docker.endpoint.host} failed (${(e as Error).message}); run lazy doctor.`,
       );
     }
+  }
+
+  /** One top-up of the repository's objects on a remote engine at a time (two launches would send the same files). */
+  private objectsQueue: Promise<unknown> = Promise.resolve();
+  private remoteObjects<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.objectsQueue.then(fn, fn);
+    this.objectsQueue = next.catch(() => {});
+    return next;
   }
 
   /** Engines (and proxy addresses) whose containers were seen to reach the proxy. */

@@ -12,7 +12,18 @@
  * hash, packs through index-pack, the branch forward only). What comes out is read by
  * containers/tar.ts with bounds, regular files only, under names lazy expects.
  */
-import { closeSync, constants as C, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, statSync } from "node:fs";
+import {
+  closeSync,
+  constants as C,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { basename, dirname, join, relative } from "node:path";
 import { createHash } from "node:crypto";
 import { Tar, type Runtime } from "../containers";
@@ -66,10 +77,10 @@ function tree(dir: string, as: string, uid: number, skip: (rel: string) => boole
       else if (st.isDirectory()) {
         out.push({ name: at, type: "dir", mode: st.mode & 0o777, uid });
         walk(p);
-      } else if (st.isFile()) {
-        const data = readPlain(p);
-        if (data) out.push({ name: at, type: "file", mode: fileMode ?? st.mode & 0o777, uid, data });
-      }
+      } else if (st.isFile())
+        // Read when the archive is written (a file already on the engine is never read); one
+        // that is no longer a plain file by then goes empty.
+        out.push({ name: at, type: "file", mode: fileMode ?? st.mode & 0o777, uid, data: () => readPlain(p) ?? new Uint8Array() });
     }
   };
   walk(dir);
@@ -124,8 +135,6 @@ export function shipment(s: Shipment): Tar.Entry[] {
     // The repository's own git data: readable, the agent's only through its private stand-ins.
     dir(common, 0),
     ...tree(common, common, 0, gitSkip),
-    dir(REPO_OBJECTS, 0),
-    ...tree(join(common, "objects"), REPO_OBJECTS, 0, (rel) => rel === "info/alternates", 0o444),
     dir(join(common, "objects"), uid),
     dir(join(common, "objects/info"), uid),
     { name: join(common, "objects/info/alternates"), type: "file", mode: 0o644, uid, data: Buffer.from(`${REPO_OBJECTS}\n`) },
@@ -141,6 +150,48 @@ export function shipment(s: Shipment): Tar.Entry[] {
     dir(g.worktree, uid),
     ...tree(g.worktree, g.worktree, uid),
   ];
+}
+
+/** Object files (loose objects, packs and their indexes) are named by their content: one sent is never sent again. */
+const OBJECT_FILE = /^([0-9a-f]{2}\/[0-9a-f]{38}([0-9a-f]{24})?|pack\/pack-[0-9a-f]{40,64}\.(pack|idx|rev))$/;
+
+/**
+ * The repository's objects on the engine: a volume per project (`lazy-objects-<slug>`), mounted
+ * read-only at /lazy/repo-objects in its task containers, topped up before each new container
+ * with the object files it lacks (a record per engine in the state folder says which were sent;
+ * a volume that is gone starts the record over). A 100 MB repository travels once, not per task.
+ */
+export async function objectsVolume(
+  docker: Runtime,
+  g: Git.TaskGit,
+  slug: string,
+  stateDir: string,
+  image: string,
+): Promise<{ name: string; container: string }> {
+  const name = `lazy-objects-${slug}`;
+  const record = join(stateDir, `remote-objects-${createHash("sha256").update(docker.endpoint.host).digest("hex").slice(0, 12)}.txt`);
+  let sent = new Set<string>();
+  if (await docker.volumeExists(name))
+    try {
+      sent = new Set(readFileSync(record, "utf8").split("\n").filter(Boolean));
+    } catch {}
+  const objects = join(g.commonDir, "objects");
+  const missing: Tar.Entry[] = [];
+  const found: string[] = [];
+  for (const e of tree(objects, "/v", 0, (rel) => rel === "info" || rel.startsWith("info/"), 0o444)) {
+    const rel = relative("/v", e.name);
+    if (e.type === "dir" || !OBJECT_FILE.test(rel)) continue;
+    found.push(rel);
+    if (!sent.has(rel)) missing.push(e);
+  }
+  if (missing.length || !sent.size) {
+    const dirs = new Set(missing.map((e) => dirname(e.name)));
+    await docker.fillVolume(name, "objects", image, () =>
+      Tar.write([...[...dirs].sort().map((d): Tar.Entry => ({ name: d, type: "dir", mode: 0o755, uid: 0 })), ...missing]),
+    );
+    writeFileSync(record, `${[...new Set([...sent, ...found])].join("\n")}\n`, { mode: 0o600 });
+  }
+  return { name, container: REPO_OBJECTS };
 }
 
 /** Ship everything a new container needs into it (created, not yet started). */

@@ -34,7 +34,10 @@ afterAll(async () => {
   const slugs = projects.map((p) => (existsSync(p.stateDir) ? basename(p.stateDir) : "")).filter((s) => s && s !== "daemon");
   await cleanupAll();
   // Their networks on the second engine (the daemons are gone; test/helpers/lazy.ts cleans the first engine's).
-  for (const slug of slugs) d2(`network rm lazy-${slug}`);
+  for (const slug of slugs) {
+    d2(`network rm lazy-${slug}`);
+    d2(`volume rm lazy-objects-${slug}`);
+  }
   await mock?.close();
 });
 

@@ -32,7 +32,10 @@ afterAll(async () => {
   const slugs = projects.map((p) => (existsSync(p.stateDir) ? basename(p.stateDir) : "")).filter((s) => s && s !== "daemon");
   await cleanupAll();
   // Their networks on the second engine (the daemons are gone; test/helpers/lazy.ts cleans the first engine's).
-  for (const slug of slugs) d2(`network rm lazy-${slug}`);
+  for (const slug of slugs) {
+    d2(`network rm lazy-${slug}`);
+    d2(`volume rm lazy-objects-${slug}`);
+  }
   await mock?.close();
 });
 
@@ -96,9 +99,10 @@ describe("a task on a remote engine", () => {
     expect(sh("/", `docker ps -aq --filter label=dev.lazy.root=${p.root}`).out.trim()).toBe("");
     const inspect = d2(`inspect ${id}`).out;
     const info = JSON.parse(inspect)[0];
-    // No host mount: lazy's binary is a volume of that engine's own (a copy sent once), read-only.
-    expect(info.Mounts.map((m: any) => `${m.Type} ${m.Name} ${m.Destination} ${m.RW}`)).toEqual([
+    // No host mount: lazy's binary and the repository's objects are volumes of that engine's own (copies sent there), read-only.
+    expect(info.Mounts.map((m: any) => `${m.Type} ${m.Name} ${m.Destination} ${m.RW}`).sort()).toEqual([
       expect.stringMatching(/^volume lazy-bin-[0-9a-f]{16} \/lazy\/bin false$/),
+      `volume lazy-objects-${basename(p.stateDir)} /lazy/repo-objects false`,
     ]);
     expect(info.HostConfig.Binds ?? []).toEqual([]);
     expect(inspect).not.toContain(KEY);
