@@ -341,12 +341,7 @@ export class Runner {
           env: { ...containerEnv(this.d.root), ...this.netEnv },
           // A remote engine mounts nothing of this host: what the container needs is shipped in.
           mounts: docker.remote ? [] : mounts(this.d.root, g, tdir, linuxBinary()),
-          volumes: docker.remote
-            ? [
-                await Remote.binaryVolume(docker, linuxBinary(), image.tag),
-                await this.remoteObjects(() => Remote.objectsVolume(docker, g, this.d.slug, this.d.stateDir, image.tag)),
-              ]
-            : [],
+          volumes: docker.remote ? await this.remoteVolumes(docker, task, g, image.tag) : [],
           network: net.name,
           hostGateway: docker.kind === "desktop",
           cmd: [BIN, "supervise", "--idle"],
@@ -416,6 +411,18 @@ export class Runner {
         `Shipping the task's worktree to the Docker engine at ${docker.endpoint.host} failed (${(e as Error).message}); run lazy doctor.`,
       );
     }
+  }
+
+  /** A remote task container's volumes: lazy's binary, and the repository's objects (topped up first). */
+  private async remoteVolumes(docker: Runtime, task: Task, g: Git.TaskGit, image: string) {
+    const bin = await Remote.binaryVolume(docker, linuxBinary(), image);
+    const t0 = Date.now();
+    const objects = await this.remoteObjects(() => Remote.objectsVolume(docker, g, this.d.slug, this.d.stateDir, image));
+    if (objects.sent)
+      this.d.log.info(
+        `task ${this.ref(task)}: ${objects.sent} object files (${(objects.bytes / 1048576).toFixed(1)} MiB) sent to ${docker.endpoint.host} in ${Date.now() - t0} ms`,
+      );
+    return [bin, { name: objects.name, container: objects.container }];
   }
 
   /** One top-up of the repository's objects on a remote engine at a time (two launches would send the same files). */

@@ -167,7 +167,7 @@ export async function objectsVolume(
   slug: string,
   stateDir: string,
   image: string,
-): Promise<{ name: string; container: string }> {
+): Promise<{ name: string; container: string; sent: number; bytes: number }> {
   const name = `lazy-objects-${slug}`;
   const record = join(stateDir, `remote-objects-${createHash("sha256").update(docker.endpoint.host).digest("hex").slice(0, 12)}.txt`);
   let sent = new Set<string>();
@@ -178,11 +178,15 @@ export async function objectsVolume(
   const objects = join(g.commonDir, "objects");
   const missing: Tar.Entry[] = [];
   const found: string[] = [];
+  let bytes = 0;
   for (const e of tree(objects, "/v", 0, (rel) => rel === "info" || rel.startsWith("info/"), 0o444)) {
     const rel = relative("/v", e.name);
     if (e.type === "dir" || !OBJECT_FILE.test(rel)) continue;
     found.push(rel);
-    if (!sent.has(rel)) missing.push(e);
+    if (!sent.has(rel)) {
+      missing.push(e);
+      bytes += lstatSync(join(objects, rel)).size;
+    }
   }
   if (missing.length || !sent.size) {
     const dirs = new Set(missing.map((e) => dirname(e.name)));
@@ -191,7 +195,7 @@ export async function objectsVolume(
     );
     writeFileSync(record, `${[...new Set([...sent, ...found])].join("\n")}\n`, { mode: 0o600 });
   }
-  return { name, container: REPO_OBJECTS };
+  return { name, container: REPO_OBJECTS, sent: missing.length, bytes };
 }
 
 /** Ship everything a new container needs into it (created, not yet started). */
