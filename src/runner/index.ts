@@ -12,7 +12,7 @@ import { basename, join } from "node:path";
 import { Tasks, Runs, canMove, isFinal, type Task, type Run } from "../store";
 import type { Status } from "../store";
 import { defaultProfile, resolveLimits, resolveProfile, Trust, type Config, type ResolvedProfile } from "../config";
-import { Runtime, Image, type Fence, type LinkLocalGuard, type NetworkOptions } from "../containers";
+import { Runtime, Image, Engine, type Fence, type LinkLocalGuard, type NetworkOptions } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
 import { MCP_PATH, type ModelProxy } from "../proxy";
@@ -637,6 +637,13 @@ export class Runner {
   } {
     const task = Tasks.resolve(this.d.db, ref);
     if (isFinal(task.status)) throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}; its worktree is gone.`);
+    // A remote engine's task works in its container's copy; the host's is not kept up to date.
+    const ep = Engine.resolve();
+    if (Engine.isRemote(ep))
+      throw new LazyError(
+        "conflict",
+        `Task ${this.ref(task)} runs on the Docker engine at ${ep.host}, where its worktree is; the host's copy is not kept up to date, so a pair would work on stale files. Its commits are on ${Git.BRANCH_PREFIX}${this.ref(task)}: check that branch out yourself, or run lazy without DOCKER_HOST for a local task.`,
+      );
     const worktree = this.worktree(task);
     const g = this.recordedGit(task);
     if (!g || !existsSync(worktree))

@@ -125,6 +125,11 @@ describe("a task on a remote engine", () => {
     expect(second.length).toBeGreaterThanOrEqual(1);
     expect(second.at(-1)!.body).toContain("Committed remote.txt.");
 
+    // lazy pair would work on the host's copy of the worktree, which a remote task does not update.
+    const pair = await p.run(["pair", "far"]);
+    expect(pair.code).not.toBe(0);
+    expect(pair.stderr).toContain(`runs on the Docker engine at ${engine.host}`);
+
     const acc = await p.run(["accept", "far"]);
     expect(acc.code, acc.stderr).toBe(0);
     expect(sh(p.root, "git log --format=%s main").out).toContain("commit on the remote engine");
