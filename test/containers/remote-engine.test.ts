@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
-import { type Project, cleanupAll, sh } from "../helpers/lazy";
+import { type Project, cleanupAll, isAlive, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { containerProject, settled } from "../helpers/fixtures";
 import { secondEngine, remoteImage } from "../helpers/second-engine";
@@ -135,6 +135,32 @@ describe("a task on a remote engine", () => {
     expect(sh(p.root, "git log --format=%s main").out).toContain("commit on the remote engine");
     expect(existsSync(join(p.root, "remote.txt"))).toBe(true);
   }, 900_000);
+
+  test("kill -9 of the daemon during a remote turn: the next daemon mirrors the turn again and it ends done", async () => {
+    const p = await remoteProject();
+    await remoteImage(engine.host, p.root);
+    mock.reset();
+    mock.reply = { text: "Slow but done, remotely." };
+    mock.behavior = { kind: "silent-then-stream", firstByteDelayMs: 4000, gapMs: 0 };
+    await p.ok(["task", "add", "Be slow", "--code", "slow-far"]);
+    await p.ok(["start", "slow-far"]);
+    await until(() => mock.received.some((x) => x.method === "POST") || undefined, 120_000, "the turn's model request");
+    const pid = p.runtime()!.pid;
+    process.kill(pid, "SIGKILL");
+    await until(() => !isAlive(pid), 5000, "the daemon to die");
+    // A command (not the API) starts the next daemon, which reconciles the running task.
+    const t = await until(
+      async () => {
+        const now = (await p.json(["task", "show", "slow-far"])).task;
+        return now.status !== "running" && now.status !== "queued" ? now : undefined;
+      },
+      180_000,
+      "the task to end after the restart",
+    );
+    expect(t.status).toBe("done");
+    expect((await p.ok(["logs", "slow-far"])).stdout).toContain("Slow but done, remotely.");
+    mock.reset();
+  }, 300_000);
 
   test("an engine that does not answer is reported before the task is touched, with the remedy", async () => {
     const p = await remoteProject({ host: "tcp://127.0.0.1:9" });
