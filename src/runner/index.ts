@@ -29,6 +29,7 @@ import { OwnCalls } from "./own-calls";
 import { Compactor, withMemory } from "./memory";
 import { TurnWatch } from "./turn-watch";
 import * as Remote from "./remote";
+import { RemoteTasks } from "./remote-tasks";
 import { Endings } from "./endings";
 import type { TaskAccess } from "./task-access";
 
@@ -68,7 +69,22 @@ export class Runner {
   /** Compacts project memory past its bound, with one of lazy's own calls. */
   readonly memory: Compactor;
 
+  /** Tasks on a remote engine: shipping in, mirroring and bringing back (remote-tasks.ts). */
+  private remote: RemoteTasks;
+
   constructor(private d: RunnerDeps) {
+    this.remote = new RemoteTasks({
+      slug: d.slug,
+      stateDir: d.stateDir,
+      log: d.log,
+      docker: () => this.docker(),
+      ref: (t) => this.ref(t),
+      taskDir: (t) => this.taskDir(t),
+      recordedGit: (t) => this.recordedGit(t),
+      following: (id) => this.turns.has(id),
+      turnOf: (id) => this.run(id).turn,
+      containerOf: (id) => this.run(id).container_id,
+    });
     this.calls = new OwnCalls({
       root: d.root,
       slug: d.slug,
@@ -109,7 +125,7 @@ export class Runner {
       budgets: this.budgets,
       release: (id) => d.proxy.release(id, "turn"),
       halt: (t) => this.halt(t),
-      bringBack: (t) => this.bringBack(t),
+      bringBack: (t) => this.remote.bringBack(t),
     });
     // A daemon restarted mid-turn: those turns' grants redeem until their turns end.
     for (const t of Tasks.list(d.db, { status: "running" }))
@@ -310,7 +326,7 @@ export class Runner {
     // container of that image. Before the worktree: a remote engine that cannot reach the
     // proxy is refused before anything of the task is made.
     const { net, proxyUrl } = await this.gateway(docker, config);
-    if (docker.remote) await this.probeRemote(docker, image.tag, net.name, proxyUrl);
+    if (docker.remote) await this.remote.probe(docker, image.tag, net.name, proxyUrl);
     // tasks/<id> is lazy's; its sub-folders are mount roots the agent writes below, never replaces.
     for (const sub of ["home", "harness", "turns"]) mkdirSync(join(tdir, sub), { recursive: true, mode: 0o700 });
     if (asRoot) for (const sub of ["", "home", "harness", "turns"]) lchownSync(join(tdir, sub), uid, uid);
@@ -341,7 +357,7 @@ export class Runner {
           env: { ...containerEnv(this.d.root), ...this.netEnv },
           // A remote engine mounts nothing of this host: what the container needs is shipped in.
           mounts: docker.remote ? [] : mounts(this.d.root, g, tdir, linuxBinary()),
-          volumes: docker.remote ? await this.remoteVolumes(docker, task, g, image.tag) : [],
+          volumes: docker.remote ? await this.remote.volumes(docker, task, g, image.tag) : [],
           network: net.name,
           hostGateway: docker.kind === "desktop",
           cmd: [BIN, "supervise", "--idle"],
@@ -349,7 +365,7 @@ export class Runner {
         },
         { start: !docker.remote },
       );
-      if (docker.remote) await this.shipInto(docker, id, task, g);
+      if (docker.remote) await this.remote.shipInto(docker, id, task, g);
       this.save(task.id, { container_id: id });
       info = await docker.inspect(id);
     }
@@ -395,89 +411,6 @@ export class Runner {
     if (docker.kind === "desktop") return { net, proxyUrl: `http://host.docker.internal:${this.d.proxy.address!.port}` };
     const a = await this.d.proxy.listenFor(net.gateway);
     return { net, proxyUrl: `http://${a.host}:${a.port}` };
-  }
-
-  /** A remote engine's new container: its files shipped in, then started; one left unfilled is removed. */
-  private async shipInto(docker: Runtime, id: string, task: Task, g: Git.TaskGit): Promise<void> {
-    try {
-      const t0 = Date.now();
-      await Remote.ship(docker, id, { g, ref: this.ref(task), uid: Image.agentUid() });
-      this.d.log.info(`task ${this.ref(task)}: worktree shipped to ${docker.endpoint.host} in ${Date.now() - t0} ms`);
-      await docker.start(id);
-    } catch (e) {
-      await docker.remove(id);
-      throw new LazyError(
-        "launch_refused",
-        `Shipping the task's worktree to the Docker engine at ${docker.endpoint.host} failed (${(e as Error).message}); run lazy doctor.`,
-      );
-    }
-  }
-
-  /** A remote task container's volumes: lazy's binary, and the repository's objects (topped up first). */
-  private async remoteVolumes(docker: Runtime, task: Task, g: Git.TaskGit, image: string) {
-    const bin = await Remote.binaryVolume(docker, linuxBinary(), image);
-    const t0 = Date.now();
-    const objects = await this.remoteObjects(() => Remote.objectsVolume(docker, g, this.d.slug, this.d.stateDir, image));
-    if (objects.sent)
-      this.d.log.info(
-        `task ${this.ref(task)}: ${objects.sent} object files (${(objects.bytes / 1048576).toFixed(1)} MiB) sent to ${docker.endpoint.host} in ${Date.now() - t0} ms`,
-      );
-    return [bin, { name: objects.name, container: objects.container }];
-  }
-
-  /** One top-up of the repository's objects on a remote engine at a time (two launches would send the same files). */
-  private objectsQueue: Promise<unknown> = Promise.resolve();
-  private remoteObjects<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.objectsQueue.then(fn, fn);
-    this.objectsQueue = next.catch(() => {});
-    return next;
-  }
-
-  /** Engines (and proxy addresses) whose containers were seen to reach the proxy. */
-  private reached = new Set<string>();
-
-  /** Once per engine and address: a container there reaches the proxy, or the launch stops, saying what to do. */
-  private async probeRemote(docker: Runtime, image: string, network: string, proxyUrl: string): Promise<void> {
-    const key = `${docker.endpoint.host} ${proxyUrl}`;
-    if (this.reached.has(key)) return;
-    const bin = await Remote.binaryVolume(docker, linuxBinary(), image);
-    const why = await Remote.probe(docker, image, network, bin, `${proxyUrl}${MCP_PATH}`);
-    if (why)
-      throw new LazyError(
-        "launch_refused",
-        `Containers on the Docker engine at ${docker.endpoint.host} cannot reach lazy's proxy at ${proxyUrl} (${why}): set [proxy] remote_bind to an address of this host that engine routes to and that no firewall blocks (then lazy trust), or unset DOCKER_HOST.`,
-      );
-    this.reached.add(key);
-  }
-
-  /** Turns on a remote engine whose folder is being mirrored to the host. */
-  private mirrors = new Set<string>();
-
-  /** Mirror a remote turn's folder to the host while this daemon follows the turn (turn-watch reads it there). */
-  private mirror(task: Task, id: string, turn: number): void {
-    if (this.mirrors.has(task.id)) return;
-    this.mirrors.add(task.id);
-    const turns = join(this.taskDir(task), "turns");
-    void (async () => {
-      const docker = await this.docker();
-      while (this.turns.has(task.id) && this.run(task.id).turn === turn) {
-        await Remote.pullTurn(docker, id, turn, turns).catch((e: unknown) =>
-          this.d.log.warn(`task ${this.ref(task)}: reading its turn from ${docker.endpoint.host}: ${(e as Error).message}`),
-        );
-        await Bun.sleep(500);
-      }
-    })()
-      .catch((e: unknown) => this.d.log.warn(`task ${this.ref(task)}: ${(e as Error).message}`))
-      .finally(() => this.mirrors.delete(task.id));
-  }
-
-  /** After a remote turn: the agent's objects and ref to the host (Git.syncBranch checks and imports them). */
-  private async bringBack(task: Task): Promise<string[]> {
-    const docker = await this.docker();
-    const id = this.run(task.id).container_id;
-    const g = this.recordedGit(task);
-    if (!docker.remote || !id || !g) return [];
-    return Remote.bringBack(docker, id, g, this.ref(task), join(this.taskDir(task), "harness"));
   }
 
   /** The task image, built first if it is missing (its steps recorded on `task` when given). */
@@ -581,7 +514,7 @@ export class Runner {
       `${uid}:${uid}`,
     );
     this.turns.follow(task, execId);
-    if (docker.remote) this.mirror(task, box.id, turn.n);
+    if (docker.remote) this.remote.mirror(task, box.id, turn.n);
     return task;
   }
 
@@ -766,7 +699,7 @@ export class Runner {
         continue;
       }
       this.turns.watch(task);
-      if (docker.remote) this.mirror(task, c.id, this.run(task.id).turn);
+      if (docker.remote) this.remote.mirror(task, c.id, this.run(task.id).turn);
     }
     for (const c of containers) {
       let task: Task | undefined;

@@ -113,7 +113,7 @@ function binaryHash(path: string): string {
  */
 export async function binaryVolume(docker: Runtime, binary: string, image: string): Promise<{ name: string; container: string }> {
   const name = `lazy-bin-${binaryHash(binary)}`;
-  await docker.ensureVolume(name, "lazy-bin", image, () =>
+  await docker.files.ensureVolume(name, "lazy-bin", image, () =>
     Tar.write([{ name: basename(BIN), type: "file", mode: 0o755, uid: 0, data: () => readFileSync(binary) }]),
   );
   return { name, container: dirname(BIN) };
@@ -171,7 +171,7 @@ export async function objectsVolume(
   const name = `lazy-objects-${slug}`;
   const record = join(stateDir, `remote-objects-${createHash("sha256").update(docker.endpoint.host).digest("hex").slice(0, 12)}.txt`);
   let sent = new Set<string>();
-  if (await docker.volumeExists(name))
+  if (await docker.files.volumeExists(name))
     try {
       sent = new Set(readFileSync(record, "utf8").split("\n").filter(Boolean));
     } catch {}
@@ -190,7 +190,7 @@ export async function objectsVolume(
   }
   if (missing.length || !sent.size) {
     const dirs = new Set(missing.map((e) => dirname(e.name)));
-    await docker.fillVolume(name, "objects", image, () =>
+    await docker.files.fillVolume(name, "objects", image, () =>
       Tar.write([...[...dirs].sort().map((d): Tar.Entry => ({ name: d, type: "dir", mode: 0o755, uid: 0 })), ...missing]),
     );
     writeFileSync(record, `${[...new Set([...sent, ...found])].join("\n")}\n`, { mode: 0o600 });
@@ -200,7 +200,7 @@ export async function objectsVolume(
 
 /** Ship everything a new container needs into it (created, not yet started). */
 export async function ship(docker: Runtime, id: string, s: Shipment): Promise<void> {
-  await docker.putArchive(id, "/", Tar.write(shipment(s)));
+  await docker.files.putArchive(id, "/", Tar.write(shipment(s)));
 }
 
 /** The harness's files for this turn (what prepareTurn wrote on the host), into /lazy/harness. */
@@ -213,7 +213,7 @@ export async function shipHarness(docker: Runtime, id: string, files: Record<str
     entries.push({ name: join("/lazy/harness", rel), type: "file", mode: 0o600, uid, data: Buffer.from(content) });
   }
   const dirEntries: Tar.Entry[] = [...dirs].sort().map((d) => ({ name: join("/lazy/harness", d), type: "dir", mode: 0o700, uid }));
-  await docker.putArchive(id, "/", Tar.write([...dirEntries, ...entries]));
+  await docker.files.putArchive(id, "/", Tar.write([...dirEntries, ...entries]));
 }
 
 /**
@@ -221,7 +221,7 @@ export async function shipHarness(docker: Runtime, id: string, files: Record<str
  * remote engine): regular files under the supervisor's names only, bounded.
  */
 export async function pullTurn(docker: Runtime, id: string, turn: number, hostTurns: string, uid?: number): Promise<void> {
-  const tar = await docker.getArchive(id, `/lazy/turns/${turn}`, MAX_TURN);
+  const tar = await docker.files.getArchive(id, `/lazy/turns/${turn}`, MAX_TURN);
   if (!tar) return;
   for (const e of Tar.read(tar, (name) => TURN_FILE.test(name), MAX_TURN)) {
     const m = TURN_FILE.exec(e.name);
@@ -239,7 +239,7 @@ export async function bringBack(docker: Runtime, id: string, g: Git.TaskGit, ref
   const skipped: string[] = [];
   let tar: Uint8Array | undefined;
   try {
-    tar = await docker.getArchive(id, join(g.commonDir, "objects"), MAX_OBJECTS);
+    tar = await docker.files.getArchive(id, join(g.commonDir, "objects"), MAX_OBJECTS);
   } catch (e) {
     return [`the agent's objects: ${(e as Error).message}`];
   }
@@ -267,7 +267,7 @@ export async function bringBack(docker: Runtime, id: string, g: Git.TaskGit, ref
     AgentDir.write(g.privateObjects, rel, e.data, { mode: 0o444 });
   }
   await pullTranscripts(docker, id, harness).catch((e: unknown) => skipped.push(`the harness's transcripts: ${(e as Error).message}`));
-  const refTar = await docker.getArchive(id, join(g.commonDir, "refs/heads/lazy", ref), 64 * 1024).catch(() => undefined);
+  const refTar = await docker.files.getArchive(id, join(g.commonDir, "refs/heads/lazy", ref), 64 * 1024).catch(() => undefined);
   const refEntry = refTar
     ? Tar.read(refTar, (name, size) => name === ref && size <= 256, 64 * 1024).find((e) => e.name === ref)
     : undefined;
@@ -282,7 +282,7 @@ const MAX_TRANSCRIPTS = 64 * 1024 * 1024;
 
 /** The harness's transcripts, into the host's harness folder (lazy's own for a remote task). */
 async function pullTranscripts(docker: Runtime, id: string, harness: string): Promise<void> {
-  const tar = await docker.getArchive(id, "/lazy/harness", MAX_TRANSCRIPTS);
+  const tar = await docker.files.getArchive(id, "/lazy/harness", MAX_TRANSCRIPTS);
   if (!tar) return;
   for (const e of Tar.read(tar, (name) => TRANSCRIPT.test(name), MAX_TRANSCRIPTS)) {
     const m = TRANSCRIPT.exec(e.name);
@@ -322,7 +322,7 @@ export async function probe(
   bin: { name: string; container: string },
   url: string,
 ): Promise<string | undefined> {
-  const r = await docker.runOnce(image, network, [BIN, "supervise", "--probe", url], 20_000, [bin]);
+  const r = await docker.files.runOnce(image, network, [BIN, "supervise", "--probe", url], 20_000, [bin]);
   if (r.code === 0) return undefined;
   return `a container there got no answer: ${r.output.trim().slice(0, 200) || `exit ${r.code}`}`;
 }
