@@ -55,6 +55,7 @@ function project(label: string, remote: boolean, fill?: (root: string) => void):
         if (ids.length) Bun.spawnSync(["docker", "-H", engine.host, "rm", "-f", ...ids]);
         const slug = readdirSync(join(p.home, "daemon"))[0];
         if (slug) Bun.spawnSync(["docker", "-H", engine.host, "network", "rm", `lazy-${slug}`]);
+        if (slug) Bun.spawnSync(["docker", "-H", engine.host, "volume", "rm", `lazy-objects-${slug}`]);
       }
       dispose();
     },
