@@ -7,6 +7,8 @@
 #   docker engine  starts dockerd in the background if `docker info` fails (no systemd)
 #   test images    lazy-test/debian:bookworm (debootstrap + docker import)
 #                  lazy-test/node:bookworm   (docker build FROM the above)
+#   second engine  scripts/second-engine.sh: a dockerd on tcp://127.0.0.1:23750 in its own
+#                  mount namespace, standing in for a remote engine
 #
 # No image registry is reachable: images are built from the Debian mirror apt uses.
 # Env: LAZY_TEST_REBUILD_IMAGES=1 rebuilds both images; LAZY_TEST_CACHE overrides the cache dir.
@@ -192,5 +194,8 @@ else
   (cd "$TOOLS_DIR" && $SUDO npm install --no-audit --no-fund --loglevel=error "${TOOLS[@]}" >&2) || die "clients: npm install failed"
   log "clients: installed ($("$TOOLS_DIR/node_modules/.bin/claude" --version 2>/dev/null), codex $("$TOOLS_DIR/node_modules/.bin/codex" --version 2>/dev/null | awk '{print $2}'), pi $("$TOOLS_DIR/node_modules/.bin/pi" --version 2>/dev/null))"
 fi
+
+# ---- 7. a second engine, standing in for a remote one (test/containers/remote-engine.test.ts) ----
+bash "$(dirname "${BASH_SOURCE[0]}")/second-engine.sh" >/dev/null || die "the second engine did not start (scripts/second-engine.sh)"
 
 log "done in ${SECONDS}s"

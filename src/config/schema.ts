@@ -85,6 +85,13 @@ export const ProxyConfig = z
   .strictObject({
     bind: z.string().min(1).default("127.0.0.1").describe("Interface the model proxy listens on for host clients. Loopback by default."),
     port: port.default(26124).describe("First port to try for the proxy; when taken, lazy probes upward."),
+    remote_bind: z
+      .string()
+      .regex(/^\d{1,3}(\.\d{1,3}){3}$/, "expected an IPv4 address of this host")
+      .optional()
+      .describe(
+        "An IPv4 address of this host that a remote Docker engine's containers can route to (DOCKER_HOST=tcp://…): the proxy and MCP listen there for them. Needed only for a remote engine; placeholders are not pinned to containers there.",
+      ),
     upstreams: z
       .strictObject({
         anthropic: origin("upstreams.anthropic").optional().describe("Origin that replaces https://api.anthropic.com."),

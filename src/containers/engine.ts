@@ -9,6 +9,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { createHash } from "node:crypto";
+import { LazyError } from "../util/errors";
 
 export interface Endpoint {
   /** unix:///var/run/docker.sock, tcp://host:2376, ... */
@@ -38,11 +39,43 @@ export function resolve(env: Record<string, string | undefined> = process.env): 
   return { host: `unix://${sock}`, source: "default socket" };
 }
 
-export async function client(ep: Endpoint): Promise<Docker> {
+export async function client(ep: Endpoint, env: Record<string, string | undefined> = process.env): Promise<Docker> {
   const { default: Docker } = await import("dockerode");
   if (ep.host.startsWith("unix://")) return new Docker({ socketPath: ep.host.slice("unix://".length) });
+  if (ep.host.startsWith("ssh://"))
+    // dockerode's ssh transport takes any host key it is shown: lazy does not use it.
+    throw new LazyError(
+      "launch_refused",
+      `${ep.host} (${ep.source}) is an ssh:// engine, which lazy does not drive yet: expose that engine on tcp:// with TLS (DOCKER_TLS_VERIFY=1, DOCKER_CERT_PATH) and point DOCKER_HOST at it.`,
+    );
+  if (!ep.host.startsWith("tcp://"))
+    throw new LazyError("launch_refused", `${ep.host} (${ep.source}) is not a Docker address lazy knows (unix://, tcp://).`);
   const u = new URL(ep.host.replace(/^tcp:/, "http:"));
+  // DOCKER_TLS_VERIFY as the docker CLI reads it: the engine's certificate checked against ca.pem.
+  if (env.DOCKER_TLS_VERIFY && env.DOCKER_TLS_VERIFY !== "0") {
+    const dir = env.DOCKER_CERT_PATH ?? join(homedir(), ".docker");
+    const file = (n: string) => readFileSync(join(dir, n));
+    return new Docker({
+      host: u.hostname,
+      port: Number(u.port || 2376),
+      protocol: "https",
+      ca: file("ca.pem"),
+      cert: file("cert.pem"),
+      key: file("key.pem"),
+    });
+  }
   return new Docker({ host: u.hostname, port: Number(u.port || 2375), protocol: "http" });
+}
+
+/** Whether the engine runs elsewhere (its containers cannot see this host's files or loopback). */
+export const isRemote = (ep: Endpoint) => !ep.host.startsWith("unix://") && !ep.host.startsWith("npipe://");
+
+/** An engine that did not answer, worded once with the remedy (the launch, lazy doctor). */
+export function unreachable(ep: Endpoint, error: string): string {
+  const from = ep.source === "DOCKER_HOST" ? "DOCKER_HOST" : ep.source;
+  return isRemote(ep)
+    ? `The Docker engine at ${ep.host} (from ${from}) does not answer (${error}): start it or fix the address, or unset DOCKER_HOST to use this machine's engine. No task was touched.`
+    : `Cannot reach the Docker engine at ${ep.host} (${error}): start Docker (Linux: sudo systemctl start docker, or dockerd); run lazy doctor.`;
 }
 
 export async function ping(
@@ -71,9 +104,14 @@ export type EngineKind = "native" | "desktop" | "rootless" | "remote";
  * is an address of this host: native Linux Docker).
  */
 export async function kind(ep: Endpoint): Promise<{ kind: EngineKind; detail: string }> {
-  const remote = !ep.host.startsWith("unix://") && !ep.host.startsWith("npipe://");
+  const remote = isRemote(ep);
   const d = await client(ep);
-  const info = (await d.info()) as { OperatingSystem?: string; SecurityOptions?: string[]; Name?: string };
+  const info = (await Promise.race([
+    d.info(),
+    Bun.sleep(5000).then(() => {
+      throw new Error("no answer within 5 s");
+    }),
+  ])) as { OperatingSystem?: string; SecurityOptions?: string[]; Name?: string };
   const os = info.OperatingSystem ?? "";
   if (/docker desktop/i.test(os) || /orbstack|colima/i.test(os) || (process.platform === "darwin" && !remote))
     return { kind: "desktop", detail: os || "Docker Desktop" };

@@ -6,6 +6,7 @@
  */
 export * as Engine from "./engine";
 export * as Image from "./image";
+export * as Tar from "./tar";
 export {
   Runtime,
   LABEL_PROJECT,

@@ -12,6 +12,7 @@ import * as LinkLocal from "./link-local";
 import { hostConfig, type Limits } from "./limits";
 import * as Fence from "./fence";
 import * as Firewall from "./firewall";
+import { EngineFiles, demux } from "./engine-files";
 import type { NetworkOptions } from "./firewall";
 import * as Subnets from "./subnets";
 
@@ -36,6 +37,8 @@ export interface TaskContainerSpec {
   user: string;
   env: Record<string, string>;
   mounts: Mount[];
+  /** Volumes of the engine's own (a remote engine: lazy's binary, copied there once), read-only. */
+  volumes?: { name: string; container: string }[];
   network: string;
   /** Docker Desktop: reach the host through host.docker.internal. */
   hostGateway: boolean;
@@ -71,7 +74,12 @@ export class Runtime {
     readonly kind: Engine.EngineKind,
     readonly kindDetail: string,
     private log: Logger,
-  ) {}
+  ) {
+    this.files = new EngineFiles(docker);
+  }
+
+  /** Tars in and out of containers, volumes, one-off commands (engine-files.ts): a remote engine's traffic. */
+  readonly files: EngineFiles;
 
   static async connect(log: Logger, endpoint = Engine.resolve()): Promise<Runtime> {
     const docker = await Engine.client(endpoint);
@@ -79,10 +87,8 @@ export class Runtime {
       const k = await Engine.kind(endpoint);
       return new Runtime(endpoint, docker, k.kind, k.detail, log);
     } catch (e) {
-      throw new LazyError(
-        "launch_refused",
-        `Cannot reach the Docker engine at ${endpoint.host} (${(e as Error).message}); run lazy doctor.`,
-      );
+      if (e instanceof LazyError) throw e;
+      throw new LazyError("launch_refused", Engine.unreachable(endpoint, (e as Error).message));
     }
   }
 
@@ -294,7 +300,21 @@ export class Runtime {
     });
   }
 
-  async create(spec: TaskContainerSpec): Promise<string> {
+  /** A remote engine: nothing of this host can be mounted there (remote.ts ships it instead). */
+  get remote(): boolean {
+    return this.kind === "remote";
+  }
+
+  /**
+   * Make a container; `start: false` leaves it created (a remote engine's container gets its
+   * files shipped in before it starts). A remote engine takes no host mount at all.
+   */
+  async create(spec: TaskContainerSpec, opts: { start?: boolean } = {}): Promise<string> {
+    if (this.remote && spec.mounts.length)
+      throw new LazyError(
+        "launch_refused",
+        `The Docker engine at ${this.endpoint.host} is remote: lazy mounts nothing of this host there (${spec.mounts[0]!.host} was asked for).`,
+      );
     const c = await this.docker.createContainer({
       name: spec.name,
       Image: spec.image,
@@ -305,6 +325,7 @@ export class Runtime {
       Labels: { [LABEL_PROJECT]: spec.project, [LABEL_TASK]: spec.taskId, [LABEL_ROOT]: spec.root },
       HostConfig: {
         Binds: spec.mounts.map((m) => `${m.host}:${m.container}:${m.readOnly ? "ro" : "rw"}`),
+        Mounts: (spec.volumes ?? []).map((v) => ({ Type: "volume" as const, Source: v.name, Target: v.container, ReadOnly: true })),
         NetworkMode: spec.network,
         ExtraHosts: spec.hostGateway ? ["host.docker.internal:host-gateway"] : [],
         // No Docker socket, no privileged mode; an init reaps the agent's orphans. Nor the
@@ -316,7 +337,7 @@ export class Runtime {
         ...hostConfig(spec.limits), // [container.limits] (limits.ts)
       },
     });
-    await c.start();
+    if (opts.start !== false) await c.start();
     return c.id;
   }
 
@@ -456,15 +477,3 @@ export class Runtime {
 
 /** What Runtime.exec keeps of a command's output: its last bytes, up to this many. */
 const EXEC_KEEP = 1024 * 1024;
-
-/** Non-TTY logs come in frames: a byte for the stream, three zeros, a 4-byte length, the bytes. */
-function demux(buf: Buffer): string {
-  const parts: Buffer[] = [];
-  let i = 0;
-  while (i + 8 <= buf.length) {
-    const len = buf.readUInt32BE(i + 4);
-    parts.push(buf.subarray(i + 8, i + 8 + len));
-    i += 8 + len;
-  }
-  return Buffer.concat(parts).toString("utf8");
-}

@@ -29,6 +29,8 @@ import { Budgets } from "./budgets";
 import { OwnCalls } from "./own-calls";
 import { Compactor, withMemory } from "./memory";
 import { TurnWatch } from "./turn-watch";
+import * as Remote from "./remote";
+import { RemoteTasks } from "./remote-tasks";
 import { Endings } from "./endings";
 import { Groups, type NewGroup } from "./groups";
 import type { TaskAccess } from "./task-access";
@@ -79,7 +81,22 @@ export class Runner {
   private building = new Map<string, Promise<void>>();
   private ensuring: ReturnType<Runner["gateway"]> | undefined;
 
+  /** Tasks on a remote engine: shipping in, mirroring and bringing back (remote-tasks.ts). */
+  private remote: RemoteTasks;
+
   constructor(private d: RunnerDeps) {
+    this.remote = new RemoteTasks({
+      slug: d.slug,
+      stateDir: d.stateDir,
+      log: d.log,
+      docker: () => this.docker(),
+      ref: (t) => this.ref(t),
+      taskDir: (t) => this.taskDir(t),
+      recordedGit: (t) => this.recordedGit(t),
+      following: (id) => this.turns.has(id),
+      turnOf: (id) => this.run(id).turn,
+      containerOf: (id) => this.run(id).container_id,
+    });
     this.calls = new OwnCalls({
       root: d.root,
       slug: d.slug,
@@ -120,6 +137,7 @@ export class Runner {
       budgets: this.budgets,
       release: (id) => d.proxy.release(id, "turn"),
       halt: (t) => this.halt(t),
+      bringBack: (t) => this.remote.bringBack(t),
     });
     // A daemon restarted mid-turn: those turns' grants redeem until their turns end.
     for (const t of Tasks.list(d.db, { status: "running" }))
@@ -361,19 +379,20 @@ export class Runner {
         `lazy runs as root, so the agent runs as uid ${uid}, which cannot read ${this.d.root} (mode ${(statSync(this.d.root).mode & 0o777).toString(8)}): chmod o+rx ${this.d.root}, or run lazy as your own user.`,
       );
     const tdir = this.taskDir(task);
-    // tasks/<id> is lazy's; its sub-folders are mount roots the agent writes below, never replaces.
-    for (const sub of ["home", "harness", "turns"]) mkdirSync(join(tdir, sub), { recursive: true, mode: 0o700 });
-    if (asRoot) for (const sub of ["", "home", "harness", "turns"]) lchownSync(join(tdir, sub), uid, uid);
-    const g = this.taskGit(task, asRoot ? uid : null);
-
     const image = await this.image(docker, config, task);
     // After the image: without root, the network's firewall rules are set from a helper
     // container of that image. Launches at once join the one under way (Docker refuses a second
-    // network of one name, and the rules are the same).
+    // network of one name, and the rules are the same). Before the worktree: a remote engine
+    // that cannot reach the proxy is refused before anything of the task is made.
     this.ensuring ??= this.gateway(docker, config).finally(() => {
       this.ensuring = undefined;
     });
     const { net, proxyUrl } = await this.ensuring;
+    if (docker.remote) await this.remote.probe(docker, image.tag, net.name, proxyUrl);
+    // tasks/<id> is lazy's; its sub-folders are mount roots the agent writes below, never replaces.
+    for (const sub of ["home", "harness", "turns"]) mkdirSync(join(tdir, sub), { recursive: true, mode: 0o700 });
+    if (asRoot) for (const sub of ["", "home", "harness", "turns"]) lchownSync(join(tdir, sub), uid, uid);
+    const g = this.taskGit(task, asRoot ? uid : null);
 
     const run = this.run(task.id);
     let info = run.container_id ? await docker.inspect(run.container_id) : undefined;
@@ -389,20 +408,26 @@ export class Runner {
     if (!info?.running) {
       if (info) await docker.remove(info.id);
       for (const c of await docker.list(this.d.slug)) if (c.taskId === task.id) await docker.remove(c.id);
-      const id = await docker.create({
-        name: this.containerName(task),
-        image: image.tag,
-        project: this.d.slug,
-        root: this.d.root,
-        taskId: task.id,
-        user: `${uid}:${uid}`,
-        env: { ...containerEnv(this.d.root), ...this.netEnv },
-        mounts: mounts(this.d.root, g, tdir, linuxBinary()),
-        network: net.name,
-        hostGateway: docker.kind === "desktop",
-        cmd: [BIN, "supervise", "--idle"],
-        limits: resolveLimits(config.container.limits),
-      });
+      const id = await docker.create(
+        {
+          name: this.containerName(task),
+          image: image.tag,
+          project: this.d.slug,
+          root: this.d.root,
+          taskId: task.id,
+          user: `${uid}:${uid}`,
+          env: { ...containerEnv(this.d.root), ...this.netEnv },
+          // A remote engine mounts nothing of this host: what the container needs is shipped in.
+          mounts: docker.remote ? [] : mounts(this.d.root, g, tdir, linuxBinary()),
+          volumes: docker.remote ? await this.remote.volumes(docker, task, g, image.tag) : [],
+          network: net.name,
+          hostGateway: docker.kind === "desktop",
+          cmd: [BIN, "supervise", "--idle"],
+          limits: resolveLimits(config.container.limits),
+        },
+        { start: !docker.remote },
+      );
+      if (docker.remote) await this.remote.shipInto(docker, id, task, g);
       this.save(task.id, { container_id: id });
       info = await docker.inspect(id);
     }
@@ -435,10 +460,16 @@ export class Runner {
    * host.docker.internal (Docker Desktop). Agent turns and lazy's own calls alike.
    */
   async gateway(docker: Runtime, config: Config): Promise<{ net: { name: string; gateway: string }; proxyUrl: string }> {
+    // A remote engine's network is not this host's: its containers reach the proxy at [proxy] remote_bind.
+    const bind = docker.remote ? Remote.bindFor(docker, config) : undefined;
     const net = await docker.ensureNetwork(this.d.slug, this.networkOptions(config));
     this.noteGuard(net.guard);
     this.noteFence(net.fence);
-    this.netEnv = docker.kind === "desktop" ? {} : this.d.egress.envFor(config, net.gateway);
+    this.netEnv = docker.kind === "desktop" || bind ? {} : this.d.egress.envFor(config, net.gateway);
+    if (bind) {
+      const a = await this.d.proxy.listenFor(bind);
+      return { net, proxyUrl: `http://${a.host}:${a.port}` };
+    }
     if (docker.kind === "desktop") return { net, proxyUrl: `http://host.docker.internal:${this.d.proxy.address!.port}` };
     const a = await this.d.proxy.listenFor(net.gateway);
     return { net, proxyUrl: `http://${a.host}:${a.port}` };
@@ -568,6 +599,7 @@ export class Runner {
     if (tooLong) throw new LazyError("launch_refused", tooLong);
     task = this.move(task, "running", { turn: turn.n, profile, ...(message !== undefined ? { message } : {}) });
     if (message !== undefined) this.event(task, "user", { text: message });
+    if (docker.remote) await Remote.shipHarness(docker, box.id, turn.prepared.files, uid);
     const execId = await docker.execDetached(
       box.id,
       argv,
@@ -575,6 +607,7 @@ export class Runner {
       `${uid}:${uid}`,
     );
     this.turns.follow(task, execId);
+    if (docker.remote) this.remote.mirror(task, box.id, turn.n);
     return task;
   }
 
@@ -630,6 +663,13 @@ export class Runner {
   } {
     const task = Tasks.resolve(this.d.db, ref);
     if (isFinal(task.status)) throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}; its worktree is gone.`);
+    // A remote engine's task works in its container's copy; the host's is not kept up to date.
+    const ep = Engine.resolve();
+    if (Engine.isRemote(ep))
+      throw new LazyError(
+        "conflict",
+        `Task ${this.ref(task)} runs on the Docker engine at ${ep.host}, where its worktree is; the host's copy is not kept up to date, so a pair would work on stale files. Its commits are on ${Git.BRANCH_PREFIX}${this.ref(task)}: check that branch out yourself, or run lazy without DOCKER_HOST for a local task.`,
+      );
     const worktree = this.worktree(task);
     const g = this.recordedGit(task);
     if (!g || !existsSync(worktree))
@@ -758,9 +798,11 @@ export class Runner {
         // Setting its fence asks the proxy to listen there: the same refusal as below.
         if ((e as LazyError).code === "proxy_unavailable") hijacked = (e as Error).message;
       }
-      if (gateway && docker.kind !== "desktop")
+      // A remote engine's gateway is not this host's: its containers reach [proxy] remote_bind.
+      const at = docker.remote ? this.d.config().proxy.remote_bind : gateway;
+      if (at && docker.kind !== "desktop")
         try {
-          await this.d.proxy.listenFor(gateway);
+          await this.d.proxy.listenFor(at);
         } catch (e) {
           this.d.log.error(`the proxy cannot listen for the project's containers: ${(e as Error).message}`);
           // Their proxy address is another process's now: their turns end here rather than be
@@ -786,6 +828,7 @@ export class Runner {
         continue;
       }
       this.turns.watch(task);
+      if (docker.remote) this.remote.mirror(task, c.id, this.run(task.id).turn);
     }
     for (const c of containers) {
       let task: Task | undefined;

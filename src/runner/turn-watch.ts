@@ -44,6 +44,8 @@ export interface TurnWatchDeps extends TaskAccess {
   release: (taskId: string) => void;
   /** The turn ended: stop the task's container, checked; what is still wrong, if anything. */
   halt: (task: Task) => Promise<string | undefined>;
+  /** The turn ended on a remote engine: its objects and ref come to the host first (runner/remote.ts); what was not. */
+  bringBack: (task: Task) => Promise<string[]>;
 }
 
 export class TurnWatch {
@@ -295,6 +297,9 @@ export class TurnWatch {
         this.d.log.error(`task ${this.d.ref(task)}: processes of the agent may outlive its turn: ${left}`);
         this.d.event(task, "refused", { reason: `the turn ended but its container could not be stopped: ${left}` });
       }
+      const lost = await this.d.bringBack(task).catch((e: unknown) => [`bringing the agent's commits back: ${(e as Error).message}`]);
+      if (lost.length)
+        this.d.event(task, "refused", { reason: `some of the agent's objects were not brought back: ${lost.slice(0, 5).join("; ")}` });
       const count = this.counts.get(task.id);
       this.counts.delete(task.id);
       if (count && (count.events || count.bytes))

@@ -158,6 +158,25 @@ async function findings(root: string): Promise<Finding[]> {
         summary: `${k.kind === "desktop" ? "Docker Desktop" : k.kind === "rootless" ? "rootless Docker" : "a remote Docker engine"} (${k.detail}): placeholders are not pinned to their containers`,
         remedy: "a placeholder is still revoked when its task ends; pinning needs native Linux Docker",
       });
+    if (k?.kind === "remote" && loaded.ok) {
+      const bind = loaded.config.proxy.remote_bind;
+      out.push(
+        bind
+          ? {
+              check: "docker",
+              ok: true,
+              blocking: false,
+              summary: `containers on ${ep.host} reach the proxy at ${bind} ([proxy] remote_bind); the worktree is shipped there and commits brought back`,
+            }
+          : {
+              check: "docker",
+              ok: false,
+              blocking: true,
+              summary: `${ep.host} is a remote engine and [proxy] remote_bind is not set: its containers cannot reach lazy's proxy`,
+              remedy: "set [proxy] remote_bind to an address of this host that engine routes to (then lazy trust), or unset DOCKER_HOST",
+            },
+      );
+    }
     if (k) out.push(metadataFinding(k.kind, status, loaded.ok ? loaded.config.container.allow_metadata : undefined));
     if (k) out.push(fenceFinding(status, loaded.ok ? loaded.config.container.network : undefined));
   } else
@@ -166,7 +185,9 @@ async function findings(root: string): Promise<Finding[]> {
       ok: false,
       blocking: true,
       summary: `cannot reach the Docker engine at ${ep.host} (${ep.source}): ${ping.error}`,
-      remedy: "start Docker (Linux: sudo systemctl start docker, or dockerd), or point DOCKER_HOST at a running engine",
+      remedy: Engine.isRemote(ep)
+        ? "start that engine or fix DOCKER_HOST, or unset DOCKER_HOST to use this machine's engine"
+        : "start Docker (Linux: sudo systemctl start docker, or dockerd), or point DOCKER_HOST at a running engine",
     });
   if (!ping.ok && engines) out.push(engines);
   return out;

@@ -1,4 +1,4 @@
-import { command, setExitCode } from "../command";
+import { command, print, setExitCode } from "../command";
 import * as Supervisor from "../../supervisor";
 import { LazyError } from "../../util/errors";
 
@@ -10,11 +10,25 @@ export const supervise = command({
     cwd: { type: "string", description: "The agent's working folder" },
     stdin: { type: "string", description: "Start the harness now; give it this file's content on stdin once the file exists" },
     stop: { type: "string", description: "Send SIGTERM to the harness of the turn reporting into this folder" },
+    probe: { type: "string", description: "Exit 0 when this URL answers over HTTP at all (a remote engine's reach of the proxy)" },
   },
   async run({ args, passthrough }) {
+    if (args.probe) return setExitCode(await probe(args.probe));
     if (args.idle) return setExitCode(await Supervisor.idle());
     if (args.stop) return setExitCode(Supervisor.stop(args.stop));
     if (!args.turn || !passthrough.length) throw new LazyError("invalid_input", "lazy supervise needs --idle, or --turn DIR -- COMMAND.");
     setExitCode(await Supervisor.turn(args.turn, args.cwd ?? process.cwd(), passthrough, args.stdin));
   },
 });
+
+/** Any HTTP answer within 5 s is a reach; otherwise the cause on stdout (for the launch's refusal) and 1. */
+async function probe(url: string): Promise<number> {
+  try {
+    await (await fetch(url, { signal: AbortSignal.timeout(5000), redirect: "manual" })).arrayBuffer();
+    return 0;
+  } catch (e) {
+    const err = e as Error & { code?: string; cause?: { code?: string } };
+    print(err.cause?.code ?? err.code ?? err.name);
+    return 1;
+  }
+}

@@ -1,0 +1,328 @@
+/**
+ * A task on a remote Docker engine (DOCKER_HOST=tcp://…): nothing of this host is mounted
+ * there, so what a task's container is made of travels, at the same paths a local container
+ * would see them mounted. In, once when the container is made: the task's worktree and git
+ * admin folder, the repository's git data (its objects at /lazy/repo-objects, the rest of
+ * .git) and the agent's private ref and objects folder; lazy's Linux binary goes once per
+ * build into a volume on the engine, mounted read-only (binaryVolume); in, each turn:
+ * the harness's files. Out, while a turn runs: its folder (events.jsonl, exit.json) mirrored
+ * into the host's turn folder, which turn-watch.ts reads as it reads a local one. Out, after
+ * the turn: the agent's objects and ref into the task's private folders on the host, which
+ * Git.syncBranch then imports with the same checks as ever (each loose object against its
+ * hash, packs through index-pack, the branch forward only). What comes out is read by
+ * containers/tar.ts with bounds, regular files only, under names lazy expects.
+ */
+import {
+  closeSync,
+  constants as C,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { basename, dirname, join, relative } from "node:path";
+import { createHash } from "node:crypto";
+import { Tar, type Runtime } from "../containers";
+import type * as Git from "../git";
+import type { Config } from "../config";
+import { LazyError } from "../util/errors";
+import * as AgentDir from "../util/agent-dir";
+import { BIN } from "./container-spec";
+
+/** Where the repository's objects are in the container (the private objects' alternates). */
+const REPO_OBJECTS = "/lazy/repo-objects";
+/** A turn's folder, read back each time: events past the turn's bound are not read anyway. */
+const MAX_TURN = 80 * 1024 * 1024;
+/** The agent's objects brought back after one turn, and one loose object (as git/index.ts). */
+export const MAX_OBJECTS = 512 * 1024 * 1024;
+const MAX_LOOSE = 64 * 1024 * 1024;
+const LOOSE = /^objects\/([0-9a-f]{2})\/([0-9a-f]{38}|[0-9a-f]{62})$/;
+const PACK = /^objects\/pack\/(pack-[0-9a-f]{40,64}\.(pack))$/;
+const TURN_FILE = /^\d+\/([a-z][a-z.]{0,30})$/;
+
+/** A regular file's bytes, opened without following a link; null for anything else. */
+function readPlain(path: string): Uint8Array | null {
+  let fd: number;
+  try {
+    fd = openSync(path, C.O_RDONLY | C.O_NOFOLLOW);
+  } catch {
+    return null;
+  }
+  try {
+    return fstatSync(fd).isFile() ? readFileSync(fd) : null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * A folder tree as tar entries at `as`, links kept as links (never followed here), regular
+ * files and folders with their modes, owned by `uid`; `skip` names relative paths left out.
+ */
+function tree(dir: string, as: string, uid: number, skip: (rel: string) => boolean = () => false, fileMode?: number): Tar.Entry[] {
+  const out: Tar.Entry[] = [];
+  const walk = (d: string) => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name);
+      const rel = relative(dir, p);
+      if (skip(rel)) continue;
+      const st = lstatSync(p, { throwIfNoEntry: false });
+      if (!st) continue;
+      const at = join(as, rel);
+      if (st.isSymbolicLink()) out.push({ name: at, type: "link", mode: 0o777, uid, target: readlinkSync(p) });
+      else if (st.isDirectory()) {
+        out.push({ name: at, type: "dir", mode: st.mode & 0o777, uid });
+        walk(p);
+      } else if (st.isFile())
+        // Read when the archive is written (a file already on the engine is never read); one
+        // that is no longer a plain file by then goes empty.
+        out.push({ name: at, type: "file", mode: fileMode ?? st.mode & 0o777, uid, data: () => readPlain(p) ?? new Uint8Array() });
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+export interface Shipment {
+  g: Git.TaskGit;
+  ref: string;
+  uid: number;
+}
+
+/** The binary's hash, once per file version (hashing 120 MB each launch would cost ~0.3 s). */
+const hashes = new Map<string, string>();
+function binaryHash(path: string): string {
+  const st = statSync(path);
+  const key = `${path} ${st.size} ${st.mtimeMs}`;
+  let h = hashes.get(key);
+  if (!h) {
+    h = createHash("sha256").update(readFileSync(path)).digest("hex").slice(0, 16);
+    hashes.set(key, h);
+  }
+  return h;
+}
+
+/**
+ * lazy's Linux binary on the engine: a volume holding a copy (sent once per build, not per
+ * task), which task containers mount read-only at /lazy/bin. A volume of the engine's own,
+ * never a mount of this host. Its name, for the container's spec.
+ */
+export async function binaryVolume(docker: Runtime, binary: string, image: string): Promise<{ name: string; container: string }> {
+  const name = `lazy-bin-${binaryHash(binary)}`;
+  await docker.files.ensureVolume(name, "lazy-bin", image, () =>
+    Tar.write([{ name: basename(BIN), type: "file", mode: 0o755, uid: 0, data: () => readFileSync(binary) }]),
+  );
+  return { name, container: dirname(BIN) };
+}
+
+/** What a new container on a remote engine gets before it starts (see the top of this file). */
+export function shipment(s: Shipment): Tar.Entry[] {
+  const { g, uid } = s;
+  const dir = (name: string, owner: number, mode = 0o755): Tar.Entry => ({ name, type: "dir", mode, uid: owner });
+  const common = g.commonDir;
+  const gitSkip = (rel: string) =>
+    /^(objects|worktrees|logs|hooks|index|lazy-[^/]*|refs\/heads\/lazy)$/.test(rel) || rel.startsWith("refs/heads/lazy/");
+  const ref = AgentDir.readText(g.privateRefs, s.ref, 256) ?? "";
+  return [
+    dir("/lazy", 0),
+    dir("/lazy/home", uid, 0o700),
+    dir("/lazy/harness", uid, 0o700),
+    dir("/lazy/turns", uid, 0o700),
+    // The repository's own git data: readable, the agent's only through its private stand-ins.
+    dir(common, 0),
+    ...tree(common, common, 0, gitSkip),
+    dir(join(common, "objects"), uid),
+    dir(join(common, "objects/info"), uid),
+    { name: join(common, "objects/info/alternates"), type: "file", mode: 0o644, uid, data: Buffer.from(`${REPO_OBJECTS}\n`) },
+    dir(join(common, "refs/heads/lazy"), uid),
+    { name: join(common, "refs/heads/lazy", s.ref), type: "file", mode: 0o644, uid, data: Buffer.from(ref) },
+    dir(join(common, "logs"), 0),
+    dir(join(common, "logs/refs"), 0),
+    dir(join(common, "logs/refs/heads"), 0),
+    dir(join(common, "logs/refs/heads/lazy"), uid),
+    // The agent's own: its worktree and the worktree's admin folder.
+    dir(g.adminDir, uid),
+    ...tree(g.adminDir, g.adminDir, uid),
+    dir(g.worktree, uid),
+    ...tree(g.worktree, g.worktree, uid),
+  ];
+}
+
+/** Object files (loose objects, packs and their indexes) are named by their content: one sent is never sent again. */
+const OBJECT_FILE = /^([0-9a-f]{2}\/[0-9a-f]{38}([0-9a-f]{24})?|pack\/pack-[0-9a-f]{40,64}\.(pack|idx|rev))$/;
+
+/**
+ * The repository's objects on the engine: a volume per project (`lazy-objects-<slug>`), mounted
+ * read-only at /lazy/repo-objects in its task containers, topped up before each new container
+ * with the object files it lacks (a record per engine in the state folder says which were sent;
+ * a volume that is gone starts the record over). A 100 MB repository travels once, not per task.
+ */
+export async function objectsVolume(
+  docker: Runtime,
+  g: Git.TaskGit,
+  slug: string,
+  stateDir: string,
+  image: string,
+): Promise<{ name: string; container: string; sent: number; bytes: number }> {
+  const name = `lazy-objects-${slug}`;
+  const record = join(stateDir, `remote-objects-${createHash("sha256").update(docker.endpoint.host).digest("hex").slice(0, 12)}.txt`);
+  let sent = new Set<string>();
+  if (await docker.files.volumeExists(name))
+    try {
+      sent = new Set(readFileSync(record, "utf8").split("\n").filter(Boolean));
+    } catch {}
+  const objects = join(g.commonDir, "objects");
+  const missing: Tar.Entry[] = [];
+  const found: string[] = [];
+  let bytes = 0;
+  for (const e of tree(objects, "/v", 0, (rel) => rel === "info" || rel.startsWith("info/"), 0o444)) {
+    const rel = relative("/v", e.name);
+    if (e.type === "dir" || !OBJECT_FILE.test(rel)) continue;
+    found.push(rel);
+    if (!sent.has(rel)) {
+      missing.push(e);
+      bytes += lstatSync(join(objects, rel)).size;
+    }
+  }
+  if (missing.length || !sent.size) {
+    const dirs = new Set(missing.map((e) => dirname(e.name)));
+    await docker.files.fillVolume(name, "objects", image, () =>
+      Tar.write([...[...dirs].sort().map((d): Tar.Entry => ({ name: d, type: "dir", mode: 0o755, uid: 0 })), ...missing]),
+    );
+    writeFileSync(record, `${[...new Set([...sent, ...found])].join("\n")}\n`, { mode: 0o600 });
+  }
+  return { name, container: REPO_OBJECTS, sent: missing.length, bytes };
+}
+
+/** Ship everything a new container needs into it (created, not yet started). */
+export async function ship(docker: Runtime, id: string, s: Shipment): Promise<void> {
+  await docker.files.putArchive(id, "/", Tar.write(shipment(s)));
+}
+
+/** The harness's files for this turn (what prepareTurn wrote on the host), into /lazy/harness. */
+export async function shipHarness(docker: Runtime, id: string, files: Record<string, string>, uid: number): Promise<void> {
+  const entries: Tar.Entry[] = [];
+  const dirs = new Set<string>();
+  for (const [rel, content] of Object.entries(files)) {
+    const parts = rel.split("/");
+    for (let i = 1; i < parts.length; i++) dirs.add(parts.slice(0, i).join("/"));
+    entries.push({ name: join("/lazy/harness", rel), type: "file", mode: 0o600, uid, data: Buffer.from(content) });
+  }
+  const dirEntries: Tar.Entry[] = [...dirs].sort().map((d) => ({ name: join("/lazy/harness", d), type: "dir", mode: 0o700, uid }));
+  await docker.files.putArchive(id, "/", Tar.write([...dirEntries, ...entries]));
+}
+
+/**
+ * Mirror the turn's folder from the container into the host's turn folder (lazy's own on a
+ * remote engine): regular files under the supervisor's names only, bounded.
+ */
+export async function pullTurn(docker: Runtime, id: string, turn: number, hostTurns: string, uid?: number): Promise<void> {
+  const tar = await docker.files.getArchive(id, `/lazy/turns/${turn}`, MAX_TURN);
+  if (!tar) return;
+  for (const e of Tar.read(tar, (name) => TURN_FILE.test(name), MAX_TURN)) {
+    const m = TURN_FILE.exec(e.name);
+    if (!m || e.type !== "file" || !e.data || !e.name.startsWith(`${turn}/`)) continue;
+    AgentDir.write(hostTurns, `${turn}/${m[1]}`, e.data, { mode: 0o644, uid });
+  }
+}
+
+/**
+ * After a turn: the agent's new objects and its ref, from the (stopped) container into the
+ * task's private folders on the host, where Git.syncBranch checks and imports them. Returns
+ * what was not brought back, and why.
+ */
+export async function bringBack(docker: Runtime, id: string, g: Git.TaskGit, ref: string, harness: string): Promise<string[]> {
+  const skipped: string[] = [];
+  let tar: Uint8Array | undefined;
+  try {
+    tar = await docker.files.getArchive(id, join(g.commonDir, "objects"), MAX_OBJECTS);
+  } catch (e) {
+    return [`the agent's objects: ${(e as Error).message}`];
+  }
+  const keep = (name: string, size: number) => (LOOSE.test(name) && size <= MAX_LOOSE) || (PACK.test(name) && size <= MAX_OBJECTS);
+  let entries: Tar.ReadEntry[] = [];
+  try {
+    entries = tar ? Tar.read(tar, keep, MAX_OBJECTS) : [];
+  } catch (e) {
+    return [`the agent's objects: ${(e as Error).message}`];
+  }
+  for (const e of entries) {
+    const loose = LOOSE.exec(e.name);
+    const pack = PACK.exec(e.name);
+    if (!loose && !pack) continue;
+    if (e.type !== "file") {
+      skipped.push(`${e.name}: not a regular file`);
+      continue;
+    }
+    if (!e.data) {
+      skipped.push(`${e.name}: over ${loose ? MAX_LOOSE : MAX_OBJECTS} bytes`);
+      continue;
+    }
+    const rel = loose ? `${loose[1]}/${loose[2]}` : `pack/${pack![1]}`;
+    if (AgentDir.lstat(g.privateObjects, rel)) continue;
+    AgentDir.write(g.privateObjects, rel, e.data, { mode: 0o444 });
+  }
+  await pullTranscripts(docker, id, harness).catch((e: unknown) => skipped.push(`the harness's transcripts: ${(e as Error).message}`));
+  const refTar = await docker.files.getArchive(id, join(g.commonDir, "refs/heads/lazy", ref), 64 * 1024).catch(() => undefined);
+  const refEntry = refTar
+    ? Tar.read(refTar, (name, size) => name === ref && size <= 256, 64 * 1024).find((e) => e.name === ref)
+    : undefined;
+  if (refEntry?.type === "file" && refEntry.data) AgentDir.write(g.privateRefs, ref, refEntry.data, { mode: 0o644 });
+  else if (refEntry) skipped.push(`refs/heads/lazy/${ref}: not a regular file of a commit name`);
+  return skipped;
+}
+
+/** Claude Code's session transcripts (a next turn resumes the session; lazy pair copies them). */
+const TRANSCRIPT = /^harness\/(projects\/[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}\/[A-Za-z0-9_-]{1,128}\.jsonl)$/;
+const MAX_TRANSCRIPTS = 64 * 1024 * 1024;
+
+/** The harness's transcripts, into the host's harness folder (lazy's own for a remote task). */
+async function pullTranscripts(docker: Runtime, id: string, harness: string): Promise<void> {
+  const tar = await docker.files.getArchive(id, "/lazy/harness", MAX_TRANSCRIPTS);
+  if (!tar) return;
+  for (const e of Tar.read(tar, (name) => TRANSCRIPT.test(name), MAX_TRANSCRIPTS)) {
+    const m = TRANSCRIPT.exec(e.name);
+    if (m && e.type === "file" && e.data) AgentDir.write(harness, m[1]!, e.data);
+  }
+}
+
+/**
+ * Where a remote engine's containers reach the proxy: `[proxy] remote_bind` (trusted config),
+ * which must be set; loopback is this host's own and means nothing over there.
+ */
+export function bindFor(docker: Runtime, config: Config): string {
+  const bind = config.proxy.remote_bind;
+  if (!bind)
+    throw new LazyError(
+      "launch_refused",
+      `The Docker engine at ${docker.endpoint.host} (${docker.endpoint.source}) is remote: its containers cannot reach lazy's proxy on this host's loopback. Set [proxy] remote_bind in lazy.toml to an address of this host that engine can route to (then lazy trust), or unset DOCKER_HOST to use the local engine.`,
+    );
+  if (bind.startsWith("127.") || bind === "0.0.0.0")
+    throw new LazyError(
+      "launch_refused",
+      `[proxy] remote_bind = "${bind}" is not an address a remote engine's containers can reach: name an address of this host on a network that engine routes to.`,
+    );
+  return bind;
+}
+
+/**
+ * Whether a throwaway container on the remote engine (the task image, the project's network,
+ * lazy's binary from its volume, so any image will do) gets an HTTP answer from the proxy at
+ * `url` (lazy's own MCP route: it answers 401 itself, nothing goes upstream). What went wrong,
+ * or undefined when it answered.
+ */
+export async function probe(
+  docker: Runtime,
+  image: string,
+  network: string,
+  bin: { name: string; container: string },
+  url: string,
+): Promise<string | undefined> {
+  const r = await docker.files.runOnce(image, network, [BIN, "supervise", "--probe", url], 20_000, [bin]);
+  if (r.code === 0) return undefined;
+  return `a container there got no answer: ${r.output.trim().slice(0, 200) || `exit ${r.code}`}`;
+}

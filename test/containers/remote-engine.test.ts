@@ -1,0 +1,214 @@
+/**
+ * A remote Docker engine (issue 28): this machine's second engine (scripts/second-engine.sh),
+ * on loopback tcp and in its own mount namespace, so the host's project and state paths do not
+ * exist for it. A real Claude Code task runs there with DOCKER_HOST pointing at it: its
+ * worktree and lazy's binary are shipped in (no host mount at all), its commit comes back onto
+ * the local lazy/<task> and `lazy accept` merges it; the container holds no real key. And what
+ * is refused before any task is touched: an engine that does not answer, a remote engine with
+ * no [proxy] remote_bind or whose containers cannot reach it, an ssh:// engine.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { basename, join } from "node:path";
+import { type Project, cleanupAll, isAlive, sh, until } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
+import { containerProject, settled } from "../helpers/fixtures";
+import { secondEngine, remoteImage } from "../helpers/second-engine";
+
+const KEY = `sk-ant-api03-REMOTEENGINE-${"r".repeat(64)}AA`;
+let mock: Mock.MockProvider;
+let engine: { host: string; bind: string };
+const projects: Project[] = [];
+const d2 = (args: string) => sh("/", `docker -H ${engine.host} ${args}`);
+
+beforeAll(async () => {
+  engine = secondEngine();
+  mock = await Mock.anthropic();
+}, 600_000);
+
+afterAll(async () => {
+  for (const p of projects)
+    for (const c of d2(`ps -aq --filter label=dev.lazy.root=${p.root}`).out.split("\n").filter(Boolean)) d2(`rm -f ${c}`);
+  const slugs = projects.map((p) => (existsSync(p.stateDir) ? basename(p.stateDir) : "")).filter((s) => s && s !== "daemon");
+  await cleanupAll();
+  // Their networks on the second engine (the daemons are gone; test/helpers/lazy.ts cleans the first engine's).
+  for (const slug of slugs) {
+    d2(`network rm lazy-${slug}`);
+    d2(`volume rm lazy-objects-${slug}`);
+  }
+  await mock?.close();
+});
+
+const remoteProject = async (opts: { bind?: boolean; host?: string } = {}) => {
+  const p = await containerProject(mock, KEY, {
+    env: { DOCKER_HOST: opts.host ?? engine.host },
+    extra: opts.bind === false ? "" : `\n[proxy]\nremote_bind = "${engine.bind}"\n`,
+  });
+  projects.push(p);
+  return p;
+};
+
+describe("a task on a remote engine", () => {
+  test("real Claude Code commits there; the commit lands on lazy/<task>; accept merges it; no key, no host mount there", async () => {
+    const p = await remoteProject();
+    await remoteImage(engine.host, p.root);
+    const doctor = await p.run(["doctor"]);
+    expect(doctor.stdout + doctor.stderr).toContain("placeholders are not pinned");
+    expect(doctor.stdout + doctor.stderr).toContain(`reach the proxy at ${engine.bind}`);
+
+    mock.reset();
+    mock.reply = {
+      text: "Committed remote.txt.",
+      toolUse: {
+        name: "Bash",
+        input: {
+          command:
+            "echo made-remotely > remote.txt && git add remote.txt && git commit -qm 'commit on the remote engine' && git log --oneline | wc -l",
+          description: "commit a file",
+        },
+      },
+    };
+    await p.ok(["task", "add", "Add remote.txt and commit it", "--code", "far"]);
+    const started = await p.run(["start", "far"]);
+    expect(
+      started.code,
+      started.stderr +
+        p
+          .log()
+          .split("\n")
+          .filter((l) => / (ERROR|WARN) /.test(l))
+          .slice(-8)
+          .join("\n"),
+    ).toBe(0);
+    const s = await settled(p, "far");
+    expect(s.task.status, JSON.stringify(s.events.slice(-5))).toBe("done");
+    expect((await p.ok(["logs", "far"])).stdout).toContain("Committed remote.txt.");
+
+    // The commit came back onto the local branch, checked, and is not on main yet.
+    expect(sh(p.root, "git log --format=%s lazy/far -1").out.trim()).toBe("commit on the remote engine");
+    expect(sh(p.root, "git show lazy/far:remote.txt").out.trim()).toBe("made-remotely");
+    expect(sh(p.root, "git fsck --no-dangling --connectivity-only").code).toBe(0);
+    // Through the proxy, with the real key at the last hop only.
+    const posts = mock.received.filter((r) => r.method === "POST");
+    expect(posts.length).toBeGreaterThanOrEqual(2);
+    for (const r of posts) expect(r.headers["x-api-key"]).toBe(KEY);
+
+    // The container ran on the second engine, not on this machine's.
+    const id = d2(`ps -aq --filter label=dev.lazy.root=${p.root} --filter label=dev.lazy.task`).out.trim().split("\n")[0]!;
+    expect(id).toMatch(/^[0-9a-f]{12}$/);
+    expect(sh("/", `docker ps -aq --filter label=dev.lazy.root=${p.root}`).out.trim()).toBe("");
+    const inspect = d2(`inspect ${id}`).out;
+    const info = JSON.parse(inspect)[0];
+    // No host mount: lazy's binary and the repository's objects are volumes of that engine's own (copies sent there), read-only.
+    expect(info.Mounts.map((m: any) => `${m.Type} ${m.Name} ${m.Destination} ${m.RW}`).sort()).toEqual([
+      expect.stringMatching(/^volume lazy-bin-[0-9a-f]{16} \/lazy\/bin false$/),
+      `volume lazy-objects-${basename(p.stateDir)} /lazy/repo-objects false`,
+    ]);
+    expect(info.HostConfig.Binds ?? []).toEqual([]);
+    expect(inspect).not.toContain(KEY);
+    // Nothing in it holds the key: its files (lazy's binary aside, which holds no key) and its processes' env.
+    expect(d2(`start ${id}`).code).toBe(0);
+    const scan = d2(
+      `exec -u 0 ${id} sh -c 'grep -rl --exclude=lazy REMOTEENGINE /lazy /tmp /etc /home /root ${p.stateDir} 2>/dev/null; cat /proc/1/environ | grep -c REMOTEENGINE; echo scanned'`,
+    );
+    expect(scan.out.trim(), scan.err).toBe("0\nscanned");
+    d2(`stop -t 0 ${id}`);
+
+    // A second turn resumes the same session: its transcript came back with the commit.
+    mock.reply = { text: "Still here." };
+    const before = mock.received.length;
+    await p.ok(["send", "far", "anything else?"]);
+    const again = await settled(p, "far");
+    expect(again.task.status).toBe("done");
+    expect(again.events.filter((e: any) => e.kind === "refused")).toEqual([]);
+    const second = mock.received.slice(before).filter((r) => r.method === "POST");
+    expect(second.length).toBeGreaterThanOrEqual(1);
+    expect(second.at(-1)!.body).toContain("Committed remote.txt.");
+
+    // lazy pair would work on the host's copy of the worktree, which a remote task does not update.
+    const pair = await p.run(["pair", "far"]);
+    expect(pair.code).not.toBe(0);
+    expect(pair.stderr).toContain(`runs on the Docker engine at ${engine.host}`);
+
+    const acc = await p.run(["accept", "far"]);
+    expect(acc.code, acc.stderr).toBe(0);
+    expect(sh(p.root, "git log --format=%s main").out).toContain("commit on the remote engine");
+    expect(existsSync(join(p.root, "remote.txt"))).toBe(true);
+  }, 900_000);
+
+  test("kill -9 of the daemon during a remote turn: the next daemon mirrors the turn again and it ends done", async () => {
+    const p = await remoteProject();
+    await remoteImage(engine.host, p.root);
+    mock.reset();
+    mock.reply = { text: "Slow but done, remotely." };
+    mock.behavior = { kind: "silent-then-stream", firstByteDelayMs: 4000, gapMs: 0 };
+    await p.ok(["task", "add", "Be slow", "--code", "slow-far"]);
+    await p.ok(["start", "slow-far"]);
+    await until(() => mock.received.some((x) => x.method === "POST") || undefined, 120_000, "the turn's model request");
+    const pid = p.runtime()!.pid;
+    process.kill(pid, "SIGKILL");
+    await until(() => !isAlive(pid), 5000, "the daemon to die");
+    // A command (not the API) starts the next daemon, which reconciles the running task.
+    const t = await until(
+      async () => {
+        const now = (await p.json(["task", "show", "slow-far"])).task;
+        return now.status !== "running" && now.status !== "queued" ? now : undefined;
+      },
+      180_000,
+      "the task to end after the restart",
+    );
+    expect(t.status).toBe("done");
+    expect((await p.ok(["logs", "slow-far"])).stdout).toContain("Slow but done, remotely.");
+    mock.reset();
+  }, 300_000);
+
+  test("an engine that does not answer is reported before the task is touched, with the remedy", async () => {
+    const p = await remoteProject({ host: "tcp://127.0.0.1:9" });
+    const r = await p.run(["run", "anything", "--code", "gone"]);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain("tcp://127.0.0.1:9");
+    expect(r.stderr).toContain("does not answer");
+    expect(r.stderr).toContain("unset DOCKER_HOST");
+    expect(existsSync(join(p.stateDir, "worktrees", "gone"))).toBe(false);
+    expect(sh(p.root, "git branch --list lazy/gone").out.trim()).toBe("");
+    const doctor = await p.run(["doctor"]);
+    expect(doctor.stdout + doctor.stderr).toContain("cannot reach the Docker engine at tcp://127.0.0.1:9");
+  }, 120_000);
+
+  test("a remote engine with no [proxy] remote_bind is refused before the task is touched", async () => {
+    const p = await remoteProject({ bind: false });
+    const r = await p.run(["run", "anything", "--code", "nobind"]);
+    expect(r.code, r.stderr).toBe(4);
+    expect(r.stderr).toContain("Set [proxy] remote_bind");
+    expect(existsSync(join(p.stateDir, "worktrees", "nobind"))).toBe(false);
+    const doctor = await p.run(["doctor"]);
+    expect(doctor.stdout + doctor.stderr).toContain("remote_bind is not set");
+  }, 120_000);
+
+  test("a remote engine whose containers cannot reach the proxy is refused before the task is touched", async () => {
+    const p = await remoteProject();
+    await remoteImage(engine.host, p.root);
+    // A firewall between that engine's containers and remote_bind (this host's INPUT: the second engine shares its network).
+    const rule = `INPUT -s 10.214.0.0/16 -d ${engine.bind} -p tcp -j REJECT --reject-with tcp-reset`;
+    expect(sh("/", `iptables -I ${rule}`).code).toBe(0);
+    try {
+      const r = await p.run(["run", "anything", "--code", "walled"]);
+      expect(r.code, r.stderr).toBe(4);
+      expect(r.stderr).toContain(`cannot reach lazy's proxy at http://${engine.bind}:`);
+      expect(r.stderr).toContain("set [proxy] remote_bind");
+      expect(existsSync(join(p.stateDir, "worktrees", "walled"))).toBe(false);
+      expect(d2(`ps -aq --filter label=dev.lazy.task --filter label=dev.lazy.root=${p.root}`).out.trim()).toBe("");
+    } finally {
+      sh("/", `iptables -D ${rule}`);
+    }
+  }, 300_000);
+
+  test("an ssh:// engine is refused with what to do instead", async () => {
+    const p = await remoteProject({ host: "ssh://nobody@127.0.0.1:9" });
+    const r = await p.run(["run", "anything", "--code", "ssh"]);
+    expect(r.code, r.stderr).toBe(4);
+    expect(r.stderr).toContain("ssh://");
+    expect(r.stderr).toContain("tcp:// with TLS");
+    expect(existsSync(join(p.stateDir, "worktrees", "ssh"))).toBe(false);
+  }, 120_000);
+});
