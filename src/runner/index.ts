@@ -286,6 +286,24 @@ export class Runner {
   }
 
   /**
+   * As root the agent is another uid (1000), and the container sees the project's git folder at
+   * its host path: that folder and its objects must be readable by others. lazy never changes a
+   * permission of the person's own files; it names the folder instead (a checkout made under
+   * `umask 077`). The folders above it need nothing: only the git folder is mounted.
+   */
+  private agentCanRead(uid: number): void {
+    const common = Git.commonDir(this.d.root);
+    for (const dir of [common, join(common, "objects")]) {
+      const mode = statSync(dir).mode & 0o777;
+      if ((mode & 0o005) !== 0o005)
+        throw new LazyError(
+          "launch_refused",
+          `lazy runs as root, so the agent runs as uid ${uid}, which cannot read ${dir} (mode ${mode.toString(8)}): the checkout was made under a umask that keeps others out; make it again with umask 022, or run lazy as the checkout's own user.`,
+        );
+    }
+  }
+
+  /**
    * Step 1 of a turn: the task's worktree, the project's network (and where the container
    * reaches the proxy on it), the image, and a running container with its setup done.
    */
@@ -297,11 +315,7 @@ export class Runner {
   ): Promise<{ id: string; g: Git.TaskGit; proxyUrl: string }> {
     const uid = Image.agentUid();
     const asRoot = process.getuid?.() === 0;
-    if (asRoot && (statSync(this.d.root).mode & 0o005) !== 0o005)
-      throw new LazyError(
-        "launch_refused",
-        `lazy runs as root, so the agent runs as uid ${uid}, which cannot read ${this.d.root} (mode ${(statSync(this.d.root).mode & 0o777).toString(8)}): chmod o+rx ${this.d.root}, or run lazy as your own user.`,
-      );
+    if (asRoot) this.agentCanRead(uid);
     const tdir = this.taskDir(task);
     // tasks/<id> is lazy's; its sub-folders are mount roots the agent writes below, never replaces.
     for (const sub of ["home", "harness", "turns"]) mkdirSync(join(tdir, sub), { recursive: true, mode: 0o700 });
@@ -335,7 +349,7 @@ export class Runner {
         taskId: task.id,
         user: `${uid}:${uid}`,
         env: { ...containerEnv(this.d.root), ...this.netEnv },
-        mounts: mounts(this.d.root, g, tdir, linuxBinary()),
+        mounts: mounts(g, tdir, linuxBinary()),
         network: net.name,
         hostGateway: docker.kind === "desktop",
         cmd: [BIN, "supervise", "--idle"],
