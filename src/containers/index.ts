@@ -19,3 +19,4 @@ export {
 export * as LinkLocal from "./link-local";
 export type { Guard as LinkLocalGuard } from "./link-local";
 export * as Fence from "./fence";
+export * as HostNet from "./host-network";

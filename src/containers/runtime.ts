@@ -222,11 +222,14 @@ export class Runtime {
     files: Record<string, string | Uint8Array>,
     buildArgs: Record<string, string>,
     progress: (line: string) => void,
+    /** "host": the build's RUN steps see the host's network (its loopback proxy, its own servers). */
+    network?: "host",
   ): Promise<void> {
     const archive = Image.tar(files);
     const stream = await this.docker.buildImage(Buffer.from(archive) as unknown as NodeJS.ReadableStream, {
       t: tag,
       buildargs: buildArgs,
+      ...(network ? { networkmode: network } : {}),
       rm: true,
       forcerm: true,
       labels: { "dev.lazy.image": "1" },

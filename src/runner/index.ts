@@ -7,12 +7,12 @@
  * finds its containers by label and reconciles every task.
  */
 import type { Database } from "bun:sqlite";
-import { existsSync, mkdirSync, statSync, lchownSync } from "node:fs";
+import { existsSync, mkdirSync, statSync, lchownSync, renameSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { Tasks, Runs, canMove, isFinal, type Task, type Run } from "../store";
 import type { Status } from "../store";
 import { defaultProfile, resolveLimits, resolveProfile, Trust, type Config, type ResolvedProfile } from "../config";
-import { Runtime, Image, type Fence, type LinkLocalGuard, type NetworkOptions } from "../containers";
+import { Runtime, Image, HostNet, type Fence, type LinkLocalGuard, type NetworkOptions } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
 import { MCP_PATH, type ModelProxy } from "../proxy";
@@ -145,7 +145,7 @@ export class Runner {
   private networkOptions(config: Config): NetworkOptions {
     let helperImage: string | undefined;
     try {
-      helperImage = Image.plan(this.d.root, config.container).tag;
+      helperImage = this.plan(config).image.tag;
     } catch {} // no task image yet (a missing Dockerfile): the guard says it needs one
     const fence = {
       mode: config.container.network,
@@ -326,6 +326,7 @@ export class Runner {
     // After the image: without root, the network's firewall rules are set from a helper
     // container of that image.
     const { net, proxyUrl } = await this.gateway(docker, config);
+    const hostCa = this.hostCa(config);
 
     const run = this.run(task.id);
     let info = run.container_id ? await docker.inspect(run.container_id) : undefined;
@@ -349,7 +350,7 @@ export class Runner {
         taskId: task.id,
         user: `${uid}:${uid}`,
         env: { ...containerEnv(this.d.root), ...this.netEnv },
-        mounts: mounts(g, tdir, linuxBinary()),
+        mounts: [...mounts(g, tdir, linuxBinary()), ...(hostCa ? [{ host: hostCa, container: HostNet.CA_PATH, readOnly: true }] : [])],
         network: net.name,
         hostGateway: docker.kind === "desktop",
         cmd: [BIN, "supervise", "--idle"],
@@ -390,31 +391,80 @@ export class Runner {
     const net = await docker.ensureNetwork(this.d.slug, this.networkOptions(config));
     this.noteGuard(net.guard);
     this.noteFence(net.fence);
-    this.netEnv = docker.kind === "desktop" ? {} : this.d.egress.envFor(config, net.gateway);
+    const fenced = docker.kind === "desktop" ? {} : this.d.egress.envFor(config, net.gateway);
+    this.netEnv = { ...this.hostEnv(config), ...fenced };
     if (docker.kind === "desktop") return { net, proxyUrl: `http://host.docker.internal:${this.d.proxy.address!.port}` };
     const a = await this.d.proxy.listenFor(net.gateway);
     return { net, proxyUrl: `http://${a.host}:${a.port}` };
   }
 
+  /**
+   * The task image's plan, with the host's network setup when [container] inherit_network_env
+   * is on (containers/host-network.ts): its CA bundle (checked; a file that does not parse is
+   * refused by name) changes the tag, so a new certificate builds anew.
+   */
+  private plan(config: Config): { image: Image.ImagePlan; host: HostNet.HostNetwork; raw: Image.ImagePlan } {
+    const raw = Image.plan(this.d.root, config.container);
+    const host: HostNet.HostNetwork = config.container.inherit_network_env ? HostNet.read() : { ca: null, proxy: {} };
+    return { image: HostNet.apply(raw, host), host, raw };
+  }
+
+  /**
+   * The host's share of a task container's environment ([container] inherit_network_env): the
+   * CA variables, and the host's proxy only where no fence puts lazy's egress proxy there and
+   * only without a password in it (the agent could send it anywhere).
+   */
+  private hostEnv(config: Config): Record<string, string> {
+    if (!config.container.inherit_network_env) return {};
+    const { env, withheld } = HostNet.containerEnv(this.plan(config).host, config.container.network !== "open");
+    if (withheld.length)
+      this.d.log.warn(
+        `the host's ${withheld.join(", ")} carries a password: task containers do not get it (network = "allowlist" or "observe" reach the network through lazy's egress proxy instead)`,
+      );
+    return env;
+  }
+
+  /** The host's CA bundle as a file in the state folder, for a task container to mount (null when none is inherited). */
+  private hostCa(config: Config): string | null {
+    const ca = this.plan(config).host.ca;
+    if (!ca) return null;
+    const file = join(this.d.stateDir, `host-ca-${ca.hash}.pem`);
+    if (!existsSync(file)) {
+      const tmp = `${file}.${process.pid}.tmp`;
+      writeFileSync(tmp, ca.pem, { mode: 0o644 });
+      renameSync(tmp, file);
+    }
+    return file;
+  }
+
   /** The task image, built first if it is missing (its steps recorded on `task` when given). */
   async image(docker: Runtime, config: Config, task?: Task): Promise<Image.ImagePlan> {
-    const image = Image.plan(this.d.root, config.container);
-    if (image.kind === "build" && !(await docker.imageExists(image.tag))) {
+    const { image, host, raw } = this.plan(config);
+    if (image.kind === "build" && raw.kind === "build" && !(await docker.imageExists(image.tag))) {
       // What runs at build is what the person approved (config/trust.ts).
-      if (config.container.dockerfile) Trust.checkDockerfile(this.d.root, config.container.dockerfile, image.dockerfile);
+      if (config.container.dockerfile) Trust.checkDockerfile(this.d.root, config.container.dockerfile, raw.dockerfile);
       if (task) this.event(task, "build", { image: image.tag, what: image.what });
-      this.d.log.info(`building ${image.what} as ${image.tag}`);
+      this.d.log.info(`building ${image.what} as ${image.tag}${HostNet.describe(host)}`);
       const files = image.context ? Image.contextOf(image.context, image.dockerfile) : { Dockerfile: image.dockerfile };
+      if (host.ca) files[HostNet.CA_CONTEXT_NAME] = host.ca.pem;
       let last = 0;
-      await docker.build(image.tag, files, image.buildArgs, (line) => {
-        this.d.log.info(`build: ${line}`);
-        // Every step is recorded; what a step prints only now and then, for the live line.
-        const step = /^Step \d+\/\d+/.test(line);
-        if (task && (step || Date.now() - last > 1000)) {
-          last = Date.now();
-          this.event(task, "build", step ? { progress: line } : { output: line.slice(0, 300) });
-        }
-      });
+      await docker.build(
+        image.tag,
+        files,
+        image.buildArgs,
+        (line) => {
+          this.d.log.info(`build: ${line}`);
+          // Every step is recorded; what a step prints only now and then, for the live line.
+          const step = /^Step \d+\/\d+/.test(line);
+          if (task && (step || Date.now() - last > 1000)) {
+            last = Date.now();
+            this.event(task, "build", step ? { progress: line } : { output: line.slice(0, 300) });
+          }
+          // On the host's network: a company proxy often listens on the host's loopback (cntlm,
+          // px), and what a build runs is what the person approved (the Dockerfile is trusted).
+        },
+        "host",
+      );
       if (task) this.event(task, "build", { done: image.tag });
     }
     return image;
