@@ -71,7 +71,7 @@ afterAll(async () => {
 });
 
 async function corpProject(inherit: boolean): Promise<Project> {
-  const port = server.port;
+  const port = server.port as number;
   const p = await containerProject(anthropic, KEY, {
     env: { NODE_EXTRA_CA_CERTS: caFile },
     files: (root) => writeFileSync(join(root, "Dockerfile"), `FROM ${agentImage}\n${fetchStep(port)}\n`),
@@ -87,7 +87,7 @@ async function corpProject(inherit: boolean): Promise<Project> {
 describe("a CA only the host trusts", () => {
   test("a project Dockerfile's RUN fetching from a server it signed builds, and the task's request through the fence succeeds", async () => {
     const p = await corpProject(true);
-    const port = server.port;
+    const port = server.port as number;
     // The agent reaches the server the way a tool honouring HTTPS_PROXY would: CONNECT through
     // lazy's egress proxy, then TLS checked against the CAs Node was given (NODE_EXTRA_CA_CERTS).
     const probe = `const http=require('http'),tls=require('tls');const p=new URL(process.env.HTTPS_PROXY);http.request({host:p.hostname,port:p.port,method:'CONNECT',path:'127.0.0.1:${port}'}).on('connect',(res,sock)=>{const s=tls.connect({socket:sock,host:'127.0.0.1'},()=>s.write('GET / HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n'));let d='';s.on('data',c=>d+=c);s.on('end',()=>console.log('body:',d.split('\\r\\n\\r\\n')[1]));s.on('error',e=>console.log('tls:',e.code))}).end()`;
