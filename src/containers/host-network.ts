@@ -149,3 +149,36 @@ export function apply(plan: ImagePlan, host: HostNetwork): ImagePlan {
   if (!host.ca) return image;
   return { ...image, tag: `${plan.tag}-ca${host.ca.hash.slice(0, 8)}`, dockerfile: withCa(plan.dockerfile, host.ca) };
 }
+
+/**
+ * The host's proxy for a connection to `host`, for lazy's egress proxy to chain behind (a
+ * CONNECT to it, with its credentials, which stay on the host): HTTPS_PROXY, else HTTP_PROXY,
+ * unless NO_PROXY names the host (an entry, its parent domain, or `*`).
+ */
+export function proxyFor(
+  host: string,
+  env: Record<string, string | undefined> = process.env,
+): { host: string; port: number; auth: string | null; shown: string } | null {
+  const url = env.HTTPS_PROXY || env.https_proxy || env.HTTP_PROXY || env.http_proxy;
+  if (!url) return null;
+  const h = host.toLowerCase().replace(/^\[|\]$/g, "");
+  for (const raw of (env.NO_PROXY || env.no_proxy || "").split(/[,\s]+/)) {
+    const e = raw
+      .trim()
+      .toLowerCase()
+      .replace(/^\*?\./, "")
+      .replace(/:\d+$/, "");
+    if (e === "*" || (e && (h === e || h.endsWith(`.${e}`)))) return null;
+  }
+  let u: URL;
+  try {
+    u = new URL(url.includes("://") ? url : `http://${url}`);
+  } catch {
+    return null;
+  }
+  if (u.protocol !== "http:") return null;
+  const auth = u.username
+    ? `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString("base64")}`
+    : null;
+  return { host: u.hostname.replace(/^\[|\]$/g, ""), port: Number(u.port || 80), auth, shown: shown(url) };
+}

@@ -11,6 +11,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { HostNet, Image } from "../../src/containers";
+import type { Socket } from "bun";
 import { cleanupAll, sh, type Project } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { containerProject, removeContainers, upstream } from "../helpers/fixtures";
@@ -70,16 +71,76 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-async function corpProject(inherit: boolean): Promise<Project> {
+/**
+ * A company proxy on loopback: CONNECT only, with a user and password, then the tunnel to the
+ * port asked for on 127.0.0.1. What it was asked and every byte it carried are kept.
+ */
+function companyProxy(user: string, password: string) {
+  const expected = `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
+  const seen: { target: string; authorized: boolean }[] = [];
+  const carried: string[] = [];
+  const listener = Bun.listen<{ up?: Socket<unknown>; buf: string }>({
+    hostname: "127.0.0.1",
+    port: 0,
+    socket: {
+      open: (s) => {
+        s.data = { buf: "" };
+      },
+      data: (s, d) => {
+        if (s.data.up) {
+          carried.push(d.toString("latin1"));
+          s.data.up.write(d);
+          return;
+        }
+        s.data.buf += d.toString("latin1");
+        const end = s.data.buf.indexOf("\r\n\r\n");
+        if (end < 0) return;
+        const target = /^CONNECT (\S+) HTTP/.exec(s.data.buf)?.[1] ?? "";
+        const authorized = /\r\nproxy-authorization: ([^\r]*)\r\n/i.exec(s.data.buf)?.[1] === expected;
+        seen.push({ target, authorized });
+        if (!target || !authorized) {
+          s.end("HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n");
+          return;
+        }
+        void Bun.connect({
+          hostname: "127.0.0.1",
+          port: Number(target.split(":").pop()),
+          socket: {
+            open: (u) => {
+              s.data.up = u;
+              s.write("HTTP/1.1 200 Connection established\r\n\r\n");
+            },
+            data: (_u, x) => {
+              carried.push(x.toString("latin1"));
+              s.write(x);
+            },
+            close: () => {
+              s.end();
+            },
+            error: () => {
+              s.end();
+            },
+          },
+        });
+      },
+      close: (s) => {
+        s.data.up?.end();
+      },
+    },
+  });
+  return { url: `http://${user}:${password}@127.0.0.1:${listener.port}`, seen, carried, stop: () => listener.stop(true) };
+}
+
+async function corpProject(inherit: boolean, env: Record<string, string> = {}, toml = upstream(anthropic.url)): Promise<Project> {
   const port = server.port as number;
   const p = await containerProject(anthropic, KEY, {
-    env: { NODE_EXTRA_CA_CERTS: caFile },
+    env: { NODE_EXTRA_CA_CERTS: caFile, ...env },
     files: (root) => writeFileSync(join(root, "Dockerfile"), `FROM ${agentImage}\n${fetchStep(port)}\n`),
   });
   projects.push(p);
   // The Dockerfile first, then lazy.toml naming it (trust approves the Dockerfile by its contents).
   p.writeToml(
-    `[container]\ndockerfile = "Dockerfile"\nallow = ["127.0.0.1:${port}"]\n${inherit ? "" : "inherit_network_env = false\n"}\n${upstream(anthropic.url)}`,
+    `[container]\ndockerfile = "Dockerfile"\nallow = ["127.0.0.1:${port}"]\n${inherit ? "" : "inherit_network_env = false\n"}\n${toml}`,
   );
   return p;
 }
@@ -102,6 +163,49 @@ describe("a CA only the host trusts", () => {
     // The tool's output went back to the model: the body, through the fence, over verified TLS.
     expect(anthropic.received.some((q) => q.body.includes(`body: ${ANSWER}`))).toBe(true);
     expect(anthropic.received.some((q) => q.body.includes("tls: "))).toBe(false);
+  }, 600_000);
+
+  test("behind the host's proxy (with a password): the fence chains behind it, and lazy's own model requests go through it by CONNECT, TLS end to end", async () => {
+    const corp = companyProxy("alice", `pw-${crypto.randomUUID()}`);
+    // The provider as HTTPS, with the test CA's certificate, in front of the mock.
+    const front = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      tls: { cert: readFileSync(join(dir, "srv.pem"), "utf8"), key: readFileSync(join(dir, "srv.key"), "utf8") },
+      fetch: async (req) => {
+        const u = new URL(req.url);
+        const body = req.method === "GET" || req.method === "HEAD" ? undefined : await req.arrayBuffer();
+        const r = await fetch(`${anthropic.url}${u.pathname}${u.search}`, { method: req.method, headers: req.headers, body });
+        return new Response(r.body, { status: r.status, headers: r.headers });
+      },
+    });
+    try {
+      const p = await corpProject(true, { HTTPS_PROXY: corp.url }, upstream(`https://localhost:${front.port}`));
+      const port = server.port as number;
+      const probe = `const http=require('http'),tls=require('tls');const p=new URL(process.env.HTTPS_PROXY);http.request({host:p.hostname,port:p.port,method:'CONNECT',path:'localhost:${port}'}).on('connect',(res,sock)=>{const s=tls.connect({socket:sock,servername:'localhost'},()=>s.write('GET / HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n'));let d='';s.on('data',c=>d+=c);s.on('end',()=>console.log('body:',d.split('\\r\\n\\r\\n')[1]));s.on('error',e=>console.log('tls: '+e.code))}).on('response',r=>console.log('proxy said',r.statusCode)).end()`;
+      anthropic.reply = { text: "Fetched it.", toolUse: { name: "Bash", input: { command: `node -e "${probe}"`, description: "fetch" } } };
+      anthropic.reset();
+      // The fence's allow list names the server by the name the agent asks for.
+      p.writeToml(
+        `[container]\ndockerfile = "Dockerfile"\nallow = ["localhost:${port}"]\n\n${upstream(`https://localhost:${front.port}`)}`,
+      );
+      const r = await p.run(["run", "fetch it behind the company proxy", "--code", "behind"]);
+      expect(r.code, r.stderr).toBe(0);
+      // The agent's request: through lazy's egress proxy, then the company's, with its password added on the host.
+      expect(corp.seen).toContainEqual({ target: `localhost:${port}`, authorized: true });
+      expect(anthropic.received.some((q) => q.body.includes(`body: ${ANSWER}`))).toBe(true);
+      // lazy's own model requests: a CONNECT to the provider, the real key inside TLS only.
+      expect(corp.seen).toContainEqual({ target: `localhost:${front.port}`, authorized: true });
+      const posts = anthropic.received.filter((q) => q.method === "POST");
+      expect(posts.length).toBeGreaterThanOrEqual(2);
+      for (const q of posts) expect(q.headers["x-api-key"]).toBe(KEY);
+      expect(corp.carried.join("")).not.toContain(KEY);
+      expect(corp.carried.join("")).not.toContain("x-api-key");
+      expect(corp.seen.every((x) => x.authorized)).toBe(true);
+    } finally {
+      front.stop(true);
+      corp.stop();
+    }
   }, 600_000);
 
   test("with inherit_network_env = false the build fails, and lazy's message shows the TLS error", async () => {
