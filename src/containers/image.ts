@@ -176,6 +176,9 @@ export class BuildLog {
   /** Lines a tool prints when it fails, most telling first. */
   private static readonly TELLING = [/npm (ERR!|error)/, /^E: /, /\berror\b/i, /not found|no such file|permission denied/i];
 
+  /** The build's args, to name the base a `FROM ${BASE}` pulls. */
+  constructor(private args: Record<string, string> = {}) {}
+
   add(line: string): void {
     if (/^Step \d+\/\d+ : /.test(line)) {
       this.step = line;
@@ -193,7 +196,10 @@ export class BuildLog {
       telling = lines.findLast((l) => re.test(l));
       if (telling) break;
     }
-    const pull = pullFailure(this.step, error);
+    const pull = pullFailure(
+      this.step.replace(/\$\{?(\w+)\}?/g, (m, k: string) => this.args[k] ?? m),
+      error,
+    );
     if (pull) return pull;
     const step = this.step.replace(/^Step (\d+\/\d+) : /, "step $1 (") + (this.step ? ")" : "");
     const where = step ? ` at ${step.length > 160 ? `${step.slice(0, 160)}…)` : step}` : "";
@@ -218,9 +224,6 @@ function pullFailure(step: string, error: string): LazyError | null {
   if (!pulling.test(error)) return null;
   return new LazyError(
     "launch_refused",
-    `The base image ${from ?? ""} could not be pulled: ${error.trim()}. Set [container] base in lazy.toml to an image this engine has (docker images) or can pull, or point Docker at a registry mirror ("registry-mirrors" in /etc/docker/daemon.json); behind a proxy, the Docker engine itself needs HTTPS_PROXY (its systemd unit), not only this shell.`.replace(
-      "image  could",
-      "image could",
-    ),
+    `The base image ${from ? `${from} ` : ""}could not be pulled: ${error.trim()}. Set [container] base in lazy.toml to an image this engine has (docker images) or can pull, or point Docker at a registry mirror ("registry-mirrors" in /etc/docker/daemon.json); behind a proxy, the Docker engine itself needs HTTPS_PROXY (its systemd unit), not only this shell.`,
   );
 }

@@ -20,3 +20,4 @@ export * as LinkLocal from "./link-local";
 export type { Guard as LinkLocalGuard } from "./link-local";
 export * as Fence from "./fence";
 export * as HostNet from "./host-network";
+export * as BaseImage from "./base-image";

@@ -234,7 +234,7 @@ export class Runtime {
       forcerm: true,
       labels: { "dev.lazy.image": "1" },
     });
-    const log = new Image.BuildLog();
+    const log = new Image.BuildLog(buildArgs);
     await new Promise<void>((resolve, reject) => {
       this.docker.modem.followProgress(
         stream,

@@ -208,6 +208,57 @@ describe("a CA only the host trusts", () => {
     }
   }, 600_000);
 
+  test("lazy doctor names the CA bundle and the proxy in use (no password), and finds the base image, before any build", async () => {
+    const corp = companyProxy("bob", `pw-${crypto.randomUUID()}`);
+    try {
+      const p = await containerProject(anthropic, KEY, { env: { NODE_EXTRA_CA_CERTS: caFile, HTTPS_PROXY: corp.url } });
+      projects.push(p);
+      const doctor = await p.run(["doctor", "--json"]);
+      const found = (JSON.parse(doctor.stdout).findings as { check: string; ok: boolean; summary: string }[]).filter((f) =>
+        ["network", "image"].includes(f.check),
+      );
+      const text = found.map((f) => `${f.ok ? "ok" : "NO"} ${f.summary}`).join("\n");
+      expect(text).toContain(`ok CA bundle for builds and containers: `);
+      expect(text).toContain(`${caFile} (NODE_EXTRA_CA_CERTS)`);
+      expect(text).toContain(`ok proxy in use: http://bob:***@127.0.0.1:`);
+      expect(text).toContain(`ok base image ${TEST_IMAGES.node}: on the engine`);
+      expect(doctor.stdout + doctor.stderr).not.toContain(corp.url.split(":")[2]!.split("@")[0]!);
+      // A proxy that does not answer, a CA that does not parse, a base that is nowhere: each named.
+      writeFileSync(join(dir, "notpem.pem"), "hello\n");
+      const bad = await containerProject(anthropic, KEY, {
+        env: { NODE_EXTRA_CA_CERTS: join(dir, "notpem.pem"), HTTPS_PROXY: "http://127.0.0.1:9" },
+        container: "",
+        toml: `[container]\nbase = "lazy-test/no-such-base:1"\n\n${upstream(anthropic.url)}`,
+      });
+      projects.push(bad);
+      const worse = await bad.run(["doctor", "--json"]);
+      expect(worse.code).not.toBe(0);
+      const problems = (JSON.parse(worse.stdout).findings as { ok: boolean; summary: string }[]).filter((f) => !f.ok).map((f) => f.summary);
+      expect(problems).toContainEqual(
+        expect.stringContaining(`The CA file ${join(dir, "notpem.pem")} (from NODE_EXTRA_CA_CERTS) holds no PEM certificate`),
+      );
+      expect(problems).toContainEqual(expect.stringContaining("the host's proxy http://127.0.0.1:9 does not answer (ECONNREFUSED)"));
+      expect(problems).toContainEqual(
+        expect.stringContaining("the base image lazy-test/no-such-base:1 is not on the engine and cannot be pulled"),
+      );
+    } finally {
+      corp.stop();
+    }
+  }, 120_000);
+
+  test('a base image that cannot be pulled says so with the remedy, not "Fix the Dockerfile"', async () => {
+    const p = await containerProject(anthropic, KEY, {
+      toml: `[container]\nbase = "lazy-test/no-such-base:1"\n\n${upstream(anthropic.url)}`,
+    });
+    projects.push(p);
+    const r = await p.run(["run", "anything", "--code", "no-base"]);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain("The base image lazy-test/no-such-base:1 could not be pulled");
+    expect(r.stderr).toContain("Set [container] base in lazy.toml");
+    expect(r.stderr).toContain("registry-mirrors");
+    expect(r.stderr).not.toContain("Fix the Dockerfile");
+  }, 120_000);
+
   test("with inherit_network_env = false the build fails, and lazy's message shows the TLS error", async () => {
     const p = await corpProject(false);
     const r = await p.run(["run", "anything", "--code", "nocorp"]);

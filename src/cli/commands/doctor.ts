@@ -8,6 +8,7 @@ import { Engine } from "../../containers";
 import { desktopTool } from "../../notify";
 import { LazyError } from "../../util/errors";
 import type { Status } from "../../daemon";
+import { networkFindings } from "../doctor-network";
 
 export interface Finding {
   check: string;
@@ -144,6 +145,7 @@ async function findings(root: string): Promise<Finding[]> {
       summary: `cannot reach the Docker engine at ${ep.host} (${ep.source}): ${ping.error}`,
       remedy: "start Docker (Linux: sudo systemctl start docker, or dockerd), or point DOCKER_HOST at a running engine",
     });
+  if (loaded.ok) out.push(...(await networkFindings(root, loaded.config, ping.ok ? ep : null)));
   return out;
 }
 
