@@ -182,3 +182,29 @@ export function proxyFor(
     : null;
   return { host: u.hostname.replace(/^\[|\]$/g, ""), port: Number(u.port || 80), auth, shown: shown(url) };
 }
+
+/**
+ * A build's progress as the person's Dockerfile numbers it: the steps withCa added after each
+ * FROM are not shown, and the others keep their own numbers ("step 3/4" is their third line).
+ */
+export class StepNumbers {
+  private seen = 0;
+  private readonly hidden: number;
+
+  constructor(dockerfile: string) {
+    // Two steps (COPY, ENV) after each FROM.
+    this.hidden = 2 * (dockerfile.split(`\nCOPY ${CA_CONTEXT_NAME} ${CA_PATH}\n`).length - 1);
+  }
+
+  /** The line as shown, or null for a step lazy added. */
+  line(l: string): string | null {
+    if (!this.hidden) return l;
+    const m = /^Step (\d+)\/(\d+) : (.*)$/s.exec(l);
+    if (!m) return l;
+    if (m[3]!.startsWith(`COPY ${CA_CONTEXT_NAME} `) || m[3]!.startsWith(`ENV NODE_EXTRA_CA_CERTS=${CA_PATH}`)) {
+      this.seen++;
+      return null;
+    }
+    return `Step ${Number(m[1]) - this.seen}/${Number(m[2]) - this.hidden} : ${m[3]}`;
+  }
+}
