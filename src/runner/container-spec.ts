@@ -1,7 +1,7 @@
 /**
  * What a task's container is made of: its environment (addresses and settings, never a
- * credential), its mounts (the project's git folder read-only, the agent's own folders
- * writable, lazy's binary read-only), and where that binary comes from.
+ * credential), its mounts (the project read-only, the agent's own folders writable, lazy's
+ * binary read-only), and where that binary comes from.
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -28,13 +28,13 @@ export function containerEnv(root: string): Record<string, string> {
   };
 }
 
-export function mounts(g: Git.TaskGit, taskDir: string, binary: string) {
+export function mounts(root: string, whole: boolean, g: Git.TaskGit, taskDir: string, binary: string) {
   return [
-    // The project's git folder, read-only, at its host path (the worktree's pointers name it).
-    // Not the whole checkout: the agent works in its worktree, the checkout's untracked files
-    // (.env) are none of its business, and a checkout that is itself a 0700 folder (CI as root
-    // in `mktemp -d`) stays out of the agent's way: Docker makes the folders above a mount.
-    { host: g.commonDir, container: g.commonDir, readOnly: true },
+    // The project, read-only: the docs rely on nothing secret living there. Where the agent
+    // could not open it anyway (lazy runs as root, the checkout is a 0700 `mktemp -d` folder),
+    // only its git folder, at its host path (the worktree's pointers name it): Docker makes the
+    // folders above a mount point passable, so no permission of the person's changes.
+    whole ? { host: root, container: root, readOnly: true } : { host: g.commonDir, container: g.commonDir, readOnly: true },
     { host: join(g.commonDir, "objects"), container: "/lazy/repo-objects", readOnly: true },
     { host: g.privateObjects, container: join(g.commonDir, "objects"), readOnly: false },
     { host: g.privateRefs, container: join(g.commonDir, "refs/heads/lazy"), readOnly: false },

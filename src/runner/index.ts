@@ -289,7 +289,8 @@ export class Runner {
    * As root the agent is another uid (1000), and the container sees the project's git folder at
    * its host path: that folder and its objects must be readable by others. lazy never changes a
    * permission of the person's own files; it names the folder instead (a checkout made under
-   * `umask 077`). The folders above it need nothing: only the git folder is mounted.
+   * `umask 077`). The folders above it need nothing: a checkout the agent cannot open is not
+   * mounted, only its git folder.
    */
   private agentCanRead(uid: number): void {
     const common = Git.commonDir(this.d.root);
@@ -350,7 +351,10 @@ export class Runner {
         taskId: task.id,
         user: `${uid}:${uid}`,
         env: { ...containerEnv(this.d.root), ...this.netEnv },
-        mounts: [...mounts(g, tdir, linuxBinary()), ...(hostCa ? [{ host: hostCa, container: HostNet.CA_PATH, readOnly: true }] : [])],
+        mounts: [
+          ...mounts(this.d.root, !asRoot || (statSync(this.d.root).mode & 0o005) === 0o005, g, tdir, linuxBinary()),
+          ...(hostCa ? [{ host: hostCa, container: HostNet.CA_PATH, readOnly: true }] : []),
+        ],
         network: net.name,
         hostGateway: docker.kind === "desktop",
         cmd: [BIN, "supervise", "--idle"],

@@ -40,7 +40,7 @@ function modes(dir: string): Map<string, string> {
   return out;
 }
 
-async function commitsAsRoot(outer: string, root: string): Promise<void> {
+async function commitsAsRoot(outer: string, root: string): Promise<Project> {
   expect(process.getuid?.()).toBe(0);
   expect(lstatSync(outer).mode & 0o777).toBe(0o700);
   anthropic.reply = {
@@ -60,7 +60,13 @@ async function commitsAsRoot(outer: string, root: string): Promise<void> {
   const after = modes(outer);
   for (const [path, was] of before) if (!path.endsWith("/.git/index")) expect(`${path} ${after.get(path)}`).toBe(`${path} ${was}`);
   expect(lstatSync(outer).mode & 0o777).toBe(0o700);
+  return p;
 }
+
+const mountsOf = (p: Project): string[] =>
+  JSON.parse(sh("/", `docker inspect $(docker ps -aq --filter label=dev.lazy.root=${p.root})`).out)[0].Mounts.map(
+    (m: { Destination: string }) => m.Destination,
+  );
 
 describe("lazy run as root in CI", () => {
   test("a checkout under a mktemp -d folder (0700): done, the commit on lazy/<task>, no mode changed", async () => {
@@ -68,13 +74,17 @@ describe("lazy run as root in CI", () => {
     made.push(outer);
     const root = join(outer, "checkout");
     mkdirSync(root);
-    await commitsAsRoot(outer, root);
+    const p = await commitsAsRoot(outer, root);
+    expect(mountsOf(p)).toContain(root);
   }, 300_000);
 
   test("the checkout is the mktemp -d folder itself (0700): done as well, the folder still 0700", async () => {
     const outer = mkdtempSync(join(tmpdir(), "lazy-ci-"));
     made.push(outer);
-    await commitsAsRoot(outer, outer);
+    const p = await commitsAsRoot(outer, outer);
+    // The agent could not open the checkout: only its git folder is in the container.
+    expect(mountsOf(p)).toContain(`${outer}/.git`);
+    expect(mountsOf(p)).not.toContain(outer);
   }, 300_000);
 
   test("a checkout made under umask 077 (its .git 0700) is refused before any container, naming the folder and the remedy", async () => {
