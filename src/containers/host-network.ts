@@ -51,10 +51,24 @@ export function read(env: Record<string, string | undefined> = process.env): Hos
   // The variables that replace a tool's whole store (SSL_CERT_FILE...) need the public roots
   // too: the host's own bundle goes first when no SSL_CERT_FILE names one.
   if (!env.SSL_CERT_FILE && existsSync(SYSTEM_BUNDLE)) files.unshift({ path: SYSTEM_BUNDLE, from: "the system bundle" });
-  const full = files.some((f) => f.from === "SSL_CERT_FILE" || f.from === "the system bundle");
   if (existsSync(LOCAL_CA_DIR))
     for (const name of readdirSync(LOCAL_CA_DIR).sort())
       if (name.endsWith(".crt")) files.push({ path: join(LOCAL_CA_DIR, name), from: LOCAL_CA_DIR });
+  // Parsing ~150 certificates costs ~10 ms and a launch asks several times: kept while no file changed.
+  const key = JSON.stringify([
+    files.map((f) => [f.path, f.from, statSync(f.path, { throwIfNoEntry: false })?.mtimeMs]),
+    PROXY_VARS.map((v) => env[v]),
+  ]);
+  if (last?.key === key) return last.value;
+  const value = parse(files, env);
+  last = { key, value };
+  return value;
+}
+
+let last: { key: string; value: HostNetwork } | undefined;
+
+function parse(files: { path: string; from: string }[], env: Record<string, string | undefined>): HostNetwork {
+  const full = files.some((f) => f.from === "SSL_CERT_FILE" || f.from === "the system bundle");
   const pems: string[] = [];
   for (const f of files) pems.push(...certificatesOf(f.path, f.from));
   const proxy: Record<string, string> = {};
@@ -71,7 +85,7 @@ export function certificatesOf(path: string, from: string): string[] {
   const refuse = (why: string) =>
     new LazyError(
       "launch_refused",
-      `The CA file ${path} (from ${from}) ${why}; fix it or unset ${from === LOCAL_CA_DIR ? "the file" : from}, then run lazy daemon restart.`,
+      `The CA file ${path} (from ${from}) ${why}; fix it or ${from === LOCAL_CA_DIR ? "remove it" : `unset ${from}`}, then run lazy daemon restart.`,
     );
   if (!statSync(path, { throwIfNoEntry: false })?.isFile()) throw refuse("does not exist or is not a file");
   const r = readRegular(path, MAX_CA_FILE);
