@@ -33,13 +33,13 @@ describe("the host's proxy", () => {
 });
 
 describe("a build with the host's CA bundle", () => {
-  const file = "ARG BASE=x\nFROM ${BASE} AS one\nRUN a\nfrom two\nRUN b\n";
+  const file = "ARG BASE=x\nFROM $BASE AS one\nRUN a\nfrom two\nRUN b\n";
 
   test("the bundle and its variables follow every FROM; only NODE_EXTRA_CA_CERTS without the public roots in it", () => {
     const full = HostNet.withCa(file, { full: true });
     expect(full.match(/^COPY \.lazy-host-ca\.pem /gm)?.length).toBe(2);
     expect(full).toContain(
-      `FROM \${BASE} AS one\nCOPY .lazy-host-ca.pem ${HostNet.CA_PATH}\nENV NODE_EXTRA_CA_CERTS=${HostNet.CA_PATH} SSL_CERT_FILE=`,
+      `FROM $BASE AS one\nCOPY .lazy-host-ca.pem ${HostNet.CA_PATH}\nENV NODE_EXTRA_CA_CERTS=${HostNet.CA_PATH} SSL_CERT_FILE=`,
     );
     const partial = HostNet.withCa(file, { full: false });
     expect(partial).toContain(`ENV NODE_EXTRA_CA_CERTS=${HostNet.CA_PATH}\nRUN a`);
@@ -50,7 +50,7 @@ describe("a build with the host's CA bundle", () => {
     const steps = new HostNet.StepNumbers(HostNet.withCa(file, { full: true }));
     const shown = [
       "Step 1/9 : ARG BASE=x",
-      "Step 2/9 : FROM ${BASE} AS one",
+      "Step 2/9 : FROM $BASE AS one",
       `Step 3/9 : COPY .lazy-host-ca.pem ${HostNet.CA_PATH}`,
       `Step 4/9 : ENV NODE_EXTRA_CA_CERTS=${HostNet.CA_PATH} SSL_CERT_FILE=${HostNet.CA_PATH}`,
       "Step 5/9 : RUN a",
@@ -64,7 +64,7 @@ describe("a build with the host's CA bundle", () => {
       .filter((l) => l !== null);
     expect(shown).toEqual([
       "Step 1/5 : ARG BASE=x",
-      "Step 2/5 : FROM ${BASE} AS one",
+      "Step 2/5 : FROM $BASE AS one",
       "Step 3/5 : RUN a",
       " ---> abc",
       "Step 4/5 : from two",
