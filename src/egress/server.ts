@@ -290,7 +290,10 @@ export class Listener {
   private dial(client: Socket<Conn>, address: string, via?: Via): void {
     const c = client.data;
     const head = c.head!;
+    // Chained: the socket to the host's proxy before it has answered (ended if the timer fires).
+    let pending: Socket<Up> | undefined;
     const timer = setTimeout(() => {
+      pending?.end();
       if (!c.up)
         this.refuse(client, {
           status: 504,
@@ -327,6 +330,7 @@ export class Listener {
             return;
           }
           // The name, not the address: the host's proxy resolves it on its side of the network.
+          pending = up;
           up.data.chain = "";
           const target = `${head.host.includes(":") ? `[${head.host}]` : head.host}:${head.port}`;
           up.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n${via.auth ? `Proxy-Authorization: ${via.auth}\r\n` : ""}\r\n`);
@@ -352,6 +356,7 @@ export class Listener {
               return;
             }
             up.data.chain = null;
+            pending = undefined;
             this.established(client, up);
             const rest = Buffer.from(text.slice(end + 4), "latin1");
             if (!rest.length) return;
