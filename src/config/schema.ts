@@ -177,6 +177,12 @@ export const Container = z
       .describe(
         "Let task containers reach link-local addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254), where a cloud VM's metadata service hands out the host's own credentials. Off: lazy's firewall rules drop them. Takes effect with network = \"open\" (the fence drops them otherwise).",
       ),
+    inherit_network_env: z
+      .boolean()
+      .default(true)
+      .describe(
+        "Give image builds and task containers the host's extra CA certificates (NODE_EXTRA_CA_CERTS, SSL_CERT_FILE, /usr/local/share/ca-certificates) and its HTTP_PROXY/HTTPS_PROXY/NO_PROXY (builds only get a proxy with a password; under the fence containers use lazy's egress proxy). Builds run on the host's network. Off: builds and containers get none of it.",
+      ),
     limits: ContainerLimits.default(ContainerLimits.parse({})),
     network: z
       .enum(["allowlist", "open", "none", "observe"])

@@ -177,6 +177,9 @@ export class BuildLog {
   /** Lines a tool prints when it fails, most telling first. */
   private static readonly TELLING = [/npm (ERR!|error)/, /^E: /, /\berror\b/i, /not found|no such file|permission denied/i];
 
+  /** The build's args, to name the base a `FROM ${BASE}` pulls. */
+  constructor(private args: Record<string, string> = {}) {}
+
   add(line: string): void {
     if (/^Step \d+\/\d+ : /.test(line)) {
       this.step = line;
@@ -194,6 +197,11 @@ export class BuildLog {
       telling = lines.findLast((l) => re.test(l));
       if (telling) break;
     }
+    const pull = pullFailure(
+      this.step.replace(/\$\{?(\w+)\}?/g, (m, k: string) => this.args[k] ?? m),
+      error,
+    );
+    if (pull) return pull;
     const step = this.step.replace(/^Step (\d+\/\d+) : /, "step $1 (") + (this.step ? ")" : "");
     const where = step ? ` at ${step.length > 160 ? `${step.slice(0, 160)}…)` : step}` : "";
     const why = telling ? `${telling.trim()} — ${error.trim()}` : error.trim();
@@ -203,4 +211,20 @@ export class BuildLog {
       ["the build's last lines:", ...lines.slice(-12).map((l) => `  ${l}`)],
     );
   }
+}
+
+/**
+ * A base image that could not be pulled (no registry reachable, a name that does not exist):
+ * not the Dockerfile's fault, so the remedy is another base or a mirror, not "Fix the Dockerfile".
+ */
+function pullFailure(step: string, error: string): LazyError | null {
+  const from = /^Step \d+\/\d+ : FROM\s+(\S+)/i.exec(step)?.[1];
+  const pulling =
+    /pull access denied|manifest unknown|not found: manifest|failed to resolve|error pulling image|Get "?https?:\/\/[^ ]*\/v2\/|dial tcp|no such host|TLS handshake timeout|x509:|i\/o timeout/i;
+  if (!from && !/pull access denied|manifest unknown/i.test(error)) return null;
+  if (!pulling.test(error)) return null;
+  return new LazyError(
+    "launch_refused",
+    `The base image ${from ? `${from} ` : ""}could not be pulled: ${error.trim()}. Set [container] base in lazy.toml to an image this engine has (docker images) or can pull, or point Docker at a registry mirror ("registry-mirrors" in /etc/docker/daemon.json); behind a proxy, the Docker engine itself needs HTTPS_PROXY (its systemd unit), not only this shell.`,
+  );
 }

@@ -21,3 +21,5 @@ export * as LinkLocal from "./link-local";
 export type { Guard as LinkLocalGuard } from "./link-local";
 export * as Fence from "./fence";
 export * as Subnets from "./subnets";
+export * as HostNet from "./host-network";
+export * as BaseImage from "./base-image";

@@ -8,6 +8,7 @@ import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import * as Engine from "./engine";
 import * as Image from "./image";
+import * as HostNet from "./host-network";
 import * as LinkLocal from "./link-local";
 import { hostConfig, type Limits } from "./limits";
 import * as Fence from "./fence";
@@ -266,16 +267,20 @@ export class Runtime {
     files: Record<string, string | Uint8Array>,
     buildArgs: Record<string, string>,
     progress: (line: string) => void,
+    /** "host": the build's RUN steps see the host's network (its loopback proxy, its own servers). */
+    network?: "host",
   ): Promise<void> {
     const archive = Image.tar(files);
     const stream = await this.docker.buildImage(Buffer.from(archive) as unknown as NodeJS.ReadableStream, {
       t: tag,
       buildargs: buildArgs,
+      ...(network ? { networkmode: network } : {}),
       rm: true,
       forcerm: true,
       labels: { "dev.lazy.image": "1" },
     });
-    const log = new Image.BuildLog();
+    const log = new Image.BuildLog(buildArgs);
+    const steps = new HostNet.StepNumbers(String(files.Dockerfile ?? ""));
     await new Promise<void>((resolve, reject) => {
       this.docker.modem.followProgress(
         stream,
@@ -290,7 +295,7 @@ export class Runtime {
           // Docker colours a step's stderr: the escapes go (logs, events and the CLI want text).
           // biome-ignore lint/suspicious/noControlCharactersInRegex: ESC is what the regex removes
           for (const line of text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").split(/\r?\n|\r/)) {
-            const l = line.trimEnd();
+            const l = steps.line(line.trimEnd());
             if (!l) continue;
             log.add(l);
             progress(l);

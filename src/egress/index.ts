@@ -16,11 +16,11 @@
 import { networkInterfaces } from "node:os";
 import type { Config } from "../config";
 import { LazyError } from "../util/errors";
-import type { Fence } from "../containers";
+import { HostNet, type Fence } from "../containers";
 import { AuditRecorder, type AuditBatch, type Grant } from "../proxy";
 import type { Logger } from "../util/log";
 import { decide, isHostOwn, rulesOf } from "./policy";
-import { Listener, type Done, type Refusal } from "./server";
+import { Listener, type Done, type Refusal, type Via } from "./server";
 
 export { HEAD_TIMEOUT_MS, PER_SOURCE } from "./server";
 export { MAX_HEAD } from "./head";
@@ -124,7 +124,7 @@ export class Egress {
     return {
       // The project's containers, and this host's own processes (they reach the hosts anyway).
       admit: (src: string) => own(src) || isHostOwn(src.replace(/^::ffff:/i, "")),
-      decide: async (_src: string, head: { host: string; port: number }): Promise<{ address: string } | Refusal> => {
+      decide: async (_src: string, head: { host: string; port: number }): Promise<{ address: string; via?: Via } | Refusal> => {
         // A name that does not resolve in time is refused like one that does not resolve.
         const r = await Promise.race([
           decide(rulesOf(this.d.config()), head.host, head.port),
@@ -135,7 +135,10 @@ export class Egress {
             remedy: "check the name, or try again",
           })),
         ]);
-        return r.ok ? { address: r.address } : { status: r.status, why: r.why, remedy: r.remedy };
+        if (!r.ok) return { status: r.status, why: r.why, remedy: r.remedy };
+        // Behind the host's own proxy ([container] inherit_network_env): chained, its password kept here.
+        const via = this.d.config().container.inherit_network_env ? HostNet.proxyFor(head.host) : null;
+        return via ? { address: r.address, via } : { address: r.address };
       },
       leak: (_src: string, text: string): Refusal | null => {
         for (const g of this.d.grants.all()) {

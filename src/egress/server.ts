@@ -20,11 +20,21 @@ export interface Hooks {
   /** Whether this source may use the proxy at all (the project's own network only). */
   admit(src: string): boolean;
   /** Allowed? If so, where to dial. */
-  decide(src: string, head: Extract<Head, { kind: "connect" | "http" }>): Promise<{ address: string } | Refusal>;
+  decide(src: string, head: Extract<Head, { kind: "connect" | "http" }>): Promise<{ address: string; via?: Via } | Refusal>;
   /** A placeholder in these bytes (head or plain-HTTP body), if any: the connection is refused. */
   leak(src: string, text: string): Refusal | null;
   /** The connection is over: one audit row. */
   done(c: Done): void;
+}
+
+/** The host's own proxy, which lazy's egress proxy chains behind (a CONNECT to it for every connection). */
+export interface Via {
+  host: string;
+  port: number;
+  /** The Proxy-Authorization value, if the host's proxy URL had a user. */
+  auth: string | null;
+  /** The proxy as it may be shown (no password). */
+  shown: string;
 }
 
 export interface Refusal {
@@ -72,7 +82,12 @@ interface Conn {
 interface Up {
   conn: Conn;
   client: Socket<Conn>;
+  /** Chained: the host proxy's answer to lazy's CONNECT, until its head has arrived. */
+  chain: string | null;
 }
+
+/** The host proxy's answer head is bounded like a client's. */
+const CHAIN_HEAD_MAX = 8 * 1024;
 
 const reasons: Record<number, string> = {
   400: "Bad Request",
@@ -252,7 +267,7 @@ export class Listener {
       (r) => {
         if (c.phase === "closed") return;
         if ("status" in r) this.refuse(s, r);
-        else this.dial(s, r.address);
+        else this.dial(s, r.address, r.via);
       },
       (e: unknown) =>
         this.refuse(s, { status: 502, why: `lazy's egress proxy failed: ${(e as Error).message}`, remedy: "see lazy daemon logs" }),
@@ -272,44 +287,86 @@ export class Listener {
     return true;
   }
 
-  private dial(client: Socket<Conn>, address: string): void {
+  private dial(client: Socket<Conn>, address: string, via?: Via): void {
     const c = client.data;
     const head = c.head!;
+    // Chained: the socket to the host's proxy before it has answered (ended if the timer fires).
+    let pending: Socket<Up> | undefined;
     const timer = setTimeout(() => {
+      pending?.end();
       if (!c.up)
         this.refuse(client, {
           status: 504,
-          why: `${head.host}:${head.port} did not answer within ${DIAL_TIMEOUT_MS / 1000} s`,
+          why: `${head.host}:${head.port} did not answer within ${DIAL_TIMEOUT_MS / 1000} s${via ? ` (through the host's proxy ${via.shown})` : ""}`,
           remedy: "try again later",
         });
     }, DIAL_TIMEOUT_MS);
+    const unreachable = (e: Error) => {
+      clearTimeout(timer);
+      this.refuse(client, {
+        status: 502,
+        why: via
+          ? `the host's proxy ${via.shown} could not be reached (${e.message ?? e})`
+          : `${head.host}:${head.port} refused the connection (${e.message ?? e})`,
+        remedy: via
+          ? "check HTTPS_PROXY in the daemon's environment (lazy daemon restart from a shell that has it right)"
+          : "check the host and port",
+      });
+    };
     Bun.connect<Up>({
-      hostname: address,
-      port: head.port,
-      data: { conn: c, client },
+      hostname: via ? via.host : address,
+      port: via ? via.port : head.port,
+      data: { conn: c, client, chain: null },
       socket: {
         open: (up) => {
-          clearTimeout(timer);
           if (c.phase === "closed") {
+            clearTimeout(timer);
             up.end();
             return;
           }
-          c.up = up;
-          c.phase = "open";
-          c.status = 200;
-          if (head.kind === "connect") {
-            c.bytesIn += 39;
-            client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+          if (!via) {
+            clearTimeout(timer);
+            this.established(client, up);
+            return;
           }
-          if (!flush(up, c.toUp)) client.pause();
-          else client.resume();
-          if (c.clientEnded && !c.toUp.length) up.end();
+          // The name, not the address: the host's proxy resolves it on its side of the network.
+          pending = up;
+          up.data.chain = "";
+          const target = `${head.host.includes(":") ? `[${head.host}]` : head.host}:${head.port}`;
+          up.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n${via.auth ? `Proxy-Authorization: ${via.auth}\r\n` : ""}\r\n`);
         },
         data: (up, d) => {
+          if (up.data.chain !== null) {
+            const text = up.data.chain + d.toString("latin1");
+            const end = text.indexOf("\r\n\r\n");
+            if (end < 0 && text.length <= CHAIN_HEAD_MAX) {
+              up.data.chain = text;
+              return;
+            }
+            clearTimeout(timer);
+            const status = /^HTTP\/1\.[01] (\d{3})/.exec(text)?.[1];
+            if (end < 0 || status !== "200") {
+              up.data.chain = null;
+              up.end();
+              this.refuse(client, {
+                status: 502,
+                why: `the host's proxy ${via!.shown} answered ${status ?? "something that is not HTTP"} to CONNECT ${head.host}:${head.port}`,
+                remedy: status === "407" ? "the host proxy's user and password (HTTPS_PROXY) were refused" : "ask whoever runs that proxy",
+              });
+              return;
+            }
+            up.data.chain = null;
+            pending = undefined;
+            this.established(client, up);
+            const rest = Buffer.from(text.slice(end + 4), "latin1");
+            if (!rest.length) return;
+            d = rest;
+          }
           c.bytesIn += d.length;
           if (!pass(client, c.toClient, d)) up.pause();
         },
         drain: (up) => {
+          if (up.data.chain !== null) return;
           if (flush(up, c.toUp)) {
             client.resume();
             if (c.clientEnded) up.end();
@@ -318,23 +375,24 @@ export class Listener {
         end: () => this.upEnd(client),
         close: () => this.upEnd(client),
         error: () => this.upEnd(client),
-        connectError: (_u, e) => {
-          clearTimeout(timer);
-          this.refuse(client, {
-            status: 502,
-            why: `${head.host}:${head.port} refused the connection (${(e as Error).message ?? e})`,
-            remedy: "check the host and port",
-          });
-        },
+        connectError: (_u, e) => unreachable(e as Error),
       },
-    }).catch((e: Error) => {
-      clearTimeout(timer);
-      this.refuse(client, {
-        status: 502,
-        why: `${head.host}:${head.port} could not be reached (${e.message})`,
-        remedy: "check the host and port",
-      });
-    });
+    }).catch((e: Error) => unreachable(e));
+  }
+
+  /** The upstream is there (directly, or through the host's proxy): the tunnel opens. */
+  private established(client: Socket<Conn>, up: Socket<Up>): void {
+    const c = client.data;
+    c.up = up;
+    c.phase = "open";
+    c.status = 200;
+    if (c.head!.kind === "connect") {
+      c.bytesIn += 39;
+      client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    }
+    if (!flush(up, c.toUp)) client.pause();
+    else client.resume();
+    if (c.clientEnded && !c.toUp.length) up.end();
   }
 
   /** The upstream is done: the client gets what is queued, then the end. */

@@ -3,9 +3,10 @@
  * credential), its mounts (the project read-only, the agent's own folders writable, lazy's
  * binary read-only), and where that binary comes from.
  */
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import * as Git from "../git";
+import { HostNet } from "../containers";
 import { LazyError } from "../util/errors";
 
 export const BIN = "/lazy/bin/lazy";
@@ -28,10 +29,13 @@ export function containerEnv(root: string): Record<string, string> {
   };
 }
 
-export function mounts(root: string, g: Git.TaskGit, taskDir: string, binary: string) {
+export function mounts(root: string, whole: boolean, g: Git.TaskGit, taskDir: string, binary: string) {
   return [
-    // The project, read-only: the docs rely on nothing secret living there.
-    { host: root, container: root, readOnly: true },
+    // The project, read-only: the docs rely on nothing secret living there. Where the agent
+    // could not open it anyway (lazy runs as root, the checkout is a 0700 `mktemp -d` folder),
+    // only its git folder, at its host path (the worktree's pointers name it): Docker makes the
+    // folders above a mount point passable, so no permission of the person's changes.
+    whole ? { host: root, container: root, readOnly: true } : { host: g.commonDir, container: g.commonDir, readOnly: true },
     { host: join(g.commonDir, "objects"), container: "/lazy/repo-objects", readOnly: true },
     { host: g.privateObjects, container: join(g.commonDir, "objects"), readOnly: false },
     { host: g.privateRefs, container: join(g.commonDir, "refs/heads/lazy"), readOnly: false },
@@ -42,6 +46,19 @@ export function mounts(root: string, g: Git.TaskGit, taskDir: string, binary: st
     { host: join(taskDir, "harness"), container: "/lazy/harness", readOnly: false },
     { host: join(taskDir, "turns"), container: "/lazy/turns", readOnly: false },
     { host: binary, container: BIN, readOnly: true },
+  ];
+}
+
+/**
+ * A task's mounts on this machine's engine: the project whole where the agent can read it (as
+ * root, a 0700 checkout gets only its git folder), and the host's CA bundle where one is
+ * inherited ([container] inherit_network_env).
+ */
+export function taskMounts(root: string, g: Git.TaskGit, taskDir: string, hostCa: string | null) {
+  const whole = process.getuid?.() !== 0 || (statSync(root).mode & 0o005) === 0o005;
+  return [
+    ...mounts(root, whole, g, taskDir, linuxBinary()),
+    ...(hostCa ? [{ host: hostCa, container: HostNet.CA_PATH, readOnly: true }] : []),
   ];
 }
 

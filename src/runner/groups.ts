@@ -22,7 +22,7 @@ import { Image, type Runtime } from "../containers";
 import * as Git from "../git";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
-import { BIN, containerEnv, mounts, linuxBinary } from "./container-spec";
+import { BIN, containerEnv, taskMounts } from "./container-spec";
 
 /** At most this many candidates a group (each is a container). */
 export const MAX_CANDIDATES = 8;
@@ -55,6 +55,8 @@ export interface GroupsDeps {
   gateway: (docker: Runtime, config: Config) => Promise<{ net: { name: string } }>;
   /** The fence's proxy variables for the project's containers (the runner's, as of its last gateway). */
   netEnv: () => Record<string, string>;
+  /** The host CA bundle file a container mounts, when one is inherited. */
+  hostCa: (config: Config) => string | null;
   /** Run `fn` with the task marked as starting: no turn starts, housekeeping leaves its containers alone. */
   busy: <T>(task: Task, fn: () => Promise<T>) => Promise<T>;
 }
@@ -165,7 +167,9 @@ export class Groups {
         user: `${uid}:${uid}`,
         env: { ...containerEnv(this.d.root), ...this.d.netEnv() },
         // Its worktree and git folders and a home; not the harness folder or the turns (nothing runs the agent here).
-        mounts: mounts(this.d.root, g, tdir, linuxBinary()).filter((m) => m.container !== "/lazy/harness" && m.container !== "/lazy/turns"),
+        mounts: taskMounts(this.d.root, g, tdir, this.d.hostCa(config)).filter(
+          (m) => m.container !== "/lazy/harness" && m.container !== "/lazy/turns",
+        ),
         network: net.name,
         hostGateway: docker.kind === "desktop",
         cmd: [BIN, "supervise", "--idle"],

@@ -7,12 +7,12 @@
  * finds its containers by label and reconciles every task.
  */
 import type { Database } from "bun:sqlite";
-import { existsSync, mkdirSync, statSync, lchownSync } from "node:fs";
+import { existsSync, mkdirSync, statSync, lchownSync, renameSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { Tasks, Runs, canMove, isFinal, type Task, type Run } from "../store";
 import type { Status } from "../store";
 import { defaultProfile, resolveLimits, resolveProfile, Trust, type Config, type ResolvedProfile } from "../config";
-import { Runtime, Image, Engine, type Fence, type LinkLocalGuard, type NetworkOptions } from "../containers";
+import { Runtime, Image, Engine, HostNet, type Fence, type LinkLocalGuard, type NetworkOptions } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
 import { MCP_PATH, type ModelProxy } from "../proxy";
@@ -23,7 +23,7 @@ import { argvProblem } from "../util/prompt";
 import * as AgentDir from "../util/agent-dir";
 import type { Logger } from "../util/log";
 import type { Bus } from "../bus";
-import { BIN, containerEnv, mounts, linuxBinary } from "./container-spec";
+import { BIN, containerEnv, taskMounts } from "./container-spec";
 import { Holds } from "./holds";
 import { Budgets } from "./budgets";
 import { OwnCalls } from "./own-calls";
@@ -164,6 +164,7 @@ export class Runner {
       image: (docker, config) => this.image(docker, config),
       gateway: (docker, config) => this.gateway(docker, config),
       netEnv: () => this.netEnv,
+      hostCa: (config) => this.hostCa(config),
       busy: (t, fn) => this.busy(t, fn),
     });
     this.holds = new Holds({
@@ -202,7 +203,7 @@ export class Runner {
   private networkOptions(config: Config): NetworkOptions {
     let helperImage: string | undefined;
     try {
-      helperImage = Image.plan(this.d.root, config.container).tag;
+      helperImage = this.plan(config).image.tag;
     } catch {} // no task image yet (a missing Dockerfile): the guard says it needs one
     const fence = {
       mode: config.container.network,
@@ -362,6 +363,25 @@ export class Runner {
   }
 
   /**
+   * As root the agent is another uid (1000), and the container sees the project's git folder at
+   * its host path: that folder and its objects must be readable by others. lazy never changes a
+   * permission of the person's own files; it names the folder instead (a checkout made under
+   * `umask 077`). The folders above it need nothing: a checkout the agent cannot open is not
+   * mounted, only its git folder.
+   */
+  private agentCanRead(uid: number): void {
+    const common = Git.commonDir(this.d.root);
+    for (const dir of [common, join(common, "objects")]) {
+      const mode = statSync(dir).mode & 0o777;
+      if ((mode & 0o005) !== 0o005)
+        throw new LazyError(
+          "launch_refused",
+          `lazy runs as root, so the agent runs as uid ${uid}, which cannot read ${dir} (mode ${mode.toString(8)}): the checkout was made under a umask that keeps others out; make it again with umask 022, or run lazy as the checkout's own user.`,
+        );
+    }
+  }
+
+  /**
    * Step 1 of a turn: the task's worktree, the project's network (and where the container
    * reaches the proxy on it), the image, and a running container with its setup done.
    */
@@ -373,11 +393,7 @@ export class Runner {
   ): Promise<{ id: string; g: Git.TaskGit; proxyUrl: string }> {
     const uid = Image.agentUid();
     const asRoot = process.getuid?.() === 0;
-    if (asRoot && (statSync(this.d.root).mode & 0o005) !== 0o005)
-      throw new LazyError(
-        "launch_refused",
-        `lazy runs as root, so the agent runs as uid ${uid}, which cannot read ${this.d.root} (mode ${(statSync(this.d.root).mode & 0o777).toString(8)}): chmod o+rx ${this.d.root}, or run lazy as your own user.`,
-      );
+    if (asRoot) this.agentCanRead(uid);
     const tdir = this.taskDir(task);
     const image = await this.image(docker, config, task);
     // After the image: without root, the network's firewall rules are set from a helper
@@ -393,6 +409,8 @@ export class Runner {
     for (const sub of ["home", "harness", "turns"]) mkdirSync(join(tdir, sub), { recursive: true, mode: 0o700 });
     if (asRoot) for (const sub of ["", "home", "harness", "turns"]) lchownSync(join(tdir, sub), uid, uid);
     const g = this.taskGit(task, asRoot ? uid : null);
+
+    const hostCa = this.hostCa(config);
 
     const run = this.run(task.id);
     let info = run.container_id ? await docker.inspect(run.container_id) : undefined;
@@ -418,7 +436,7 @@ export class Runner {
           user: `${uid}:${uid}`,
           env: { ...containerEnv(this.d.root), ...this.netEnv },
           // A remote engine mounts nothing of this host: what the container needs is shipped in.
-          mounts: docker.remote ? [] : mounts(this.d.root, g, tdir, linuxBinary()),
+          mounts: docker.remote ? [] : taskMounts(this.d.root, g, tdir, hostCa),
           volumes: docker.remote ? await this.remote.volumes(docker, task, g, image.tag) : [],
           network: net.name,
           hostGateway: docker.kind === "desktop",
@@ -465,7 +483,10 @@ export class Runner {
     const net = await docker.ensureNetwork(this.d.slug, this.networkOptions(config));
     this.noteGuard(net.guard);
     this.noteFence(net.fence);
-    this.netEnv = docker.kind === "desktop" || bind ? {} : this.d.egress.envFor(config, net.gateway);
+    // A remote engine's containers get neither the egress proxy nor the host's CA file (nothing
+    // of this host is mounted there).
+    const fenced = docker.kind === "desktop" || bind ? {} : this.d.egress.envFor(config, net.gateway);
+    this.netEnv = bind ? {} : { ...this.hostEnv(config), ...fenced };
     if (bind) {
       const a = await this.d.proxy.listenFor(bind);
       return { net, proxyUrl: `http://${a.host}:${a.port}` };
@@ -475,16 +496,55 @@ export class Runner {
     return { net, proxyUrl: `http://${a.host}:${a.port}` };
   }
 
+  /**
+   * The task image's plan, with the host's network setup when [container] inherit_network_env
+   * is on (containers/host-network.ts): its CA bundle (checked; a file that does not parse is
+   * refused by name) changes the tag, so a new certificate builds anew.
+   */
+  private plan(config: Config): { image: Image.ImagePlan; host: HostNet.HostNetwork; raw: Image.ImagePlan } {
+    const raw = Image.plan(this.d.root, config.container);
+    const host: HostNet.HostNetwork = config.container.inherit_network_env ? HostNet.read() : { ca: null, proxy: {} };
+    return { image: HostNet.apply(raw, host), host, raw };
+  }
+
+  /**
+   * The host's share of a task container's environment ([container] inherit_network_env): the
+   * CA variables, and the host's proxy only where no fence puts lazy's egress proxy there and
+   * only without a password in it (the agent could send it anywhere).
+   */
+  private hostEnv(config: Config): Record<string, string> {
+    if (!config.container.inherit_network_env) return {};
+    const { env, withheld } = HostNet.containerEnv(this.plan(config).host, config.container.network !== "open");
+    if (withheld.length)
+      this.d.log.warn(
+        `the host's ${withheld.join(", ")} carries a password: task containers do not get it (network = "allowlist" or "observe" reach the network through lazy's egress proxy instead)`,
+      );
+    return env;
+  }
+
+  /** The host's CA bundle as a file in the state folder, for a task container to mount (null when none is inherited). */
+  private hostCa(config: Config): string | null {
+    const ca = this.plan(config).host.ca;
+    if (!ca) return null;
+    const file = join(this.d.stateDir, `host-ca-${ca.hash}.pem`);
+    if (!existsSync(file)) {
+      const tmp = `${file}.${process.pid}.tmp`;
+      writeFileSync(tmp, ca.pem, { mode: 0o644 });
+      renameSync(tmp, file);
+    }
+    return file;
+  }
+
   /** The task image, built first if it is missing (its steps recorded on `task` when given). */
   async image(docker: Runtime, config: Config, task?: Task): Promise<Image.ImagePlan> {
-    const image = Image.plan(this.d.root, config.container);
+    const { image, host, raw } = this.plan(config);
     // A build of this tag under way (another launch's): wait for it, then look again.
     const under = this.building.get(image.tag);
     if (under) {
       if (task) this.event(task, "build", { image: image.tag, what: "the image another task's launch is building (waiting for it)" });
       await under;
     }
-    if (image.kind === "build" && !(await docker.imageExists(image.tag))) {
+    if (image.kind === "build" && raw.kind === "build" && !(await docker.imageExists(image.tag))) {
       let done = () => {};
       this.building.set(
         image.tag,
@@ -493,7 +553,7 @@ export class Runner {
         }),
       );
       try {
-        await this.buildImage(docker, config, image, task);
+        await this.buildImage(docker, config, image, raw.dockerfile, host, task);
       } finally {
         this.building.delete(image.tag);
         done();
@@ -506,23 +566,35 @@ export class Runner {
     docker: Runtime,
     config: Config,
     image: Extract<Image.ImagePlan, { kind: "build" }>,
+    approved: string,
+    host: HostNet.HostNetwork,
     task?: Task,
   ): Promise<void> {
-    // What runs at build is what the person approved (config/trust.ts).
-    if (config.container.dockerfile) Trust.checkDockerfile(this.d.root, config.container.dockerfile, image.dockerfile);
+    // What runs at build is what the person approved (config/trust.ts): the Dockerfile as
+    // written, before lazy adds the host's CA steps.
+    if (config.container.dockerfile) Trust.checkDockerfile(this.d.root, config.container.dockerfile, approved);
     if (task) this.event(task, "build", { image: image.tag, what: image.what });
-    this.d.log.info(`building ${image.what} as ${image.tag}`);
+    this.d.log.info(`building ${image.what} as ${image.tag}${HostNet.describe(host)}`);
     const files = image.context ? Image.contextOf(image.context, image.dockerfile) : { Dockerfile: image.dockerfile };
+    if (host.ca) files[HostNet.CA_CONTEXT_NAME] = host.ca.pem;
     let last = 0;
-    await docker.build(image.tag, files, image.buildArgs, (line) => {
-      this.d.log.info(`build: ${line}`);
-      // Every step is recorded; what a step prints only now and then, for the live line.
-      const step = /^Step \d+\/\d+/.test(line);
-      if (task && (step || Date.now() - last > 1000)) {
-        last = Date.now();
-        this.event(task, "build", step ? { progress: line } : { output: line.slice(0, 300) });
-      }
-    });
+    await docker.build(
+      image.tag,
+      files,
+      image.buildArgs,
+      (line) => {
+        this.d.log.info(`build: ${line}`);
+        // Every step is recorded; what a step prints only now and then, for the live line.
+        const step = /^Step \d+\/\d+/.test(line);
+        if (task && (step || Date.now() - last > 1000)) {
+          last = Date.now();
+          this.event(task, "build", step ? { progress: line } : { output: line.slice(0, 300) });
+        }
+      },
+      // On the host's network: a company proxy often listens on the host's loopback (cntlm,
+      // px), and what a build runs is what the person approved (the Dockerfile is trusted).
+      "host",
+    );
     if (task) this.event(task, "build", { done: image.tag });
   }
 

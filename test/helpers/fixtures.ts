@@ -20,6 +20,8 @@ export interface ContainerProjectOptions {
   toml?: string;
   /** The project's environment (see Project). */
   env?: Record<string, string>;
+  /** An existing folder to be the checkout, its modes untouched (see Project). */
+  root?: string;
   /** More of the [container] table (lines after `base`). */
   container?: string;
   /** More tables after [proxy.upstreams]. */
@@ -44,7 +46,7 @@ export interface ContainerProjectOptions {
  */
 export async function containerProject(mock: MockProvider, key: string, opts: ContainerProjectOptions = {}): Promise<Project> {
   if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
-  const p = new Project({ toml: opts.toml ?? containerToml(mock.url, opts), env: opts.env });
+  const p = new Project({ toml: opts.toml ?? containerToml(mock.url, opts), env: opts.env, root: opts.root });
   let init: ReturnType<typeof sh>;
   if (opts.firstCommit === "empty") init = sh(p.root, "git -c user.name=Dev -c user.email=dev@example.com commit -q --allow-empty -m init");
   else {

@@ -22,10 +22,11 @@ export class Project {
   readonly home: string;
   env: Record<string, string>;
 
-  constructor(opts: { toml?: string; env?: Record<string, string> } = {}) {
-    this.root = realpathSync(mkdtempSync(join(tmpdir(), "lazy-proj-")));
+  /** `root`: an existing folder to use as the checkout, its modes as they are (CI's `mktemp -d`). */
+  constructor(opts: { toml?: string; env?: Record<string, string>; root?: string } = {}) {
+    this.root = opts.root ? realpathSync(opts.root) : realpathSync(mkdtempSync(join(tmpdir(), "lazy-proj-")));
     // Like a real checkout (mkdtemp makes 0700): an agent in a container runs as another uid.
-    chmodSync(this.root, 0o755);
+    if (!opts.root) chmodSync(this.root, 0o755);
     this.home = realpathSync(mkdtempSync(join(tmpdir(), "lazy-home-")));
     Bun.spawnSync(["git", "init", "-q", "-b", "main", this.root]);
     // The file store unless a test asks for another: a developer's own keychain stays out of it.

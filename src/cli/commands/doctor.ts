@@ -11,6 +11,7 @@ import { defaultCredentialFinding, engineFinding, type AuthAnswer } from "./doct
 import { Plugins } from "../../proxy";
 import { lazyHome } from "../../util/paths";
 import { State, Keeper, type Status } from "../../daemon";
+import { networkFindings } from "../doctor-network";
 
 export interface Finding {
   check: string;
@@ -190,6 +191,7 @@ async function findings(root: string): Promise<Finding[]> {
         : "start Docker (Linux: sudo systemctl start docker, or dockerd), or point DOCKER_HOST at a running engine",
     });
   if (!ping.ok && engines) out.push(engines);
+  if (loaded.ok) out.push(...(await networkFindings(root, loaded.config, ping.ok ? ep : null)));
   return out;
 }
 
