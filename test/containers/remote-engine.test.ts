@@ -42,6 +42,8 @@ afterAll(async () => {
 const remoteProject = async (opts: { bind?: boolean; host?: string } = {}) => {
   const p = await containerProject(mock, KEY, {
     env: { DOCKER_HOST: opts.host ?? engine.host },
+    // The image remoteImage loads there is lazy's default one without the host's CA steps (those are test/containers/netenv's).
+    container: "inherit_network_env = false",
     extra: opts.bind === false ? "" : `\n[proxy]\nremote_bind = "${engine.bind}"\n`,
   });
   projects.push(p);
