@@ -306,8 +306,7 @@ export class Runner {
       const config = this.d.config();
       const profile = resolveProfile(config, task.profile);
       // [budget]: a task that reached its budget (or a project that reached today's) starts nothing.
-      const over = this.budgets.over(task);
-      if (over) throw new LazyError("conflict", `Task ${this.ref(task)} cannot start a turn: ${over.message}.`);
+      this.budgets.mayStart(task);
       // [usage_pause]: a credential past its threshold (or refused for quota) starts nothing.
       const pause = await this.holds.pauseFor(profile);
       if (pause) return this.holds.hold(task, message, pause);

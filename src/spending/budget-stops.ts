@@ -46,6 +46,12 @@ export class Budgets {
     return overFor(this.d.db, this.d.config(), { id: task.id, ref: this.d.ref(task) });
   }
 
+  /** A task that reached its budget (or a project that reached today's) starts no turn: refused, naming it. */
+  mayStart(task: Task): void {
+    const over = this.over(task);
+    if (over) throw new LazyError("conflict", `Task ${this.d.ref(task)} cannot start a turn: ${over.message}.`);
+  }
+
   /** Why the proxy stops this task's turns now, if it does. */
   stoppedFor(task: Task): string | undefined {
     return this.d.proxy.stoppedFor(task.id);
