@@ -10,7 +10,7 @@
  * and three things are timed in turn, round after round (this VM's speed drifts):
  *  - `lazy stats budget --json`, the whole process;
  *  - GET /api/stats/budget alone (fetch from this process, with the token);
- *  - `sqlite3 copy.db` running report()'s four GROUP BY queries (src/usage/budget.ts), the
+ *  - `sqlite3 copy.db` running report()'s four GROUP BY queries (src/spending/budget.ts), the
  *    whole process;
  *  - `lazy --version`, the floor any lazy command pays (a process, no daemon round trip).
  * Run: bun run build && bun bench/budget.ts [rounds]   (needs sqlite3: apt-get install sqlite3)
@@ -187,7 +187,7 @@ try {
   const rt = JSON.parse(readFileSync(join(state, "daemon.json"), "utf8"));
   const token = readFileSync(join(state, "token"), "utf8").trim();
   const url = `http://127.0.0.1:${rt.api.port}/api/stats/budget`;
-  // Exactly the statements report() prepares (src/usage/budget.ts), with its 30-day bound.
+  // Exactly the statements report() prepares (src/spending/budget.ts), with its 30-day bound.
   const SUMS =
     "SUM(requests) AS requests, SUM(input_tokens) AS input, SUM(output_tokens) AS output, SUM(cache_read) AS cacheRead, SUM(cache_write) AS cacheWrite";
   const since = new Date(Date.now() - (DAYS - 1) * 86_400_000).toISOString().slice(0, 10);

@@ -6,7 +6,7 @@
  */
 import type { Database } from "bun:sqlite";
 import { Tasks, type Task, type TaskEvent } from "../store";
-import { spentByTask } from "../usage";
+import { spentByTask } from "../spending";
 import type { Config } from "../config";
 import * as Git from "../git";
 import { taskDiff } from "./diff";

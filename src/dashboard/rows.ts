@@ -5,7 +5,7 @@
  */
 import type { Database } from "bun:sqlite";
 import { Tasks, actions, type Action, type Task, type TaskEvent } from "../store";
-import { spentByTask, type Spent } from "../usage";
+import { spentByTask, type Spent } from "../spending";
 import type { Config } from "../config";
 
 export interface TaskRow extends Task {

@@ -11,7 +11,7 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
 import { Memory, Runs, Tasks, type Task } from "../store";
 import type { Config } from "../config";
-import { overFor, spentByTask, taskLimit } from "../usage";
+import { overFor, spentByTask, taskLimit } from "../spending";
 import { MEMORY_PER_TURN, MemoryBound, PROGRESS_PER_MINUTE, ProgressBound } from "./bounds";
 
 export interface TaskToolDeps {

@@ -24,8 +24,7 @@ import * as AgentDir from "../util/agent-dir";
 import type { Logger } from "../util/log";
 import type { Bus } from "../bus";
 import { BIN, containerEnv, taskMounts } from "./container-spec";
-import { Holds } from "./holds";
-import { Budgets } from "./budgets";
+import { Holds, Budgets } from "../spending";
 import { OwnCalls } from "./own-calls";
 import { Compactor, withMemory } from "./memory";
 import { TurnWatch } from "./turn-watch";
@@ -326,8 +325,7 @@ export class Runner {
       const config = this.d.config();
       const profile = resolveProfile(config, task.profile);
       // [budget]: a task that reached its budget (or a project that reached today's) starts nothing.
-      const over = this.budgets.over(task);
-      if (over) throw new LazyError("conflict", `Task ${this.ref(task)} cannot start a turn: ${over.message}.`);
+      this.budgets.mayStart(task);
       // [usage_pause]: a credential past its threshold (or refused for quota) starts nothing.
       const pause = await this.holds.pauseFor(profile);
       if (pause) return this.holds.hold(task, message, pause);

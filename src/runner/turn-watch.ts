@@ -17,7 +17,7 @@ import * as AgentDir from "../util/agent-dir";
 import type { TaskAccess } from "./task-access";
 import { FILES, type Exit } from "../supervisor";
 import { BIN } from "./container-spec";
-import { why as budgetWhy, type Budgets } from "./budgets";
+import type { Budgets } from "../spending";
 
 /** How much of a turn's events one poll reads, and the longest event line kept. */
 const READ_CHUNK = 4 * 1024 * 1024;
@@ -39,7 +39,7 @@ const MAX_EXIT = 64 * 1024;
 
 export interface TurnWatchDeps extends TaskAccess {
   config: () => Config;
-  budgets: Pick<Budgets, "over" | "stoppedFor">;
+  budgets: Pick<Budgets, "waitFor">;
   /** The turn ended: its grants stop redeeming (before anything else happens). */
   release: (taskId: string) => void;
   /** The turn ended: stop the task's container, checked; what is still wrong, if anything. */
@@ -327,13 +327,8 @@ export class TurnWatch {
       );
     }
     const stopped = stoppedByUser || exit.signal === "SIGTERM" || exit.signal === "SIGINT";
-    // A budget reached during the turn (the proxy stopped it, or its last answer crossed it).
-    const over = this.d.budgets.over(task);
-    const budget = over
-      ? budgetWhy(over)
-      : this.d.budgets.stoppedFor(task)
-        ? { reason: "budget", detail: this.d.budgets.stoppedFor(task) }
-        : null;
+    // A budget reached during the turn (spending decides: budget-stops.ts).
+    const budget = this.d.budgets.waitFor(task);
     // The agent asked the human something (MCP ask_human): the task waits for the answer.
     const question = this.run(task.id).question;
     const asked = question && !budget ? { reason: "question", question } : null;

@@ -44,7 +44,11 @@ afterAll(async () => {
 const bindLine = () => `\n[proxy]\nremote_bind = "${engine.bind}"\n`;
 
 async function remoteProject(): Promise<Project> {
-  const p = await containerProject(mock, KEY, { env: { DOCKER_HOST: engine.host }, container: "inherit_network_env = false", extra: bindLine() });
+  const p = await containerProject(mock, KEY, {
+    env: { DOCKER_HOST: engine.host },
+    container: "inherit_network_env = false",
+    extra: bindLine(),
+  });
   projects.push(p);
   await remoteImage(engine.host, p.root);
   return p;

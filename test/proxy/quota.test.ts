@@ -1,7 +1,7 @@
-/** The classifier of provider refusals (quota.ts) and the [usage_pause] rule (usage/pause.ts). */
+/** The classifier of provider refusals (quota.ts) and the [usage_pause] rule (spending/pause.ts). */
 import { describe, expect, test } from "bun:test";
 import { classify } from "../../src/proxy/meters/quota";
-import { pauseOf } from "../../src/usage";
+import { pauseOf } from "../../src/spending";
 import type { LimitView } from "../../src/proxy";
 
 const NOW = Date.parse("2026-12-04T12:00:00Z");

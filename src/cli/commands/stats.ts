@@ -4,7 +4,7 @@ import { findProjectRoot } from "../../util/paths";
 // Types only from the proxy: loading its modules would cost every stats command tens of ms.
 import type { AuditRow, LimitView, ProviderHealth } from "../../proxy";
 import { FAILURE_KINDS } from "../../config";
-import type { BudgetReport, Pause } from "../../usage";
+import type { BudgetReport, Pause } from "../../spending";
 
 const ms = (v: number | null) => (v === null ? "-" : v.toFixed(2));
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;

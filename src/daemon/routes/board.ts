@@ -8,7 +8,7 @@ import { Elysia } from "elysia";
 import { LazyError } from "../../util/errors";
 import { Tasks, STATUSES, isStatus, type Status } from "../../store";
 import { rows } from "../../dashboard";
-import { spentOnDay, taskLimit, dayOver } from "../../usage";
+import { spentOnDay, taskLimit, dayOver } from "../../spending";
 import { defaultProfile, profileNames, type Config } from "../../config";
 import type { ModelProxy } from "../../proxy";
 import { taskRef } from "./input";

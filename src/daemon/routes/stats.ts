@@ -4,7 +4,7 @@ import { Elysia } from "elysia";
 import { Tasks } from "../../store";
 import type { ModelProxy } from "../../proxy";
 import type { Config } from "../../config";
-import { pauseOf, report, type Pause } from "../../usage";
+import { pauseOf, report, type Pause } from "../../spending";
 
 export interface StatsDeps {
   db: Database;

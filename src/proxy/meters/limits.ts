@@ -38,8 +38,8 @@ export interface LimitView extends Omit<Reading, "at" | "quota"> {
 }
 
 /**
- * When a quota refusal stops holding turns: its reset, or — when the provider named none
- * (OpenAI's insufficient_quota) — an hour after it, when lazy tries again.
+ * When a quota refusal resets: when the provider named no reset time
+ * (OpenAI's insufficient_quota), an hour after it. spending/pause.ts holds turns until then.
  */
 export const UNKNOWN_RESET_MS = 3_600_000;
 const resetOf = (q: Quota) => q.resetsAt ?? q.at + UNKNOWN_RESET_MS;

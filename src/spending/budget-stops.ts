@@ -1,6 +1,6 @@
 /**
- * [budget] in the runner: after each batch of the audit is stored, the tasks it billed are
- * checked against their budgets (usage/budget.ts). A task that reached one is stopped at its
+ * [budget] applied: after each batch of the audit is stored, the tasks it billed are
+ * checked against their budgets (budget.ts). A task that reached one is stopped at its
  * next request by the proxy (the agent is told which budget), and once its turn ends it is
  * `waiting` with reason `budget` until a human raises it (lazy task budget) or closes it.
  */
@@ -10,7 +10,7 @@ import type { Config } from "../config";
 import type { ModelProxy } from "../proxy";
 import type { Logger } from "../util/log";
 import { LazyError } from "../util/errors";
-import { dayOver, overFor, spentByTask, taskLimit, taskOver, type Over } from "../usage";
+import { dayOver, overFor, spentByTask, taskLimit, taskOver, type Over } from "./budget";
 
 export interface BudgetDeps {
   db: Database;
@@ -46,9 +46,26 @@ export class Budgets {
     return overFor(this.d.db, this.d.config(), { id: task.id, ref: this.d.ref(task) });
   }
 
+  /** A task that reached its budget (or a project that reached today's) starts no turn: refused, naming it. */
+  mayStart(task: Task): void {
+    const over = this.over(task);
+    if (over) throw new LazyError("conflict", `Task ${this.d.ref(task)} cannot start a turn: ${over.message}.`);
+  }
+
   /** Why the proxy stops this task's turns now, if it does. */
   stoppedFor(task: Task): string | undefined {
     return this.d.proxy.stoppedFor(task.id);
+  }
+
+  /**
+   * A turn ended: does the task wait on a budget (reached during the turn: the proxy stopped
+   * it, or its last answer crossed the line)? The status event's data, or null.
+   */
+  waitFor(task: Task): Record<string, unknown> | null {
+    const over = this.over(task);
+    if (over) return why(over);
+    const stopped = this.stoppedFor(task);
+    return stopped ? { reason: "budget", detail: stopped } : null;
   }
 
   /** After tokens were billed to a task: stop it at the next request, or let it go again. */

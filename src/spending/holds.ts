@@ -1,5 +1,5 @@
 /**
- * [usage_pause] in the runner: before any turn starts (start, send, run, and turns a human
+ * [usage_pause] applied: before any turn starts (start, send, run, and turns a human
  * queued), the credential the task's profile bills is checked against its latest reading.
  * Paused, the turn is held (store: HeldTurns) and the task is `waiting` with reason
  * `usage_pause`, the credential, the window and its reset. When the reset passes, lazy starts
@@ -10,7 +10,7 @@ import { HeldTurns, Tasks, canMove, isFinal, type Task, type Status } from "../s
 import type { Config, ResolvedProfile } from "../config";
 import type { ModelProxy } from "../proxy";
 import type { Logger } from "../util/log";
-import { pauseOf, type Pause } from "../usage";
+import { pauseOf, type Pause } from "./pause";
 
 export interface HoldDeps {
   db: Database;
