@@ -7,6 +7,8 @@ export * as State from "./state";
 export type { DaemonRecord } from "./state";
 export type { Status, Busy } from "./status";
 export type { Daemon } from "./daemon";
+/** What the API answers, route by route (the dashboard client imports these, type-only). */
+export type { Answers } from "./routes";
 
 /** `lazy daemon run`: serve the project in this process until told to stop. */
 export async function run(root: string): Promise<void> {

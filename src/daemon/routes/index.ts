@@ -18,3 +18,4 @@ export { buildRoutes, type BuildDeps } from "./build";
 export { reviewRoutes, type ReviewDeps } from "./review";
 export { groupRoutes, type GroupDeps } from "./groups";
 export { badBody, issuesOf } from "./input";
+export type * as Answers from "./answers";
