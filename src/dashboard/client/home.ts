@@ -2,7 +2,7 @@
 import type { Answers } from "../../daemon";
 import { $, api, fill, h, num, usd, debounce, showError } from "./dom";
 import { live } from "./live";
-import { rowItem, type Row } from "./rows";
+import { rowItem } from "./rows";
 import { inbox } from "./inbox";
 
 type Home = Answers.Home;

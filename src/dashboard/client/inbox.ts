@@ -5,7 +5,7 @@
  */
 import type { Answers } from "../../daemon";
 import { api, fill, h } from "./dom";
-import { refOf, rowItem, type Row } from "./rows";
+import { refOf, rowItem } from "./rows";
 
 type Inbox = Answers.Inbox;
 
