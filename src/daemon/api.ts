@@ -39,6 +39,8 @@ import {
   reviewRoutes,
   groupRoutes,
   type GroupDeps,
+  badBody,
+  issuesOf,
 } from "./routes";
 
 /** What the API needs from the daemon; each route file declares its own share. */
@@ -103,6 +105,13 @@ export function api(d: ApiDeps, token: string) {
           "not_found",
           "No such route on the lazy daemon; is the CLI the same version as the daemon (lazy daemon restart)?",
         ).toJSON();
+      }
+      if (code === "VALIDATION") {
+        // A body that fails its route's schema (routes/input.ts words it).
+        const v = error.validator as { schema?: unknown };
+        const refusal = badBody(issuesOf(v.schema ?? v, error.value));
+        set.status = refusal.status;
+        return refusal.toJSON();
       }
       if (code === "PARSE") {
         set.status = 400;

@@ -8,6 +8,8 @@ export type { DaemonRecord } from "./state";
 export type { Status, Busy } from "./status";
 export type { Daemon } from "./daemon";
 export * as Keeper from "./keeper";
+/** What the API answers, route by route (the dashboard client imports these, type-only). */
+export type { Answers } from "./routes";
 
 /**
  * `lazy daemon run`: the keeper (keeper.ts), which runs `daemon` (this same command, marked

@@ -8,6 +8,7 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { VERSION } from "../version";
+import { Tasks } from "../store";
 import type { McpTokens } from "./tokens";
 import { registerTaskTools, type TaskToolDeps } from "./tools";
 import { registerBuilderTools, type BuilderToolDeps } from "./builder-tools";
@@ -55,7 +56,7 @@ export function admit(
   // its container stopped, so from no address until the next turn pins it again).
   let who: Who = { taskId: null, taskRef: null, role: "builder" };
   if (holder.kind === "task" && holder.taskId) {
-    const code = (d.db.query("SELECT code FROM tasks WHERE id = ?").get(holder.taskId) as { code: string | null } | null)?.code ?? null;
+    const code = Tasks.codeOf(d.db, holder.taskId);
     who = { taskId: holder.taskId, taskRef: code ?? holder.taskId, role: "agent" };
     if (!d.live(holder.taskId))
       return { ok: false, message: `lazy refused this MCP token: ${notLive({ ...who, role: "agent" })}`, note: "no running turn" };

@@ -6,6 +6,7 @@
  */
 import type { Database } from "bun:sqlite";
 import { resolveProfile, type Config } from "../config";
+import { Runs, Tasks, Usage } from "../store";
 import { costOf, priceOf, tokensOf, type Tokens } from "./prices";
 
 export interface Spent extends Tokens {
@@ -25,9 +26,7 @@ export interface Over {
   message: string;
 }
 
-type Sums = { profile: string; requests: number; input: number; output: number; cacheRead: number; cacheWrite: number };
-const SUMS =
-  "SUM(requests) AS requests, SUM(input_tokens) AS input, SUM(output_tokens) AS output, SUM(cache_read) AS cacheRead, SUM(cache_write) AS cacheWrite";
+type Sums = Usage.Sums & { profile: string };
 
 export const today = (now = Date.now()) => new Date(now).toISOString().slice(0, 10);
 
@@ -57,23 +56,20 @@ function modelOf(config: Config, profile: string): string | undefined {
 }
 
 export function spentByTask(db: Database, config: Config, taskId: string): Spent {
-  return total(config, db.query(`SELECT profile, ${SUMS} FROM usage_days WHERE task_id = ? GROUP BY profile`).all(taskId) as Sums[]);
+  return total(config, Usage.taskByProfile(db, taskId));
 }
 
 export function spentOnDay(db: Database, config: Config, day = today()): Spent {
-  return total(config, db.query(`SELECT profile, ${SUMS} FROM usage_days WHERE day = ? GROUP BY profile`).all(day) as Sums[]);
+  return total(config, Usage.dayByProfile(db, day));
 }
 
 /** A task's budget: [budget] per_task_* plus what a human added (lazy task budget). */
 export function taskLimit(db: Database, config: Config, taskId: string): { tokens: number | null; usd: number | null } {
-  const r = db.query("SELECT budget_tokens, budget_usd FROM runs WHERE task_id = ?").get(taskId) as {
-    budget_tokens: number;
-    budget_usd: number;
-  } | null;
+  const added = Runs.budgetAdded(db, taskId);
   const b = config.budget;
   return {
-    tokens: b.per_task_tokens === undefined ? null : b.per_task_tokens + (r?.budget_tokens ?? 0),
-    usd: b.per_task_usd === undefined ? null : b.per_task_usd + (r?.budget_usd ?? 0),
+    tokens: b.per_task_tokens === undefined ? null : b.per_task_tokens + added.tokens,
+    usd: b.per_task_usd === undefined ? null : b.per_task_usd + added.usd,
   };
 }
 
@@ -151,11 +147,7 @@ export function report(db: Database, config: Config, opts: { days?: number; task
     return prices.get(profile) ?? null;
   };
   type Counter = Tokens & { requests: number; usd: number | null };
-  const rows = db
-    .query(
-      "SELECT day, task_id AS task, profile, credential, requests, input_tokens AS input, output_tokens AS output, cache_read AS cacheRead, cache_write AS cacheWrite FROM usage_days",
-    )
-    .all() as (Sums & { day: string; task: string; credential: string })[];
+  const rows = Usage.days(db);
   const byDay = new Map<string, Counter>();
   const byTask = new Map<string, Counter>();
   const byProfile = new Map<string, Counter>();
@@ -182,7 +174,6 @@ export function report(db: Database, config: Config, opts: { days?: number; task
   }
   const spent = (c: Counter): Spent => ({ ...c, tokens: tokensOf(c) });
   const days = [...byDay].map(([day, c]) => ({ day, ...spent(c) })).sort((a, b) => b.day.localeCompare(a.day));
-  const code = db.query("SELECT code FROM tasks WHERE id = ?");
   // The most spending first; only the ones shown are looked up (10,000 point queries cost ~100 ms).
   const tasks = [...byTask]
     .map(([k, c]) => ({ k, s: spent(c) }))
@@ -190,7 +181,7 @@ export function report(db: Database, config: Config, opts: { days?: number; task
     .slice(0, opts.tasks ?? 50)
     .map(({ k, s }) => ({
       taskId: k,
-      code: (code.get(k) as { code: string | null } | null)?.code ?? null,
+      code: Tasks.codeOf(db, k),
       limit: taskLimit(db, config, k),
       ...s,
     }));

@@ -15,6 +15,9 @@ export * as HeldTurns from "./held";
 export * as Memory from "./memory";
 export type { Note } from "./memory";
 export type { Held } from "./held";
+export * as Usage from "./usage";
+export * as Readings from "./readings";
+export * as AuditBatches from "./audit";
 export * from "./status";
 
 export function open(file: string): Database {
@@ -28,6 +31,18 @@ export function open(file: string): Database {
   // The daemon is the only writer, so waiting on a lock would only hide a bug; keep it short.
   db.exec("PRAGMA busy_timeout = 250");
   migrate(db);
+  return db;
+}
+
+/**
+ * Another connection to the store, for a worker thread (the proxy's, the audit's writer): no
+ * migrations (the daemon ran them), and it waits up to 5 s for the other writers rather than
+ * failing.
+ */
+export function connect(file: string, o: { strict?: boolean; synchronous?: "NORMAL" } = {}): Database {
+  const db = new Database(file, o.strict ? { strict: true } : undefined);
+  db.exec("PRAGMA busy_timeout = 5000");
+  if (o.synchronous) db.exec(`PRAGMA synchronous = ${o.synchronous}`);
   return db;
 }
 

@@ -50,6 +50,15 @@ export function get(db: Database, taskId: string): Run {
   return db.query("SELECT * FROM runs WHERE task_id = ?").get(taskId) as Run;
 }
 
+/** What a human added to the task's budget (lazy task budget): read without making a run. */
+export function budgetAdded(db: Database, taskId: string): { tokens: number; usd: number } {
+  const r = db.query("SELECT budget_tokens, budget_usd FROM runs WHERE task_id = ?").get(taskId) as {
+    budget_tokens: number;
+    budget_usd: number;
+  } | null;
+  return { tokens: r?.budget_tokens ?? 0, usd: r?.budget_usd ?? 0 };
+}
+
 export function save(db: Database, taskId: string, patch: RunPatch): void {
   const keys = Object.keys(patch).filter((k) => COLUMNS.has(k));
   if (!keys.length) return;

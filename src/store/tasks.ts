@@ -194,6 +194,11 @@ export function counts(db: Database): Record<Status, number> {
  * A task reference: a code, matched exactly (fix-login never matches fix-login-2), or a hex
  * id prefix of at least 4 characters; an ambiguous prefix names the candidates.
  */
+/** A task's code by its whole id (null: it has none, or there is no such task). */
+export function codeOf(db: Database, id: string): string | null {
+  return (db.query("SELECT code FROM tasks WHERE id = ?").get(id) as { code: string | null } | null)?.code ?? null;
+}
+
 /** A task by its whole id (the primary key), or undefined. */
 export function byId(db: Database, id: string): Task | undefined {
   const row = db.query("SELECT * FROM tasks WHERE id = ?").get(id) as Row | null;

@@ -105,8 +105,7 @@ export async function follow(
   const wanted = (taskId: string | null) => !ids || (taskId !== null && ids.has(taskId));
   const codes = new Map<string, string | null>();
   const codeOf = (id: string) => {
-    if (!codes.has(id))
-      codes.set(id, (src.db.query("SELECT code FROM tasks WHERE id = ?").get(id) as { code: string | null } | null)?.code ?? null);
+    if (!codes.has(id)) codes.set(id, Tasks.codeOf(src.db, id));
     return codes.get(id) ?? null;
   };
   const problem = src.audit ? src.proxyProblem() : (src.proxyProblem() ?? "the proxy is not running");

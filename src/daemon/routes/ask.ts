@@ -5,11 +5,11 @@
  */
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
+import { body } from "./input";
 import { z } from "zod";
 import * as Git from "../../git";
 import { Tasks, type Task } from "../../store";
 import type { Runner } from "../../runner";
-import { parseBody } from "./input";
 import { promptSchema } from "../../util/prompt";
 import { parseSince } from "./watch";
 
@@ -86,16 +86,22 @@ export function reportPrompt(db: Database, since: number): string {
 
 export function askRoutes(d: AskDeps) {
   return new Elysia()
-    .post("/api/report", async ({ body }) => {
-      const { since } = parseBody(z.strictObject({ since: z.string().default("7d") }), body);
-      const from = parseSince(since);
-      const answer = await d.runner.calls.ask(reportPrompt(d.db, from), { purpose: "lazy report" });
-      return { report: answer.text, since: new Date(from).toISOString(), profile: answer.profile };
-    })
-    .post("/api/ask", async ({ body }) => {
-      const input = parseBody(Ask, body);
-      const task = input.task !== undefined ? Tasks.resolveFilter(d.db, [input.task])![0] : undefined;
-      const answer = await d.runner.calls.ask(await askPrompt(d.db, d.root, input.question, task), { task, purpose: "lazy ask" });
-      return { answer: answer.text, profile: answer.profile, task: task ?? null };
-    });
+    .post(
+      "/api/report",
+      async ({ body: { since } }) => {
+        const from = parseSince(since);
+        const answer = await d.runner.calls.ask(reportPrompt(d.db, from), { purpose: "lazy report" });
+        return { report: answer.text, since: new Date(from).toISOString(), profile: answer.profile };
+      },
+      body(z.strictObject({ since: z.string().default("7d") })),
+    )
+    .post(
+      "/api/ask",
+      async ({ body: input }) => {
+        const task = input.task !== undefined ? Tasks.resolveFilter(d.db, [input.task])![0] : undefined;
+        const answer = await d.runner.calls.ask(await askPrompt(d.db, d.root, input.question, task), { task, purpose: "lazy ask" });
+        return { answer: answer.text, profile: answer.profile, task: task ?? null };
+      },
+      body(Ask),
+    );
 }

@@ -1,12 +1,12 @@
 /** The credential routes behind `lazy auth`: list (with the proxy's findings), set, remove. */
 import { Elysia } from "elysia";
+import { body } from "./input";
 import { z } from "zod";
 import { LazyError } from "../../util/errors";
 import type { Logger } from "../../util/log";
 import type { CredentialStore, ExpiryWarnings } from "../../credentials";
 import type { ModelProxy } from "../../proxy";
 import { defaultProfile, type Config } from "../../config";
-import { parseBody } from "./input";
 
 export const SetCredential = z.strictObject({ value: z.string().describe("The secret; it travels over the loopback API only.") });
 
@@ -32,14 +32,17 @@ export function authRoutes(d: AuthDeps) {
         expiry: d.expiry?.notices() ?? [],
       };
     })
-    .put("/api/auth/:name", async ({ params, body }) => {
-      const { value } = parseBody(SetCredential, body);
-      const info = await d.credentials.set(params.name, value);
-      // The proxy's thread uses the new value from its next request on.
-      await d.proxy.clearProblem(params.name);
-      d.log.info(`credential ${params.name} set (${info.kind}, ${d.credentials.backend})`);
-      return info;
-    })
+    .put(
+      "/api/auth/:name",
+      async ({ params, body: { value } }) => {
+        const info = await d.credentials.set(params.name, value);
+        // The proxy's thread uses the new value from its next request on.
+        await d.proxy.clearProblem(params.name);
+        d.log.info(`credential ${params.name} set (${info.kind}, ${d.credentials.backend})`);
+        return info;
+      },
+      body(SetCredential),
+    )
     .delete("/api/auth/:name", async ({ params }) => {
       const removed = await d.credentials.remove(params.name);
       if (!removed) throw new LazyError("not_found", `No stored credential "${params.name}": see lazy auth list.`);

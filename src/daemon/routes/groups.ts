@@ -4,6 +4,7 @@
  */
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
+import { body } from "./input";
 import { z } from "zod";
 import { LazyError } from "../../util/errors";
 import type { Config } from "../../config";
@@ -11,7 +12,6 @@ import { defaultProfile } from "../../config";
 import type { Runner } from "../../runner";
 import { MAX_CANDIDATES } from "../../runner";
 import { compare } from "../../dashboard";
-import { parseBody } from "./input";
 import { PROMPT_MAX_BYTES, promptSchema } from "../../util/prompt";
 
 export const AddGroup = z.strictObject({
@@ -36,25 +36,32 @@ export function groupRoutes(d: GroupDeps) {
     return compare(d.db, d.config(), d.root, tasks[0]!.group!, tasks);
   };
   return new Elysia()
-    .post("/api/groups", ({ body, set }) => {
-      const b = parseBody(AddGroup, body);
-      if (b.profiles && (b.n !== undefined || b.profile !== undefined))
-        throw new LazyError("invalid_input", "Give either profiles (one per candidate) or a profile and n, not both.");
-      if (!b.profiles && b.n === undefined)
-        throw new LazyError("invalid_input", "Name the candidates: profiles (one per candidate), or n (and a profile).");
-      if (b.n !== undefined && (b.n < 2 || b.n > MAX_CANDIDATES))
-        throw new LazyError("invalid_input", `n is how many candidates: 2 to ${MAX_CANDIDATES}, not ${b.n}.`);
-      const profiles = b.profiles?.map((p) => p.trim()) ?? Array.from({ length: b.n ?? 0 }, () => b.profile ?? defaultProfile(d.config()));
-      if (profiles.some((p) => !p)) throw new LazyError("invalid_input", "An empty profile name in the list: --profiles a,b,c.");
-      const r = d.runner.addGroup({ prompt: b.prompt, profiles, code: b.code, title: b.title });
-      set.status = 201;
-      return r;
-    })
+    .post(
+      "/api/groups",
+      ({ body: b, set }) => {
+        if (b.profiles && (b.n !== undefined || b.profile !== undefined))
+          throw new LazyError("invalid_input", "Give either profiles (one per candidate) or a profile and n, not both.");
+        if (!b.profiles && b.n === undefined)
+          throw new LazyError("invalid_input", "Name the candidates: profiles (one per candidate), or n (and a profile).");
+        if (b.n !== undefined && (b.n < 2 || b.n > MAX_CANDIDATES))
+          throw new LazyError("invalid_input", `n is how many candidates: 2 to ${MAX_CANDIDATES}, not ${b.n}.`);
+        const profiles =
+          b.profiles?.map((p) => p.trim()) ?? Array.from({ length: b.n ?? 0 }, () => b.profile ?? defaultProfile(d.config()));
+        if (profiles.some((p) => !p)) throw new LazyError("invalid_input", "An empty profile name in the list: --profiles a,b,c.");
+        const r = d.runner.addGroup({ prompt: b.prompt, profiles, code: b.code, title: b.title });
+        set.status = 201;
+        return r;
+      },
+      body(AddGroup),
+    )
     .get("/api/groups/:code", ({ params }) => view(decodeURIComponent(params.code)))
-    .post("/api/groups/:code/check", async ({ params, body }) => {
-      const { force } = parseBody(z.strictObject({ force: z.boolean().optional() }), body);
-      const code = decodeURIComponent(params.code);
-      const results = await d.runner.groups.checkAll(code, force);
-      return { results, comparison: await view(code) };
-    });
+    .post(
+      "/api/groups/:code/check",
+      async ({ params, body: { force } }) => {
+        const code = decodeURIComponent(params.code);
+        const results = await d.runner.groups.checkAll(code, force);
+        return { results, comparison: await view(code) };
+      },
+      body(z.strictObject({ force: z.boolean().optional() })),
+    );
 }

@@ -17,3 +17,5 @@ export { diffRoutes, type DiffDeps } from "./diff";
 export { buildRoutes, type BuildDeps } from "./build";
 export { reviewRoutes, type ReviewDeps } from "./review";
 export { groupRoutes, type GroupDeps } from "./groups";
+export { badBody, issuesOf } from "./input";
+export type * as Answers from "./answers";

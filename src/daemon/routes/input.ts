@@ -1,18 +1,42 @@
-/** What every route does with its input: a request body checked against its schema, a task reference from the path. */
-import type { z } from "zod";
+/**
+ * What every route does with its input. A request body is checked by Elysia against the zod
+ * schema the route names (`body(Schema)`: zod 4 is a Standard Schema, so the handler gets the
+ * parsed, typed value, defaults filled in); a body that fails is worded here, once, for api.ts's
+ * error handler. And the task reference from a `/api/tasks/:ref/...` path.
+ */
+import { z } from "zod";
 import { LazyError } from "../../util/errors";
 
-export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
-  const r = schema.safeParse(body ?? {});
-  if (!r.success)
-    throw new LazyError(
-      "invalid_input",
-      // A problem said as a whole sentence (a prompt's bound) is said as it is.
-      r.error.issues.every((i) => i.code === "custom" && i.message.endsWith("."))
-        ? r.error.issues.map((i) => i.message).join(" ")
-        : `Bad request: ${r.error.issues.map((i) => `${i.path.join(".") || "body"} ${i.message}`).join("; ")}.`,
-    );
-  return r.data;
+/**
+ * A route's body schema, for its options (`.post(path, handler, body(Schema))`). A JSON `null`
+ * reads as `{}`, as every route has always taken it.
+ */
+export const body = <S extends z.ZodType>(schema: S) => ({ body: z.preprocess((v) => v ?? {}, schema) });
+
+/** A problem with a body, as zod (through Standard Schema) reports it. */
+interface Issue {
+  readonly code?: string;
+  readonly message: string;
+  readonly path?: readonly (PropertyKey | { readonly key: PropertyKey })[];
+}
+
+/** The problems a schema finds in a value (none: it passes). */
+export function issuesOf(schema: unknown, value: unknown): readonly Issue[] {
+  const standard = (schema as { "~standard"?: { validate: (v: unknown) => unknown } } | undefined)?.["~standard"];
+  const r = standard?.validate(value) as { issues?: readonly Issue[] } | Promise<unknown> | undefined;
+  return r && !(r instanceof Promise) ? (r.issues ?? []) : [];
+}
+
+/** The refusal of a body with these problems. */
+export function badBody(issues: readonly Issue[]): LazyError {
+  const path = (i: Issue) => (i.path ?? []).map((p) => String(typeof p === "object" ? p.key : p)).join(".");
+  return new LazyError(
+    "invalid_input",
+    // A problem said as a whole sentence (a prompt's bound) is said as it is.
+    issues.every((i) => i.code === "custom" && i.message.endsWith("."))
+      ? issues.map((i) => i.message).join(" ")
+      : `Bad request: ${issues.map((i) => `${path(i) || "body"} ${i.message}`).join("; ")}.`,
+  );
 }
 
 /** The task reference (a code or an id prefix) in a `/api/tasks/:ref/...` path. */

@@ -1,10 +1,10 @@
 /** Project memory for people: list, add and remove notes (`lazy memory`). Agents use the MCP tools. */
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
+import { body } from "./input";
 import { z } from "zod";
 import { Memory } from "../../store";
 import { LazyError } from "../../util/errors";
-import { parseBody } from "./input";
 
 export interface MemoryDeps {
   db: Database;
@@ -15,13 +15,16 @@ export interface MemoryDeps {
 export function memoryRoutes(d: MemoryDeps) {
   return new Elysia()
     .get("/api/memory", () => ({ notes: Memory.list(d.db), size: Memory.size(d.db) }))
-    .post("/api/memory", ({ body, set }) => {
-      const { text } = parseBody(z.strictObject({ text: z.string() }), body);
-      set.status = 201;
-      const note = Memory.add(d.db, text, "human");
-      void d.runner.memory.maybe();
-      return note;
-    })
+    .post(
+      "/api/memory",
+      ({ body: { text }, set }) => {
+        set.status = 201;
+        const note = Memory.add(d.db, text, "human");
+        void d.runner.memory.maybe();
+        return note;
+      },
+      body(z.strictObject({ text: z.string() })),
+    )
     .delete("/api/memory/:id", ({ params }) => {
       const id = Number(params.id);
       if (!Number.isInteger(id) || id < 1)

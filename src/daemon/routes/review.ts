@@ -16,7 +16,7 @@ import { rows, taskDiff } from "../../dashboard";
 import type { Config } from "../../config";
 import type { Runner } from "../../runner";
 import * as Review from "../../review";
-import { parseBody, taskRef } from "./input";
+import { body, taskRef } from "./input";
 
 export interface ReviewDeps {
   db: Database;
@@ -45,30 +45,33 @@ const INBOX = 50;
 
 export function reviewRoutes(d: ReviewDeps) {
   return new Elysia()
-    .post("/api/tasks/:ref/review", async ({ params, body }) => {
-      const input = parseBody(Body, body);
-      const task = Tasks.resolve(d.db, taskRef(params));
-      const ref = task.code ?? task.id;
-      if (!input.comments.length) throw new LazyError("invalid_input", "The review has no comment: comment on a line of the diff first.");
-      if (!actions(task.status).includes("send"))
-        throw new LazyError(
-          "conflict",
-          `Task ${ref} is ${task.status}: a review goes to the agent as its next turn, and ${task.status === "running" ? "its turn is still running (wait for it to end, or lazy stop it)" : "it has no next turn"}.`,
+    .post(
+      "/api/tasks/:ref/review",
+      async ({ params, body: input }) => {
+        const task = Tasks.resolve(d.db, taskRef(params));
+        const ref = task.code ?? task.id;
+        if (!input.comments.length) throw new LazyError("invalid_input", "The review has no comment: comment on a line of the diff first.");
+        if (!actions(task.status).includes("send"))
+          throw new LazyError(
+            "conflict",
+            `Task ${ref} is ${task.status}: a review goes to the agent as its next turn, and ${task.status === "running" ? "its turn is still running (wait for it to end, or lazy stop it)" : "it has no next turn"}.`,
+          );
+        const diff = await taskDiff(d.root, ref);
+        const checked = Review.check(
+          diff,
+          input.comments.map((c) => ({ ...c, side: c.side ?? "new" })),
         );
-      const diff = await taskDiff(d.root, ref);
-      const checked = Review.check(
-        diff,
-        input.comments.map((c) => ({ ...c, side: c.side ?? "new" })),
-      );
-      if (checked.problems.length)
-        throw new LazyError(
-          "invalid_input",
-          `The review was not sent: ${checked.problems.length} comment(s) name no line of ${diff.branch}'s diff.`,
-          checked.problems,
-        );
-      const message = checkPrompt(Review.message(diff.branch, checked.ok, input.message), "review");
-      return { task: await d.runner.start(ref, message), comments: checked.ok.length, message };
-    })
+        if (checked.problems.length)
+          throw new LazyError(
+            "invalid_input",
+            `The review was not sent: ${checked.problems.length} comment(s) name no line of ${diff.branch}'s diff.`,
+            checked.problems,
+          );
+        const message = checkPrompt(Review.message(diff.branch, checked.ok, input.message), "review");
+        return { task: await d.runner.start(ref, message), comments: checked.ok.length, message };
+      },
+      body(Body),
+    )
     .get("/api/board/inbox", () => {
       const config = d.config();
       const done = Tasks.page(d.db, { status: "done", limit: INBOX }).tasks;

@@ -7,7 +7,7 @@ import { Tasks, STATUSES, isStatus, type Status } from "../../store";
 import type { Config } from "../../config";
 import type { Runner } from "../../runner";
 import type { Bus } from "../../bus";
-import { parseBody, taskRef } from "./input";
+import { body, taskRef } from "./input";
 import { PROMPT_MAX_BYTES, promptSchema } from "../../util/prompt";
 
 export const AddTask = z.strictObject({
@@ -33,37 +33,46 @@ export function taskRoutes(d: TaskDeps) {
         throw new LazyError("invalid_input", `Unknown status "${status}": use one of ${STATUSES.join(", ")}.`);
       return Tasks.list(d.db, { status: status as Status | undefined });
     })
-    .post("/api/tasks", ({ body, set }) => {
-      const task = d.runner.add(parseBody(AddTask, body));
-      set.status = 201;
-      return task;
-    })
+    .post(
+      "/api/tasks",
+      ({ body, set }) => {
+        const task = d.runner.add(body);
+        set.status = 201;
+        return task;
+      },
+      body(AddTask),
+    )
     .get("/api/tasks/:ref", ({ params }) => {
       const task = Tasks.resolve(d.db, taskRef(params));
       return { task, events: Tasks.events(d.db, task.id) };
     })
     .get("/api/counts", () => Tasks.counts(d.db))
     .post("/api/tasks/:ref/start", ({ params }) => d.runner.start(taskRef(params)))
-    .post("/api/tasks/:ref/send", ({ params, body }) => {
-      const { message } = parseBody(z.strictObject({ message: promptSchema("message") }), body);
-      return d.runner.start(taskRef(params), message);
-    })
+    .post(
+      "/api/tasks/:ref/send",
+      ({ params, body }) => d.runner.start(taskRef(params), body.message),
+      body(z.strictObject({ message: promptSchema("message") })),
+    )
     .post("/api/tasks/:ref/stop", ({ params }) => d.runner.stop(taskRef(params)))
-    .post("/api/tasks/:ref/accept", ({ params, body }) =>
-      d.runner.accept(taskRef(params), parseBody(z.strictObject({ withConfig: z.boolean().optional() }), body)),
+    .post(
+      "/api/tasks/:ref/accept",
+      ({ params, body }) => d.runner.accept(taskRef(params), body),
+      body(z.strictObject({ withConfig: z.boolean().optional() })),
     )
     .post("/api/tasks/:ref/reject", ({ params }) => d.runner.reject(taskRef(params)))
     .post("/api/tasks/:ref/close", ({ params }) => d.runner.close(taskRef(params)))
-    .post("/api/tasks/:ref/budget", ({ params, body }) => {
-      const add = parseBody(
+    .post(
+      "/api/tasks/:ref/budget",
+      ({ params, body }) => {
+        const task = Tasks.resolve(d.db, taskRef(params));
+        return { task, ...d.runner.budgets.raise(task, body) };
+      },
+      body(
         z
           .strictObject({ tokens: z.number().int().positive().optional(), usd: z.number().positive().optional() })
           .refine((a) => a.tokens !== undefined || a.usd !== undefined, "give tokens or usd to add"),
-        body,
-      );
-      const task = Tasks.resolve(d.db, taskRef(params));
-      return { task, ...d.runner.budgets.raise(task, add) };
-    })
+      ),
+    )
     .get("/api/tasks/:ref/workspace", ({ params }) => d.runner.workspace(taskRef(params)))
     .get("/api/tasks/:ref/events", ({ params, query }) => {
       const task = Tasks.resolve(d.db, taskRef(params));

@@ -5,30 +5,12 @@
  * and Reject (asked first: it deletes the branch). Everything shown may come from an agent:
  * text only, never HTML.
  */
+import type { Answers } from "../../daemon";
 import { $, api, fill, h, num, usd, debounce, showError } from "./dom";
 import { live } from "./live";
 
-interface Candidate {
-  id: string;
-  code: string | null;
-  profile: string;
-  status: string;
-  branch: string;
-  diffstat: { files: number; added: number; removed: number };
-  check: { ok: boolean; code: number; output: string; error: string | null } | null;
-  checkNote: string | null;
-  tokens: number;
-  usd: number | null;
-  wallMs: number;
-  summary: string | null;
-}
-interface Comparison {
-  group: string;
-  title: string;
-  prompt: string;
-  check: string | null;
-  candidates: Candidate[];
-}
+type Comparison = Answers.Comparison;
+type Candidate = Comparison["candidates"][number];
 
 const wall = (ms: number) =>
   ms < 60_000 ? `${Math.round(ms / 1000)}s` : `${Math.floor(ms / 60_000)}m ${Math.round((ms % 60_000) / 1000)}s`;
@@ -146,7 +128,7 @@ export async function group(): Promise<void> {
     "click",
     () =>
       void act("Run check", async () => {
-        const r = await api<{ comparison: Comparison }>("POST", `${path}/check`, {});
+        const r = await api<Answers.Check>("POST", `${path}/check`, {});
         render(r.comparison);
       }),
   );

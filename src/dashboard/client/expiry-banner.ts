@@ -3,18 +3,15 @@
  * credentials/expiry-warnings.ts, read from /api/auth): one line each, with the command that
  * replaces the token. Kept apart from home.ts so the page's own code stays its own.
  */
+import type { Answers } from "../../daemon";
 import { api, h, fill } from "./dom";
 
-interface Notice {
-  credential: string;
-  expired: boolean;
-  message: string;
-}
+type Notice = Answers.Auth["expiry"][number];
 
 export async function expiryBanner(): Promise<void> {
   const el = document.getElementById("expiry");
   if (!el) return;
-  const { expiry } = await api<{ expiry?: Notice[] }>("GET", "/api/auth").catch(() => ({ expiry: [] as Notice[] }));
+  const { expiry } = await api<Answers.Auth>("GET", "/api/auth").catch(() => ({ expiry: [] as Notice[] }));
   el.hidden = !expiry?.length;
   fill(el, ...(expiry ?? []).map((n) => h("p", { class: n.expired ? "error" : "warn", "data-credential": n.credential }, n.message)));
 }

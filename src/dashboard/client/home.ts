@@ -1,23 +1,12 @@
 /** Home: tasks by status, what runs or waits and why, today's tokens against [budget], provider health. */
+import type { Answers } from "../../daemon";
 import { $, api, fill, h, num, usd, debounce, showError } from "./dom";
 import { live } from "./live";
-import { rowItem, type Row } from "./rows";
+import { rowItem } from "./rows";
 import { inbox } from "./inbox";
 
-interface Health {
-  provider: string;
-  requests: number;
-  failures: Record<string, number>;
-  latest: { at: string; kind: string; detail: string } | null;
-}
-interface Home {
-  counts: Record<string, number>;
-  today: { tokens: number; usd: number | null; requests: number };
-  budget: { per_day_tokens?: number; per_day_usd?: number; per_task_tokens?: number; per_task_usd?: number };
-  over: { message: string } | null;
-  health: Health[];
-  active: Row[];
-}
+type Home = Answers.Home;
+type Health = Home["health"][number];
 
 const showCounts = (counts: Record<string, number>) => {
   for (const [s, n] of Object.entries(counts)) {

@@ -3,13 +3,11 @@
  * comes first) and the agents' questions (MCP ask_human) in full, each with a reply box. A reply
  * is the task's next message (POST …/send), which is how an agent gets the human's answer.
  */
+import type { Answers } from "../../daemon";
 import { api, fill, h } from "./dom";
-import { refOf, rowItem, type Row } from "./rows";
+import { refOf, rowItem } from "./rows";
 
-interface Inbox {
-  review: Row[];
-  questions: { task: Row; question: string; at: string }[];
-}
+type Inbox = Answers.Inbox;
 
 /** A reply box being written is kept across reloads (a live change would otherwise wipe it). */
 const drafts = new Map<string, string>();

@@ -6,24 +6,13 @@
  * does not show). Everything shown is the agent's: text nodes only. A 2,000-line diff renders
  * as one element a line with one listener for all (bench/review.ts).
  */
+import type { Answers } from "../../daemon";
 import { api, h } from "./dom";
 import { type Comment, type Side, where } from "../../review";
 
-export interface DiffFile {
-  path: string;
-  added: number | null;
-  removed: number | null;
-  binary: boolean;
-  hunks: { header: string; lines: string[] }[];
-}
-export interface Diff {
-  branch: string;
-  base: string | null;
-  tip: string | null;
-  files: DiffFile[];
-  cut: boolean;
-  note: string | null;
-}
+/** A task's diff as the API answers it (dashboard/diff.ts). */
+export type Diff = Answers.Diff;
+export type DiffFile = Diff["files"][number];
 
 /** Lines a layout block holds. */
 const BLOCK = 100;
@@ -258,7 +247,7 @@ export class ReviewView {
     said.className = "muted";
     said.textContent = "Sending the review… (a turn may first build the task's image)";
     try {
-      const r = await api<{ comments: number }>("POST", `${this.path}/review`, {
+      const r = await api<Answers.Review>("POST", `${this.path}/review`, {
         comments: [...this.comments.values()],
         ...(note.trim() ? { message: note } : {}),
       });

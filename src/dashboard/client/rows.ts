@@ -1,21 +1,9 @@
 /** A task as a row of a list (home, tasks): its status and why first, then profile, tokens, age, last message. */
+import type { Answers } from "../../daemon";
 import { h, badge, num, usd, ago } from "./dom";
 
-export interface Row {
-  id: string;
-  code: string | null;
-  title: string;
-  status: string;
-  profile: string;
-  createdAt: string;
-  updatedAt: string;
-  why: string;
-  tokens: number;
-  usd: number | null;
-  lastMessage: string | null;
-  /** What a person can do to it now (store/status.ts `actions`). */
-  actions: string[];
-}
+/** A row as the API answers it (daemon/routes/board.ts). */
+export type Row = Answers.Row;
 
 export const refOf = (t: { id: string; code: string | null }) => t.code ?? t.id;
 

@@ -6,6 +6,7 @@
 import { $, api, fill, h, num, usd, debounce, showError, ApiError } from "./dom";
 import { live } from "./live";
 import { line } from "../../lines";
+import type { Answers } from "../../daemon";
 import type { TaskEvent } from "../../store";
 
 type EventLike = Pick<TaskEvent, "at" | "kind" | "data">;
@@ -16,20 +17,7 @@ import { diffFirst } from "./review-order";
 interface Ev extends EventLike {
   id: number;
 }
-interface AuditRow {
-  at: number;
-  role: string | null;
-  credential: string | null;
-  method: string;
-  path: string;
-  status: number;
-  durationMs: number;
-  usage: { input: number; output: number; cacheRead: number; cacheWrite: number } | null;
-  note: string | null;
-  /** lazy's own added time (ms) on the way up and back; null for a refusal. */
-  lazyInMs: number | null;
-  lazyOutMs: number | null;
-}
+type AuditRow = Answers.Audit["rows"][number];
 
 const MAX_EVENTS = 5_000;
 
@@ -177,10 +165,7 @@ export async function task(): Promise<void> {
   };
   const loadAudit = async () => {
     try {
-      fill(
-        $("audit"),
-        auditView((await api<{ rows: AuditRow[] }>("GET", `/api/stats/audit?task=${encodeURIComponent(ref)}&limit=200`)).rows),
-      );
+      fill($("audit"), auditView((await api<Answers.Audit>("GET", `/api/stats/audit?task=${encodeURIComponent(ref)}&limit=200`)).rows));
     } catch (e) {
       fill($("audit"), h("p", { class: "error" }, (e as Error).message));
     }
@@ -190,8 +175,8 @@ export async function task(): Promise<void> {
     const diff = loadDiff();
     try {
       const [shown, row] = await Promise.all([
-        api<{ task: Row & { prompt: string }; events: Ev[] }>("GET", path),
-        api<{ task: Row; limit: { tokens: number | null; usd: number | null } }>("GET", `/api/board/tasks/${encodeURIComponent(ref)}`),
+        api<Answers.Task>("GET", path),
+        api<Answers.BoardTask>("GET", `/api/board/tasks/${encodeURIComponent(ref)}`),
       ]);
       id = shown.task.id;
       $("prompt").textContent = shown.task.prompt ?? "";
@@ -208,10 +193,7 @@ export async function task(): Promise<void> {
   const audit = debounce(() => void loadAudit(), 500);
   const refreshRow = debounce(async () => {
     try {
-      const row = await api<{ task: Row; limit: { tokens: number | null; usd: number | null } }>(
-        "GET",
-        `/api/board/tasks/${encodeURIComponent(ref)}`,
-      );
+      const row = await api<Answers.BoardTask>("GET", `/api/board/tasks/${encodeURIComponent(ref)}`);
       head(row.task, row.limit);
     } catch {}
   }, 300);

@@ -1,13 +1,10 @@
 /** Tasks: every task a page at a time (newest first), by status and by text; add one. */
+import type { Answers } from "../../daemon";
 import { $, api, fill, h, debounce, showError, num } from "./dom";
 import { live } from "./live";
 import { rowItem, type Row } from "./rows";
 
-interface Page {
-  tasks: Row[];
-  total: number;
-  next: string | null;
-}
+type Page = Answers.TaskPage;
 
 export async function tasks(): Promise<void> {
   const status = $<HTMLSelectElement>("f-status");
@@ -65,7 +62,7 @@ export async function tasks(): Promise<void> {
   });
 
   // Add a task: the profiles the config names, the default first.
-  api<{ default: string; names: string[] }>("GET", "/api/board/profiles")
+  api<Answers.Profiles>("GET", "/api/board/profiles")
     .then((p) => {
       const sel = $<HTMLSelectElement>("add-profile");
       fill(
@@ -82,7 +79,7 @@ export async function tasks(): Promise<void> {
     const profile = $<HTMLSelectElement>("add-profile").value;
     const out = $("add-result");
     try {
-      const t = await api<{ id: string; code: string | null }>("POST", "/api/tasks", {
+      const t = await api<Answers.AddedTask>("POST", "/api/tasks", {
         prompt,
         ...(code ? { code } : {}),
         ...(profile ? { profile } : {}),

@@ -1,39 +1,13 @@
 /** Usage: each credential's windows as used-percent bars with a countdown to each reset, PAUSED marks, budgets, and the days. */
+import type { Answers } from "../../daemon";
 import { $, api, fill, h, num, usd, countdown, debounce, showError } from "./dom";
 import { live } from "./live";
 import { healthList } from "./home";
 
-interface Window {
-  name: string;
-  usedPercent: number | null;
-  status?: string;
-  resetsAt?: string;
-}
-interface Limit {
-  owner: string;
-  credential: string | null;
-  upstream: string;
-  at: string;
-  windows: Window[];
-  quota: { at: string; detail: string; resetsAt: string | null } | null;
-}
-interface Pause {
-  credential: string;
-  window: string;
-  resetsAt: string;
-  detail: string;
-}
-interface Spent {
-  tokens: number;
-  usd: number | null;
-  requests: number;
-}
-interface Budget {
-  budget: Record<string, number | undefined>;
-  today: Spent & { day: string };
-  days: (Spent & { day: string })[];
-  tasks: (Spent & { taskId: string; code: string | null; limit: { tokens: number | null; usd: number | null } })[];
-}
+type Limits = Answers.Limits;
+type Limit = Limits["limits"][number];
+type Pause = Limits["paused"][number];
+type Budget = Answers.Budget;
 
 const clock = (iso: string) => h("span", { "data-resets": iso }, countdown(iso));
 
@@ -191,10 +165,7 @@ function daysView(b: Budget): Node {
 export async function usage(): Promise<void> {
   const load = async () => {
     try {
-      const [limits, budget] = await Promise.all([
-        api<{ limits: Limit[]; paused: Pause[]; health: any[] }>("GET", "/api/stats/limits"),
-        api<Budget>("GET", "/api/stats/budget"),
-      ]);
+      const [limits, budget] = await Promise.all([api<Limits>("GET", "/api/stats/limits"), api<Budget>("GET", "/api/stats/budget")]);
       fill(
         $("limits"),
         ...limitsView(limits.limits, limits.paused),

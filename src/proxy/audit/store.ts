@@ -1,5 +1,5 @@
 /**
- * The audit trail as stored: one SQLite row per batch of requests, as a proxy thread hands
+ * The audit trail's stored form: one SQLite row per batch of requests, as a proxy thread hands
  * them on, with the batch's columns packed. The writer's work is then one INSERT a batch
  * rather than one a request: a row each cost the writer thread ~3 µs a request, where the
  * proxy's own threads spend ~60 (bench/README.md).
@@ -13,6 +13,7 @@
  * times, so the age bound drops whole batches without reading them.
  */
 import type { Database } from "bun:sqlite";
+import { AuditBatches } from "../../store";
 import type { Counts } from "../meters";
 
 export interface Row {
@@ -170,37 +171,25 @@ export function append(db: Database, batch: Batch, id: number): void {
     if (at < first) first = at;
     if (at > last) last = at;
   }
-  db.query("INSERT INTO audit_batches (id, n, first_at, last_at, numbers, strings, tbl) VALUES (?, ?, ?, ?, ?, ?, ?)").run(
+  AuditBatches.insert(db, {
     id,
-    batch.n,
-    first,
-    last,
-    bytes(batch.numbers, batch.n * N),
-    bytes(batch.strings, batch.n * S),
-    JSON.stringify(batch.table),
-  );
+    n: batch.n,
+    firstAt: first,
+    lastAt: last,
+    numbers: bytes(batch.numbers, batch.n * N),
+    strings: bytes(batch.strings, batch.n * S),
+    tbl: JSON.stringify(batch.table),
+  });
 }
 
 /** The number the next row gets. */
-export function nextId(db: Database): number {
-  const r = db.query("SELECT id + n AS next FROM audit_batches ORDER BY id DESC LIMIT 1").get() as { next: number } | null;
-  return r?.next ?? 1;
-}
+export const nextId = (db: Database): number => AuditBatches.nextId(db);
 
-export function count(db: Database): number {
-  return (db.query("SELECT COALESCE(SUM(n), 0) AS n FROM audit_batches").get() as { n: number }).n;
-}
+export const count = (db: Database): number => AuditBatches.count(db);
 
 /** The stored batches, newest first, read one at a time (a reader may stop early). */
-export function* newestFirst(db: Database, where = "", ...params: number[]): Generator<Stored> {
-  // A statement of its own, finalized however the reader stops: one left mid-read would hold
-  // its snapshot of the store, and the WAL could not be checkpointed past it.
-  const q = db.prepare(`SELECT id, n, numbers, strings, tbl FROM audit_batches ${where} ORDER BY id DESC`);
-  try {
-    for (const r of q.iterate(...params) as Iterable<Record<string, unknown>>) yield { id: r.id as number, batch: decode(r) };
-  } finally {
-    q.finalize();
-  }
+export function* newestFirst(db: Database, which?: AuditBatches.Which): Generator<Stored> {
+  for (const r of AuditBatches.newestFirst(db, which)) yield { id: r.id, batch: decode(r) };
 }
 
 /** The index into the batch's strings of row `i`'s task id (-1: none). */
@@ -261,7 +250,7 @@ export function rowOf(b: Batch, i: number): Row {
 export function keepOnly(db: Database, { id, batch }: Stored, keep: (i: number) => boolean): void {
   const kept: number[] = [];
   for (let i = 0; i < batch.n; i++) if (keep(i)) kept.push(i);
-  db.query("DELETE FROM audit_batches WHERE id = ?").run(id);
+  AuditBatches.remove(db, id);
   if (!kept.length) return;
   const numbers = new Float64Array(kept.length * N);
   const strings = new Int32Array(kept.length * S);
@@ -276,10 +265,10 @@ function bytes(a: Float64Array | Int32Array, length: number): Uint8Array {
   return new Uint8Array(a.buffer, a.byteOffset, length * a.BYTES_PER_ELEMENT);
 }
 
-function decode(r: Record<string, unknown>): Batch {
+function decode(r: AuditBatches.Raw): Batch {
   // A copy: SQLite's bytes need not sit at an 8-byte boundary.
-  let numbers = new Float64Array((r.numbers as Uint8Array).slice().buffer);
-  const n = r.n as number;
+  let numbers = new Float64Array(r.numbers.slice().buffer);
+  const n = r.n;
   // A batch stored before the newer columns: widened, the new ones unknown (NaN; hop 0).
   if (n && numbers.length === n * OLD_N) {
     const wide = new Float64Array(n * N).fill(NaN);
@@ -289,8 +278,8 @@ function decode(r: Record<string, unknown>): Batch {
     }
     numbers = wide;
   }
-  const strings = new Int32Array((r.strings as Uint8Array).slice().buffer);
-  return { n, numbers, strings, table: JSON.parse(r.tbl as string) as string[] };
+  const strings = new Int32Array(r.strings.slice().buffer);
+  return { n, numbers, strings, table: JSON.parse(r.tbl) as string[] };
 }
 
 /**
@@ -299,7 +288,7 @@ function decode(r: Record<string, unknown>): Batch {
  * so the store's migrations need not know it (they only create the table).
  */
 export function packLegacy(db: Database): void {
-  if (!db.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'audit'").get()) return;
+  if (!AuditBatches.hasLegacy(db)) return;
   db.transaction(() => {
     const batch = new Builder();
     let next = nextId(db);
@@ -309,7 +298,7 @@ export function packLegacy(db: Database): void {
       append(db, b, next);
       next += b.n;
     };
-    for (const r of db.query("SELECT * FROM audit ORDER BY id").iterate() as Iterable<Record<string, number | string | null>>) {
+    for (const r of AuditBatches.legacyRows(db)) {
       const full = batch.add({
         at: r.at as number,
         taskId: r.task_id as string | null,
@@ -343,6 +332,6 @@ export function packLegacy(db: Database): void {
       if (full) flush();
     }
     flush();
-    db.exec("DROP TABLE audit");
+    AuditBatches.dropLegacy(db);
   }).immediate();
 }

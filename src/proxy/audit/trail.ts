@@ -7,6 +7,7 @@ import type { Database } from "bun:sqlite";
 import type { Logger } from "../../util/log";
 import type { ToWriter, FromWriter } from "./writer";
 import { workerUrl } from "../worker-url";
+import { Usage } from "../../store";
 import * as Store from "./store";
 import type { Batch, Bounds, Row } from "./store";
 
@@ -171,14 +172,7 @@ export class Audit {
 
   async totals(taskId: string): Promise<{ requests: number; input: number; output: number; cacheRead: number; cacheWrite: number }> {
     await this.settled();
-    const r = this.db.query("SELECT * FROM task_tokens WHERE task_id = ?").get(taskId) as Record<string, number> | null;
-    return {
-      requests: r?.requests ?? 0,
-      input: r?.input_tokens ?? 0,
-      output: r?.output_tokens ?? 0,
-      cacheRead: r?.cache_read ?? 0,
-      cacheWrite: r?.cache_write ?? 0,
-    };
+    return Usage.ofTask(this.db, taskId);
   }
 
   /** Write what was posted, then let the writer go. */

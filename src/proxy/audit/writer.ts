@@ -4,7 +4,8 @@
  * on the proxy's thread cost about a tenth of each request. The proxy's threads post batches of
  * rows here (store.ts); readers first wait until what they posted is written (trail.ts).
  */
-import { Database } from "bun:sqlite";
+import type { Database } from "bun:sqlite";
+import { AuditBatches, connect, Usage } from "../../store";
 import * as Store from "./store";
 import { NUM, type Batch, type Bounds } from "./store";
 
@@ -26,11 +27,6 @@ const TOKENS = [NUM.input_tokens, NUM.output_tokens, NUM.cache_read, NUM.cache_w
 
 function write(batch: Batch, bounds: Bounds): void {
   const d = db!;
-  const count = d.query(
-    `INSERT INTO task_tokens (task_id, requests, input_tokens, output_tokens, cache_read, cache_write) VALUES (?, ?, ?, ?, ?, ?)
-     ON CONFLICT(task_id) DO UPDATE SET requests = requests + excluded.requests, input_tokens = input_tokens + excluded.input_tokens,
-       output_tokens = output_tokens + excluded.output_tokens, cache_read = cache_read + excluded.cache_read, cache_write = cache_write + excluded.cache_write`,
-  );
   // Token counters per task: summed over the batch, one upsert per task.
   const totals = new Map<number, [number, number, number, number, number]>();
   for (let i = 0; i < batch.n; i++) {
@@ -66,16 +62,11 @@ function write(batch: Batch, bounds: Bounds): void {
     t[4]++;
     for (let j = 0; j < TOKENS.length; j++) (t[j + 5] as number) += Store.numberOf(batch, i, TOKENS[j]!) || 0;
   }
-  const daily = d.query(
-    `INSERT INTO usage_days (day, task_id, profile, credential, requests, input_tokens, output_tokens, cache_read, cache_write) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT(day, task_id, profile, credential) DO UPDATE SET requests = requests + excluded.requests, input_tokens = input_tokens + excluded.input_tokens,
-       output_tokens = output_tokens + excluded.output_tokens, cache_read = cache_read + excluded.cache_read, cache_write = cache_write + excluded.cache_write`,
-  );
   d.transaction(() => {
     Store.append(d, batch, next);
     next += batch.n;
-    for (const [task, t] of totals) count.run(batch.table[task]!, ...t);
-    for (const t of days.values()) daily.run(...t);
+    for (const [task, t] of totals) Usage.addToTask(d, batch.table[task]!, ...t);
+    for (const t of days.values()) Usage.addToDay(d, ...t);
     sinceBound += batch.n;
     // Keep within the row bound without counting per batch: trim once a tenth of it has arrived.
     if (sinceBound >= Math.max(10, bounds.maxRows / 10)) trim(bounds.maxRows);
@@ -90,8 +81,8 @@ function trim(maxRows: number): void {
   sinceBound = 0;
   const floor = next - 1 - maxRows;
   const d = db!;
-  d.query("DELETE FROM audit_batches WHERE id <= ? AND id + n - 1 <= ?").run(floor, floor);
-  for (const cut of [...Store.newestFirst(d, "WHERE id <= ?", floor)]) Store.keepOnly(d, cut, (i) => cut.id + i > floor);
+  AuditBatches.removeUpTo(d, floor);
+  for (const cut of [...Store.newestFirst(d, { idAtMost: floor })]) Store.keepOnly(d, cut, (i) => cut.id + i > floor);
 }
 
 /** Both bounds (once a minute). */
@@ -99,9 +90,8 @@ function prune({ maxRows, maxAgeDays }: Bounds): void {
   const d = db!;
   const cutoff = Date.now() - maxAgeDays * 86_400_000;
   d.transaction(() => {
-    d.query("DELETE FROM audit_batches WHERE last_at < ?").run(cutoff);
-    for (const old of [...Store.newestFirst(d, "WHERE first_at < ?", cutoff)])
-      Store.keepOnly(d, old, (i) => Store.atOf(old.batch, i) >= cutoff);
+    AuditBatches.removeOlderThan(d, cutoff);
+    for (const old of [...Store.newestFirst(d, { firstBefore: cutoff })]) Store.keepOnly(d, old, (i) => Store.atOf(old.batch, i) >= cutoff);
     trim(maxRows);
   }).immediate();
 }
@@ -109,10 +99,8 @@ function prune({ maxRows, maxAgeDays }: Bounds): void {
 self.onmessage = (e: MessageEvent<ToWriter>) => {
   const m = e.data;
   if (m.type === "open") {
-    db = new Database(m.path, { strict: true });
     // The proxy's thread writes tasks and events on its own connection: wait for it, not fail.
-    db.exec("PRAGMA busy_timeout = 5000");
-    db.exec("PRAGMA synchronous = NORMAL");
+    db = connect(m.path, { strict: true, synchronous: "NORMAL" });
     next = Store.nextId(db);
     return;
   }

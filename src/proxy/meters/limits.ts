@@ -5,6 +5,7 @@
 import type { Database } from "bun:sqlite";
 import { windows, type Window } from "./readings";
 import type { Refusal } from "./quota";
+import { Readings } from "../../store";
 import * as Log from "../../util/log";
 
 const log = Log.create("proxy");
@@ -50,15 +51,15 @@ export class Limits {
   private timer: Timer | undefined;
 
   constructor(private db: Database) {
-    for (const r of db.query("SELECT * FROM readings").all() as Record<string, string | number>[])
-      this.latest.set(r.owner as string, {
-        owner: r.owner as string,
-        credential: r.credential as string | null,
-        upstream: r.upstream as string,
-        at: r.at as number,
-        status: r.status as number,
-        headers: JSON.parse(r.headers as string),
-        quota: r.quota ? (JSON.parse(r.quota as string) as Quota) : null,
+    for (const r of Readings.all(db))
+      this.latest.set(r.owner, {
+        owner: r.owner,
+        credential: r.credential,
+        upstream: r.upstream,
+        at: r.at,
+        status: r.status,
+        headers: JSON.parse(r.headers),
+        quota: r.quota ? (JSON.parse(r.quota) as Quota) : null,
       });
   }
 
@@ -96,28 +97,14 @@ export class Limits {
     clearTimeout(this.timer);
     this.timer = undefined;
     if (!this.dirty.size) return;
-    const upsert = this.db.query(
-      "INSERT INTO readings (owner, credential, upstream, at, status, headers, quota) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(owner) DO UPDATE SET credential = excluded.credential, upstream = excluded.upstream, at = excluded.at, status = excluded.status, headers = excluded.headers, quota = excluded.quota",
-    );
     const owners = [...this.dirty];
     this.dirty.clear();
-    this.db
-      .transaction(() => {
-        for (const o of owners) {
-          const r = this.latest.get(o);
-          if (r)
-            upsert.run(
-              r.owner,
-              r.credential,
-              r.upstream,
-              r.at,
-              r.status,
-              JSON.stringify(r.headers),
-              r.quota ? JSON.stringify(r.quota) : null,
-            );
-        }
-      })
-      .immediate();
+    const readings: Readings.Stored[] = [];
+    for (const o of owners) {
+      const r = this.latest.get(o);
+      if (r) readings.push({ ...r, headers: JSON.stringify(r.headers), quota: r.quota ? JSON.stringify(r.quota) : null });
+    }
+    Readings.save(this.db, readings);
   }
 
   list(now = Date.now()): LimitView[] {

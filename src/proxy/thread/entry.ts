@@ -12,7 +12,8 @@
  * such threads sharing the port (shared-port.ts); what one learns that the other needs at once
  * (Cursor's session tokens) is kept on the main thread and asked for.
  */
-import { Database } from "bun:sqlite";
+import type { Database } from "bun:sqlite";
+import { connect } from "../../store";
 import type { Server } from "bun";
 import type { Config } from "../../config";
 import type { Resolved } from "../../credentials";
@@ -223,8 +224,7 @@ function init(m: Init): void {
   live = new Set(m.live);
   apiRoots = m.apiRoots;
   usePlugins(m.plugins);
-  db = new Database(m.dbPath);
-  db.exec("PRAGMA busy_timeout = 5000");
+  db = connect(m.dbPath);
   limits = new Limits(db);
   ctx = {
     grants: { lookup: (token) => grants.get(token) },
