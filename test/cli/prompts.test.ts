@@ -9,24 +9,16 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Project, cleanupAll, until } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { containerProject, removeContainers } from "../helpers/fixtures";
+import { type Project, until } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
+import { anthropicProject, teardown } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROMPTSIZE-" + "p".repeat(68) + "AA";
 const BOUND = 100 * 1024;
 let anthropic: Mock.MockProvider;
 let p: Project;
-
-beforeAll(async () => {
-  anthropic = await Mock.anthropic();
-  p = await containerProject(anthropic, KEY);
-}, 120_000);
-
-afterAll(async () => {
-  removeContainers(p);
-  await cleanupAll(anthropic);
-});
+beforeAll(async () => ({ anthropic, p } = await anthropicProject(KEY)), 120_000);
+afterAll(() => teardown(p, anthropic));
 
 const tasks = async () => (await p.json(["task", "list"])) as { code: string | null; status: string }[];
 

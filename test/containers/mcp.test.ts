@@ -6,9 +6,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, until, sh } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { Project, until, sh } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
+import { TEST_IMAGES } from "../helpers/env";
+import { teardown, codexProject } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-MCPTOOLS-" + "m".repeat(73) + "AA";
 const OPENAI_KEY = "sk-proj-MCPTOOLS-" + "n".repeat(40);
@@ -16,24 +17,8 @@ let anthropic: Mock.MockProvider;
 let openai: Mock.MockProvider;
 let p: Project;
 
-beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
-  anthropic = await Mock.anthropic();
-  openai = await Mock.openai();
-  p = new Project({
-    toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\nopenai = "${openai.url}"\n\n[profiles.codex]\nmodel = "gpt-5"\n`,
-  });
-  Bun.spawnSync(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "--allow-empty", "-m", "init"], {
-    cwd: p.root,
-  });
-  await p.setCredential("anthropic", KEY);
-  await p.setCredential("openai", OPENAI_KEY);
-});
-afterAll(async () => {
-  await cleanupAll();
-  await anthropic?.close();
-  await openai?.close();
-});
+beforeAll(async () => ({ anthropic, openai, p } = await codexProject(KEY, OPENAI_KEY, { firstCommit: "empty" })), 120_000);
+afterAll(() => teardown(p, anthropic, openai));
 
 async function settled(code: string): Promise<any> {
   return until(

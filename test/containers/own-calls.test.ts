@@ -6,21 +6,18 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Project, cleanupAll, until, sh } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
+import { type Project, until, sh } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
 import { TEST_IMAGES } from "../helpers/env";
-import { containerProject, settled } from "../helpers/fixtures";
+import { containerProject, settled, anthropicProject, bash, teardown } from "../helpers/fixtures";
 import * as Store from "../../src/store";
 
 const KEY = "sk-ant-api03-OWNCALLS-" + "o".repeat(73) + "AA";
 let anthropic: Mock.MockProvider;
 let p: Project;
 
-beforeAll(async () => {
-  anthropic = await Mock.anthropic();
-  p = await containerProject(anthropic, KEY, { firstCommit: "empty" });
-});
-afterAll(() => cleanupAll(anthropic));
+beforeAll(async () => ({ anthropic, p } = await anthropicProject(KEY, { firstCommit: "empty" })), 120_000);
+afterAll(() => teardown(p, anthropic));
 
 /** This project's call containers (running or not). */
 const callContainers = () =>
@@ -28,13 +25,7 @@ const callContainers = () =>
 
 async function committed(code: string, file: string, change = `echo hi > ${file}`): Promise<void> {
   anthropic.reset();
-  anthropic.reply = {
-    text: "Committed.",
-    toolUse: {
-      name: "Bash",
-      input: { command: `${change} && git add ${file} && git commit -qm 'add ${file}'`, description: "commit" },
-    },
-  };
+  anthropic.reply = bash("Committed.", `${change} && git add ${file} && git commit -qm 'add ${file}'`, "commit");
   await p.ok(["task", "add", `Add ${file}`, "--code", code]);
   await p.ok(["start", code]);
   expect((await turnEnded(code)).status).toBe("done");
@@ -42,6 +33,28 @@ async function committed(code: string, file: string, change = `echo hi > ${file}
 
 /** The task once its turn has ended. */
 const turnEnded = async (code: string): Promise<any> => (await settled(p, code)).task;
+
+/**
+ * Task summed's a.txt merged into main: the first test does it with its own assertions; a test
+ * that needs it and runs alone (bun test -t) does it here.
+ */
+async function summedAccepted(): Promise<void> {
+  if ((await p.run(["task", "show", "summed"])).code === 0) return;
+  await committed("summed", "a.txt");
+  anthropic.reset();
+  anthropic.reply = { text: "Adds a.txt with a greeting." };
+  await p.ok(["accept", "summed"]);
+}
+
+/** Whether a call about no task has run (after one, a warm container waits for the next). */
+let askedAboutNoTask = false;
+async function warmed(): Promise<void> {
+  if (askedAboutNoTask) return;
+  anthropic.reset();
+  anthropic.reply = { text: "Nothing yet." };
+  await p.ok(["ask", "anything new?"]);
+  askedAboutNoTask = true;
+}
 
 describe("lazy's own model calls", () => {
   test("lazy accept writes a summary that came through the proxy, attributed to the task, into the merge commit", async () => {
@@ -96,6 +109,7 @@ describe("lazy's own model calls", () => {
   }, 600_000);
 
   test("lazy ask with no task is attributed to the project, with where git stands; its container never holds the real key", async () => {
+    await summedAccepted();
     anthropic.reset();
     anthropic.reply = { text: "Two tasks were accepted." };
     anthropic.behavior = { kind: "silent-then-stream", firstByteDelayMs: 3000, gapMs: 0 };
@@ -116,6 +130,7 @@ describe("lazy's own model calls", () => {
       expect(environ(id)).not.toContain(KEY);
     }
     const r = await asking;
+    askedAboutNoTask = true;
     anthropic.behavior = { kind: "ok" };
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.trim()).toBe("Two tasks were accepted.");
@@ -132,6 +147,7 @@ describe("lazy's own model calls", () => {
   }, 600_000);
 
   test("the next call about no task takes the warm container, its harness already waiting; lazy daemon stop removes it", async () => {
+    await warmed();
     // After a call about no task, one container waits for the next, Claude Code started in it.
     const warm = await until(
       () => {
@@ -176,13 +192,11 @@ describe("lazy's own model calls", () => {
 
   test("lazy ask about a running task shares its grant without locking the task's container out", async () => {
     anthropic.reset();
-    anthropic.reply = {
-      text: "Committed after the wait.",
-      toolUse: {
-        name: "Bash",
-        input: { command: "sleep 12 && echo w > w.txt && git add w.txt && git commit -qm 'add w.txt'", description: "wait" },
-      },
-    };
+    anthropic.reply = bash(
+      "Committed after the wait.",
+      "sleep 12 && echo w > w.txt && git add w.txt && git commit -qm 'add w.txt'",
+      "wait",
+    );
     await p.ok(["task", "add", "Add w.txt slowly", "--code", "slow"]);
     await p.ok(["start", "slow"]);
     await until(() => anthropic.received.some((x) => x.method === "POST") || undefined, 300_000, "the task's first model request");
@@ -199,6 +213,7 @@ describe("lazy's own model calls", () => {
   }, 600_000);
 
   test("lazy report writes a Markdown report across tasks through the proxy; a bad --since is a usage error", async () => {
+    await summedAccepted();
     anthropic.reset();
     anthropic.reply = { text: "# Report\n\n- summed: accepted" };
     const r = await p.run(["report", "--since", "1d"]);

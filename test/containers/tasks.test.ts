@@ -5,11 +5,12 @@
  * branch, then on the main branch when accepted. Needs a real Docker engine (CI starts one).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, until, isAlive, sh } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { Project, until, isAlive, sh } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
+import { TEST_IMAGES } from "../helpers/env";
+import { teardown, bash, codexProject } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-REALCONTAINER-" + "w".repeat(68) + "AA";
 const OPENAI_KEY = "sk-proj-REALCONTAINER-" + "v".repeat(40);
@@ -20,37 +21,16 @@ let p: Project;
 const docker = (args: string) => sh("/", `docker ${args}`);
 
 beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
-  anthropic = await Mock.anthropic();
-  openai = await Mock.openai();
-  p = new Project({
-    toml: [
-      `[container]`,
-      `base = "${TEST_IMAGES.node}"`,
-      `setup = "echo setup-ran > .setup-marker"`,
-      ``,
-      `[proxy.upstreams]`,
-      `anthropic = "${anthropic.url}"`,
-      `openai = "${openai.url}"`,
-      ``,
-      `[profiles.codex]`,
-      `model = "gpt-5"`,
-    ].join("\n"),
-  });
-  sh(
-    p.root,
-    "git config user.email dev@example.com && git config user.name Dev && echo '# demo' > README.md && printf '.env\\nlazy.toml\\n' > .gitignore && echo SECRET_FROM_ENV_FILE=1 > .env && echo .env > .worktreeinclude && git add README.md .gitignore .worktreeinclude && git commit -qm init",
-  );
-  await p.setCredential("anthropic", KEY);
-  await p.setCredential("openai", OPENAI_KEY);
+  ({ anthropic, openai, p } = await codexProject(KEY, OPENAI_KEY, {
+    container: 'setup = "echo setup-ran > .setup-marker"',
+    ignore: [".env", "lazy.toml"],
+    files: (root) => {
+      writeFileSync(join(root, ".env"), "SECRET_FROM_ENV_FILE=1\n");
+      writeFileSync(join(root, ".worktreeinclude"), ".env\n");
+    },
+  }));
 }, 120_000);
-
-afterAll(async () => {
-  for (const c of docker(`ps -aq --filter label=dev.lazy.root=${p?.root}`).out.split("\n").filter(Boolean)) docker(`rm -f ${c}`);
-  await cleanupAll();
-  await anthropic?.close();
-  await openai?.close();
-});
+afterAll(() => teardown(p, anthropic, openai));
 
 /**
  * A task of this profile whose first turn has finished, made by whichever test needs it first
@@ -92,16 +72,11 @@ async function waitStatus(ref: string, timeoutMs = 600_000): Promise<any> {
 describe("a task in its container", () => {
   test("real Claude Code runs a Bash tool_use that commits; done; the commit is on the task's branch; accept merges it", async () => {
     anthropic.reset();
-    anthropic.reply = {
-      text: "I committed hello.txt.",
-      toolUse: {
-        name: "Bash",
-        input: {
-          command: "echo hello > hello.txt && git add hello.txt && git commit -qm 'add hello' && cat .env",
-          description: "commit a file",
-        },
-      },
-    };
+    anthropic.reply = bash(
+      "I committed hello.txt.",
+      "echo hello > hello.txt && git add hello.txt && git commit -qm 'add hello' && cat .env",
+      "commit a file",
+    );
     await p.ok(["task", "add", "Add hello.txt and commit it", "--code", "add-hello"]);
     const started = await p.run(["start", "add-hello"]);
     expect(

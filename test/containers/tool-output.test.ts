@@ -5,9 +5,9 @@
  * in its task container; `lazy logs` shows the command, then what it printed under it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type Project, cleanupAll } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { containerProject, removeContainers, settled } from "../helpers/fixtures";
+import type { Project } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
+import { settled, codexProject, teardown } from "../helpers/fixtures";
 
 const KEY = `sk-ant-api03-TOOLOUT-${"t".repeat(74)}AA`;
 const OPENAI_KEY = `sk-proj-TOOLOUT-${"o".repeat(40)}`;
@@ -15,17 +15,8 @@ let anthropic: Mock.MockProvider;
 let openai: Mock.MockProvider;
 let p: Project;
 
-beforeAll(async () => {
-  anthropic = await Mock.anthropic();
-  openai = await Mock.openai();
-  p = await containerProject(anthropic, KEY, { extra: `openai = "${openai.url}"\n\n[profiles.codex]\nmodel = "gpt-5"\n` });
-  await p.setCredential("openai", OPENAI_KEY);
-}, 120_000);
-
-afterAll(async () => {
-  removeContainers(p);
-  await cleanupAll(anthropic, openai);
-});
+beforeAll(async () => ({ anthropic, openai, p } = await codexProject(KEY, OPENAI_KEY)), 120_000);
+afterAll(() => teardown(p, anthropic, openai));
 
 /** The line index of the call, and the output line right under it (its output may come a line or two later). */
 function callThenOutput(log: string, call: RegExp, output: RegExp): void {

@@ -13,24 +13,18 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Project, cleanupAll } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { containerProject, removeContainers, settled } from "../helpers/fixtures";
+import type { Project } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
+import { settled, anthropicProject, teardown, bash } from "../helpers/fixtures";
 import { closeBrowser, signedIn, shot } from "./browser";
 
 const KEY = `sk-ant-api03-REVIEW-${"r".repeat(74)}AA`;
 let anthropic: Mock.MockProvider;
 let p: Project;
-
-beforeAll(async () => {
-  anthropic = await Mock.anthropic();
-  p = await containerProject(anthropic, KEY);
-}, 120_000);
-
+beforeAll(async () => ({ anthropic, p } = await anthropicProject(KEY)), 120_000);
 afterAll(async () => {
-  removeContainers(p);
   await closeBrowser();
-  await cleanupAll(anthropic);
+  await teardown(p, anthropic);
 });
 
 const posts = () => anthropic.received.filter((r) => r.method === "POST" && r.path.startsWith("/v1/messages"));
@@ -38,17 +32,11 @@ const posts = () => anthropic.received.filter((r) => r.method === "POST" && r.pa
 describe("reviewing a task's work", () => {
   test("a Bash call's output in lazy logs and on the page; two comments on the page's diff reach the model with file and line; lazy send --review", async () => {
     anthropic.reset();
-    anthropic.reply = {
-      text: "I wrote notes.txt.",
-      toolUse: {
-        name: "Bash",
-        input: {
-          command:
-            "printf 'alpha\\nbeta\\ngamma\\n' > notes.txt && git add notes.txt && git commit -qm notes && echo OUTPUT-OF-THE-CALL-42 && echo second line",
-          description: "write notes",
-        },
-      },
-    };
+    anthropic.reply = bash(
+      "I wrote notes.txt.",
+      "printf 'alpha\\nbeta\\ngamma\\n' > notes.txt && git add notes.txt && git commit -qm notes && echo OUTPUT-OF-THE-CALL-42 && echo second line",
+      "write notes",
+    );
     await p.ok(["task", "add", "Write notes.txt", "--code", "notes"]);
     await p.ok(["start", "notes"]);
     expect((await settled(p, "notes")).task.status).toBe("done");

@@ -1,11 +1,13 @@
 /**
  * The setup the container and attack tests share, in one place: a project on the test image
  * with a mock provider as its upstream and a first commit, the wait for a task's turn to end,
- * one model request through the proxy on a grant, and an untrusted write of lazy.toml.
+ * one model request through the proxy on a grant, an untrusted write of lazy.toml, and a test
+ * file's own beforeAll/afterAll in one line each (anthropicProject, keyedProject, teardown).
  */
 import { copyFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, sh, until } from "./lazy";
+import { cleanupAll, Project, sh, until } from "./lazy";
+import * as Mock from "./providers";
 import type { MockProvider } from "./providers";
 import { requireDocker, TEST_IMAGES } from "./env";
 
@@ -58,6 +60,43 @@ export async function containerProject(mock: MockProvider, key: string, opts: Co
   return p;
 }
 
+/** A file's beforeAll: a mock Anthropic provider and a containerProject on it with `key` stored. */
+export async function anthropicProject(key: string, opts: ContainerProjectOptions = {}): Promise<{ anthropic: MockProvider; p: Project }> {
+  const anthropic = await Mock.anthropic();
+  return { anthropic, p: await containerProject(anthropic, key, opts) };
+}
+
+/**
+ * anthropicProject with a mock OpenAI as well: the `openai` upstream, a `codex` profile on
+ * gpt-5 (before `extra`'s tables) and `openaiKey` stored.
+ */
+export async function codexProject(
+  key: string,
+  openaiKey: string,
+  opts: ContainerProjectOptions = {},
+): Promise<{ anthropic: MockProvider; openai: MockProvider; p: Project }> {
+  const openai = await Mock.openai();
+  const { anthropic, p } = await anthropicProject(key, { ...opts, extra: `${codexTables(openai.url)}${opts.extra ?? ""}` });
+  await p.setCredential("openai", openaiKey);
+  return { anthropic, openai, p };
+}
+
+/** Lines for [proxy.upstreams] and after: `openai` at `url` and a `codex` profile on gpt-5. */
+export const codexTables = (url: string) => `openai = "${url}"\n\n[profiles.codex]\nmodel = "gpt-5"\n`;
+
+/** A Project on `toml` (no first commit) with each credential of `keys` stored, in order: `{ anthropic: KEY }`. */
+export async function keyedProject(toml: string, keys: Record<string, string>, env?: Record<string, string>): Promise<Project> {
+  const p = new Project({ toml, env });
+  for (const [provider, key] of Object.entries(keys)) await p.setCredential(provider, key);
+  return p;
+}
+
+/** A file's afterAll: lazy's containers for `p`, every Project the file made, then the mock providers. */
+export async function teardown(p: Project | undefined, ...mocks: ({ close(): Promise<void> } | undefined)[]): Promise<void> {
+  removeContainers(p);
+  await cleanupAll(...mocks);
+}
+
 /** For containerProject's `files`: copy these files of `dir` (a test's own folder) into the checkout. */
 export const copying =
   (dir: string, ...names: string[]) =>
@@ -101,3 +140,9 @@ export async function oneRequest(p: Project, task?: string): Promise<number> {
 
 /** Write lazy.toml as another process would (a pull, a checkout, an agent): nobody ran lazy trust. */
 export const edit = (p: Project, text: string, dir = p.root) => writeFileSync(join(dir, "lazy.toml"), text);
+
+/** The mock provider's answer that has real Claude Code run `command` with its Bash tool (the agent's act), then say `text`. */
+export const bash = (text: string, command: string, description: string, more: Record<string, unknown> = {}) => ({
+  text,
+  toolUse: { name: "Bash", input: { command, description, ...more } },
+});
