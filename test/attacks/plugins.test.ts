@@ -25,15 +25,8 @@ const KEY = "sk-ant-api03-PLUGINATTACK-" + "p".repeat(66) + "AA";
 let anthropic: Mock.MockProvider;
 let ollama: Mock.MockProvider;
 
-beforeAll(async () => {
-  anthropic = await Mock.anthropic();
-  ollama = await Mock.ollama();
-});
-afterAll(async () => {
-  await cleanupAll();
-  await anthropic?.close();
-  await ollama?.close();
-});
+beforeAll(async () => ([anthropic, ollama] = await Promise.all([Mock.anthropic(), Mock.ollama()])));
+afterAll(() => cleanupAll(anthropic, ollama));
 
 const marker = () => join(tmpdir(), `lazy-plugin-ran-${crypto.randomUUID()}`);
 /** A plugin whose code, once imported, leaves a mark on the host and steals what it sees. */

@@ -21,10 +21,7 @@ const KEY = "sk-ant-api03-TRUSTATTACK-" + "t".repeat(69) + "AA";
 let good: Mock.MockProvider;
 let attacker: Mock.MockProvider;
 
-beforeAll(async () => {
-  good = await Mock.anthropic();
-  attacker = await Mock.anthropic();
-});
+beforeAll(async () => ([good, attacker] = await Promise.all([Mock.anthropic(), Mock.anthropic()])));
 afterAll(() => cleanupAll(good, attacker));
 
 /** A project on the test image with good as its upstream, first committed with .gitignore /lazy.toml. */

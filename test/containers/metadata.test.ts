@@ -136,8 +136,7 @@ async function settled(ref: string, timeoutMs = 300_000): Promise<string> {
 let md: Promise<string> | undefined;
 const probing = () =>
   (md ??= (async () => {
-    anthropic.reset();
-    anthropic.reply = bash("done.", "sleep 590", "wait", { timeout: 600_000 });
+    anthropic.answer(bash("done.", "sleep 590", "wait", { timeout: 600_000 }));
     await p.ok(["task", "add", "probe the metadata address", "--code", "md"]);
     await p.ok(["start", "md"]);
     const id = await until(taskContainer, 120_000, "the task's container");

@@ -24,8 +24,7 @@ const callContainers = () =>
   sh("/", `docker ps -aq --filter label=dev.lazy.root=${p.root} --filter name=-call-`).out.split("\n").filter(Boolean);
 
 async function committed(code: string, file: string, change = `echo hi > ${file}`): Promise<void> {
-  anthropic.reset();
-  anthropic.reply = bash("Committed.", `${change} && git add ${file} && git commit -qm 'add ${file}'`, "commit");
+  anthropic.answer(bash("Committed.", `${change} && git add ${file} && git commit -qm 'add ${file}'`, "commit"));
   await p.ok(["task", "add", `Add ${file}`, "--code", code]);
   await p.ok(["start", code]);
   expect((await turnEnded(code)).status).toBe("done");
@@ -41,8 +40,7 @@ const turnEnded = async (code: string): Promise<any> => (await settled(p, code))
 async function summedAccepted(): Promise<void> {
   if ((await p.run(["task", "show", "summed"])).code === 0) return;
   await committed("summed", "a.txt");
-  anthropic.reset();
-  anthropic.reply = { text: "Adds a.txt with a greeting." };
+  anthropic.answer({ text: "Adds a.txt with a greeting." });
   await p.ok(["accept", "summed"]);
 }
 
@@ -50,8 +48,7 @@ async function summedAccepted(): Promise<void> {
 let askedAboutNoTask = false;
 async function warmed(): Promise<void> {
   if (askedAboutNoTask) return;
-  anthropic.reset();
-  anthropic.reply = { text: "Nothing yet." };
+  anthropic.answer({ text: "Nothing yet." });
   await p.ok(["ask", "anything new?"]);
   askedAboutNoTask = true;
 }
@@ -59,8 +56,7 @@ async function warmed(): Promise<void> {
 describe("lazy's own model calls", () => {
   test("lazy accept writes a summary that came through the proxy, attributed to the task, into the merge commit", async () => {
     await committed("summed", "a.txt");
-    anthropic.reset();
-    anthropic.reply = { text: "Adds a.txt with a greeting." };
+    anthropic.answer({ text: "Adds a.txt with a greeting." });
     const acc = await p.json(["accept", "summed"]);
     expect(acc.summary).toBe("Adds a.txt with a greeting.");
     expect(acc.summaryError).toBeNull();
@@ -101,8 +97,7 @@ describe("lazy's own model calls", () => {
     expect(refused.stderr).toContain("lazy accept configured --with-config");
     expect(sh(p.root, "git rev-parse main").out.trim()).toBe(before);
     expect((await p.json(["task", "show", "configured"])).task.status).toBe("done");
-    anthropic.reset();
-    anthropic.reply = { text: "Notes the agent in lazy.toml." };
+    anthropic.answer({ text: "Notes the agent in lazy.toml." });
     const acc = await p.json(["accept", "configured", "--with-config"]);
     expect(acc.task.status).toBe("accepted");
     expect(readFileSync(join(p.root, "lazy.toml"), "utf8")).toContain("# the agent was here");
@@ -110,8 +105,7 @@ describe("lazy's own model calls", () => {
 
   test("lazy ask with no task is attributed to the project, with where git stands; its container never holds the real key", async () => {
     await summedAccepted();
-    anthropic.reset();
-    anthropic.reply = { text: "Two tasks were accepted." };
+    anthropic.answer({ text: "Two tasks were accepted." });
     anthropic.behavior = { kind: "silent-then-stream", firstByteDelayMs: 3000, gapMs: 0 };
     sh(p.root, "echo draft > notes.txt");
     const asking = p.run(["ask", "what changed?"]);
@@ -161,8 +155,7 @@ describe("lazy's own model calls", () => {
       "the warm call container",
     );
     expect(sh("/", `docker inspect ${warm}`).out).not.toContain(KEY);
-    anthropic.reset();
-    anthropic.reply = { text: "Nothing is running." };
+    anthropic.answer({ text: "Nothing is running." });
     const r = await p.run(["ask", "is anything running?"]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.trim()).toBe("Nothing is running.");
@@ -191,11 +184,8 @@ describe("lazy's own model calls", () => {
   }, 600_000);
 
   test("lazy ask about a running task shares its grant without locking the task's container out", async () => {
-    anthropic.reset();
-    anthropic.reply = bash(
-      "Committed after the wait.",
-      "sleep 12 && echo w > w.txt && git add w.txt && git commit -qm 'add w.txt'",
-      "wait",
+    anthropic.answer(
+      bash("Committed after the wait.", "sleep 12 && echo w > w.txt && git add w.txt && git commit -qm 'add w.txt'", "wait"),
     );
     await p.ok(["task", "add", "Add w.txt slowly", "--code", "slow"]);
     await p.ok(["start", "slow"]);
@@ -214,8 +204,7 @@ describe("lazy's own model calls", () => {
 
   test("lazy report writes a Markdown report across tasks through the proxy; a bad --since is a usage error", async () => {
     await summedAccepted();
-    anthropic.reset();
-    anthropic.reply = { text: "# Report\n\n- summed: accepted" };
+    anthropic.answer({ text: "# Report\n\n- summed: accepted" });
     const r = await p.run(["report", "--since", "1d"]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain("# Report");
@@ -243,8 +232,7 @@ describe("lazy's own model calls", () => {
     await until(() => q.log().includes("project memory was not compacted") || undefined, 120_000, "the failure to be logged");
     expect((await q.json(["memory", "list", "--json"])).notes).toHaveLength(7);
     // Then it answers: the agents' notes are replaced by the compacted ones; the people's stay.
-    anthropic.reset();
-    anthropic.reply = { text: "- five facts about x\n- each one long" };
+    anthropic.answer({ text: "- five facts about x\n- each one long" });
     await q.ok(["memory", "add", "A third person's fact."]);
     const notes = await until(
       async () => {

@@ -71,11 +71,12 @@ async function waitStatus(ref: string, timeoutMs = 600_000): Promise<any> {
 
 describe("a task in its container", () => {
   test("real Claude Code runs a Bash tool_use that commits; done; the commit is on the task's branch; accept merges it", async () => {
-    anthropic.reset();
-    anthropic.reply = bash(
-      "I committed hello.txt.",
-      "echo hello > hello.txt && git add hello.txt && git commit -qm 'add hello' && cat .env",
-      "commit a file",
+    anthropic.answer(
+      bash(
+        "I committed hello.txt.",
+        "echo hello > hello.txt && git add hello.txt && git commit -qm 'add hello' && cat .env",
+        "commit a file",
+      ),
     );
     await p.ok(["task", "add", "Add hello.txt and commit it", "--code", "add-hello"]);
     const started = await p.run(["start", "add-hello"]);
@@ -125,8 +126,7 @@ describe("a task in its container", () => {
   }, 900_000);
 
   test("the same turn (a reply, no tool) with real Codex and with real Pi; their config files are rewritten between turns", async () => {
-    openai.reset();
-    openai.reply = { text: "Codex says hello." };
+    openai.answer({ text: "Codex says hello." });
     await p.ok(["task", "add", "Say hello", "--code", "codex-hello", "--profile", "codex"]);
     await p.ok(["start", "codex-hello"]);
     const t = await waitStatus("codex-hello");
@@ -146,8 +146,7 @@ describe("a task in its container", () => {
     expect(codexConfig()).toContain('model = "gpt-5-mini"');
     expect(openai.received.filter((r) => r.path === "/v1/responses").at(-1)!.body).toContain('"gpt-5-mini"');
 
-    anthropic.reset();
-    anthropic.reply = { text: "Pi says hello." };
+    anthropic.answer({ text: "Pi says hello." });
     await p.ok(["task", "add", "Say hello", "--code", "pi-hello", "--profile", "pi"]);
     await p.ok(["start", "pi-hello"]);
     const tp = await waitStatus("pi-hello");
@@ -266,8 +265,7 @@ describe("a task in its container", () => {
   }, 300_000);
 
   test("kill -9 of the daemon during a turn: after restart the task is reconciled, not stuck", async () => {
-    anthropic.reset();
-    anthropic.reply = { text: "Slow but done." };
+    anthropic.answer({ text: "Slow but done." });
     anthropic.behavior = { kind: "silent-then-stream", firstByteDelayMs: 4000, gapMs: 0 };
     await p.ok(["task", "add", "Be slow", "--code", "slow-one"]);
     await p.ok(["start", "slow-one"]);

@@ -22,20 +22,18 @@ const KEY = `sk-ant-api03-REVIEW-${"r".repeat(74)}AA`;
 let anthropic: Mock.MockProvider;
 let p: Project;
 beforeAll(async () => ({ anthropic, p } = await anthropicProject(KEY)), 120_000);
-afterAll(async () => {
-  await closeBrowser();
-  await teardown(p, anthropic);
-});
+afterAll(() => teardown(p, anthropic, { close: closeBrowser }));
 
 const posts = () => anthropic.received.filter((r) => r.method === "POST" && r.path.startsWith("/v1/messages"));
 
 describe("reviewing a task's work", () => {
   test("a Bash call's output in lazy logs and on the page; two comments on the page's diff reach the model with file and line; lazy send --review", async () => {
-    anthropic.reset();
-    anthropic.reply = bash(
-      "I wrote notes.txt.",
-      "printf 'alpha\\nbeta\\ngamma\\n' > notes.txt && git add notes.txt && git commit -qm notes && echo OUTPUT-OF-THE-CALL-42 && echo second line",
-      "write notes",
+    anthropic.answer(
+      bash(
+        "I wrote notes.txt.",
+        "printf 'alpha\\nbeta\\ngamma\\n' > notes.txt && git add notes.txt && git commit -qm notes && echo OUTPUT-OF-THE-CALL-42 && echo second line",
+        "write notes",
+      ),
     );
     await p.ok(["task", "add", "Write notes.txt", "--code", "notes"]);
     await p.ok(["start", "notes"]);
@@ -71,8 +69,7 @@ describe("reviewing a task's work", () => {
     expect(order.indexOf("h-diff")).toBeLessThan(order.indexOf("h-events"));
 
     // Two comments on two lines of the diff.
-    anthropic.reset();
-    anthropic.reply = { text: "Thanks, I will look at both." };
+    anthropic.answer({ text: "Thanks, I will look at both." });
     await pg.locator('.hunk [data-k="new:1"]').click();
     await pg.getByLabel("Comment on notes.txt:1").fill("rename alpha to first");
     await pg.getByRole("button", { name: "Add comment" }).click();
@@ -138,8 +135,7 @@ describe("reviewing a task's work", () => {
     await pg.goto(`${origin}/`);
     await pg.waitForSelector("#inbox-questions blockquote", { timeout: 10_000 });
     expect(await pg.locator("#inbox-questions blockquote").first().textContent()).toBe(question);
-    anthropic.reset();
-    anthropic.reply = { text: "Painted it red." };
+    anthropic.answer({ text: "Painted it red." });
     await pg.getByLabel("Reply to asker").fill("red, the mock-up wins");
     await pg.locator(`#inbox-questions li:has-text("Paint the button")`).getByRole("button", { name: "Reply" }).click();
     // Answered: the question leaves Home, and the agent's next turn has the reply.

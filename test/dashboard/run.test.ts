@@ -14,18 +14,16 @@ const KEY = "sk-ant-api03-DASHRUN-" + "r".repeat(74) + "AA";
 let anthropic: Mock.MockProvider;
 let p: Project;
 beforeAll(async () => ({ anthropic, p } = await anthropicProject(KEY)), 120_000);
-afterAll(async () => {
-  await closeBrowser();
-  await teardown(p, anthropic);
-});
+afterAll(() => teardown(p, anthropic, { close: closeBrowser }));
 
 describe("a task run from its page", () => {
   test("Start from the page: events live, the diff shows the committed file, Accept merges it", async () => {
-    anthropic.reset();
-    anthropic.reply = bash(
-      "I committed greeting.txt.",
-      "printf 'hello from the agent\\n' > greeting.txt && git add greeting.txt && git commit -qm 'add greeting'",
-      "commit a file",
+    anthropic.answer(
+      bash(
+        "I committed greeting.txt.",
+        "printf 'hello from the agent\\n' > greeting.txt && git add greeting.txt && git commit -qm 'add greeting'",
+        "commit a file",
+      ),
     );
     await p.ok(["task", "add", "Add greeting.txt and commit it", "--code", "greet"]);
     const { ctx, origin, page } = await signedIn(p);

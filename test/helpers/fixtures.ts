@@ -4,9 +4,10 @@
  * one model request through the proxy on a grant, an untrusted write of lazy.toml, and a test
  * file's own beforeAll/afterAll in one line each (anthropicProject, keyedProject, teardown).
  */
-import { copyFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { cleanupAll, Project, sh, until } from "./lazy";
+import { BIN, cleanupAll, Project, sh, until } from "./lazy";
 import * as Mock from "./providers";
 import type { MockProvider } from "./providers";
 import { requireDocker, TEST_IMAGES } from "./env";
@@ -84,6 +85,12 @@ export async function codexProject(
 /** Lines for [proxy.upstreams] and after: `openai` at `url` and a `codex` profile on gpt-5. */
 export const codexTables = (url: string) => `openai = "${url}"\n\n[profiles.codex]\nmodel = "gpt-5"\n`;
 
+/** anthropicProject with no container: no Docker, no first commit; `extra` after [proxy.upstreams]' anthropic line. */
+export async function anthropicHost(key: string, extra = ""): Promise<{ anthropic: MockProvider; p: Project }> {
+  const anthropic = await Mock.anthropic();
+  return { anthropic, p: await keyedProject(`${upstream(anthropic.url)}${extra}`, { anthropic: key }) };
+}
+
 /** A Project on `toml` (no first commit) with each credential of `keys` stored, in order: `{ anthropic: KEY }`. */
 export async function keyedProject(toml: string, keys: Record<string, string>, env?: Record<string, string>): Promise<Project> {
   const p = new Project({ toml, env });
@@ -96,6 +103,18 @@ export async function teardown(p: Project | undefined, ...mocks: ({ close(): Pro
   removeContainers(p);
   await cleanupAll(...mocks);
 }
+
+/** Folders a test made outside any Project, for cleanupAll to remove after the mocks: `cleanupAll(mock, scratched(dirs))`. */
+export const scratched = (dirs: string[]) => ({
+  close: async () => {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  },
+});
+
+/** A daemon's state folder as the proxy's grant files sit in it (`<tmp>/daemon/proj-1234abcd`, not made yet), for a test alone. */
+export const stateDir = (prefix: string) => join(mkdtempSync(join(tmpdir(), prefix)), "daemon", "proj-1234abcd");
+/** Remove what stateDir made. */
+export const removeStateDir = (dir: string) => rmSync(join(dir, "..", ".."), { recursive: true, force: true });
 
 /** For containerProject's `files`: copy these files of `dir` (a test's own folder) into the checkout. */
 export const copying =
@@ -146,3 +165,33 @@ export const bash = (text: string, command: string, description: string, more: R
   text,
   toolUse: { name: "Bash", input: { command, description, ...more } },
 });
+
+/** A running `lazy watch ARGS` in `p`, its stdout lines collected as they come. */
+export function watching(p: Project, args: string[]) {
+  const proc = Bun.spawn([BIN, "watch", ...args], { cwd: p.root, env: p.fullEnv(), stdout: "pipe", stderr: "pipe" });
+  const lines: string[] = [];
+  void (async () => {
+    const dec = new TextDecoder();
+    let buf = "";
+    for await (const chunk of proc.stdout) {
+      buf += dec.decode(chunk, { stream: true });
+      const parts = buf.split("\n");
+      buf = parts.pop()!;
+      lines.push(...parts.filter(Boolean));
+    }
+  })();
+  return { proc, lines, stop: () => proc.kill() };
+}
+
+/** lazy ARGS in `p` with a deadline: a command that hangs is killed and reported as such. */
+export async function lazyWithin(p: Project, args: string[], ms: number): Promise<{ code: number | null; stderr: string; hung: boolean }> {
+  const proc = Bun.spawn([BIN, ...args], { cwd: p.root, env: p.fullEnv(), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  let hung = false;
+  const timer = setTimeout(() => {
+    hung = true;
+    proc.kill(9);
+  }, ms);
+  const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+  clearTimeout(timer);
+  return { code: hung ? null : code, stderr, hung };
+}

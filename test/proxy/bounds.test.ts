@@ -6,9 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
-import { Project, cleanupAll, isAlive } from "../helpers/lazy";
+import { type Project, cleanupAll, isAlive } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { raw, write, chunkedBody } from "../helpers/raw-http";
+import { anthropicHost } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-REAL-" + "b".repeat(80) + "AA";
 const CURSOR_KEY = "key_" + "c".repeat(64);
@@ -21,19 +22,14 @@ let port: number;
 let placeholder: string;
 
 beforeAll(async () => {
-  anthropic = await Mock.anthropic();
   cursor = await Mock.cursor();
-  p = new Project({ toml: `[proxy.upstreams]\nanthropic = "${anthropic.url}"\ncursor = "${cursor.url}"\n` });
-  await p.setCredential("anthropic", KEY);
+  ({ anthropic, p } = await anthropicHost(KEY, `cursor = "${cursor.url}"\n`));
   await p.setCredential("cursor", CURSOR_KEY);
   placeholder = (await p.grant({ role: "host", profile: "claude" })).placeholder;
   port = Number(new URL(p.runtimeProxyUrl()).port);
 });
 
-afterAll(async () => {
-  await cleanupAll();
-  await Promise.all([anthropic?.close(), cursor?.close()]);
-});
+afterAll(() => cleanupAll(anthropic, cursor));
 
 const head = (target: string, headers: string[], version = "1.1") => [`POST ${target} HTTP/${version}`, ...headers, "", ""].join("\r\n");
 const json = (r: { data: string }) => JSON.parse(r.data.slice(r.data.indexOf("\r\n\r\n") + 4));
