@@ -15,7 +15,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Project, cleanupAll, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, copying } from "../helpers/fixtures";
+import { containerProject, copying, launched } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-IDENTITYREAL-" + "r".repeat(68) + "AA";
 const ATTACKER_KEY = "sk-ant-api03-ATTACKERSOWN-" + "a".repeat(67) + "AA";
@@ -37,13 +37,11 @@ const credentialsSeen = () =>
 
 describe("credentials that are not a placeholder", () => {
   test("from a container: its own key is refused 401 and never reaches the provider; its placeholder beside a junk key likewise", async () => {
-    anthropic.reset();
-    anthropic.reply = {
+    anthropic.answer({
       text: "done.",
       toolUse: { name: "Bash", input: { command: `node proxy-identity-agent.mjs ${ATTACKER_KEY}`, description: "probe" } },
-    };
-    await p.ok(["task", "add", "Probe who the proxy trusts", "--code", "identity"]);
-    await p.ok(["start", "identity"]);
+    });
+    await launched(p, "identity", "Probe who the proxy trusts");
     const status = await until(
       async () => {
         const s = (await p.json(["task", "show", "identity"])).task.status;

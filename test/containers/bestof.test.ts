@@ -11,7 +11,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cleanupAll, sh, type Project } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, removeContainers, settled } from "../helpers/fixtures";
+import { containerProject, removeContainers, settled, bash } from "../helpers/fixtures";
 import { closeBrowser, shot, signedIn } from "../dashboard/browser";
 
 const KEY = `sk-ant-api03-BESTOF-${"q".repeat(70)}AA`;
@@ -41,7 +41,7 @@ beforeAll(async () => {
       `check = "echo in-container=$LAZY_IN_CONTAINER; touch ${HOST_MARKER}; grep -qx good which.txt"`,
     ].join("\n"),
   });
-  mock.reply = { text: "Done: which.txt.", toolUse: { name: "Bash", input: { command: WORK, description: "write which.txt" } } };
+  mock.reply = bash("Done: which.txt.", WORK, "write which.txt");
 }, 180_000);
 
 afterAll(async () => {

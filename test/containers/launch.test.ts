@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { launched, settled } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-REALLAUNCH-" + "l".repeat(71) + "AA";
 const TOOLS = `${process.env.LAZY_TEST_TOOLS ?? "/opt/lazy-test-tools"}/node_modules/.bin`;
@@ -88,8 +89,7 @@ describe("launching a turn", () => {
     const p = project();
     projects.push(p.root);
     await p.setCredential("anthropic", KEY);
-    anthropic.reset();
-    anthropic.reply = { text: "All done from CI." };
+    anthropic.answer({ text: "All done from CI." });
     const ok = await p.run(["run", "Say you are done", "--json"]);
     expect(ok.code, ok.stderr).toBe(0);
     const out = JSON.parse(ok.stdout);
@@ -141,14 +141,7 @@ describe("launching a turn", () => {
     expect(r.stderr).toContain("Building the task image from the project's Dockerfile.lazy");
     expect(r.stderr).toMatch(/\n {2}Step 2\/\d+ : RUN echo build-/);
     expect(r.stderr).not.toContain("\r");
-    const t = await until(
-      async () => {
-        const x = (await p.json(["task", "show", "bare-image"])).task;
-        return x.status !== "running" ? x : undefined;
-      },
-      120_000,
-      "the turn to end",
-    );
+    const t = (await settled(p, "bare-image", 120_000)).task;
     expect(t.status).toBe("failed");
     // On a terminal the steps share one updating line: carriage returns, no escape bytes.
     await Bun.write(`${p.root}/Dockerfile.lazy`, `FROM ${TEST_IMAGES.node}\nRUN echo tty-${crypto.randomUUID()}\nRUN true\n`);
@@ -171,13 +164,10 @@ describe("launching a turn", () => {
     const p = project();
     projects.push(p.root);
     await p.setCredential("anthropic", KEY);
-    anthropic.reset();
-    anthropic.reply = { text: "First turn in the container." };
-    await p.ok(["task", "add", "Remember the word pineapple", "--code", "pair-me"]);
-    await p.ok(["start", "pair-me"]);
+    anthropic.answer({ text: "First turn in the container." });
+    await launched(p, "pair-me", "Remember the word pineapple");
     await until(async () => (await p.json(["task", "show", "pair-me"])).task.status === "done", 300_000, "the container turn");
-    anthropic.reset();
-    anthropic.reply = { text: "Resumed on the host." };
+    anthropic.answer({ text: "Resumed on the host." });
     const r = await p.run(["pair", "pair-me", "--", "-p", "what was the word?", "--output-format", "json"], {
       env: { PATH: `${TOOLS}:${process.env.PATH}` },
     });

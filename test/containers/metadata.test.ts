@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type Project, until } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
-import { bash, anthropicProject, teardown } from "../helpers/fixtures";
+import { bash, anthropicProject, teardown, launched } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-METADATA-" + "m".repeat(68) + "AA";
 const METADATA = "169.254.169.254";
@@ -137,8 +137,7 @@ let md: Promise<string> | undefined;
 const probing = () =>
   (md ??= (async () => {
     anthropic.answer(bash("done.", "sleep 590", "wait", { timeout: 600_000 }));
-    await p.ok(["task", "add", "probe the metadata address", "--code", "md"]);
-    await p.ok(["start", "md"]);
+    await launched(p, "md", "probe the metadata address");
     const id = await until(taskContainer, 120_000, "the task's container");
     await until(() => anthropic.received.some((r) => r.method === "POST") || undefined, 120_000, "the turn's model request");
     const net = JSON.parse(must(`docker network inspect lazy-$(ls ${p.home}/daemon)`))[0];

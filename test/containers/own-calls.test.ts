@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { type Project, until, sh } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 import { TEST_IMAGES } from "../helpers/env";
-import { containerProject, settled, anthropicProject, bash, teardown } from "../helpers/fixtures";
+import { containerProject, settled, anthropicProject, bash, teardown, launched } from "../helpers/fixtures";
 import * as Store from "../../src/store";
 
 const KEY = "sk-ant-api03-OWNCALLS-" + "o".repeat(73) + "AA";
@@ -25,8 +25,7 @@ const callContainers = () =>
 
 async function committed(code: string, file: string, change = `echo hi > ${file}`): Promise<void> {
   anthropic.answer(bash("Committed.", `${change} && git add ${file} && git commit -qm 'add ${file}'`, "commit"));
-  await p.ok(["task", "add", `Add ${file}`, "--code", code]);
-  await p.ok(["start", code]);
+  await launched(p, code, `Add ${file}`);
   expect((await turnEnded(code)).status).toBe("done");
 }
 
@@ -187,8 +186,7 @@ describe("lazy's own model calls", () => {
     anthropic.answer(
       bash("Committed after the wait.", "sleep 12 && echo w > w.txt && git add w.txt && git commit -qm 'add w.txt'", "wait"),
     );
-    await p.ok(["task", "add", "Add w.txt slowly", "--code", "slow"]);
-    await p.ok(["start", "slow"]);
+    await launched(p, "slow", "Add w.txt slowly");
     await until(() => anthropic.received.some((x) => x.method === "POST") || undefined, 300_000, "the task's first model request");
     // While its Bash runs, a call about it (same profile: the task's own grant) comes and goes.
     const asked = await p.run(["ask", "--task", "slow", "what is it doing?"]);

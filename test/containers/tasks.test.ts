@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { Project, until, isAlive, sh } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 import { TEST_IMAGES } from "../helpers/env";
-import { teardown, bash, codexProject } from "../helpers/fixtures";
+import { teardown, bash, codexProject, launched } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-REALCONTAINER-" + "w".repeat(68) + "AA";
 const OPENAI_KEY = "sk-proj-REALCONTAINER-" + "v".repeat(40);
@@ -127,8 +127,7 @@ describe("a task in its container", () => {
 
   test("the same turn (a reply, no tool) with real Codex and with real Pi; their config files are rewritten between turns", async () => {
     openai.answer({ text: "Codex says hello." });
-    await p.ok(["task", "add", "Say hello", "--code", "codex-hello", "--profile", "codex"]);
-    await p.ok(["start", "codex-hello"]);
+    await launched(p, "codex-hello", "Say hello", "--profile", "codex");
     const t = await waitStatus("codex-hello");
     expect(t.status).toBe("done");
     expect((await p.ok(["logs", "codex-hello"])).stdout).toContain("Codex says hello.");
@@ -147,8 +146,7 @@ describe("a task in its container", () => {
     expect(openai.received.filter((r) => r.path === "/v1/responses").at(-1)!.body).toContain('"gpt-5-mini"');
 
     anthropic.answer({ text: "Pi says hello." });
-    await p.ok(["task", "add", "Say hello", "--code", "pi-hello", "--profile", "pi"]);
-    await p.ok(["start", "pi-hello"]);
+    await launched(p, "pi-hello", "Say hello", "--profile", "pi");
     const tp = await waitStatus("pi-hello");
     expect(tp.status).toBe("done");
     expect((await p.ok(["logs", "pi-hello"])).stdout).toContain("Pi says hello.");
@@ -267,8 +265,7 @@ describe("a task in its container", () => {
   test("kill -9 of the daemon during a turn: after restart the task is reconciled, not stuck", async () => {
     anthropic.answer({ text: "Slow but done." });
     anthropic.behavior = { kind: "silent-then-stream", firstByteDelayMs: 4000, gapMs: 0 };
-    await p.ok(["task", "add", "Be slow", "--code", "slow-one"]);
-    await p.ok(["start", "slow-one"]);
+    await launched(p, "slow-one", "Be slow");
     // Its model request is in flight (Claude Code's HEAD / probe and MCP connection come first:
     // killed before those, the turn would lose lazy's tools and fail, as it should).
     await until(() => anthropic.received.some((x) => x.method === "POST") || undefined, 120_000, "the turn's model request");
@@ -285,8 +282,7 @@ describe("a task in its container", () => {
   test("lazy stop ends a running turn (the task waits for a human); housekeeping removes orphan containers", async () => {
     anthropic.reset();
     anthropic.behavior = { kind: "hang" };
-    await p.ok(["task", "add", "Hang around", "--code", "stop-me"]);
-    await p.ok(["start", "stop-me"]);
+    await launched(p, "stop-me", "Hang around");
     await anthropic.waitFor(1, 120_000);
     await p.ok(["stop", "stop-me"]);
     const t = await waitStatus("stop-me", 60_000);

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Project } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
-import { settled, codexProject, teardown } from "../helpers/fixtures";
+import { settled, codexProject, teardown, launched } from "../helpers/fixtures";
 
 const KEY = `sk-ant-api03-TOOLOUT-${"t".repeat(74)}AA`;
 const OPENAI_KEY = `sk-proj-TOOLOUT-${"o".repeat(40)}`;
@@ -29,20 +29,16 @@ function callThenOutput(log: string, call: RegExp, output: RegExp): void {
 
 describe("tool outputs from Pi and Codex", () => {
   test("real Pi's bash call: its command, then its output, in lazy logs", async () => {
-    anthropic.reset();
-    anthropic.reply = { text: "Pi ran it.", toolUse: { name: "bash", input: { command: "echo PI-SAYS-$((40+2))" } } };
-    await p.ok(["task", "add", "Run a command", "--code", "pi-out", "--profile", "pi"]);
-    await p.ok(["start", "pi-out"]);
+    anthropic.answer({ text: "Pi ran it.", toolUse: { name: "bash", input: { command: "echo PI-SAYS-$((40+2))" } } });
+    await launched(p, "pi-out", "Run a command", "--profile", "pi");
     expect((await settled(p, "pi-out")).task.status).toBe("done");
     const log = (await p.ok(["logs", "pi-out"])).stdout;
     callThenOutput(log, /\[bash\] echo PI-SAYS-\$\(\(40\+2\)\)$/, /^\d\d:\d\d:\d\d {2}└ PI-SAYS-42$/);
   }, 600_000);
 
   test("real Codex's exec_command call: its command, then its output, in lazy logs", async () => {
-    openai.reset();
-    openai.reply = { text: "Codex ran it.", toolUse: { name: "exec_command", input: { cmd: "echo CODEX-SAYS-$((40+2))" } } };
-    await p.ok(["task", "add", "Run a command", "--code", "codex-out", "--profile", "codex"]);
-    await p.ok(["start", "codex-out"]);
+    openai.answer({ text: "Codex ran it.", toolUse: { name: "exec_command", input: { cmd: "echo CODEX-SAYS-$((40+2))" } } });
+    await launched(p, "codex-out", "Run a command", "--profile", "codex");
     expect((await settled(p, "codex-out")).task.status).toBe("done");
     const log = (await p.ok(["logs", "codex-out"])).stdout;
     callThenOutput(log, /\[shell\] .*echo CODEX-SAYS-\$\(\(40\+2\)\)/, /^\d\d:\d\d:\d\d {2}└ CODEX-SAYS-42$/);

@@ -15,7 +15,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Project } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
-import { settled, anthropicProject, teardown, bash } from "../helpers/fixtures";
+import { settled, anthropicProject, teardown, bash, launched } from "../helpers/fixtures";
 import { closeBrowser, signedIn, shot } from "./browser";
 
 const KEY = `sk-ant-api03-REVIEW-${"r".repeat(74)}AA`;
@@ -35,8 +35,7 @@ describe("reviewing a task's work", () => {
         "write notes",
       ),
     );
-    await p.ok(["task", "add", "Write notes.txt", "--code", "notes"]);
-    await p.ok(["start", "notes"]);
+    await launched(p, "notes", "Write notes.txt");
     expect((await settled(p, "notes")).task.status).toBe("done");
 
     // lazy logs: the call readable (its command, not JSON), its output under it, indented.
@@ -126,8 +125,7 @@ describe("reviewing a task's work", () => {
     anthropic.reset();
     const question = "Which colour should the button be?\nThe brand guide says blue,\nbut the mock-up is red.";
     anthropic.reply = { text: "I asked.", toolUse: { name: "mcp__lazy__ask_human", input: { question } } };
-    await p.ok(["task", "add", "Paint the button", "--code", "asker"]);
-    await p.ok(["start", "asker"]);
+    await launched(p, "asker", "Paint the button");
     expect((await settled(p, "asker")).task.status).toBe("waiting");
 
     const { ctx, origin, page } = await signedIn(p);

@@ -142,6 +142,12 @@ export async function settled(p: Project, ref: string, timeoutMs = 300_000): Pro
   );
 }
 
+/** `lazy task add PROMPT --code CODE FLAGS…`, then `lazy start CODE`: a task launched as a person does it. */
+export async function launched(p: Project, code: string, prompt: string, ...flags: string[]): Promise<void> {
+  await p.ok(["task", "add", prompt, "--code", code, ...flags]);
+  await p.ok(["start", code]);
+}
+
 /**
  * One model request through the project's proxy on a placeholder grant (the host's unless a
  * task is named), as a harness would make it: the status it got.
