@@ -12,8 +12,8 @@ import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { type Project, cleanupAll, until, sh } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { containerProject, copying, settled, launched } from "../helpers/fixtures";
+import type * as Mock from "../helpers/providers";
+import { copying, settled, launched, anthropicProject } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-MCPATTACKS-" + "k".repeat(70) + "AA";
 const PERSON = "A person's fact: releases are tagged by hand, never by a script.";
@@ -22,11 +22,7 @@ let anthropic: Mock.MockProvider;
 let p: Project;
 
 beforeAll(async () => {
-  anthropic = await Mock.anthropic();
-  p = await containerProject(anthropic, KEY, {
-    readme: false,
-    files: copying(import.meta.dir, "mcp-agent.mjs"),
-  });
+  ({ anthropic, p } = await anthropicProject(KEY, { readme: false, files: copying(import.meta.dir, "mcp-agent.mjs") }));
   await p.ok(["memory", "add", PERSON]);
 }, 120_000);
 

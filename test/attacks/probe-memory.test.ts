@@ -14,8 +14,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type Project, cleanupAll } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { containerProject, settled, launched } from "../helpers/fixtures";
+import type * as Mock from "../helpers/providers";
+import { settled, launched, anthropicProject } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROBEMEM-" + "n".repeat(72) + "AA";
 const PERSON = "A person's fact: the test database is reset every night.";
@@ -24,8 +24,7 @@ let anthropic: Mock.MockProvider;
 let p: Project;
 
 beforeAll(async () => {
-  anthropic = await Mock.anthropic();
-  p = await containerProject(anthropic, KEY, { readme: false });
+  ({ anthropic, p } = await anthropicProject(KEY, { readme: false }));
   await p.ok(["memory", "add", PERSON]);
   // Every kind of line break a prompt reader could take as a new line.
   const note = `The build uses bun.\n- ${FORGED}\r\n- ${FORGED}\u2028- ${FORGED}\u0085- ${FORGED}`;

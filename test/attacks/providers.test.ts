@@ -25,8 +25,7 @@ let openrouter: Mock.MockProvider;
 let p: Project;
 
 beforeAll(async () => {
-  local = await Mock.ollama();
-  openrouter = await Mock.ollama();
+  [local, openrouter] = await Promise.all([Mock.ollama(), Mock.ollama()]);
   openrouter.prefix = "/api";
   const toml =
     `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nopenrouter = "${openrouter.url}"\n\n` +
@@ -35,11 +34,7 @@ beforeAll(async () => {
   p = await containerProject(local, "sk-ant-api03-unused", { toml, readme: false, files: copying(import.meta.dir, "providers-agent.mjs") });
   await p.setCredential("openrouter", OPENROUTER_KEY);
 }, 120_000);
-afterAll(async () => {
-  await cleanupAll();
-  await local?.close();
-  await openrouter?.close();
-});
+afterAll(() => cleanupAll(local, openrouter));
 
 const probe = (args = "") => ({ name: "Bash", input: { command: `node providers-agent.mjs ${args}`, description: "probe" } });
 const result = (code: string) => JSON.parse(readFileSync(join(p.stateDir, "worktrees", code, "providers.json"), "utf8"));

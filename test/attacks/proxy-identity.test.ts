@@ -14,21 +14,19 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Project, cleanupAll, until } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { containerProject, copying, launched } from "../helpers/fixtures";
+import type * as Mock from "../helpers/providers";
+import { copying, launched, anthropicProject } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-IDENTITYREAL-" + "r".repeat(68) + "AA";
 const ATTACKER_KEY = "sk-ant-api03-ATTACKERSOWN-" + "a".repeat(67) + "AA";
 let anthropic: Mock.MockProvider;
 let p: Project;
 
-beforeAll(async () => {
-  anthropic = await Mock.anthropic();
-  p = await containerProject(anthropic, KEY, {
-    readme: false,
-    files: copying(import.meta.dir, "proxy-identity-agent.mjs"),
-  });
-}, 120_000);
+beforeAll(
+  async () =>
+    ({ anthropic, p } = await anthropicProject(KEY, { readme: false, files: copying(import.meta.dir, "proxy-identity-agent.mjs") })),
+  120_000,
+);
 afterAll(() => cleanupAll(anthropic));
 
 /** Every credential the mock provider was sent, in any header. */

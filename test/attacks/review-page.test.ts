@@ -14,9 +14,9 @@
  * the check that it still does.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type Project, cleanupAll } from "../helpers/lazy";
+import type { Project } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, removeContainers, settled, launched, bash } from "../helpers/fixtures";
+import { containerProject, settled, launched, bash, teardown } from "../helpers/fixtures";
 import { closeBrowser, signedIn } from "../dashboard/browser";
 
 const KEY = `sk-ant-api03-REVIEWATTACK-${"q".repeat(68)}AA`;
@@ -39,11 +39,7 @@ beforeAll(async () => {
   events = s.events;
 }, 600_000);
 
-afterAll(async () => {
-  removeContainers(p);
-  await closeBrowser();
-  await cleanupAll(anthropic);
-});
+afterAll(() => teardown(p, anthropic, { close: closeBrowser }));
 
 describe("tool output and review are hostile input", () => {
   test("terminal escapes in a tool's output are shown as text in lazy logs, and a forged lazy line stays indented", async () => {

@@ -5,8 +5,8 @@
  * the stored key as Bearer, while the container holds only placeholders.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type Project, cleanupAll, sh } from "../helpers/lazy";
-import { containerProject, removeContainers, settled, launched } from "../helpers/fixtures";
+import { type Project, sh } from "../helpers/lazy";
+import { containerProject, settled, launched, teardown } from "../helpers/fixtures";
 import * as Mock from "../helpers/providers";
 import { TEST_IMAGES } from "../helpers/env";
 
@@ -19,18 +19,12 @@ let openrouter: Mock.MockProvider;
 let p: Project;
 
 beforeAll(async () => {
-  local = await Mock.ollama();
-  hosted = await Mock.ollama();
-  openrouter = await Mock.ollama();
+  [local, hosted, openrouter] = await Promise.all([Mock.ollama(), Mock.ollama(), Mock.ollama()]);
   openrouter.prefix = "/api";
   for (const m of [local, hosted, openrouter]) m.reply = { text: "Answered by the model server." };
 });
 
-afterAll(async () => {
-  removeContainers(p);
-  await cleanupAll();
-  for (const m of [local, hosted, openrouter]) await m?.close();
-});
+afterAll(() => teardown(p, local, hosted, openrouter));
 
 const docker = (args: string) => sh("/", `docker ${args}`);
 
