@@ -5,7 +5,7 @@
  * and Reject (asked first: it deletes the branch). Everything shown may come from an agent:
  * text only, never HTML.
  */
-import { $, api, fill, h, num, usd, debounce, showError } from "./dom";
+import { $, api, fill, h, num, usd, debounce, showError, table } from "./dom";
 import { live } from "./live";
 
 interface Candidate {
@@ -110,25 +110,12 @@ export async function group(): Promise<void> {
     $<HTMLButtonElement>("run-check").disabled = !c.check;
     fill(
       $("candidates"),
-      h(
-        "div",
-        { class: "scroll" },
-        h(
-          "table",
-          { id: "compare" },
-          h(
-            "thead",
-            {},
-            h(
-              "tr",
-              {},
-              ...["candidate", "profile", "status", "changes", "check", "tokens", "cost", "wall", "summary", ""].map((t) =>
-                h("th", { class: ["changes", "tokens", "cost", "wall"].includes(t) ? "num" : undefined }, t),
-              ),
-            ),
-          ),
-          h("tbody", {}, ...c.candidates.map(row)),
+      table(
+        ["candidate", "profile", "status", "changes", "check", "tokens", "cost", "wall", "summary", ""].map((t) =>
+          h("th", { class: ["changes", "tokens", "cost", "wall"].includes(t) ? "num" : undefined }, t),
         ),
+        c.candidates.map(row),
+        { id: "compare" },
       ),
     );
   };
