@@ -219,50 +219,22 @@ describe("Cursor placeholders and the Cursor route", () => {
     anthropic.reset();
     const g = await p.grant({ role: "host", profile: "cursor" });
     const path = `/_lazy/cursor/${g.placeholder}/aiserver.v1.AiService/AvailableModels`;
+    /** A JSON POST head declaring `length` bytes, then a body of two, on a connection left open for 30 s. */
+    const sent = (target: string, credential: string, length: number) =>
+      raw(
+        port,
+        (s) =>
+          void s.write(head(target, ["Host: 127.0.0.1", credential, "Content-Type: application/json", `Content-Length: ${length}`]) + "{}"),
+        30_000,
+      );
     const [stalled, idle, stalledHead, stalledBody] = await Promise.all([
       // Half a declared body, then silence.
-      raw(
-        port,
-        (s) =>
-          void s.write(
-            head(path, [
-              "Host: 127.0.0.1",
-              `authorization: Bearer ${g.placeholder}`,
-              "Content-Type: application/json",
-              "Content-Length: 100",
-            ]) + "{}",
-          ),
-        30_000,
-      ),
+      sent(path, `authorization: Bearer ${g.placeholder}`, 100),
       // A whole request answered, then the connection left open and quiet.
-      raw(
-        port,
-        (s) =>
-          void s.write(
-            head(path, [
-              "Host: 127.0.0.1",
-              `authorization: Bearer ${g.placeholder}`,
-              "Content-Type: application/json",
-              "Content-Length: 2",
-            ]) + "{}",
-          ),
-        30_000,
-      ),
+      sent(path, `authorization: Bearer ${g.placeholder}`, 2),
       // The ordinary route: half a request head; half a declared body.
       raw(port, (s) => void s.write(`POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: ${placeholder}\r\n`), 30_000),
-      raw(
-        port,
-        (s) =>
-          void s.write(
-            head("/v1/messages", [
-              "Host: 127.0.0.1",
-              `x-api-key: ${placeholder}`,
-              "Content-Type: application/json",
-              "Content-Length: 100",
-            ]) + "{}",
-          ),
-        30_000,
-      ),
+      sent("/v1/messages", `x-api-key: ${placeholder}`, 100),
     ]);
     console.log(
       `stalls: Cursor body cut after ${stalled.ms} ms, idle keep-alive after a Cursor call ${idle.ms} ms, a head ${stalledHead.ms} ms, a body ${stalledBody.ms} ms`,
