@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
-import { launched, settled } from "../helpers/fixtures";
+import { launched, settled, removeContainers } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-REALLAUNCH-" + "l".repeat(71) + "AA";
 const TOOLS = `${process.env.LAZY_TEST_TOOLS ?? "/opt/lazy-test-tools"}/node_modules/.bin`;
@@ -20,6 +20,7 @@ function project(extra = ""): Project {
     toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n${extra}`,
   });
   sh(p.root, "git -c user.name=Dev -c user.email=dev@example.com commit -q --allow-empty -m init");
+  projects.push(p);
   return p;
 }
 
@@ -29,18 +30,15 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const root of projects)
-    for (const c of sh("/", `docker ps -aq --filter label=dev.lazy.root=${root}`).out.split("\n").filter(Boolean))
-      sh("/", `docker rm -f ${c}`);
-  await cleanupAll();
-  await anthropic?.close();
+  for (const p of projects) removeContainers(p);
+  await cleanupAll(anthropic);
 });
-const projects: string[] = [];
+/** Every project a test made, its containers removed after the file. */
+const projects: Project[] = [];
 
 describe("launching a turn", () => {
   test("a missing credential refuses before any container starts, naming the slot and the command; lazy run exits 5", async () => {
     const p = project();
-    projects.push(p.root);
     await p.ok(["task", "add", "anything", "--code", "no-key"]);
     const r = await p.run(["start", "no-key"]);
     expect(r.code).not.toBe(0);
@@ -66,7 +64,6 @@ describe("launching a turn", () => {
 
   test("a project Dockerfile whose RUN fails: lazy run exits 4 with the failing command's own error line, and leaves no queued task", async () => {
     const p = project();
-    projects.push(p.root);
     // The Dockerfile first: lazy trust (writeToml) approves the Dockerfile it names by its contents.
     await Bun.write(
       `${p.root}/Dockerfile.broken`,
@@ -87,7 +84,6 @@ describe("launching a turn", () => {
 
   test("lazy run for CI: 0 with the result when the turn finishes, 3 when the agent fails", async () => {
     const p = project();
-    projects.push(p.root);
     await p.setCredential("anthropic", KEY);
     anthropic.answer({ text: "All done from CI." });
     const ok = await p.run(["run", "Say you are done", "--json"]);
@@ -129,7 +125,6 @@ describe("launching a turn", () => {
 
   test("a project Dockerfile is built with progress shown; a harness the image lacks fails the turn with the reason", async () => {
     const p = project(`dockerfile = "Dockerfile.lazy"\n`.replace(/^/, ""));
-    projects.push(p.root);
     // [container] holds both base and dockerfile here: base only matters for lazy's own image.
     await Bun.write(`${p.root}/Dockerfile.lazy`, `FROM ${TEST_IMAGES.node}\nRUN echo build-${crypto.randomUUID()} > /build-id\nRUN true\n`);
     p.writeToml(`[container]\ndockerfile = "Dockerfile.lazy"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n`);
@@ -162,7 +157,6 @@ describe("launching a turn", () => {
 
   test("lazy pair runs the task's harness on the host in its worktree, resuming its session", async () => {
     const p = project();
-    projects.push(p.root);
     await p.setCredential("anthropic", KEY);
     anthropic.answer({ text: "First turn in the container." });
     await launched(p, "pair-me", "Remember the word pineapple");
@@ -184,7 +178,6 @@ describe("launching a turn", () => {
 
   test("lazy doctor names the engine kind and whether placeholders are pinned", async () => {
     const p = project();
-    projects.push(p.root);
     const d = await p.run(["doctor"]);
     expect(d.stdout).toContain("native Linux Docker");
     expect(d.stdout).toContain("pinned to its container's address");
