@@ -64,7 +64,12 @@ export async function containerProject(mock: MockProvider, key: string, opts: Co
 /** A file's beforeAll: a mock Anthropic provider and a containerProject on it with `key` stored. */
 export async function anthropicProject(key: string, opts: ContainerProjectOptions = {}): Promise<{ anthropic: MockProvider; p: Project }> {
   const anthropic = await Mock.anthropic();
-  return { anthropic, p: await containerProject(anthropic, key, opts) };
+  // A project that cannot be made (no Docker) leaves no mock behind for the file's afterAll to miss.
+  const p = await containerProject(anthropic, key, opts).catch(async (e) => {
+    await anthropic.close();
+    throw e;
+  });
+  return { anthropic, p };
 }
 
 /**
@@ -77,7 +82,12 @@ export async function codexProject(
   opts: ContainerProjectOptions = {},
 ): Promise<{ anthropic: MockProvider; openai: MockProvider; p: Project }> {
   const openai = await Mock.openai();
-  const { anthropic, p } = await anthropicProject(key, { ...opts, extra: `${codexTables(openai.url)}${opts.extra ?? ""}` });
+  const { anthropic, p } = await anthropicProject(key, { ...opts, extra: `${codexTables(openai.url)}${opts.extra ?? ""}` }).catch(
+    async (e) => {
+      await openai.close();
+      throw e;
+    },
+  );
   await p.setCredential("openai", openaiKey);
   return { anthropic, openai, p };
 }
