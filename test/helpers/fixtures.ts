@@ -135,7 +135,8 @@ export const copying =
 
 /** Remove every container lazy made for the project (running or not), whatever its daemon knows. */
 export function removeContainers(p: Project | undefined): void {
-  for (const c of sh("/", `docker ps -aq --filter label=dev.lazy.root=${p?.root}`).out.split("\n").filter(Boolean))
+  if (!p) return;
+  for (const c of sh("/", `docker ps -aq --filter label=dev.lazy.root=${p.root}`).out.split("\n").filter(Boolean))
     sh("/", `docker rm -f ${c}`);
 }
 
