@@ -16,43 +16,20 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
-import {
-  chmodSync,
-  closeSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-  ftruncateSync,
-} from "node:fs";
+import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, symlinkSync, writeFileSync, ftruncateSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { BIN, Project, cleanupAll } from "../helpers/lazy";
+import { scratched, lazyWithin } from "../helpers/fixtures";
 
 const scratch: string[] = [];
-afterAll(async () => {
-  await cleanupAll();
-  for (const d of scratch) rmSync(d, { recursive: true, force: true });
-});
+afterAll(() => cleanupAll(scratched(scratch)));
 
 const has = (bin: string) => Bun.spawnSync(["sh", "-c", `command -v ${bin}`]).exitCode === 0;
 
 /** lazy with a deadline: a command that hangs is killed and reported as such. */
-async function bounded(p: Project, args: string[], ms = 15_000): Promise<{ code: number | null; stderr: string; hung: boolean }> {
-  const proc = Bun.spawn([BIN, ...args], { cwd: p.root, env: p.fullEnv(), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  let hung = false;
-  const timer = setTimeout(() => {
-    hung = true;
-    proc.kill(9);
-  }, ms);
-  const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
-  clearTimeout(timer);
-  return { code: hung ? null : code, stderr, hung };
-}
+const bounded = (p: Project, args: string[], ms = 15_000) => lazyWithin(p, args, ms);
 
 describe("a hostile prompt file is refused before it is read", () => {
   test("a FIFO, /dev/zero, a link to a 4 GiB file and a folder: each refused at once with its cause; no task is made", async () => {

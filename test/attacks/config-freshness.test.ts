@@ -21,10 +21,7 @@ const KEY = "sk-ant-api03-FRESHATTACK-" + "f".repeat(69) + "AA";
 let good: Mock.MockProvider;
 let attacker: Mock.MockProvider;
 
-beforeAll(async () => {
-  good = await Mock.anthropic();
-  attacker = await Mock.anthropic();
-});
+beforeAll(async () => ([good, attacker] = await Promise.all([Mock.anthropic(), Mock.anthropic()])));
 afterAll(() => cleanupAll(good, attacker));
 
 // C0 but tab and newline, DEL, C1: what a terminal would obey.

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, settled } from "../helpers/fixtures";
+import { containerProject, settled, launched } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-HOSTILEAGENT-" + "h".repeat(68) + "AA";
 let anthropic: Mock.MockProvider;
@@ -38,8 +38,7 @@ async function status(ref: string): Promise<string> {
 const settledStatus = async (ref: string, timeoutMs?: number): Promise<string> => (await settled(p, ref, timeoutMs)).task.status;
 /** The agent's next turn runs this command as a Bash tool call. */
 function agentRuns(command: string): void {
-  anthropic.reset();
-  anthropic.reply = { text: "done.", toolUse: { name: "Bash", input: { command, description: "probe" } } };
+  anthropic.answer({ text: "done.", toolUse: { name: "Bash", input: { command, description: "probe" } } });
 }
 const stat = (path: string) => {
   const s = statSync(path);
@@ -61,8 +60,7 @@ describe("a hostile agent in its task container", () => {
     const marker = join(victims, "hook-ran");
     // Turn 1: point the worktree at the project's .git, then stop its own container.
     agentRuns(`printf 'gitdir: ${gitDir}\\n' > .git && sudo pkill -KILL -f 'supervise --[i]dle'`);
-    await p.ok(["task", "add", "probe the git boundary", "--code", "gitdir-swap"]);
-    await p.ok(["start", "gitdir-swap"]);
+    await launched(p, "gitdir-swap", "probe the git boundary");
     expect(await settledStatus("gitdir-swap", 120_000)).toBe("failed");
 
     // Turn 2, in a new container: try to plant a hook in the project's .git, and commit.
@@ -98,11 +96,9 @@ describe("a hostile agent in its task container", () => {
     writeFileSync(join(victim, "keep"), "untouched");
     const before = stat(victim);
     agentRuns(`ln -s ${victim} /lazy/turns/2`);
-    await p.ok(["task", "add", "probe the turn folders", "--code", "turn-link"]);
-    await p.ok(["start", "turn-link"]);
+    await launched(p, "turn-link", "probe the turn folders");
     expect(await settledStatus("turn-link")).toBe("done");
-    anthropic.reset();
-    anthropic.reply = { text: "second turn." };
+    anthropic.answer({ text: "second turn." });
     const refused = await p.run(["send", "turn-link", "next"]);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toContain("link");
@@ -120,11 +116,9 @@ describe("a hostile agent in its task container", () => {
     const victim = join(victims, "created-by-daemon");
     const ref = join(p.root, ".git", "refs", "heads", "lazy", "ref-link");
     agentRuns(`rm -f ${ref} && ln -s ${victim} ${ref}`);
-    await p.ok(["task", "add", "probe the ref stand-in", "--code", "ref-link"]);
-    await p.ok(["start", "ref-link"]);
+    await launched(p, "ref-link", "probe the ref stand-in");
     expect(await settledStatus("ref-link")).toBe("done");
-    anthropic.reset();
-    anthropic.reply = { text: "second turn." };
+    anthropic.answer({ text: "second turn." });
     await p.ok(["send", "ref-link", "next"]);
     expect(await settledStatus("ref-link")).toBe("done");
     expect(existsSync(victim)).toBe(false);
@@ -135,8 +129,7 @@ describe("a hostile agent in its task container", () => {
     writeFileSync(victim, "original");
     const started = join(p.stateDir, "worktrees", "stop-link", "started");
     agentRuns(`sudo rm -f /usr/bin/kill /bin/kill; ln -s ${victim} /lazy/turns/1/stopped-by-user; touch started; sleep 100`);
-    await p.ok(["task", "add", "probe stop", "--code", "stop-link"]);
-    await p.ok(["start", "stop-link"]);
+    await launched(p, "stop-link", "probe stop");
     await until(() => existsSync(started), 120_000, "the agent's command to run");
     const id = (await p.json(["task", "show", "stop-link"])).task.id;
     expect(
@@ -159,8 +152,7 @@ describe("a hostile agent in its task container", () => {
       JSON.stringify({ type: "assistant", message: { content: [{ type: "text", text: "LEAKED-FROM-THE-HOST" }] } }) + "\n",
     );
     agentRuns(`rm -f /lazy/turns/1/events.jsonl && ln -s ${victim} /lazy/turns/1/events.jsonl; sleep 1`);
-    await p.ok(["task", "add", "probe the events file", "--code", "events-link"]);
-    await p.ok(["start", "events-link"]);
+    await launched(p, "events-link", "probe the events file");
     expect(await settledStatus("events-link")).toBe("failed");
     const logs = (await p.ok(["logs", "events-link"])).stdout;
     expect(logs).not.toContain("LEAKED-FROM-THE-HOST");

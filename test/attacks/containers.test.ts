@@ -16,7 +16,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { type Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, settled } from "../helpers/fixtures";
+import { containerProject, settled, launched } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-LIFETIMEATTACK-" + "l".repeat(65) + "AA";
 /** The memory bound the attacks run under (the default is half the host's memory). */
@@ -39,8 +39,7 @@ async function task(ref: string): Promise<{ id: string; status: string }> {
 const settledStatus = async (ref: string, timeoutMs?: number): Promise<string> => (await settled(p, ref, timeoutMs)).task.status;
 /** The agent's next turn runs this command as a Bash tool call. */
 function agentRuns(command: string): void {
-  anthropic.reset();
-  anthropic.reply = { text: "done.", toolUse: { name: "Bash", input: { command, description: "probe" } } };
+  anthropic.answer({ text: "done.", toolUse: { name: "Bash", input: { command, description: "probe" } } });
 }
 function container(ref: string, id: string): { Id: string; State: { Running: boolean }; HostConfig: Record<string, unknown> } {
   const ids = sh("/", `docker ps -aq --filter label=dev.lazy.root=${p.root} --filter label=dev.lazy.task=${id}`)
@@ -60,8 +59,7 @@ describe("the agent's processes end with its turn", () => {
     // The loop: a detached process asking the model every 200 ms with the turn's placeholder.
     const loop = `setInterval(()=>fetch(process.env.ANTHROPIC_BASE_URL+'/v1/messages',{method:'POST',headers:{'x-api-key':process.env.ANTHROPIC_API_KEY,'content-type':'application/json','anthropic-version':'2023-06-01'},body:JSON.stringify({model:'loop-probe',max_tokens:1,messages:[{role:'user',content:'loop-probe'}]})}).catch(()=>{}),200)`;
     agentRuns(`echo "$ANTHROPIC_API_KEY" > /lazy/home/placeholder; setsid nohup node -e "${loop}" >/dev/null 2>&1 < /dev/null & sleep 3`);
-    await p.ok(["task", "add", "leave a loop behind", "--code", "loop"]);
-    await p.ok(["start", "loop"]);
+    await launched(p, "loop", "leave a loop behind");
     expect(await settledStatus("loop")).toBe("done");
     const ended = Date.now();
     const t = await task("loop");
@@ -112,8 +110,7 @@ describe("a turn whose supervisor is killed", () => {
   test("ends as failed with its harness stopped: the harness asks the provider nothing after the turn's end", async () => {
     // The harness goes on after the tool call (its next model request comes ~5 s later).
     agentRuns("sudo pkill -KILL -f 'supervise --[t]urn'; sleep 5; echo late");
-    await p.ok(["task", "add", "orphan the harness", "--code", "orphan"]);
-    await p.ok(["start", "orphan"]);
+    await launched(p, "orphan", "orphan the harness");
     expect(await settledStatus("orphan")).toBe("failed");
     const ended = Date.now();
     const t = await task("orphan");
@@ -135,8 +132,7 @@ describe("a host grant lives with its process", () => {
           headers: { "x-api-key": g.placeholder, "content-type": "application/json", "anthropic-version": "2023-06-01" },
           body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 1, messages: [{ role: "user", content: "host-probe" }] }),
         });
-      anthropic.reset();
-      anthropic.reply = { text: "hi" };
+      anthropic.answer({ text: "hi" });
       expect((await ask()).status).toBe(200);
       chat.kill("SIGKILL");
       await chat.exited;
@@ -172,8 +168,7 @@ describe("a turn killed from inside", () => {
     // (After a pause: Claude Code writes its transcript while the tool starts, and a write that
     // lands after the rm would bring the transcript back.)
     agentRuns("sleep 2; rm -rf /lazy/harness/projects; sudo pkill -KILL -f 'supervise --[i]dle'");
-    await p.ok(["task", "add", "die young", "--code", "die-young"]);
-    await p.ok(["start", "die-young"]);
+    await launched(p, "die-young", "die young");
     expect(await settledStatus("die-young")).toBe("failed");
     const t = await task("die-young");
     expect(container("die-young", t.id).State.Running).toBe(false);
@@ -189,8 +184,7 @@ describe("bounded containers", () => {
   test("a fork bomb stops at the container's pids limit; the daemon answers lazy task list in under 100 ms throughout", async () => {
     // The bomb starts a second after the tool call, which then waits while it runs (until lazy stop).
     agentRuns(`(sleep 1; exec bash -c ':(){ :|:& };:') >/dev/null 2>&1 < /dev/null & sleep 25; echo survived > /lazy/home/after-bomb`);
-    await p.ok(["task", "add", "fork bomb", "--code", "bomb"]);
-    await p.ok(["start", "bomb"]);
+    await launched(p, "bomb", "fork bomb");
     const t = await task("bomb");
     const c = await until(
       () => {
@@ -258,8 +252,7 @@ describe("bounded containers", () => {
   test("a memory hog is killed inside its container; the daemon and the turn go on", async () => {
     const daemon = p.runtime()!.pid;
     agentRuns(`node -e 'const a=[];for(;;)a.push(Buffer.alloc(64*1024*1024).fill(1))' >/dev/null 2>&1; echo $? > /lazy/home/hog-exit`);
-    await p.ok(["task", "add", "memory hog", "--code", "hog"]);
-    await p.ok(["start", "hog"]);
+    await launched(p, "hog", "memory hog");
     expect(await settledStatus("hog")).toBe("done");
     const t = await task("hog");
     // SIGKILL from the kernel's OOM killer inside the container's 1 GiB (137 = 128 + 9).
@@ -277,8 +270,7 @@ describe("bounded containers", () => {
     agentRuns(
       `yes '{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"flood flood flood flood flood"}]}}' | head -c 200000000 >> /lazy/turns/1/events.jsonl; sleep 1`,
     );
-    await p.ok(["task", "add", "event flood", "--code", "flood"]);
-    await p.ok(["start", "flood"]);
+    await launched(p, "flood", "event flood");
     expect(await settledStatus("flood")).toBe("done");
     const t = await task("flood");
     // What is stored reads back whole (a --json answer this large was once cut short on a pipe).

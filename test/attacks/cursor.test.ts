@@ -10,8 +10,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
-import { Project, cleanupAll } from "../helpers/lazy";
+import { type Project, cleanupAll } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
+import { keyedProject } from "../helpers/fixtures";
 
 const KEY = "crsr_REAL" + "k".repeat(56);
 const ANTHROPIC_KEY = "sk-ant-api03-REAL-" + "a".repeat(80) + "AA";
@@ -21,20 +22,13 @@ let local: Mock.MockProvider;
 let p: Project;
 
 beforeAll(async () => {
-  cursor = await Mock.cursor();
-  anthropic = await Mock.anthropic();
-  local = await Mock.anthropic();
-  p = new Project({
-    toml: `[proxy.upstreams]\ncursor = "${cursor.url}"\nanthropic = "${anthropic.url}"\n\n[profiles.local]\nharness = "claude"\nendpoint = "${local.url}"\ncredential = "none"\n`,
-  });
-  await p.setCredential("cursor", KEY);
-  await p.setCredential("anthropic", ANTHROPIC_KEY);
+  [cursor, anthropic, local] = await Promise.all([Mock.cursor(), Mock.anthropic(), Mock.anthropic()]);
+  p = await keyedProject(
+    `[proxy.upstreams]\ncursor = "${cursor.url}"\nanthropic = "${anthropic.url}"\n\n[profiles.local]\nharness = "claude"\nendpoint = "${local.url}"\ncredential = "none"\n`,
+    { cursor: KEY, anthropic: ANTHROPIC_KEY },
+  );
 });
-
-afterAll(async () => {
-  await cleanupAll();
-  await Promise.all([cursor?.close(), anthropic?.close(), local?.close()]);
-});
+afterAll(() => cleanupAll(cursor, anthropic, local));
 
 const secrets = () => [KEY, ANTHROPIC_KEY, cursor.realSessionToken, cursor.realRefreshToken];
 const expectNoSecret = (seen: string) => {

@@ -4,22 +4,18 @@
  * moment later (after its removal). That late unpin must not lock the newcomer out.
  */
 import { afterEach, beforeEach, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Grants } from "../../src/proxy/grants";
 import { pinnedTo, pinOwner } from "../../src/proxy/caller";
 import * as Log from "../../src/util/log";
+import { removeStateDir, stateDir } from "../helpers/fixtures";
 
 Log.configure({ stderr: false });
 
 let dir: string;
 beforeEach(() => {
-  dir = join(mkdtempSync(join(tmpdir(), "lazy-grants-hostile-")), "daemon", "proj-1234abcd");
+  dir = stateDir("lazy-grants-hostile-");
 });
-afterEach(() => {
-  rmSync(join(dir, "..", ".."), { recursive: true, force: true });
-});
+afterEach(() => removeStateDir(dir));
 
 test("a dead call container's late unpin leaves the container that got its address accepted", () => {
   const g = Grants.open(dir);

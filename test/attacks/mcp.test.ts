@@ -12,8 +12,8 @@ import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { type Project, cleanupAll, until, sh } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { containerProject, copying, settled } from "../helpers/fixtures";
+import type * as Mock from "../helpers/providers";
+import { copying, settled, launched, anthropicProject } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-MCPATTACKS-" + "k".repeat(70) + "AA";
 const PERSON = "A person's fact: releases are tagged by hand, never by a script.";
@@ -22,11 +22,7 @@ let anthropic: Mock.MockProvider;
 let p: Project;
 
 beforeAll(async () => {
-  anthropic = await Mock.anthropic();
-  p = await containerProject(anthropic, KEY, {
-    readme: false,
-    files: copying(import.meta.dir, "mcp-agent.mjs"),
-  });
+  ({ anthropic, p } = await anthropicProject(KEY, { readme: false, files: copying(import.meta.dir, "mcp-agent.mjs") }));
   await p.ok(["memory", "add", PERSON]);
 }, 120_000);
 
@@ -188,8 +184,7 @@ describe("tools on a task that is not running, and a token from another address"
   let finisher: { id: string; token: string; pinnedIp: string | null | undefined; container: string };
 
   beforeAll(async () => {
-    anthropic.reset();
-    anthropic.reply = { text: "Finished.", toolUse: { name: "mcp__lazy__finish", input: { summary: "The real summary." } } };
+    anthropic.answer({ text: "Finished.", toolUse: { name: "mcp__lazy__finish", input: { summary: "The real summary." } } });
     const t = await p.json(["task", "add", "Finish honestly", "--code", "finisher"]);
     await p.ok(["start", "finisher"]);
     expect((await settled(p, "finisher")).task.status).toBe("done");
@@ -239,11 +234,10 @@ describe("tools on a task that is not running, and a token from another address"
     let flooder: { id: string };
 
     beforeAll(async () => {
-      anthropic.reset();
-      anthropic.reply = {
+      anthropic.answer({
         text: "done.",
         toolUse: { name: "Bash", input: { command: `node mcp-agent.mjs ${finisher.token}`, description: "attack", timeout: 300000 } },
-      };
+      });
       flooder = await p.json(["task", "add", "Attack the MCP route", "--code", "flooder"]);
       await p.ok(["start", "flooder"]);
       expect((await settled(p, "flooder")).task.status).toBe("done");
@@ -307,10 +301,8 @@ describe("tools on a task that is not running, and a token from another address"
       expect(p.log()).not.toContain("project memory compacted");
       expect(anthropic.received.some((r) => r.method === "POST" && r.body.includes("Rewrite these notes"))).toBe(false);
       // The next task's first prompt carries the person's note as is, and agents' notes marked.
-      anthropic.reset();
-      anthropic.reply = { text: "Read it." };
-      await p.ok(["task", "add", "Read the memory", "--code", "reader"]);
-      await p.ok(["start", "reader"]);
+      anthropic.answer({ text: "Read it." });
+      await launched(p, "reader", "Read the memory");
       expect((await settled(p, "reader")).task.status).toBe("done");
       const first = anthropic.received.find((r) => r.method === "POST" && r.path.startsWith("/v1/messages"))!.body;
       expect(first).toContain(PERSON);

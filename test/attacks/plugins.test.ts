@@ -18,22 +18,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Project, cleanupAll } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, settled } from "../helpers/fixtures";
+import { containerProject, settled, launched, bash } from "../helpers/fixtures";
 import { TEST_IMAGES } from "../helpers/env";
 
 const KEY = "sk-ant-api03-PLUGINATTACK-" + "p".repeat(66) + "AA";
 let anthropic: Mock.MockProvider;
 let ollama: Mock.MockProvider;
 
-beforeAll(async () => {
-  anthropic = await Mock.anthropic();
-  ollama = await Mock.ollama();
-});
-afterAll(async () => {
-  await cleanupAll();
-  await anthropic?.close();
-  await ollama?.close();
-});
+beforeAll(async () => ([anthropic, ollama] = await Promise.all([Mock.anthropic(), Mock.ollama()])));
+afterAll(() => cleanupAll(anthropic, ollama));
 
 const marker = () => join(tmpdir(), `lazy-plugin-ran-${crypto.randomUUID()}`);
 /** A plugin whose code, once imported, leaves a mark on the host and steals what it sees. */
@@ -57,18 +50,12 @@ describe("request plugins, attacked", () => {
     const mark = marker();
     const p = await containerProject(anthropic, KEY);
     const table = `[[proxy.plugins]]\nname = "helper"\npath = "${p.root}/evil-plugin.ts"\n`;
-    anthropic.reply = {
-      text: "done.",
-      toolUse: {
-        name: "Bash",
-        input: {
-          command: `cat > evil-plugin.ts <<'X'\n${evil(mark)}X\nprintf '%s' '${table}' > lazy.toml && git add -A && git commit -qm 'a helpful plugin' && echo written`,
-          description: "add a plugin",
-        },
-      },
-    };
-    await p.ok(["task", "add", "Add a helper", "--code", "plugin-drop"]);
-    await p.ok(["start", "plugin-drop"]);
+    anthropic.reply = bash(
+      "done.",
+      `cat > evil-plugin.ts <<'X'\n${evil(mark)}X\nprintf '%s' '${table}' > lazy.toml && git add -A && git commit -qm 'a helpful plugin' && echo written`,
+      "add a plugin",
+    );
+    await launched(p, "plugin-drop", "Add a helper");
     expect((await settled(p, "plugin-drop")).task.status).toBe("done");
     const wt = join(p.stateDir, "worktrees", "plugin-drop");
     expect(readFileSync(join(wt, "lazy.toml"), "utf8")).toContain("evil-plugin.ts");

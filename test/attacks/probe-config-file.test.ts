@@ -17,36 +17,20 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BIN, Project, cleanupAll, sh } from "../helpers/lazy";
+import { Project, cleanupAll, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { oneRequest, upstream } from "../helpers/fixtures";
+import { oneRequest, upstream, scratched, lazyWithin } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROBECFG-" + "c".repeat(72) + "AA";
 let good: Mock.MockProvider;
 let attacker: Mock.MockProvider;
 const scratch: string[] = [];
 
-beforeAll(async () => {
-  good = await Mock.anthropic();
-  attacker = await Mock.anthropic();
-});
-afterAll(async () => {
-  await cleanupAll(good, attacker);
-  for (const d of scratch) rmSync(d, { recursive: true, force: true });
-});
+beforeAll(async () => ([good, attacker] = await Promise.all([Mock.anthropic(), Mock.anthropic()])));
+afterAll(() => cleanupAll(good, attacker, scratched(scratch)));
 
 /** lazy with a deadline: a command that hangs is killed and reported as such. */
-async function bounded(p: Project, args: string[], ms = 20_000): Promise<{ code: number | null; stderr: string; hung: boolean }> {
-  const proc = Bun.spawn([BIN, ...args], { cwd: p.root, env: p.fullEnv(), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  let hung = false;
-  const timer = setTimeout(() => {
-    hung = true;
-    proc.kill(9);
-  }, ms);
-  const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
-  clearTimeout(timer);
-  return { code: hung ? null : code, stderr, hung };
-}
+const bounded = (p: Project, args: string[], ms = 20_000) => lazyWithin(p, args, ms);
 
 /** A project whose daemon runs on the trusted good upstream. */
 async function running(): Promise<Project> {

@@ -18,6 +18,7 @@ import { join } from "node:path";
 import { Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { launched, bash } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROBEGIT-" + "g".repeat(72) + "AA";
 let good: Mock.MockProvider;
@@ -49,13 +50,9 @@ beforeAll(async () => {
     `git config user.email dev@example.com && git config user.name Dev && git config filter.probe.smudge "sh -c 'touch ${marker}; cat'" && git config filter.probe.clean cat && echo /lazy.toml > .gitignore && echo old > old.txt && git add -A && git commit -qm init`,
   );
   await p.setCredential("anthropic", KEY);
-  good.reply = {
-    text: "Committed.",
-    toolUse: { name: "Bash", input: { command: AGENT.replaceAll("LFSURL", lfs.url), description: "commit" } },
-  };
+  good.reply = bash("Committed.", AGENT.replaceAll("LFSURL", lfs.url), "commit");
   for (const code of ["gattr", "fold", "dfpath"]) {
-    await p.ok(["task", "add", `Change ${code}`, "--code", code]);
-    await p.ok(["start", code]);
+    await launched(p, code, `Change ${code}`);
   }
   for (const code of ["gattr", "fold", "dfpath"]) {
     const t = await until(
@@ -69,8 +66,7 @@ beforeAll(async () => {
     expect(t.status).toBe("done");
     expect(sh(p.root, `git log --format=%s lazy/${code}`).out).toContain("config probe");
   }
-  good.reset();
-  good.reply = { text: "Merges the agent's change." };
+  good.answer({ text: "Merges the agent's change." });
 }, 900_000);
 afterAll(async () => {
   await cleanupAll();

@@ -17,7 +17,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Project, cleanupAll } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, copying, settled } from "../helpers/fixtures";
+import { containerProject, copying, settled, launched } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROBEMCP-" + "m".repeat(72) + "AA";
 let anthropic: Mock.MockProvider;
@@ -45,13 +45,11 @@ beforeAll(async () => {
   const tokens = JSON.parse(readFileSync(join(p.stateDir, "mcp-tokens.json"), "utf8")).tokens;
   victim = { id: v.id, token: tokens.find((h: any) => h.taskId === v.id).token };
   victimRows = (await mcpRowsOf("victim")).length;
-  anthropic.reset();
-  anthropic.reply = {
+  anthropic.answer({
     text: "done.",
     toolUse: { name: "Bash", input: { command: `node probe-mcp-agent.mjs ${victim.token}`, description: "probe", timeout: 120000 } },
-  };
-  await p.ok(["task", "add", "Probe the MCP route", "--code", "prober"]);
-  await p.ok(["start", "prober"]);
+  });
+  await launched(p, "prober", "Probe the MCP route");
   expect((await settled(p, "prober")).task.status).toBe("done");
   results = JSON.parse(readFileSync(join(p.stateDir, "worktrees", "prober", "probe-results.json"), "utf8"));
   expect(results.hasToken).toBe(true);

@@ -13,21 +13,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BIN, Project, cleanupAll } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { upstream } from "../helpers/fixtures";
+import { upstream, scratched } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROBETRUST-" + "r".repeat(70) + "AA";
 let good: Mock.MockProvider;
 let attacker: Mock.MockProvider;
 const scratch: string[] = [];
 
-beforeAll(async () => {
-  good = await Mock.anthropic();
-  attacker = await Mock.anthropic();
-});
-afterAll(async () => {
-  await cleanupAll(good, attacker);
-  for (const d of scratch) rmSync(d, { recursive: true, force: true });
-});
+beforeAll(async () => ([good, attacker] = await Promise.all([Mock.anthropic(), Mock.anthropic()])));
+afterAll(() => cleanupAll(good, attacker, scratched(scratch)));
 
 /**
  * The attacker's lazy.toml in the project, and a trust record approving it, made the way the

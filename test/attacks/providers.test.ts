@@ -15,7 +15,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Project, cleanupAll } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, copying, settled } from "../helpers/fixtures";
+import { containerProject, copying, settled, launched } from "../helpers/fixtures";
 import { TEST_IMAGES } from "../helpers/env";
 
 const OPENROUTER_KEY = "sk-or-v1-" + "a1b2c3d4e5f60718".repeat(4);
@@ -25,8 +25,7 @@ let openrouter: Mock.MockProvider;
 let p: Project;
 
 beforeAll(async () => {
-  local = await Mock.ollama();
-  openrouter = await Mock.ollama();
+  [local, openrouter] = await Promise.all([Mock.ollama(), Mock.ollama()]);
   openrouter.prefix = "/api";
   const toml =
     `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nopenrouter = "${openrouter.url}"\n\n` +
@@ -35,21 +34,15 @@ beforeAll(async () => {
   p = await containerProject(local, "sk-ant-api03-unused", { toml, readme: false, files: copying(import.meta.dir, "providers-agent.mjs") });
   await p.setCredential("openrouter", OPENROUTER_KEY);
 }, 120_000);
-afterAll(async () => {
-  await cleanupAll();
-  await local?.close();
-  await openrouter?.close();
-});
+afterAll(() => cleanupAll(local, openrouter));
 
 const probe = (args = "") => ({ name: "Bash", input: { command: `node providers-agent.mjs ${args}`, description: "probe" } });
 const result = (code: string) => JSON.parse(readFileSync(join(p.stateDir, "worktrees", code, "providers.json"), "utf8"));
 
 describe("provider profiles, attacked from a container", () => {
   test("Ollama's admin API through the proxy: 403 for every spelling, and the model server never sees one", async () => {
-    local.reset();
-    local.reply = { text: "done.", toolUse: probe() };
-    await p.ok(["task", "add", "Probe the model server", "--code", "ollama-admin", "--profile", "local"]);
-    await p.ok(["start", "ollama-admin"]);
+    local.answer({ text: "done.", toolUse: probe() });
+    await launched(p, "ollama-admin", "Probe the model server", "--profile", "local");
     expect((await settled(p, "ollama-admin")).task.status).toBe("done");
     const r = result("ollama-admin");
     expect(r.base && r.placeholder).toBe(true);
@@ -66,8 +59,7 @@ describe("provider profiles, attacked from a container", () => {
     const host = await p.grant({ role: "host", profile: "router" });
     expect(host.placeholder).toMatch(/^sk-or-v1-lazy-/);
     openrouter.reply = { text: "done.", toolUse: probe(`${FORGED} ${host.placeholder}`) };
-    await p.ok(["task", "add", "Probe OpenRouter", "--code", "router-probe", "--profile", "router"]);
-    await p.ok(["start", "router-probe"]);
+    await launched(p, "router-probe", "Probe OpenRouter", "--profile", "router");
     expect((await settled(p, "router-probe")).task.status).toBe("done");
     const r = result("router-probe");
     expect(r.forged.status).toBe(401);

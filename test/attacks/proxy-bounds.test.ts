@@ -6,8 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect } from "node:net";
-import { Project, cleanupAll } from "../helpers/lazy";
+import { type Project, cleanupAll } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
+import { anthropicHost } from "../helpers/fixtures";
 
 let server: Mock.MockProvider;
 let primary: Mock.MockProvider;
@@ -18,21 +19,16 @@ let port: number;
 
 beforeAll(async () => {
   server = await Mock.anthropic();
-  primary = await Mock.anthropic();
-  p = new Project({
-    toml: `[proxy.upstreams]\nanthropic = "${primary.url}"\n\n[profiles.local]\nharness = "claude"\nendpoint = "${server.url}"\ncredential = "none"\n`,
-  });
-  await p.setCredential("anthropic", "sk-ant-api03-REAL-" + "z".repeat(80) + "AA");
+  ({ anthropic: primary, p } = await anthropicHost(
+    "sk-ant-api03-REAL-" + "z".repeat(80) + "AA",
+    `\n[profiles.local]\nharness = "claude"\nendpoint = "${server.url}"\ncredential = "none"\n`,
+  ));
   placeholder = (await p.grant({ role: "host", profile: "local" })).placeholder;
   primaryPlaceholder = (await p.grant({ role: "host", profile: "claude" })).placeholder;
   port = Number(new URL(p.runtimeProxyUrl()).port);
 });
 
-afterAll(async () => {
-  await cleanupAll();
-  await server?.close();
-  await primary?.close();
-});
+afterAll(() => cleanupAll(server, primary));
 
 function raw(method: string, target: string, headers: Record<string, string>, body = "{}"): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {

@@ -14,21 +14,19 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Project, cleanupAll, until } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { containerProject, copying } from "../helpers/fixtures";
+import type * as Mock from "../helpers/providers";
+import { copying, launched, anthropicProject } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-IDENTITYREAL-" + "r".repeat(68) + "AA";
 const ATTACKER_KEY = "sk-ant-api03-ATTACKERSOWN-" + "a".repeat(67) + "AA";
 let anthropic: Mock.MockProvider;
 let p: Project;
 
-beforeAll(async () => {
-  anthropic = await Mock.anthropic();
-  p = await containerProject(anthropic, KEY, {
-    readme: false,
-    files: copying(import.meta.dir, "proxy-identity-agent.mjs"),
-  });
-}, 120_000);
+beforeAll(
+  async () =>
+    ({ anthropic, p } = await anthropicProject(KEY, { readme: false, files: copying(import.meta.dir, "proxy-identity-agent.mjs") })),
+  120_000,
+);
 afterAll(() => cleanupAll(anthropic));
 
 /** Every credential the mock provider was sent, in any header. */
@@ -37,13 +35,11 @@ const credentialsSeen = () =>
 
 describe("credentials that are not a placeholder", () => {
   test("from a container: its own key is refused 401 and never reaches the provider; its placeholder beside a junk key likewise", async () => {
-    anthropic.reset();
-    anthropic.reply = {
+    anthropic.answer({
       text: "done.",
       toolUse: { name: "Bash", input: { command: `node proxy-identity-agent.mjs ${ATTACKER_KEY}`, description: "probe" } },
-    };
-    await p.ok(["task", "add", "Probe who the proxy trusts", "--code", "identity"]);
-    await p.ok(["start", "identity"]);
+    });
+    await launched(p, "identity", "Probe who the proxy trusts");
     const status = await until(
       async () => {
         const s = (await p.json(["task", "show", "identity"])).task.status;

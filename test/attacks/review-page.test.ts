@@ -14,9 +14,9 @@
  * the check that it still does.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type Project, cleanupAll } from "../helpers/lazy";
+import type { Project } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, removeContainers, settled } from "../helpers/fixtures";
+import { containerProject, settled, launched, bash, teardown } from "../helpers/fixtures";
 import { closeBrowser, signedIn } from "../dashboard/browser";
 
 const KEY = `sk-ant-api03-REVIEWATTACK-${"q".repeat(68)}AA`;
@@ -32,19 +32,14 @@ const BIG = String.raw`{ printf '{"type":"user","message":{"content":[{"type":"t
 beforeAll(async () => {
   anthropic = await Mock.anthropic();
   p = await containerProject(anthropic, KEY);
-  anthropic.reply = { text: "Done.", toolUse: { name: "Bash", input: { command: `${HOSTILE}; ${EVIL_FILE}; ${BIG}`, description: "x" } } };
-  await p.ok(["task", "add", "Look around", "--code", "evil"]);
-  await p.ok(["start", "evil"]);
+  anthropic.reply = bash("Done.", `${HOSTILE}; ${EVIL_FILE}; ${BIG}`, "x");
+  await launched(p, "evil", "Look around");
   const s = await settled(p, "evil");
   expect(s.task.status).toBe("done");
   events = s.events;
 }, 600_000);
 
-afterAll(async () => {
-  removeContainers(p);
-  await closeBrowser();
-  await cleanupAll(anthropic);
-});
+afterAll(() => teardown(p, anthropic, { close: closeBrowser }));
 
 describe("tool output and review are hostile input", () => {
   test("terminal escapes in a tool's output are shown as text in lazy logs, and a forged lazy line stays indented", async () => {

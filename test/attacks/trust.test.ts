@@ -15,16 +15,22 @@ import { join } from "node:path";
 import { Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
-import { type ContainerProjectOptions, containerProject, containerToml, edit, oneRequest, settled, upstream } from "../helpers/fixtures";
+import {
+  type ContainerProjectOptions,
+  containerProject,
+  containerToml,
+  edit,
+  oneRequest,
+  settled,
+  upstream,
+  launched,
+} from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-TRUSTATTACK-" + "t".repeat(69) + "AA";
 let good: Mock.MockProvider;
 let attacker: Mock.MockProvider;
 
-beforeAll(async () => {
-  good = await Mock.anthropic();
-  attacker = await Mock.anthropic();
-});
+beforeAll(async () => ([good, attacker] = await Promise.all([Mock.anthropic(), Mock.anthropic()])));
 afterAll(() => cleanupAll(good, attacker));
 
 /** A project on the test image with good as its upstream, first committed with .gitignore /lazy.toml. */
@@ -33,15 +39,12 @@ const agentProject = (opts: ContainerProjectOptions = {}) =>
 
 /** The agent of a new task runs `command` (real Claude Code in a real container, told by the mock provider). */
 async function agentCommits(p: Project, code: string, command: string): Promise<void> {
-  good.reset();
-  good.reply = { text: "Committed.", toolUse: { name: "Bash", input: { command, description: "commit" } } };
-  await p.ok(["task", "add", `Change ${code}`, "--code", code]);
-  await p.ok(["start", code]);
+  good.answer({ text: "Committed.", toolUse: { name: "Bash", input: { command, description: "commit" } } });
+  await launched(p, code, `Change ${code}`);
   const t = (await settled(p, code)).task;
   expect(t.status).toBe("done");
   expect(sh(p.root, `git log --format=%s lazy/${code}`).out).toContain("config");
-  good.reset();
-  good.reply = { text: "Merges the agent's change." };
+  good.answer({ text: "Merges the agent's change." });
 }
 
 describe("a hostile process changes lazy.toml", () => {

@@ -11,23 +11,15 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { Database } from "bun:sqlite";
 import { join } from "node:path";
-import { type Project, cleanupAll } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { containerProject, removeContainers, settled } from "../helpers/fixtures";
+import type { Project } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
+import { settled, anthropicProject, teardown } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-LAUNCHFAIL-" + "f".repeat(68) + "AA";
 let anthropic: Mock.MockProvider;
 let p: Project;
-
-beforeAll(async () => {
-  anthropic = await Mock.anthropic();
-  p = await containerProject(anthropic, KEY);
-}, 120_000);
-
-afterAll(async () => {
-  removeContainers(p);
-  await cleanupAll(anthropic);
-});
+beforeAll(async () => ({ anthropic, p } = await anthropicProject(KEY)), 120_000);
+afterAll(() => teardown(p, anthropic));
 
 test("a prompt Linux would refuse as an argument fails its launch once with that cause; nothing stays running, and close ends it", async () => {
   await p.ok(["task", "add", "placeholder prompt", "--code", "planted"]);

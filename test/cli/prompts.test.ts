@@ -9,24 +9,16 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Project, cleanupAll, until } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { containerProject, removeContainers } from "../helpers/fixtures";
+import { type Project, until } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
+import { anthropicProject, teardown, launched, settled } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROMPTSIZE-" + "p".repeat(68) + "AA";
 const BOUND = 100 * 1024;
 let anthropic: Mock.MockProvider;
 let p: Project;
-
-beforeAll(async () => {
-  anthropic = await Mock.anthropic();
-  p = await containerProject(anthropic, KEY);
-}, 120_000);
-
-afterAll(async () => {
-  removeContainers(p);
-  await cleanupAll(anthropic);
-});
+beforeAll(async () => ({ anthropic, p } = await anthropicProject(KEY)), 120_000);
+afterAll(() => teardown(p, anthropic));
 
 const tasks = async () => (await p.json(["task", "list"])) as { code: string | null; status: string }[];
 
@@ -98,14 +90,7 @@ test("a 100 KB prompt from standard input runs a real turn, and the mock provide
   writeFileSync(msg, "FOLLOW-UP-FROM-FILE-4410: say ok again.");
   anthropic.reset();
   await p.ok(["send", "big", "--file", msg]);
-  const t = await until(
-    async () => {
-      const s = (await p.json(["task", "show", "big"])).task;
-      return s.status !== "running" ? s : undefined;
-    },
-    300_000,
-    "the second turn to end",
-  );
+  const t = (await settled(p, "big", 300_000)).task;
   expect(t.status).toBe("done");
   expect(anthropic.received.some((q) => q.body.includes("FOLLOW-UP-FROM-FILE-4410"))).toBe(true);
 }, 900_000);
@@ -113,8 +98,7 @@ test("a 100 KB prompt from standard input runs a real turn, and the mock provide
 test("lazy stop says the turn stopped and what the task waits for (a real turn, held by a silent provider)", async () => {
   anthropic.reset();
   anthropic.behavior = { kind: "hang" };
-  await p.ok(["task", "add", "Say ok slowly", "--code", "halt"]);
-  await p.ok(["start", "halt"]);
+  await launched(p, "halt", "Say ok slowly");
   await anthropic.waitFor(1, 120_000);
   const r = await p.run(["stop", "halt"]);
   anthropic.behavior = { kind: "ok" };
@@ -124,13 +108,11 @@ test("lazy stop says the turn stopped and what the task waits for (a real turn, 
 }, 600_000);
 
 test("lazy task show gives the agent's finish summary after a real turn (Claude Code calls lazy's finish tool)", async () => {
-  anthropic.reset();
-  anthropic.reply = {
+  anthropic.answer({
     text: "Finished.",
     toolUse: { name: "mcp__lazy__finish", input: { summary: "Renamed the login form's fields; tests pass." } },
-  };
-  await p.ok(["task", "add", "Finish with a summary", "--code", "fin"]);
-  await p.ok(["start", "fin"]);
+  });
+  await launched(p, "fin", "Finish with a summary");
   const t = await until(
     async () => {
       const s = (await p.json(["task", "show", "fin"])).task;

@@ -5,38 +5,23 @@
  * `lazy watch --json` keeps every request. Real daemon, real proxy, a mock provider on loopback.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { BIN, Project, cleanupAll, until } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
+import { type Project, cleanupAll, until } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
+import { anthropicHost, watching } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-WATCHMCP-" + "m".repeat(70) + "AA";
 let anthropic: Mock.MockProvider;
 let p: Project;
 
 beforeAll(async () => {
-  anthropic = await Mock.anthropic();
-  p = new Project({ toml: `[proxy.upstreams]\nanthropic = "${anthropic.url}"\n` });
-  await p.setCredential("anthropic", KEY);
+  ({ anthropic, p } = await anthropicHost(KEY));
   await p.ok(["task", "add", "poll target", "--code", "polled"]);
 });
 
 afterAll(() => cleanupAll(anthropic));
 
 /** A running `lazy watch ARGS`, its stdout lines collected as they come. */
-function watcher(args: string[]) {
-  const proc = Bun.spawn([BIN, "watch", ...args], { cwd: p.root, env: p.fullEnv(), stdout: "pipe", stderr: "pipe" });
-  const lines: string[] = [];
-  void (async () => {
-    const dec = new TextDecoder();
-    let buf = "";
-    for await (const chunk of proc.stdout) {
-      buf += dec.decode(chunk, { stream: true });
-      const parts = buf.split("\n");
-      buf = parts.pop()!;
-      lines.push(...parts.filter(Boolean));
-    }
-  })();
-  return { lines, stop: () => proc.kill() };
-}
+const watcher = (args: string[]) => watching(p, args);
 
 async function mcp(url: string, token: string | null, id: number): Promise<number> {
   const res = await fetch(url, {

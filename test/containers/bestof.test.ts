@@ -9,9 +9,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cleanupAll, sh, type Project } from "../helpers/lazy";
+import { sh, type Project } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, removeContainers, settled } from "../helpers/fixtures";
+import { containerProject, settled, bash, teardown } from "../helpers/fixtures";
 import { closeBrowser, shot, signedIn } from "../dashboard/browser";
 
 const KEY = `sk-ant-api03-BESTOF-${"q".repeat(70)}AA`;
@@ -41,14 +41,10 @@ beforeAll(async () => {
       `check = "echo in-container=$LAZY_IN_CONTAINER; touch ${HOST_MARKER}; grep -qx good which.txt"`,
     ].join("\n"),
   });
-  mock.reply = { text: "Done: which.txt.", toolUse: { name: "Bash", input: { command: WORK, description: "write which.txt" } } };
+  mock.reply = bash("Done: which.txt.", WORK, "write which.txt");
 }, 180_000);
 
-afterAll(async () => {
-  removeContainers(p);
-  await closeBrowser();
-  await cleanupAll(mock);
-});
+afterAll(() => teardown(p, mock, { close: closeBrowser }));
 
 describe("best-of-N", () => {
   test("lazy run --profiles a,b: two candidates; compare shows both with the check, tokens and cost from the audit", async () => {

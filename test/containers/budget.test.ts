@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Project, cleanupAll, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { launched, settled } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-BUDGET-" + "b".repeat(75) + "AA";
 let anthropic: Mock.MockProvider;
@@ -92,10 +93,8 @@ describe("budgets", () => {
 
   test("a real turn that crosses per_task_tokens ends waiting with reason budget; raising it lets the next turn run", async () => {
     const p = await project("per_task_tokens = 10");
-    anthropic.reset();
-    anthropic.reply = { text: "Spent some tokens." };
-    await p.ok(["task", "add", "say something", "--code", "capped"]);
-    await p.ok(["start", "capped"]);
+    anthropic.answer({ text: "Spent some tokens." });
+    await launched(p, "capped", "say something");
     const waiting = await until(
       async () => {
         const s = await p.json(["task", "show", "capped"]);
@@ -113,14 +112,7 @@ describe("budgets", () => {
     await p.ok(["task", "budget", "capped", "+100000"]);
     anthropic.reply = { text: "Second turn ran." };
     await p.ok(["send", "capped", "go on"]);
-    const done = await until(
-      async () => {
-        const t = (await p.json(["task", "show", "capped"])).task;
-        return t.status !== "running" ? t : undefined;
-      },
-      240_000,
-      "the second turn",
-    );
+    const done = (await settled(p, "capped", 240_000)).task;
     expect(done.status).toBe("done");
     expect((await p.ok(["logs", "capped"])).stdout).toContain("Second turn ran.");
   }, 600_000);

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { launched, settled, removeContainers } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-REALLAUNCH-" + "l".repeat(71) + "AA";
 const TOOLS = `${process.env.LAZY_TEST_TOOLS ?? "/opt/lazy-test-tools"}/node_modules/.bin`;
@@ -19,6 +20,7 @@ function project(extra = ""): Project {
     toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n${extra}`,
   });
   sh(p.root, "git -c user.name=Dev -c user.email=dev@example.com commit -q --allow-empty -m init");
+  projects.push(p);
   return p;
 }
 
@@ -28,18 +30,15 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const root of projects)
-    for (const c of sh("/", `docker ps -aq --filter label=dev.lazy.root=${root}`).out.split("\n").filter(Boolean))
-      sh("/", `docker rm -f ${c}`);
-  await cleanupAll();
-  await anthropic?.close();
+  for (const p of projects) removeContainers(p);
+  await cleanupAll(anthropic);
 });
-const projects: string[] = [];
+/** Every project a test made, its containers removed after the file. */
+const projects: Project[] = [];
 
 describe("launching a turn", () => {
   test("a missing credential refuses before any container starts, naming the slot and the command; lazy run exits 5", async () => {
     const p = project();
-    projects.push(p.root);
     await p.ok(["task", "add", "anything", "--code", "no-key"]);
     const r = await p.run(["start", "no-key"]);
     expect(r.code).not.toBe(0);
@@ -65,7 +64,6 @@ describe("launching a turn", () => {
 
   test("a project Dockerfile whose RUN fails: lazy run exits 4 with the failing command's own error line, and leaves no queued task", async () => {
     const p = project();
-    projects.push(p.root);
     // The Dockerfile first: lazy trust (writeToml) approves the Dockerfile it names by its contents.
     await Bun.write(
       `${p.root}/Dockerfile.broken`,
@@ -86,10 +84,8 @@ describe("launching a turn", () => {
 
   test("lazy run for CI: 0 with the result when the turn finishes, 3 when the agent fails", async () => {
     const p = project();
-    projects.push(p.root);
     await p.setCredential("anthropic", KEY);
-    anthropic.reset();
-    anthropic.reply = { text: "All done from CI." };
+    anthropic.answer({ text: "All done from CI." });
     const ok = await p.run(["run", "Say you are done", "--json"]);
     expect(ok.code, ok.stderr).toBe(0);
     const out = JSON.parse(ok.stdout);
@@ -129,7 +125,6 @@ describe("launching a turn", () => {
 
   test("a project Dockerfile is built with progress shown; a harness the image lacks fails the turn with the reason", async () => {
     const p = project(`dockerfile = "Dockerfile.lazy"\n`.replace(/^/, ""));
-    projects.push(p.root);
     // [container] holds both base and dockerfile here: base only matters for lazy's own image.
     await Bun.write(`${p.root}/Dockerfile.lazy`, `FROM ${TEST_IMAGES.node}\nRUN echo build-${crypto.randomUUID()} > /build-id\nRUN true\n`);
     p.writeToml(`[container]\ndockerfile = "Dockerfile.lazy"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n`);
@@ -141,14 +136,7 @@ describe("launching a turn", () => {
     expect(r.stderr).toContain("Building the task image from the project's Dockerfile.lazy");
     expect(r.stderr).toMatch(/\n {2}Step 2\/\d+ : RUN echo build-/);
     expect(r.stderr).not.toContain("\r");
-    const t = await until(
-      async () => {
-        const x = (await p.json(["task", "show", "bare-image"])).task;
-        return x.status !== "running" ? x : undefined;
-      },
-      120_000,
-      "the turn to end",
-    );
+    const t = (await settled(p, "bare-image", 120_000)).task;
     expect(t.status).toBe("failed");
     // On a terminal the steps share one updating line: carriage returns, no escape bytes.
     await Bun.write(`${p.root}/Dockerfile.lazy`, `FROM ${TEST_IMAGES.node}\nRUN echo tty-${crypto.randomUUID()}\nRUN true\n`);
@@ -169,15 +157,11 @@ describe("launching a turn", () => {
 
   test("lazy pair runs the task's harness on the host in its worktree, resuming its session", async () => {
     const p = project();
-    projects.push(p.root);
     await p.setCredential("anthropic", KEY);
-    anthropic.reset();
-    anthropic.reply = { text: "First turn in the container." };
-    await p.ok(["task", "add", "Remember the word pineapple", "--code", "pair-me"]);
-    await p.ok(["start", "pair-me"]);
+    anthropic.answer({ text: "First turn in the container." });
+    await launched(p, "pair-me", "Remember the word pineapple");
     await until(async () => (await p.json(["task", "show", "pair-me"])).task.status === "done", 300_000, "the container turn");
-    anthropic.reset();
-    anthropic.reply = { text: "Resumed on the host." };
+    anthropic.answer({ text: "Resumed on the host." });
     const r = await p.run(["pair", "pair-me", "--", "-p", "what was the word?", "--output-format", "json"], {
       env: { PATH: `${TOOLS}:${process.env.PATH}` },
     });
@@ -194,7 +178,6 @@ describe("launching a turn", () => {
 
   test("lazy doctor names the engine kind and whether placeholders are pinned", async () => {
     const p = project();
-    projects.push(p.root);
     const d = await p.run(["doctor"]);
     expect(d.stdout).toContain("native Linux Docker");
     expect(d.stdout).toContain("pinned to its container's address");

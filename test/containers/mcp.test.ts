@@ -6,9 +6,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, until, sh } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { Project, until, sh } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
+import { TEST_IMAGES } from "../helpers/env";
+import { teardown, codexProject, launched } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-MCPTOOLS-" + "m".repeat(73) + "AA";
 const OPENAI_KEY = "sk-proj-MCPTOOLS-" + "n".repeat(40);
@@ -16,24 +17,8 @@ let anthropic: Mock.MockProvider;
 let openai: Mock.MockProvider;
 let p: Project;
 
-beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
-  anthropic = await Mock.anthropic();
-  openai = await Mock.openai();
-  p = new Project({
-    toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\nopenai = "${openai.url}"\n\n[profiles.codex]\nmodel = "gpt-5"\n`,
-  });
-  Bun.spawnSync(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "--allow-empty", "-m", "init"], {
-    cwd: p.root,
-  });
-  await p.setCredential("anthropic", KEY);
-  await p.setCredential("openai", OPENAI_KEY);
-});
-afterAll(async () => {
-  await cleanupAll();
-  await anthropic?.close();
-  await openai?.close();
-});
+beforeAll(async () => ({ anthropic, openai, p } = await codexProject(KEY, OPENAI_KEY, { firstCommit: "empty" })), 120_000);
+afterAll(() => teardown(p, anthropic, openai));
 
 async function settled(code: string): Promise<any> {
   return until(
@@ -48,18 +33,16 @@ async function settled(code: string): Promise<any> {
 
 describe("MCP tools in task containers", () => {
   test("real Claude Code calls lazy's report_progress: the note is in the task's events and in lazy watch", async () => {
-    anthropic.reset();
-    anthropic.reply = {
+    anthropic.answer({
       text: "Reported.",
       toolUse: { name: "mcp__lazy__report_progress", input: { note: "Halfway through the login form." } },
-    };
+    });
     const watch = Bun.spawn([join(import.meta.dir, "..", "..", "dist", "lazy"), "watch", "--json"], {
       cwd: p.root,
       env: p.fullEnv(),
       stdout: "pipe",
     });
-    await p.ok(["task", "add", "Report progress", "--code", "reporter"]);
-    await p.ok(["start", "reporter"]);
+    await launched(p, "reporter", "Report progress");
     const s = await settled("reporter");
     expect(s.task.status).toBe("done");
     expect(s.events.find((e: any) => e.kind === "progress")?.data.text).toBe("Halfway through the login form.");
@@ -80,15 +63,12 @@ describe("MCP tools in task containers", () => {
   }, 600_000);
 
   test('ask_human leaves the task waiting with the question; lazy send T "blue" runs the next turn with the answer', async () => {
-    anthropic.reset();
-    anthropic.reply = { text: "I asked.", toolUse: { name: "mcp__lazy__ask_human", input: { question: "Which colour?" } } };
-    await p.ok(["task", "add", "Paint it", "--code", "asker"]);
-    await p.ok(["start", "asker"]);
+    anthropic.answer({ text: "I asked.", toolUse: { name: "mcp__lazy__ask_human", input: { question: "Which colour?" } } });
+    await launched(p, "asker", "Paint it");
     const s = await settled("asker");
     expect(s.task.status).toBe("waiting");
     expect(s.events.filter((e: any) => e.kind === "status").at(-1).data).toMatchObject({ reason: "question", question: "Which colour?" });
-    anthropic.reset();
-    anthropic.reply = { text: "Painted it blue." };
+    anthropic.answer({ text: "Painted it blue." });
     await p.ok(["send", "asker", "blue"]);
     const next = await settled("asker");
     expect(next.task.status).toBe("done");
@@ -96,19 +76,15 @@ describe("MCP tools in task containers", () => {
   }, 600_000);
 
   test("real Codex lists lazy's tools; real Pi calls report_progress through lazy's extension", async () => {
-    openai.reset();
-    openai.reply = { text: "Codex here." };
-    await p.ok(["task", "add", "Codex with tools", "--code", "codex-tools", "--profile", "codex"]);
-    await p.ok(["start", "codex-tools"]);
+    openai.answer({ text: "Codex here." });
+    await launched(p, "codex-tools", "Codex with tools", "--profile", "codex");
     expect((await settled("codex-tools")).task.status).toBe("done");
     const req = openai.received.find((r) => r.path === "/v1/responses")!;
     expect(req.body).toContain('"mcp__lazy"');
     expect(req.body).toContain("report_progress");
 
-    anthropic.reset();
-    anthropic.reply = { text: "Pi reported.", toolUse: { name: "mcp__lazy__report_progress", input: { note: "Pi was here." } } };
-    await p.ok(["task", "add", "Pi with tools", "--code", "pi-tools", "--profile", "pi"]);
-    await p.ok(["start", "pi-tools"]);
+    anthropic.answer({ text: "Pi reported.", toolUse: { name: "mcp__lazy__report_progress", input: { note: "Pi was here." } } });
+    await launched(p, "pi-tools", "Pi with tools", "--profile", "pi");
     const s = await settled("pi-tools");
     expect(s.task.status).toBe("done");
     expect(s.events.find((e: any) => e.kind === "progress")?.data.text).toBe("Pi was here.");
@@ -123,10 +99,8 @@ describe("MCP tools in task containers", () => {
     }
     // A task of its own, whose turn minted its MCP token; the turn is held (its agent sleeps) so
     // its container runs: a turn's end stops it, and the token works only during a turn.
-    anthropic.reset();
-    anthropic.reply = { text: "ok.", toolUse: { name: "Bash", input: { command: "sleep 20", description: "hold the turn" } } };
-    await p.ok(["task", "add", "Say ok", "--code", "closer"]);
-    await p.ok(["start", "closer"]);
+    anthropic.answer({ text: "ok.", toolUse: { name: "Bash", input: { command: "sleep 20", description: "hold the turn" } } });
+    await launched(p, "closer", "Say ok");
     const id = (await p.json(["task", "show", "closer"])).task.id;
     await until(() => sh("/", `docker ps -q --filter label=dev.lazy.task=${id}`).out.trim() || undefined, 120_000, "the turn's container");
     await anthropic.waitFor(1, 120_000); // the harness is up and talking: its MCP token is minted and pinned
@@ -184,8 +158,7 @@ describe("MCP tools in task containers", () => {
     anthropic.reply = { text: "Done without tools." };
     anthropic.behavior = { kind: "silent-then-stream", firstByteDelayMs: 20_000, gapMs: 0 };
     try {
-      await q.ok(["task", "add", "Work without tools", "--code", "blind"]);
-      await q.ok(["start", "blind"]);
+      await launched(q, "blind", "Work without tools");
       const started = Date.now();
       const s = await until(
         async () => {
@@ -215,10 +188,8 @@ describe("MCP tools in task containers", () => {
       ["break-mcp", "mcp-tokens.json"],
       ["break-grants", "proxy-tokens.json"],
     ] as const) {
-      anthropic.reset();
-      anthropic.reply = { text: "ok." };
-      await p.ok(["task", "add", "Say ok", "--code", code]);
-      await p.ok(["start", code]);
+      anthropic.answer({ text: "ok." });
+      await launched(p, code, "Say ok");
       expect((await settled(code)).task.status).toBe("done");
       const id = (await p.json(["task", "show", code])).task.id;
       const mine = JSON.parse(readFileSync(join(p.stateDir, "mcp-tokens.json"), "utf8")).tokens.find((t: any) => t.taskId === id).token;

@@ -9,9 +9,10 @@
  * Needs root and a real Docker engine (CI has both).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Project, cleanupAll, until } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
+import { type Project, until } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { bash, anthropicProject, teardown, launched } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-METADATA-" + "m".repeat(68) + "AA";
 const METADATA = "169.254.169.254";
@@ -97,23 +98,11 @@ beforeAll(async () => {
   reader.releaseLock();
   must(`docker network create ${CONTROL_NET}`);
 
-  anthropic = await Mock.anthropic();
-  p = new Project({ toml: TOML() });
-  const g = Bun.spawnSync(
-    [
-      "bash",
-      "-c",
-      "git config user.email dev@example.com && git config user.name Dev && echo '# demo' > README.md && echo lazy.toml > .gitignore && git add README.md .gitignore && git commit -qm init",
-    ],
-    { cwd: p.root },
-  );
-  if (g.exitCode !== 0) throw new Error("git init of the test project failed");
-  await p.setCredential("anthropic", KEY);
+  ({ anthropic, p } = await anthropicProject(KEY, { container: 'network = "open"' }));
 }, 120_000);
 
 afterAll(async () => {
-  await cleanupAll(); // removes the project's containers and network behind lazy's back
-  await anthropic?.close();
+  await teardown(p, anthropic); // removes the project's containers and network behind lazy's back
   listener?.kill();
   sh(`docker network rm ${CONTROL_NET}`);
   sh(`ip route del ${METADATA}/32 dev ${VETH_HOST}`);
@@ -139,6 +128,23 @@ async function settled(ref: string, timeoutMs = 300_000): Promise<string> {
   );
 }
 
+/**
+ * Task md in a long turn (a turn's end stops its container: the probes run during it; lazy stop
+ * ends it), its first model request made, and the project's bridge: made by the first test that
+ * needs it, so each test runs alone (bun test -t) as well as in order. The task's container.
+ */
+let md: Promise<string> | undefined;
+const probing = () =>
+  (md ??= (async () => {
+    anthropic.answer(bash("done.", "sleep 590", "wait", { timeout: 600_000 }));
+    await launched(p, "md", "probe the metadata address");
+    const id = await until(taskContainer, 120_000, "the task's container");
+    await until(() => anthropic.received.some((r) => r.method === "POST") || undefined, 120_000, "the turn's model request");
+    const net = JSON.parse(must(`docker network inspect lazy-$(ls ${p.home}/daemon)`))[0];
+    bridge = net.Options?.["com.docker.network.bridge.name"] || `br-${String(net.Id).slice(0, 12)}`;
+    return id;
+  })());
+
 describe("link-local metadata addresses", () => {
   test("the test's metadata server answers the host and a container on a network lazy did not make", async () => {
     expect(await run(["bash", "-c", PROBE])).toContain(ANSWER);
@@ -146,14 +152,7 @@ describe("link-local metadata addresses", () => {
   }, 120_000);
 
   test("a task's container cannot connect to 169.254.169.254, as the agent or as root, and a flushed rule comes back", async () => {
-    anthropic.reset();
-    // A turn's end stops its container: the probes run during a long turn (lazy stop ends it).
-    anthropic.reply = { text: "done.", toolUse: { name: "Bash", input: { command: "sleep 590", timeout: 600_000, description: "wait" } } };
-    await p.ok(["task", "add", "probe the metadata address", "--code", "md"]);
-    await p.ok(["start", "md"]);
-    const id = await until(taskContainer, 120_000, "the task's container");
-    await until(() => anthropic.received.some((r) => r.method === "POST") || undefined, 120_000, "the turn's model request");
-
+    const id = await probing();
     const asAgent = await probeTask("1000");
     expect(asAgent).not.toContain(ANSWER);
     expect(asAgent).toContain("exit=124"); // dropped: the connection never completes
@@ -163,8 +162,6 @@ describe("link-local metadata addresses", () => {
     const caps = JSON.parse(must(`docker inspect ${id}`))[0].HostConfig.CapDrop as string[];
     expect(caps).toEqual(expect.arrayContaining(["NET_RAW", "MKNOD", "SETFCAP"]));
 
-    const net = JSON.parse(must(`docker network inspect lazy-$(ls ${p.home}/daemon)`))[0];
-    bridge = net.Options?.["com.docker.network.bridge.name"] || `br-${String(net.Id).slice(0, 12)}`;
     expect(sh(`iptables -t raw -C PREROUTING -i ${bridge} -j LAZY-LINKLOCAL`).code).toBe(0);
     expect(sh(`ip6tables -t raw -C PREROUTING -i ${bridge} -j LAZY-LINKLOCAL`).code).toBe(0);
 
@@ -187,7 +184,8 @@ describe("link-local metadata addresses", () => {
   }, 600_000);
 
   test("with [container] allow_metadata = true the task's container reaches it", async () => {
-    expect(bridge, "the previous test ran").toBeDefined();
+    await probing();
+    expect(bridge, "the task's bridge").toBeDefined();
     p.writeToml(TOML(["allow_metadata = true"]));
     // The config reloads; housekeeping takes the project's jump away.
     await until(

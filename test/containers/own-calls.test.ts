@@ -6,48 +6,56 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Project, cleanupAll, until, sh } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
+import { type Project, until, sh } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
 import { TEST_IMAGES } from "../helpers/env";
-import { containerProject, settled } from "../helpers/fixtures";
+import { containerProject, settled, anthropicProject, bash, teardown, launched } from "../helpers/fixtures";
 import * as Store from "../../src/store";
 
 const KEY = "sk-ant-api03-OWNCALLS-" + "o".repeat(73) + "AA";
 let anthropic: Mock.MockProvider;
 let p: Project;
 
-beforeAll(async () => {
-  anthropic = await Mock.anthropic();
-  p = await containerProject(anthropic, KEY, { firstCommit: "empty" });
-});
-afterAll(() => cleanupAll(anthropic));
+beforeAll(async () => ({ anthropic, p } = await anthropicProject(KEY, { firstCommit: "empty" })), 120_000);
+afterAll(() => teardown(p, anthropic));
 
 /** This project's call containers (running or not). */
 const callContainers = () =>
   sh("/", `docker ps -aq --filter label=dev.lazy.root=${p.root} --filter name=-call-`).out.split("\n").filter(Boolean);
 
 async function committed(code: string, file: string, change = `echo hi > ${file}`): Promise<void> {
-  anthropic.reset();
-  anthropic.reply = {
-    text: "Committed.",
-    toolUse: {
-      name: "Bash",
-      input: { command: `${change} && git add ${file} && git commit -qm 'add ${file}'`, description: "commit" },
-    },
-  };
-  await p.ok(["task", "add", `Add ${file}`, "--code", code]);
-  await p.ok(["start", code]);
+  anthropic.answer(bash("Committed.", `${change} && git add ${file} && git commit -qm 'add ${file}'`, "commit"));
+  await launched(p, code, `Add ${file}`);
   expect((await turnEnded(code)).status).toBe("done");
 }
 
 /** The task once its turn has ended. */
 const turnEnded = async (code: string): Promise<any> => (await settled(p, code)).task;
 
+/**
+ * Task summed's a.txt merged into main: the first test does it with its own assertions; a test
+ * that needs it and runs alone (bun test -t) does it here.
+ */
+async function summedAccepted(): Promise<void> {
+  if ((await p.run(["task", "show", "summed"])).code === 0) return;
+  await committed("summed", "a.txt");
+  anthropic.answer({ text: "Adds a.txt with a greeting." });
+  await p.ok(["accept", "summed"]);
+}
+
+/** Whether a call about no task has run (after one, a warm container waits for the next). */
+let askedAboutNoTask = false;
+async function warmed(): Promise<void> {
+  if (askedAboutNoTask) return;
+  anthropic.answer({ text: "Nothing yet." });
+  await p.ok(["ask", "anything new?"]);
+  askedAboutNoTask = true;
+}
+
 describe("lazy's own model calls", () => {
   test("lazy accept writes a summary that came through the proxy, attributed to the task, into the merge commit", async () => {
     await committed("summed", "a.txt");
-    anthropic.reset();
-    anthropic.reply = { text: "Adds a.txt with a greeting." };
+    anthropic.answer({ text: "Adds a.txt with a greeting." });
     const acc = await p.json(["accept", "summed"]);
     expect(acc.summary).toBe("Adds a.txt with a greeting.");
     expect(acc.summaryError).toBeNull();
@@ -88,16 +96,15 @@ describe("lazy's own model calls", () => {
     expect(refused.stderr).toContain("lazy accept configured --with-config");
     expect(sh(p.root, "git rev-parse main").out.trim()).toBe(before);
     expect((await p.json(["task", "show", "configured"])).task.status).toBe("done");
-    anthropic.reset();
-    anthropic.reply = { text: "Notes the agent in lazy.toml." };
+    anthropic.answer({ text: "Notes the agent in lazy.toml." });
     const acc = await p.json(["accept", "configured", "--with-config"]);
     expect(acc.task.status).toBe("accepted");
     expect(readFileSync(join(p.root, "lazy.toml"), "utf8")).toContain("# the agent was here");
   }, 600_000);
 
   test("lazy ask with no task is attributed to the project, with where git stands; its container never holds the real key", async () => {
-    anthropic.reset();
-    anthropic.reply = { text: "Two tasks were accepted." };
+    await summedAccepted();
+    anthropic.answer({ text: "Two tasks were accepted." });
     anthropic.behavior = { kind: "silent-then-stream", firstByteDelayMs: 3000, gapMs: 0 };
     sh(p.root, "echo draft > notes.txt");
     const asking = p.run(["ask", "what changed?"]);
@@ -116,6 +123,7 @@ describe("lazy's own model calls", () => {
       expect(environ(id)).not.toContain(KEY);
     }
     const r = await asking;
+    askedAboutNoTask = true;
     anthropic.behavior = { kind: "ok" };
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.trim()).toBe("Two tasks were accepted.");
@@ -132,6 +140,7 @@ describe("lazy's own model calls", () => {
   }, 600_000);
 
   test("the next call about no task takes the warm container, its harness already waiting; lazy daemon stop removes it", async () => {
+    await warmed();
     // After a call about no task, one container waits for the next, Claude Code started in it.
     const warm = await until(
       () => {
@@ -145,8 +154,7 @@ describe("lazy's own model calls", () => {
       "the warm call container",
     );
     expect(sh("/", `docker inspect ${warm}`).out).not.toContain(KEY);
-    anthropic.reset();
-    anthropic.reply = { text: "Nothing is running." };
+    anthropic.answer({ text: "Nothing is running." });
     const r = await p.run(["ask", "is anything running?"]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.trim()).toBe("Nothing is running.");
@@ -175,16 +183,10 @@ describe("lazy's own model calls", () => {
   }, 600_000);
 
   test("lazy ask about a running task shares its grant without locking the task's container out", async () => {
-    anthropic.reset();
-    anthropic.reply = {
-      text: "Committed after the wait.",
-      toolUse: {
-        name: "Bash",
-        input: { command: "sleep 12 && echo w > w.txt && git add w.txt && git commit -qm 'add w.txt'", description: "wait" },
-      },
-    };
-    await p.ok(["task", "add", "Add w.txt slowly", "--code", "slow"]);
-    await p.ok(["start", "slow"]);
+    anthropic.answer(
+      bash("Committed after the wait.", "sleep 12 && echo w > w.txt && git add w.txt && git commit -qm 'add w.txt'", "wait"),
+    );
+    await launched(p, "slow", "Add w.txt slowly");
     await until(() => anthropic.received.some((x) => x.method === "POST") || undefined, 300_000, "the task's first model request");
     // While its Bash runs, a call about it (same profile: the task's own grant) comes and goes.
     const asked = await p.run(["ask", "--task", "slow", "what is it doing?"]);
@@ -199,8 +201,8 @@ describe("lazy's own model calls", () => {
   }, 600_000);
 
   test("lazy report writes a Markdown report across tasks through the proxy; a bad --since is a usage error", async () => {
-    anthropic.reset();
-    anthropic.reply = { text: "# Report\n\n- summed: accepted" };
+    await summedAccepted();
+    anthropic.answer({ text: "# Report\n\n- summed: accepted" });
     const r = await p.run(["report", "--since", "1d"]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain("# Report");
@@ -228,8 +230,7 @@ describe("lazy's own model calls", () => {
     await until(() => q.log().includes("project memory was not compacted") || undefined, 120_000, "the failure to be logged");
     expect((await q.json(["memory", "list", "--json"])).notes).toHaveLength(7);
     // Then it answers: the agents' notes are replaced by the compacted ones; the people's stay.
-    anthropic.reset();
-    anthropic.reply = { text: "- five facts about x\n- each one long" };
+    anthropic.answer({ text: "- five facts about x\n- each one long" });
     await q.ok(["memory", "add", "A third person's fact."]);
     const notes = await until(
       async () => {

@@ -27,8 +27,7 @@ const inSeconds = (s: number) => String(Math.ceil(Date.now() / 1000) + s);
 describe("[usage_pause]", () => {
   test("a 5-hour window at 95 % holds lazy start; PAUSED in stats limits; after the reset the turn runs by itself", async () => {
     const p = await project();
-    anthropic.reset();
-    anthropic.reply = { text: "Ran after the reset." };
+    anthropic.answer({ text: "Ran after the reset." });
     anthropic.rateLimitHeaders = {
       "anthropic-ratelimit-unified-status": "allowed_warning",
       "anthropic-ratelimit-unified-5h-utilization": "0.95",
@@ -98,8 +97,7 @@ describe("[usage_pause]", () => {
 
   test("lazy run --wait waits out a pause and prints the turn's result", async () => {
     const p = await project(`"5h" = 50\n`);
-    anthropic.reset();
-    anthropic.reply = { text: "Waited, then ran." };
+    anthropic.answer({ text: "Waited, then ran." });
     anthropic.rateLimitHeaders = {
       "anthropic-ratelimit-unified-5h-utilization": "0.6",
       "anthropic-ratelimit-unified-5h-reset": inSeconds(4),

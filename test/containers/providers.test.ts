@@ -5,8 +5,8 @@
  * the stored key as Bearer, while the container holds only placeholders.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type Project, cleanupAll, sh } from "../helpers/lazy";
-import { containerProject, removeContainers, settled } from "../helpers/fixtures";
+import { type Project, sh } from "../helpers/lazy";
+import { containerProject, settled, launched, teardown } from "../helpers/fixtures";
 import * as Mock from "../helpers/providers";
 import { TEST_IMAGES } from "../helpers/env";
 
@@ -19,18 +19,12 @@ let openrouter: Mock.MockProvider;
 let p: Project;
 
 beforeAll(async () => {
-  local = await Mock.ollama();
-  hosted = await Mock.ollama();
-  openrouter = await Mock.ollama();
+  [local, hosted, openrouter] = await Promise.all([Mock.ollama(), Mock.ollama(), Mock.ollama()]);
   openrouter.prefix = "/api";
   for (const m of [local, hosted, openrouter]) m.reply = { text: "Answered by the model server." };
 });
 
-afterAll(async () => {
-  removeContainers(p);
-  await cleanupAll();
-  for (const m of [local, hosted, openrouter]) await m?.close();
-});
+afterAll(() => teardown(p, local, hosted, openrouter));
 
 const docker = (args: string) => sh("/", `docker ${args}`);
 
@@ -48,8 +42,7 @@ describe("provider profiles in containers", () => {
     await p.ok(["auth", "rm", "anthropic"]);
     expect((await p.json<any>(["auth", "list"])).credentials).toEqual([]);
 
-    await p.ok(["task", "add", "Say hello", "--code", "on-local", "--profile", "local"]);
-    await p.ok(["start", "on-local"]);
+    await launched(p, "on-local", "Say hello", "--profile", "local");
     const t = await settled(p, "on-local");
     expect(t.task.status, JSON.stringify(t.events.slice(-3))).toBe("done");
     expect((await p.ok(["logs", "on-local"])).stdout).toContain("Answered by the model server.");
@@ -67,8 +60,7 @@ describe("provider profiles in containers", () => {
       ["on-cloud", "cloud", hosted, OLLAMA_KEY, "/v1/messages"],
       ["on-router", "router", openrouter, OPENROUTER_KEY, "/api/v1/messages"],
     ] as const) {
-      await p.ok(["task", "add", "Say hello", "--code", code, "--profile", profile]);
-      await p.ok(["start", code]);
+      await launched(p, code, "Say hello", "--profile", profile);
       const s = await settled(p, code);
       expect(s.task.status, JSON.stringify(s.events.slice(-3))).toBe("done");
       const sent = mock.received.filter((r) => r.method === "POST");

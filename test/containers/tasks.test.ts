@@ -5,11 +5,12 @@
  * branch, then on the main branch when accepted. Needs a real Docker engine (CI starts one).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, until, isAlive, sh } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { Project, until, isAlive, sh } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
+import { TEST_IMAGES } from "../helpers/env";
+import { teardown, bash, codexProject, launched } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-REALCONTAINER-" + "w".repeat(68) + "AA";
 const OPENAI_KEY = "sk-proj-REALCONTAINER-" + "v".repeat(40);
@@ -20,37 +21,16 @@ let p: Project;
 const docker = (args: string) => sh("/", `docker ${args}`);
 
 beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
-  anthropic = await Mock.anthropic();
-  openai = await Mock.openai();
-  p = new Project({
-    toml: [
-      `[container]`,
-      `base = "${TEST_IMAGES.node}"`,
-      `setup = "echo setup-ran > .setup-marker"`,
-      ``,
-      `[proxy.upstreams]`,
-      `anthropic = "${anthropic.url}"`,
-      `openai = "${openai.url}"`,
-      ``,
-      `[profiles.codex]`,
-      `model = "gpt-5"`,
-    ].join("\n"),
-  });
-  sh(
-    p.root,
-    "git config user.email dev@example.com && git config user.name Dev && echo '# demo' > README.md && printf '.env\\nlazy.toml\\n' > .gitignore && echo SECRET_FROM_ENV_FILE=1 > .env && echo .env > .worktreeinclude && git add README.md .gitignore .worktreeinclude && git commit -qm init",
-  );
-  await p.setCredential("anthropic", KEY);
-  await p.setCredential("openai", OPENAI_KEY);
+  ({ anthropic, openai, p } = await codexProject(KEY, OPENAI_KEY, {
+    container: 'setup = "echo setup-ran > .setup-marker"',
+    ignore: [".env", "lazy.toml"],
+    files: (root) => {
+      writeFileSync(join(root, ".env"), "SECRET_FROM_ENV_FILE=1\n");
+      writeFileSync(join(root, ".worktreeinclude"), ".env\n");
+    },
+  }));
 }, 120_000);
-
-afterAll(async () => {
-  for (const c of docker(`ps -aq --filter label=dev.lazy.root=${p?.root}`).out.split("\n").filter(Boolean)) docker(`rm -f ${c}`);
-  await cleanupAll();
-  await anthropic?.close();
-  await openai?.close();
-});
+afterAll(() => teardown(p, anthropic, openai));
 
 /**
  * A task of this profile whose first turn has finished, made by whichever test needs it first
@@ -91,17 +71,13 @@ async function waitStatus(ref: string, timeoutMs = 600_000): Promise<any> {
 
 describe("a task in its container", () => {
   test("real Claude Code runs a Bash tool_use that commits; done; the commit is on the task's branch; accept merges it", async () => {
-    anthropic.reset();
-    anthropic.reply = {
-      text: "I committed hello.txt.",
-      toolUse: {
-        name: "Bash",
-        input: {
-          command: "echo hello > hello.txt && git add hello.txt && git commit -qm 'add hello' && cat .env",
-          description: "commit a file",
-        },
-      },
-    };
+    anthropic.answer(
+      bash(
+        "I committed hello.txt.",
+        "echo hello > hello.txt && git add hello.txt && git commit -qm 'add hello' && cat .env",
+        "commit a file",
+      ),
+    );
     await p.ok(["task", "add", "Add hello.txt and commit it", "--code", "add-hello"]);
     const started = await p.run(["start", "add-hello"]);
     expect(
@@ -150,10 +126,8 @@ describe("a task in its container", () => {
   }, 900_000);
 
   test("the same turn (a reply, no tool) with real Codex and with real Pi; their config files are rewritten between turns", async () => {
-    openai.reset();
-    openai.reply = { text: "Codex says hello." };
-    await p.ok(["task", "add", "Say hello", "--code", "codex-hello", "--profile", "codex"]);
-    await p.ok(["start", "codex-hello"]);
+    openai.answer({ text: "Codex says hello." });
+    await launched(p, "codex-hello", "Say hello", "--profile", "codex");
     const t = await waitStatus("codex-hello");
     expect(t.status).toBe("done");
     expect((await p.ok(["logs", "codex-hello"])).stdout).toContain("Codex says hello.");
@@ -171,10 +145,8 @@ describe("a task in its container", () => {
     expect(codexConfig()).toContain('model = "gpt-5-mini"');
     expect(openai.received.filter((r) => r.path === "/v1/responses").at(-1)!.body).toContain('"gpt-5-mini"');
 
-    anthropic.reset();
-    anthropic.reply = { text: "Pi says hello." };
-    await p.ok(["task", "add", "Say hello", "--code", "pi-hello", "--profile", "pi"]);
-    await p.ok(["start", "pi-hello"]);
+    anthropic.answer({ text: "Pi says hello." });
+    await launched(p, "pi-hello", "Say hello", "--profile", "pi");
     const tp = await waitStatus("pi-hello");
     expect(tp.status).toBe("done");
     expect((await p.ok(["logs", "pi-hello"])).stdout).toContain("Pi says hello.");
@@ -291,11 +263,9 @@ describe("a task in its container", () => {
   }, 300_000);
 
   test("kill -9 of the daemon during a turn: after restart the task is reconciled, not stuck", async () => {
-    anthropic.reset();
-    anthropic.reply = { text: "Slow but done." };
+    anthropic.answer({ text: "Slow but done." });
     anthropic.behavior = { kind: "silent-then-stream", firstByteDelayMs: 4000, gapMs: 0 };
-    await p.ok(["task", "add", "Be slow", "--code", "slow-one"]);
-    await p.ok(["start", "slow-one"]);
+    await launched(p, "slow-one", "Be slow");
     // Its model request is in flight (Claude Code's HEAD / probe and MCP connection come first:
     // killed before those, the turn would lose lazy's tools and fail, as it should).
     await until(() => anthropic.received.some((x) => x.method === "POST") || undefined, 120_000, "the turn's model request");
@@ -312,8 +282,7 @@ describe("a task in its container", () => {
   test("lazy stop ends a running turn (the task waits for a human); housekeeping removes orphan containers", async () => {
     anthropic.reset();
     anthropic.behavior = { kind: "hang" };
-    await p.ok(["task", "add", "Hang around", "--code", "stop-me"]);
-    await p.ok(["start", "stop-me"]);
+    await launched(p, "stop-me", "Hang around");
     await anthropic.waitFor(1, 120_000);
     await p.ok(["stop", "stop-me"]);
     const t = await waitStatus("stop-me", 60_000);

@@ -5,9 +5,9 @@
  * in its task container; `lazy logs` shows the command, then what it printed under it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type Project, cleanupAll } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { containerProject, removeContainers, settled } from "../helpers/fixtures";
+import type { Project } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
+import { settled, codexProject, teardown, launched } from "../helpers/fixtures";
 
 const KEY = `sk-ant-api03-TOOLOUT-${"t".repeat(74)}AA`;
 const OPENAI_KEY = `sk-proj-TOOLOUT-${"o".repeat(40)}`;
@@ -15,17 +15,8 @@ let anthropic: Mock.MockProvider;
 let openai: Mock.MockProvider;
 let p: Project;
 
-beforeAll(async () => {
-  anthropic = await Mock.anthropic();
-  openai = await Mock.openai();
-  p = await containerProject(anthropic, KEY, { extra: `openai = "${openai.url}"\n\n[profiles.codex]\nmodel = "gpt-5"\n` });
-  await p.setCredential("openai", OPENAI_KEY);
-}, 120_000);
-
-afterAll(async () => {
-  removeContainers(p);
-  await cleanupAll(anthropic, openai);
-});
+beforeAll(async () => ({ anthropic, openai, p } = await codexProject(KEY, OPENAI_KEY)), 120_000);
+afterAll(() => teardown(p, anthropic, openai));
 
 /** The line index of the call, and the output line right under it (its output may come a line or two later). */
 function callThenOutput(log: string, call: RegExp, output: RegExp): void {
@@ -38,20 +29,16 @@ function callThenOutput(log: string, call: RegExp, output: RegExp): void {
 
 describe("tool outputs from Pi and Codex", () => {
   test("real Pi's bash call: its command, then its output, in lazy logs", async () => {
-    anthropic.reset();
-    anthropic.reply = { text: "Pi ran it.", toolUse: { name: "bash", input: { command: "echo PI-SAYS-$((40+2))" } } };
-    await p.ok(["task", "add", "Run a command", "--code", "pi-out", "--profile", "pi"]);
-    await p.ok(["start", "pi-out"]);
+    anthropic.answer({ text: "Pi ran it.", toolUse: { name: "bash", input: { command: "echo PI-SAYS-$((40+2))" } } });
+    await launched(p, "pi-out", "Run a command", "--profile", "pi");
     expect((await settled(p, "pi-out")).task.status).toBe("done");
     const log = (await p.ok(["logs", "pi-out"])).stdout;
     callThenOutput(log, /\[bash\] echo PI-SAYS-\$\(\(40\+2\)\)$/, /^\d\d:\d\d:\d\d {2}└ PI-SAYS-42$/);
   }, 600_000);
 
   test("real Codex's exec_command call: its command, then its output, in lazy logs", async () => {
-    openai.reset();
-    openai.reply = { text: "Codex ran it.", toolUse: { name: "exec_command", input: { cmd: "echo CODEX-SAYS-$((40+2))" } } };
-    await p.ok(["task", "add", "Run a command", "--code", "codex-out", "--profile", "codex"]);
-    await p.ok(["start", "codex-out"]);
+    openai.answer({ text: "Codex ran it.", toolUse: { name: "exec_command", input: { cmd: "echo CODEX-SAYS-$((40+2))" } } });
+    await launched(p, "codex-out", "Run a command", "--profile", "codex");
     expect((await settled(p, "codex-out")).task.status).toBe("done");
     const log = (await p.ok(["logs", "codex-out"])).stdout;
     callThenOutput(log, /\[shell\] .*echo CODEX-SAYS-\$\(\(40\+2\)\)/, /^\d\d:\d\d:\d\d {2}└ CODEX-SAYS-42$/);

@@ -13,44 +13,29 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Project, cleanupAll } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { containerProject, removeContainers, settled } from "../helpers/fixtures";
+import type { Project } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
+import { settled, anthropicProject, teardown, bash, launched } from "../helpers/fixtures";
 import { closeBrowser, signedIn, shot } from "./browser";
 
 const KEY = `sk-ant-api03-REVIEW-${"r".repeat(74)}AA`;
 let anthropic: Mock.MockProvider;
 let p: Project;
-
-beforeAll(async () => {
-  anthropic = await Mock.anthropic();
-  p = await containerProject(anthropic, KEY);
-}, 120_000);
-
-afterAll(async () => {
-  removeContainers(p);
-  await closeBrowser();
-  await cleanupAll(anthropic);
-});
+beforeAll(async () => ({ anthropic, p } = await anthropicProject(KEY)), 120_000);
+afterAll(() => teardown(p, anthropic, { close: closeBrowser }));
 
 const posts = () => anthropic.received.filter((r) => r.method === "POST" && r.path.startsWith("/v1/messages"));
 
 describe("reviewing a task's work", () => {
   test("a Bash call's output in lazy logs and on the page; two comments on the page's diff reach the model with file and line; lazy send --review", async () => {
-    anthropic.reset();
-    anthropic.reply = {
-      text: "I wrote notes.txt.",
-      toolUse: {
-        name: "Bash",
-        input: {
-          command:
-            "printf 'alpha\\nbeta\\ngamma\\n' > notes.txt && git add notes.txt && git commit -qm notes && echo OUTPUT-OF-THE-CALL-42 && echo second line",
-          description: "write notes",
-        },
-      },
-    };
-    await p.ok(["task", "add", "Write notes.txt", "--code", "notes"]);
-    await p.ok(["start", "notes"]);
+    anthropic.answer(
+      bash(
+        "I wrote notes.txt.",
+        "printf 'alpha\\nbeta\\ngamma\\n' > notes.txt && git add notes.txt && git commit -qm notes && echo OUTPUT-OF-THE-CALL-42 && echo second line",
+        "write notes",
+      ),
+    );
+    await launched(p, "notes", "Write notes.txt");
     expect((await settled(p, "notes")).task.status).toBe("done");
 
     // lazy logs: the call readable (its command, not JSON), its output under it, indented.
@@ -83,8 +68,7 @@ describe("reviewing a task's work", () => {
     expect(order.indexOf("h-diff")).toBeLessThan(order.indexOf("h-events"));
 
     // Two comments on two lines of the diff.
-    anthropic.reset();
-    anthropic.reply = { text: "Thanks, I will look at both." };
+    anthropic.answer({ text: "Thanks, I will look at both." });
     await pg.locator('.hunk [data-k="new:1"]').click();
     await pg.getByLabel("Comment on notes.txt:1").fill("rename alpha to first");
     await pg.getByRole("button", { name: "Add comment" }).click();
@@ -141,8 +125,7 @@ describe("reviewing a task's work", () => {
     anthropic.reset();
     const question = "Which colour should the button be?\nThe brand guide says blue,\nbut the mock-up is red.";
     anthropic.reply = { text: "I asked.", toolUse: { name: "mcp__lazy__ask_human", input: { question } } };
-    await p.ok(["task", "add", "Paint the button", "--code", "asker"]);
-    await p.ok(["start", "asker"]);
+    await launched(p, "asker", "Paint the button");
     expect((await settled(p, "asker")).task.status).toBe("waiting");
 
     const { ctx, origin, page } = await signedIn(p);
@@ -150,8 +133,7 @@ describe("reviewing a task's work", () => {
     await pg.goto(`${origin}/`);
     await pg.waitForSelector("#inbox-questions blockquote", { timeout: 10_000 });
     expect(await pg.locator("#inbox-questions blockquote").first().textContent()).toBe(question);
-    anthropic.reset();
-    anthropic.reply = { text: "Painted it red." };
+    anthropic.answer({ text: "Painted it red." });
     await pg.getByLabel("Reply to asker").fill("red, the mock-up wins");
     await pg.locator(`#inbox-questions li:has-text("Paint the button")`).getByRole("button", { name: "Reply" }).click();
     // Answered: the question leaves Home, and the agent's next turn has the reply.

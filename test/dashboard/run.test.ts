@@ -5,39 +5,26 @@
  * `accepted`. Needs a real Docker engine (CI starts one).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type Project, cleanupAll, sh } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { containerProject, removeContainers } from "../helpers/fixtures";
+import { type Project, sh } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
 import { closeBrowser, signedIn, shot } from "./browser";
+import { anthropicProject, teardown, bash } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-DASHRUN-" + "r".repeat(74) + "AA";
 let anthropic: Mock.MockProvider;
 let p: Project;
-
-beforeAll(async () => {
-  anthropic = await Mock.anthropic();
-  p = await containerProject(anthropic, KEY);
-}, 120_000);
-
-afterAll(async () => {
-  removeContainers(p);
-  await closeBrowser();
-  await cleanupAll(anthropic);
-});
+beforeAll(async () => ({ anthropic, p } = await anthropicProject(KEY)), 120_000);
+afterAll(() => teardown(p, anthropic, { close: closeBrowser }));
 
 describe("a task run from its page", () => {
   test("Start from the page: events live, the diff shows the committed file, Accept merges it", async () => {
-    anthropic.reset();
-    anthropic.reply = {
-      text: "I committed greeting.txt.",
-      toolUse: {
-        name: "Bash",
-        input: {
-          command: "printf 'hello from the agent\\n' > greeting.txt && git add greeting.txt && git commit -qm 'add greeting'",
-          description: "commit a file",
-        },
-      },
-    };
+    anthropic.answer(
+      bash(
+        "I committed greeting.txt.",
+        "printf 'hello from the agent\\n' > greeting.txt && git add greeting.txt && git commit -qm 'add greeting'",
+        "commit a file",
+      ),
+    );
     await p.ok(["task", "add", "Add greeting.txt and commit it", "--code", "greet"]);
     const { ctx, origin, page } = await signedIn(p);
     const pg = page.page;

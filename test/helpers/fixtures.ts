@@ -1,11 +1,14 @@
 /**
  * The setup the container and attack tests share, in one place: a project on the test image
  * with a mock provider as its upstream and a first commit, the wait for a task's turn to end,
- * one model request through the proxy on a grant, and an untrusted write of lazy.toml.
+ * one model request through the proxy on a grant, an untrusted write of lazy.toml, and a test
+ * file's own beforeAll/afterAll in one line each (anthropicProject, keyedProject, teardown).
  */
-import { copyFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Project, sh, until } from "./lazy";
+import { BIN, cleanupAll, Project, sh, until } from "./lazy";
+import * as Mock from "./providers";
 import type { MockProvider } from "./providers";
 import { requireDocker, TEST_IMAGES } from "./env";
 
@@ -60,6 +63,71 @@ export async function containerProject(mock: MockProvider, key: string, opts: Co
   return p;
 }
 
+/** A file's beforeAll: a mock Anthropic provider and a containerProject on it with `key` stored. */
+export async function anthropicProject(key: string, opts: ContainerProjectOptions = {}): Promise<{ anthropic: MockProvider; p: Project }> {
+  const anthropic = await Mock.anthropic();
+  // A project that cannot be made (no Docker) leaves no mock behind for the file's afterAll to miss.
+  const p = await containerProject(anthropic, key, opts).catch(async (e) => {
+    await anthropic.close();
+    throw e;
+  });
+  return { anthropic, p };
+}
+
+/**
+ * anthropicProject with a mock OpenAI as well: the `openai` upstream, a `codex` profile on
+ * gpt-5 (before `extra`'s tables) and `openaiKey` stored.
+ */
+export async function codexProject(
+  key: string,
+  openaiKey: string,
+  opts: ContainerProjectOptions = {},
+): Promise<{ anthropic: MockProvider; openai: MockProvider; p: Project }> {
+  const openai = await Mock.openai();
+  const { anthropic, p } = await anthropicProject(key, { ...opts, extra: `${codexTables(openai.url)}${opts.extra ?? ""}` }).catch(
+    async (e) => {
+      await openai.close();
+      throw e;
+    },
+  );
+  await p.setCredential("openai", openaiKey);
+  return { anthropic, openai, p };
+}
+
+/** Lines for [proxy.upstreams] and after: `openai` at `url` and a `codex` profile on gpt-5. */
+export const codexTables = (url: string) => `openai = "${url}"\n\n[profiles.codex]\nmodel = "gpt-5"\n`;
+
+/** anthropicProject with no container: no Docker, no first commit; `extra` after [proxy.upstreams]' anthropic line. */
+export async function anthropicHost(key: string, extra = ""): Promise<{ anthropic: MockProvider; p: Project }> {
+  const anthropic = await Mock.anthropic();
+  return { anthropic, p: await keyedProject(`${upstream(anthropic.url)}${extra}`, { anthropic: key }) };
+}
+
+/** A Project on `toml` (no first commit) with each credential of `keys` stored, in order: `{ anthropic: KEY }`. */
+export async function keyedProject(toml: string, keys: Record<string, string>, env?: Record<string, string>): Promise<Project> {
+  const p = new Project({ toml, env });
+  for (const [provider, key] of Object.entries(keys)) await p.setCredential(provider, key);
+  return p;
+}
+
+/** A file's afterAll: lazy's containers for `p`, every Project the file made, then the mock providers. */
+export async function teardown(p: Project | undefined, ...mocks: ({ close(): Promise<void> } | undefined)[]): Promise<void> {
+  removeContainers(p);
+  await cleanupAll(...mocks);
+}
+
+/** Folders a test made outside any Project, for cleanupAll to remove after the mocks: `cleanupAll(mock, scratched(dirs))`. */
+export const scratched = (dirs: string[]) => ({
+  close: async () => {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  },
+});
+
+/** A daemon's state folder as the proxy's grant files sit in it (`<tmp>/daemon/proj-1234abcd`, not made yet), for a test alone. */
+export const stateDir = (prefix: string) => join(mkdtempSync(join(tmpdir(), prefix)), "daemon", "proj-1234abcd");
+/** Remove what stateDir made. */
+export const removeStateDir = (dir: string) => rmSync(join(dir, "..", ".."), { recursive: true, force: true });
+
 /** For containerProject's `files`: copy these files of `dir` (a test's own folder) into the checkout. */
 export const copying =
   (dir: string, ...names: string[]) =>
@@ -69,7 +137,8 @@ export const copying =
 
 /** Remove every container lazy made for the project (running or not), whatever its daemon knows. */
 export function removeContainers(p: Project | undefined): void {
-  for (const c of sh("/", `docker ps -aq --filter label=dev.lazy.root=${p?.root}`).out.split("\n").filter(Boolean))
+  if (!p) return;
+  for (const c of sh("/", `docker ps -aq --filter label=dev.lazy.root=${p.root}`).out.split("\n").filter(Boolean))
     sh("/", `docker rm -f ${c}`);
 }
 
@@ -84,6 +153,12 @@ export async function settled(p: Project, ref: string, timeoutMs = 300_000): Pro
     timeoutMs,
     `task ${ref} to end its turn`,
   );
+}
+
+/** `lazy task add PROMPT --code CODE FLAGS…`, then `lazy start CODE`: a task launched as a person does it. */
+export async function launched(p: Project, code: string, prompt: string, ...flags: string[]): Promise<void> {
+  await p.ok(["task", "add", prompt, "--code", code, ...flags]);
+  await p.ok(["start", code]);
 }
 
 /**
@@ -103,3 +178,39 @@ export async function oneRequest(p: Project, task?: string): Promise<number> {
 
 /** Write lazy.toml as another process would (a pull, a checkout, an agent): nobody ran lazy trust. */
 export const edit = (p: Project, text: string, dir = p.root) => writeFileSync(join(dir, "lazy.toml"), text);
+
+/** The mock provider's answer that has real Claude Code run `command` with its Bash tool (the agent's act), then say `text`. */
+export const bash = (text: string, command: string, description: string, more: Record<string, unknown> = {}) => ({
+  text,
+  toolUse: { name: "Bash", input: { command, description, ...more } },
+});
+
+/** A running `lazy watch ARGS` in `p`, its stdout lines collected as they come. */
+export function watching(p: Project, args: string[]) {
+  const proc = Bun.spawn([BIN, "watch", ...args], { cwd: p.root, env: p.fullEnv(), stdout: "pipe", stderr: "pipe" });
+  const lines: string[] = [];
+  void (async () => {
+    const dec = new TextDecoder();
+    let buf = "";
+    for await (const chunk of proc.stdout) {
+      buf += dec.decode(chunk, { stream: true });
+      const parts = buf.split("\n");
+      buf = parts.pop()!;
+      lines.push(...parts.filter(Boolean));
+    }
+  })();
+  return { proc, lines, stop: () => proc.kill() };
+}
+
+/** lazy ARGS in `p` with a deadline: a command that hangs is killed and reported as such. */
+export async function lazyWithin(p: Project, args: string[], ms: number): Promise<{ code: number | null; stderr: string; hung: boolean }> {
+  const proc = Bun.spawn([BIN, ...args], { cwd: p.root, env: p.fullEnv(), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  let hung = false;
+  const timer = setTimeout(() => {
+    hung = true;
+    proc.kill(9);
+  }, ms);
+  const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+  clearTimeout(timer);
+  return { code: hung ? null : code, stderr, hung };
+}

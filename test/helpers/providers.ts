@@ -72,6 +72,8 @@ export interface MockProvider {
   prefix: string;
   /** Clears received, behavior back to ok, connection numbering restarts. reply/usage/headers stay. */
   reset(): void;
+  /** reset(), then answer with `reply` from now on (a test's next script for the model). */
+  answer(reply: Reply): void;
   /** Resolves with `received` once it holds at least `count` requests; rejects after `timeoutMs`. */
   waitFor(count: number, timeoutMs?: number): Promise<Received[]>;
   close(): Promise<void>;
@@ -192,6 +194,11 @@ abstract class Mock implements MockProvider {
     this.behavior = { kind: "ok" };
     this.#epoch++;
     this.#connectionCount = 0;
+  }
+
+  answer(reply: Reply): void {
+    this.reset();
+    this.reply = reply;
   }
 
   waitFor(count: number, timeoutMs = 5_000): Promise<Received[]> {

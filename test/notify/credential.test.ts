@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { launched } from "../helpers/fixtures";
 
 const KEY = `sk-ant-api03-NOTIFYCRED-${"c".repeat(70)}AA`;
 const SECRET = "T0123ABCD/B0456EFGH/abcdefGHIJKL1234mnopQRST";
@@ -42,10 +43,8 @@ afterAll(async () => {
 });
 
 async function turn(code: string): Promise<void> {
-  anthropic.reset();
-  anthropic.reply = { text: "Done here." };
-  await p.ok(["task", "add", `Notify ${code}`, "--code", code]);
-  await p.ok(["start", code]);
+  anthropic.answer({ text: "Done here." });
+  await launched(p, code, `Notify ${code}`);
   await until(async () => ((await p.json(["task", "show", code])).task.status === "done" ? true : undefined), 300_000, `task ${code} done`);
 }
 

@@ -14,7 +14,7 @@ import { delimiter, join } from "node:path";
 import { type Project, cleanupAll, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { TEST_IMAGES } from "../helpers/env";
-import { containerProject, settled } from "../helpers/fixtures";
+import { containerProject, settled, launched } from "../helpers/fixtures";
 import pkg from "../../package.json" with { type: "json" };
 
 const KEY = `sk-ant-api03-NOTIFYTURNS-${"n".repeat(68)}AA`;
@@ -108,10 +108,8 @@ const events = (r: Receiver) => r.hits.map((h) => h.body.event);
 
 describe("notifications from real turns", () => {
   test("a turn ending done: the webhook gets the task, status and the agent's summary as JSON; the desktop shows it", async () => {
-    anthropic.reset();
-    anthropic.reply = { text: "All tests pass now." };
-    await p.ok(["task", "add", "Fix the failing tests", "--code", "notify-me"]);
-    await p.ok(["start", "notify-me"]);
+    anthropic.answer({ text: "All tests pass now." });
+    await launched(p, "notify-me", "Fix the failing tests");
     const t = await waitStatus("notify-me");
     expect(t.status).toBe("done");
     await until(() => hook.hits.length >= 1, 30_000, "the webhook to receive the done notification");
@@ -171,8 +169,7 @@ describe("notifications from real turns", () => {
   }, 300_000);
 
   test("a webhook answering 500 is tried 3 times, backing off, and logged by origin only; the turn ends done regardless", async () => {
-    anthropic.reset();
-    anthropic.reply = { text: "Second pass done." };
+    anthropic.answer({ text: "Second pass done." });
     hook.answer = 500;
     const before = hook.hits.length;
     await p.ok(["send", "notify-me", "once more"]);
@@ -203,8 +200,7 @@ describe("notifications from real turns", () => {
     p.writeToml(toml(hook2.url, false));
     await until(async () => (await p.json(["daemon", "status"])).config.loadedAt !== loadedAt, 10_000, "the daemon to reload lazy.toml");
     const [firstHits, desktopBefore] = [hook.hits.length, desktopShown().length];
-    anthropic.reset();
-    anthropic.reply = { text: "Third pass done." };
+    anthropic.answer({ text: "Third pass done." });
     await p.ok(["send", "notify-me", "and again"]);
     expect((await waitStatus("notify-me")).status).toBe("done");
     await until(() => hook2.hits.length >= 1, 30_000, "the new webhook to receive the done notification");

@@ -6,9 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
-import { Project, cleanupAll, isAlive } from "../helpers/lazy";
+import { type Project, cleanupAll, isAlive } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { raw, write, chunkedBody } from "../helpers/raw-http";
+import { anthropicHost } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-REAL-" + "b".repeat(80) + "AA";
 const CURSOR_KEY = "key_" + "c".repeat(64);
@@ -21,19 +22,14 @@ let port: number;
 let placeholder: string;
 
 beforeAll(async () => {
-  anthropic = await Mock.anthropic();
   cursor = await Mock.cursor();
-  p = new Project({ toml: `[proxy.upstreams]\nanthropic = "${anthropic.url}"\ncursor = "${cursor.url}"\n` });
-  await p.setCredential("anthropic", KEY);
+  ({ anthropic, p } = await anthropicHost(KEY, `cursor = "${cursor.url}"\n`));
   await p.setCredential("cursor", CURSOR_KEY);
   placeholder = (await p.grant({ role: "host", profile: "claude" })).placeholder;
   port = Number(new URL(p.runtimeProxyUrl()).port);
 });
 
-afterAll(async () => {
-  await cleanupAll();
-  await Promise.all([anthropic?.close(), cursor?.close()]);
-});
+afterAll(() => cleanupAll(anthropic, cursor));
 
 const head = (target: string, headers: string[], version = "1.1") => [`POST ${target} HTTP/${version}`, ...headers, "", ""].join("\r\n");
 const json = (r: { data: string }) => JSON.parse(r.data.slice(r.data.indexOf("\r\n\r\n") + 4));
@@ -223,50 +219,22 @@ describe("Cursor placeholders and the Cursor route", () => {
     anthropic.reset();
     const g = await p.grant({ role: "host", profile: "cursor" });
     const path = `/_lazy/cursor/${g.placeholder}/aiserver.v1.AiService/AvailableModels`;
+    /** A JSON POST head declaring `length` bytes, then a body of two, on a connection left open for 30 s. */
+    const sent = (target: string, credential: string, length: number) =>
+      raw(
+        port,
+        (s) =>
+          void s.write(head(target, ["Host: 127.0.0.1", credential, "Content-Type: application/json", `Content-Length: ${length}`]) + "{}"),
+        30_000,
+      );
     const [stalled, idle, stalledHead, stalledBody] = await Promise.all([
       // Half a declared body, then silence.
-      raw(
-        port,
-        (s) =>
-          void s.write(
-            head(path, [
-              "Host: 127.0.0.1",
-              `authorization: Bearer ${g.placeholder}`,
-              "Content-Type: application/json",
-              "Content-Length: 100",
-            ]) + "{}",
-          ),
-        30_000,
-      ),
+      sent(path, `authorization: Bearer ${g.placeholder}`, 100),
       // A whole request answered, then the connection left open and quiet.
-      raw(
-        port,
-        (s) =>
-          void s.write(
-            head(path, [
-              "Host: 127.0.0.1",
-              `authorization: Bearer ${g.placeholder}`,
-              "Content-Type: application/json",
-              "Content-Length: 2",
-            ]) + "{}",
-          ),
-        30_000,
-      ),
+      sent(path, `authorization: Bearer ${g.placeholder}`, 2),
       // The ordinary route: half a request head; half a declared body.
       raw(port, (s) => void s.write(`POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nx-api-key: ${placeholder}\r\n`), 30_000),
-      raw(
-        port,
-        (s) =>
-          void s.write(
-            head("/v1/messages", [
-              "Host: 127.0.0.1",
-              `x-api-key: ${placeholder}`,
-              "Content-Type: application/json",
-              "Content-Length: 100",
-            ]) + "{}",
-          ),
-        30_000,
-      ),
+      sent("/v1/messages", `x-api-key: ${placeholder}`, 100),
     ]);
     console.log(
       `stalls: Cursor body cut after ${stalled.ms} ms, idle keep-alive after a Cursor call ${idle.ms} ms, a head ${stalledHead.ms} ms, a body ${stalledBody.ms} ms`,

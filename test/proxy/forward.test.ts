@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { Project, cleanupAll } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
+import { anthropicHost, codexTables } from "../helpers/fixtures";
 
 const API_KEY = "sk-ant-api03-REAL-" + "k".repeat(80) + "AA";
 const OAUTH = "sk-ant-oat01-REAL-" + "o".repeat(60);
@@ -16,20 +17,11 @@ let openai: Mock.MockProvider;
 let p: Project;
 
 beforeAll(async () => {
-  anthropic = await Mock.anthropic();
   openai = await Mock.openai();
-  p = new Project({
-    toml: `[proxy.upstreams]\nanthropic = "${anthropic.url}"\nopenai = "${openai.url}"\n\n[profiles.codex]\nmodel = "gpt-5"\n`,
-  });
-  await p.setCredential("anthropic", API_KEY);
+  ({ anthropic, p } = await anthropicHost(API_KEY, codexTables(openai.url)));
   await p.setCredential("openai", OPENAI_KEY);
 });
-
-afterAll(async () => {
-  await cleanupAll();
-  await anthropic?.close();
-  await openai?.close();
-});
+afterAll(() => cleanupAll(anthropic, openai));
 
 const everything = (r: Mock.Received) => JSON.stringify(r.headers) + r.body + r.path + r.query;
 

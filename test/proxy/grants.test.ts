@@ -1,6 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Grants } from "../../src/proxy/grants";
 import type { Grant, Identity } from "../../src/proxy/grants";
@@ -9,16 +8,15 @@ import { connect } from "node:net";
 import * as Placeholders from "../../src/proxy/placeholders";
 import { LazyError } from "../../src/util/errors";
 import * as Log from "../../src/util/log";
+import { removeStateDir, stateDir } from "../helpers/fixtures";
 
 Log.configure({ stderr: false });
 
 let dir: string;
 beforeEach(() => {
-  dir = join(mkdtempSync(join(tmpdir(), "lazy-grants-")), "daemon", "proj-1234abcd");
+  dir = stateDir("lazy-grants-");
 });
-afterEach(() => {
-  rmSync(join(dir, "..", ".."), { recursive: true, force: true });
-});
+afterEach(() => removeStateDir(dir));
 
 const agent = (over: Partial<Identity> = {}): Identity => ({
   role: "agent",

@@ -15,15 +15,8 @@ const KEY = "sk-ant-api03-REALPLUG-" + "k".repeat(70) + "AA";
 let anthropic: Mock.MockProvider;
 let ollama: Mock.MockProvider;
 
-beforeAll(async () => {
-  anthropic = await Mock.anthropic();
-  ollama = await Mock.ollama();
-});
-afterAll(async () => {
-  await cleanupAll();
-  await anthropic?.close();
-  await ollama?.close();
-});
+beforeAll(async () => ([anthropic, ollama] = await Promise.all([Mock.anthropic(), Mock.ollama()])));
+afterAll(() => cleanupAll(anthropic, ollama));
 
 /** A project whose lazy home holds these plugins (name → source), named in lazy.toml in this order. */
 async function withPlugins(plugins: Record<string, string>, extra = "", entries?: string): Promise<Project> {

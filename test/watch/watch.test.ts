@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { Project, cleanupAll, until } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
+import type * as Mock from "../helpers/providers";
+import { anthropicHost, watching } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-WATCH-" + "w".repeat(76) + "AA";
 const BIN = join(import.meta.dir, "..", "..", "dist", "lazy");
@@ -13,34 +14,15 @@ let anthropic: Mock.MockProvider;
 let p: Project;
 
 beforeAll(async () => {
-  anthropic = await Mock.anthropic();
-  p = new Project({ toml: `[proxy.upstreams]\nanthropic = "${anthropic.url}"\n` });
-  await p.setCredential("anthropic", KEY);
+  ({ anthropic, p } = await anthropicHost(KEY));
   await p.ok(["task", "add", "fix the login", "--code", "fix-login"]);
   await p.ok(["task", "add", "fix the login again", "--code", "fix-login-2"]);
 });
 
-afterAll(async () => {
-  await cleanupAll();
-  await anthropic?.close();
-});
+afterAll(() => cleanupAll(anthropic));
 
 /** A running `lazy watch ARGS`, its stdout lines collected as they come. */
-function watcher(args: string[]) {
-  const proc = Bun.spawn([BIN, "watch", ...args], { cwd: p.root, env: p.fullEnv(), stdout: "pipe", stderr: "pipe" });
-  const lines: string[] = [];
-  (async () => {
-    const dec = new TextDecoder();
-    let buf = "";
-    for await (const chunk of proc.stdout) {
-      buf += dec.decode(chunk, { stream: true });
-      const parts = buf.split("\n");
-      buf = parts.pop()!;
-      lines.push(...parts.filter(Boolean));
-    }
-  })();
-  return { proc, lines, stop: () => proc.kill() };
-}
+const watcher = (args: string[]) => watching(p, args);
 
 async function call(placeholder: string, path = "/v1/messages") {
   const res = await fetch(`${p.runtimeProxyUrl()}${path}`, {

@@ -29,6 +29,13 @@ function render(s: Status): string {
   return lines.join("\n");
 }
 
+/** The running daemon's status: JSON, or the lines render makes. */
+async function show(c: Client.Client, json?: boolean): Promise<void> {
+  const s = await c.request<Status>("GET", "/api/status");
+  if (json) printJson({ running: true, ...s });
+  else print(render(s));
+}
+
 const status = command({
   meta: { name: "daemon status", description: "Show the daemon: pid, uptime, version, dashboard, proxy and config" },
   args: json,
@@ -45,9 +52,7 @@ const status = command({
         );
       return;
     }
-    const s = await c.request<Status>("GET", "/api/status");
-    if (args.json) printJson({ running: true, ...s });
-    else print(render(s));
+    await show(c, args.json);
   },
 });
 
@@ -55,10 +60,7 @@ const start = command({
   meta: { name: "daemon start", description: "Start the project's daemon (commands that need it start it anyway)" },
   args: json,
   async run({ args }) {
-    const c = await Client.connect(findProjectRoot());
-    const s = await c.request<Status>("GET", "/api/status");
-    if (args.json) printJson({ running: true, ...s });
-    else print(render(s));
+    await show(await Client.connect(findProjectRoot()), args.json);
   },
 });
 

@@ -3,6 +3,7 @@
  * associative arrays) and one function that walks the words typed so far to find the command,
  * skipping flags and their values, and stops at `--` (what follows is a harness's).
  */
+import { tables } from "./tables";
 import type { Node } from "./tree";
 
 const sq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
@@ -14,43 +15,11 @@ function table(name: string, rows: [key: string, words: string[]][]): string {
 }
 
 export function bash(nodes: Node[]): string {
-  const key = (n: Node) => n.path.join(" ");
-  const choiceRows: [string, string[]][] = nodes.flatMap((n) => [
-    [key(n), n.choices] as [string, string[]],
-    ...n.flags
-      .filter((f) => f.choices.length)
-      .flatMap((f) => f.names.map((x) => [[...n.path, x].join(" "), f.choices] as [string, string[]])),
-  ]);
   return `# lazy completion for bash, generated from lazy's commands by \`lazy completion bash\`.
 # Use it now: source <(lazy completion bash)
 # Keep it: lazy completion bash > ~/.local/share/bash-completion/completions/lazy
 
-${table(
-  "_lazy_subs",
-  nodes.map((n) => [key(n), n.subs.map((s) => s.name)]),
-)}
-
-${table(
-  "_lazy_flags",
-  nodes.map((n) => [key(n), n.flags.flatMap((f) => f.names)]),
-)}
-
-${table(
-  "_lazy_valued",
-  nodes.map((n) => [key(n), n.flags.filter((f) => f.value).flatMap((f) => f.names)]),
-)}
-
-${table("_lazy_choices", choiceRows)}
-
-${table(
-  "_lazy_taskat",
-  nodes.map((n) => [key(n), n.taskAt ? [String(n.taskAt)] : []]),
-)}
-
-${table(
-  "_lazy_taskflags",
-  nodes.map((n) => [key(n), n.taskFlags]),
-)}
+${tables(nodes, { prefix: "_lazy", table, described: (name) => name, word: (s) => s })}
 
 # The task codes the command at $1 may name, starting with $2: asked of the project's running
 # daemon (lazy never starts one for a TAB). Added to COMPREPLY one by one, never through

@@ -2,6 +2,7 @@
  * The fish completion script: the same walk as bash's over the same tables, each candidate
  * with its description (fish shows "name<TAB>description").
  */
+import { tables } from "./tables";
 import type { Node } from "./tree";
 
 // In fish's single quotes only \\ and \' are escapes.
@@ -13,44 +14,12 @@ function table(name: string, rows: [key: string, words: string[]][]): string {
 }
 
 export function fish(nodes: Node[]): string {
-  const key = (n: Node) => n.path.join(" ");
   const tabbed = (name: string, description: string) => sq(description ? `${name}\t${description}` : name);
-  const choiceRows: [string, string[]][] = nodes.flatMap((n) => [
-    [key(n), n.choices.map(sq)] as [string, string[]],
-    ...n.flags
-      .filter((f) => f.choices.length)
-      .flatMap((f) => f.names.map((x) => [[...n.path, x].join(" "), f.choices.map(sq)] as [string, string[]])),
-  ]);
   return `# lazy completion for fish, generated from lazy's commands by \`lazy completion fish\`.
 # Use it now: lazy completion fish | source
 # Keep it: lazy completion fish > ~/.config/fish/completions/lazy.fish
 
-${table(
-  "__lazy_subs",
-  nodes.map((n) => [key(n), n.subs.map((s) => tabbed(s.name, s.description))]),
-)}
-
-${table(
-  "__lazy_flags",
-  nodes.map((n) => [key(n), n.flags.flatMap((f) => f.names.map((x) => tabbed(x, f.description)))]),
-)}
-
-${table(
-  "__lazy_valued",
-  nodes.map((n) => [key(n), n.flags.filter((f) => f.value).flatMap((f) => f.names.map(sq))]),
-)}
-
-${table("__lazy_choices", choiceRows)}
-
-${table(
-  "__lazy_taskat",
-  nodes.map((n) => [key(n), n.taskAt ? [String(n.taskAt)] : []]),
-)}
-
-${table(
-  "__lazy_taskflags",
-  nodes.map((n) => [key(n), n.taskFlags.map(sq)]),
-)}
+${tables(nodes, { prefix: "__lazy", table, described: tabbed, word: sq })}
 
 # "code<TAB>status" for the task codes the command at $argv[1] may name, asked of the project's
 # running daemon (lazy never starts one for a TAB); only code-shaped words are taken.

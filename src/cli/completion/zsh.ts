@@ -3,6 +3,7 @@
  * command's and flag's description shown beside it. Works from fpath (as `_lazy`) or sourced
  * after compinit.
  */
+import { tables } from "./tables";
 import type { Node } from "./tree";
 
 const sq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
@@ -15,44 +16,12 @@ function table(name: string, rows: [key: string, words: string[]][]): string {
 }
 
 export function zsh(nodes: Node[]): string {
-  const key = (n: Node) => n.path.join(" ");
-  const choiceRows: [string, string[]][] = nodes.flatMap((n) => [
-    [key(n), n.choices.map(sq)] as [string, string[]],
-    ...n.flags
-      .filter((f) => f.choices.length)
-      .flatMap((f) => f.names.map((x) => [[...n.path, x].join(" "), f.choices.map(sq)] as [string, string[]])),
-  ]);
   return `#compdef lazy
 # lazy completion for zsh, generated from lazy's commands by \`lazy completion zsh\`.
 # Use it now (after compinit): source <(lazy completion zsh)
 # Keep it: lazy completion zsh > "\${fpath[1]}/_lazy"
 
-${table(
-  "_lazy_subs",
-  nodes.map((n) => [key(n), n.subs.map((s) => described(s.name, s.description))]),
-)}
-
-${table(
-  "_lazy_flags",
-  nodes.map((n) => [key(n), n.flags.flatMap((f) => f.names.map((x) => described(x, f.description)))]),
-)}
-
-${table(
-  "_lazy_valued",
-  nodes.map((n) => [key(n), n.flags.filter((f) => f.value).flatMap((f) => f.names.map(sq))]),
-)}
-
-${table("_lazy_choices", choiceRows)}
-
-${table(
-  "_lazy_taskat",
-  nodes.map((n) => [key(n), n.taskAt ? [String(n.taskAt)] : []]),
-)}
-
-${table(
-  "_lazy_taskflags",
-  nodes.map((n) => [key(n), n.taskFlags.map(sq)]),
-)}
+${tables(nodes, { prefix: "_lazy", table, described: described, word: sq })}
 
 # "code:status" for the task codes the command at $1 may name, asked of the project's running
 # daemon (lazy never starts one for a TAB); only code-shaped words are taken.

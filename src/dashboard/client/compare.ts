@@ -6,7 +6,7 @@
  * text only, never HTML.
  */
 import type { Answers } from "../../daemon";
-import { $, api, fill, h, num, usd, debounce, showError } from "./dom";
+import { $, api, fill, h, num, usd, debounce, showError, table } from "./dom";
 import { live } from "./live";
 
 type Comparison = Answers.Comparison;
@@ -92,25 +92,12 @@ export async function group(): Promise<void> {
     $<HTMLButtonElement>("run-check").disabled = !c.check;
     fill(
       $("candidates"),
-      h(
-        "div",
-        { class: "scroll" },
-        h(
-          "table",
-          { id: "compare" },
-          h(
-            "thead",
-            {},
-            h(
-              "tr",
-              {},
-              ...["candidate", "profile", "status", "changes", "check", "tokens", "cost", "wall", "summary", ""].map((t) =>
-                h("th", { class: ["changes", "tokens", "cost", "wall"].includes(t) ? "num" : undefined }, t),
-              ),
-            ),
-          ),
-          h("tbody", {}, ...c.candidates.map(row)),
+      table(
+        ["candidate", "profile", "status", "changes", "check", "tokens", "cost", "wall", "summary", ""].map((t) =>
+          h("th", { class: ["changes", "tokens", "cost", "wall"].includes(t) ? "num" : undefined }, t),
         ),
+        c.candidates.map(row),
+        { id: "compare" },
       ),
     );
   };

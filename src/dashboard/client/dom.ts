@@ -20,6 +20,11 @@ export function h<K extends keyof HTMLElementTagNameMap>(
   return el;
 }
 
+/** A table that scrolls on its own: `head`'s cells in one header row, then `rows` (each a `tr`); `attrs` on the table. */
+export function table(head: Child[], rows: Child[], attrs: Record<string, string> = {}): HTMLDivElement {
+  return h("div", { class: "scroll" }, h("table", attrs, h("thead", {}, h("tr", {}, ...head)), h("tbody", {}, ...rows)));
+}
+
 export const $ = <T extends HTMLElement = HTMLElement>(id: string): T => document.getElementById(id) as T;
 
 export function fill(el: HTMLElement, ...children: Child[]): void {

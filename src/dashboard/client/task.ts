@@ -3,7 +3,7 @@
  * error texts), the prompt, the live event stream as `lazy logs` prints it, the diff of its
  * branch, and its audit rows.
  */
-import { $, api, fill, h, num, usd, debounce, showError, ApiError } from "./dom";
+import { $, api, fill, h, num, usd, debounce, showError, ApiError, table } from "./dom";
 import { live } from "./live";
 import { line } from "../../lines";
 import type { Answers } from "../../daemon";
@@ -28,53 +28,33 @@ function eventItem(e: Ev): HTMLLIElement {
 
 function auditView(rows: AuditRow[]): Node {
   if (!rows.length) return h("p", { class: "muted" }, "No requests recorded for this task.");
-  return h(
-    "div",
-    { class: "scroll" },
-    h(
-      "table",
-      {},
+  return table(
+    [
+      h("th", {}, "time"),
+      h("th", {}, "request"),
+      h("th", { class: "num" }, "status"),
+      h("th", { class: "num" }, "ms"),
       h(
-        "thead",
-        {},
-        h(
-          "tr",
-          {},
-          h("th", {}, "time"),
-          h("th", {}, "request"),
-          h("th", { class: "num" }, "status"),
-          h("th", { class: "num" }, "ms"),
-          h(
-            "th",
-            { class: "num", title: "lazy's own added time: arrival → departure upstream / answer back → on to the agent" },
-            "lazy ms in/out",
-          ),
-          h("th", { class: "num" }, "tokens in/out"),
-        ),
+        "th",
+        { class: "num", title: "lazy's own added time: arrival → departure upstream / answer back → on to the agent" },
+        "lazy ms in/out",
       ),
+      h("th", { class: "num" }, "tokens in/out"),
+    ],
+    rows.map((r) =>
       h(
-        "tbody",
+        "tr",
         {},
-        ...rows.map((r) =>
-          h(
-            "tr",
-            {},
-            h("td", {}, new Date(r.at).toISOString().slice(11, 19)),
-            h("td", {}, `${r.method} ${r.path}${r.note ? ` (${r.note})` : ""}`),
-            h("td", { class: "num" }, String(r.status)),
-            h("td", { class: "num" }, String(Math.round(r.durationMs))),
-            h(
-              "td",
-              { class: "num" },
-              r.lazyInMs === null && r.lazyOutMs === null ? "–" : `${(r.lazyInMs ?? 0).toFixed(2)}/${(r.lazyOutMs ?? 0).toFixed(2)}`,
-            ),
-            h(
-              "td",
-              { class: "num" },
-              r.usage ? `${num(r.usage.input + r.usage.cacheRead + r.usage.cacheWrite)}/${num(r.usage.output)}` : "–",
-            ),
-          ),
+        h("td", {}, new Date(r.at).toISOString().slice(11, 19)),
+        h("td", {}, `${r.method} ${r.path}${r.note ? ` (${r.note})` : ""}`),
+        h("td", { class: "num" }, String(r.status)),
+        h("td", { class: "num" }, String(Math.round(r.durationMs))),
+        h(
+          "td",
+          { class: "num" },
+          r.lazyInMs === null && r.lazyOutMs === null ? "–" : `${(r.lazyInMs ?? 0).toFixed(2)}/${(r.lazyOutMs ?? 0).toFixed(2)}`,
         ),
+        h("td", { class: "num" }, r.usage ? `${num(r.usage.input + r.usage.cacheRead + r.usage.cacheWrite)}/${num(r.usage.output)}` : "–"),
       ),
     ),
   );

@@ -1,6 +1,6 @@
 /** Usage: each credential's windows as used-percent bars with a countdown to each reset, PAUSED marks, budgets, and the days. */
 import type { Answers } from "../../daemon";
-import { $, api, fill, h, num, usd, countdown, debounce, showError } from "./dom";
+import { $, api, fill, h, num, usd, countdown, debounce, showError, table } from "./dom";
 import { live } from "./live";
 import { healthList } from "./home";
 
@@ -80,45 +80,25 @@ function budgetView(b: Budget): Node[] {
     ),
     h("p", {}, `Today (${b.today.day}, UTC): ${num(b.today.tokens)} tokens · ${usd(b.today.usd)} · ${num(b.today.requests)} request(s)`),
     b.tasks.length
-      ? h(
-          "div",
-          { class: "scroll" },
-          h(
-            "table",
-            {},
-            h(
-              "thead",
-              {},
+      ? table(
+          [
+            h("th", {}, "task"),
+            h("th", { class: "num" }, "tokens"),
+            h("th", { class: "num" }, "cost"),
+            h("th", { class: "num" }, "budget"),
+          ],
+          b.tasks
+            .slice(0, 20)
+            .map((t) =>
               h(
                 "tr",
                 {},
-                h("th", {}, "task"),
-                h("th", { class: "num" }, "tokens"),
-                h("th", { class: "num" }, "cost"),
-                h("th", { class: "num" }, "budget"),
+                h("td", {}, h("a", { href: `/tasks/${encodeURIComponent(t.code ?? t.taskId)}` }, t.code ?? t.taskId.slice(0, 8))),
+                h("td", { class: "num" }, num(t.tokens)),
+                h("td", { class: "num" }, usd(t.usd)),
+                h("td", { class: "num" }, t.limit.tokens !== null ? num(t.limit.tokens) : t.limit.usd !== null ? usd(t.limit.usd) : "–"),
               ),
             ),
-            h(
-              "tbody",
-              {},
-              ...b.tasks
-                .slice(0, 20)
-                .map((t) =>
-                  h(
-                    "tr",
-                    {},
-                    h("td", {}, h("a", { href: `/tasks/${encodeURIComponent(t.code ?? t.taskId)}` }, t.code ?? t.taskId.slice(0, 8))),
-                    h("td", { class: "num" }, num(t.tokens)),
-                    h("td", { class: "num" }, usd(t.usd)),
-                    h(
-                      "td",
-                      { class: "num" },
-                      t.limit.tokens !== null ? num(t.limit.tokens) : t.limit.usd !== null ? usd(t.limit.usd) : "–",
-                    ),
-                  ),
-                ),
-            ),
-          ),
         )
       : h("p", { class: "muted" }, "No task has spent anything yet."),
   ];
@@ -126,37 +106,21 @@ function budgetView(b: Budget): Node[] {
 
 function daysView(b: Budget): Node {
   if (!b.days.length) return h("p", { class: "muted" }, "Nothing spent in the last 30 days.");
-  return h(
-    "div",
-    { class: "scroll" },
-    h(
-      "table",
-      {},
+  return table(
+    [
+      h("th", {}, "day (UTC)"),
+      h("th", { class: "num" }, "requests"),
+      h("th", { class: "num" }, "tokens"),
+      h("th", { class: "num" }, "cost"),
+    ],
+    b.days.map((d) =>
       h(
-        "thead",
+        "tr",
         {},
-        h(
-          "tr",
-          {},
-          h("th", {}, "day (UTC)"),
-          h("th", { class: "num" }, "requests"),
-          h("th", { class: "num" }, "tokens"),
-          h("th", { class: "num" }, "cost"),
-        ),
-      ),
-      h(
-        "tbody",
-        {},
-        ...b.days.map((d) =>
-          h(
-            "tr",
-            {},
-            h("td", {}, d.day),
-            h("td", { class: "num" }, num(d.requests)),
-            h("td", { class: "num" }, num(d.tokens)),
-            h("td", { class: "num" }, usd(d.usd)),
-          ),
-        ),
+        h("td", {}, d.day),
+        h("td", { class: "num" }, num(d.requests)),
+        h("td", { class: "num" }, num(d.tokens)),
+        h("td", { class: "num" }, usd(d.usd)),
       ),
     ),
   );
