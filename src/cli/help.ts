@@ -46,6 +46,11 @@ const EXAMPLES: Record<string, string[]> = {
   "daemon start": ["lazy daemon start"],
   "daemon stop": ["lazy daemon stop"],
   "daemon restart": ["lazy daemon restart"],
+  "daemon install": [
+    "lazy daemon install           # a systemd user unit (launchd on macOS) that keeps it running",
+    "lazy daemon install --print   # show the unit, change nothing",
+  ],
+  "daemon uninstall": ["lazy daemon uninstall"],
   task: ['lazy task add "fix the login form" --code fix-login', "lazy task list --status done", "lazy task show fix-login"],
   "task list": ["lazy task list", "lazy task list --status waiting", "lazy task list --json | jq -r '.[].code'"],
   "task show": ["lazy task show fix-login", "lazy task show fix-login --json | jq .summary"],

@@ -66,7 +66,7 @@ t lazy run -- ta`,
     const bash = (await p.ok(["completion", "bash"])).stdout;
     // supervise and daemon run are hidden: lazy starts them, people do not type them.
     expect(bash).not.toContain("supervise");
-    expect(bash).toMatch(/'daemon'\) REPLY='status logs start stop restart' ;;/);
+    expect(bash).toMatch(/'daemon'\) REPLY='status logs start stop restart install uninstall' ;;/);
     expect(bash).not.toContain("\x1b");
   });
 
