@@ -23,3 +23,4 @@ export * as Fence from "./fence";
 export * as Subnets from "./subnets";
 export * as HostNet from "./host-network";
 export * as BaseImage from "./base-image";
+export { ProjectContainers, bindFor, type Gateway, type ProjectDeps } from "./project";

@@ -23,6 +23,7 @@ import * as Git from "../git";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import { BIN, containerEnv, taskMounts } from "./container-spec";
+import type { Ledger } from "./ledger";
 
 /** At most this many candidates a group (each is a container). */
 export const MAX_CANDIDATES = 8;
@@ -47,10 +48,9 @@ export interface GroupsDeps {
   log: Logger;
   config: () => Config;
   docker: () => Promise<Runtime>;
-  ref: (t: Task) => string;
+  ledger: Ledger;
   taskDir: (t: Task) => string;
   recordedGit: (t: Task) => Git.TaskGit | undefined;
-  event: (t: Task, kind: string, data: Record<string, unknown>) => void;
   image: (docker: Runtime, config: Config) => Promise<Image.ImagePlan>;
   gateway: (docker: Runtime, config: Config) => Promise<{ net: { name: string } }>;
   /** The fence's proxy variables for the project's containers (the runner's, as of its last gateway). */
@@ -126,9 +126,9 @@ export class Groups {
     for (const t of members) {
       try {
         const why = await this.check(t, force);
-        out.push({ task: this.d.ref(t), ran: !why, ...(why ? { why } : {}) });
+        out.push({ task: this.d.ledger.ref(t), ran: !why, ...(why ? { why } : {}) });
       } catch (e) {
-        out.push({ task: this.d.ref(t), ran: false, why: (e as Error).message });
+        out.push({ task: this.d.ledger.ref(t), ran: false, why: (e as Error).message });
       }
     }
     return out;
@@ -142,7 +142,7 @@ export class Groups {
     if (task.status === "running" || task.status === "queued") return `it is ${task.status}`;
     // An ended session's worktree is gone (a verdict from before its end stays shown).
     if (isFinal(task.status)) return `it is ${task.status}: its worktree is gone`;
-    const branch = `${Git.BRANCH_PREFIX}${this.d.ref(task)}`;
+    const branch = `${Git.BRANCH_PREFIX}${this.d.ledger.ref(task)}`;
     const tip = Git.git(this.d.root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}^{commit}`], { allowFail: true }).out.trim();
     if (!tip) return `it has no branch ${branch}`;
     const last = Tasks.lastEvent(this.d.db, task.id, "check")?.data;
@@ -190,7 +190,7 @@ export class Groups {
         await docker.remove(id);
       }
       const ok = r.code === 0 && !timedOut;
-      this.d.event(task, "check", {
+      this.d.ledger.event(task, "check", {
         command,
         tip,
         ok,
@@ -199,7 +199,7 @@ export class Groups {
         ...(timedOut ? { error: `stopped after ${CHECK_TIMEOUT_MS / 60_000} minutes` } : {}),
         output: r.output.slice(-CHECK_OUTPUT),
       });
-      this.d.log.info(`task ${this.d.ref(task)}: [review] check ${ok ? "passed" : `failed (exit ${r.code})`}`);
+      this.d.log.info(`task ${this.d.ledger.ref(task)}: [review] check ${ok ? "passed" : `failed (exit ${r.code})`}`);
       return undefined;
     });
   }

@@ -33,6 +33,7 @@ import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import { FILES, type Exit } from "../supervisor";
 import { BIN, containerEnv, linuxBinary } from "./container-spec";
+import type { Ledger } from "./ledger";
 
 export interface OwnCallDeps {
   root: string;
@@ -45,7 +46,7 @@ export interface OwnCallDeps {
   docker: () => Promise<Runtime>;
   gateway: (docker: Runtime, config: Config) => Promise<{ net: { name: string; gateway: string }; proxyUrl: string }>;
   image: (docker: Runtime, config: Config) => Promise<Image.ImagePlan>;
-  ref: (t: Task) => string;
+  ledger: Pick<Ledger, "ref">;
 }
 
 export interface Answer {
@@ -214,7 +215,7 @@ export class OwnCalls {
       role: shared ? "agent" : "lazy",
       profile: profile.name,
       taskId: task?.id ?? null,
-      taskRef: task ? this.d.ref(task) : null,
+      taskRef: task ? this.d.ledger.ref(task) : null,
     });
     const docker = await this.d.docker();
     const image = (await this.d.image(docker, config)).tag;

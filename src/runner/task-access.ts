@@ -4,19 +4,19 @@
  * layout as lazy recorded it, and the Docker engine. The runner owns them; the parts borrow.
  */
 import type { Database } from "bun:sqlite";
-import type { Task, Status } from "../store";
+import type { Task } from "../store";
 import type { Runtime } from "../containers";
 import type * as Git from "../git";
 import type { Logger } from "../util/log";
+import type { Ledger } from "./ledger";
 
 export interface TaskAccess {
   root: string;
   db: Database;
   log: Logger;
   docker: () => Promise<Runtime>;
-  event: (task: Task, kind: string, data: Record<string, unknown>) => void;
-  move: (task: Task, to: Status, data?: Record<string, unknown>) => Task;
-  ref: (task: Task) => string;
+  /** A task's moves and events, recorded and published; its name as people see it. */
+  ledger: Ledger;
   taskDir: (task: Task) => string;
   recordedGit: (task: Task) => Git.TaskGit | undefined;
 }
