@@ -14,7 +14,7 @@ import type { ModelProxy } from "../proxy";
 import type { McpTokens } from "../mcp";
 import { LazyError } from "../util/errors";
 import type { TaskAccess } from "./task-access";
-import type { OwnCalls } from "./own-calls";
+import { summaryPrompt, type OwnCalls } from "../own-calls";
 import { configBearing } from "./config-files";
 
 export interface EndingsDeps extends TaskAccess {
@@ -175,19 +175,4 @@ export class Endings {
       }
     }
   }
-}
-
-/** What lazy asks the model when it writes the summary of an accepted task. */
-function summaryPrompt(task: Task, commits: string[], stat: string): string {
-  return [
-    "Write the body of a merge commit message: what this task changed and why, in at most six short lines of plain text.",
-    "No heading, no Markdown, no preamble: only the lines. Do not run any tool; everything you need is below.",
-    "",
-    `Task: ${task.title}`,
-    `What the agent was asked:\n${task.prompt.slice(0, 4000)}`,
-    "",
-    `Commits:\n${commits.slice(0, 50).join("\n")}`,
-    "",
-    `Files changed:\n${stat.slice(0, 4000)}`,
-  ].join("\n");
 }

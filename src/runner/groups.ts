@@ -18,11 +18,10 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { Tasks, isFinal, type Task } from "../store";
 import { resolveProfile, resolveLimits, type Config } from "../config";
-import { Image, type Runtime } from "../containers";
+import { BIN, containerEnv, Image, taskMounts, type ProjectContainers } from "../containers";
 import * as Git from "../git";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
-import { BIN, containerEnv, taskMounts } from "./container-spec";
 import type { Ledger } from "./ledger";
 
 /** At most this many candidates a group (each is a container). */
@@ -47,16 +46,11 @@ export interface GroupsDeps {
   db: Database;
   log: Logger;
   config: () => Config;
-  docker: () => Promise<Runtime>;
+  /** The project's engine, image and network, shared with turns and own calls (containers/project.ts). */
+  project: Pick<ProjectContainers, "docker" | "image" | "gateway" | "netEnv" | "hostCa">;
   ledger: Ledger;
   taskDir: (t: Task) => string;
   recordedGit: (t: Task) => Git.TaskGit | undefined;
-  image: (docker: Runtime, config: Config) => Promise<Image.ImagePlan>;
-  gateway: (docker: Runtime, config: Config) => Promise<{ net: { name: string } }>;
-  /** The fence's proxy variables for the project's containers (the runner's, as of its last gateway). */
-  netEnv: () => Record<string, string>;
-  /** The host CA bundle file a container mounts, when one is inherited. */
-  hostCa: (config: Config) => string | null;
   /** Run `fn` with the task marked as starting: no turn starts, housekeeping leaves its containers alone. */
   busy: <T>(task: Task, fn: () => Promise<T>) => Promise<T>;
 }
@@ -151,9 +145,9 @@ export class Groups {
     // Docker would make a missing bind source as an empty folder: no worktree, no check.
     if (!g || !existsSync(g.worktree)) return "it has no worktree";
     return this.d.busy(task, async () => {
-      const docker = await this.d.docker();
-      const image = await this.d.image(docker, config);
-      const { net } = await this.d.gateway(docker, config);
+      const docker = await this.d.project.docker();
+      const image = await this.d.project.image(docker, config);
+      const { net } = await this.d.project.gateway(docker, config);
       Git.restorePointers(g);
       const uid = Image.agentUid();
       const tdir = this.d.taskDir(task);
@@ -165,9 +159,9 @@ export class Groups {
         root: this.d.root,
         taskId: task.id,
         user: `${uid}:${uid}`,
-        env: { ...containerEnv(this.d.root), ...this.d.netEnv() },
+        env: { ...containerEnv(this.d.root), ...this.d.project.netEnv() },
         // Its worktree and git folders and a home; not the harness folder or the turns (nothing runs the agent here).
-        mounts: taskMounts(this.d.root, g, tdir, this.d.hostCa(config)).filter(
+        mounts: taskMounts(this.d.root, g, tdir, this.d.project.hostCa(config)).filter(
           (m) => m.container !== "/lazy/harness" && m.container !== "/lazy/turns",
         ),
         network: net.name,
@@ -182,7 +176,13 @@ export class Groups {
       }, CHECK_TIMEOUT_MS);
       let r: { code: number; output: string };
       try {
-        r = await docker.exec(id, ["sh", "-c", command], `${uid}:${uid}`, { ...containerEnv(this.d.root), ...this.d.netEnv() }, g.worktree);
+        r = await docker.exec(
+          id,
+          ["sh", "-c", command],
+          `${uid}:${uid}`,
+          { ...containerEnv(this.d.root), ...this.d.project.netEnv() },
+          g.worktree,
+        );
       } catch (e) {
         r = { code: -1, output: (e as Error).message };
       } finally {

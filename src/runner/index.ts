@@ -16,8 +16,7 @@ import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import type { Bus } from "../bus";
 import { Holds, Budgets } from "../spending";
-import { OwnCalls } from "./own-calls";
-import { Compactor } from "./memory";
+import { Compactor, OwnCalls } from "../own-calls";
 import { TurnWatch } from "./turn-watch";
 import { RemoteTasks } from "./remote-tasks";
 import { Endings } from "./endings";
@@ -104,9 +103,7 @@ export class Runner {
       proxy: d.proxy,
       config: d.config,
       log: d.log,
-      docker,
-      gateway: (docker, config) => this.project.gateway(docker, config),
-      image: (docker, config) => this.project.image(docker, config),
+      project: this.project,
       ledger,
     });
     this.memory = new Compactor(d.db, this.calls, d.log);
@@ -188,14 +185,10 @@ export class Runner {
       db: d.db,
       log: d.log,
       config: d.config,
-      docker,
+      project: this.project,
       ledger,
       taskDir: this.ws.taskDir,
       recordedGit: this.ws.recordedGit,
-      image: (docker, config) => this.project.image(docker, config),
-      gateway: (docker, config) => this.project.gateway(docker, config),
-      netEnv: () => this.project.netEnv(),
-      hostCa: (config) => this.project.hostCa(config),
       busy: (t, fn) => this.launcher.busy(t, fn),
     });
   }

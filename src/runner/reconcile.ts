@@ -15,7 +15,7 @@ import type { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import type { TurnWatch } from "./turn-watch";
 import type { RemoteTasks } from "./remote-tasks";
-import type { OwnCalls } from "./own-calls";
+import type { OwnCalls } from "../own-calls";
 import type { Ledger } from "./ledger";
 
 export interface ReconcileDeps {

@@ -12,7 +12,7 @@ import { MCP_PATH } from "../proxy";
 import type { Task } from "../store";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
-import { linuxBinary } from "./container-spec";
+import { linuxBinary } from "../containers";
 import type { Ledger } from "./ledger";
 import { binaryVolume, bringBack, objectsVolume, probe, pullTurn, ship } from "./remote";
 

@@ -29,7 +29,7 @@ import { createHash } from "node:crypto";
 import { Tar, type Runtime } from "../containers";
 import type * as Git from "../git";
 import * as AgentDir from "../util/agent-dir";
-import { BIN } from "./container-spec";
+import { BIN } from "../containers";
 
 /** Where the repository's objects are in the container (the private objects' alternates). */
 const REPO_OBJECTS = "/lazy/repo-objects";

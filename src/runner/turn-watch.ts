@@ -16,7 +16,7 @@ import * as Harness from "../harness";
 import * as AgentDir from "../util/agent-dir";
 import type { TaskAccess } from "./task-access";
 import { FILES, type Exit } from "../supervisor";
-import { BIN } from "./container-spec";
+import { BIN } from "../containers";
 import type { Budgets } from "../spending";
 
 /** How much of a turn's events one poll reads, and the longest event line kept. */
