@@ -46,8 +46,8 @@ export class Runner {
   private housekeeping: Timer | undefined;
   /** Tasks whose turn (or check) is being set up: no second turn starts, housekeeping leaves their containers be. */
   private starting = new Set<string>();
-  /** A task's status moves and events, recorded and published (ledger.ts). */
-  private ledger: Ledger;
+  /** A task's status moves and events, recorded and published (ledger.ts); the MCP tools record through it too. */
+  readonly ledger: Ledger;
   /** The task's folders, worktree and git layout (workspace.ts). */
   private ws: Workspaces;
   /** The project's engine connection, network and image (containers/project.ts). */
@@ -208,10 +208,9 @@ export class Runner {
     return this.project.fenceState();
   }
 
-  ref = (t: Task) => this.ledger.ref(t);
-  taskDir = (t: Task) => this.ws.taskDir(t);
-  worktree = (t: Task) => this.ws.worktree(t);
-  containerName = (t: Task) => this.ws.containerName(t);
+  private ref(t: Task): string {
+    return this.ledger.ref(t);
+  }
 
   /** Add a task (the CLI, the dashboard, a builder session): its profile must exist. */
   add(input: { prompt: string; title?: string; code?: string; profile?: string }): Task {

@@ -1,7 +1,7 @@
 /**
- * What the runner's parts (turn-watch.ts, endings.ts) need of the runner for a task: its
- * events and status moves (recorded and published on the bus), its names and folders, its git
- * layout as lazy recorded it, and the Docker engine. The runner owns them; the parts borrow.
+ * What the runner's parts (turn-watch.ts, endings.ts) need for a task: the ledger its events
+ * and status moves go through (ledger.ts), its folders and its git layout as lazy recorded it
+ * (workspace.ts), and the Docker engine. The runner owns them; the parts borrow.
  */
 import type { Database } from "bun:sqlite";
 import type { Task } from "../store";
