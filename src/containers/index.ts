@@ -23,3 +23,5 @@ export * as Fence from "./fence";
 export * as Subnets from "./subnets";
 export * as HostNet from "./host-network";
 export * as BaseImage from "./base-image";
+export { ProjectContainers, bindFor, type Gateway, type ProjectDeps } from "./project";
+export { BIN, containerEnv, taskMounts, linuxBinary } from "./container-spec";

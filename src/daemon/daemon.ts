@@ -152,10 +152,7 @@ export class Daemon {
         db,
         tokens: mcp,
         config: () => watch.state.config,
-        event: (t, kind, data) => {
-          Store.Tasks.addEvent(db, t.id, kind, data);
-          bus.publish({ kind: "task", taskId: t.id });
-        },
+        event: (t, kind, data) => runner.ledger.event(t, kind, data),
         branchOf: (t) => `${Git.BRANCH_PREFIX}${t.code ?? t.id}`,
         compact: () => void runner.memory.maybe("agent"),
         // A task's token answers only while its turn (or a call about it) runs.

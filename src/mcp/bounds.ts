@@ -8,7 +8,7 @@
  *   from its first note), each at most the tool's own size (tools.ts). The drops of a window
  *   are written as one `progress_dropped` event when the window ends.
  * - memory_write: at most MEMORY_PER_TURN notes a turn; memory's own bound and compaction are
- *   runner/memory.ts's.
+ *   own-calls/memory.ts's.
  *
  * Kept in memory: a daemon restart forgets a window (at worst a minute's drops go uncounted).
  */

@@ -14,7 +14,7 @@ import type { ModelProxy } from "../proxy";
 import type { McpTokens } from "../mcp";
 import { LazyError } from "../util/errors";
 import type { TaskAccess } from "./task-access";
-import type { OwnCalls } from "./own-calls";
+import { summaryPrompt, type OwnCalls } from "../own-calls";
 import { configBearing } from "./config-files";
 
 export interface EndingsDeps extends TaskAccess {
@@ -41,9 +41,9 @@ export class Endings {
     if (!canMove(task.status, "accepted"))
       throw new LazyError(
         "conflict",
-        `Task ${this.d.ref(task)} is ${task.status}; only a task whose turn is done (or waiting) can be accepted.`,
+        `Task ${this.d.ledger.ref(task)} is ${task.status}; only a task whose turn is done (or waiting) can be accepted.`,
       );
-    const branch = `${Git.BRANCH_PREFIX}${this.d.ref(task)}`;
+    const branch = `${Git.BRANCH_PREFIX}${this.d.ledger.ref(task)}`;
     // lazy.toml (at any depth) decides where lazy sends the real credentials and what containers
     // may reach; harness folders, .worktreeinclude and Dockerfiles decide what runs on the host or
     // at build (config-files.ts). An agent's change to any of them is merged only when the person
@@ -55,7 +55,7 @@ export class Endings {
       const root = names.includes(CONFIG_FILE);
       throw new LazyError(
         "conflict",
-        `Task ${this.d.ref(task)}'s branch changes ${root ? `${CONFIG_FILE}, which decides where lazy sends your credentials and what task containers may reach (once merged, lazy uses a changed lazy.toml only after lazy trust)` : "configuration that decides where credentials go or what runs"}: ${names.join(", ")}. Look at it: git diff HEAD...${branch} -- ${quoted}; then lazy accept ${this.d.ref(task)} --with-config to merge it anyway, or lazy send ${this.d.ref(task)} "leave ${names.join(", ")} as it was".`,
+        `Task ${this.d.ledger.ref(task)}'s branch changes ${root ? `${CONFIG_FILE}, which decides where lazy sends your credentials and what task containers may reach (once merged, lazy uses a changed lazy.toml only after lazy trust)` : "configuration that decides where credentials go or what runs"}: ${names.join(", ")}. Look at it: git diff HEAD...${branch} -- ${quoted}; then lazy accept ${this.d.ledger.ref(task)} --with-config to merge it anyway, or lazy send ${this.d.ledger.ref(task)} "leave ${names.join(", ")} as it was".`,
         bearing.map((f) => `${f.path} — ${f.why}`),
       );
     }
@@ -67,7 +67,7 @@ export class Endings {
       commits = Git.commitsToMerge(this.d.root, branch);
       if (commits.length) {
         // A dirty checkout or a conflict is said before lazy's own call for the summary is paid for.
-        const blocked = Git.blockerMessage(this.d.ref(task), branch, Git.mergeBlockers(this.d.root, branch));
+        const blocked = Git.blockerMessage(this.d.ledger.ref(task), branch, Git.mergeBlockers(this.d.root, branch));
         if (blocked) throw new LazyError("conflict", blocked);
         try {
           summary = (
@@ -75,25 +75,25 @@ export class Endings {
           ).text.slice(0, 4000);
         } catch (e) {
           summaryError = (e as Error).message;
-          this.d.log.warn(`task ${this.d.ref(task)}: no summary for its merge: ${summaryError}`);
+          this.d.log.warn(`task ${this.d.ledger.ref(task)}: no summary for its merge: ${summaryError}`);
         }
         Git.merge(
           this.d.root,
           branch,
-          `lazy: accept ${this.d.ref(task)}: ${task.title}\n\n${summary ? `${summary}\n\n` : ""}${commits.map((c) => `- ${c}`).join("\n")}\n`,
-          this.d.ref(task),
+          `lazy: accept ${this.d.ledger.ref(task)}: ${task.title}\n\n${summary ? `${summary}\n\n` : ""}${commits.map((c) => `- ${c}`).join("\n")}\n`,
+          this.d.ledger.ref(task),
         );
         merge = Git.head(this.d.root).commit; // what was merged stays viewable (the dashboard's diff)
       }
     }
-    this.d.event(task, "summary", {
+    this.d.ledger.event(task, "summary", {
       commits,
       branch,
       ...(merge ? { merge } : {}),
       ...(summary ? { text: summary } : {}),
       ...(summaryError ? { error: summaryError } : {}),
     });
-    task = this.d.move(task, "accepted", { commits: commits.length });
+    task = this.d.ledger.move(task, "accepted", { commits: commits.length });
     await this.endSession(task, { deleteBranch: false });
     // With --with-config: the config-bearing files it merged, so the CLI can say what follows.
     return { task, commits, summary, summaryError, config: bearing.map((f) => f.path) };
@@ -102,8 +102,8 @@ export class Endings {
   async reject(ref: string): Promise<Task> {
     let task = Tasks.resolve(this.d.db, ref);
     if (!canMove(task.status, "rejected"))
-      throw new LazyError("conflict", `Task ${this.d.ref(task)} is ${task.status}; it cannot be rejected now.`);
-    task = this.d.move(task, "rejected");
+      throw new LazyError("conflict", `Task ${this.d.ledger.ref(task)} is ${task.status}; it cannot be rejected now.`);
+    task = this.d.ledger.move(task, "rejected");
     await this.endSession(task, { deleteBranch: true });
     return task;
   }
@@ -112,8 +112,8 @@ export class Endings {
   async close(ref: string, why?: string): Promise<Task> {
     let task = Tasks.resolve(this.d.db, ref);
     if (!canMove(task.status, "closed"))
-      throw new LazyError("conflict", `Task ${this.d.ref(task)} is ${task.status}; it cannot be closed now.`);
-    task = this.d.move(task, "closed", why ? { reason: why } : {});
+      throw new LazyError("conflict", `Task ${this.d.ledger.ref(task)} is ${task.status}; it cannot be closed now.`);
+    task = this.d.ledger.move(task, "closed", why ? { reason: why } : {});
     await this.endSession(task, { deleteBranch: false });
     return task;
   }
@@ -161,7 +161,7 @@ export class Endings {
         },
       ],
       ...(opts.deleteBranch
-        ? ([["delete its branch", () => Git.deleteBranch(this.d.root, `${Git.BRANCH_PREFIX}${this.d.ref(task)}`)]] as [
+        ? ([["delete its branch", () => Git.deleteBranch(this.d.root, `${Git.BRANCH_PREFIX}${this.d.ledger.ref(task)}`)]] as [
             string,
             () => unknown,
           ][])
@@ -171,23 +171,8 @@ export class Endings {
       try {
         await step();
       } catch (e) {
-        this.d.log.error(`task ${this.d.ref(task)}: could not ${what}: ${(e as Error).message}`);
+        this.d.log.error(`task ${this.d.ledger.ref(task)}: could not ${what}: ${(e as Error).message}`);
       }
     }
   }
-}
-
-/** What lazy asks the model when it writes the summary of an accepted task. */
-function summaryPrompt(task: Task, commits: string[], stat: string): string {
-  return [
-    "Write the body of a merge commit message: what this task changed and why, in at most six short lines of plain text.",
-    "No heading, no Markdown, no preamble: only the lines. Do not run any tool; everything you need is below.",
-    "",
-    `Task: ${task.title}`,
-    `What the agent was asked:\n${task.prompt.slice(0, 4000)}`,
-    "",
-    `Commits:\n${commits.slice(0, 50).join("\n")}`,
-    "",
-    `Files changed:\n${stat.slice(0, 4000)}`,
-  ].join("\n");
 }

@@ -18,11 +18,11 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { Tasks, isFinal, type Task } from "../store";
 import { resolveProfile, resolveLimits, type Config } from "../config";
-import { Image, type Runtime } from "../containers";
+import { BIN, containerEnv, Image, taskMounts, type ProjectContainers } from "../containers";
 import * as Git from "../git";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
-import { BIN, containerEnv, taskMounts } from "./container-spec";
+import type { Ledger } from "./ledger";
 
 /** At most this many candidates a group (each is a container). */
 export const MAX_CANDIDATES = 8;
@@ -46,17 +46,11 @@ export interface GroupsDeps {
   db: Database;
   log: Logger;
   config: () => Config;
-  docker: () => Promise<Runtime>;
-  ref: (t: Task) => string;
+  /** The project's engine, image and network, shared with turns and own calls (containers/project.ts). */
+  project: Pick<ProjectContainers, "docker" | "image" | "gateway" | "netEnv" | "hostCa">;
+  ledger: Ledger;
   taskDir: (t: Task) => string;
   recordedGit: (t: Task) => Git.TaskGit | undefined;
-  event: (t: Task, kind: string, data: Record<string, unknown>) => void;
-  image: (docker: Runtime, config: Config) => Promise<Image.ImagePlan>;
-  gateway: (docker: Runtime, config: Config) => Promise<{ net: { name: string } }>;
-  /** The fence's proxy variables for the project's containers (the runner's, as of its last gateway). */
-  netEnv: () => Record<string, string>;
-  /** The host CA bundle file a container mounts, when one is inherited. */
-  hostCa: (config: Config) => string | null;
   /** Run `fn` with the task marked as starting: no turn starts, housekeeping leaves its containers alone. */
   busy: <T>(task: Task, fn: () => Promise<T>) => Promise<T>;
 }
@@ -126,9 +120,9 @@ export class Groups {
     for (const t of members) {
       try {
         const why = await this.check(t, force);
-        out.push({ task: this.d.ref(t), ran: !why, ...(why ? { why } : {}) });
+        out.push({ task: this.d.ledger.ref(t), ran: !why, ...(why ? { why } : {}) });
       } catch (e) {
-        out.push({ task: this.d.ref(t), ran: false, why: (e as Error).message });
+        out.push({ task: this.d.ledger.ref(t), ran: false, why: (e as Error).message });
       }
     }
     return out;
@@ -142,7 +136,7 @@ export class Groups {
     if (task.status === "running" || task.status === "queued") return `it is ${task.status}`;
     // An ended session's worktree is gone (a verdict from before its end stays shown).
     if (isFinal(task.status)) return `it is ${task.status}: its worktree is gone`;
-    const branch = `${Git.BRANCH_PREFIX}${this.d.ref(task)}`;
+    const branch = `${Git.BRANCH_PREFIX}${this.d.ledger.ref(task)}`;
     const tip = Git.git(this.d.root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}^{commit}`], { allowFail: true }).out.trim();
     if (!tip) return `it has no branch ${branch}`;
     const last = Tasks.lastEvent(this.d.db, task.id, "check")?.data;
@@ -151,9 +145,9 @@ export class Groups {
     // Docker would make a missing bind source as an empty folder: no worktree, no check.
     if (!g || !existsSync(g.worktree)) return "it has no worktree";
     return this.d.busy(task, async () => {
-      const docker = await this.d.docker();
-      const image = await this.d.image(docker, config);
-      const { net } = await this.d.gateway(docker, config);
+      const docker = await this.d.project.docker();
+      const image = await this.d.project.image(docker, config);
+      const { net } = await this.d.project.gateway(docker, config);
       Git.restorePointers(g);
       const uid = Image.agentUid();
       const tdir = this.d.taskDir(task);
@@ -165,9 +159,9 @@ export class Groups {
         root: this.d.root,
         taskId: task.id,
         user: `${uid}:${uid}`,
-        env: { ...containerEnv(this.d.root), ...this.d.netEnv() },
+        env: { ...containerEnv(this.d.root), ...this.d.project.netEnv() },
         // Its worktree and git folders and a home; not the harness folder or the turns (nothing runs the agent here).
-        mounts: taskMounts(this.d.root, g, tdir, this.d.hostCa(config)).filter(
+        mounts: taskMounts(this.d.root, g, tdir, this.d.project.hostCa(config)).filter(
           (m) => m.container !== "/lazy/harness" && m.container !== "/lazy/turns",
         ),
         network: net.name,
@@ -182,7 +176,13 @@ export class Groups {
       }, CHECK_TIMEOUT_MS);
       let r: { code: number; output: string };
       try {
-        r = await docker.exec(id, ["sh", "-c", command], `${uid}:${uid}`, { ...containerEnv(this.d.root), ...this.d.netEnv() }, g.worktree);
+        r = await docker.exec(
+          id,
+          ["sh", "-c", command],
+          `${uid}:${uid}`,
+          { ...containerEnv(this.d.root), ...this.d.project.netEnv() },
+          g.worktree,
+        );
       } catch (e) {
         r = { code: -1, output: (e as Error).message };
       } finally {
@@ -190,7 +190,7 @@ export class Groups {
         await docker.remove(id);
       }
       const ok = r.code === 0 && !timedOut;
-      this.d.event(task, "check", {
+      this.d.ledger.event(task, "check", {
         command,
         tip,
         ok,
@@ -199,7 +199,7 @@ export class Groups {
         ...(timedOut ? { error: `stopped after ${CHECK_TIMEOUT_MS / 60_000} minutes` } : {}),
         output: r.output.slice(-CHECK_OUTPUT),
       });
-      this.d.log.info(`task ${this.d.ref(task)}: [review] check ${ok ? "passed" : `failed (exit ${r.code})`}`);
+      this.d.log.info(`task ${this.d.ledger.ref(task)}: [review] check ${ok ? "passed" : `failed (exit ${r.code})`}`);
       return undefined;
     });
   }

@@ -12,7 +12,8 @@ import { MCP_PATH } from "../proxy";
 import type { Task } from "../store";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
-import { linuxBinary } from "./container-spec";
+import { linuxBinary } from "../containers";
+import type { Ledger } from "./ledger";
 import { binaryVolume, bringBack, objectsVolume, probe, pullTurn, ship } from "./remote";
 
 export interface RemoteTasksDeps {
@@ -20,7 +21,7 @@ export interface RemoteTasksDeps {
   stateDir: string;
   log: Logger;
   docker: () => Promise<Runtime>;
-  ref: (t: Task) => string;
+  ledger: Pick<Ledger, "ref">;
   taskDir: (t: Task) => string;
   recordedGit: (t: Task) => Git.TaskGit | undefined;
   /** Whether this daemon follows the task's turn now (turn-watch). */
@@ -36,8 +37,8 @@ export class RemoteTasks {
   async shipInto(docker: Runtime, id: string, task: Task, g: Git.TaskGit): Promise<void> {
     try {
       const t0 = Date.now();
-      await ship(docker, id, { g, ref: this.d.ref(task), uid: Image.agentUid() });
-      this.d.log.info(`task ${this.d.ref(task)}: worktree shipped to ${docker.endpoint.host} in ${Date.now() - t0} ms`);
+      await ship(docker, id, { g, ref: this.d.ledger.ref(task), uid: Image.agentUid() });
+      this.d.log.info(`task ${this.d.ledger.ref(task)}: worktree shipped to ${docker.endpoint.host} in ${Date.now() - t0} ms`);
       await docker.start(id);
     } catch (e) {
       await docker.remove(id);
@@ -55,7 +56,7 @@ export class RemoteTasks {
     const objects = await this.oneAtATime(() => objectsVolume(docker, g, this.d.slug, this.d.stateDir, image));
     if (objects.sent)
       this.d.log.info(
-        `task ${this.d.ref(task)}: ${objects.sent} object files (${(objects.bytes / 1048576).toFixed(1)} MiB) sent to ${docker.endpoint.host} in ${Date.now() - t0} ms`,
+        `task ${this.d.ledger.ref(task)}: ${objects.sent} object files (${(objects.bytes / 1048576).toFixed(1)} MiB) sent to ${docker.endpoint.host} in ${Date.now() - t0} ms`,
       );
     return [bin, { name: objects.name, container: objects.container }];
   }
@@ -97,12 +98,12 @@ export class RemoteTasks {
       const docker = await this.d.docker();
       while (this.d.following(task.id) && this.d.turnOf(task.id) === turn) {
         await pullTurn(docker, id, turn, turns).catch((e: unknown) =>
-          this.d.log.warn(`task ${this.d.ref(task)}: reading its turn from ${docker.endpoint.host}: ${(e as Error).message}`),
+          this.d.log.warn(`task ${this.d.ledger.ref(task)}: reading its turn from ${docker.endpoint.host}: ${(e as Error).message}`),
         );
         await Bun.sleep(500);
       }
     })()
-      .catch((e: unknown) => this.d.log.warn(`task ${this.d.ref(task)}: ${(e as Error).message}`))
+      .catch((e: unknown) => this.d.log.warn(`task ${this.d.ledger.ref(task)}: ${(e as Error).message}`))
       .finally(() => this.mirrors.delete(task.id));
   }
 
@@ -112,6 +113,6 @@ export class RemoteTasks {
     const id = this.d.containerOf(task.id);
     const g = this.d.recordedGit(task);
     if (!docker.remote || !id || !g) return [];
-    return bringBack(docker, id, g, this.d.ref(task), join(this.d.taskDir(task), "harness"));
+    return bringBack(docker, id, g, this.d.ledger.ref(task), join(this.d.taskDir(task), "harness"));
   }
 }

@@ -28,10 +28,8 @@ import { basename, dirname, join, relative } from "node:path";
 import { createHash } from "node:crypto";
 import { Tar, type Runtime } from "../containers";
 import type * as Git from "../git";
-import type { Config } from "../config";
-import { LazyError } from "../util/errors";
 import * as AgentDir from "../util/agent-dir";
-import { BIN } from "./container-spec";
+import { BIN } from "../containers";
 
 /** Where the repository's objects are in the container (the private objects' alternates). */
 const REPO_OBJECTS = "/lazy/repo-objects";
@@ -288,25 +286,6 @@ async function pullTranscripts(docker: Runtime, id: string, harness: string): Pr
     const m = TRANSCRIPT.exec(e.name);
     if (m && e.type === "file" && e.data) AgentDir.write(harness, m[1]!, e.data);
   }
-}
-
-/**
- * Where a remote engine's containers reach the proxy: `[proxy] remote_bind` (trusted config),
- * which must be set; loopback is this host's own and means nothing over there.
- */
-export function bindFor(docker: Runtime, config: Config): string {
-  const bind = config.proxy.remote_bind;
-  if (!bind)
-    throw new LazyError(
-      "launch_refused",
-      `The Docker engine at ${docker.endpoint.host} (${docker.endpoint.source}) is remote: its containers cannot reach lazy's proxy on this host's loopback. Set [proxy] remote_bind in lazy.toml to an address of this host that engine can route to (then lazy trust), or unset DOCKER_HOST to use the local engine.`,
-    );
-  if (bind.startsWith("127.") || bind === "0.0.0.0")
-    throw new LazyError(
-      "launch_refused",
-      `[proxy] remote_bind = "${bind}" is not an address a remote engine's containers can reach: name an address of this host on a network that engine routes to.`,
-    );
-  return bind;
 }
 
 /**

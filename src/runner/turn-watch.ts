@@ -16,7 +16,7 @@ import * as Harness from "../harness";
 import * as AgentDir from "../util/agent-dir";
 import type { TaskAccess } from "./task-access";
 import { FILES, type Exit } from "../supervisor";
-import { BIN } from "./container-spec";
+import { BIN } from "../containers";
 import type { Budgets } from "../spending";
 
 /** How much of a turn's events one poll reads, and the longest event line kept. */
@@ -193,7 +193,7 @@ export class TurnWatch {
           if (got.data.length < want) break; // a line still being written
           offset += got.data.length;
           // A line longer than the bound is not an event lazy keeps; one cut by the turn's bound is dropped.
-          if (want === READ_CHUNK) this.d.event(task, "refused", { reason: `an event line over ${READ_CHUNK} bytes was skipped` });
+          if (want === READ_CHUNK) this.d.ledger.event(task, "refused", { reason: `an event line over ${READ_CHUNK} bytes was skipped` });
           else count.bytes += got.data.length;
           continue;
         }
@@ -205,7 +205,7 @@ export class TurnWatch {
             } else if (count.stored < TURN_EVENTS || (e.kind === "result" && count.stored < TURN_EVENTS + EXTRA_RESULTS)) {
               // Past the bound only the turn's result is kept (how it ended, what it says).
               count.stored++;
-              this.d.event(task, e.kind, e.data);
+              this.d.ledger.event(task, e.kind, e.data);
             } else count.events++;
           }
         offset += end + 1;
@@ -255,10 +255,10 @@ export class TurnWatch {
    * (no report_progress, no ask_human), so the turn is stopped and fails, saying why.
    */
   private blind(task: Task, run: Run, harness: string, status: string): void {
-    const reason = `lazy's MCP server did not connect in ${harness} (status: ${status}), so the turn was stopped rather than run without lazy's tools. lazy doctor says whether the proxy's listener is up; then run the turn again (lazy send ${this.d.ref(task)} "…").`;
-    this.d.event(task, "refused", { reason, mcp: true });
-    this.d.log.warn(`task ${this.d.ref(task)}: ${reason}`);
-    void this.signal(run, `task ${this.d.ref(task)}'s blind turn`);
+    const reason = `lazy's MCP server did not connect in ${harness} (status: ${status}), so the turn was stopped rather than run without lazy's tools. lazy doctor says whether the proxy's listener is up; then run the turn again (lazy send ${this.d.ledger.ref(task)} "…").`;
+    this.d.ledger.event(task, "refused", { reason, mcp: true });
+    this.d.log.warn(`task ${this.d.ledger.ref(task)}: ${reason}`);
+    void this.signal(run, `task ${this.d.ledger.ref(task)}'s blind turn`);
   }
 
   /**
@@ -294,16 +294,18 @@ export class TurnWatch {
     void (async () => {
       const left = await this.d.halt(task).catch((e: unknown) => `stopping the task's container failed: ${(e as Error).message}`);
       if (left) {
-        this.d.log.error(`task ${this.d.ref(task)}: processes of the agent may outlive its turn: ${left}`);
-        this.d.event(task, "refused", { reason: `the turn ended but its container could not be stopped: ${left}` });
+        this.d.log.error(`task ${this.d.ledger.ref(task)}: processes of the agent may outlive its turn: ${left}`);
+        this.d.ledger.event(task, "refused", { reason: `the turn ended but its container could not be stopped: ${left}` });
       }
       const lost = await this.d.bringBack(task).catch((e: unknown) => [`bringing the agent's commits back: ${(e as Error).message}`]);
       if (lost.length)
-        this.d.event(task, "refused", { reason: `some of the agent's objects were not brought back: ${lost.slice(0, 5).join("; ")}` });
+        this.d.ledger.event(task, "refused", {
+          reason: `some of the agent's objects were not brought back: ${lost.slice(0, 5).join("; ")}`,
+        });
       const count = this.counts.get(task.id);
       this.counts.delete(task.id);
       if (count && (count.events || count.bytes))
-        this.d.event(task, "dropped", {
+        this.d.ledger.event(task, "dropped", {
           events: count.events,
           bytes: count.bytes,
           reason: `the turn's events went past what one turn may store (${TURN_EVENTS} events, ${TURN_BYTES / 1024 / 1024} MiB read); the rest was dropped`,
@@ -318,12 +320,14 @@ export class TurnWatch {
     let sync: { moved: boolean; tip: string; skipped: string[] } | undefined;
     try {
       const g = this.d.recordedGit(task);
-      if (g) sync = Git.syncBranch(this.d.root, g, this.d.ref(task));
+      if (g) sync = Git.syncBranch(this.d.root, g, this.d.ledger.ref(task));
       if (sync?.skipped.length)
-        this.d.event(task, "refused", { reason: `some of the agent's objects were not imported: ${sync.skipped.slice(0, 5).join("; ")}` });
+        this.d.ledger.event(task, "refused", {
+          reason: `some of the agent's objects were not imported: ${sync.skipped.slice(0, 5).join("; ")}`,
+        });
     } catch (e) {
       this.d.log.error(
-        `task ${task.id}: bringing the agent's commits onto ${Git.BRANCH_PREFIX}${this.d.ref(task)} failed: ${(e as Error).message}`,
+        `task ${task.id}: bringing the agent's commits onto ${Git.BRANCH_PREFIX}${this.d.ledger.ref(task)} failed: ${(e as Error).message}`,
       );
     }
     const stopped = stoppedByUser || exit.signal === "SIGTERM" || exit.signal === "SIGINT";
@@ -333,16 +337,16 @@ export class TurnWatch {
     const question = this.run(task.id).question;
     const asked = question && !budget ? { reason: "question", question } : null;
     const to: Status = stopped || budget || asked ? "waiting" : ok ? "done" : "failed";
-    this.d.move(task, to, {
+    this.d.ledger.move(task, to, {
       ...(budget ?? {}),
       ...(asked ?? {}),
       exit: exit.code,
       signal: exit.signal,
       ...(stopped ? { stopped: true } : {}),
-      ...(sync?.moved ? { branch: `${Git.BRANCH_PREFIX}${this.d.ref(task)}`, tip: sync.tip } : {}),
+      ...(sync?.moved ? { branch: `${Git.BRANCH_PREFIX}${this.d.ledger.ref(task)}`, tip: sync.tip } : {}),
       ...(text ? { result: text.slice(0, 4000) } : {}),
       ...(exit.error ? { error: exit.error } : {}),
     });
-    this.d.log.info(`task ${this.d.ref(task)} turn ended: ${to} (exit ${exit.code ?? exit.signal})`);
+    this.d.log.info(`task ${this.d.ledger.ref(task)} turn ended: ${to} (exit ${exit.code ?? exit.signal})`);
   }
 }

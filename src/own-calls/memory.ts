@@ -1,5 +1,5 @@
 /**
- * Project memory in the runner: handed to each new task's agent within a bound (appended to
+ * Project memory in lazy's own calls: handed to each new task's agent within a bound (appended to
  * its first prompt, agents' notes marked unverified), and compacted by one of lazy's own model
  * calls once it passes the bound. Only agents' notes are compacted: a person's note is never
  * dropped or rewritten. The old notes stay until the compacted ones are stored; a failed
@@ -11,7 +11,8 @@
 import type { Database } from "bun:sqlite";
 import { Memory } from "../store";
 import type { Logger } from "../util/log";
-import type { OwnCalls } from "./own-calls";
+import type { OwnCalls } from "./calls";
+import { compactionPrompt, memoryPrompt } from "./prompts";
 
 const MEMORY_BOUND = Memory.BOUND;
 /** How often what agents write may start a compaction (each is a model call, and rewrites their notes). */
@@ -19,9 +20,7 @@ export const AGENT_COMPACT_EVERY_MS = 60 * 60 * 1000;
 
 /** The first prompt of a task, with the project's memory after it (when there is any). */
 export function withMemory(db: Database, prompt: string): string {
-  const notes = Memory.within(db, MEMORY_BOUND);
-  if (!notes.length) return prompt;
-  return `${prompt}\n\n---\nProject memory (short notes people and agents keep about this project; the lazy MCP tools memory_read and memory_write reach it). Notes marked "unverified" were written by agents, not people: check them before relying on them.\n${notes.map((n) => `- ${Memory.forAgent(n)}`).join("\n")}`;
+  return memoryPrompt(prompt, Memory.within(db, MEMORY_BOUND));
 }
 
 export class Compactor {
@@ -65,12 +64,7 @@ export class Compactor {
   private async compact(): Promise<void> {
     const notes = Memory.compactable(this.db);
     const upTo = notes.at(-1)?.id ?? 0;
-    const prompt = [
-      `Rewrite these notes about a software project into fewer, shorter notes that keep every fact still useful to someone starting a task in it. At most ${Math.floor(MEMORY_BOUND / 2)} characters in all.`,
-      "Answer with the notes only, one per line, each starting with '- '. No heading, no preamble. Do not run any tool.",
-      "",
-      ...notes.map((n) => `- ${n.text}`),
-    ].join("\n");
+    const prompt = compactionPrompt(notes, MEMORY_BOUND);
     try {
       const answer = await this.calls.ask(prompt, { purpose: "memory compaction" });
       const lines = answer.text

@@ -24,7 +24,7 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import type { Database } from "bun:sqlite";
 import { defaultProfile, resolveLimits, resolveProfile, type Config, type ResolvedProfile } from "../config";
-import { Image, type Runtime } from "../containers";
+import { BIN, containerEnv, Image, linuxBinary, type ProjectContainers, type Runtime } from "../containers";
 import * as Harness from "../harness";
 import type { ModelProxy } from "../proxy";
 import type { Task } from "../store";
@@ -32,7 +32,6 @@ import * as AgentDir from "../util/agent-dir";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import { FILES, type Exit } from "../supervisor";
-import { BIN, containerEnv, linuxBinary } from "./container-spec";
 
 export interface OwnCallDeps {
   root: string;
@@ -42,10 +41,10 @@ export interface OwnCallDeps {
   proxy: Pick<ModelProxy, "mintFor" | "pinCall" | "unpinCall" | "hold" | "release">;
   config: () => Config;
   log: Logger;
-  docker: () => Promise<Runtime>;
-  gateway: (docker: Runtime, config: Config) => Promise<{ net: { name: string; gateway: string }; proxyUrl: string }>;
-  image: (docker: Runtime, config: Config) => Promise<Image.ImagePlan>;
-  ref: (t: Task) => string;
+  /** The project's engine, image and network, shared with agent turns (containers/project.ts). */
+  project: Pick<ProjectContainers, "docker" | "image" | "gateway">;
+  /** The task's name as people see it (the runner's ledger). */
+  ledger: { ref: (t: Task) => string };
 }
 
 export interface Answer {
@@ -193,7 +192,7 @@ export class OwnCalls {
     this.spare = undefined;
     if (spare) {
       clearTimeout(spare.expires);
-      this.removeLater(await this.d.docker(), spare.vessel, "the warm call container");
+      this.removeLater(await this.d.project.docker(), spare.vessel, "the warm call container");
     }
     await Promise.all(this.removing);
   }
@@ -214,11 +213,11 @@ export class OwnCalls {
       role: shared ? "agent" : "lazy",
       profile: profile.name,
       taskId: task?.id ?? null,
-      taskRef: task ? this.d.ref(task) : null,
+      taskRef: task ? this.d.ledger.ref(task) : null,
     });
-    const docker = await this.d.docker();
-    const image = (await this.d.image(docker, config)).tag;
-    const { net, proxyUrl } = await this.d.gateway(docker, config);
+    const docker = await this.d.project.docker();
+    const image = (await this.d.project.image(docker, config)).tag;
+    const { net, proxyUrl } = await this.d.project.gateway(docker, config);
     const key = JSON.stringify([image, net.name, proxyUrl, profile, launch.envVar, launch.placeholder]);
     return { docker, profile, launch, image, net: net.name, proxyUrl, key };
   }

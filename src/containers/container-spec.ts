@@ -6,7 +6,7 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import * as Git from "../git";
-import { HostNet } from "../containers";
+import * as HostNet from "./host-network";
 import { LazyError } from "../util/errors";
 
 export const BIN = "/lazy/bin/lazy";

@@ -1,0 +1,300 @@
+/**
+ * The project's side of Docker, which agent turns, best-of-N checks and lazy's own calls share:
+ * one connection to the engine, the project's network (its link-local guard and fence, said in
+ * the log when they change, and where a container reaches the proxy on it), and the task image
+ * (built once when missing, launches at once waiting on the one build). Container work, not a
+ * task's lifecycle: the runner asks for it and records what it says.
+ */
+import { existsSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { Trust, type Config } from "../config";
+import { LazyError } from "../util/errors";
+import type { Logger } from "../util/log";
+import * as Engine from "./engine";
+import type * as Fence from "./fence";
+import * as HostNet from "./host-network";
+import * as Image from "./image";
+import type { Guard as LinkLocalGuard } from "./link-local";
+import { Runtime, type Network, type NetworkOptions } from "./runtime";
+
+/** What the project's containers need of the model proxy (proxy/index.ts): where it listens. */
+export interface ProxyListener {
+  readonly address: { host: string; port: number } | null;
+  listenFor(host: string): Promise<{ host: string; port: number }>;
+}
+
+/** What the fence needs of the egress proxy (egress/index.ts): its ports, and a container's proxy variables. */
+export interface EgressFence {
+  fenceFor(config: Config, gateway: string, proxyPort: number): Fence.Spec;
+  envFor(config: Config, gateway: string): Record<string, string>;
+}
+
+export interface ProjectDeps {
+  root: string;
+  slug: string;
+  stateDir: string;
+  log: Logger;
+  config: () => Config;
+  proxy: ProxyListener;
+  egress: EgressFence;
+}
+
+/** Where a container reaches the proxy, on which network. */
+export interface Gateway {
+  net: Network;
+  proxyUrl: string;
+}
+
+/**
+ * Where a remote engine's containers reach the proxy: `[proxy] remote_bind` (trusted config),
+ * which must be set; loopback is this host's own and means nothing over there.
+ */
+export function bindFor(docker: Runtime, config: Config): string {
+  const bind = config.proxy.remote_bind;
+  if (!bind)
+    throw new LazyError(
+      "launch_refused",
+      `The Docker engine at ${docker.endpoint.host} (${docker.endpoint.source}) is remote: its containers cannot reach lazy's proxy on this host's loopback. Set [proxy] remote_bind in lazy.toml to an address of this host that engine can route to (then lazy trust), or unset DOCKER_HOST to use the local engine.`,
+    );
+  if (bind.startsWith("127.") || bind === "0.0.0.0")
+    throw new LazyError(
+      "launch_refused",
+      `[proxy] remote_bind = "${bind}" is not an address a remote engine's containers can reach: name an address of this host on a network that engine routes to.`,
+    );
+  return bind;
+}
+
+export class ProjectContainers {
+  private runtime: Promise<Runtime> | undefined;
+  /** The Docker endpoint the runtime connected to (lazy doctor compares it with the shell's). */
+  private endpoint: Engine.Endpoint | undefined;
+  /** The last word on whether the project's containers can reach link-local metadata addresses. */
+  private guard: LinkLocalGuard | undefined;
+  private fence: Fence.State | undefined;
+  /** What task containers' environments add for the network fence (the egress proxy's address), as of the last gateway(). */
+  private env: Record<string, string> = {};
+  /**
+   * What launches at once (best-of-N) share rather than each doing it: an image build of a tag
+   * under way, and the network with its firewall rules being ensured (sharedGateway()).
+   */
+  private building = new Map<string, Promise<void>>();
+  private ensuring: Promise<Gateway> | undefined;
+
+  constructor(private d: ProjectDeps) {}
+
+  /** One Runtime for the daemon: callers at start-up share the connection under way. */
+  docker(): Promise<Runtime> {
+    this.runtime ??= Runtime.connect(this.d.log).then(
+      (r) => {
+        this.endpoint = r.endpoint;
+        return r;
+      },
+      (e: unknown) => {
+        this.runtime = undefined; // the engine may come up later
+        throw e;
+      },
+    );
+    return this.runtime;
+  }
+
+  /** Where this daemon's containers run: the engine it connected to, or, before that, the one it would. */
+  engineEndpoint(): Engine.Endpoint {
+    return this.endpoint ?? Engine.resolve();
+  }
+
+  /** What task containers' environments add for the network, as of the last gateway(). */
+  netEnv(): Record<string, string> {
+    return this.env;
+  }
+
+  /** What the project's network options are now (the config reloads). */
+  networkOptions(config: Config): NetworkOptions {
+    let helperImage: string | undefined;
+    try {
+      helperImage = this.plan(config).image.tag;
+    } catch {} // no task image yet (a missing Dockerfile): the guard says it needs one
+    const fence = {
+      mode: config.container.network,
+      ports: async (gw: string) => this.d.egress.fenceFor(config, gw, (await this.d.proxy.listenFor(gw)).port).ports,
+    };
+    return { allowMetadata: config.container.allow_metadata, helperImage, fence };
+  }
+
+  /** The link-local guard's state, for lazy doctor; undefined until a network was ensured. */
+  metadataGuard(): LinkLocalGuard | undefined {
+    return this.guard;
+  }
+
+  /** The network fence's state, for lazy doctor; undefined until a network was ensured. */
+  fenceState(): Fence.State | undefined {
+    return this.fence;
+  }
+
+  /** The project's network as the config says now, its guard and fence noted. */
+  async ensureNetwork(docker: Runtime, config: Config): Promise<Network> {
+    const net = await docker.ensureNetwork(this.d.slug, this.networkOptions(config));
+    this.noteGuard(net.guard);
+    this.noteFence(net.fence);
+    return net;
+  }
+
+  /** Keep the guard's state, and say it once in the log when it changes. */
+  private noteGuard(g: LinkLocalGuard): void {
+    const before = this.guard;
+    this.guard = g;
+    if (JSON.stringify(before) === JSON.stringify(g)) return;
+    if (g.state === "blocked")
+      this.d.log.info(`task containers cannot reach link-local metadata addresses (firewall rules on ${g.bridge})`);
+    else if (g.state === "allowed")
+      this.d.log.warn(`[container] allow_metadata = true: task containers can reach link-local metadata addresses such as 169.254.169.254`);
+    else this.d.log.warn(`link-local metadata addresses are NOT blocked for task containers: ${g.reason}; ${g.remedy}`);
+  }
+
+  /** Say in the log when what task containers can reach changes (containers/fence.ts). */
+  private noteFence(f: Fence.State): void {
+    const before = JSON.stringify(this.fence);
+    this.fence = f;
+    if (before === JSON.stringify(f)) return;
+    if (f.state === "fenced")
+      this.d.log.info(`network fence (${f.mode}) on ${f.bridge}: task containers reach only gateway ports ${f.ports.join(", ")}`);
+    else if (f.state === "open") this.d.log.warn(`[container] network = "open": task containers reach any address (the fence is off)`);
+    else this.d.log.warn(`the network fence is NOT set for task containers: ${f.reason}; ${f.remedy}`);
+  }
+
+  /**
+   * Where a container reaches the proxy: the project network's gateway (native Linux), or
+   * host.docker.internal (Docker Desktop). Agent turns and lazy's own calls alike.
+   */
+  async gateway(docker: Runtime, config: Config): Promise<Gateway> {
+    // A remote engine's network is not this host's: its containers reach the proxy at [proxy] remote_bind.
+    const bind = docker.remote ? bindFor(docker, config) : undefined;
+    const net = await this.ensureNetwork(docker, config);
+    // A remote engine's containers get neither the egress proxy nor the host's CA file (nothing
+    // of this host is mounted there).
+    const fenced = docker.kind === "desktop" || bind ? {} : this.d.egress.envFor(config, net.gateway);
+    this.env = bind ? {} : { ...this.hostEnv(config), ...fenced };
+    if (bind) {
+      const a = await this.d.proxy.listenFor(bind);
+      return { net, proxyUrl: `http://${a.host}:${a.port}` };
+    }
+    if (docker.kind === "desktop") return { net, proxyUrl: `http://host.docker.internal:${this.d.proxy.address!.port}` };
+    const a = await this.d.proxy.listenFor(net.gateway);
+    return { net, proxyUrl: `http://${a.host}:${a.port}` };
+  }
+
+  /**
+   * gateway(), with launches at once joining the one under way (Docker refuses a second
+   * network of one name, and the rules are the same).
+   */
+  sharedGateway(docker: Runtime, config: Config): Promise<Gateway> {
+    this.ensuring ??= this.gateway(docker, config).finally(() => {
+      this.ensuring = undefined;
+    });
+    return this.ensuring;
+  }
+
+  /**
+   * The task image's plan, with the host's network setup when [container] inherit_network_env
+   * is on (containers/host-network.ts): its CA bundle (checked; a file that does not parse is
+   * refused by name) changes the tag, so a new certificate builds anew.
+   */
+  private plan(config: Config): { image: Image.ImagePlan; host: HostNet.HostNetwork; raw: Image.ImagePlan } {
+    const raw = Image.plan(this.d.root, config.container);
+    const host: HostNet.HostNetwork = config.container.inherit_network_env ? HostNet.read() : { ca: null, proxy: {} };
+    return { image: HostNet.apply(raw, host), host, raw };
+  }
+
+  /**
+   * The host's share of a task container's environment ([container] inherit_network_env): the
+   * CA variables, and the host's proxy only where no fence puts lazy's egress proxy there and
+   * only without a password in it (the agent could send it anywhere).
+   */
+  private hostEnv(config: Config): Record<string, string> {
+    if (!config.container.inherit_network_env) return {};
+    const { env, withheld } = HostNet.containerEnv(this.plan(config).host, config.container.network !== "open");
+    if (withheld.length)
+      this.d.log.warn(
+        `the host's ${withheld.join(", ")} carries a password: task containers do not get it (network = "allowlist" or "observe" reach the network through lazy's egress proxy instead)`,
+      );
+    return env;
+  }
+
+  /** The host's CA bundle as a file in the state folder, for a task container to mount (null when none is inherited). */
+  hostCa(config: Config): string | null {
+    const ca = this.plan(config).host.ca;
+    if (!ca) return null;
+    const file = join(this.d.stateDir, `host-ca-${ca.hash}.pem`);
+    if (!existsSync(file)) {
+      const tmp = `${file}.${process.pid}.tmp`;
+      writeFileSync(tmp, ca.pem, { mode: 0o644 });
+      renameSync(tmp, file);
+    }
+    return file;
+  }
+
+  /**
+   * The task image, built first if it is missing. `say`, when given, hears the build's steps
+   * (the runner records them as the task's `build` events).
+   */
+  async image(docker: Runtime, config: Config, say?: (data: Record<string, unknown>) => void): Promise<Image.ImagePlan> {
+    const { image, host, raw } = this.plan(config);
+    // A build of this tag under way (another launch's): wait for it, then look again.
+    const under = this.building.get(image.tag);
+    if (under) {
+      say?.({ image: image.tag, what: "the image another task's launch is building (waiting for it)" });
+      await under;
+    }
+    if (image.kind === "build" && raw.kind === "build" && !(await docker.imageExists(image.tag))) {
+      let done = () => {};
+      this.building.set(
+        image.tag,
+        new Promise<void>((r) => {
+          done = r;
+        }),
+      );
+      try {
+        await this.buildImage(docker, config, image, raw.dockerfile, host, say);
+      } finally {
+        this.building.delete(image.tag);
+        done();
+      }
+    }
+    return image;
+  }
+
+  private async buildImage(
+    docker: Runtime,
+    config: Config,
+    image: Extract<Image.ImagePlan, { kind: "build" }>,
+    approved: string,
+    host: HostNet.HostNetwork,
+    say?: (data: Record<string, unknown>) => void,
+  ): Promise<void> {
+    // What runs at build is what the person approved (config/trust.ts): the Dockerfile as
+    // written, before lazy adds the host's CA steps.
+    if (config.container.dockerfile) Trust.checkDockerfile(this.d.root, config.container.dockerfile, approved);
+    say?.({ image: image.tag, what: image.what });
+    this.d.log.info(`building ${image.what} as ${image.tag}${HostNet.describe(host)}`);
+    const files = image.context ? Image.contextOf(image.context, image.dockerfile) : { Dockerfile: image.dockerfile };
+    if (host.ca) files[HostNet.CA_CONTEXT_NAME] = host.ca.pem;
+    let last = 0;
+    await docker.build(
+      image.tag,
+      files,
+      image.buildArgs,
+      (line) => {
+        this.d.log.info(`build: ${line}`);
+        // Every step is recorded; what a step prints only now and then, for the live line.
+        const step = /^Step \d+\/\d+/.test(line);
+        if (say && (step || Date.now() - last > 1000)) {
+          last = Date.now();
+          say(step ? { progress: line } : { output: line.slice(0, 300) });
+        }
+      },
+      // On the host's network: a company proxy often listens on the host's loopback (cntlm,
+      // px), and what a build runs is what the person approved (the Dockerfile is trusted).
+      "host",
+    );
+    say?.({ done: image.tag });
+  }
+}
