@@ -158,17 +158,23 @@ export class Launcher {
     const asRoot = process.getuid?.() === 0;
     if (asRoot) this.agentCanRead(uid);
     const tdir = this.d.ws.taskDir(task);
+    // tasks/<id> is lazy's; its sub-folders are mount roots the agent writes below, never replaces.
+    const workspace = () => {
+      for (const sub of ["home", "harness", "turns"]) mkdirSync(join(tdir, sub), { recursive: true, mode: 0o700 });
+      if (asRoot) for (const sub of ["", "home", "harness", "turns"]) lchownSync(join(tdir, sub), uid, uid);
+      return this.d.ws.taskGit(task, asRoot ? uid : null);
+    };
+    // On this machine the worktree comes first: what the project names for it (.worktreeinclude)
+    // is refused before a build that may take minutes. On a remote engine it comes last: an engine
+    // whose containers cannot reach the proxy is refused before anything of the task is made.
+    let g = docker.remote ? undefined : workspace();
     const image = await this.d.project.image(docker, config, (data) => this.d.ledger.event(task, "build", data));
     // After the image: without root, the network's firewall rules are set from a helper
     // container of that image. Launches at once join the one under way (Docker refuses a second
-    // network of one name, and the rules are the same). Before the worktree: a remote engine
-    // that cannot reach the proxy is refused before anything of the task is made.
+    // network of one name, and the rules are the same).
     const { net, proxyUrl } = await this.d.project.sharedGateway(docker, config);
     if (docker.remote) await this.d.remote.probe(docker, image.tag, net.name, proxyUrl);
-    // tasks/<id> is lazy's; its sub-folders are mount roots the agent writes below, never replaces.
-    for (const sub of ["home", "harness", "turns"]) mkdirSync(join(tdir, sub), { recursive: true, mode: 0o700 });
-    if (asRoot) for (const sub of ["", "home", "harness", "turns"]) lchownSync(join(tdir, sub), uid, uid);
-    const g = this.d.ws.taskGit(task, asRoot ? uid : null);
+    g ??= workspace();
 
     const hostCa = this.d.project.hostCa(config);
     const netEnv = this.d.project.netEnv();
