@@ -8,16 +8,14 @@
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { VERSION } from "../version";
-import type { McpTokens } from "./tokens";
 import { registerTaskTools, type TaskToolDeps } from "./tools";
 import { registerBuilderTools, type BuilderToolDeps } from "./builder-tools";
 
-export { McpTokens, FILE_NAME as MCP_TOKENS_FILE, type Holder } from "./tokens";
+export { McpTokens, MCP_TOKENS_FILE, type Holder } from "../proxy";
 export { PROGRESS_PER_MINUTE, MEMORY_PER_TURN } from "./bounds";
-import type { Holder } from "./tokens";
 
 export { MCP_PATH } from "../proxy";
-import { MCP_NO_TOKEN, notLive } from "../proxy";
+import { MCP_NO_TOKEN, notLive, type Holder, type McpTokens } from "../proxy";
 
 export interface McpDeps extends TaskToolDeps, BuilderToolDeps {
   tokens: Pick<McpTokens, "lookup">;

@@ -18,6 +18,7 @@ import type { CredentialStore } from "../credentials";
 import { LazyError } from "../util/errors";
 import * as Log from "../util/log";
 import {
+  mergeStats,
   Thread,
   type Ask,
   type Call,
@@ -30,38 +31,24 @@ import {
   type ToThread,
 } from "./thread";
 import * as Harness from "../harness";
-import { Grants, type Role } from "./grants";
-import { Live } from "./live";
-import { Targets, type Target } from "./targets";
+import { Grants, Live, Targets, type Role, type Target } from "./identity";
 import { Audit } from "./audit";
-import { CursorSessions, PREFIX as CURSOR_PREFIX } from "./cursor";
-import { FAILURE_KINDS, type ProviderHealth } from "./meters";
-import type { LimitView } from "./meters";
+import { CursorSessions, CURSOR_PREFIX } from "./request";
 import { threadCount, probe, listeners } from "./listen";
-import { MCP_PATH } from "./listen";
+import { admitMcp, answerMcp, type McpHandler } from "./mcp-bridge";
 import { UPSTREAM } from "./upstream";
 import * as Plugins from "./plugins";
 
-export { Targets, type Target } from "./targets";
-export { type Grant, notLive, liveKey } from "./grants";
+export { Targets, type Target, type Grant, notLive, liveKey, McpTokens, type Holder, MCP_TOKENS_FILE } from "./identity";
 export { FAILURE_KINDS, type ProviderHealth } from "./meters";
 export type { LimitView } from "./meters";
 export type { Row as AuditRow, Batch as AuditBatch } from "./audit";
 export { Recorder as AuditRecorder } from "./audit";
 export { refusalCause } from "./meters";
-export { MCP_PATH, MCP_NO_TOKEN } from "./listen";
+export { MCP_PATH, MCP_NO_TOKEN, type McpHandler } from "./mcp-bridge";
 export * as Plugins from "./plugins";
 export type { Stats, McpAdmit, McpWho } from "./thread";
 
-/**
- * Who answers lazy's MCP route on the main thread (the daemon wires src/mcp here): `admit`
- * decides on the caller from its token and address alone, before its body is read; `serve`
- * answers the request (checking the caller again: a token can be revoked in between).
- */
-export interface McpHandler {
-  admit(token: string, from: string): McpAdmit;
-  serve(req: Request, from: string): Promise<{ response: Response; who: McpWho | null; note: string | null }>;
-}
 export { CURSOR_PREFIX };
 
 export interface Launch {
@@ -152,8 +139,8 @@ export class ModelProxy {
 
   /** A proxy thread asks for Cursor session placeholders. */
   answer(a: Ask): unknown {
-    if (a.op === "mcp-admit") return this.mcpAdmit(a.token, a.from);
-    if (a.op === "mcp") return this.mcpAnswer(a);
+    if (a.op === "mcp-admit") return admitMcp(this.mcpHandler, this.log, a.token, a.from);
+    if (a.op === "mcp") return answerMcp(this.mcpHandler, this.log, a);
     if (a.op === "swap") return this.sessions.swapOut(a.real, a.grant);
     return this.sessions.pairs(a.grantToken);
   }
@@ -237,7 +224,7 @@ export class ModelProxy {
 
   /** Usage-limit readings, provider health and rejected OAuth tokens, as of now, over every thread. */
   async stats(): Promise<Stats> {
-    return merge(await this.all<Stats>({ op: "stats" }));
+    return mergeStats(await this.all<Stats>({ op: "stats" }));
   }
 
   /**
@@ -290,47 +277,6 @@ export class ModelProxy {
   /** Who answers lazy's MCP route (the daemon wires the MCP server here). */
   serveMcp(handler: McpHandler): void {
     this.mcpHandler = handler;
-  }
-
-  private mcpAdmit(token: string, from: string): McpAdmit {
-    if (!this.mcpHandler) return { ok: false, message: "lazy's MCP server is not running.", note: "no MCP server" };
-    try {
-      return this.mcpHandler.admit(token, from);
-    } catch (e) {
-      this.log.error(`lazy's MCP server failed: ${(e as Error).stack ?? e}`);
-      return { ok: false, message: `lazy's MCP server failed: ${(e as Error).message}`, note: "MCP server error" };
-    }
-  }
-
-  private async mcpAnswer(a: Extract<Ask, { op: "mcp" }>): Promise<McpAnswer> {
-    if (!this.mcpHandler)
-      return {
-        status: 503,
-        headers: [["content-type", "application/json"]],
-        body: JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message: "lazy's MCP server is not running." }, id: null }),
-        who: null,
-        note: "no MCP server",
-      };
-    try {
-      const r = await this.mcpHandler.serve(
-        new Request(`http://lazy${MCP_PATH}`, { method: a.method, headers: a.headers, body: a.body }),
-        a.from,
-      );
-      return { status: r.response.status, headers: [...r.response.headers], body: await r.response.text(), who: r.who, note: r.note };
-    } catch (e) {
-      this.log.error(`lazy's MCP server failed: ${(e as Error).stack ?? e}`);
-      return {
-        status: 500,
-        headers: [["content-type", "application/json"]],
-        body: JSON.stringify({
-          jsonrpc: "2.0",
-          error: { code: -32603, message: `lazy's MCP server failed: ${(e as Error).message}` },
-          id: null,
-        }),
-        who: null,
-        note: "MCP server error",
-      };
-    }
   }
 
   /** The credential slot a profile's traffic bills (null: none, or an unknown profile). */
@@ -477,30 +423,3 @@ export class ModelProxy {
     await this.audit.stop();
   }
 }
-
-/** Each thread's stats as one: the latest reading per owner, health summed per provider. */
-function merge(parts: Stats[]): Stats {
-  if (parts.length === 1) return parts[0]!;
-  const limits = new Map<string, LimitView>();
-  for (const p of parts)
-    for (const l of p.limits) if (!limits.has(l.owner) || Date.parse(l.at) > Date.parse(limits.get(l.owner)!.at)) limits.set(l.owner, l);
-  const health = new Map<string, ProviderHealth>();
-  for (const p of parts)
-    for (const h of p.health) {
-      const have = health.get(h.provider);
-      if (!have) {
-        health.set(h.provider, { ...h, failures: { ...h.failures } });
-        continue;
-      }
-      have.requests += h.requests;
-      for (const k of FAILURE_KINDS) have.failures[k] += h.failures[k];
-      if (h.latest && (!have.latest || h.latest.at > have.latest.at)) have.latest = h.latest;
-    }
-  return {
-    limits: [...limits.values()].sort((a, b) => a.owner.localeCompare(b.owner)),
-    health: [...health.values()].sort((a, b) => a.provider.localeCompare(b.provider)),
-    problems: Object.assign({}, ...parts.map((p) => p.problems)),
-  };
-}
-
-/** Which variable a harness reads its credential from, and the placeholder shape to put there. */

@@ -7,8 +7,8 @@ import { afterEach, beforeEach, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Grants } from "../../src/proxy/grants";
-import { pinnedTo, pinOwner } from "../../src/proxy/caller";
+import { Grants } from "../../src/proxy/identity/grants";
+import { pinnedTo, pinOwner } from "../../src/proxy/identity/pin";
 import * as Log from "../../src/util/log";
 
 Log.configure({ stderr: false });

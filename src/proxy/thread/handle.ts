@@ -6,7 +6,7 @@
 import type { Audit } from "../audit";
 import { LazyError } from "../../util/errors";
 import type { Logger } from "../../util/log";
-import { workerUrl } from "../worker-url";
+import { workerUrl } from "../../util/worker-url";
 import type { Ask, Call, FromThread, Init, ToThread } from "./messages";
 
 /** What a thread asks of the proxy that owns it. */
@@ -41,7 +41,7 @@ export class Thread {
   }
 
   private spawn(): void {
-    const worker = new Worker(workerUrl("thread/entry.ts"));
+    const worker = new Worker(workerUrl("proxy/thread/entry.ts"));
     worker.onmessage = (e: MessageEvent<FromThread>) => {
       const m = e.data;
       if (m.type === "audit") return this.owner.audit.write(m.batch);

@@ -21,14 +21,13 @@
  * credential reaches the agent.
  */
 import type { Server } from "bun";
-import * as Placeholders from "../placeholders";
-import { NO_RETRY } from "../errors";
-import { offPin, pinnedTo, pinOwner, presented } from "../caller";
-import { HOP, type Context } from "../forward";
+import { liveKey, notLive, offPin, pinnedTo, pinOwner, Placeholders, type Grant } from "../identity";
+import { NO_RETRY } from "./errors";
+import type { Context } from "./context";
+import { HOP, presented } from "./headers";
 import { bounded, MAX_BODY, type Pass } from "../listen";
-import { Scrubber, scrubStream } from "./scrub";
+import { Scrubber, scrubStream } from "./cursor-scrub";
 import { auditRow, type Outcome, type RowHead } from "../audit";
-import { liveKey, notLive, type Grant } from "../grants";
 import { kindOfStatus, NOTE } from "../meters";
 import { healthKind, providerFailure, relay, send } from "../upstream";
 import { pathOf } from "../../util/url";
