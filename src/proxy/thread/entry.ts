@@ -179,7 +179,7 @@ function route(req: Request, server: Server<undefined>): Response | Promise<Resp
       : handle(ctx!, req, server, pass);
   return p.then(
     (res) => {
-      // A relayed stream releases its pass when it ends (forward.ts, cursor.ts).
+      // A relayed stream releases its pass when it ends (request/answer.ts, request/cursor.ts).
       if (!pass.held) pass.release();
       return res;
     },

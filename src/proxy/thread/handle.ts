@@ -1,7 +1,7 @@
 /**
  * One proxy thread as the daemon's main thread holds it: its Worker (entry.ts), the calls
  * waiting on it, and its restarts when it dies. What it needs of the proxy it belongs to is
- * the Owner below (the ModelProxy in ../index.ts), so this file does not import the facade.
+ * the Owner below (the ModelProxy in main/model-proxy.ts), so this file does not import the facade.
  */
 import type { Audit } from "../audit";
 import { LazyError } from "../../util/errors";
