@@ -17,16 +17,7 @@ import { resolveProfile } from "../../config";
 import type { CredentialStore } from "../../credentials";
 import { LazyError } from "../../util/errors";
 import * as Log from "../../util/log";
-import {
-  mergeStats,
-  Thread,
-  type Ask,
-  type Call,
-  type Init,
-  type Listening,
-  type Stats,
-  type ToThread,
-} from "../thread";
+import { mergeStats, Thread, type Ask, type Call, type Init, type Listening, type Stats, type ToThread } from "../thread";
 import * as Harness from "../../harness";
 import { Grants, Live, Targets, type Role, type Target } from "../identity";
 import { Audit } from "../audit";
