@@ -13,5 +13,6 @@ export { errorResponse, NO_RETRY } from "./errors";
 export { Fallbacks, mayReroute, reroute, withModel, type Hop } from "./fallback";
 export { OAUTH_BETA, hostOf, joinUrl, withBeta } from "./address";
 export { applyPlugins } from "./plugins";
-export { CursorSessions, handleCursor, PREFIX as CURSOR_PREFIX, type Sessions } from "./cursor";
+export { handleCursor, PREFIX as CURSOR_PREFIX } from "./cursor";
+export { CursorSessions, type Sessions } from "./cursor-sessions";
 export { Scrubber, scrubStream } from "./cursor-scrub";
