@@ -73,7 +73,7 @@ export function admit(
  */
 export async function serve(d: McpDeps, req: Request, from: string): Promise<{ response: Response; who: Who | null; note: string | null }> {
   const auth = req.headers.get("authorization");
-  // Read as the proxy's thread reads it before admitting the request (proxy/thread/entry.ts).
+  // Read as the proxy's thread reads it before admitting the request (proxy/mcp-bridge/thread.ts).
   const token = auth && /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, "").trim() : "";
   const a = admit(d, token, from);
   if (!a.ok) return { response: refuse(401, a.message), who: null, note: a.note };
