@@ -9,20 +9,19 @@
  * config, the credential values and the grant table current.
  */
 import type { Database } from "bun:sqlite";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { writeFileAtomic } from "../../util/files";
 import type { Config, ResolvedProfile } from "../../config";
 import { resolveProfile } from "../../config";
 import type { CredentialStore } from "../../credentials";
 import { LazyError } from "../../util/errors";
 import * as Log from "../../util/log";
-import { mergeStats, Thread, type Ask, type Call, type Init, type Listening, type Stats, type ToThread } from "../thread";
+import { mergeStats, Thread, type Ask, type Call, type Init, type Stats, type ToThread } from "../thread";
 import * as Harness from "../../harness";
 import { Grants, Live, Targets, type Role, type Target } from "../identity";
 import { Audit } from "../audit";
 import { CursorSessions } from "../request";
-import { threadCount, probe, listeners } from "../listen";
+import { threadCount } from "../listen";
+import { Ports } from "./ports";
 import { admitMcp, answerMcp, type McpHandler } from "../mcp-bridge";
 import { UPSTREAM } from "../upstream";
 import * as Plugins from "../plugins";
@@ -54,10 +53,8 @@ export class ModelProxy {
   private live: Live;
   private apiRoots: string[] = [];
   private mcpHandler: McpHandler | undefined;
-  /** Every address listened on, so a restarted thread listens there again. */
-  private listening = new Map<string, number>();
-  /** Where containers were told the proxy is, per gateway (kept across restarts: listenFor). */
-  private gatewayPorts: string;
+  /** Where the threads listen (ports.ts). */
+  private ports: Ports;
   /** The lazy home and project root that decide which plugin files may load; none until usePlugins. */
   private pluginPlaces: { home: string; root: string } | undefined;
 
@@ -71,7 +68,7 @@ export class ModelProxy {
   ) {
     this.grants = Grants.open(stateDir, { onChange: (grants) => this.post({ type: "grants", grants }) });
     this.live = new Live(stateDir, (live) => this.post({ type: "live", live }));
-    this.gatewayPorts = join(stateDir, "gateway-ports.json");
+    this.ports = new Ports(join(stateDir, "gateway-ports.json"), this.threads, log, (why) => this.lost(why));
     this.targets = Targets.build(config());
     this.audit = new Audit(
       db,
@@ -128,16 +125,8 @@ export class ModelProxy {
   }
 
   /** A restarted thread listens where the others do: on those ports or not at all (the addresses agents were given). */
-  async rejoin(t: Thread): Promise<void> {
-    for (const [host, port] of this.listening) {
-      const r = await t
-        .call<Listening>({ op: "listen", host, port, shared: this.threads.length > 1, exact: true })
-        .catch((e: Error) => ({ address: null, error: e.message }));
-      if (r.address) continue;
-      const why = `a restarted thread could not listen on ${host}:${port} again: ${r.error}`;
-      this.log.error(`lazy's proxy failed: ${why}`);
-      this.lost(why);
-    }
+  rejoin(t: Thread): Promise<void> {
+    return this.ports.rejoin(t);
   }
 
   private post(m: ToThread): void {
@@ -148,46 +137,9 @@ export class ModelProxy {
     return Promise.all(this.threads.map((t) => t.call<T>(c)));
   }
 
-  /**
-   * Listen on `host`, at `port` or the first free one above it. One thread: an exclusive bind.
-   * Several: a port proven free, bound by each with reusePort, and checked to be ours alone.
-   */
-  private async listen(host: string, port: number): Promise<Listening> {
-    if (this.threads.length === 1) {
-      const r = await this.threads[0]!.call<Listening>({ op: "listen", host, port, shared: false });
-      if (r.address) this.listened(host, r.address.port);
-      return r;
-    }
-    let last = "no free port";
-    for (let p = port, n = 0; n < 50 && p <= 65535; p++, n++) {
-      let free: number | null;
-      try {
-        free = probe(host, p);
-      } catch (e) {
-        return { address: null, error: (e as Error).message };
-      }
-      if (free === null) continue;
-      const rs = await this.all<Listening>({ op: "listen", host, port: free, shared: true });
-      const ok = rs.every((r) => r.address);
-      if (ok && listeners(host, free) === this.threads.length) {
-        this.listened(host, free);
-        return rs[0]!;
-      }
-      last = ok ? `another process also listens on ${host}:${free}` : (rs.find((r) => !r.address)?.error ?? "unknown");
-      await this.all({ op: "unlisten", host });
-      if (port === 0) p--; // the kernel picks again
-    }
-    return { address: null, error: `no port of its own on ${host} from ${port}: ${last}` };
-  }
-
-  private listened(host: string, port: number): void {
-    this.listening.set(host, port);
-    this.log.info(`proxy listening on ${host}:${port}${this.threads.length > 1 ? ` (${this.threads.length} threads)` : ""}`);
-  }
-
   async start(): Promise<void> {
     const c = this.config();
-    const r = await this.listen(c.proxy.bind, c.proxy.port);
+    const r = await this.ports.listen(c.proxy.bind, c.proxy.port);
     this.address = r.address;
     this.state = r.address ? "ready" : "failed";
     this.error = r.error;
@@ -357,38 +309,15 @@ export class ModelProxy {
 
   /**
    * Also listen on an address the project's containers can reach (on native Linux, the gateway
-   * of the project's Docker network), preferring the loopback listener's port.
+   * of the project's Docker network), preferring the loopback listener's port (ports.ts).
    */
-  async listenFor(host: string): Promise<{ host: string; port: number }> {
-    const port = this.listening.get(host);
-    if (port !== undefined) return { host, port };
-    // The port running containers were given, if a daemon before this one listened here: the
-    // loopback port may have gone to another process meanwhile, and the network fence drops
-    // any other port (containers/fence.ts).
-    let known: Record<string, number> = {};
-    try {
-      known = JSON.parse(readFileSync(this.gatewayPorts, "utf8"));
-    } catch {}
-    const before = known[host];
-    const r = await this.listen(host, typeof before === "number" ? before : (this.address?.port ?? this.config().proxy.port));
-    if (r.address && r.address.port !== before)
-      try {
-        writeFileAtomic(this.gatewayPorts, JSON.stringify({ ...known, [host]: r.address.port }));
-      } catch (e) {
-        this.log.warn(`could not record the proxy's port on ${host}: ${(e as Error).message}`);
-      }
-    if (!r.address)
-      throw new LazyError(
-        "proxy_unavailable",
-        `lazy's proxy could not listen on ${host} for the project's containers (${r.error}); run lazy doctor.`,
-      );
-    return r.address;
+  listenFor(host: string): Promise<{ host: string; port: number }> {
+    return this.ports.listenFor(host, this.address?.port ?? this.config().proxy.port);
   }
 
   /** Stop listening on an address that is going away (the project's network was removed). */
   unlisten(host: string): void {
-    this.listening.delete(host);
-    void this.all({ op: "unlisten", host }).catch(() => {});
+    this.ports.unlisten(host);
   }
 
   async stop(): Promise<void> {
