@@ -4,15 +4,16 @@
  * agent that went away is a 499 row.
  */
 import type { Target } from "../identity";
-import { MAX_BODY, readBody } from "../listen";
+import { MAX_BODY, type Body } from "../listen";
 import type { Call } from "./call";
 import { errorResponse } from "./errors";
 import type { Wire } from "./surface";
 
-/** Stage 5: the body's bytes (undefined: none), or the refusal (its row and log line written). */
-export async function body(call: Call, upstream: Target, wire: Wire): Promise<Uint8Array | undefined | Response> {
-  call.unread = false;
-  const read = await readBody(call.req, call.pass);
+/**
+ * Stage 5, after listen's readBody: the body's bytes (undefined: none), or the refusal (its row
+ * and log line written). Synchronous, so the path pays for one await of the read and no more.
+ */
+export function body(call: Call, read: Body, upstream: Target, wire: Wire): Uint8Array | undefined | Response {
   if (read.ok) return read.bytes;
   if (read.status === 413)
     return call.refuse(

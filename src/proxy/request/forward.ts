@@ -7,9 +7,9 @@
  * own answer, its row written (call.ts).
  */
 import type { Server } from "bun";
-import type { Pass } from "../listen";
+import { readBody, type Pass } from "../listen";
 import { answer } from "./answer";
-import { body as readBody } from "./body";
+import { body } from "./body";
 import { Call } from "./call";
 import { checkCaller } from "./caller";
 import type { Context } from "./context";
@@ -52,7 +52,8 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   let lines = headerLines(req.headers, call.grant !== undefined, cred.set);
 
   // 5. The body, whole and within the bound; nothing has gone upstream yet.
-  const read = await readBody(call, upstream, wire);
+  call.unread = false;
+  const read = body(call, await readBody(req, pass), upstream, wire);
   if (read instanceof Response) return read;
   let [bytes, path, query, headers] = [read, verdict.path, verdict.query, req.headers];
 
@@ -84,5 +85,5 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   if (sent instanceof Response) return sent;
 
   // 8. The answer, back to the agent as it came, read on the way.
-  return answer(ctx, call, sent, wire, bytes?.length ?? 0);
+  return await answer(ctx, call, sent, wire, bytes?.length ?? 0);
 }
