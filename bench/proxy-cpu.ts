@@ -4,7 +4,7 @@
  *   answer  Bun.serve reading the request body and answering from memory
  *   socket  + a bare round trip to the upstream on Bun.connect (no parsing, no headers)
  *   client  + lazy's HTTP/1.1 client (src/proxy/http1.ts, exchange.ts): framing, headers, deadlines, abort
- *   lazy    the whole request path (src/proxy/forward.ts), audit trail included
+ *   lazy    the whole request path (src/proxy/request/forward.ts), audit trail included
  *   naive   a Bun.serve + fetch pass-through, for comparison with `client`
  *   listen  `client` with a front on Bun.listen (a minimal HTTP/1.1 parser, content-length
  *           bodies only) instead of Bun.serve: what Bun.serve's request and response objects
@@ -19,11 +19,11 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Server, Socket } from "bun";
-import { handle, type Context } from "../src/proxy/forward";
+import { handle, type Context } from "../src/proxy/request";
 import { Gate, type Pass } from "../src/proxy/listen/gate";
 import * as Upstream from "../src/proxy/upstream";
-import { Grants } from "../src/proxy/grants";
-import { Targets } from "../src/proxy/targets";
+import { Grants } from "../src/proxy/identity";
+import { Targets } from "../src/proxy/identity";
 import { Audit, Recorder } from "../src/proxy/audit";
 import { Limits } from "../src/proxy/meters/limits";
 import { Health } from "../src/proxy/meters/health";

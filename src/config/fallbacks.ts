@@ -2,7 +2,7 @@
  * Checks of [[proxy.fallback]] that the schema alone cannot make, each at its line:col: a
  * fallback backs the primary upstream (Anthropic's wire), so it must speak that wire; and a
  * short rate limit is never a reason to reroute (it clears in seconds; `quota` is the one that
- * does not). The rerouting itself is proxy/fallback.ts.
+ * does not). The rerouting itself is proxy/request/fallback.ts.
  */
 export function fallbackProblems(raw: unknown): { path: (string | number)[]; message: string }[] {
   const list = (raw as { proxy?: { fallback?: unknown } } | undefined)?.proxy?.fallback;

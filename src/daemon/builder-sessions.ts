@@ -3,7 +3,7 @@
  * on its own so a failure in one never skips the other. The session's `lazy build` says so when
  * it exits; one killed outright (SIGKILL, a closed terminal) cannot, so the daemon also checks
  * the process each session was started from and ends the sessions whose process is gone (at
- * start, and every SWEEP_MS). The builder cap stays the last backstop (proxy/grants.ts).
+ * start, and every SWEEP_MS). The builder cap stays the last backstop (proxy/identity/grants.ts).
  */
 import type { ModelProxy } from "../proxy";
 import type { McpTokens } from "../mcp";

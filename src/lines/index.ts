@@ -84,7 +84,7 @@ function eventText(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
 /** A task as a watch line names it: its code, or the first 8 characters of its id. */
 export const tag = (t: { id: string; code: string | null } | null): string => (t ? (t.code ?? t.id.slice(0, 8)) : "-");
 
-/** The path of lazy's own MCP route in the audit (proxy/listen/mcp-route.ts MCP_PATH; a leaf folder imports no values). */
+/** The path of lazy's own MCP route in the audit (proxy/mcp-bridge/names.ts MCP_PATH; a leaf folder imports no values). */
 const MCP_PATH = "/mcp";
 
 /**

@@ -9,16 +9,14 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import { VERSION } from "../version";
 import { Tasks } from "../store";
-import type { McpTokens } from "./tokens";
 import { registerTaskTools, type TaskToolDeps } from "./tools";
 import { registerBuilderTools, type BuilderToolDeps } from "./builder-tools";
 
-export { McpTokens, FILE_NAME as MCP_TOKENS_FILE, type Holder } from "./tokens";
+export { McpTokens, MCP_TOKENS_FILE, type Holder } from "../proxy";
 export { PROGRESS_PER_MINUTE, MEMORY_PER_TURN } from "./bounds";
-import type { Holder } from "./tokens";
 
 export { MCP_PATH } from "../proxy";
-import { MCP_NO_TOKEN, notLive } from "../proxy";
+import { MCP_NO_TOKEN, notLive, type Holder, type McpTokens } from "../proxy";
 
 export interface McpDeps extends TaskToolDeps, BuilderToolDeps {
   tokens: Pick<McpTokens, "lookup">;
@@ -76,7 +74,7 @@ export function admit(
  */
 export async function serve(d: McpDeps, req: Request, from: string): Promise<{ response: Response; who: Who | null; note: string | null }> {
   const auth = req.headers.get("authorization");
-  // Read as the proxy's thread reads it before admitting the request (proxy/thread/entry.ts).
+  // Read as the proxy's thread reads it before admitting the request (proxy/mcp-bridge/thread.ts).
   const token = auth && /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, "").trim() : "";
   const a = admit(d, token, from);
   if (!a.ok) return { response: refuse(401, a.message), who: null, note: a.note };

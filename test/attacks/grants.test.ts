@@ -4,8 +4,8 @@
  * moment later (after its removal). That late unpin must not lock the newcomer out.
  */
 import { afterEach, beforeEach, expect, test } from "bun:test";
-import { Grants } from "../../src/proxy/grants";
-import { pinnedTo, pinOwner } from "../../src/proxy/caller";
+import { Grants } from "../../src/proxy/identity/grants";
+import { pinnedTo, pinOwner } from "../../src/proxy/identity/pin";
 import * as Log from "../../src/util/log";
 import { removeStateDir, stateDir } from "../helpers/fixtures";
 

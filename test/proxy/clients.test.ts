@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BIN, Project, cleanupAll, type Result } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import * as Placeholders from "../../src/proxy/placeholders";
+import * as Placeholders from "../../src/proxy/identity/placeholders";
 
 const TOOLS = process.env.LAZY_TEST_TOOLS ?? "/opt/lazy-test-tools";
 const TOOLS_BIN = join(TOOLS, "node_modules", ".bin");

@@ -3,7 +3,7 @@
  * chunking, and no stream held hostage by a chunk that merely ends like the start of one.
  */
 import { describe, expect, test } from "bun:test";
-import { Scrubber, scrubStream } from "../../src/proxy/cursor/scrub";
+import { Scrubber, scrubStream } from "../../src/proxy/request/cursor-scrub";
 
 const KEY = "crsr_REAL" + "k".repeat(56);
 const PH = "key_lazy_" + "0".repeat(64);

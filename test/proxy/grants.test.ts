@@ -1,11 +1,11 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { chmodSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Grants } from "../../src/proxy/grants";
-import type { Grant, Identity } from "../../src/proxy/grants";
-import { offPin, pinOwner } from "../../src/proxy/caller";
+import { Grants } from "../../src/proxy/identity/grants";
+import type { Grant, Identity } from "../../src/proxy/identity/grants";
+import { offPin, pinOwner } from "../../src/proxy/identity/pin";
 import { connect } from "node:net";
-import * as Placeholders from "../../src/proxy/placeholders";
+import * as Placeholders from "../../src/proxy/identity/placeholders";
 import { LazyError } from "../../src/util/errors";
 import * as Log from "../../src/util/log";
 import { removeStateDir, stateDir } from "../helpers/fixtures";

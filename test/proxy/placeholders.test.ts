@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import * as Placeholders from "../../src/proxy/placeholders";
+import * as Placeholders from "../../src/proxy/identity/placeholders";
 
 // The secret-scanner patterns Claude Code ships (WIRE.md §1.2) and OpenRouter's key shape (§3.10).
 const anthropicApiKey = /\bsk-ant-api03-[a-zA-Z0-9_-]{93}AA$/;

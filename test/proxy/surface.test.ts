@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import * as Surface from "../../src/proxy/surface";
-import type { UpstreamKind } from "../../src/proxy/surface";
+import * as Surface from "../../src/proxy/request/surface";
+import type { UpstreamKind } from "../../src/proxy/request/surface";
 
 const kinds: UpstreamKind[] = ["anthropic-primary", "anthropic-profile", "openai"];
 const none = new Headers();

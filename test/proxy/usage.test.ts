@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { UsageTap } from "../../src/proxy/meters/usage";
 import type { Usage } from "../../src/proxy/meters/usage";
-import type { Wire } from "../../src/proxy/surface";
+import type { Wire } from "../../src/proxy/request/surface";
 
 const enc = new TextEncoder();
 const SSE = "text/event-stream; charset=utf-8";

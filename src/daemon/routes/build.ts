@@ -3,7 +3,7 @@
  * plans work with lazy's builder tools. Its grant and its MCP token are keyed by the session's
  * name and revoked together when the session ends — each on its own, so a failure in one never
  * skips the other (builder-sessions.ts, which also ends a session whose `lazy build` was
- * killed). Builder grants are capped, oldest first (proxy/grants.ts).
+ * killed). Builder grants are capped, oldest first (proxy/identity/grants.ts).
  */
 import { Elysia } from "elysia";
 import { body } from "./input";

@@ -1,7 +1,7 @@
 /**
  * The one way an audit row is made: who and what the request was (its head, known before the
  * answer) and how it went (what is not given is null, or 0 for counts). The request paths
- * (forward.ts, cursor.ts, the MCP route) write only what differs.
+ * (request/: the path and its Cursor variant; the MCP route) write only what differs.
  */
 import type { Counts } from "../meters";
 import type { Row } from "./store";

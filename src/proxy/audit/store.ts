@@ -34,7 +34,7 @@ export interface Row {
   usage: Counts | null;
   retries: number;
   note: string | null;
-  /** 0: the upstream the request was meant for; k: the k-th fallback it was rerouted to (proxy/fallback.ts). */
+  /** 0: the upstream the request was meant for; k: the k-th fallback it was rerouted to (proxy/request/fallback.ts). */
   hop: number;
   /** lazy's own time before the request left for this upstream (arrival, or the previous hop's failure, to departure). */
   lazyInMs: number | null;

@@ -6,7 +6,7 @@
 import type { Database } from "bun:sqlite";
 import type { Logger } from "../../util/log";
 import type { ToWriter, FromWriter } from "./writer";
-import { workerUrl } from "../worker-url";
+import { workerUrl } from "../../util/worker-url";
 import { Usage } from "../../store";
 import * as Store from "./store";
 import type { Batch, Bounds, Row } from "./store";
@@ -41,7 +41,7 @@ export class Audit {
   }
 
   private spawn(): void {
-    const writer = new Worker(workerUrl("audit/writer.ts"));
+    const writer = new Worker(workerUrl("proxy/audit/writer.ts"));
     (writer as unknown as { unref(): void }).unref(); // Bun's: the writer alone keeps no process alive
     writer.onmessage = (e: MessageEvent<FromWriter>) => {
       const m = e.data;

@@ -2,9 +2,9 @@
  * Where the proxy listens and what its listeners answer before any upstream: one Bun.serve per
  * address (server.ts), a port shared by the proxy's threads (shared-port.ts), the gate that
  * bounds what a container can make a thread hold (gate.ts), and the routes the listeners answer
- * themselves (mcp-route.ts: lazy's MCP route, a 404 for the daemon's API).
+ * themselves (roots.ts: a 404 for the daemon's API).
  */
 export * from "./server";
 export * from "./shared-port";
 export * from "./gate";
-export * from "./mcp-route";
+export * from "./roots";

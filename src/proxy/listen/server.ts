@@ -1,7 +1,7 @@
 /**
  * One listener of a proxy thread: Bun.serve on an address, probing upward from the port asked
  * for unless told exactly which. Requests are handed to the forwarder. Whether the proxy as a
- * whole is up (for status and doctor) is the ModelProxy's to say (index.ts), from these answers.
+ * whole is up (for status and doctor) is the ModelProxy's to say (main/model-proxy.ts), from these answers.
  */
 import type { Server } from "bun";
 import type { Logger } from "../../util/log";

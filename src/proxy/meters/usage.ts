@@ -11,7 +11,7 @@
  * OpenAI's includes the cached part, which is subtracted here.
  */
 import { z } from "zod";
-import type { Wire } from "../surface";
+import type { Wire } from "../identity";
 
 export const Counts = z
   .object({

@@ -9,4 +9,3 @@
 export { resolve, folder } from "./place";
 export { Chain, load, problems, type Outcome } from "./chain";
 export type { PluginFunction, PluginRequest, PluginResult, Spec } from "./types";
-export { applyPlugins } from "./apply";

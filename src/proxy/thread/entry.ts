@@ -20,18 +20,16 @@ import type { Resolved } from "../../credentials";
 import * as Log from "../../util/log";
 import { pathOf } from "../../util/url";
 import { ProxyServer } from "../listen";
-import type { Grant } from "../grants";
-import { Targets } from "../targets";
-import { Fallbacks } from "../fallback";
+import { Targets, type Grant } from "../identity";
 import { Limits } from "../meters";
 import { Health } from "../meters";
-import { MCP_NO_TOKEN, MCP_PATH, under } from "../listen";
-import { Recorder, auditRow, buffers } from "../audit";
-import { handle, type Context } from "../forward";
-import { Gate, Pass, tooMany, dropBody, readAtMost } from "../listen";
+import { under } from "../listen";
+import { MCP_PATH, serveMcp } from "../mcp-bridge";
+import { Recorder, buffers } from "../audit";
+import { CURSOR_PREFIX, Fallbacks, handle, handleCursor, type Context, type Sessions } from "../request";
+import { Gate, Pass, tooMany } from "../listen";
 import { Chain, type Spec as PluginSpec } from "../plugins";
-import { handleCursor, PREFIX as CURSOR_PREFIX, type Sessions } from "../cursor";
-import type { Ask, Call, FromThread, Init, Listening, McpAdmit, McpAnswer, McpWho, Stats, ToThread } from "./messages";
+import type { Ask, Call, FromThread, Init, Listening, Stats, ToThread } from "./messages";
 
 declare const self: Worker;
 
@@ -60,100 +58,7 @@ const servers = new Map<string, ProxyServer>();
 const log = Log.create("proxy");
 const post = (m: FromThread) => self.postMessage(m);
 const recorder = new Recorder((batch) => self.postMessage({ type: "audit", batch } satisfies FromThread, buffers(batch)));
-
-/** The largest MCP request body lazy reads (tool arguments are short). */
-const MAX_MCP_BODY = 1024 * 1024;
-
-/**
- * MCP callers (address and token) the main thread admitted in the last ADMITTED_MS: a turn's
- * calls come in bursts, and the hop costs ~0.1 ms a call. Only the body's reading (≤ 1 MiB)
- * rests on it; a token revoked meanwhile is refused by the main thread before any tool runs.
- */
-const admitted = new Map<string, { who: McpWho; until: number }>();
-const ADMITTED_MS = 5000;
-const MAX_ADMITTED = 1024;
-
-const rpcError = (status: number, code: number, message: string) =>
-  Response.json({ jsonrpc: "2.0", error: { code, message }, id: null }, { status, headers: { "cache-control": "no-store" } });
-
-/**
- * lazy's MCP route, on the listener task containers reach: the request goes to the main thread
- * (the tools work on the store there) and is audited here like every other request, attributed
- * by its token. The caller is checked before a byte of the body is read — its token and the
- * address it comes from, asked of the main thread, which owns the tokens and their pins — and
- * the body is counted as it arrives and cut at MAX_MCP_BODY, whatever its framing (gate.ts). A
- * refused body is read on and thrown away while the answer goes out (gate.ts `discard`).
- */
-async function mcp(req: Request, server: Server<undefined>, pass: Pass): Promise<Response> {
-  const started = performance.now();
-  const at = Date.now();
-  const head = {
-    at,
-    taskId: null as string | null,
-    taskRef: null as string | null,
-    role: null as string | null,
-    profile: null,
-    credential: null,
-    upstream: "lazy:mcp",
-    method: req.method,
-    path: MCP_PATH,
-  };
-  const refuse = (res: Response, note: string): Response => {
-    recorder.record(auditRow(head, performance.now() - started, { status: res.status, note }));
-    log.repeated(
-      "warn",
-      `${res.status} mcp ${note}`,
-      `${res.status} ${req.method} ${MCP_PATH} ${note}${head.taskRef ? ` (task ${head.taskRef})` : ""}`,
-    );
-    return res;
-  };
-  const auth = req.headers.get("authorization");
-  const token = auth && /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, "").trim() : "";
-  const from = token ? (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, "") : "";
-  // No token: refused here, so a flood of them costs the main thread nothing. A caller admitted
-  // lately skips the hop (the main thread checks it again before any tool runs).
-  const key = `${from} ${token}`;
-  const recent = token ? admitted.get(key) : undefined;
-  const fresh = recent !== undefined && recent.until > started;
-  const admit: McpAdmit = fresh
-    ? { ok: true, who: recent.who }
-    : token
-      ? await ask<McpAdmit>({ op: "mcp-admit", token, from })
-      : { ok: false, ...MCP_NO_TOKEN };
-  if (admit.ok && !fresh) {
-    if (admitted.size >= MAX_ADMITTED) admitted.clear();
-    admitted.set(key, { who: admit.who, until: started + ADMITTED_MS });
-  } else if (!admit.ok) admitted.delete(key);
-  if (!admit.ok) {
-    // Unknown to lazy: the row names no task or role (lazy cannot vouch for who sent it).
-    dropBody(req, pass);
-    return refuse(rpcError(401, -32001, admit.message), admit.note);
-  }
-  head.taskId = admit.who.taskId;
-  head.taskRef = admit.who.taskRef;
-  head.role = admit.who.role;
-  let body: string | null = null;
-  if (req.method !== "GET" && req.method !== "HEAD" && req.method !== "DELETE") {
-    const declared = req.headers.get("content-length");
-    const over = () => rpcError(413, -32600, `An MCP request body is at most ${MAX_MCP_BODY} bytes.`);
-    if (declared !== null && Number(declared) > MAX_MCP_BODY) {
-      dropBody(req, pass);
-      return refuse(over(), `MCP body of ${Number(declared)} bytes over ${MAX_MCP_BODY}`);
-    }
-    const read = await readAtMost(req, MAX_MCP_BODY, pass);
-    if (read === "over") return refuse(over(), `chunked MCP body passed ${MAX_MCP_BODY} bytes`);
-    if (typeof read === "string") return refuse(new Response(null, { status: 499 }), read);
-    body = new TextDecoder().decode(read);
-  }
-  const a = await ask<McpAnswer>({ op: "mcp", method: req.method, headers: [...req.headers], body, from });
-  head.taskId = a.who?.taskId ?? null;
-  head.taskRef = a.who?.taskRef ?? null;
-  head.role = a.who?.role ?? null;
-  recorder.record(
-    auditRow(head, performance.now() - started, { status: a.status, bytesIn: body?.length ?? 0, bytesOut: a.body.length, note: a.note }),
-  );
-  return new Response(a.body, { status: a.status, headers: a.headers });
-}
+const bridge = { ask, recorder, log };
 
 /** What a container can make this thread hold: requests in flight, bodies, time (gate.ts). */
 const gate = new Gate();
@@ -176,13 +81,13 @@ function route(req: Request, server: Server<undefined>): Response | Promise<Resp
     );
   }
   const p = under(path, [MCP_PATH])
-    ? mcp(req, server, pass)
+    ? serveMcp(bridge, req, server, pass)
     : path.startsWith(CURSOR_PREFIX)
       ? handleCursor(ctx!, sessions, req, server, pass)
       : handle(ctx!, req, server, pass);
   return p.then(
     (res) => {
-      // A relayed stream releases its pass when it ends (forward.ts, cursor.ts).
+      // A relayed stream releases its pass when it ends (request/answer.ts, request/cursor.ts).
       if (!pass.held) pass.release();
       return res;
     },

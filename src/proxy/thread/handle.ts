@@ -1,12 +1,12 @@
 /**
  * One proxy thread as the daemon's main thread holds it: its Worker (entry.ts), the calls
  * waiting on it, and its restarts when it dies. What it needs of the proxy it belongs to is
- * the Owner below (the ModelProxy in ../index.ts), so this file does not import the facade.
+ * the Owner below (the ModelProxy in main/model-proxy.ts), so this file does not import the facade.
  */
 import type { Audit } from "../audit";
 import { LazyError } from "../../util/errors";
 import type { Logger } from "../../util/log";
-import { workerUrl } from "../worker-url";
+import { workerUrl } from "../../util/worker-url";
 import type { Ask, Call, FromThread, Init, ToThread } from "./messages";
 
 /** What a thread asks of the proxy that owns it. */
@@ -41,7 +41,7 @@ export class Thread {
   }
 
   private spawn(): void {
-    const worker = new Worker(workerUrl("thread/entry.ts"));
+    const worker = new Worker(workerUrl("proxy/thread/entry.ts"));
     worker.onmessage = (e: MessageEvent<FromThread>) => {
       const m = e.data;
       if (m.type === "audit") return this.owner.audit.write(m.batch);

@@ -5,3 +5,4 @@
  */
 export { Thread, type Owner } from "./handle";
 export type { Ask, Call, FromThread, Init, Listening, McpAdmit, McpAnswer, McpWho, Stats, ToThread } from "./messages";
+export { mergeStats } from "./stats";

@@ -7,7 +7,7 @@ import type { Config } from "../../config";
 import type { Resolved } from "../../credentials";
 import type * as Log from "../../util/log";
 import type { Batch } from "../audit";
-import type { Grant } from "../grants";
+import type { Grant } from "../identity";
 import type { ProviderHealth } from "../meters";
 import type { LimitView } from "../meters";
 import type { Spec as PluginSpec } from "../plugins";
@@ -16,7 +16,7 @@ export type Init = {
   config: Config;
   credentials: Record<string, Resolved>;
   grants: Grant[];
-  /** The daemon API's roots: answered 404 here (mcp-route.ts). */
+  /** The daemon API's roots: answered 404 here (listen/roots.ts). */
   apiRoots: string[];
   /** Tasks whose turns are stopped at their next request (a budget reached): task id, or "*" for every task → why. */
   stopped: Record<string, string>;

@@ -8,8 +8,8 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { LazyError } from "../util/errors";
-import { writeFileAtomic } from "../util/files";
+import { LazyError } from "../../util/errors";
+import { writeFileAtomic } from "../../util/files";
 
 export const PIDS_FILE = "live-pids.json";
 /** How often held pids are checked: a dead chat's placeholder stops within this. */

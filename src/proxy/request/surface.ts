@@ -16,9 +16,9 @@
  * (`/v1/x/../messages` arrives as `/v1/messages`, `\` as `/`); checking and forwarding that
  * same string keeps what we vet and what we send identical.
  */
+import type { UpstreamKind, Wire } from "../identity";
 
-export type Wire = "anthropic" | "openai";
-export type UpstreamKind = "anthropic-primary" | "anthropic-profile" | "openai";
+export type { UpstreamKind, Wire };
 
 type Method = "GET" | "HEAD" | "POST" | "DELETE";
 type Route = { readonly method: Method; readonly path: string };

@@ -6,10 +6,14 @@
  * from its hostname. An origin declared `credential = "none"` that is already credentialed
  * stops the daemon from starting: that map would not mean what it says.
  */
-import type { Config } from "../config";
-import { resolveProfile, profileNames, type ResolvedProfile } from "../config";
-import { LazyError } from "../util/errors";
-import type { UpstreamKind, Wire } from "./surface";
+import type { Config } from "../../config";
+import { resolveProfile, profileNames, type ResolvedProfile } from "../../config";
+import { LazyError } from "../../util/errors";
+
+/** The two wire formats the proxy speaks (the forwarding surface, request/surface.ts, is per kind). */
+export type Wire = "anthropic" | "openai";
+/** What an upstream is, which decides its forwarding surface. */
+export type UpstreamKind = "anthropic-primary" | "anthropic-profile" | "openai";
 
 export const BUILTIN = {
   anthropic: "https://api.anthropic.com",

@@ -10,8 +10,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
-import * as Files from "../util/files";
-import * as Log from "../util/log";
+import * as Files from "../../util/files";
+import * as Log from "../../util/log";
 
 const log = Log.create("mcp");
 

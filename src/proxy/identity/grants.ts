@@ -11,9 +11,9 @@
 import { chmodSync, existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import * as Files from "../util/files";
-import * as Log from "../util/log";
-import { LazyError } from "../util/errors";
+import * as Files from "../../util/files";
+import * as Log from "../../util/log";
+import { LazyError } from "../../util/errors";
 import * as Placeholders from "./placeholders";
 
 const log = Log.create("grants");
@@ -23,7 +23,7 @@ export const FILE_NAME = "proxy-tokens.json";
 /**
  * A grant lives only while what it was minted for runs (docs: "Lifetime"): a task's, while one
  * of its turns or one of lazy's own calls about it runs; a host one (lazy chat, lazy pair), while
- * the process that asked for it lives. The key proxy/live.ts holds for it (null: not checked —
+ * the process that asked for it lives. The key identity/live.ts holds for it (null: not checked —
  * builder grants end with their session, lazy's project-wide call grant with its containers).
  */
 export function liveKey(g: Pick<Grant, "taskId" | "role" | "profile" | "envVar">): string | null {

@@ -21,14 +21,14 @@
  * credential reaches the agent.
  */
 import type { Server } from "bun";
-import * as Placeholders from "../placeholders";
-import { NO_RETRY } from "../errors";
-import { offPin, pinnedTo, pinOwner, presented } from "../caller";
-import { HOP, type Context } from "../forward";
+import { liveKey, notLive, offPin, pinnedTo, pinOwner, Placeholders, type Grant } from "../identity";
+import type { Sessions } from "./cursor-sessions";
+import { NO_RETRY } from "./errors";
+import type { Context } from "./context";
+import { HOP, presented } from "./headers";
 import { bounded, MAX_BODY, type Pass } from "../listen";
-import { Scrubber, scrubStream } from "./scrub";
+import { Scrubber, scrubStream } from "./cursor-scrub";
 import { auditRow, type Outcome, type RowHead } from "../audit";
-import { liveKey, notLive, type Grant } from "../grants";
 import { kindOfStatus, NOTE } from "../meters";
 import { healthKind, providerFailure, relay, send } from "../upstream";
 import { pathOf } from "../../util/url";
@@ -41,42 +41,6 @@ export const PREFIX = "/_lazy/cursor/";
 const MAX_BUFFERED_BODY = 64 * 1024;
 /** Answers of known size up to this are scrubbed whole; bigger ones, and streams, chunk by chunk. */
 const MAX_SCRUBBED_WHOLE = 8 * 1024 * 1024;
-
-interface Session {
-  real: string;
-  grantToken: string;
-  taskId: string | null;
-}
-
-/** The session table as the request path sees it (on a proxy thread, it asks the main thread). */
-export interface Sessions {
-  swapOut(real: string, grant: Grant): Promise<string>;
-  pairs(grantToken: string): Promise<[string, string][]>;
-}
-
-/** Session placeholders minted for exchanged Cursor tokens: placeholder → the real token. */
-export class CursorSessions {
-  private byPlaceholder = new Map<string, Session>();
-
-  swapOut(real: string, grant: Grant): string {
-    for (const [ph, s] of this.byPlaceholder) if (s.real === real && s.grantToken === grant.token) return ph;
-    const exp = jwtExp(real);
-    const ph = Placeholders.sessionToken(exp ? { exp } : {});
-    this.byPlaceholder.set(ph, { real, grantToken: grant.token, taskId: grant.taskId });
-    return ph;
-  }
-
-  /** All session placeholders of a grant: swapped back in its Authorization header, scrubbed from its answers. */
-  pairs(grantToken: string): [string, string][] {
-    const out: [string, string][] = [];
-    for (const [ph, s] of this.byPlaceholder) if (s.grantToken === grantToken) out.push([ph, s.real]);
-    return out;
-  }
-
-  revokeTask(taskId: string): void {
-    for (const [ph, s] of this.byPlaceholder) if (s.taskId === taskId) this.byPlaceholder.delete(ph);
-  }
-}
 
 /**
  * `pass` is the request's admission (gate.ts): the listener's idle timeout holds until the body
@@ -382,15 +346,4 @@ function withKey(raw: Uint8Array, placeholder: string, key: string): Uint8Array 
   const obj = json as Record<string, unknown>;
   if (obj.apiKey !== placeholder) return raw;
   return new TextEncoder().encode(JSON.stringify({ ...obj, apiKey: key }));
-}
-
-function jwtExp(token: string): number | undefined {
-  const part = token.split(".")[1];
-  if (!part) return undefined;
-  try {
-    const exp = (JSON.parse(Buffer.from(part, "base64url").toString("utf8")) as { exp?: unknown }).exp;
-    return typeof exp === "number" ? exp : undefined;
-  } catch {
-    return undefined;
-  }
 }

@@ -3,7 +3,7 @@
  * fallback's hop (fallback.ts): the upstream URL, and the anthropic-beta list an OAuth token
  * needs beside it.
  */
-import type { Target } from "./targets";
+import type { Target } from "../identity";
 
 /** The upstream URL: the endpoint (with any path prefix) and the checked path, concatenated. */
 export function joinUrl(t: Pick<Target, "base">, path: string): string {
@@ -22,3 +22,6 @@ export function withBeta(current: string | null, beta: string): string {
 }
 
 export const OAUTH_BETA = "oauth-2025-04-20";
+
+/** The upstream's host, as errors name it. */
+export const hostOf = (t: Pick<Target, "origin">) => new URL(t.origin).host;

@@ -8,15 +8,15 @@
  * and how each failed. A short rate limit is never rerouted. Only requests with a grant are:
  * lazy chooses the credential, so it must be lazy's to choose.
  */
-import type { Config, Fallback as FallbackConfig } from "../config";
+import type { Config, Fallback as FallbackConfig } from "../../config";
 import * as Surface from "./surface";
 import { errorResponse } from "./errors";
-import { inferCredential, type Target } from "./targets";
-import { OAUTH_BETA, joinUrl, withBeta } from "./address";
-import type { Outcome } from "./audit";
-import * as Quota from "./meters";
-import { kindOfStatus, type FailureKind, type Health } from "./meters";
-import { healthKind, providerFailure, send, type Sent, type UpstreamResponse } from "./upstream";
+import { inferCredential, type Target } from "../identity";
+import { OAUTH_BETA, hostOf, joinUrl, withBeta } from "./address";
+import type { Outcome } from "../audit";
+import * as Quota from "../meters";
+import { kindOfStatus, type FailureKind, type Health } from "../meters";
+import { healthKind, providerFailure, send, type Sent, type UpstreamResponse } from "../upstream";
 
 export interface Hop {
   name: string;
@@ -277,5 +277,3 @@ function partyOf(p: { provider: string; host: string; profile: string | null; cr
     .join(", ");
   return `${p.provider} (${who})`;
 }
-
-const hostOf = (t: Target) => new URL(t.origin).host;

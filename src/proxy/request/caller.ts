@@ -1,0 +1,89 @@
+/**
+ * The request path's first stage, who is calling: the credential it presents (headers.ts), where
+ * it came from, and whether it may go on (the pin itself is identity/pin.ts). The request path
+ * (forward.ts) and the Cursor route decide with these.
+ */
+import type { Server } from "bun";
+import { isLoopback, liveKey, notLive, offPin, pinnedTo, pinOwner, Placeholders, type Grant } from "../identity";
+import { NOTE } from "../meters";
+import type { Call } from "./call";
+import type { Context } from "./context";
+import { errorResponse } from "./errors";
+import { presentedBearer } from "./headers";
+
+/**
+ * Why the request path refuses this caller before anything else, or undefined when it may go on:
+ * a dead placeholder (lazy cannot vouch for who sent it, so the row names no role or task); a
+ * credential of the caller's own from anywhere but this machine, or with a placeholder riding
+ * beside it (a container holds no credential but its placeholder); a placeholder whose task has
+ * no running turn, or presented from an address it is not pinned to.
+ */
+export function callerRefusal(
+  req: Request,
+  server: Server<undefined>,
+  token: string | undefined,
+  grant: Grant | undefined,
+  live: (key: string) => boolean,
+): { message: string; note: string } | undefined {
+  if (token && !grant && Placeholders.isPlaceholder(token))
+    return {
+      message:
+        "lazy's proxy does not know this placeholder: the task's grant is gone (the task ended, or was never started by this daemon). Start the task again: lazy start TASK.",
+      note: "unknown or revoked placeholder",
+    };
+  if (token && !grant) {
+    const from = (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, "");
+    // Two headers of one name arrive joined by ", ".
+    const placeholderBeside = [req.headers.get("x-api-key"), presentedBearer(req.headers)]
+      .flatMap((v) => (v ? v.split(",") : []))
+      .some((v) => Placeholders.isPlaceholder(v.trim()));
+    if (placeholderBeside)
+      return {
+        message:
+          "lazy's proxy refused a request carrying a placeholder beside another credential: send the placeholder lazy gave the task, alone.",
+        note: "placeholder beside another credential",
+      };
+    if (!isLoopback(from))
+      return {
+        message: `lazy's proxy refused a credential that is not lazy's placeholder, presented from ${from}: only a session on this machine may bring its own; a task's agent sends the placeholder lazy gave it.`,
+        note: `own credential from ${from}`,
+      };
+    return undefined;
+  }
+  if (!grant) return undefined;
+  const key = liveKey(grant);
+  if (key && !live(key)) return { message: `lazy's proxy refused this placeholder: ${notLive(grant)}`, note: "no running turn" };
+  const from = offPin(grant, req, server);
+  if (from)
+    return {
+      message: `lazy's proxy refused this placeholder: it belongs to ${pinOwner(grant)} and was presented from ${from}.`,
+      note: NOTE.pinned(from, pinnedTo(grant)?.join(",") || "none"),
+    };
+  return undefined;
+}
+
+/** Stage 1: a refusal for a caller that may not go on (its row and log line written), or undefined. */
+export function checkCaller(ctx: Context, call: Call): Response | undefined {
+  // No credential at all: only the surface's reachability probes (HEAD; Claude Code's
+  // `HEAD /api/hello` comes before it authenticates) go on; anything else needs a placeholder.
+  if (!call.token && call.req.method !== "HEAD")
+    return call.refuse(
+      errorResponse(
+        "anthropic",
+        401,
+        "authentication_error",
+        "lazy's proxy refused a request with no credential: send the placeholder lazy gave the task (in x-api-key or Authorization: Bearer). Only the HEAD reachability probes pass without one.",
+      ),
+      "no credential",
+      ctx.targets().primary().origin,
+    );
+  // Whose placeholder, from where, while which turn runs: one refusal per reason.
+  const denied = callerRefusal(call.req, call.server, call.token, call.grant, ctx.live);
+  if (denied)
+    return call.refuse(
+      errorResponse("anthropic", 401, "authentication_error", denied.message),
+      denied.note,
+      ctx.targets().primary().origin,
+    );
+  return undefined;
+}

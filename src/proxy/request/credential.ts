@@ -1,0 +1,68 @@
+/**
+ * The request path's fourth stage, with which credential: the target's, looked up per request
+ * from memory, checked (stored, no line break in it) and put in the header its provider reads.
+ * Only a caller with a grant gets one; a host session's own credential goes on as it came.
+ */
+import type { Target } from "../identity";
+import type { Call } from "./call";
+import type { Context } from "./context";
+import { OAUTH_BETA, hostOf, withBeta } from "./address";
+import { errorResponse } from "./errors";
+import type { Wire } from "./surface";
+
+export interface Credential {
+  /** Headers lazy sets upstream (replacing any the agent sent of these names). */
+  set: Record<string, string>;
+  /** The stored credential's kind (oauth-token, api-key…), null when none went in. */
+  kind: string | null;
+}
+
+/** Stage 4: the headers that carry the credential, or the refusal (its row and log line written). */
+export function credential(ctx: Context, call: Call, upstream: Target, wire: Wire): Credential | Response {
+  // Plain bytes from the upstream, so the usage tap can read the stream (TRAPS.md).
+  const set: Record<string, string> = { "accept-encoding": "identity" };
+  const grant = call.grant;
+  if (!grant) return { set, kind: null };
+  if (upstream.unmapped)
+    return call.refuse(
+      errorResponse(
+        wire,
+        401,
+        "authentication_error",
+        `lazy's proxy has no credential mapped for ${upstream.provider} (${hostOf(upstream)}): ${upstream.unmapped}.`,
+      ),
+      "no credential mapped",
+      upstream.origin,
+    );
+  if (!upstream.credential) return { set, kind: null };
+  const cred = ctx.credentials.get(upstream.credential);
+  if (!cred)
+    return call.refuse(
+      errorResponse(
+        wire,
+        401,
+        "authentication_error",
+        `lazy's proxy has no credential "${upstream.credential}" for ${upstream.provider} (${hostOf(upstream)}, profile ${grant.profile}): store it with lazy auth set ${upstream.credential}.`,
+      ),
+      `credential ${upstream.credential} missing`,
+      upstream.origin,
+    );
+  if (/[\r\n\0]/.test(cred.value))
+    return call.refuse(
+      errorResponse(
+        wire,
+        401,
+        "authentication_error",
+        `lazy's proxy will not send the stored credential "${upstream.credential}": it contains a line break. Store it again: lazy auth set ${upstream.credential}.`,
+      ),
+      `credential ${upstream.credential} malformed`,
+      upstream.origin,
+    );
+  call.base.credential = upstream.credential;
+  if (upstream.style === "anthropic" && cred.kind !== "oauth-token") set["x-api-key"] = cred.value;
+  else {
+    set.authorization = `Bearer ${cred.value}`;
+    if (upstream.style === "anthropic") set["anthropic-beta"] = withBeta(call.req.headers.get("anthropic-beta"), OAUTH_BETA);
+  }
+  return { set, kind: cred.kind };
+}
