@@ -10,10 +10,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
-import { type Project, cleanupAll, isAlive, sh, until } from "../helpers/lazy";
+import { type Project, isAlive, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { containerProject, settled } from "../helpers/fixtures";
-import { secondEngine, remoteImage } from "../helpers/second-engine";
+import { cleanupRemote, secondEngine, remoteImage } from "../helpers/second-engine";
 
 const KEY = `sk-ant-api03-REMOTEENGINE-${"r".repeat(64)}AA`;
 let mock: Mock.MockProvider;
@@ -27,15 +27,7 @@ beforeAll(async () => {
 }, 600_000);
 
 afterAll(async () => {
-  for (const p of projects)
-    for (const c of d2(`ps -aq --filter label=dev.lazy.root=${p.root}`).out.split("\n").filter(Boolean)) d2(`rm -f ${c}`);
-  const slugs = projects.map((p) => (existsSync(p.stateDir) ? basename(p.stateDir) : "")).filter((s) => s && s !== "daemon");
-  await cleanupAll();
-  // Their networks on the second engine (the daemons are gone; test/helpers/lazy.ts cleans the first engine's).
-  for (const slug of slugs) {
-    d2(`network rm lazy-${slug}`);
-    d2(`volume rm lazy-objects-${slug}`);
-  }
+  await cleanupRemote(engine.host, projects);
   await mock?.close();
 });
 

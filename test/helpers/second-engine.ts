@@ -4,10 +4,10 @@
  * and the task image on it. No registry is reachable and its containers have no NAT, so the
  * image is built on the first engine (as lazy would build it) and loaded into the second.
  */
-import { join } from "node:path";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { basename, join } from "node:path";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { sh } from "./lazy";
+import { type Project, cleanupAll, sh } from "./lazy";
 import { TEST_IMAGES } from "./env";
 import { Image } from "../../src/containers";
 
@@ -38,4 +38,21 @@ export async function remoteImage(host: string, root: string): Promise<string> {
   const l = sh("/", `docker save ${plan.tag} | docker -H ${host} load -q`);
   if (l.code !== 0) throw new Error(`loading ${plan.tag} into ${host} failed: ${l.err.slice(-2000)}`);
   return plan.tag;
+}
+
+/**
+ * A test file's afterAll on the second engine: its projects' containers there, then every
+ * daemon (cleanupAll), then their networks and objects volumes there (test/helpers/lazy.ts
+ * cleans only the first engine's).
+ */
+export async function cleanupRemote(host: string, projects: Project[]): Promise<void> {
+  const d2 = (args: string) => sh("/", `docker -H ${host} ${args}`);
+  for (const p of projects)
+    for (const c of d2(`ps -aq --filter label=dev.lazy.root=${p.root}`).out.split("\n").filter(Boolean)) d2(`rm -f ${c}`);
+  const slugs = projects.map((p) => (existsSync(p.stateDir) ? basename(p.stateDir) : "")).filter((s) => s && s !== "daemon");
+  await cleanupAll();
+  for (const slug of slugs) {
+    d2(`network rm lazy-${slug}`);
+    d2(`volume rm lazy-objects-${slug}`);
+  }
 }
