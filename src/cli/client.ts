@@ -14,7 +14,7 @@ import { dirname, join } from "node:path";
 import { LazyError } from "../util/errors";
 import { ensurePrivateDir } from "../util/files";
 import { urlHost } from "../util/url";
-import { State, Keeper, type Busy, type DaemonRecord, type Status } from "../daemon";
+import { State, Keeper, type Busy, type DaemonRecord, type DaemonStatus } from "../daemon";
 import { STANDARD } from "../credentials";
 import { VERSION } from "../version";
 import { say } from "./voice";
@@ -106,10 +106,10 @@ export class Client {
     const mark = res.headers.get("x-lazy-config");
     if (!mark || configNoted || res.headers.get("x-lazy-pid") !== String(this.record.pid)) return;
     configNoted = true;
-    let c: Status["config"] | undefined;
+    let c: DaemonStatus["config"] | undefined;
     try {
       const r = await this.raw("GET", "/api/status", undefined, 2000);
-      if (r.ok) c = ((await r.json()) as Status).config;
+      if (r.ok) c = ((await r.json()) as DaemonStatus).config;
     } catch {}
     say.warn(configNote(mark === "untrusted", join(this.root, "lazy.toml"), c));
   }
@@ -129,7 +129,7 @@ export class Client {
 }
 
 /** What a command says while lazy.toml is broken or untrusted: where, each line:col, and what is in use. */
-function configNote(untrusted: boolean, file: string, c: Status["config"] | undefined): string {
+function configNote(untrusted: boolean, file: string, c: DaemonStatus["config"] | undefined): string {
   const since = c ? ` (loaded ${c.loadedAt})` : "";
   if (untrusted) {
     // The daemon's first line is the trust refusal itself (the path, and lazy trust); then each key.

@@ -14,7 +14,7 @@ import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import type { Config } from "../config";
 import type { Bus } from "../bus";
-import type { Busy, Status } from "./status";
+import type { Busy, DaemonStatus } from "./status";
 import { requestGuard, sessionCookie } from "./api-guard";
 import {
   taskRoutes,
@@ -63,7 +63,7 @@ export interface ApiDeps {
   /** `http://host:port` the API listens at; known once it listens (the guard reads it on the first request). */
   apiUrl: () => string;
   webEnabled: () => boolean;
-  status: () => Status;
+  status: () => DaemonStatus;
   /** Re-check lazy.toml now (a stat-and-compare when nothing changed): config-watch.ts. */
   freshConfig: () => void;
   busy: () => Busy;

@@ -28,7 +28,7 @@ import { Egress } from "../egress";
 import { onLeak } from "./egress-leak";
 import { Bus } from "../bus";
 import { Notifier } from "../notify";
-import type { Busy, Status } from "./status";
+import type { Busy, DaemonStatus } from "./status";
 import { ConfigWatch } from "./config-watch";
 import * as State from "./state";
 import * as BuilderSessions from "./builder-sessions";
@@ -270,7 +270,7 @@ export class Daemon {
     return { turns: Store.Tasks.counts(this.db).running, requests: this.writesInFlight };
   }
 
-  status(): Status {
+  status(): DaemonStatus {
     const c = this.configWatch.state;
     const proxyAddr = this.proxy.address;
     return {
@@ -354,7 +354,7 @@ export async function serve(root: string): Promise<void> {
 }
 
 /** The keeper's crash record, for status: crashes in the last minute, and how the last one ended. */
-function crashesOf(p: State.StatePaths): Pick<Status, "crashes"> {
+function crashesOf(p: State.StatePaths): Pick<DaemonStatus, "crashes"> {
   const c = Keeper.readCrashes(p);
   const recent = (c?.recent ?? []).filter((x) => Date.now() - Date.parse(x.at) < Keeper.WINDOW_MS);
   const last = recent.at(-1);

@@ -1,7 +1,7 @@
 /** What `lazy daemon status` shows: the daemon's answer to GET /api/status. */
 import type { Engine, Fence, LinkLocalGuard } from "../containers";
 
-export interface Status {
+export interface DaemonStatus {
   pid: number;
   version: string;
   root: string;

@@ -10,7 +10,7 @@
  * plugins/, mcp-bridge/ (lazy's MCP route, answered on the main thread). This file is their
  * face to the rest of lazy, and holds nothing of its own.
  */
-export { ModelProxy, type Launch, type ProxyState } from "./main";
+export { ModelProxy, type LaunchGrant, type ProxyState } from "./main";
 export { Targets, type Target, type Grant, notLive, liveKey, McpTokens, type Holder, MCP_TOKENS_FILE } from "./identity";
 export { FAILURE_KINDS, type ProviderHealth } from "./meters";
 export type { LimitView } from "./meters";

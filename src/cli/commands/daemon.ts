@@ -3,14 +3,14 @@ import { StringDecoder } from "node:string_decoder";
 import { command, print, printJson, printJsonLine, duration } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
-import { State, Keeper, run as runDaemon, type Status } from "../../daemon";
+import { State, Keeper, run as runDaemon, type DaemonStatus } from "../../daemon";
 import { say } from "../voice";
 import { LazyError } from "../../util/errors";
 import { VERSION } from "../../version";
 
 const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 
-function render(s: Status): string {
+function render(s: DaemonStatus): string {
   const lines = [
     `Daemon:    running (pid ${s.pid}, up ${duration(s.uptimeMs)}, version ${s.version}${s.version === VERSION ? "" : `; this lazy is ${VERSION}: lazy daemon restart runs it`})`,
     `Project:   ${s.root}`,
@@ -31,7 +31,7 @@ function render(s: Status): string {
 
 /** The running daemon's status: JSON, or the lines render makes. */
 async function show(c: Client.Client, json?: boolean): Promise<void> {
-  const s = await c.request<Status>("GET", "/api/status");
+  const s = await c.request<DaemonStatus>("GET", "/api/status");
   if (json) printJson({ running: true, ...s });
   else print(render(s));
 }
@@ -88,7 +88,7 @@ const restart = command({
     // Turns carry on across a restart: the new daemon picks them up.
     await Client.stop(root, { containers: false });
     const c = await Client.start(root);
-    const s = await c.request<Status>("GET", "/api/status");
+    const s = await c.request<DaemonStatus>("GET", "/api/status");
     if (args.json) printJson({ running: true, ...s });
     else print(render(s));
   },

@@ -2,14 +2,14 @@ import { command, print, printJson } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import { LazyError } from "../../util/errors";
-import type { Status } from "../../daemon";
+import type { DaemonStatus } from "../../daemon";
 
 export const dashboard = command({
   meta: { name: "dashboard", description: "Print the dashboard's address, signed in (the token rides in the URL fragment)" },
   args: { json: { type: "boolean", description: "Print JSON on stdout: the signed-in url" } },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
-    const s = await c.request<Status>("GET", "/api/status");
+    const s = await c.request<DaemonStatus>("GET", "/api/status");
     if (!s.web.url) throw new LazyError("invalid_input", "The dashboard is off ([server] web = false in lazy.toml).");
     const url = `${s.web.url}#token=${c.authToken}`;
     if (args.json) printJson({ url });

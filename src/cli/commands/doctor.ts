@@ -10,7 +10,7 @@ import { LazyError } from "../../util/errors";
 import { defaultCredentialFinding, engineFinding, type AuthAnswer } from "./doctor-truths";
 import { Plugins } from "../../proxy";
 import { lazyHome } from "../../util/paths";
-import { State, Keeper, type Status } from "../../daemon";
+import { State, Keeper, type DaemonStatus } from "../../daemon";
 import { networkFindings } from "../doctor-network";
 
 export interface Finding {
@@ -45,11 +45,11 @@ async function findings(root: string): Promise<Finding[]> {
   const crashed = crashFinding(root);
   if (crashed) out.push(crashed);
 
-  let status: Status | undefined;
+  let status: DaemonStatus | undefined;
   if (loaded.ok && (!trusted || trusted.ok)) {
     try {
       const c = await Client.connect(root);
-      status = await c.request<Status>("GET", "/api/status");
+      status = await c.request<DaemonStatus>("GET", "/api/status");
       out.push({
         check: "daemon",
         ok: true,
@@ -288,7 +288,7 @@ function secretFindings(root: string): Finding[] {
  * cloud VM's own credentials). The daemon knows once it has set up a task network; before
  * that, only what the engine's kind rules out can be said.
  */
-function metadataFinding(kind: string, status: Status | undefined, allow: boolean | undefined): Finding {
+function metadataFinding(kind: string, status: DaemonStatus | undefined, allow: boolean | undefined): Finding {
   const g = status?.metadata;
   if (g?.state === "blocked")
     return {
@@ -330,7 +330,7 @@ function metadataFinding(kind: string, status: Status | undefined, allow: boolea
 }
 
 /** What else task containers can reach: `[container] network` as the daemon last set it (containers/fence.ts). */
-function fenceFinding(status: Status | undefined, mode: string | undefined): Finding {
+function fenceFinding(status: DaemonStatus | undefined, mode: string | undefined): Finding {
   const f = status?.fence;
   if (f?.state === "fenced")
     return {

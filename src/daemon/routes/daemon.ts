@@ -1,10 +1,10 @@
 /** The daemon's own routes: health (the CLI's liveness check), status, stop. */
 import { Elysia } from "elysia";
-import type { Busy, Status } from "../status";
+import type { Busy, DaemonStatus } from "../status";
 
 export interface DaemonDeps {
   version: string;
-  status: () => Status;
+  status: () => DaemonStatus;
   busy: () => Busy;
   /** `containers`: also stop the project's task containers and remove its network (lazy daemon stop). */
   stop: (reason: string, containers: boolean) => Promise<void>;

@@ -26,7 +26,7 @@ import { admitMcp, answerMcp, type McpHandler } from "../mcp-bridge";
 import { UPSTREAM } from "../upstream";
 import * as Plugins from "../plugins";
 
-export interface Launch {
+export interface LaunchGrant {
   /** The variable the harness reads its credential from, holding the placeholder. */
   envVar: string;
   placeholder: string;
@@ -237,7 +237,7 @@ export class ModelProxy {
     taskId?: string | null;
     taskRef?: string | null;
     session?: string | null;
-  }): Promise<Launch> {
+  }): Promise<LaunchGrant> {
     const config = this.config();
     const profile = resolveProfile(config, opts.profile);
     const target = this.targets.forProfile(profile.name);
