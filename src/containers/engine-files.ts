@@ -51,14 +51,7 @@ export class EngineFiles {
    * `kind` that no container uses are removed (one per lazy build would pile up).
    */
   async ensureVolume(name: string, kind: string, image: string, files: () => Uint8Array[]): Promise<void> {
-    const exists = await this.docker
-      .getVolume(name)
-      .inspect()
-      .then(
-        () => true,
-        () => false,
-      );
-    if (exists) return;
+    if (await this.volumeExists(name)) return;
     const label = "dev.lazy.volume";
     const { Volumes } = (await this.docker.listVolumes({ filters: { label: [`${label}=${kind}`] } })) as { Volumes?: { Name: string }[] };
     for (const v of Volumes ?? [])
@@ -67,23 +60,15 @@ export class EngineFiles {
         .remove()
         .catch(() => {}); // in use: kept
     await this.docker.createVolume({ Name: name, Labels: { [label]: kind } });
-    const c = await this.docker.createContainer({
-      Image: image,
-      Cmd: ["true"],
-      Labels: { "dev.lazy.helper": "volume" },
-      HostConfig: { Mounts: [{ Type: "volume", Source: name, Target: "/v" }] },
-    });
     try {
-      await c.putArchive(Buffer.concat(files()) as unknown as NodeJS.ReadableStream, { path: "/v" });
+      await this.unpackInto(name, image, files, "/v");
     } catch (e) {
-      await c.remove({ force: true }).catch(() => {});
       await this.docker
         .getVolume(name)
         .remove()
         .catch(() => {}); // half filled: made again next time
       throw e;
     }
-    await c.remove({ force: true }).catch(() => {});
   }
 
   async volumeExists(name: string): Promise<boolean> {
@@ -99,14 +84,19 @@ export class EngineFiles {
   /** Add `files` (a tar) to a volume of the engine's own (made when missing), through a container that never starts. */
   async fillVolume(name: string, kind: string, image: string, files: () => Uint8Array[]): Promise<void> {
     if (!(await this.volumeExists(name))) await this.docker.createVolume({ Name: name, Labels: { "dev.lazy.volume": kind } });
+    await this.unpackInto(name, image, files, "/");
+  }
+
+  /** Unpack `files` (a tar) at `path` of a container of `image` that mounts the volume at /v and never starts. */
+  private async unpackInto(volume: string, image: string, files: () => Uint8Array[], path: string): Promise<void> {
     const c = await this.docker.createContainer({
       Image: image,
       Cmd: ["true"],
       Labels: { "dev.lazy.helper": "volume" },
-      HostConfig: { Mounts: [{ Type: "volume", Source: name, Target: "/v" }] },
+      HostConfig: { Mounts: [{ Type: "volume", Source: volume, Target: "/v" }] },
     });
     try {
-      await c.putArchive(Buffer.concat(files()) as unknown as NodeJS.ReadableStream, { path: "/" });
+      await c.putArchive(Buffer.concat(files()) as unknown as NodeJS.ReadableStream, { path });
     } finally {
       await c.remove({ force: true }).catch(() => {});
     }

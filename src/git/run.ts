@@ -1,0 +1,70 @@
+/**
+ * How lazy runs git on the host: always hardened against what an agent could have left in a
+ * repository (hooks, fsmonitor, replace refs, prompts), synchronously (`git`) or without
+ * blocking the daemon's thread (`gitRead`).
+ */
+import { LazyError } from "../util/errors";
+
+/**
+ * Every git lazy runs on the host runs in the project root (never in an agent-written tree),
+ * and with the agent's influence removed: no hooks (the user's own included: a merge of the
+ * agent's commits runs no code), no fsmonitor, no replace refs, no prompts. safe.directory:
+ * as root, lazy works in the user's repository.
+ */
+export const HARDENED = [
+  "-c",
+  "safe.directory=*",
+  "-c",
+  "core.hooksPath=/dev/null",
+  "-c",
+  "core.fsmonitor=false",
+  "-c",
+  "core.untrackedCache=false",
+];
+export const gitEnv = () => ({
+  ...process.env,
+  GIT_TERMINAL_PROMPT: "0",
+  GIT_NO_REPLACE_OBJECTS: "1",
+  GIT_ASKPASS: "",
+  SSH_ASKPASS: "",
+  LC_ALL: "C",
+});
+
+export function git(
+  cwd: string,
+  args: string[],
+  opts: { allowFail?: boolean; maxBytes?: number } = {},
+): { code: number; out: string; err: string; cut?: boolean } {
+  const r = Bun.spawnSync(["git", ...HARDENED, ...args], {
+    cwd,
+    stdout: "pipe",
+    stderr: "pipe",
+    env: gitEnv(),
+    ...(opts.maxBytes ? { maxBuffer: opts.maxBytes } : {}),
+  });
+  // Output past maxBytes ends git (the dashboard's diff): what came so far, marked cut.
+  if (r.exitedDueToMaxBuffer) return { code: 0, out: r.stdout.toString(), err: "", cut: true };
+  const res = { code: r.exitCode ?? 1, out: r.stdout.toString(), err: r.stderr.toString() };
+  if (res.code !== 0 && !opts.allowFail)
+    throw new LazyError("launch_refused", `git ${args[0]} failed in ${cwd}: ${res.err.trim().split("\n").at(-1) ?? `exit ${res.code}`}`);
+  return res;
+}
+
+/**
+ * The same git, without blocking the daemon's thread while it runs (reads of a large checkout,
+ * e.g. `lazy ask`'s git status): what it printed, or null when it failed.
+ */
+export async function gitRead(cwd: string, args: string[], maxBytes = 64 * 1024): Promise<string | null> {
+  const p = Bun.spawn(["git", ...HARDENED, ...args], { cwd, stdout: "pipe", stderr: "ignore", env: gitEnv() });
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of p.stdout) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= maxBytes) {
+      p.kill(); // enough: the rest is not read
+      return Buffer.concat(chunks).toString("utf8", 0, maxBytes);
+    }
+  }
+  return (await p.exited) === 0 ? Buffer.concat(chunks).toString("utf8") : null;
+}
