@@ -47,7 +47,10 @@ export const claude: Harness = {
     return {
       command: ["claude", ...untrusted, ...mcp, ...model, ...resume, ...turn, ...(l.args ?? [])],
       env: {
-        ...(l.mcp ? { [Mcp.MCP_TOKEN_VAR]: l.mcp.token } : {}),
+        // Claude Code waits MCP_CONNECT_TIMEOUT_MS (5 s by default) for its MCP servers, then
+        // starts the turn with lazy's "pending", which lazy stops as blind: on a loaded machine
+        // (CI) the first connect can take longer. A server that refuses still fails at once.
+        ...(l.mcp ? { [Mcp.MCP_TOKEN_VAR]: l.mcp.token, MCP_CONNECTION_NONBLOCKING: "0", MCP_CONNECT_TIMEOUT_MS: "60000" } : {}),
         ANTHROPIC_BASE_URL: l.proxyUrl,
         // A bearer slot (OpenRouter, hosted Ollama): the key goes in ANTHROPIC_AUTH_TOKEN and
         // ANTHROPIC_API_KEY is set empty, as OpenRouter's guide says (WIRE.md §6.2).
