@@ -28,7 +28,7 @@ import { Egress } from "../egress";
 import { onLeak } from "./egress-leak";
 import { Bus } from "../bus";
 import { Notifier } from "../notify";
-import type { Busy, DaemonStatus } from "./status";
+import type { Busy, DaemonStatus } from "./routes";
 import { ConfigWatch } from "./config-watch";
 import * as State from "./state";
 import * as BuilderSessions from "./builder-sessions";
