@@ -33,7 +33,7 @@ export interface RunnerDeps {
   stateDir: string;
   db: Database;
   proxy: ModelProxy;
-  /** MCP tokens: a task's is revoked with its session, independently of its grants. */
+  /** The grant registry's MCP tokens (a launch hands the task's to its harness); revoked and pinned with its placeholders. */
   mcp: Pick<McpTokens, "forTask">;
   config: () => Config;
   bus: Bus;
