@@ -92,7 +92,9 @@ try {
   const container = `lazy-${state.split("/").at(-1)}-${taskId}`;
   const mcpJson = JSON.parse(sh(["docker", "exec", container, "cat", "/lazy/harness/mcp.json"]));
   const url: string = Object.values(mcpJson.mcpServers as Record<string, { url: string }>)[0]!.url;
-  const token: string = JSON.parse(readFileSync(join(state, "mcp-tokens.json"), "utf8")).tokens.find((t: any) => t.taskId === taskId).token;
+  const token: string = JSON.parse(readFileSync(join(state, "proxy-tokens.json"), "utf8")).mcpTokens.find(
+    (t: any) => t.taskId === taskId,
+  ).token;
 
   // The token goes by environment (docker exec -e NAME takes the value from ours), never argv.
   const r = Bun.spawnSync(["docker", "exec", "-e", "LAZY_MCP_TOKEN", container, "node", "-e", CLIENT, url, String(rounds), String(pairs)], {

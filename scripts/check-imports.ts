@@ -6,7 +6,6 @@
  *   3. a sub-room (a folder with an index.ts) never reaches back into its parent's files
  *      (`proxy/cursor/x.ts` importing `../forward`): what it needs lives in a sibling room, or in
  *      src/'s own files. A folder without an index.ts (cli/commands/) is its parent's, not a room.
- *      PENDING names the reach-backs still to be undone, each with its owner; none may be added.
  * Prints one line per problem and exits 1 when there is any. `bun scripts/check-imports.ts`.
  */
 import { readdirSync, readFileSync, statSync, existsSync } from "node:fs";
@@ -28,14 +27,6 @@ function resolveImport(from: string, spec: string): string | undefined {
   for (const c of [base, `${base}.ts`, `${base}.tsx`, join(base, "index.ts")]) if (existsSync(c) && statSync(c).isFile()) return c;
   return undefined;
 }
-
-// daemon/routes reach back into daemon/ (the session cookie's name, the status types, builder
-// sessions): left for the daemon's own reshape (issue 27), listed so no new one creeps in.
-const PENDING = new Set([
-  "src/daemon/routes/dashboard.ts -> src/daemon/api-guard.ts",
-  "src/daemon/routes/daemon.ts -> src/daemon/status.ts",
-  "src/daemon/routes/build.ts -> src/daemon/builder-sessions.ts",
-]);
 
 const all = files(ROOT);
 const graph = new Map<string, string[]>();
@@ -63,7 +54,7 @@ for (const f of all) {
     // nor what lies outside src/, package.json).
     const room = existsSync(join(fromDir, "index.ts"));
     const inSrc = (t + sep).startsWith(ROOT + sep);
-    if (room && inSrc && fromDir !== toDir && inside && toDir !== ROOT && !PENDING.has(`${rel(f)} -> ${rel(t)}`))
+    if (room && inSrc && fromDir !== toDir && inside && toDir !== ROOT)
       problems.push(`${rel(f)} imports ${rel(t)}: a sub-room never imports its parent's files`);
     if (!inside && !t.endsWith(`${sep}index.ts`)) {
       // Reaching a file in another folder: allowed only when that folder has no index.ts (src/ itself).

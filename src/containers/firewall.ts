@@ -1,11 +1,20 @@
 /**
  * The firewall lazy sets on a project's bridge, in one script (one run on the host as root, or
  * one helper container otherwise): the link-local guard (link-local.ts) and the network fence
- * (fence.ts), and what each came to, worded for the daemon's log and lazy doctor.
+ * (fence.ts), where that script runs, and what each came to, worded for the daemon's log and
+ * lazy doctor.
  */
+import type Docker from "dockerode";
 import type { EngineKind } from "./engine";
+import { demux } from "./engine-files";
 import * as Fence from "./fence";
+import { imageExists } from "./image-build";
 import * as LinkLocal from "./link-local";
+
+/** How long the firewall script (or its helper container) may take. */
+const TIMEOUT_MS = 30_000;
+
+type Ran = { code: number; output: string } | { skipped: string };
 
 export interface NetworkOptions {
   /** `[container] allow_metadata`: leave link-local addresses reachable from the project's containers. */
@@ -26,10 +35,15 @@ export interface NetworkOptions {
  * throws: where it cannot be done, the answer says why and what to do, for the daemon's log
  * and lazy doctor.
  */
-export async function apply(
-  at: { kind: EngineKind; kindDetail: string; project: string; bridge: string; gateway: string; opts: NetworkOptions },
-  runScript: (script: string) => Promise<{ code: number; output: string } | { skipped: string }>,
-): Promise<{ guard: LinkLocal.Guard; fence: Fence.State }> {
+export async function apply(at: {
+  docker: Docker;
+  kind: EngineKind;
+  kindDetail: string;
+  project: string;
+  bridge: string;
+  gateway: string;
+  opts: NetworkOptions;
+}): Promise<{ guard: LinkLocal.Guard; fence: Fence.State }> {
   const { kind, kindDetail, project, bridge, gateway, opts } = at;
   const mode = opts.fence?.mode ?? "open";
   const unfenced = (g: LinkLocal.Guard): Fence.State =>
@@ -59,7 +73,7 @@ export async function apply(
   const spec: Fence.Spec = { mode, gateway, ports: mode === "open" || !opts.fence ? [] : await opts.fence.ports(gateway) };
   const fenceLines = Fence.applyLines(spec, LinkLocal.EXIT.fence);
   const script = opts.allowMetadata ? LinkLocal.removeScript(bridge, fenceLines) : LinkLocal.applyScript(bridge, fenceLines);
-  const r = await runScript(script);
+  const r = await run(at.docker, project, script, opts.helperImage);
   if ("skipped" in r) {
     const g: LinkLocal.Guard = {
       state: "unblocked",
@@ -90,4 +104,58 @@ export async function apply(
     guard: opts.allowMetadata ? { state: "allowed", bridge } : { state: "blocked", bridge },
     fence: spec.mode === "open" ? { state: "open" } : { state: "fenced", mode: spec.mode, bridge, ports: spec.ports },
   };
+}
+
+/** Run a firewall script: on the host when lazy is root, else in the helper container. */
+export function run(docker: Docker, project: string, script: string, helperImage: string | undefined): Promise<Ran> {
+  return process.getuid?.() === 0 ? onHost(script) : inHelper(docker, project, script, helperImage);
+}
+
+async function onHost(script: string): Promise<{ code: number; output: string }> {
+  const p = Bun.spawn(["sh", "-c", script], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const timer = setTimeout(() => p.kill("SIGKILL"), TIMEOUT_MS);
+  try {
+    const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+    return { code, output: out + err };
+  } catch (e) {
+    return { code: -1, output: (e as Error).message };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * lazy is not root but may use Docker: the script runs in a short-lived container in the
+ * host's network namespace, with the host's own iptables (chroot into / mounted read-only)
+ * and only the capabilities that needs. It carries no project label: it is not a task's.
+ */
+async function inHelper(docker: Docker, project: string, script: string, image: string | undefined): Promise<Ran> {
+  if (!image || !(await imageExists(docker, image)))
+    return { skipped: `lazy runs as uid ${process.getuid?.()} and has no task image yet to run its firewall helper in` };
+  let c: Docker.Container | undefined;
+  try {
+    c = await docker.createContainer({
+      name: `lazy-${project}-linklocal-${Math.random().toString(36).slice(2, 8)}`,
+      Image: image,
+      Entrypoint: ["chroot"],
+      Cmd: ["/host", "sh", "-c", script],
+      User: "0:0",
+      Labels: { "dev.lazy.helper": "link-local" },
+      HostConfig: {
+        NetworkMode: "host",
+        Binds: ["/:/host:ro"],
+        CapDrop: ["ALL"],
+        CapAdd: ["NET_ADMIN", "SYS_CHROOT"],
+        Privileged: false,
+      },
+    });
+    await c.start();
+    const done = (await Promise.race([c.wait(), Bun.sleep(TIMEOUT_MS).then(() => undefined)])) as { StatusCode: number } | undefined;
+    const output = demux(Buffer.from((await c.logs({ stdout: true, stderr: true })) as unknown as Buffer));
+    return done ? { code: done.StatusCode, output } : { code: -1, output: `no answer within ${TIMEOUT_MS / 1000} s` };
+  } catch (e) {
+    return { code: -1, output: `the helper container (image ${image}) could not run: ${(e as Error).message}` };
+  } finally {
+    await c?.remove({ force: true }).catch(() => {});
+  }
 }

@@ -1,22 +1,16 @@
 /**
- * Everything lazy does with Docker, behind an interface of lazy's own (dockerode lives in
- * engine.ts and runtime.ts only): which engine, the project's network and its firewall against
+ * Everything lazy does with Docker, behind an interface of lazy's own (`Runtime`; dockerode
+ * never leaves this folder): which engine, the project's network and its firewall against
  * link-local metadata addresses, the task image, and the labelled task containers a restarted
  * daemon finds again.
  */
 export * as Engine from "./engine";
 export * as Image from "./image";
 export * as Tar from "./tar";
-export {
-  Runtime,
-  LABEL_PROJECT,
-  LABEL_TASK,
-  type Mount,
-  type TaskContainerSpec,
-  type ContainerInfo,
-  type Network,
-  type NetworkOptions,
-} from "./runtime";
+export { Runtime, type Mount, type TaskContainerSpec, type ContainerInfo } from "./runtime";
+export { LABEL_PROJECT, LABEL_TASK } from "./labels";
+export type { Network } from "./network";
+export type { NetworkOptions } from "./firewall";
 export * as LinkLocal from "./link-local";
 export type { Guard as LinkLocalGuard } from "./link-local";
 export * as Fence from "./fence";

@@ -15,7 +15,9 @@ import type * as Fence from "./fence";
 import * as HostNet from "./host-network";
 import * as Image from "./image";
 import type { Guard as LinkLocalGuard } from "./link-local";
-import { Runtime, type Network, type NetworkOptions } from "./runtime";
+import type { NetworkOptions } from "./firewall";
+import type { Network } from "./network";
+import { Runtime } from "./runtime";
 
 /** What the project's containers need of the model proxy (proxy/index.ts): where it listens. */
 export interface ProxyListener {
@@ -278,23 +280,17 @@ export class ProjectContainers {
     const files = image.context ? Image.contextOf(image.context, image.dockerfile) : { Dockerfile: image.dockerfile };
     if (host.ca) files[HostNet.CA_CONTEXT_NAME] = host.ca.pem;
     let last = 0;
-    await docker.build(
-      image.tag,
-      files,
-      image.buildArgs,
-      (line) => {
-        this.d.log.info(`build: ${line}`);
-        // Every step is recorded; what a step prints only now and then, for the live line.
-        const step = /^Step \d+\/\d+/.test(line);
-        if (say && (step || Date.now() - last > 1000)) {
-          last = Date.now();
-          say(step ? { progress: line } : { output: line.slice(0, 300) });
-        }
-      },
-      // On the host's network: a company proxy often listens on the host's loopback (cntlm,
-      // px), and what a build runs is what the person approved (the Dockerfile is trusted).
-      "host",
-    );
+    // On the host's network: a company proxy often listens on the host's loopback (cntlm,
+    // px), and what a build runs is what the person approved (the Dockerfile is trusted).
+    await docker.build({ tag: image.tag, files, buildArgs: image.buildArgs, network: "host" }, (line) => {
+      this.d.log.info(`build: ${line}`);
+      // Every step is recorded; what a step prints only now and then, for the live line.
+      const step = /^Step \d+\/\d+/.test(line);
+      if (say && (step || Date.now() - last > 1000)) {
+        last = Date.now();
+        say(step ? { progress: line } : { output: line.slice(0, 300) });
+      }
+    });
     say?.({ done: image.tag });
   }
 }

@@ -21,8 +21,8 @@ import { networkInterfaces } from "node:os";
 import { parseCookie } from "elysia/cookies";
 import { LazyError } from "../util/errors";
 import { urlHost } from "../util/url";
-
-export const SESSION_COOKIE = "lazy_session";
+// The dashboard's sign-in (routes/dashboard.ts) names the cookie it sets; the guard reads it.
+import { SESSION_COOKIE } from "./routes";
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 

@@ -14,7 +14,6 @@ import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import type { Config } from "../config";
 import type { Bus } from "../bus";
-import type { Busy, DaemonStatus } from "./status";
 import { requestGuard, sessionCookie } from "./api-guard";
 import {
   taskRoutes,
@@ -41,6 +40,8 @@ import {
   type GroupDeps,
   badBody,
   issuesOf,
+  type Busy,
+  type DaemonStatus,
 } from "./routes";
 
 /** What the API needs from the daemon; each route file declares its own share. */

@@ -16,7 +16,7 @@ import { listen } from "../util/listen";
 import { LazyError } from "../util/errors";
 import { VERSION } from "../version";
 import * as Mcp from "../mcp";
-import { McpTokens } from "../mcp";
+import type { McpTokens } from "../mcp";
 import * as Git from "../git";
 import { ModelProxy, Targets } from "../proxy";
 import { CredentialStore, ExpiryWarnings } from "../credentials";
@@ -28,7 +28,7 @@ import { Egress } from "../egress";
 import { onLeak } from "./egress-leak";
 import { Bus } from "../bus";
 import { Notifier } from "../notify";
-import type { Busy, DaemonStatus } from "./status";
+import type { Busy, DaemonStatus } from "./routes";
 import { ConfigWatch } from "./config-watch";
 import * as State from "./state";
 import * as BuilderSessions from "./builder-sessions";
@@ -112,7 +112,8 @@ export class Daemon {
       const proxy = new ModelProxy(paths.dir, db, credentials, () => watch.state.config);
       proxy.usePlugins({ home: lazyHome(), root });
       const bus = new Bus();
-      const mcp = McpTokens.open(paths.dir);
+      // MCP tokens are the grant registry's (proxy/identity): revoked and pinned with the placeholders.
+      const mcp = proxy.grants.mcp;
       let runner: Runner | undefined;
       const egress = new Egress({
         config: () => watch.state.config,

@@ -5,7 +5,7 @@
  */
 export * as State from "./state";
 export type { DaemonRecord } from "./state";
-export type { DaemonStatus, Busy } from "./status";
+export type { DaemonStatus, Busy } from "./routes";
 export type { Daemon } from "./daemon";
 export * as Keeper from "./keeper";
 /** What the API answers, route by route (the dashboard client imports these, type-only). */

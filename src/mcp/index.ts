@@ -12,13 +12,14 @@ import { Tasks } from "../store";
 import { registerTaskTools, type TaskToolDeps } from "./tools";
 import { registerBuilderTools, type BuilderToolDeps } from "./builder-tools";
 
-export { McpTokens, MCP_TOKENS_FILE, type Holder } from "../proxy";
+export { type McpTokens, type McpToken, GRANTS_FILE as MCP_TOKENS_FILE } from "../proxy";
 export { PROGRESS_PER_MINUTE, MEMORY_PER_TURN } from "./bounds";
 
 export { MCP_PATH } from "../proxy";
-import { MCP_NO_TOKEN, notLive, type Holder, type McpTokens } from "../proxy";
+import { MCP_NO_TOKEN, notLive, offPinFrom, pinnedTo, type McpToken, type McpTokens } from "../proxy";
 
 export interface McpDeps extends TaskToolDeps, BuilderToolDeps {
+  /** The grant registry's MCP tokens (proxy/identity): their pins and revocations are the registry's. */
   tokens: Pick<McpTokens, "lookup">;
   /** Does the task have a running turn, or one of lazy's own calls about it? Its token works only then. */
   live: (taskId: string) => boolean;
@@ -38,7 +39,7 @@ export function admit(
   d: Pick<McpDeps, "tokens" | "db" | "live">,
   token: string,
   from: string,
-): { ok: true; who: Who; holder: Holder } | { ok: false; message: string; note: string } {
+): { ok: true; who: Who; holder: McpToken } | { ok: false; message: string; note: string } {
   if (!token) return { ok: false, ...MCP_NO_TOKEN };
   const holder = d.tokens.lookup(token);
   if (!holder) {
@@ -50,8 +51,8 @@ export function admit(
     };
   }
   // A task's token lives only while its turn (or a call about it) runs, like its placeholder;
-  // and it is pinned like its placeholder: from its container's address only (null: pinned, but
-  // its container stopped, so from no address until the next turn pins it again).
+  // and it is pinned with its placeholder, by the same rule (proxy/identity/pin.ts): from its
+  // container's address only, or from none while its container is stopped.
   let who: Who = { taskId: null, taskRef: null, role: "builder" };
   if (holder.kind === "task" && holder.taskId) {
     const code = Tasks.codeOf(d.db, holder.taskId);
@@ -59,12 +60,14 @@ export function admit(
     if (!d.live(holder.taskId))
       return { ok: false, message: `lazy refused this MCP token: ${notLive({ ...who, role: "agent" })}`, note: "no running turn" };
   }
-  if (holder.pinnedIp !== undefined && holder.pinnedIp !== from)
+  if (offPinFrom(holder, from)) {
+    const at = pinnedTo(holder)?.join(", ");
     return {
       ok: false,
-      message: `lazy's MCP route refused this token: it belongs to task ${holder.taskId}'s container (${holder.pinnedIp ?? "none running now"}) and was presented from ${from}.`,
-      note: `MCP token presented from ${from}, pinned to ${holder.pinnedIp ?? "none"}`,
+      message: `lazy's MCP route refused this token: it belongs to task ${holder.taskId}'s container (${at || "none running now"}) and was presented from ${from}.`,
+      note: `MCP token presented from ${from}, pinned to ${at || "none"}`,
     };
+  }
   return { ok: true, holder, who };
 }
 
@@ -105,7 +108,7 @@ export async function serve(d: McpDeps, req: Request, from: string): Promise<{ r
 const servers = new Map<string, { server: McpServer; chain: Promise<unknown> }>();
 const MAX_SERVERS = 256;
 
-function serverFor(d: McpDeps, token: string, holder: Holder): { server: McpServer; chain: Promise<unknown> } {
+function serverFor(d: McpDeps, token: string, holder: McpToken): { server: McpServer; chain: Promise<unknown> } {
   let entry = servers.get(token);
   if (entry) {
     servers.delete(token); // re-inserted below: the map's order is recency
@@ -121,7 +124,7 @@ function serverFor(d: McpDeps, token: string, holder: Holder): { server: McpServ
 }
 
 /** Answer one admitted MCP request (POST, GET or DELETE on MCP_PATH); `parsedBody`: a POST's body, already read. */
-async function handle(d: McpDeps, token: string, holder: Holder, req: Request, parsedBody?: unknown): Promise<Response> {
+async function handle(d: McpDeps, token: string, holder: McpToken, req: Request, parsedBody?: unknown): Promise<Response> {
   const entry = serverFor(d, token, holder);
   const run = entry.chain.then(async () => {
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });

@@ -5,13 +5,26 @@
  * call (a bounded audit trail, usage-limit readings, provider health).
  *
  * Its rooms: main/ (`ModelProxy`, on the daemon's main thread), thread/ (the proxy threads),
- * request/ (the request path, stage by stage, and its Cursor variant), identity/ (grants,
- * placeholders, targets, pins, the live set, MCP tokens), listen/, upstream/, meters/, audit/,
+ * request/ (the request path, stage by stage, and its Cursor variant), identity/ (the grant
+ * registry: placeholders and MCP tokens; targets, pins, the live set), listen/, upstream/, meters/, audit/,
  * plugins/, mcp-bridge/ (lazy's MCP route, answered on the main thread). This file is their
  * face to the rest of lazy, and holds nothing of its own.
  */
 export { ModelProxy, type LaunchGrant, type ProxyState } from "./main";
-export { Targets, type Target, type Grant, notLive, liveKey, McpTokens, type Holder, MCP_TOKENS_FILE } from "./identity";
+export {
+  Targets,
+  type Target,
+  type Grant,
+  type Grants,
+  notLive,
+  liveKey,
+  offPinFrom,
+  pinnedTo,
+  type McpTokens,
+  type McpToken,
+  Pid,
+  GRANTS_FILE,
+} from "./identity";
 export { FAILURE_KINDS, type ProviderHealth } from "./meters";
 export type { LimitView } from "./meters";
 export type { Row as AuditRow, Batch as AuditBatch } from "./audit";

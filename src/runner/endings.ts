@@ -1,7 +1,7 @@
 /**
  * Ending a task's session: accept (merge the task's branch with a summary from one of lazy's own
  * calls; a failed call still merges, and says why there is none), reject (the branch deleted),
- * close. Each ends the same way: the task's grants and, independently, its MCP token revoked,
+ * close. Each ends the same way: the task's grants and its MCP token revoked (one registry),
  * its held turn dropped, its container removed, and only then its worktree and private folders.
  * One step failing never skips another; the daemon log names it.
  */
@@ -11,7 +11,6 @@ import { Tasks, Runs, HeldTurns, canMove, type Task } from "../store";
 import { FILE as CONFIG_FILE } from "../config";
 import * as Git from "../git";
 import type { ModelProxy } from "../proxy";
-import type { McpTokens } from "../mcp";
 import { LazyError } from "../util/errors";
 import type { TaskAccess } from "./task-access";
 import { summaryPrompt, type OwnCalls } from "../own-calls";
@@ -20,7 +19,6 @@ import { configBearing } from "./config-files";
 export interface EndingsDeps extends TaskAccess {
   slug: string;
   proxy: Pick<ModelProxy, "revokeTask">;
-  mcp: Pick<McpTokens, "revokeTask">;
   calls: Pick<OwnCalls, "ask">;
   dropIdleNetwork: () => Promise<void>;
 }
@@ -119,16 +117,15 @@ export class Endings {
   }
 
   /**
-   * The session ended: revoke the task's grants (and, independently, its other tokens), then
-   * remove its container and worktree. One failing never skips another.
+   * The session ended: revoke the task's secrets (its placeholders and MCP token, one registry),
+   * then remove its container and worktree. One failing never skips another.
    */
   private async endSession(task: Task, opts: { deleteBranch: boolean }): Promise<void> {
     // The worktree and private folders are removed only once no container of the task is left:
     // an agent still running could swap a folder for a link in the middle of the removal.
     let containerGone = false;
     const steps: [string, () => unknown][] = [
-      ["revoke the task's placeholders", () => this.d.proxy.revokeTask(task.id)],
-      ["revoke its MCP token", () => this.d.mcp.revokeTask(task.id)],
+      ["revoke the task's placeholders and MCP token", () => this.d.proxy.revokeTask(task.id)],
       ["drop its held turn", () => HeldTurns.removeTask(this.d.db, task.id)],
       [
         "remove its container",

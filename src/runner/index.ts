@@ -33,8 +33,8 @@ export interface RunnerDeps {
   stateDir: string;
   db: Database;
   proxy: ModelProxy;
-  /** MCP tokens: a task's is revoked with its session, independently of its grants. */
-  mcp: Pick<McpTokens, "revokeTask" | "forTask" | "pin" | "unpin">;
+  /** The grant registry's MCP tokens (a launch hands the task's to its harness); revoked and pinned with its placeholders. */
+  mcp: Pick<McpTokens, "forTask">;
   config: () => Config;
   bus: Bus;
   log: Logger;
@@ -135,7 +135,6 @@ export class Runner {
       log: d.log,
       config: d.config,
       proxy: d.proxy,
-      mcp: d.mcp,
       egress: d.egress,
       ledger,
       project: this.project,
@@ -148,7 +147,6 @@ export class Runner {
       ...access,
       slug: d.slug,
       proxy: d.proxy,
-      mcp: d.mcp,
       calls: this.calls,
       dropIdleNetwork: () => this.reconciler.dropIdleNetwork(),
     });

@@ -34,7 +34,7 @@ export interface LaunchDeps {
   log: Logger;
   config: () => Config;
   proxy: ModelProxy;
-  mcp: Pick<McpTokens, "forTask" | "pin">;
+  mcp: Pick<McpTokens, "forTask">;
   ledger: Ledger;
   project: ProjectContainers;
   ws: Workspaces;
@@ -221,7 +221,8 @@ export class Launcher {
         "launch_refused",
         `The task's container vanished as it started; see lazy daemon logs, or docker ps -a --filter label=dev.lazy.task=${task.id}.`,
       );
-    if (docker.pins && info.ip) await this.d.proxy.pin(placeholder, info.ip).then(() => this.d.mcp.pin(task.id, info.ip!));
+    // Its MCP token is pinned with its placeholder (one rule: proxy/identity/pin.ts).
+    if (docker.pins && info.ip) await this.d.proxy.pin(placeholder, info.ip);
 
     if (!run.setup_done && config.container.setup) {
       this.d.ledger.event(task, "setup", { command: config.container.setup });

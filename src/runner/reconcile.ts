@@ -9,7 +9,6 @@ import { Tasks, Runs, isFinal, type Task } from "../store";
 import type { Config } from "../config";
 import type { ProjectContainers, Runtime } from "../containers";
 import type { ModelProxy } from "../proxy";
-import type { McpTokens } from "../mcp";
 import type { Egress } from "../egress";
 import type { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
@@ -24,7 +23,6 @@ export interface ReconcileDeps {
   log: Logger;
   config: () => Config;
   proxy: ModelProxy;
-  mcp: Pick<McpTokens, "unpin">;
   egress: Pick<Egress, "unlisten">;
   ledger: Ledger;
   project: ProjectContainers;
@@ -56,7 +54,6 @@ export class Reconciler {
     if (!(await docker.inspect(id))?.running) return undefined;
     // Its address stops redeeming first: once it stops, Docker may give it to another container.
     await this.d.proxy.unpinTask(task.id);
-    this.d.mcp.unpin(task.id);
     return docker.halt(id);
   }
 
@@ -116,7 +113,6 @@ export class Reconciler {
       }
       if (hijacked) {
         await this.d.proxy.unpinTask(task.id);
-        this.d.mcp.unpin(task.id);
         const left = await docker.halt(c.id);
         if (left) this.d.log.error(`task ${this.ref(task)}: ${left}`);
         this.d.ledger.move(task, "failed", { error: hijacked });
@@ -141,7 +137,6 @@ export class Reconciler {
         if (now.status === "running" || this.d.starting.has(task.id)) continue;
         this.d.log.warn(`task ${this.ref(task)} has no running turn but its container runs: stopping it`);
         await this.d.proxy.unpinTask(task.id);
-        this.d.mcp.unpin(task.id);
         const left = await docker.halt(c.id);
         if (left) this.d.log.error(`task ${this.ref(task)}: ${left}`);
       }
@@ -176,7 +171,6 @@ export class Reconciler {
     for (const c of await docker.list(this.d.slug)) {
       if (!c.running) continue;
       if (c.taskId) await this.d.proxy.unpinTask(c.taskId);
-      if (c.taskId) this.d.mcp.unpin(c.taskId);
       const left = await docker.halt(c.id);
       if (left) this.d.log.error(`at stop: ${left}`);
     }

@@ -86,7 +86,10 @@ describe("the agent's processes end with its turn", () => {
     expect(res.status).toBe(401);
     expect(((await res.json()) as { error: { message: string } }).error.message).toContain("task loop has no running turn");
     // So is its MCP token.
-    const tokens = JSON.parse(readFileSync(join(p.stateDir, "mcp-tokens.json"), "utf8")).tokens as { token: string; taskId?: string }[];
+    const tokens = JSON.parse(readFileSync(join(p.stateDir, "proxy-tokens.json"), "utf8")).mcpTokens as {
+      token: string;
+      taskId?: string;
+    }[];
     const mcp = tokens.find((x) => x.taskId === t.id)!;
     const m = await fetch(`${p.runtimeProxyUrl()}/mcp`, {
       method: "POST",

@@ -71,7 +71,7 @@ function early(url: string, token?: string): Promise<{ status: number | null; te
 }
 const mcpRows = async () => (await p.json(["stats", "audit"])).rows.filter((r: any) => r.path === "/mcp");
 const tokenOf = (taskId: string): { token: string; pinnedIp?: string | null } =>
-  JSON.parse(readFileSync(join(p.stateDir, "mcp-tokens.json"), "utf8")).tokens.find((h: any) => h.taskId === taskId);
+  JSON.parse(readFileSync(join(p.stateDir, "proxy-tokens.json"), "utf8")).mcpTokens.find((h: any) => h.taskId === taskId);
 const storeRead = <T>(sql: string, ...args: string[]): T => {
   const db = new Database(join(p.stateDir, "store.db"), { readonly: true });
   try {

@@ -42,7 +42,7 @@ beforeAll(async () => {
   const v = await p.json(["task", "add", "An honest task", "--code", "victim"]);
   await p.ok(["start", "victim"]);
   expect((await settled(p, "victim")).task.status).toBe("done");
-  const tokens = JSON.parse(readFileSync(join(p.stateDir, "mcp-tokens.json"), "utf8")).tokens;
+  const tokens = JSON.parse(readFileSync(join(p.stateDir, "proxy-tokens.json"), "utf8")).mcpTokens;
   victim = { id: v.id, token: tokens.find((h: any) => h.taskId === v.id).token };
   victimRows = (await mcpRowsOf("victim")).length;
   anthropic.answer({

@@ -43,7 +43,7 @@ describe("lazy build", () => {
     // The session ended: its grant and its MCP token are gone from their registries.
     const grants = JSON.parse(readFileSync(join(p.stateDir, "proxy-tokens.json"), "utf8")).grants;
     expect(grants.filter((g: any) => g.role === "builder")).toEqual([]);
-    const tokens = JSON.parse(readFileSync(join(p.stateDir, "mcp-tokens.json"), "utf8")).tokens;
+    const tokens = JSON.parse(readFileSync(join(p.stateDir, "proxy-tokens.json"), "utf8")).mcpTokens;
     expect(tokens.filter((t: any) => t.kind === "builder")).toEqual([]);
     const rows = (await p.json(["stats", "audit"])).rows;
     expect(rows.some((x: any) => x.role === "builder" && x.path === "/mcp" && x.note === "tools/call task_create")).toBe(true);

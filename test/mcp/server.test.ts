@@ -11,11 +11,18 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { open, Tasks, Runs, Memory } from "../../src/store";
 import { loadText } from "../../src/config";
 
-import { admit, serve, McpTokens, MEMORY_PER_TURN, PROGRESS_PER_MINUTE, MCP_PATH, MCP_TOKENS_FILE } from "../../src/mcp";
+import { admit, serve, MEMORY_PER_TURN, PROGRESS_PER_MINUTE, MCP_PATH, MCP_TOKENS_FILE } from "../../src/mcp";
+import { Grants } from "../../src/proxy/identity/grants";
 
 const dir = mkdtempSync(join(tmpdir(), "lazy-mcp-"));
 const db = open(join(dir, "store.db"));
-const tokens = McpTokens.open(dir);
+// MCP tokens are the grant registry's: minted and looked up through its MCP view, revoked and
+// pinned with the task's placeholders.
+const registry = Grants.open(dir);
+const tokens = registry.mcp;
+/** The task's agent placeholder, which its MCP token is pinned with. */
+const placeholderOf = (taskId: string) =>
+  registry.mint({ role: "agent", taskId, taskRef: null, profile: "claude", envVar: "ANTHROPIC_API_KEY", shape: "anthropic-api-key" }).token;
 const loaded = loadText("[budget]\nper_task_tokens = 5000\n");
 if (!loaded.ok) throw new Error("config");
 const config = loaded.config;
@@ -112,7 +119,7 @@ describe("MCP tools for a task's agent", () => {
     const token = tokens.forTask(t.id).token;
     expect(tokens.forTask(t.id).token).toBe(token); // the same token across turns
     expect(statSync(join(dir, MCP_TOKENS_FILE)).mode & 0o777).toBe(0o600);
-    tokens.revokeTask(t.id);
+    registry.revokeTask(t.id);
     const before = events.length;
     for (const bearer of [token, "lazy-mcp-" + "0".repeat(48), ""]) {
       const res = await fetch(`http://127.0.0.1:${server.port}${MCP_PATH}`, {
@@ -167,7 +174,7 @@ describe("MCP tools for a task's agent", () => {
   test("a pinned token is admitted from its container's address only, before any body is read", () => {
     const t = Tasks.add(db, { prompt: "Pinned", code: "pinned", profile: "claude" });
     const token = tokens.forTask(t.id).token;
-    tokens.pin(t.id, "172.30.0.5");
+    registry.pin(placeholderOf(t.id), "172.30.0.5");
     expect(admit({ db, tokens, live: () => true }, token, "172.30.0.5")).toMatchObject({
       ok: true,
       who: { taskId: t.id, taskRef: "pinned", role: "agent" },

@@ -1,9 +1,9 @@
 /**
  * Builder sessions (`lazy build`): an interactive host session of the builder role, whose agent
  * plans work with lazy's builder tools. Its grant and its MCP token are keyed by the session's
- * name and revoked together when the session ends — each on its own, so a failure in one never
- * skips the other (builder-sessions.ts, which also ends a session whose `lazy build` was
- * killed). Builder grants are capped, oldest first (proxy/identity/grants.ts).
+ * name and revoked together, one registry, when the session ends (the daemon's
+ * builder-sessions.ts also ends a session whose `lazy build` was killed). Builder grants are
+ * capped, oldest first (proxy/identity/grants.ts).
  */
 import { Elysia } from "elysia";
 import { body } from "./input";
@@ -12,17 +12,14 @@ import { randomBytes } from "node:crypto";
 import type { Config } from "../../config";
 import { defaultProfile } from "../../config";
 import { LazyError } from "../../util/errors";
-import type { Logger } from "../../util/log";
-import { MCP_PATH, type ModelProxy } from "../../proxy";
+import { MCP_PATH, Pid, type ModelProxy } from "../../proxy";
 import type { McpTokens } from "../../mcp";
 import { urlHost } from "../../util/url";
-import * as BuilderSessions from "../builder-sessions";
 
-export interface BuildDeps extends BuilderSessions.BuilderSessionDeps {
+export interface BuildDeps {
   config: () => Config;
   proxy: Pick<ModelProxy, "state" | "address" | "mintFor" | "revokeBuilder">;
-  mcp: Pick<McpTokens, "forBuilder" | "revokeBuilder" | "builders">;
-  log: Logger;
+  mcp: Pick<McpTokens, "forBuilder">;
 }
 
 const NAME = /^[a-z0-9][a-z0-9._-]{0,47}$/;
@@ -57,13 +54,13 @@ export function buildRoutes(d: BuildDeps) {
           mcp: { url: `${proxyUrl}${MCP_PATH}`, token: d.mcp.forBuilder(session, input.pid ?? null).token },
         };
       },
-      body(z.strictObject({ name: z.string().optional(), profile: z.string().optional(), pid: z.number().int().positive().optional() })),
+      body(z.strictObject({ name: z.string().optional(), profile: z.string().optional(), pid: Pid.optional() })),
     )
     .post(
       "/api/build/end",
       async ({ body: { session } }) => {
-        const { grants, tokens } = await BuilderSessions.end(d, session);
-        return { session, grants, tokens };
+        // Its grant and its MCP token, in one registry: revoked together.
+        return { session, revoked: await d.proxy.revokeBuilder(session) };
       },
       body(z.strictObject({ session: z.string().min(1) })),
     );

@@ -1,6 +1,6 @@
 /** The daemon's own routes: health (the CLI's liveness check), status, stop. */
 import { Elysia } from "elysia";
-import type { Busy, DaemonStatus } from "../status";
+import type { Busy, DaemonStatus } from "./status";
 
 export interface DaemonDeps {
   version: string;

@@ -5,12 +5,14 @@
  */
 import { Elysia } from "elysia";
 import { page, pageFor, asset, CSP } from "../../dashboard";
-import { SESSION_COOKIE } from "../api-guard";
 
 export interface DashboardDeps {
   /** [server] web in the config in force now. */
   webEnabled: () => boolean;
 }
+
+/** The dashboard's session cookie: set here at sign-in, read by the API's guard (api-guard.ts) as the token. */
+export const SESSION_COOKIE = "lazy_session";
 
 const OFF = "The dashboard is off ([server] web = false in lazy.toml).";
 const SECURITY = { "x-content-type-options": "nosniff", "referrer-policy": "no-referrer", "content-security-policy": CSP };

@@ -6,21 +6,16 @@ import { z } from "zod";
 import { LazyError } from "../../util/errors";
 import { Tasks, isFinal } from "../../store";
 import { defaultProfile, type Config } from "../../config";
-import { liveKey, type ModelProxy } from "../../proxy";
+import { liveKey, Pid, type ModelProxy } from "../../proxy";
 import { urlHost } from "../../util/url";
 
 export const MintGrant = z.strictObject({
   role: z.enum(["agent", "host", "lazy"]).describe("agent: a task's turns; host: lazy chat/pair; lazy: lazy's own calls"),
   profile: z.string().optional().describe("Agent profile; the [models.roles] agent one when absent."),
   task: z.string().optional().describe("Task reference (agent role): a code or hex id prefix."),
-  pid: z
-    .number()
-    .int()
-    .positive()
-    .optional()
-    .describe(
-      "The host process the grant is for: a host grant redeems only while it lives (required), a task's while one of its turns runs or while it lives.",
-    ),
+  pid: Pid.optional().describe(
+    "The host process the grant is for: a host grant redeems only while it lives (required), a task's while one of its turns runs or while it lives.",
+  ),
 });
 
 export interface GrantDeps {

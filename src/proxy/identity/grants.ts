@@ -1,12 +1,16 @@
 /**
- * The grant registry: which placeholder stands for which caller (docs: "Just-in-time credential
- * injection", Lifetime). The proxy takes role, task and profile from the grant a placeholder
- * resolves to, never from what the agent says about itself.
+ * The grant registry: every secret lazy gives a caller, and whom it stands for (docs:
+ * "Just-in-time credential injection", Lifetime) — placeholders (a role, a task, a profile) and
+ * the MCP route's tokens (mcp-tokens.ts). The proxy and the MCP route take the caller from what
+ * a secret resolves to here, never from what the agent says about itself. A task's or builder
+ * session's secrets are revoked together (revokeTask, revokeBuilder) and pinned by one rule
+ * (pin.ts).
  *
  * It lives in `proxy-tokens.json` in the daemon's per-project state folder (0600, written
  * atomically), not under the project root that every task container bind-mounts, and it is
- * loaded on open so a daemon restart does not strand running containers. Lookups are served
- * from memory; only minting and revoking write, and the file is small enough to rewrite whole.
+ * loaded on open so a daemon restart does not strand running containers (MCP tokens an older
+ * daemon kept in mcp-tokens.json are carried into it once). Lookups are served from memory;
+ * only minting, pinning and revoking write, and the file is small enough to rewrite whole.
  */
 import { chmodSync, existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
@@ -15,6 +19,8 @@ import * as Files from "../../util/files";
 import * as Log from "../../util/log";
 import { LazyError } from "../../util/errors";
 import * as Placeholders from "./placeholders";
+import { McpToken, McpTokens, readOld } from "./mcp-tokens";
+import { Pin } from "./pin";
 
 const log = Log.create("grants");
 
@@ -57,22 +63,15 @@ export const Grant = z
     envVar: z.string().min(1).describe("the environment variable the placeholder was put in"),
     shape: Placeholders.Shape,
     createdAt: z.string().describe("ISO 8601; builder grants are evicted oldest first"),
-    pinnedIp: z
-      .string()
-      .nullable()
-      .optional()
-      .describe("the container address this placeholder is accepted from, where Docker lets lazy tell"),
-    callIps: z
-      .array(z.string())
-      .optional()
-      .describe(
-        "addresses of lazy's own call containers that share this placeholder while they run; once set (even empty) the placeholder is pinned",
-      ),
+    ...Pin.shape,
   })
   .describe("One placeholder and the caller it stands for");
 export type Grant = z.infer<typeof Grant>;
 
-const Registry = z.object({ version: z.literal(1), grants: z.array(Grant) }).describe(`The ${FILE_NAME} file`);
+// mcpTokens came with version 1 still: an older daemon reads the file and ignores them.
+const Registry = z
+  .object({ version: z.literal(1), grants: z.array(Grant), mcpTokens: z.array(McpToken).optional() })
+  .describe(`The ${FILE_NAME} file`);
 
 /** What a launch asks a placeholder for. The same identity always gets the same placeholder back. */
 export type Identity = {
@@ -102,6 +101,9 @@ export class Grants {
   /** Insertion order is creation order, which is what builder eviction and the file keep. */
   readonly #byToken = new Map<string, Readonly<Grant>>();
   readonly #byIdentity = new Map<string, string>();
+  readonly #mcp = new Map<string, Readonly<McpToken>>();
+  /** The MCP route's tokens: lookup and minting (mcp-tokens.ts); revoked and pinned here, with the placeholders. */
+  readonly mcp = new McpTokens(this.#mcp, () => this.#save(false));
 
   private constructor(path: string, opts: Options) {
     this.#path = path;
@@ -115,6 +117,7 @@ export class Grants {
     Files.ensurePrivateDir(stateDir);
     const grants = new Grants(join(stateDir, FILE_NAME), opts);
     grants.#load();
+    grants.#migrate(stateDir);
     return grants;
   }
 
@@ -169,14 +172,22 @@ export class Grants {
     return grant;
   }
 
-  /** Revoke every grant of a task (its session ended: accept, reject, close). */
+  /** Revoke every secret of a task, its placeholders and its MCP token (its session ended: accept, reject, close). */
   revokeTask(taskId: string): number {
-    return this.#revokeWhere((g) => g.taskId === taskId, `task ${taskId}`);
+    return this.#revokeWhere(
+      (g) => g.taskId === taskId,
+      (t) => t.kind === "task" && t.taskId === taskId,
+      `task ${taskId}`,
+    );
   }
 
-  /** Revoke a builder session's grants, alongside its MCP token. */
+  /** Revoke a builder session's secrets: its placeholders and its MCP token. */
   revokeBuilder(session: string): number {
-    return this.#revokeWhere((g) => g.role === "builder" && g.session === session, `builder session ${session}`);
+    return this.#revokeWhere(
+      (g) => g.role === "builder" && g.session === session,
+      (t) => t.kind === "builder" && t.session === session,
+      `builder session ${session}`,
+    );
   }
 
   /** Revoke one placeholder. */
@@ -187,26 +198,38 @@ export class Grants {
     return true;
   }
 
-  /** Accept this placeholder only from `ip` from now on (native Linux Docker, where addresses are the container's). */
+  /**
+   * Accept this placeholder only from `ip` from now on (native Linux Docker, where addresses are
+   * the container's); an agent's placeholder takes its task's MCP token with it (minted here if
+   * the launch has not asked for it yet), so both are accepted from the task's container only.
+   */
   pin(token: string, ip: string): boolean {
     const grant = this.#byToken.get(token);
     if (!grant) return false;
-    if (grant.pinnedIp === ip) return true;
+    const mcp = grant.role === "agent" && grant.taskId ? this.mcp.forTask(grant.taskId) : undefined;
+    if (grant.pinnedIp === ip && (!mcp || mcp.pinnedIp === ip)) return true;
     this.#byToken.set(token, Object.freeze({ ...grant, pinnedIp: ip }));
+    if (mcp) this.#mcp.set(mcp.token, Object.freeze({ ...mcp, pinnedIp: ip }));
     this.#save();
     return true;
   }
 
   /**
-   * The task's container is stopping: its address redeems none of the task's placeholders from
-   * now on (Docker hands a freed address to the next container at once). They stay pinned, to
-   * no address, until the next turn pins its container's. True when something changed.
+   * The task's container is stopping: its address redeems none of the task's secrets from now on
+   * (Docker hands a freed address to the next container at once). They stay pinned, to no
+   * address, until the next turn pins its container's. True when something changed.
    */
   unpinTask(taskId: string): boolean {
     let changed = false;
+    const unpinned = <T extends Pin>(s: T): T => Object.freeze({ ...s, pinnedIp: null, callIps: s.callIps ?? [] });
     for (const g of this.#byToken.values())
       if (g.taskId === taskId && g.pinnedIp) {
-        this.#byToken.set(g.token, Object.freeze({ ...g, pinnedIp: null, callIps: g.callIps ?? [] }));
+        this.#byToken.set(g.token, unpinned(g));
+        changed = true;
+      }
+    for (const t of this.#mcp.values())
+      if (t.kind === "task" && t.taskId === taskId && t.pinnedIp) {
+        this.#mcp.set(t.token, unpinned(t));
         changed = true;
       }
     if (changed) this.#save();
@@ -272,13 +295,16 @@ export class Grants {
     }
   }
 
-  #revokeWhere(match: (g: Readonly<Grant>) => boolean, what: string): number {
-    const doomed = [...this.#byToken.values()].filter(match);
-    if (doomed.length === 0) return 0;
+  /** The one revoke path: the placeholders and MCP tokens that match go in one save. */
+  #revokeWhere(grant: (g: Readonly<Grant>) => boolean, mcp: (t: Readonly<McpToken>) => boolean, what: string): number {
+    const doomed = [...this.#byToken.values()].filter(grant);
+    const tokens = [...this.#mcp.values()].filter(mcp);
+    if (doomed.length + tokens.length === 0) return 0;
     for (const g of doomed) this.#remove(g.token);
+    for (const t of tokens) this.#mcp.delete(t.token);
     this.#save();
-    log.info(`revoked ${doomed.length} placeholder grant(s) of ${what}`);
-    return doomed.length;
+    log.info(`revoked ${doomed.length} placeholder grant(s) and ${tokens.length} MCP token(s) of ${what}`);
+    return doomed.length + tokens.length;
   }
 
   #load(): void {
@@ -308,13 +334,31 @@ export class Grants {
       dropped ||= !!g.callIps?.length;
       this.#add(Object.freeze(g.callIps?.length ? { ...g, callIps: [] } : g));
     }
+    for (const t of parsed.data.mcpTokens ?? []) this.#mcp.set(t.token, Object.freeze(t));
     if (dropped) this.#save();
   }
 
-  #save(): void {
-    const registry = { version: 1 as const, grants: this.all() };
-    Files.writeFileAtomic(this.#path, `${JSON.stringify(registry, null, 2)}\n`, 0o600);
-    this.#onChange?.(registry.grants);
+  /** An older daemon's mcp-tokens.json: its tokens join the registry, saved before the old file goes. */
+  #migrate(stateDir: string): void {
+    const old = readOld(stateDir);
+    if (!old) return;
+    for (const t of old.tokens) if (!this.#mcp.has(t.token)) this.#mcp.set(t.token, Object.freeze(t));
+    this.#save(false);
+    old.done();
+    log.info(`carried ${old.tokens.length} MCP token(s) from mcp-tokens.json into ${FILE_NAME}`);
+  }
+
+  /**
+   * Write the registry; the proxy threads get the placeholders (`placeholders`: they changed)
+   * even when the write fails, so a revocation holds in memory whatever the disk does.
+   */
+  #save(placeholders = true): void {
+    const registry = { version: 1 as const, grants: this.all(), mcpTokens: [...this.#mcp.values()] };
+    try {
+      Files.writeFileAtomic(this.#path, `${JSON.stringify(registry, null, 2)}\n`, 0o600);
+    } finally {
+      if (placeholders) this.#onChange?.(registry.grants);
+    }
   }
 
   /** Every grant, oldest first. */
@@ -340,7 +384,7 @@ function identityKey(g: Pick<Identity, "role" | "taskId" | "session" | "profile"
   return JSON.stringify([g.role, g.taskId, g.session ?? null, g.profile, g.envVar]);
 }
 
-/** For logs: who, never the token. */
+/** For logs: who, never the secret. */
 function describe(g: Readonly<Grant>): string {
   const who = g.taskRef ?? g.taskId ?? g.session ?? "project";
   return `role=${g.role} ${who} profile=${g.profile} ${g.envVar}`;
@@ -349,7 +393,7 @@ function describe(g: Readonly<Grant>): string {
 function unreadable(path: string, why: string, details: string[] = []): LazyError {
   return new LazyError(
     "internal",
-    `the placeholder registry ${path} is unreadable (${why}); remove it to revoke every placeholder and start fresh`,
+    `the placeholder registry ${path} is unreadable (${why}); remove it to revoke every placeholder and MCP token and start fresh`,
     details,
   );
 }

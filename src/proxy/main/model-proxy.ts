@@ -271,13 +271,13 @@ export class ModelProxy {
     return { envVar, placeholder: grant.token, target, profile };
   }
 
-  /** Accept this placeholder only from `ip` from now on; resolves once the proxy's threads do. */
+  /** Accept this placeholder (an agent's: and its task's MCP token) only from `ip` from now on; resolves once the proxy's threads do. */
   async pin(token: string, ip: string): Promise<void> {
     this.grants.pin(token, ip);
     await this.sync();
   }
 
-  /** The task's container is stopping: its address no longer redeems the task's placeholders. */
+  /** The task's container is stopping: its address no longer redeems the task's placeholders or MCP token. */
   async unpinTask(taskId: string): Promise<void> {
     if (this.grants.unpinTask(taskId)) await this.sync();
   }
@@ -293,14 +293,14 @@ export class ModelProxy {
     if (this.grants.unpinCall(token, ip)) await this.sync();
   }
 
-  /** The task's session ended: its grants and Cursor session placeholders stop working. */
-  /** Revoke a builder session's grants (alongside its MCP token, which the daemon revokes). */
+  /** A builder session ended: its grants and its MCP token (one registry) stop working. */
   async revokeBuilder(session: string): Promise<number> {
     const n = this.grants.revokeBuilder(session);
     await this.sync();
     return n;
   }
 
+  /** The task's session ended: its grants, its MCP token and its Cursor session placeholders stop working. */
   async revokeTask(taskId: string): Promise<number> {
     this.sessions.revokeTask(taskId);
     const n = this.grants.revokeTask(taskId);

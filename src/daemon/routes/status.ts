@@ -1,5 +1,5 @@
-/** What `lazy daemon status` shows: the daemon's answer to GET /api/status. */
-import type { Engine, Fence, LinkLocalGuard } from "../containers";
+/** What `lazy daemon status` shows: the daemon's answer to GET /api/status (routes/daemon.ts), which daemon.ts fills. */
+import type { Engine, Fence, LinkLocalGuard } from "../../containers";
 
 export interface DaemonStatus {
   pid: number;

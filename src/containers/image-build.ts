@@ -1,0 +1,64 @@
+/**
+ * An image on the engine: whether a tag is there, and building one from an in-memory context
+ * (image.ts's tar), its progress lines passed on as they come and a failure worded with the
+ * lines that led to it (image.ts's BuildLog).
+ */
+import type Docker from "dockerode";
+import * as HostNet from "./host-network";
+import * as Image from "./image";
+
+export async function imageExists(docker: Docker, tag: string): Promise<boolean> {
+  try {
+    await docker.getImage(tag).inspect();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** What to build: the tag, its context, its build arguments, and the network its RUN steps see. */
+export interface Job {
+  tag: string;
+  files: Record<string, string | Uint8Array>;
+  buildArgs: Record<string, string>;
+  /** "host": the build's RUN steps see the host's network (its loopback proxy, its own servers). */
+  network?: "host";
+}
+
+/** Build `job.tag`, passing each progress line on as it comes. */
+export async function build(docker: Docker, job: Job, progress: (line: string) => void): Promise<void> {
+  const { tag, files, buildArgs, network } = job;
+  const archive = Image.tar(files);
+  const stream = await docker.buildImage(Buffer.from(archive) as unknown as NodeJS.ReadableStream, {
+    t: tag,
+    buildargs: buildArgs,
+    ...(network ? { networkmode: network } : {}),
+    rm: true,
+    forcerm: true,
+    labels: { "dev.lazy.image": "1" },
+  });
+  const log = new Image.BuildLog(buildArgs);
+  const steps = new HostNet.StepNumbers(String(files.Dockerfile ?? ""));
+  await new Promise<void>((resolve, reject) => {
+    docker.modem.followProgress(
+      stream,
+      (err: Error | null, out: { error?: string; errorDetail?: { message?: string } }[]) => {
+        const failed = err?.message ?? out?.find((o) => o.error)?.error;
+        if (failed) reject(log.failure(tag, failed));
+        else resolve();
+      },
+      (event: { stream?: string; status?: string; progress?: string; id?: string; error?: string }) => {
+        const text =
+          event.stream ?? (event.status ? [event.id, event.status, event.progress].filter(Boolean).join(" ") : (event.error ?? ""));
+        // Docker colours a step's stderr: the escapes go (logs, events and the CLI want text).
+        // biome-ignore lint/suspicious/noControlCharactersInRegex: ESC is what the regex removes
+        for (const line of text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").split(/\r?\n|\r/)) {
+          const l = steps.line(line.trimEnd());
+          if (!l) continue;
+          log.add(l);
+          progress(l);
+        }
+      },
+    );
+  });
+}

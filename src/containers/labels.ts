@@ -1,0 +1,7 @@
+/**
+ * The labels on every container and network lazy makes: its project (and task, and the
+ * project's root), so a restarted daemon finds again what it started.
+ */
+export const LABEL_PROJECT = "dev.lazy.project";
+export const LABEL_TASK = "dev.lazy.task";
+export const LABEL_ROOT = "dev.lazy.root";
