@@ -168,7 +168,7 @@ class Tunnel {
       process.platform === "linux" && existsSync("/usr/bin/setpriv") ? ["/usr/bin/setpriv", "--pdeathsig", "KILL", ...args] : args;
     let proc: Subprocess<"ignore", "ignore", "pipe">;
     try {
-      proc = Bun.spawn(cmd, { stdin: "ignore", stdout: "ignore", stderr: "pipe" });
+      proc = Bun.spawn(cmd, { stdin: "ignore", stdout: "ignore", stderr: "pipe", env: { ...process.env } });
     } catch (e) {
       throw new LazyError(
         "launch_refused",

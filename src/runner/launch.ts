@@ -96,7 +96,7 @@ export class Launcher {
       if (pause) return this.d.holds().hold(task, message, pause);
       // The credential must exist before anything starts (the placeholder stands for it).
       const launch = await this.d.proxy.mintFor({ role: "agent", profile: profile.name, taskId: task.id, taskRef: this.ref(task) });
-      const docker = await this.d.project.docker();
+      const docker = await this.connected(task);
       const box = await this.containerReady(task, config, docker, launch.placeholder);
       const turn = this.prepareTurn(task, profile, launch, box.proxyUrl, message);
       // The grant redeems from here to the turn's end; every proxy thread knows before the harness starts.
@@ -108,6 +108,16 @@ export class Launcher {
       throw e;
     } finally {
       this.d.starting.delete(task.id);
+    }
+  }
+
+  /** The engine's connection; one that takes a while (an ssh:// engine's tunnel) shows in the launch's progress. */
+  private async connected(task: Task): Promise<Runtime> {
+    const slow = setTimeout(() => this.d.ledger.event(task, "engine", { connecting: this.d.project.engineEndpoint().host }), 2000);
+    try {
+      return await this.d.project.docker();
+    } finally {
+      clearTimeout(slow);
     }
   }
 

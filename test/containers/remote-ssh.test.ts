@@ -9,12 +9,14 @@
  * reported before any task is touched, with its remedy, by `lazy run` and by `lazy doctor`.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Project, isAlive, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { settled } from "../helpers/fixtures";
 import { cleanupRemote, remoteImage, remoteProject, secondEngineSsh, sshClient } from "../helpers/second-engine";
+import { Engine } from "../../src/containers";
+import * as SshTunnel from "../../src/containers/ssh-tunnel";
 
 const KEY = `sk-ant-api03-REMOTESSH-${"s".repeat(64)}AA`;
 let mock: Mock.MockProvider;
@@ -109,6 +111,66 @@ describe("a task on an ssh:// engine", () => {
     await until(() => !running(held[0]!) || undefined, 10_000, "the ssh tunnel to end with the daemon");
     expect(isAlive(pid)).toBe(false);
   }, 900_000);
+
+  test("dockerode talks to the tunnel's local socket, never its own ssh transport (docker-modem reads DOCKER_HOST by itself)", async () => {
+    const c = sshClient({ ports: [engine.port], known: "real" });
+    dirs.push(c.dir);
+    const saved = { PATH: process.env.PATH, DOCKER_HOST: process.env.DOCKER_HOST };
+    Object.assign(process.env, c.env, { DOCKER_HOST: engine.host });
+    try {
+      const ep = Engine.resolve();
+      const d = await Engine.client(ep);
+      const modem = (d as unknown as { modem: { protocol: string; host?: string; socketPath?: string } }).modem;
+      expect(modem.protocol).toBe("http");
+      expect(modem.host).toBeUndefined();
+      expect(modem.socketPath).toMatch(/\/lazy-ssh-[^/]+\/docker\.sock$/);
+      expect(((await d.info()) as { DockerRootDir: string }).DockerRootDir).toBe("/var/lib/lazy-engine2");
+      const pid = SshTunnel.pidOf(engine.host)!;
+      expect(running(pid)).toBe(true);
+      // One tunnel a host a process: a second client reuses it.
+      await Engine.client(ep);
+      expect(SshTunnel.pidOf(engine.host)).toBe(pid);
+      // A tunnel that dies is started again.
+      process.kill(pid, "SIGKILL");
+      const again = await until(
+        () => {
+          const now = SshTunnel.pidOf(engine.host);
+          return now && now !== pid && running(now) ? now : undefined;
+        },
+        15_000,
+        "a new tunnel",
+      );
+      expect(((await (await Engine.client(ep)).info()) as { DockerRootDir: string }).DockerRootDir).toBe("/var/lib/lazy-engine2");
+      SshTunnel.closeAll();
+      await until(() => !running(again) || undefined, 5000, "the tunnel to close");
+      expect(existsSync(modem.socketPath!)).toBe(false);
+    } finally {
+      SshTunnel.closeAll();
+      Object.assign(process.env, saved);
+      if (saved.DOCKER_HOST === undefined) delete process.env.DOCKER_HOST;
+    }
+  }, 120_000);
+
+  test("a slow connection shows in the launch's progress and in doctor, then works", async () => {
+    const { p, client } = await sshProject("real");
+    await remoteImage(engine.tcp, p.root);
+    const slow = join(client.dir, "slow");
+    mkdirSync(slow);
+    writeFileSync(join(slow, "ssh"), `#!/bin/sh\nsleep 4\nexec ${join(client.dir, "bin", "ssh")} "$@"\n`, { mode: 0o755 });
+    const env = { PATH: `${slow}:${client.env.PATH}` };
+    // A daemon started with that PATH (the one setCredential started had the quick one).
+    await p.ok(["daemon", "stop"]);
+    mock.reset();
+    mock.reply = { text: "Slowly connected." };
+    const r = await p.run(["run", "say something", "--code", "slowssh"], { env });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain(`Connecting to the Docker engine at ${engine.host}…`);
+    expect((await p.ok(["logs", "slowssh"])).stdout).toContain("Slowly connected.");
+    const doctor = await p.run(["doctor"], { env });
+    expect(doctor.stderr).toContain(`still connecting to ${engine.host} through ssh`);
+    expect(doctor.stdout + doctor.stderr).toContain(`${engine.host} is reached through an ssh tunnel lazy holds`);
+    await p.run(["daemon", "stop"]);
+  }, 300_000);
 
   test("a daemon killed with -9 leaves no ssh behind", async () => {
     const { p } = await sshProject("real");
