@@ -239,13 +239,17 @@ class Tunnel {
   private died(proc: Subprocess) {
     if (proc !== this.proc || this.closed || !this.ready) return;
     if (Date.now() - this.bornAt > 60_000) this.restarts = 0;
-    const wait = Math.min(30_000, 1000 * 2 ** this.restarts++);
     const why = this.stderr.trim().split("\n").at(-1) ?? "";
-    log.warn(
-      `the ssh tunnel to ${this.d.address} ended (${proc.exitCode ?? proc.signalCode}${why ? `: ${shown(why.slice(0, 200))}` : ""}); starting it again in ${wait / 1000} s`,
-    );
+    this.restartLater(`ended (${proc.exitCode ?? proc.signalCode}${why ? `: ${shown(why.slice(0, 200))}` : ""})`);
+  }
+
+  /** A tunnel that answered once is kept: after it dies, or a restart fails, it is tried again, backing off to 30 s. */
+  private restartLater(why: string) {
+    const wait = Math.min(30_000, 1000 * 2 ** this.restarts++);
+    log.warn(`the ssh tunnel to ${this.d.address} ${why}; starting it again in ${wait / 1000} s`);
     this.restartTimer = setTimeout(() => {
-      if (!this.closed && proc === this.proc) void this.ensure().catch((e) => log.warn((e as Error).message));
+      if (this.closed || this.starting || (this.proc && this.proc.exitCode === null && this.proc.signalCode === null)) return;
+      this.ensure().catch((e) => this.restartLater(`could not be started again: ${(e as Error).message}`));
     }, wait);
     this.restartTimer.unref?.();
   }
