@@ -130,6 +130,12 @@ export function diagnose(d: Destination, stderr: string): string | undefined {
 export const socketMissing = (d: Destination) =>
   `${d.address} accepted lazy's SSH login but ${REMOTE_SOCKET} there could not be opened through it: either no Docker engine runs there (start it; the login's user must be allowed to use its socket), or its sshd refuses unix-socket forwarding (set AllowStreamLocalForwarding yes and AllowTcpForwarding yes or local in its sshd_config). Or unset DOCKER_HOST to use this machine's engine.`;
 
+const noClient = (d: Destination, why: string) =>
+  new LazyError(
+    "launch_refused",
+    `${d.address} needs the OpenSSH client (ssh) on PATH, and it could not be started (${shown(why.slice(0, 200))}): install it (Debian/Ubuntu: apt install openssh-client), or unset DOCKER_HOST. No task was touched.`,
+  );
+
 /** One held tunnel. */
 class Tunnel {
   readonly dir = mkdtempSync(join(tmpdir(), "lazy-ssh-"));
@@ -170,10 +176,7 @@ class Tunnel {
     try {
       proc = Bun.spawn(cmd, { stdin: "ignore", stdout: "ignore", stderr: "pipe", env: { ...process.env } });
     } catch (e) {
-      throw new LazyError(
-        "launch_refused",
-        `${this.d.address} needs the OpenSSH client (ssh) on PATH, and it could not be started (${(e as Error).message}): install openssh-client, or unset DOCKER_HOST.`,
-      );
+      throw noClient(this.d, (e as Error).message);
     }
     this.proc = proc;
     this.stderr = "";
@@ -217,6 +220,8 @@ class Tunnel {
   }
 
   private failure(what: string): LazyError {
+    // setpriv could not find ssh on PATH.
+    if (/failed to execute ssh/.test(this.stderr)) return noClient(this.d, "not found on PATH");
     const said = diagnose(this.d, this.stderr);
     const tail = this.stderr.trim().split("\n").slice(-3).join(" / ");
     return new LazyError(

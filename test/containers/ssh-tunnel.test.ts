@@ -107,3 +107,17 @@ test("a docker context whose endpoint is ssh:// is an ssh engine, and remote", (
   expect(Engine.isSsh(ep)).toBe(true);
   expect(Engine.isRemote(ep)).toBe(true);
 });
+
+test("no ssh on PATH: the OpenSSH client is named, with how to install it", async () => {
+  const empty = mkdtempSync(join(tmpdir(), "lazy-nossh-"));
+  const saved = process.env.PATH;
+  process.env.PATH = empty;
+  try {
+    const e = await SshTunnel.socketFor("ssh://root@127.0.0.1:9", "DOCKER_HOST").catch((x: Error) => x);
+    expect(String((e as Error).message)).toContain("needs the OpenSSH client (ssh) on PATH");
+    expect(String((e as Error).message)).toContain("apt install openssh-client");
+  } finally {
+    process.env.PATH = saved;
+    SshTunnel.closeAll();
+  }
+});
