@@ -1,9 +1,9 @@
 /**
  * What a pending launch is doing, shown while `lazy start`, `send` and `run` wait for the
  * daemon: a slow engine connection (an ssh:// tunnel), the image build's steps and the setup
- * command, read from the task's events (the daemon records them as they happen). On a terminal the build's steps share one updating
- * line; otherwise each step is a plain line. No escape bytes either way: the updating line is
- * a carriage return and padding.
+ * command, read from the task's events (the daemon records them as they happen). On a terminal
+ * the build's steps share one updating line; otherwise each step is a plain line. No escape
+ * bytes either way: the updating line is a carriage return and padding.
  */
 import type { Client } from "./client";
 import type { Task, TaskEvent } from "../store";

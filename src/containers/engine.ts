@@ -45,9 +45,9 @@ export async function client(ep: Endpoint, env: Record<string, string | undefine
   const { default: Docker } = await import("dockerode");
   if (ep.host.startsWith("unix://")) return new Docker({ socketPath: ep.host.slice("unix://".length) });
   // dockerode's ssh transport takes any host key it is shown: lazy holds an OpenSSH tunnel
-  // (ssh-tunnel.ts, strict host keys) and talks to its local socket.
-  // docker-modem fills its options from process.env.DOCKER_HOST first, and a host (or the
-  // protocol "ssh") it finds there wins over socketPath: each is named here to undo that.
+  // (ssh-tunnel.ts, strict host keys) and talks to its local socket. docker-modem fills its
+  // options from process.env.DOCKER_HOST first, and a host (or the protocol "ssh") it finds
+  // there wins over socketPath: each is named here to undo that.
   if (ep.host.startsWith("ssh://"))
     return new Docker({
       socketPath: await SshTunnel.socketFor(ep.host, ep.source),
