@@ -5,9 +5,10 @@
  * 0700 folder that dockerode talks to. Host keys are checked strictly (a key not in known_hosts,
  * or one that changed, is refused, never added), BatchMode asks nothing. The tunnel is ended
  * when the process exits (on Linux also when it is killed: setpriv's parent-death signal) and
- * started again when it dies. Each way it can fail is worded once here, with its remedy.
+ * started again when it dies; the folder of one killed with its process is swept by the next.
+ * Each way it can fail is worded once here, with its remedy.
  */
-import { mkdtempSync, rmSync, existsSync } from "node:fs";
+import { existsSync, lstatSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
@@ -136,9 +137,33 @@ const noClient = (d: Destination, why: string) =>
     `${d.address} needs the OpenSSH client (ssh) on PATH, and it could not be started (${shown(why.slice(0, 200))}): install it (Debian/Ubuntu: apt install openssh-client), or unset DOCKER_HOST. No task was touched.`,
   );
 
+/**
+ * The socket folders of processes that are gone (killed: no exit handler ran), this user's
+ * only. A folder is named after its process, `lazy-ssh-<pid>-…`.
+ */
+function sweep() {
+  const uid = process.getuid?.();
+  try {
+    for (const name of readdirSync(tmpdir())) {
+      const pid = Number(/^lazy-ssh-(\d+)-/.exec(name)?.[1]);
+      if (!pid || pid === process.pid) continue;
+      const dir = join(tmpdir(), name);
+      const st = lstatSync(dir);
+      if (!st.isDirectory() || (uid !== undefined && st.uid !== uid)) continue;
+      try {
+        process.kill(pid, 0);
+        continue; // alive
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "ESRCH") continue;
+      }
+      rmSync(dir, { recursive: true, force: true });
+    }
+  } catch {}
+}
+
 /** One held tunnel. */
 class Tunnel {
-  readonly dir = mkdtempSync(join(tmpdir(), "lazy-ssh-"));
+  readonly dir = mkdtempSync(join(tmpdir(), `lazy-ssh-${process.pid}-`));
   readonly socket = join(this.dir, "docker.sock");
   private proc: Subprocess<"ignore", "ignore", "pipe"> | undefined;
   private stderr = "";
@@ -278,6 +303,7 @@ export function socketFor(address: string, from: string): Promise<string> {
   const d = parse(address, from);
   let t = tunnels.get(d.address);
   if (!t) {
+    sweep();
     t = new Tunnel(d);
     tunnels.set(d.address, t);
     if (!hooked) {

@@ -14,7 +14,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Project, sh } from "../helpers/lazy";
+import { type Project, isAlive, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { SSH_DIR, cleanupRemote, remoteProject, secondEngineSsh, sshClient } from "../helpers/second-engine";
 
@@ -34,7 +34,11 @@ beforeAll(async () => {
 afterAll(async () => {
   await cleanupRemote(engine.tcp, projects);
   await mock?.close();
-  for (const pid of agents) process.kill(pid, "SIGTERM");
+  for (const pid of agents) {
+    process.kill(pid, "SIGTERM");
+    // It removes its socket as it goes: removing its folder meanwhile would race it.
+    await until(() => !isAlive(pid) || undefined, 5000, "ssh-agent to end").catch(() => {});
+  }
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 

@@ -9,7 +9,8 @@
  * reported before any task is touched, with its remedy, by `lazy run` and by `lazy doctor`.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Project, isAlive, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
@@ -52,13 +53,6 @@ function tunnels(daemonPid: number): number[] {
     .filter((f) => f[2] === "/usr/bin/ssh" && !f[1]!.startsWith("Z") && f.includes(`${engine.port}`))
     .map((f) => Number(f[0]));
 }
-const running = (pid: number) => {
-  try {
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
-};
 
 /** `lazy run` is refused with code 4 and `says`, and nothing of the task exists: worktree, branch, container there. */
 async function refusedUntouched(p: Project, code: string, says: string[]) {
@@ -108,7 +102,7 @@ describe("a task on an ssh:// engine", () => {
     expect(held.length).toBe(1);
     const stop = await p.run(["daemon", "stop"]);
     expect(stop.code, stop.stderr).toBe(0);
-    await until(() => !running(held[0]!) || undefined, 10_000, "the ssh tunnel to end with the daemon");
+    await until(() => !isAlive(held[0]!) || undefined, 10_000, "the ssh tunnel to end with the daemon");
     expect(isAlive(pid)).toBe(false);
   }, 900_000);
 
@@ -126,7 +120,7 @@ describe("a task on an ssh:// engine", () => {
       expect(modem.socketPath).toMatch(/\/lazy-ssh-[^/]+\/docker\.sock$/);
       expect(((await d.info()) as { DockerRootDir: string }).DockerRootDir).toBe("/var/lib/lazy-engine2");
       const pid = SshTunnel.pidOf(engine.host)!;
-      expect(running(pid)).toBe(true);
+      expect(isAlive(pid)).toBe(true);
       // One tunnel a host a process: a second client reuses it.
       await Engine.client(ep);
       expect(SshTunnel.pidOf(engine.host)).toBe(pid);
@@ -135,14 +129,14 @@ describe("a task on an ssh:// engine", () => {
       const again = await until(
         () => {
           const now = SshTunnel.pidOf(engine.host);
-          return now && now !== pid && running(now) ? now : undefined;
+          return now && now !== pid && isAlive(now) ? now : undefined;
         },
         15_000,
         "a new tunnel",
       );
       expect(((await (await Engine.client(ep)).info()) as { DockerRootDir: string }).DockerRootDir).toBe("/var/lib/lazy-engine2");
       SshTunnel.closeAll();
-      await until(() => !running(again) || undefined, 5000, "the tunnel to close");
+      await until(() => !isAlive(again) || undefined, 5000, "the tunnel to close");
       expect(existsSync(modem.socketPath!)).toBe(false);
     } finally {
       SshTunnel.closeAll();
@@ -180,8 +174,13 @@ describe("a task on an ssh:// engine", () => {
     const pid = p.runtime()!.pid;
     // The daemon connects when it first needs the engine: housekeeping does at start.
     const held = await until(() => (tunnels(pid).length ? tunnels(pid) : undefined), 30_000, "the daemon's tunnel");
+    const folders = () => readdirSync(tmpdir()).filter((n) => n.startsWith(`lazy-ssh-${pid}-`));
+    expect(folders().length).toBe(1);
     process.kill(pid, "SIGKILL");
-    await until(() => !running(held[0]!) || undefined, 10_000, "the ssh tunnel to end with the killed daemon");
+    await until(() => !isAlive(held[0]!) || undefined, 10_000, "the ssh tunnel to end with the killed daemon");
+    // Its socket folder (no exit handler ran) goes when the next tunnel is made: doctor's own.
+    await p.run(["doctor"]);
+    expect(folders()).toEqual([]);
     await p.run(["daemon", "stop"]);
   }, 300_000);
 });
