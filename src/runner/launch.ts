@@ -9,7 +9,7 @@ import { lchownSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { Tasks, Runs, canMove, isFinal, type Task } from "../store";
 import { resolveLimits, resolveProfile, type Config, type ResolvedProfile } from "../config";
-import { Image, type ProjectContainers, type Runtime } from "../containers";
+import { Engine, Image, type ProjectContainers, type Runtime } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
 import { MCP_PATH, type ModelProxy } from "../proxy";
@@ -111,9 +111,10 @@ export class Launcher {
     }
   }
 
-  /** The engine's connection; one that takes a while (an ssh:// engine's tunnel) shows in the launch's progress. */
+  /** The engine's connection; an ssh:// engine's tunnel that takes a while shows in the launch's progress. */
   private async connected(task: Task): Promise<Runtime> {
-    const slow = setTimeout(() => this.d.ledger.event(task, "engine", { connecting: this.d.project.engineEndpoint().host }), 2000);
+    const ep = this.d.project.engineEndpoint();
+    const slow = Engine.isSsh(ep) ? setTimeout(() => this.d.ledger.event(task, "engine", { connecting: ep.host }), 2000) : undefined;
     try {
       return await this.d.project.docker();
     } finally {
