@@ -10,14 +10,16 @@
  * worktree travel), with the shipping time the daemon logs for each remote launch. The
  * repository's objects go to the engine once per project (a volume): the first launch's
  * shipping, which sends them, is printed apart.
- * Run: bun run build && bun bench/remote.ts [samples]   (needs Docker, the test images, root)
+ * With `--ssh` the remote launches reach that engine as ssh://root@127.0.0.1:23751 instead
+ * (scripts/second-engine-ssh.sh), through the tunnel lazy's daemon holds.
+ * Run: bun run build && bun bench/remote.ts [samples] [--ssh]   (needs Docker, the test images, root)
  */
-import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { join, resolve } from "node:path";
 import { containerProject, pct, fmt, trustToml } from "./lib";
 import * as Mock from "../test/helpers/providers";
-import { secondEngine, remoteImage } from "../test/helpers/second-engine";
+import { secondEngine, secondEngineSsh, remoteImage, sshClient } from "../test/helpers/second-engine";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
 const samples = Number(process.argv[2] ?? 6);
@@ -25,10 +27,13 @@ const BASE = process.env.LAZY_BENCH_BASE ?? "lazy-test/node:bookworm";
 
 const upstream = await Mock.anthropic();
 const engine = secondEngine();
+const ssh = process.argv.includes("--ssh") ? secondEngineSsh() : undefined;
+const client = ssh ? sshClient({ ports: [ssh.port], known: "real" }) : undefined;
+const remoteEnv: Record<string, string> = ssh && client ? { DOCKER_HOST: ssh.host, ...client.env } : { DOCKER_HOST: engine.host };
 type P = ReturnType<typeof containerProject> & { state: () => string; remote: boolean };
 
 function project(label: string, remote: boolean, fill?: (root: string) => void): P {
-  const p = containerProject(BIN, label, BASE, upstream.url, remote ? { DOCKER_HOST: engine.host } : {});
+  const p = containerProject(BIN, label, BASE, upstream.url, remote ? remoteEnv : {});
   if (remote) {
     writeFileSync(
       join(p.root, "lazy.toml"),
@@ -119,7 +124,7 @@ try {
   };
   const small = await rounds(local, remote, samples, "s");
   const big = await rounds(bigLocal, bigRemote, Math.max(2, Math.floor(samples / 2)), "b");
-  console.log(`remote bench: ${samples} rounds, engine ${engine.host}, ${new Date().toISOString()}`);
+  console.log(`remote bench: ${samples} rounds, engine ${remoteEnv.DOCKER_HOST}, ${new Date().toISOString()}`);
   const line = (what: string, r: { local: number[]; remote: number[]; ship: number[] }) => {
     console.log(
       `${what}: local p50 ${fmt(pct(r.local, 50))}   remote p50 ${fmt(pct(r.remote, 50))}   ratio ${(pct(r.remote, 50) / pct(r.local, 50)).toFixed(2)}×   shipping p50 ${fmt(pct(r.ship, 50))}`,
@@ -133,4 +138,5 @@ try {
 } finally {
   for (const p of made) p.dispose();
   await upstream.close();
+  if (client) rmSync(client.dir, { recursive: true, force: true });
 }

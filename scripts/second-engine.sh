@@ -8,6 +8,8 @@
 # without NAT; they reach nothing beyond this machine).
 #
 # Idempotent and fast: a second run finds it answering and exits. Prints its DOCKER_HOST.
+# `second-engine.sh ssh` also makes it reachable over SSH (scripts/second-engine-ssh.sh) and
+# prints that ssh:// address instead.
 #   LAZY_SECOND_ENGINE_PORT  (default 23750)   LAZY_SECOND_ENGINE_DIR (default /var/lib/lazy-engine2)
 # Test images: lazy-test/node:bookworm is loaded into it from the first engine when missing.
 set -euo pipefail
@@ -55,5 +57,8 @@ if ! docker -H "$HOST" image inspect lazy-test/node:bookworm >/dev/null 2>&1; th
   else
     log "lazy-test/node:bookworm is not on the first engine yet: not loaded"
   fi
+fi
+if [ "${1:-}" = ssh ]; then
+  exec bash "$(dirname "$0")/second-engine-ssh.sh" "$HOST"
 fi
 echo "$HOST"

@@ -28,7 +28,7 @@ export DEBIAN_FRONTEND=noninteractive
 DEBIAN_IMAGE="lazy-test/debian:bookworm"
 NODE_IMAGE="lazy-test/node:bookworm"
 APT_PACKAGES=(docker.io chromium gnome-keyring libsecret-tools dbus dbus-x11 debootstrap
-  nginx-light wrk hyperfine git curl iproute2 zsh fish openssl)
+  nginx-light wrk hyperfine git curl iproute2 zsh fish openssl openssh-client openssh-server socat)
 CACHE_DIR="${LAZY_TEST_CACHE:-/var/cache/lazy-test}"
 if [ -n "$SUDO" ] && [ -z "${LAZY_TEST_CACHE:-}" ]; then
   CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/lazy-test"

@@ -1,9 +1,9 @@
 /**
  * What a pending launch is doing, shown while `lazy start`, `send` and `run` wait for the
- * daemon: the image build's steps and the setup command, read from the task's events (the
- * daemon records them as they happen). On a terminal the build's steps share one updating
- * line; otherwise each step is a plain line. No escape bytes either way: the updating line is
- * a carriage return and padding.
+ * daemon: a slow engine connection (an ssh:// tunnel), the image build's steps and the setup
+ * command, read from the task's events (the daemon records them as they happen). On a terminal
+ * the build's steps share one updating line; otherwise each step is a plain line. No escape
+ * bytes either way: the updating line is a carriage return and padding.
  */
 import type { Client } from "./client";
 import type { Task, TaskEvent } from "../store";
@@ -24,6 +24,10 @@ export class LaunchProgress {
       else if (typeof d.progress === "string") this.step(`  ${d.progress}`);
       else if (typeof d.output === "string") this.tty && this.step(`    ${d.output}`);
       else if (typeof d.done === "string") this.line(`Built ${d.done}.`);
+      return true;
+    }
+    if (e.kind === "engine") {
+      this.line(`Connecting to the Docker engine at ${d.connecting}…`);
       return true;
     }
     if (e.kind === "setup") {

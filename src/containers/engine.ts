@@ -2,7 +2,8 @@
  * Which Docker engine lazy talks to: DOCKER_HOST, else the active docker context, else the
  * default socket. docker-modem ignores contexts (colima, OrbStack), so lazy resolves them.
  * dockerode appears in this folder only, and loads on first use: it costs ~0.3 s to import,
- * which every CLI command would otherwise pay.
+ * which every CLI command would otherwise pay. An ssh:// engine goes through the system's ssh
+ * (ssh-tunnel.ts), never dockerode's own ssh transport.
  */
 import type Docker from "dockerode";
 import { existsSync, readFileSync } from "node:fs";
@@ -10,6 +11,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { createHash } from "node:crypto";
 import { LazyError } from "../util/errors";
+import * as SshTunnel from "./ssh-tunnel";
 
 export interface Endpoint {
   /** unix:///var/run/docker.sock, tcp://host:2376, ... */
@@ -42,14 +44,22 @@ export function resolve(env: Record<string, string | undefined> = process.env): 
 export async function client(ep: Endpoint, env: Record<string, string | undefined> = process.env): Promise<Docker> {
   const { default: Docker } = await import("dockerode");
   if (ep.host.startsWith("unix://")) return new Docker({ socketPath: ep.host.slice("unix://".length) });
+  // dockerode's ssh transport takes any host key it is shown: lazy holds an OpenSSH tunnel
+  // (ssh-tunnel.ts, strict host keys) and talks to its local socket. docker-modem fills its
+  // options from process.env.DOCKER_HOST first, and a host (or the protocol "ssh") it finds
+  // there wins over socketPath: each is named here to undo that.
   if (ep.host.startsWith("ssh://"))
-    // dockerode's ssh transport takes any host key it is shown: lazy does not use it.
-    throw new LazyError(
-      "launch_refused",
-      `${ep.host} (${ep.source}) is an ssh:// engine, which lazy does not drive yet: expose that engine on tcp:// with TLS (DOCKER_TLS_VERIFY=1, DOCKER_CERT_PATH) and point DOCKER_HOST at it.`,
-    );
+    return new Docker({
+      socketPath: await SshTunnel.socketFor(ep.host, ep.source),
+      host: undefined,
+      port: undefined,
+      protocol: "http",
+      ca: undefined,
+      cert: undefined,
+      key: undefined,
+    });
   if (!ep.host.startsWith("tcp://"))
-    throw new LazyError("launch_refused", `${ep.host} (${ep.source}) is not a Docker address lazy knows (unix://, tcp://).`);
+    throw new LazyError("launch_refused", `${ep.host} (${ep.source}) is not a Docker address lazy knows (unix://, tcp://, ssh://).`);
   const u = new URL(ep.host.replace(/^tcp:/, "http:"));
   // DOCKER_TLS_VERIFY as the docker CLI reads it: the engine's certificate checked against ca.pem.
   if (env.DOCKER_TLS_VERIFY && env.DOCKER_TLS_VERIFY !== "0") {
@@ -69,6 +79,9 @@ export async function client(ep: Endpoint, env: Record<string, string | undefine
 
 /** Whether the engine runs elsewhere (its containers cannot see this host's files or loopback). */
 export const isRemote = (ep: Endpoint) => !ep.host.startsWith("unix://") && !ep.host.startsWith("npipe://");
+
+/** Whether lazy reaches the engine through an ssh tunnel of its own (ssh-tunnel.ts). */
+export const isSsh = (ep: Endpoint) => ep.host.startsWith("ssh://");
 
 /** An engine that did not answer, worded once with the remedy (the launch, lazy doctor). */
 export function unreachable(ep: Endpoint, error: string): string {

@@ -39,6 +39,8 @@ function eventText(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
       return `${t}  ${d.ok ? "result" : "FAILED"}: ${d.text}`;
     case "created":
       return `${t}  -- created (${d.status ?? "queued"})`;
+    case "engine":
+      return `${t}  -- connecting to the Docker engine at ${d.connecting}`;
     case "setup":
       if (d.command !== undefined) return `${t}  -- [container] setup: ${d.command}`;
       return `${t}  -- setup exited ${d.code}${d.output ? `\n  ${String(d.output).replace(/\s+$/, "").split(LINE_BREAK).join("\n  ")}` : ""}`;

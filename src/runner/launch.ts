@@ -9,7 +9,7 @@ import { lchownSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { Tasks, Runs, canMove, isFinal, type Task } from "../store";
 import { resolveLimits, resolveProfile, type Config, type ResolvedProfile } from "../config";
-import { Image, type ProjectContainers, type Runtime } from "../containers";
+import { Engine, Image, type ProjectContainers, type Runtime } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
 import { MCP_PATH, type ModelProxy } from "../proxy";
@@ -96,7 +96,7 @@ export class Launcher {
       if (pause) return this.d.holds().hold(task, message, pause);
       // The credential must exist before anything starts (the placeholder stands for it).
       const launch = await this.d.proxy.mintFor({ role: "agent", profile: profile.name, taskId: task.id, taskRef: this.ref(task) });
-      const docker = await this.d.project.docker();
+      const docker = await this.connected(task);
       const box = await this.containerReady(task, config, docker, launch.placeholder);
       const turn = this.prepareTurn(task, profile, launch, box.proxyUrl, message);
       // The grant redeems from here to the turn's end; every proxy thread knows before the harness starts.
@@ -108,6 +108,17 @@ export class Launcher {
       throw e;
     } finally {
       this.d.starting.delete(task.id);
+    }
+  }
+
+  /** The engine's connection; an ssh:// engine's tunnel that takes a while shows in the launch's progress. */
+  private async connected(task: Task): Promise<Runtime> {
+    const ep = this.d.project.engineEndpoint();
+    const slow = Engine.isSsh(ep) ? setTimeout(() => this.d.ledger.event(task, "engine", { connecting: ep.host }), 2000) : undefined;
+    try {
+      return await this.d.project.docker();
+    } finally {
+      clearTimeout(slow);
     }
   }
 

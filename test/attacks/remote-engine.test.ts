@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { type Project, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { containerProject, containerToml, edit, settled } from "../helpers/fixtures";
-import { cleanupRemote, secondEngine, remoteImage } from "../helpers/second-engine";
+import { cleanupRemote, secondEngine, remoteImage, remoteProject as sharedRemoteProject } from "../helpers/second-engine";
 
 const KEY = `sk-ant-api03-REMOTEATTACK-${"q".repeat(64)}AA`;
 let mock: Mock.MockProvider;
@@ -33,15 +33,8 @@ afterAll(async () => {
   await mock?.close();
 });
 
-const bindLine = () => `\n[proxy]\nremote_bind = "${engine.bind}"\n`;
-
 async function remoteProject(): Promise<Project> {
-  const p = await containerProject(mock, KEY, {
-    env: { DOCKER_HOST: engine.host },
-    container: "inherit_network_env = false",
-    extra: bindLine(),
-  });
-  projects.push(p);
+  const p = await sharedRemoteProject(mock, KEY, projects, { host: engine.host, bind: engine.bind });
   await remoteImage(engine.host, p.root);
   return p;
 }

@@ -5,15 +5,15 @@
  * worktree and lazy's binary are shipped in (no host mount at all), its commit comes back onto
  * the local lazy/<task> and `lazy accept` merges it; the container holds no real key. And what
  * is refused before any task is touched: an engine that does not answer, a remote engine with
- * no [proxy] remote_bind or whose containers cannot reach it, an ssh:// engine.
+ * no [proxy] remote_bind or whose containers cannot reach it. (ssh:// engines: remote-ssh.test.ts.)
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
 import { type Project, isAlive, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, settled } from "../helpers/fixtures";
-import { cleanupRemote, secondEngine, remoteImage } from "../helpers/second-engine";
+import { settled } from "../helpers/fixtures";
+import { cleanupRemote, secondEngine, remoteImage, remoteProject as sharedRemoteProject } from "../helpers/second-engine";
 
 const KEY = `sk-ant-api03-REMOTEENGINE-${"r".repeat(64)}AA`;
 let mock: Mock.MockProvider;
@@ -31,16 +31,8 @@ afterAll(async () => {
   await mock?.close();
 });
 
-const remoteProject = async (opts: { bind?: boolean; host?: string } = {}) => {
-  const p = await containerProject(mock, KEY, {
-    env: { DOCKER_HOST: opts.host ?? engine.host },
-    // The image remoteImage loads there is lazy's default one without the host's CA steps (those are test/containers/netenv's).
-    container: "inherit_network_env = false",
-    extra: opts.bind === false ? "" : `\n[proxy]\nremote_bind = "${engine.bind}"\n`,
-  });
-  projects.push(p);
-  return p;
-};
+const remoteProject = (opts: { bind?: boolean; host?: string } = {}) =>
+  sharedRemoteProject(mock, KEY, projects, { host: opts.host ?? engine.host, bind: opts.bind === false ? false : engine.bind });
 
 describe("a task on a remote engine", () => {
   test("real Claude Code commits there; the commit lands on lazy/<task>; accept merges it; no key, no host mount there", async () => {
@@ -197,13 +189,4 @@ describe("a task on a remote engine", () => {
       sh("/", `iptables -D ${rule}`);
     }
   }, 300_000);
-
-  test("an ssh:// engine is refused with what to do instead", async () => {
-    const p = await remoteProject({ host: "ssh://nobody@127.0.0.1:9" });
-    const r = await p.run(["run", "anything", "--code", "ssh"]);
-    expect(r.code, r.stderr).toBe(4);
-    expect(r.stderr).toContain("ssh://");
-    expect(r.stderr).toContain("tcp:// with TLS");
-    expect(existsSync(join(p.stateDir, "worktrees", "ssh"))).toBe(false);
-  }, 120_000);
 });

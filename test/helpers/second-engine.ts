@@ -5,10 +5,12 @@
  * image is built on the first engine (as lazy would build it) and loaded into the second.
  */
 import { basename, join } from "node:path";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { type Project, cleanupAll, sh } from "./lazy";
 import { TEST_IMAGES } from "./env";
+import { containerProject } from "./fixtures";
+import type { MockProvider } from "./providers";
 import { Image } from "../../src/containers";
 
 const SCRIPT = join(import.meta.dir, "../../scripts/second-engine.sh");
@@ -18,6 +20,79 @@ export function secondEngine(): { host: string; bind: string } {
   const r = sh("/", `bash ${SCRIPT}`);
   if (r.code !== 0) throw new Error(`scripts/second-engine.sh failed: ${r.err.slice(-2000)}`);
   return { host: r.out.trim().split("\n").at(-1)!, bind: "10.213.0.1" };
+}
+
+/**
+ * A project whose tasks run on the engine at `host`, remote_bind set (unless `bind: false`),
+ * lazy's default image without the host's CA steps (the one remoteImage loads there), pushed
+ * onto `projects` for cleanupRemote.
+ */
+export async function remoteProject(
+  mock: MockProvider,
+  key: string,
+  projects: Project[],
+  opts: { host: string; bind?: string | false; env?: Record<string, string> },
+): Promise<Project> {
+  const p = await containerProject(mock, key, {
+    env: { DOCKER_HOST: opts.host, ...opts.env },
+    container: "inherit_network_env = false",
+    extra: opts.bind === false ? "" : `\n[proxy]\nremote_bind = "${opts.bind ?? "10.213.0.1"}"\n`,
+  });
+  projects.push(p);
+  return p;
+}
+
+/** Where scripts/second-engine-ssh.sh keeps the sshd's host key and the client key it authorizes. */
+export const SSH_DIR = "/var/lib/lazy-engine2-ssh";
+
+/** The second engine reachable over SSH too (scripts/second-engine-ssh.sh): its ssh:// address and port; PORT+1 refuses socket forwarding. */
+export function secondEngineSsh(): { host: string; tcp: string; port: number } {
+  const tcp = secondEngine().host;
+  const r = sh("/", `bash ${SCRIPT} ssh`);
+  if (r.code !== 0) throw new Error(`scripts/second-engine.sh ssh failed: ${r.err.slice(-2000)}`);
+  const host = r.out.trim().split("\n").at(-1)!;
+  return { host, tcp, port: Number(host.split(":").at(-1)) };
+}
+
+/**
+ * An SSH client setup of lazy's own for a test, without touching the real ~/.ssh (OpenSSH reads
+ * the passwd entry's home, not $HOME): a folder with the client key, a known_hosts and a
+ * config, and an `ssh` first on PATH that runs the system's with `-F` that config (the daemon
+ * inherits the CLI's PATH). `known`: the engine's real host key for these ports, another key
+ * (a changed one), or none (unknown). `identity: "other"` offers a key the server does not know.
+ */
+export function sshClient(opts: { ports: number[]; known: "real" | "changed" | "none"; identity?: "real" | "other" }): {
+  dir: string;
+  env: { PATH: string };
+} {
+  const dir = mkdtempSync(join(tmpdir(), "lazy-sshc-"));
+  const bin = join(dir, "bin");
+  mkdirSync(bin);
+  const id = join(dir, "id");
+  if (opts.identity === "other") sh(dir, `ssh-keygen -q -t ed25519 -N "" -f ${id}`);
+  else copyFileSync(join(SSH_DIR, "client_ed25519"), id);
+  chmodSync(id, 0o600);
+  let key = "";
+  if (opts.known === "real") key = readFileSync(join(SSH_DIR, "host_ed25519.pub"), "utf8").split(" ").slice(0, 2).join(" ");
+  if (opts.known === "changed") {
+    sh(dir, `ssh-keygen -q -t ed25519 -N "" -f ${join(dir, "fake_host")}`);
+    key = readFileSync(join(dir, "fake_host.pub"), "utf8").split(" ").slice(0, 2).join(" ");
+  }
+  writeFileSync(join(dir, "known_hosts"), key ? opts.ports.map((p) => `[127.0.0.1]:${p} ${key}\n`).join("") : "");
+  writeFileSync(
+    join(dir, "config"),
+    `Host *\n  IdentityFile ${id}\n  IdentitiesOnly yes\n  UserKnownHostsFile ${join(dir, "known_hosts")}\n  GlobalKnownHostsFile /dev/null\n`,
+  );
+  writeFileSync(join(bin, "ssh"), `#!/bin/sh\nexec /usr/bin/ssh -F ${join(dir, "config")} "$@"\n`, { mode: 0o755 });
+  return { dir, env: { PATH: `${bin}:${process.env.PATH}` } };
+}
+
+/** ssh processes whose command line names `text` (a tunnel lazy holds: its local socket, its port). */
+export function sshProcesses(text: string): string[] {
+  return sh("/", "ps -eo pid=,args=")
+    .out.split("\n")
+    .filter((l) => / (\/usr\/bin\/)?ssh /.test(` ${l.trim().split(/\s+/).slice(1).join(" ")}`) && l.includes(text))
+    .map((l) => l.trim());
 }
 
 /** The image a project on the test base runs (lazy's default image), present on the engine at `host`. Its tag. */

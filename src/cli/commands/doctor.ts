@@ -142,6 +142,13 @@ async function findings(root: string): Promise<Finding[]> {
   const engines = engineFinding(status?.docker, ep);
   if (ping.ok) {
     out.push({ check: "docker", ok: true, blocking: false, summary: `engine ${ping.version} (${ping.os}) at ${ep.host} (${ep.source})` });
+    if (Engine.isSsh(ep))
+      out.push({
+        check: "docker",
+        ok: true,
+        blocking: false,
+        summary: `${ep.host} is reached through an ssh tunnel lazy holds (the system's OpenSSH, host key checked strictly)`,
+      });
     if (engines) out.push(engines);
     const k = await Engine.kind(ep).catch(() => undefined);
     if (k?.kind === "native")
@@ -180,7 +187,16 @@ async function findings(root: string): Promise<Finding[]> {
     }
     if (k) out.push(metadataFinding(k.kind, status, loaded.ok ? loaded.config.container.allow_metadata : undefined));
     if (k) out.push(fenceFinding(status, loaded.ok ? loaded.config.container.network : undefined));
-  } else
+  } else if (Engine.isSsh(ep))
+    // The tunnel's refusal is already cause and remedy (containers/ssh-tunnel.ts).
+    out.push({
+      check: "docker",
+      ok: false,
+      blocking: true,
+      summary: `cannot reach the Docker engine at ${ep.host} (${ep.source}) over SSH`,
+      remedy: ping.error,
+    });
+  else
     out.push({
       check: "docker",
       ok: false,
