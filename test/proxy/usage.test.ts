@@ -76,17 +76,18 @@ const anthropicStream = sse([
 ]);
 const anthropicUsage: Usage = { input: 25, output: 15, cacheRead: 0, cacheWrite: 0 };
 
+/** `stream` fed in two parts, cut at every byte offset in turn, reads as `usage` each time. */
+function splitEverywhere(wire: Wire, stream: string, usage: Usage): void {
+  const bytes = enc.encode(stream);
+  for (let cut = 0; cut <= bytes.length; cut++) expect(tap(wire, bytes, SSE, [cut]).usage).toEqual(usage);
+}
+
 describe("Anthropic Messages SSE", () => {
   test("reads message_start then the last message_delta", () => {
     expect(tap("anthropic", anthropicStream, SSE).usage).toEqual(anthropicUsage);
   });
 
-  test("split at every byte offset (mid-line, mid-UTF-8 character)", () => {
-    const bytes = enc.encode(anthropicStream);
-    for (let cut = 0; cut <= bytes.length; cut++) {
-      expect(tap("anthropic", bytes, SSE, [cut]).usage).toEqual(anthropicUsage);
-    }
-  });
+  test("split at every byte offset (mid-line, mid-UTF-8 character)", () => splitEverywhere("anthropic", anthropicStream, anthropicUsage));
 
   test("split at every pair of offsets around the usage lines, and one byte at a time", () => {
     const bytes = enc.encode(anthropicStream);
@@ -228,17 +229,14 @@ const responsesStream = sse([
   ],
 ]);
 
+const responsesUsage: Usage = { input: 20, output: 5, cacheRead: 10, cacheWrite: 0 };
+
 describe("OpenAI Responses SSE", () => {
   test("usage comes from response.completed; cached tokens are split out of input", () => {
-    expect(tap("openai", responsesStream, SSE).usage).toEqual({ input: 20, output: 5, cacheRead: 10, cacheWrite: 0 });
+    expect(tap("openai", responsesStream, SSE).usage).toEqual(responsesUsage);
   });
 
-  test("split at every byte offset", () => {
-    const bytes = enc.encode(responsesStream);
-    for (let cut = 0; cut <= bytes.length; cut++) {
-      expect(tap("openai", bytes, SSE, [cut]).usage).toEqual({ input: 20, output: 5, cacheRead: 10, cacheWrite: 0 });
-    }
-  });
+  test("split at every byte offset", () => splitEverywhere("openai", responsesStream, responsesUsage));
 
   test("response.incomplete carries usage too", () => {
     const body = sse([
@@ -331,17 +329,14 @@ const chatStream = sse([
   [null, "[DONE]"],
 ]);
 
+const chatUsage: Usage = { input: 8, output: 9, cacheRead: 32, cacheWrite: 0 };
+
 describe("Chat Completions SSE", () => {
   test("usage comes from the final chunk; [DONE] is not JSON", () => {
-    expect(tap("openai", chatStream, SSE).usage).toEqual({ input: 8, output: 9, cacheRead: 32, cacheWrite: 0 });
+    expect(tap("openai", chatStream, SSE).usage).toEqual(chatUsage);
   });
 
-  test("split at every byte offset", () => {
-    const bytes = enc.encode(chatStream);
-    for (let cut = 0; cut <= bytes.length; cut++) {
-      expect(tap("openai", bytes, SSE, [cut]).usage).toEqual({ input: 8, output: 9, cacheRead: 32, cacheWrite: 0 });
-    }
-  });
+  test("split at every byte offset", () => splitEverywhere("openai", chatStream, chatUsage));
 
   test("without include_usage there is no reading", () => {
     const body = chatStream
