@@ -24,6 +24,18 @@ function parseSse(text: string): Event[] {
   return out;
 }
 
+/** The content_block_delta events' `field`s joined, each delta checked to be of `type`. */
+function deltas(events: Event[], type: string, field: string): string {
+  return events
+    .filter((e) => e.event === "content_block_delta")
+    .map((e) => JSON.parse(e.data).delta)
+    .map((d) => {
+      expect(d.type).toBe(type);
+      return d[field];
+    })
+    .join("");
+}
+
 const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
 
@@ -107,14 +119,7 @@ describe("anthropic", async () => {
     const start = JSON.parse(events[0]!.data).message;
     expect(start).toMatchObject({ type: "message", role: "assistant", model: "claude-x", content: [], stop_reason: null });
     expect(start.usage).toMatchObject({ input_tokens: 25, cache_read_input_tokens: 7, cache_creation_input_tokens: 3, output_tokens: 1 });
-    const text = events
-      .filter((e) => e.event === "content_block_delta")
-      .map((e) => JSON.parse(e.data).delta)
-      .map((d) => {
-        expect(d.type).toBe("text_delta");
-        return d.text;
-      })
-      .join("");
+    const text = deltas(events, "text_delta", "text");
     expect(text).toBe(m.reply.text);
     const delta = JSON.parse(events.at(-2)!.data);
     expect(delta.delta.stop_reason).toBe("end_turn");
@@ -129,14 +134,7 @@ describe("anthropic", async () => {
     const block = JSON.parse(events[1]!.data).content_block;
     expect(block).toMatchObject({ type: "tool_use", name: "Bash", input: {} });
     expect(block.id).toMatch(/^toolu_/);
-    const partial = events
-      .filter((e) => e.event === "content_block_delta")
-      .map((e) => JSON.parse(e.data).delta)
-      .map((d) => {
-        expect(d.type).toBe("input_json_delta");
-        return d.partial_json;
-      })
-      .join("");
+    const partial = deltas(events, "input_json_delta", "partial_json");
     expect(JSON.parse(partial)).toEqual({ command: "ls -la", description: "list" });
     expect(JSON.parse(events.at(-2)!.data).delta.stop_reason).toBe("tool_use");
 
