@@ -83,12 +83,6 @@ function splitEverywhere(wire: Wire, stream: string, usage: Usage): void {
 }
 
 describe("Anthropic Messages SSE", () => {
-  test("reads message_start then the last message_delta", () => {
-    expect(tap("anthropic", anthropicStream, SSE).usage).toEqual(anthropicUsage);
-  });
-
-  test("split at every byte offset (mid-line, mid-UTF-8 character)", () => splitEverywhere("anthropic", anthropicStream, anthropicUsage));
-
   test("split at every pair of offsets around the usage lines, and one byte at a time", () => {
     const bytes = enc.encode(anthropicStream);
     const delta = anthropicStream.indexOf("event: message_delta");
@@ -232,12 +226,6 @@ const responsesStream = sse([
 const responsesUsage: Usage = { input: 20, output: 5, cacheRead: 10, cacheWrite: 0 };
 
 describe("OpenAI Responses SSE", () => {
-  test("usage comes from response.completed; cached tokens are split out of input", () => {
-    expect(tap("openai", responsesStream, SSE).usage).toEqual(responsesUsage);
-  });
-
-  test("split at every byte offset", () => splitEverywhere("openai", responsesStream, responsesUsage));
-
   test("response.incomplete carries usage too", () => {
     const body = sse([
       [
@@ -332,12 +320,6 @@ const chatStream = sse([
 const chatUsage: Usage = { input: 8, output: 9, cacheRead: 32, cacheWrite: 0 };
 
 describe("Chat Completions SSE", () => {
-  test("usage comes from the final chunk; [DONE] is not JSON", () => {
-    expect(tap("openai", chatStream, SSE).usage).toEqual(chatUsage);
-  });
-
-  test("split at every byte offset", () => splitEverywhere("openai", chatStream, chatUsage));
-
   test("without include_usage there is no reading", () => {
     const body = chatStream
       .split("\n\n")
@@ -353,6 +335,16 @@ describe("Chat Completions SSE", () => {
     ]);
     expect(tap("openai", body, SSE).error).toEqual({ type: "error", message: "Provider returned error" });
   });
+});
+
+describe("each wire's stream, whole and split at every byte offset (mid-line, mid-UTF-8 character)", () => {
+  const streams: [string, Wire, string, Usage][] = [
+    ["Anthropic Messages: message_start, then the last message_delta", "anthropic", anthropicStream, anthropicUsage],
+    ["OpenAI Responses: from response.completed, cached tokens split out of input", "openai", responsesStream, responsesUsage],
+    ["Chat Completions: from the final chunk; [DONE] is not JSON", "openai", chatStream, chatUsage],
+  ];
+  test.each(streams)("%s", (_, wire, stream, usage) => expect(tap(wire, stream, SSE).usage).toEqual(usage));
+  test.each(streams)("%s; split everywhere", (_, wire, stream, usage) => splitEverywhere(wire, stream, usage));
 });
 
 describe("plain JSON bodies", () => {
