@@ -65,12 +65,17 @@ const streamReq = (path: string, body: unknown) => {
 const mocks: MockProvider[] = [];
 afterAll(() => Promise.all(mocks.map((m) => m.close())));
 
-describe("anthropic", async () => {
-  const m = await Providers.anthropic();
+/** A describe block's mock: closed after the file, and `fresh` (its state for a test) run before each test. */
+async function kept<M extends MockProvider>(made: Promise<M>, fresh: () => void): Promise<M> {
+  const m = await made;
   mocks.push(m);
-  beforeEach(() => {
-    m.reset();
-    m.reply = { text: "Héllo wörld 😀, from the mock" };
+  beforeEach(fresh);
+  return m;
+}
+
+describe("anthropic", async () => {
+  const m = await kept(Providers.anthropic(), () => {
+    m.answer({ text: "Héllo wörld 😀, from the mock" });
     m.usage = { input: 25, output: 15, cacheRead: 7, cacheWrite: 3 };
     m.rateLimitHeaders = {};
     m.extraHeaders = {};
@@ -252,11 +257,8 @@ describe("anthropic", async () => {
 });
 
 describe("openai", async () => {
-  const m = await Providers.openai();
-  mocks.push(m);
-  beforeEach(() => {
-    m.reset();
-    m.reply = { text: "Hi there from the responses mock" };
+  const m = await kept(Providers.openai(), () => {
+    m.answer({ text: "Hi there from the responses mock" });
     m.usage = { input: 30, output: 5, cacheRead: 10, cacheWrite: 0 };
   });
 
@@ -384,9 +386,7 @@ describe("openai", async () => {
 });
 
 describe("cursor", async () => {
-  const m = await Providers.cursor();
-  mocks.push(m);
-  beforeEach(() => m.reset());
+  const m = await kept(Providers.cursor(), () => m.reset());
 
   test("exchange hands out JWT-shaped tokens; RPCs need the session token", async () => {
     expect(m.realSessionToken).toMatch(/^eyJ[\w-]+\.eyJ[\w-]+\.[\w-]+$/);
