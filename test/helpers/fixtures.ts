@@ -4,13 +4,14 @@
  * one model request through the proxy on a grant, an untrusted write of lazy.toml, and a test
  * file's own beforeAll/afterAll in one line each (anthropicProject, keyedProject, teardown).
  */
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { expect } from "bun:test";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BIN, cleanupAll, Project, sh, until } from "./lazy";
 import * as Mock from "./providers";
 import type { MockProvider } from "./providers";
-import { requireDocker, TEST_IMAGES } from "./env";
+import { TEST_IMAGES, needDocker } from "./env";
 
 export const upstream = (url: string) => `[proxy.upstreams]\nanthropic = "${url}"\n`;
 
@@ -48,7 +49,7 @@ export interface ContainerProjectOptions {
  * by Dev <dev@example.com>, and `key` is stored as its anthropic credential (the daemon runs).
  */
 export async function containerProject(mock: MockProvider, key: string, opts: ContainerProjectOptions = {}): Promise<Project> {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
+  await needDocker();
   const p = new Project({ toml: opts.toml ?? containerToml(mock.url, opts), env: opts.env, root: opts.root });
   let init: ReturnType<typeof sh>;
   if (opts.firstCommit === "empty") init = sh(p.root, "git -c user.name=Dev -c user.email=dev@example.com commit -q --allow-empty -m init");
@@ -110,10 +111,16 @@ export async function keyedProject(toml: string, keys: Record<string, string>, e
   return p;
 }
 
-/** A file's afterAll: lazy's containers for `p`, every Project the file made, then the mock providers. */
-export async function teardown(p: Project | undefined, ...mocks: ({ close(): Promise<void> } | undefined)[]): Promise<void> {
-  removeContainers(p);
+/** A file's afterAll: lazy's containers for `p` (or each of a list), every Project the file made, then the mock providers. */
+export async function teardown(p: Project | Project[] | undefined, ...mocks: ({ close(): Promise<void> } | undefined)[]): Promise<void> {
+  for (const q of Array.isArray(p) ? p : [p]) removeContainers(q);
   await cleanupAll(...mocks);
+}
+
+/** A file's beforeAll when its tests need Docker but make their own projects: the mock Anthropic provider, once Docker answers. */
+export async function dockerAnthropic(): Promise<MockProvider> {
+  await needDocker();
+  return Mock.anthropic();
 }
 
 /** Folders a test made outside any Project, for cleanupAll to remove after the mocks: `cleanupAll(mock, scratched(dirs))`. */
@@ -161,6 +168,46 @@ export async function launched(p: Project, code: string, prompt: string, ...flag
   await p.ok(["start", code]);
 }
 
+/** `launched`, then the status its turn ended in. */
+export async function launchedStatus(p: Project, code: string, prompt: string, timeoutMs?: number): Promise<string> {
+  await launched(p, code, prompt);
+  return (await settled(p, code, timeoutMs)).task.status;
+}
+
+/**
+ * `launched`, with the mock's answer (`reply`) held back `delayMs` before its first byte; returns
+ * once the turn's model request is in flight, so a daemon killed now dies mid-turn. (Claude
+ * Code's HEAD probe and MCP connection come first: killed before those, the turn would lose
+ * lazy's tools and fail, as it should.)
+ */
+export async function inFlight(
+  p: Project,
+  mock: MockProvider,
+  turn: { code: string; prompt: string; reply: string; delayMs: number; timeoutMs?: number },
+): Promise<void> {
+  mock.answer({ text: turn.reply });
+  mock.behavior = { kind: "silent-then-stream", firstByteDelayMs: turn.delayMs, gapMs: 0 };
+  await launched(p, turn.code, turn.prompt);
+  await until(() => mock.received.some((x) => x.method === "POST") || undefined, turn.timeoutMs ?? 180_000, "the turn's model request");
+}
+
+/** `launched`, with the mock never answering: returns once the turn's first request hangs there (a turn held running). */
+export async function hanging(p: Project, mock: MockProvider, code: string, prompt: string): Promise<void> {
+  mock.reset();
+  mock.behavior = { kind: "hang" };
+  await launched(p, code, prompt);
+  await mock.waitFor(1, 120_000);
+}
+
+/** The pid the daemon's keeper recorded (keeper.json), or undefined while there is none. */
+export const keeperPid = (p: Project): number | undefined => {
+  try {
+    return JSON.parse(readFileSync(join(p.stateDir, "keeper.json"), "utf8")).pid;
+  } catch {
+    return undefined;
+  }
+};
+
 /**
  * One model request through the project's proxy on a placeholder grant (the host's unless a
  * task is named), as a harness would make it: the status it got.
@@ -174,6 +221,14 @@ export async function oneRequest(p: Project, task?: string): Promise<number> {
   });
   await res.arrayBuffer();
   return res.status;
+}
+
+/** `lazy accept CODE` (no --with-config) refused, its stderr naming each of `named`: that stderr. */
+export async function acceptRefused(p: Project, code: string, ...named: string[]): Promise<string> {
+  const r = await p.run(["accept", code]);
+  expect(r.code, r.stderr).not.toBe(0);
+  for (const line of named) expect(r.stderr).toContain(line);
+  return r.stderr;
 }
 
 /** Write lazy.toml as another process would (a pull, a checkout, an agent): nobody ran lazy trust. */
