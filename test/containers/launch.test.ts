@@ -5,9 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Project, cleanupAll, until, sh } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
-import { launched, settled, removeContainers } from "../helpers/fixtures";
+import type * as Mock from "../helpers/providers";
+import { TEST_IMAGES, needDocker } from "../helpers/env";
+import { launched, settled, removeContainers, dockerAnthropic, teardown } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-REALLAUNCH-" + "l".repeat(71) + "AA";
 const TOOLS = `${process.env.LAZY_TEST_TOOLS ?? "/opt/lazy-test-tools"}/node_modules/.bin`;
@@ -25,14 +25,10 @@ function project(extra = ""): Project {
 }
 
 beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
-  anthropic = await Mock.anthropic();
+  anthropic = await dockerAnthropic();
 });
 
-afterAll(async () => {
-  for (const p of projects) removeContainers(p);
-  await cleanupAll(anthropic);
-});
+afterAll(() => teardown(projects, anthropic));
 /** Every project a test made, its containers removed after the file. */
 const projects: Project[] = [];
 
