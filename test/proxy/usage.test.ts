@@ -348,48 +348,38 @@ describe("each wire's stream, whole and split at every byte offset (mid-line, mi
 });
 
 describe("plain JSON bodies", () => {
-  test("non-streamed Anthropic message", () => {
-    const body = JSON.stringify({
-      id: "msg_1",
-      type: "message",
-      content: [{ type: "text", text: "Hello" }],
-      usage: { input_tokens: 2095, cache_creation_input_tokens: 10, cache_read_input_tokens: 20, output_tokens: 503 },
-    });
-    expect(tap("anthropic", body, "application/json").usage).toEqual({
-      input: 2095,
-      output: 503,
-      cacheRead: 20,
-      cacheWrite: 10,
-    });
-  });
+  const bodies: [string, Wire, object, string, Usage][] = [
+    [
+      "non-streamed Anthropic message",
+      "anthropic",
+      {
+        id: "msg_1",
+        type: "message",
+        content: [{ type: "text", text: "Hello" }],
+        usage: { input_tokens: 2095, cache_creation_input_tokens: 10, cache_read_input_tokens: 20, output_tokens: 503 },
+      },
+      "application/json",
+      { input: 2095, output: 503, cacheRead: 20, cacheWrite: 10 },
+    ],
+    [
+      "non-streamed Responses body: cached tokens split out of input",
+      "openai",
+      { id: "resp_1", object: "response", usage: { input_tokens: 50, input_tokens_details: { cached_tokens: 50 }, output_tokens: 3 } },
+      "application/json",
+      { input: 0, output: 3, cacheRead: 50, cacheWrite: 0 },
+    ],
+    [
+      "non-streamed Chat Completions body, a charset in its content-type",
+      "openai",
+      { id: "chatcmpl-1", object: "chat.completion", usage: { prompt_tokens: 11, completion_tokens: 4 } },
+      "application/json; charset=utf-8",
+      { input: 11, output: 4, cacheRead: 0, cacheWrite: 0 },
+    ],
+  ];
+  test.each(bodies)("%s", (_, wire, body, contentType, usage) => expect(tap(wire, JSON.stringify(body), contentType).usage).toEqual(usage));
 
   test("count_tokens has no usage", () => {
     expect(tap("anthropic", '{"input_tokens": 2095}', "application/json").usage).toBeNull();
-  });
-
-  test("non-streamed Responses and Chat Completions bodies", () => {
-    const responses = JSON.stringify({
-      id: "resp_1",
-      object: "response",
-      usage: { input_tokens: 50, input_tokens_details: { cached_tokens: 50 }, output_tokens: 3 },
-    });
-    expect(tap("openai", responses, "application/json").usage).toEqual({
-      input: 0,
-      output: 3,
-      cacheRead: 50,
-      cacheWrite: 0,
-    });
-    const chat = JSON.stringify({
-      id: "chatcmpl-1",
-      object: "chat.completion",
-      usage: { prompt_tokens: 11, completion_tokens: 4 },
-    });
-    expect(tap("openai", chat, "application/json; charset=utf-8").usage).toEqual({
-      input: 11,
-      output: 4,
-      cacheRead: 0,
-      cacheWrite: 0,
-    });
   });
 
   test("error bodies are recorded", () => {
