@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { Project, until, isAlive, sh } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 import { TEST_IMAGES } from "../helpers/env";
-import { teardown, bash, codexProject, launched } from "../helpers/fixtures";
+import { teardown, bash, codexProject, hanging, inFlight, launched } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-REALCONTAINER-" + "w".repeat(68) + "AA";
 const OPENAI_KEY = "sk-proj-REALCONTAINER-" + "v".repeat(40);
@@ -263,12 +263,7 @@ describe("a task in its container", () => {
   }, 300_000);
 
   test("kill -9 of the daemon during a turn: after restart the task is reconciled, not stuck", async () => {
-    anthropic.answer({ text: "Slow but done." });
-    anthropic.behavior = { kind: "silent-then-stream", firstByteDelayMs: 4000, gapMs: 0 };
-    await launched(p, "slow-one", "Be slow");
-    // Its model request is in flight (Claude Code's HEAD / probe and MCP connection come first:
-    // killed before those, the turn would lose lazy's tools and fail, as it should).
-    await until(() => anthropic.received.some((x) => x.method === "POST") || undefined, 120_000, "the turn's model request");
+    await inFlight(p, anthropic, { code: "slow-one", prompt: "Be slow", reply: "Slow but done.", delayMs: 4000, timeoutMs: 120_000 });
     const pid = p.runtime()!.pid;
     process.kill(pid, "SIGKILL");
     await until(() => !isAlive(pid), 5000, "the daemon to die");
@@ -280,10 +275,7 @@ describe("a task in its container", () => {
   }, 300_000);
 
   test("lazy stop ends a running turn (the task waits for a human); housekeeping removes orphan containers", async () => {
-    anthropic.reset();
-    anthropic.behavior = { kind: "hang" };
-    await launched(p, "stop-me", "Hang around");
-    await anthropic.waitFor(1, 120_000);
+    await hanging(p, anthropic, "stop-me", "Hang around");
     await p.ok(["stop", "stop-me"]);
     const t = await waitStatus("stop-me", 60_000);
     expect(t.status).toBe("waiting");
