@@ -76,6 +76,13 @@ const anthropicStream = sse([
 ]);
 const anthropicUsage: Usage = { input: 25, output: 15, cacheRead: 0, cacheWrite: 0 };
 
+/** An Anthropic stream fed to the tap in chunks of `size` bytes, as a socket hands it over. */
+function inChunks(body: string, size: number) {
+  const bytes = enc.encode(body);
+  const cuts = Array.from({ length: Math.ceil(bytes.length / size) }, (_, i) => i * size).slice(1);
+  return tap("anthropic", bytes, SSE, cuts);
+}
+
 /** `stream` fed in two parts, cut at every byte offset in turn, reads as `usage` each time. */
 function splitEverywhere(wire: Wire, stream: string, usage: Usage): void {
   const bytes = enc.encode(stream);
@@ -172,9 +179,7 @@ describe("Anthropic Messages SSE", () => {
   test("a line over 1 MiB is dropped without stopping the tap", () => {
     const giant = "x".repeat(1_200_000);
     const body = `data: {"type":"content_block_delta","delta":{"text":"${giant}"},"usage":{"input_tokens":1}}\n\n` + anthropicStream;
-    const bytes = enc.encode(body);
-    const cuts = Array.from({ length: Math.ceil(bytes.length / 65536) }, (_, i) => i * 65536).slice(1);
-    const r = tap("anthropic", bytes, SSE, cuts);
+    const r = inChunks(body, 65536);
     expect(r.overflowed).toBe(true);
     expect(r.usage).toEqual(anthropicUsage);
   });
@@ -182,9 +187,7 @@ describe("Anthropic Messages SSE", () => {
   test("a huge delta of a known-irrelevant event is skipped without counting as overflow", () => {
     const body =
       `event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"text":"${"y".repeat(3_000_000)}"}}\n\n` + anthropicStream;
-    const bytes = enc.encode(body);
-    const cuts = Array.from({ length: Math.ceil(bytes.length / 16384) }, (_, i) => i * 16384).slice(1);
-    const r = tap("anthropic", bytes, SSE, cuts);
+    const r = inChunks(body, 16384);
     expect(r.overflowed).toBe(false);
     expect(r.usage).toEqual(anthropicUsage);
   });
