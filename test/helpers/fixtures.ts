@@ -4,7 +4,7 @@
  * one model request through the proxy on a grant, an untrusted write of lazy.toml, and a test
  * file's own beforeAll/afterAll in one line each (anthropicProject, keyedProject, teardown).
  */
-import { expect } from "bun:test";
+import { afterAll, beforeAll, expect } from "bun:test";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -102,6 +102,35 @@ export const codexTables = (url: string) => `openai = "${url}"\n\n[profiles.code
 export async function anthropicHost(key: string, extra = ""): Promise<{ anthropic: MockProvider; p: Project }> {
   const anthropic = await Mock.anthropic();
   return { anthropic, p: await keyedProject(`${upstream(anthropic.url)}${extra}`, { anthropic: key }) };
+}
+
+/** The model servers provider profiles reach: a local Ollama, a hosted one, and OpenRouter (under /api, answering both wires). */
+export async function providerMocks(): Promise<{ local: MockProvider; hosted: MockProvider; openrouter: MockProvider }> {
+  const [local, hosted, openrouter] = await Promise.all([Mock.ollama(), Mock.ollama(), Mock.ollama()]);
+  openrouter.prefix = "/api";
+  return { local, hosted, openrouter };
+}
+
+/** anthropicHost with a mock OpenAI as well: the `openai` upstream, a `codex` profile on gpt-5 and `openaiKey` stored. */
+export async function codexHost(key: string, openaiKey: string): Promise<{ anthropic: MockProvider; openai: MockProvider; p: Project }> {
+  const openai = await Mock.openai();
+  const { anthropic, p } = await anthropicHost(key, codexTables(openai.url));
+  await p.setCredential("openai", openaiKey);
+  return { anthropic, openai, p };
+}
+
+/**
+ * For attacks on where a key goes, a file's two upstreams: the person's (`good`) and the
+ * attacker's, two mock Anthropic providers made in the file's beforeAll. Its afterAll closes them
+ * after every Project the file made, then removes `scratch` (folders made outside any Project).
+ */
+export function upstreamsForFile(): { good: MockProvider; attacker: MockProvider; scratch: string[] } {
+  const up = { scratch: [] as string[] } as { good: MockProvider; attacker: MockProvider; scratch: string[] };
+  beforeAll(async () => {
+    [up.good, up.attacker] = await Promise.all([Mock.anthropic(), Mock.anthropic()]);
+  });
+  afterAll(() => cleanupAll(up.good, up.attacker, scratched(up.scratch)));
+  return up;
 }
 
 /** A Project on `toml` (no first commit) with each credential of `keys` stored, in order: `{ anthropic: KEY }`. */
@@ -239,6 +268,30 @@ export const bash = (text: string, command: string, description: string, more: R
   text,
   toolUse: { name: "Bash", input: { command, description, ...more } },
 });
+
+/**
+ * `bash`: the agent writes `content` (printf's format) to `file` and commits it as "add FILE",
+ * then runs `then` if given, and says `text`.
+ */
+export const commits = (file: string, content: string, text: string, then?: string) =>
+  bash(
+    text,
+    `printf '${content}' > ${file} && git add ${file} && git commit -qm 'add ${file}'${then ? ` && ${then}` : ""}`,
+    "commit a file",
+  );
+
+/** `lazy start CODE` succeeds; when it does not, the failure shows its stderr and the daemon log's last errors and warnings. */
+export async function startsOk(p: Project, code: string): Promise<void> {
+  const r = await p.run(["start", code]);
+  const log = p.log().split("\n");
+  expect(
+    r.code,
+    `${r.stderr}${log
+      .filter((l) => / (ERROR|WARN) /.test(l))
+      .slice(-8)
+      .join("\n")}`,
+  ).toBe(0);
+}
 
 /** A running `lazy watch ARGS` in `p`, its stdout lines collected as they come. */
 export function watching(p: Project, args: string[]) {
