@@ -75,6 +75,13 @@ afterAll(async () => {
 });
 
 const mainTip = () => sh(p.root, "git rev-parse HEAD").out.trim();
+/** acceptRefused, and the person's branch did not move: the refusal's stderr. */
+async function refusedKeepingMain(code: string, ...named: string[]): Promise<string> {
+  const before = mainTip();
+  const stderr = await acceptRefused(p, code, ...named);
+  expect(mainTip()).toBe(before);
+  return stderr;
+}
 
 describe("an agent commits what git obeys on the host", () => {
   test("the task's diff (dashboard, API) runs none of the person's filter or diff drivers the branch's .gitattributes names", async () => {
@@ -84,9 +91,7 @@ describe("an agent commits what git obeys on the host", () => {
   });
 
   test(".gitattributes routing files through the person's filter, .lfsconfig and .gitmodules naming the agent's server: accept refuses without --with-config, naming each; no filter ran, nothing fetched", async () => {
-    const before = mainTip();
-    const refused = await acceptRefused(
-      p,
+    const refused = await refusedKeepingMain(
       "gattr",
       ".gitattributes — git attributes: which filter, diff and merge drivers git runs on the host",
       ".lfsconfig — Git LFS config: where git-lfs on the host fetches from and sends credentials",
@@ -96,15 +101,12 @@ describe("an agent commits what git obeys on the host", () => {
     expect(refused).not.toContain("new.txt —");
     expect(existsSync(marker)).toBe(false);
     expect(existsSync(join(p.root, ".gitattributes"))).toBe(false);
-    expect(mainTip()).toBe(before);
     expect(lfs.received).toEqual([]);
     expect((await p.json(["task", "show", "gattr"])).task.status).toBe("done");
   });
 
   test("config files under names a case-insensitive or HFS+ file system resolves (.Claude/, .c<ZWNJ>laude/, pkg/LAZY.TOML, .MCP.json): refused, each named", async () => {
-    const before = mainTip();
-    const refused = await acceptRefused(
-      p,
+    const refused = await refusedKeepingMain(
       "fold",
       ".Claude/settings.json — Claude Code's project settings",
       "laude/settings.local.json — Claude Code's project settings",
@@ -113,7 +115,6 @@ describe("an agent commits what git obeys on the host", () => {
     );
     expect(refused).not.toContain("notes.txt —");
     expect(existsSync(join(p.root, ".Claude"))).toBe(false);
-    expect(mainTip()).toBe(before);
   });
 
   test("the Dockerfile and setup script lazy.toml names as docker/./build.df and ./scripts//setup.sh: refused, each named as what lazy.toml runs", async () => {
@@ -124,14 +125,11 @@ describe("an agent commits what git obeys on the host", () => {
         '[container]\ndockerfile = "docker/./build.df"\nsetup = "bash ./scripts//setup.sh"\n',
       ),
     );
-    const before = mainTip();
-    await acceptRefused(
-      p,
+    await refusedKeepingMain(
       "dfpath",
       "docker/build.df — the Dockerfile [container] dockerfile names",
       "scripts/setup.sh — run by [container] setup",
     );
     expect(existsSync(join(p.root, "scripts/setup.sh"))).toBe(false);
-    expect(mainTip()).toBe(before);
   });
 });
