@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Project, cleanupAll } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
+import { providerMocks } from "../helpers/fixtures";
 
 const OLLAMA_KEY = "ollama-REAL-" + "q".repeat(40);
 const OPENROUTER_KEY = "sk-or-v1-" + "0123456789abcdef".repeat(4);
@@ -16,12 +17,7 @@ let ollama: Mock.MockProvider;
 let hosted: Mock.MockProvider;
 let openrouter: Mock.MockProvider;
 
-beforeAll(async () => {
-  ollama = await Mock.ollama();
-  hosted = await Mock.ollama();
-  openrouter = await Mock.ollama(); // answers both wires
-  openrouter.prefix = "/api";
-});
+beforeAll(async () => ({ local: ollama, hosted, openrouter } = await providerMocks()));
 
 afterAll(() => cleanupAll(ollama, hosted, openrouter));
 
