@@ -13,9 +13,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { HostNet, Image } from "../../src/containers";
-import { cleanupAll, sh, type Project } from "../helpers/lazy";
+import { sh, type Project } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, containerToml, edit, removeContainers, upstream, teardown } from "../helpers/fixtures";
+import { containerProject, containerToml, edit, upstream, teardown } from "../helpers/fixtures";
 import { TEST_IMAGES } from "../helpers/env";
 
 const KEY = "sk-ant-api03-NETENVATTACK-" + "x".repeat(65) + "AA";

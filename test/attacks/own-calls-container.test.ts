@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { Project, cleanupAll, until, sh } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 import { dockerAnthropic } from "../helpers/fixtures";
-import { TEST_IMAGES, needDocker } from "../helpers/env";
+import { TEST_IMAGES } from "../helpers/env";
 
 const KEY = "sk-ant-api03-HOSTILECALLS-" + "h".repeat(68) + "AA";
 let anthropic: Mock.MockProvider;

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Project, cleanupAll, until } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
-import { TEST_IMAGES, needDocker } from "../helpers/env";
+import { TEST_IMAGES } from "../helpers/env";
 import { launched, settled, dockerAnthropic } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-BUDGET-" + "b".repeat(75) + "AA";

@@ -5,12 +5,12 @@
  * Claude Code, mock provider on loopback.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { cleanupAll, sh } from "../helpers/lazy";
+import { sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, removeContainers, teardown, scratched } from "../helpers/fixtures";
+import { containerProject, teardown, scratched } from "../helpers/fixtures";
 import type { Project } from "../helpers/lazy";
 
 const KEY = "sk-ant-api03-CIROOT-" + "r".repeat(71) + "AA";

@@ -4,10 +4,10 @@
  * the host. Real Docker engine, real Claude Code, mock provider on loopback.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Project, cleanupAll, until, sh } from "../helpers/lazy";
+import { Project, until, sh } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
-import { TEST_IMAGES, needDocker } from "../helpers/env";
-import { launched, settled, removeContainers, dockerAnthropic, teardown } from "../helpers/fixtures";
+import { TEST_IMAGES } from "../helpers/env";
+import { launched, settled, dockerAnthropic, teardown } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-REALLAUNCH-" + "l".repeat(71) + "AA";
 const TOOLS = `${process.env.LAZY_TEST_TOOLS ?? "/opt/lazy-test-tools"}/node_modules/.bin`;
