@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { Project, until, isAlive, sh } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 import { TEST_IMAGES } from "../helpers/env";
-import { teardown, bash, codexProject, commits, hanging, inFlight, launched, startsOk } from "../helpers/fixtures";
+import { teardown, codexProject, commits, hanging, inFlight, launched, startsOk } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-REALCONTAINER-" + "w".repeat(68) + "AA";
 const OPENAI_KEY = "sk-proj-REALCONTAINER-" + "v".repeat(40);
