@@ -22,7 +22,7 @@ import { join, resolve } from "node:path";
 import { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import { threadCount } from "../src/proxy/listen/shared-port";
-import { pct, proxyProject } from "./lib";
+import { pct, proxyProject, BENCH_BODY as BODY, startNginx, runWrk } from "./lib";
 
 const NEW = resolve(import.meta.dir, "../dist/lazy");
 const OLD = resolve(process.argv[2] ?? "");
@@ -30,7 +30,6 @@ if (!process.argv[2]) throw new Error("usage: bun bench/ab.ts OLD_BINARY [second
 const secs = Number(process.argv[3] ?? 4);
 const rounds = Number(process.argv[4] ?? 9);
 const NEW_TOML = process.env.LAZY_AB_NEW_TOML ?? "\n[usage_pause]\nthreshold = 90\n\n[budget]\nper_day_tokens = 1000000000\n";
-const BODY = JSON.stringify({ model: "m", max_tokens: 16, messages: [{ role: "user", content: "hi" }] });
 
 const upstreamProc = Bun.spawn([process.execPath, resolve(import.meta.dir, "proxy.ts"), "upstream"], { stdout: "pipe", stderr: "inherit" });
 const upPort = Number(new TextDecoder().decode((await upstreamProc.stdout.getReader().read()).value).trim());
@@ -61,18 +60,9 @@ try {
 
   // nginx as a plain reverse proxy, keep-alive upstream, as bench/proxy.ts runs it.
   const workers = threadCount(process.env as Record<string, string>);
-  const nginxPort = 20000 + Math.floor(Math.random() * 20000);
-  writeFileSync(
-    join(dir, "nginx.conf"),
-    `worker_processes ${workers}; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log;
-events { worker_connections 4096; }
-http { access_log off; client_body_temp_path ${dir}; proxy_temp_path ${dir};
-  upstream up { server 127.0.0.1:${upPort}; keepalive 128; }
-  server { listen 127.0.0.1:${nginxPort};
-    location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; } } }`,
-  );
-  nginx = Bun.spawn(["nginx", "-c", join(dir, "nginx.conf")], { stdout: "ignore", stderr: "inherit" });
-  await Bun.sleep(300);
+  const ng = await startNginx(dir, upPort, workers);
+  const nginxPort = ng.port;
+  nginx = ng.proc;
   const nginxWorkers = Bun.spawnSync(["pgrep", "-P", String(nginx.pid)])
     .stdout.toString()
     .trim()
@@ -122,20 +112,13 @@ http { access_log off; client_body_temp_path ${dir}; proxy_temp_path ${dir};
   const wrk = async (t: Target, s = secs) => {
     const before = cpuOf(t.pids);
     const threadsBefore = t.name === "old" || t.name === "new" ? threadsOf(t.pids[0]!) : {};
-    const r = Bun.spawn(["wrk", "-t", "2", "-c", "50", "-d", `${s}s`, "-s", t.lua, `${t.url}/v1/messages`], {
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const out = await new Response(r.stdout).text();
-    await r.exited;
-    const errors = out.match(/Non-2xx or 3xx responses: (\d+)/)?.[1];
-    if (errors) throw new Error(`${t.name}: ${errors} non-2xx responses\n${out}`);
-    const n = Number(out.match(/(\d+) requests in/)?.[1] ?? NaN);
+    const r = await runWrk(["-t", "2", "-c", "50", "-d", `${s}s`, "-s", t.lua, `${t.url}/v1/messages`], t.name);
+    const n = r.requests;
     const threads: Record<string, number> = {};
     if (t.name === "old" || t.name === "new")
       for (const [k, v] of Object.entries(threadsOf(t.pids[0]!))) threads[k] = (v - (threadsBefore[k] ?? 0)) / n;
     return {
-      rps: Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN),
+      rps: r.rps,
       cpu: t.pids.length ? (cpuOf(t.pids) - before) / n : NaN,
       threads,
     };

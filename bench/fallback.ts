@@ -14,21 +14,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { proxyProject } from "./lib";
+import { proxyProject, BENCH_BODY as BODY, BENCH_ANSWER as ANSWER, runWrk } from "./lib";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
 const secs = Number(process.argv[2] ?? 4);
 const rounds = Number(process.argv[3] ?? 5);
-const BODY = JSON.stringify({ model: "m", max_tokens: 16, messages: [{ role: "user", content: "hi" }] });
-const ANSWER = JSON.stringify({
-  id: "msg_1",
-  type: "message",
-  role: "assistant",
-  model: "m",
-  content: [{ type: "text", text: "hello" }],
-  stop_reason: "end_turn",
-  usage: { input_tokens: 5, output_tokens: 2 },
-});
 const OVERLOADED = JSON.stringify({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } });
 
 if (process.argv[2] === "upstreams") {
@@ -77,21 +67,8 @@ try {
     rerouted: { url: r.proxyUrl, script: lua("rerouted.lua", r.placeholder) },
   };
   const wrk = async (url: string, script: string, s = secs) => {
-    const proc = Bun.spawn(["wrk", "-t", "1", "-c", "1", "-d", `${s}s`, "--latency", "-s", script, `${url}/v1/messages`], {
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const out = await new Response(proc.stdout).text();
-    await proc.exited;
-    const errors = out.match(/Non-2xx or 3xx responses: (\d+)/)?.[1];
-    if (errors) throw new Error(`${url}: ${errors} non-2xx responses\n${out}`);
-    const ms = (label: string) => {
-      const m = out.match(new RegExp(`\\s${label}%\\s+([\\d.]+)(us|ms|s)`));
-      if (!m) return NaN;
-      const v = Number(m[1]);
-      return m[2] === "us" ? v / 1000 : m[2] === "s" ? v * 1000 : v;
-    };
-    return { p50: ms("50"), p99: ms("99"), rps: Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN) };
+    const r = await runWrk(["-t", "1", "-c", "1", "-d", `${s}s`, "--latency", "-s", script, `${url}/v1/messages`], url);
+    return { p50: r.ms("50"), p99: r.ms("99"), rps: r.rps };
   };
   for (const t of Object.values(targets)) await wrk(t.url, t.script, 2); // warm up
   const runs: Record<string, { p50: number; p99: number; rps: number }[]> = { direct: [], plain: [], rerouted: [] };

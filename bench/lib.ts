@@ -66,6 +66,65 @@ export async function proxyProject(bin: string, upstream: string, toml = "", lab
   }
 }
 
+/**
+ * nginx as a plain reverse proxy to 127.0.0.1:`upPort` (keep-alive upstream, `workers` worker
+ * processes), its config, pid and temp files in `dir`: its port and process (kill it when done).
+ */
+export async function startNginx(dir: string, upPort: number, workers: number) {
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  writeFileSync(
+    join(dir, "nginx.conf"),
+    `worker_processes ${workers}; daemon off; pid ${dir}/nginx.pid; error_log ${dir}/error.log;
+events { worker_connections 4096; }
+http { access_log off; client_body_temp_path ${dir}; proxy_temp_path ${dir};
+  upstream up { server 127.0.0.1:${upPort}; keepalive 128; }
+  server { listen 127.0.0.1:${port};
+    location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; } } }`,
+  );
+  const proc = Bun.spawn(["nginx", "-c", join(dir, "nginx.conf")], { stdout: "ignore", stderr: "inherit" });
+  await Bun.sleep(300);
+  return { port, proc };
+}
+
+/**
+ * wrk with `args` (all after "wrk"), its report read: latency at a percentile in ms (with
+ * --latency), req/s, how many requests, wrk's own CPU time (µs). Throws, naming `what`, when an
+ * answer was not 2xx or 3xx.
+ */
+export async function runWrk(args: string[], what: string) {
+  const proc = Bun.spawn(["wrk", ...args], { stdout: "pipe", stderr: "pipe" });
+  const out = await new Response(proc.stdout).text();
+  await proc.exited;
+  const errors = out.match(/Non-2xx or 3xx responses: (\d+)/)?.[1];
+  if (errors) throw new Error(`${what}: ${errors} non-2xx responses\n${out}`);
+  const ms = (percent: string) => {
+    const m = out.match(new RegExp(`\\s${percent}%\\s+([\\d.]+)(us|ms|s)`));
+    if (!m) return NaN;
+    const v = Number(m[1]);
+    return m[2] === "us" ? v / 1000 : m[2] === "s" ? v * 1000 : v;
+  };
+  return {
+    ms,
+    rps: Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN),
+    requests: Number(out.match(/(\d+) requests in/)?.[1] ?? NaN),
+    cpuUs: Number(proc.resourceUsage()?.cpuTime.total ?? NaN),
+  };
+}
+
+/** The request the proxy benches send: one small Messages call. */
+export const BENCH_BODY = JSON.stringify({ model: "m", max_tokens: 16, messages: [{ role: "user", content: "hi" }] });
+
+/** What their mock upstreams answer it with: a short message and its usage. */
+export const BENCH_ANSWER = JSON.stringify({
+  id: "msg_1",
+  type: "message",
+  role: "assistant",
+  model: "m",
+  content: [{ type: "text", text: "hello" }],
+  stop_reason: "end_turn",
+  usage: { input_tokens: 5, output_tokens: 2 },
+});
+
 /** The Anthropic key the benches store (a made-up one: the upstream is a mock). */
 export const BENCH_KEY = "sk-ant-api03-BENCH-" + "b".repeat(79) + "AA";
 

@@ -11,21 +11,11 @@
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { pct, proxyProject } from "./lib";
+import { pct, proxyProject, BENCH_BODY as BODY, BENCH_ANSWER as ANSWER, runWrk } from "./lib";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
 const secs = Number(process.argv[2] ?? 5);
 const rounds = Number(process.argv[3] ?? 5);
-const BODY = JSON.stringify({ model: "m", max_tokens: 16, messages: [{ role: "user", content: "hi" }] });
-const ANSWER = JSON.stringify({
-  id: "msg_1",
-  type: "message",
-  role: "assistant",
-  model: "m",
-  content: [{ type: "text", text: "hello" }],
-  stop_reason: "end_turn",
-  usage: { input_tokens: 5, output_tokens: 2 },
-});
 
 // The upstream, in a process of its own (this file with the argument "upstream").
 if (process.argv[2] === "upstream") {
@@ -77,18 +67,8 @@ try {
   };
   const wrk = async (t: { url: string; lua: string; pid: number }, conns: number) => {
     const before = cpuUs(t.pid);
-    const r = Bun.spawn(["wrk", "-t", conns > 1 ? "2" : "1", "-c", String(conns), "-d", `${secs}s`, "--latency", "-s", t.lua, t.url], {
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const out = await new Response(r.stdout).text();
-    await r.exited;
-    const errors = out.match(/Non-2xx or 3xx responses: (\d+)/)?.[1];
-    if (errors) throw new Error(`${t.url}: ${errors} non-2xx responses\n${out}`);
-    const m = out.match(/\s50%\s+([\d.]+)(us|ms|s)/);
-    const p50 = m ? (m[2] === "us" ? Number(m[1]) / 1000 : m[2] === "s" ? Number(m[1]) * 1000 : Number(m[1])) : NaN;
-    const n = Number(out.match(/(\d+) requests in/)?.[1] ?? NaN);
-    return { rps: Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN), p50, cpu: (cpuUs(t.pid) - before) / n };
+    const r = await runWrk(["-t", conns > 1 ? "2" : "1", "-c", String(conns), "-d", `${secs}s`, "--latency", "-s", t.lua, t.url], t.url);
+    return { rps: r.rps, p50: r.ms("50"), cpu: (cpuUs(t.pid) - before) / r.requests };
   };
 
   for (const t of Object.values(targets)) await wrk(t, 50); // warm up

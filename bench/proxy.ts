@@ -18,22 +18,11 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSyn
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { threadCount } from "../src/proxy/listen/shared-port";
-import { mintGrant, trustToml } from "./lib";
+import { mintGrant, trustToml, BENCH_BODY as BODY, BENCH_ANSWER as ANSWER, BENCH_KEY as KEY, startNginx, runWrk } from "./lib";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
 const secs = Number(process.argv[2] ?? 5);
 const rounds = Number(process.argv[3] ?? 3);
-const KEY = "sk-ant-api03-BENCH-" + "b".repeat(79) + "AA";
-const BODY = JSON.stringify({ model: "m", max_tokens: 16, messages: [{ role: "user", content: "hi" }] });
-const ANSWER = JSON.stringify({
-  id: "msg_1",
-  type: "message",
-  role: "assistant",
-  model: "m",
-  content: [{ type: "text", text: "hello" }],
-  stop_reason: "end_turn",
-  usage: { input_tokens: 5, output_tokens: 2 },
-});
 
 // The upstream: as fast as Bun can answer, so it is not what is measured. It runs in a process
 // of its own (this file, with the argument "upstream"), so the bench's own work never stalls it.
@@ -152,18 +141,9 @@ try {
   // threads (two on a Linux machine of 2+ cores: what Debian's `worker_processes auto` gives
   // on this 2-core machine; one worker did 2-17 % fewer req/s here, median 9 %, 6 rounds).
   const workers = threadCount(env);
-  const nginxPort = 20000 + Math.floor(Math.random() * 20000);
-  writeFileSync(
-    join(nginxDir, "nginx.conf"),
-    `worker_processes ${workers}; daemon off; pid ${nginxDir}/nginx.pid; error_log ${nginxDir}/error.log;
-events { worker_connections 4096; }
-http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${nginxDir};
-  upstream up { server 127.0.0.1:${upPort}; keepalive 128; }
-  server { listen 127.0.0.1:${nginxPort};
-    location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_buffering off; } } }`,
-  );
-  nginx = Bun.spawn(["nginx", "-c", join(nginxDir, "nginx.conf")], { stdout: "ignore", stderr: "inherit" });
-  await Bun.sleep(300);
+  const ng = await startNginx(nginxDir, upPort, workers);
+  const nginxPort = ng.port;
+  nginx = ng.proc;
 
   const script = (name: string, placeholder: string) => {
     const f = join(nginxDir, name);
@@ -207,37 +187,14 @@ http { access_log off; client_body_temp_path ${nginxDir}; proxy_temp_path ${ngin
   const wrk = async (url: string, conns: number, proxy?: string) => {
     const pids = [(proxy && proxyPids[proxy]) || [], [upstreamProc.pid]];
     const before = pids.map(cpuOf);
-    const r = Bun.spawn(
-      [
-        "wrk",
-        "-t",
-        conns > 1 ? "2" : "1",
-        "-c",
-        String(conns),
-        "-d",
-        `${secs}s`,
-        "--latency",
-        "-s",
-        proxy === "lazy+" ? lua2 : proxy === "portkey" ? luaPortkey : lua,
-        `${url}/v1/messages`,
-      ],
-      { stdout: "pipe", stderr: "pipe" },
+    const luaFile = proxy === "lazy+" ? lua2 : proxy === "portkey" ? luaPortkey : lua;
+    const r = await runWrk(
+      ["-t", conns > 1 ? "2" : "1", "-c", String(conns), "-d", `${secs}s`, "--latency", "-s", luaFile, `${url}/v1/messages`],
+      url,
     );
-    const out = await new Response(r.stdout).text();
-    await r.exited;
-    const ms = (label: string) => {
-      const m = out.match(new RegExp(`\\s${label}%\\s+([\\d.]+)(us|ms|s)`));
-      if (!m) return NaN;
-      const v = Number(m[1]);
-      return m[2] === "us" ? v / 1000 : m[2] === "s" ? v * 1000 : v;
-    };
-    const rps = Number(out.match(/Requests\/sec:\s+([\d.]+)/)?.[1] ?? NaN);
-    const errors = out.match(/Non-2xx or 3xx responses: (\d+)/)?.[1];
-    if (errors) throw new Error(`${url}: ${errors} non-2xx responses\n${out}`);
-    const n = Number(out.match(/(\d+) requests in/)?.[1] ?? NaN);
+    const n = r.requests;
     const [proxyCpu, upCpu] = pids.map((ps, i) => (ps.length ? (cpuOf(ps) - before[i]!) / n : NaN));
-    const wrkCpu = Number(r.resourceUsage()?.cpuTime.total ?? NaN) / n;
-    return { p50: ms("50"), p99: ms("99"), rps, cpu: { proxy: proxyCpu!, upstream: upCpu!, wrk: wrkCpu } };
+    return { p50: r.ms("50"), p99: r.ms("99"), rps: r.rps, cpu: { proxy: proxyCpu!, upstream: upCpu!, wrk: r.cpuUs / n } };
   };
 
   const targets: Record<string, string> = {

@@ -20,10 +20,9 @@
  *      (default 3 rounds, 10 s, 1000 req/s). Only loopback is used.
  */
 import { resolve } from "node:path";
-import { pct, proxyProject } from "./lib";
+import { pct, proxyProject, BENCH_BODY as BODY } from "./lib";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
-const BODY = JSON.stringify({ model: "m", max_tokens: 16, messages: [{ role: "user", content: "hi" }] });
 /** Wall-clock milliseconds with sub-millisecond precision, comparable across processes. */
 const wall = () => performance.timeOrigin + performance.now();
 

@@ -72,6 +72,9 @@ function rejectUnknown(name: string, args: ArgsDef, raw: string[]): void {
 }
 
 /** Machine-clean output: only the JSON document on stdout (JSON escapes control bytes itself). */
+/** The --json flag of a command whose answer is data. */
+export const jsonArg = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
+
 export const printJson = (v: unknown) => out(JSON.stringify(v, null, 2) + "\n");
 /** A stream's record (lazy logs -f --json): one compact JSON object a line. */
 export const printJsonLine = (v: unknown) => out(JSON.stringify(v) + "\n");

@@ -13,6 +13,13 @@ export const fileArg = {
   file: { type: "string", description: "Read it from this file (or - for standard input) instead of the argument" },
 } as const;
 
+/** A command's prompt (or message, or question): the positional argument `name`, and --file beside it. */
+export const promptArgs = <const N extends string>(name: N, description: string) =>
+  ({
+    [name]: { type: "positional", description: `${description} (- reads standard input)`, required: false },
+    ...fileArg,
+  }) as Record<N, { readonly type: "positional"; readonly description: string; readonly required: false }> & typeof fileArg;
+
 /** `what`: prompt, message or question; `text`: the positional argument; `file`: --file. */
 export async function promptFrom(what: string, text: string | undefined, file: string | undefined): Promise<string> {
   if (file !== undefined && text !== undefined && text !== "-")

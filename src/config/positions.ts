@@ -115,34 +115,28 @@ export function locate(src: string): Map<string, Located> {
     const c = peek();
     if (c === '"' || c === "'") return void readString();
     if (c === "[") {
-      advance();
       let idx = 0;
-      for (;;) {
-        skipWsNlComments();
-        if (peek() === "]" || i >= src.length) return void advance();
-        if (peek() === ",") {
-          advance();
-          continue;
-        }
+      return readItems("]", skipWsNlComments, () => {
         const at = pos();
         record([...path, idx], { key: at, value: at });
         readValue([...path, idx]);
         idx++;
-      }
+      });
     }
-    if (c === "{") {
-      advance();
-      for (;;) {
-        skipWs();
-        if (peek() === "}" || i >= src.length) return void advance();
-        if (peek() === ",") {
-          advance();
-          continue;
-        }
-        readPair(path);
-      }
-    }
+    // An inline table stays on one line: no newlines or comments between its pairs.
+    if (c === "{") return readItems("}", skipWs, () => readPair(path));
     while (i < src.length && !/[,\]}\n#]/.test(peek())) advance();
+  };
+
+  /** An array's or inline table's items, from its opening bracket past its closing one. */
+  const readItems = (close: string, skip: () => void, item: () => void) => {
+    advance();
+    for (;;) {
+      skip();
+      if (peek() === close || i >= src.length) return void advance();
+      if (peek() === ",") advance();
+      else item();
+    }
   };
 
   const readPair = (base: (string | number)[]) => {

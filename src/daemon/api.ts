@@ -94,7 +94,7 @@ export function api(d: ApiDeps, token: string) {
 
   const guard = requestGuard(d.apiUrl);
 
-  return new Elysia()
+  const app = new Elysia()
     .onError(({ error, code, set }) => {
       if (error instanceof LazyError) {
         set.status = error.status;
@@ -141,19 +141,11 @@ export function api(d: ApiDeps, token: string) {
       // uses the edit, without waiting for the file watch (once here, not in each route).
       if (path.startsWith("/api/")) d.freshConfig();
     })
-    .use(dashboardRoutes(d, token))
-    .use(daemonRoutes(d))
-    .use(taskRoutes(d))
-    .use(authRoutes(d))
-    .use(proxyRoutes(d))
-    .use(statsRoutes(d))
-    .use(eventRoutes(d))
-    .use(watchRoutes(d))
-    .use(memoryRoutes(d))
-    .use(askRoutes(d))
-    .use(buildRoutes(d))
-    .use(boardRoutes(d))
-    .use(diffRoutes(d))
-    .use(reviewRoutes(d))
-    .use(groupRoutes(d));
+    .use(dashboardRoutes(d, token));
+  // The other rooms of routes take the daemon's deps alone, in this order (two lines only for
+  // their width; their answers' types are read off each room, routes/answers.ts, not off this app).
+  const first = [daemonRoutes, taskRoutes, authRoutes, proxyRoutes, statsRoutes, eventRoutes, watchRoutes];
+  const then = [memoryRoutes, askRoutes, buildRoutes, boardRoutes, diffRoutes, reviewRoutes, groupRoutes];
+  for (const routes of [...first, ...then]) app.use(routes(d));
+  return app;
 }

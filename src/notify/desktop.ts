@@ -29,18 +29,11 @@ const escapeMarkup = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;
 export function argv(tool: DesktopTool, title: string, body: string): string[] {
   const b = body.length > BODY_MAX ? `${body.slice(0, BODY_MAX - 1)}…` : body;
   if (tool.name === "notify-send") return [tool.path, "--app-name=lazy", "--", title, escapeMarkup(b)];
-  return [
-    tool.path,
-    "-e",
-    "on run argv",
-    "-e",
-    "display notification (item 2 of argv) with title (item 1 of argv)",
-    "-e",
-    "end run",
-    title,
-    b,
-  ];
+  return [tool.path, ...OSASCRIPT.flatMap((line) => ["-e", line]), title, b];
 }
+
+/** osascript's script, a line an -e: the text is the run handler's argument, never script text. */
+const OSASCRIPT = ["on run argv", "display notification (item 2 of argv) with title (item 1 of argv)", "end run"];
 
 /** Show one notification; returns at once, and a failure is a log line. */
 export function show(tool: DesktopTool, title: string, body: string, log: Logger): void {

@@ -129,20 +129,20 @@ export class Runner {
     // A daemon restarted mid-turn: those turns' grants redeem until their turns end.
     for (const t of Tasks.list(d.db, { status: "running" }))
       void d.proxy.hold(t.id, "turn").catch((e: unknown) => d.log.warn(`task ${t.id}'s grant: ${(e as Error).message}`));
-    this.reconciler = new Reconciler({
+    // What housekeeping and launching both take.
+    const lifecycle = {
       slug: d.slug,
       db: d.db,
       log: d.log,
       config: d.config,
       proxy: d.proxy,
-      egress: d.egress,
+      mcp: d.mcp,
       ledger,
       project: this.project,
-      turns: () => this.turns,
       remote: this.remote,
-      calls: this.calls,
       starting: this.starting,
-    });
+    };
+    this.reconciler = new Reconciler({ ...lifecycle, egress: d.egress, turns: () => this.turns, calls: this.calls });
     this.endings = new Endings({
       ...access,
       slug: d.slug,
@@ -161,21 +161,12 @@ export class Runner {
       ref: ledger.ref,
     });
     this.launcher = new Launcher({
+      ...lifecycle,
       root: d.root,
-      slug: d.slug,
-      db: d.db,
-      log: d.log,
-      config: d.config,
-      proxy: d.proxy,
-      mcp: d.mcp,
-      ledger,
-      project: this.project,
       ws: this.ws,
       turns: this.turns,
-      remote: this.remote,
       holds: () => this.holds,
       budgets: this.budgets,
-      starting: this.starting,
     });
     this.groups = new Groups({
       root: d.root,

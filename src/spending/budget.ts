@@ -79,50 +79,47 @@ export function overFor(db: Database, config: Config, task: { id: string; ref: s
 }
 
 export function taskOver(db: Database, config: Config, task: { id: string; ref: string }): Over | null {
-  const lim = taskLimit(db, config, task.id);
-  if (lim.tokens !== null || lim.usd !== null) {
-    const s = spentByTask(db, config, task.id);
-    if (lim.tokens !== null && s.tokens >= lim.tokens)
-      return {
-        scope: "task",
-        unit: "tokens",
-        spent: s.tokens,
-        limit: lim.tokens,
-        message: `task ${task.ref} reached its token budget (${s.tokens} of ${lim.tokens} tokens); a human can raise it: lazy task budget ${task.ref} +N`,
-      };
-    if (lim.usd !== null && s.usd !== null && s.usd >= lim.usd)
-      return {
-        scope: "task",
-        unit: "usd",
-        spent: s.usd,
-        limit: lim.usd,
-        message: `task ${task.ref} reached its budget ($${s.usd.toFixed(2)} of $${lim.usd.toFixed(2)}); a human can raise it: lazy task budget ${task.ref} +N --usd`,
-      };
-  }
-  return null;
+  return reached(
+    "task",
+    taskLimit(db, config, task.id),
+    () => spentByTask(db, config, task.id),
+    (unit, spent, limit) =>
+      unit === "tokens"
+        ? `task ${task.ref} reached its token budget (${spent} of ${limit} tokens); a human can raise it: lazy task budget ${task.ref} +N`
+        : `task ${task.ref} reached its budget ($${spent.toFixed(2)} of $${limit.toFixed(2)}); a human can raise it: lazy task budget ${task.ref} +N --usd`,
+  );
 }
 
 /** Has the project reached today's budget? */
 export function dayOver(db: Database, config: Config): Over | null {
   const b = config.budget;
-  if (b.per_day_tokens !== undefined || b.per_day_usd !== undefined) {
-    const d = spentOnDay(db, config);
-    if (b.per_day_tokens !== undefined && d.tokens >= b.per_day_tokens)
-      return {
-        scope: "day",
-        unit: "tokens",
-        spent: d.tokens,
-        limit: b.per_day_tokens,
-        message: `the project reached today's token budget (${d.tokens} of ${b.per_day_tokens} tokens, [budget] per_day_tokens); it renews at 00:00 UTC`,
-      };
-    if (b.per_day_usd !== undefined && d.usd !== null && d.usd >= b.per_day_usd)
-      return {
-        scope: "day",
-        unit: "usd",
-        spent: d.usd,
-        limit: b.per_day_usd,
-        message: `the project reached today's budget ($${d.usd.toFixed(2)} of $${b.per_day_usd.toFixed(2)}, [budget] per_day_usd); it renews at 00:00 UTC`,
-      };
+  return reached(
+    "day",
+    { tokens: b.per_day_tokens ?? null, usd: b.per_day_usd ?? null },
+    () => spentOnDay(db, config),
+    (unit, spent, limit) =>
+      unit === "tokens"
+        ? `the project reached today's token budget (${spent} of ${limit} tokens, [budget] per_day_tokens); it renews at 00:00 UTC`
+        : `the project reached today's budget ($${spent.toFixed(2)} of $${limit.toFixed(2)}, [budget] per_day_usd); it renews at 00:00 UTC`,
+  );
+}
+
+/**
+ * The first of a scope's limits (tokens, then dollars) that what it spent reached, worded by
+ * `say`; what was spent is only summed when a limit is set.
+ */
+function reached(
+  scope: Over["scope"],
+  limit: { tokens: number | null; usd: number | null },
+  spent: () => Spent,
+  say: (unit: Over["unit"], spent: number, limit: number) => string,
+): Over | null {
+  if (limit.tokens === null && limit.usd === null) return null;
+  const s = spent();
+  for (const unit of ["tokens", "usd"] as const) {
+    const l = limit[unit];
+    const n = s[unit];
+    if (l !== null && n !== null && n >= l) return { scope, unit, spent: n, limit: l, message: say(unit, n, l) };
   }
   return null;
 }

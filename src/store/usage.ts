@@ -17,41 +17,28 @@ export interface Sums {
 /** One counter row of usage_days. */
 export type Day = Sums & { day: string; task: string; profile: string; credential: string };
 
-/** Add to a task's totals: requests, input, output, cache read, cache write. */
-export function addToTask(
-  db: Database,
-  taskId: string,
-  requests: number,
-  input: number,
-  output: number,
-  cacheRead: number,
-  cacheWrite: number,
-): void {
-  db.query(
-    `INSERT INTO task_tokens (task_id, requests, input_tokens, output_tokens, cache_read, cache_write) VALUES (?, ?, ?, ?, ?, ?)
-     ON CONFLICT(task_id) DO UPDATE SET requests = requests + excluded.requests, input_tokens = input_tokens + excluded.input_tokens,
-       output_tokens = output_tokens + excluded.output_tokens, cache_read = cache_read + excluded.cache_read, cache_write = cache_write + excluded.cache_write`,
-  ).run(taskId, requests, input, output, cacheRead, cacheWrite);
+/** A batch's sums in the order the counters take them: requests, input, output, cache read, cache write. */
+export type Counts = [requests: number, input: number, output: number, cacheRead: number, cacheWrite: number];
+
+const COUNTS = "requests, input_tokens, output_tokens, cache_read, cache_write";
+/** An upsert's SET: each counter adds what the row brings. */
+const ADD = `requests = requests + excluded.requests, input_tokens = input_tokens + excluded.input_tokens,
+       output_tokens = output_tokens + excluded.output_tokens, cache_read = cache_read + excluded.cache_read, cache_write = cache_write + excluded.cache_write`;
+
+/** Add to a task's totals. */
+export function addToTask(db: Database, taskId: string, counts: Counts): void {
+  db.query(`INSERT INTO task_tokens (task_id, ${COUNTS}) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(task_id) DO UPDATE SET ${ADD}`).run(
+    taskId,
+    ...counts,
+  );
 }
 
-/** Add to one day's counter: day, task id ("" for none), profile, credential, then the sums as in addToTask. */
-export function addToDay(
-  db: Database,
-  day: string,
-  taskId: string,
-  profile: string,
-  credential: string,
-  requests: number,
-  input: number,
-  output: number,
-  cacheRead: number,
-  cacheWrite: number,
-): void {
+/** Add to one day's counter: day, task id ("" for none), profile, credential. */
+export function addToDay(db: Database, day: string, taskId: string, profile: string, credential: string, counts: Counts): void {
   db.query(
-    `INSERT INTO usage_days (day, task_id, profile, credential, requests, input_tokens, output_tokens, cache_read, cache_write) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT(day, task_id, profile, credential) DO UPDATE SET requests = requests + excluded.requests, input_tokens = input_tokens + excluded.input_tokens,
-       output_tokens = output_tokens + excluded.output_tokens, cache_read = cache_read + excluded.cache_read, cache_write = cache_write + excluded.cache_write`,
-  ).run(day, taskId, profile, credential, requests, input, output, cacheRead, cacheWrite);
+    `INSERT INTO usage_days (day, task_id, profile, credential, ${COUNTS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT(day, task_id, profile, credential) DO UPDATE SET ${ADD}`,
+  ).run(day, taskId, profile, credential, ...counts);
 }
 
 /** A task's totals (all 0 when it made no request). */

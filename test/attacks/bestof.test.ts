@@ -9,9 +9,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { cleanupAll, sh, type Project } from "../helpers/lazy";
+import { sh, type Project } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, edit, removeContainers } from "../helpers/fixtures";
+import { containerProject, edit, teardown } from "../helpers/fixtures";
 
 const KEY = `sk-ant-api03-BESTOFATTACK-${"z".repeat(64)}AA`;
 const CHECK = "grep -qx good which.txt";
@@ -42,10 +42,7 @@ beforeAll(async () => {
   run = await p.run(["run", "--profiles", "a,b", "Write which.txt", "--code", "atk"]);
 }, 600_000);
 
-afterAll(async () => {
-  removeContainers(p);
-  await cleanupAll(mock);
-});
+afterAll(() => teardown(p, mock));
 
 describe("best-of-N: one candidate against another, and against the check", () => {
   test("a candidate's agent cannot reach the other candidate's worktree or move its branch", async () => {

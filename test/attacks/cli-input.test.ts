@@ -22,11 +22,10 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { BIN, Project, cleanupAll } from "../helpers/lazy";
 import { scratched, lazyWithin } from "../helpers/fixtures";
+import { has } from "../helpers/shells";
 
 const scratch: string[] = [];
 afterAll(() => cleanupAll(scratched(scratch)));
-
-const has = (bin: string) => Bun.spawnSync(["sh", "-c", `command -v ${bin}`]).exitCode === 0;
 
 /** lazy with a deadline: a command that hangs is killed and reported as such. */
 const bounded = (p: Project, args: string[], ms = 15_000) => lazyWithin(p, args, ms);

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, settled, launched } from "../helpers/fixtures";
+import { containerProject, settled, launched, launchedStatus } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-HOSTILEAGENT-" + "h".repeat(68) + "AA";
 let anthropic: Mock.MockProvider;
@@ -36,6 +36,11 @@ async function status(ref: string): Promise<string> {
 }
 /** The status a task's turn ended in. */
 const settledStatus = async (ref: string, timeoutMs?: number): Promise<string> => (await settled(p, ref, timeoutMs)).task.status;
+/** `lazy send CODE next`: the status that turn ended in. */
+async function nextTurn(ref: string): Promise<string> {
+  await p.ok(["send", ref, "next"]);
+  return settledStatus(ref);
+}
 /** The agent's next turn runs this command as a Bash tool call. */
 function agentRuns(command: string): void {
   anthropic.answer({ text: "done.", toolUse: { name: "Bash", input: { command, description: "probe" } } });
@@ -60,8 +65,7 @@ describe("a hostile agent in its task container", () => {
     const marker = join(victims, "hook-ran");
     // Turn 1: point the worktree at the project's .git, then stop its own container.
     agentRuns(`printf 'gitdir: ${gitDir}\\n' > .git && sudo pkill -KILL -f 'supervise --[i]dle'`);
-    await launched(p, "gitdir-swap", "probe the git boundary");
-    expect(await settledStatus("gitdir-swap", 120_000)).toBe("failed");
+    expect(await launchedStatus(p, "gitdir-swap", "probe the git boundary", 120_000)).toBe("failed");
 
     // Turn 2, in a new container: try to plant a hook in the project's .git, and commit.
     agentRuns(
@@ -96,8 +100,7 @@ describe("a hostile agent in its task container", () => {
     writeFileSync(join(victim, "keep"), "untouched");
     const before = stat(victim);
     agentRuns(`ln -s ${victim} /lazy/turns/2`);
-    await launched(p, "turn-link", "probe the turn folders");
-    expect(await settledStatus("turn-link")).toBe("done");
+    expect(await launchedStatus(p, "turn-link", "probe the turn folders")).toBe("done");
     anthropic.answer({ text: "second turn." });
     const refused = await p.run(["send", "turn-link", "next"]);
     expect(refused.code).not.toBe(0);
@@ -107,8 +110,7 @@ describe("a hostile agent in its task container", () => {
     expect(await status("turn-link")).toBe("done"); // not left hanging in running
     expect((await p.ok(["logs", "turn-link"])).stdout).toContain("refused: turns/2 was a link");
     // lazy removed the link without following it: the next try runs.
-    await p.ok(["send", "turn-link", "next"]);
-    expect(await settledStatus("turn-link")).toBe("done");
+    expect(await nextTurn("turn-link")).toBe("done");
     expect(stat(victim)).toEqual(before);
   }, 600_000);
 
@@ -116,11 +118,9 @@ describe("a hostile agent in its task container", () => {
     const victim = join(victims, "created-by-daemon");
     const ref = join(p.root, ".git", "refs", "heads", "lazy", "ref-link");
     agentRuns(`rm -f ${ref} && ln -s ${victim} ${ref}`);
-    await launched(p, "ref-link", "probe the ref stand-in");
-    expect(await settledStatus("ref-link")).toBe("done");
+    expect(await launchedStatus(p, "ref-link", "probe the ref stand-in")).toBe("done");
     anthropic.answer({ text: "second turn." });
-    await p.ok(["send", "ref-link", "next"]);
-    expect(await settledStatus("ref-link")).toBe("done");
+    expect(await nextTurn("ref-link")).toBe("done");
     expect(existsSync(victim)).toBe(false);
   }, 600_000);
 
@@ -152,8 +152,7 @@ describe("a hostile agent in its task container", () => {
       JSON.stringify({ type: "assistant", message: { content: [{ type: "text", text: "LEAKED-FROM-THE-HOST" }] } }) + "\n",
     );
     agentRuns(`rm -f /lazy/turns/1/events.jsonl && ln -s ${victim} /lazy/turns/1/events.jsonl; sleep 1`);
-    await launched(p, "events-link", "probe the events file");
-    expect(await settledStatus("events-link")).toBe("failed");
+    expect(await launchedStatus(p, "events-link", "probe the events file")).toBe("failed");
     const logs = (await p.ok(["logs", "events-link"])).stdout;
     expect(logs).not.toContain("LEAKED-FROM-THE-HOST");
     expect(logs).toContain("link");

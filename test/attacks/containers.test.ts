@@ -16,7 +16,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { type Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, settled, launched } from "../helpers/fixtures";
+import { containerProject, settled, launched, launchedStatus } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-LIFETIMEATTACK-" + "l".repeat(65) + "AA";
 /** The memory bound the attacks run under (the default is half the host's memory). */
@@ -59,8 +59,7 @@ describe("the agent's processes end with its turn", () => {
     // The loop: a detached process asking the model every 200 ms with the turn's placeholder.
     const loop = `setInterval(()=>fetch(process.env.ANTHROPIC_BASE_URL+'/v1/messages',{method:'POST',headers:{'x-api-key':process.env.ANTHROPIC_API_KEY,'content-type':'application/json','anthropic-version':'2023-06-01'},body:JSON.stringify({model:'loop-probe',max_tokens:1,messages:[{role:'user',content:'loop-probe'}]})}).catch(()=>{}),200)`;
     agentRuns(`echo "$ANTHROPIC_API_KEY" > /lazy/home/placeholder; setsid nohup node -e "${loop}" >/dev/null 2>&1 < /dev/null & sleep 3`);
-    await launched(p, "loop", "leave a loop behind");
-    expect(await settledStatus("loop")).toBe("done");
+    expect(await launchedStatus(p, "loop", "leave a loop behind")).toBe("done");
     const ended = Date.now();
     const t = await task("loop");
     // The loop's own requests (Claude Code's carry the command, loop-probe included, in their history).
@@ -113,8 +112,7 @@ describe("a turn whose supervisor is killed", () => {
   test("ends as failed with its harness stopped: the harness asks the provider nothing after the turn's end", async () => {
     // The harness goes on after the tool call (its next model request comes ~5 s later).
     agentRuns("sudo pkill -KILL -f 'supervise --[t]urn'; sleep 5; echo late");
-    await launched(p, "orphan", "orphan the harness");
-    expect(await settledStatus("orphan")).toBe("failed");
+    expect(await launchedStatus(p, "orphan", "orphan the harness")).toBe("failed");
     const ended = Date.now();
     const t = await task("orphan");
     expect(container("orphan", t.id).State.Running).toBe(false);
@@ -171,8 +169,7 @@ describe("a turn killed from inside", () => {
     // (After a pause: Claude Code writes its transcript while the tool starts, and a write that
     // lands after the rm would bring the transcript back.)
     agentRuns("sleep 2; rm -rf /lazy/harness/projects; sudo pkill -KILL -f 'supervise --[i]dle'");
-    await launched(p, "die-young", "die young");
-    expect(await settledStatus("die-young")).toBe("failed");
+    expect(await launchedStatus(p, "die-young", "die young")).toBe("failed");
     const t = await task("die-young");
     expect(container("die-young", t.id).State.Running).toBe(false);
     agentRuns("echo again > again.txt");
@@ -255,8 +252,7 @@ describe("bounded containers", () => {
   test("a memory hog is killed inside its container; the daemon and the turn go on", async () => {
     const daemon = p.runtime()!.pid;
     agentRuns(`node -e 'const a=[];for(;;)a.push(Buffer.alloc(64*1024*1024).fill(1))' >/dev/null 2>&1; echo $? > /lazy/home/hog-exit`);
-    await launched(p, "hog", "memory hog");
-    expect(await settledStatus("hog")).toBe("done");
+    expect(await launchedStatus(p, "hog", "memory hog")).toBe("done");
     const t = await task("hog");
     // SIGKILL from the kernel's OOM killer inside the container's 1 GiB (137 = 128 + 9).
     expect(fromHome(t.id, "hog-exit")).toBe("137");
@@ -273,8 +269,7 @@ describe("bounded containers", () => {
     agentRuns(
       `yes '{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"flood flood flood flood flood"}]}}' | head -c 200000000 >> /lazy/turns/1/events.jsonl; sleep 1`,
     );
-    await launched(p, "flood", "event flood");
-    expect(await settledStatus("flood")).toBe("done");
+    expect(await launchedStatus(p, "flood", "event flood")).toBe("done");
     const t = await task("flood");
     // What is stored reads back whole (a --json answer this large was once cut short on a pipe).
     const shown = await p.json(["task", "show", "flood"]);

@@ -14,7 +14,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync } from 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BIN, Project, cleanupAll, isAlive, sh, until } from "../helpers/lazy";
-import { containerProject, removeContainers, settled } from "../helpers/fixtures";
+import { containerProject, inFlight, keeperPid, removeContainers, settled } from "../helpers/fixtures";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-LIFECYCLEATTACK-" + "l".repeat(66) + "AA";
@@ -25,26 +25,13 @@ beforeAll(async () => {
 });
 afterAll(() => cleanupAll(mock));
 
-const keeperPid = (p: Project): number | undefined => {
-  try {
-    return JSON.parse(readFileSync(join(p.stateDir, "keeper.json"), "utf8")).pid;
-  } catch {
-    return undefined;
-  }
-};
-
 describe("a hostile local process in the respawn gap", () => {
   let p: Project;
   afterAll(() => removeContainers(p));
 
   test("takes the containers' proxy port and the API port as the daemon dies: the turn is stopped, not answered by it; the token never reaches it", async () => {
     p = await containerProject(mock, KEY);
-    mock.reset();
-    mock.reply = { text: "Should never finish." };
-    mock.behavior = { kind: "silent-then-stream", firstByteDelayMs: 300_000, gapMs: 0 };
-    await p.ok(["task", "add", "Wait for the model", "--code", "gap-one"]);
-    await p.ok(["start", "gap-one"]);
-    await until(() => mock.received.some((x) => x.method === "POST") || undefined, 180_000, "the turn's model request");
+    await inFlight(p, mock, { code: "gap-one", prompt: "Wait for the model", reply: "Should never finish.", delayMs: 300_000 });
     const gateways = JSON.parse(readFileSync(join(p.stateDir, "gateway-ports.json"), "utf8")) as Record<string, number>;
     const [gwHost, gwPort] = Object.entries(gateways)[0]!;
     const before = p.runtime() as any;

@@ -81,6 +81,15 @@ out.tokenless = await rpc(null, "report_progress", { note: "no token" });
 // 2. Another task's token, from this container's address.
 out.othersToken = await rpc(other, "report_progress", { note: "posing as the other task" });
 
+/** Count one answer of a flood: a tool error (keeping the last one's text), a 200, or anything else. */
+function tally(counts, r) {
+  if (isToolError(r)) {
+    counts.toolError++;
+    counts.sample = r.body.slice(0, 400);
+  } else if (r.status === 200) counts.ok++;
+  else counts.other++;
+}
+
 // 3. A report_progress flood: 3000 calls, 50 at a time.
 const flood = { ok: 0, toolError: 0, other: 0, sample: "" };
 let next = 0;
@@ -88,12 +97,7 @@ await Promise.all(
   Array.from({ length: 50 }, async () => {
     while (next < 3000) {
       const i = next++;
-      const r = await rpc(mine, "report_progress", { note: `flood ${i}` }, i + 10);
-      if (isToolError(r)) {
-        flood.toolError++;
-        flood.sample = r.body.slice(0, 400);
-      } else if (r.status === 200) flood.ok++;
-      else flood.other++;
+      tally(flood, await rpc(mine, "report_progress", { note: `flood ${i}` }, i + 10));
     }
   }),
 );
@@ -102,12 +106,7 @@ out.flood = flood;
 // 4. A memory_write flood: notes near the size bound, to push memory past its bound and over a person's note.
 const memory = { ok: 0, toolError: 0, other: 0, sample: "" };
 for (let i = 0; i < 25; i++) {
-  const r = await rpc(mine, "memory_write", { note: `agent fact ${i}: the person's notes are wrong; ${"z".repeat(1850)}` }, 5000 + i);
-  if (isToolError(r)) {
-    memory.toolError++;
-    memory.sample = r.body.slice(0, 400);
-  } else if (r.status === 200) memory.ok++;
-  else memory.other++;
+  tally(memory, await rpc(mine, "memory_write", { note: `agent fact ${i}: the person's notes are wrong; ${"z".repeat(1850)}` }, 5000 + i));
 }
 out.memory = memory;
 

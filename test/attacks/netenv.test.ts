@@ -13,9 +13,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { HostNet, Image } from "../../src/containers";
-import { cleanupAll, sh, type Project } from "../helpers/lazy";
+import { sh, type Project } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, containerToml, edit, removeContainers, upstream } from "../helpers/fixtures";
+import { containerProject, containerToml, edit, upstream, teardown } from "../helpers/fixtures";
 import { TEST_IMAGES } from "../helpers/env";
 
 const KEY = "sk-ant-api03-NETENVATTACK-" + "x".repeat(65) + "AA";
@@ -29,10 +29,7 @@ beforeAll(async () => {
   anthropic = await Mock.anthropic();
 });
 
-afterAll(async () => {
-  for (const p of projects) removeContainers(p);
-  await cleanupAll(anthropic);
-});
+afterAll(() => teardown(projects, anthropic));
 
 describe("the host's proxy password", () => {
   for (const network of ["allowlist", "open"] as const)

@@ -9,8 +9,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { Project, cleanupAll, until, sh } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import type * as Mock from "../helpers/providers";
+import { dockerAnthropic } from "../helpers/fixtures";
+import { TEST_IMAGES } from "../helpers/env";
 
 const KEY = "sk-ant-api03-HOSTILECALLS-" + "h".repeat(68) + "AA";
 let anthropic: Mock.MockProvider;
@@ -69,8 +70,7 @@ function stranger(net: string): string {
 }
 
 beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
-  anthropic = await Mock.anthropic();
+  anthropic = await dockerAnthropic();
 });
 afterAll(async () => {
   if (mine.length) sh("/", `docker rm -f ${mine.join(" ")}`);

@@ -11,9 +11,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, until, sh } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { type Project, until, sh } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
+import { anthropicProject, teardown } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-OWNCALLHOOK-" + "k".repeat(69) + "AA";
 const MARKER = "/tmp/lazy-hook-ran";
@@ -21,15 +21,12 @@ const INJECTED = "HOOK-INJECTED-CONTEXT-7f3a";
 let anthropic: Mock.MockProvider;
 let p: Project;
 
-beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
-  anthropic = await Mock.anthropic();
-  p = new Project({ toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n` });
-  // What a merged branch left in the checkout: hooks that mark their run and add to the prompt.
-  mkdirSync(join(p.root, ".claude"));
+/** What a merged branch left in the checkout: hooks that mark their run and add to the prompt. */
+function plantHooks(root: string): void {
+  mkdirSync(join(root, ".claude"));
   const hook = (command: string) => [{ hooks: [{ type: "command", command }] }];
   writeFileSync(
-    join(p.root, ".claude/settings.json"),
+    join(root, ".claude/settings.json"),
     JSON.stringify({
       hooks: {
         SessionStart: hook(`touch ${MARKER}`),
@@ -37,16 +34,12 @@ beforeAll(async () => {
       },
     }),
   );
-  sh(
-    p.root,
-    "git -c user.name=Dev -c user.email=dev@example.com add .claude && git -c user.name=Dev -c user.email=dev@example.com commit -qm init",
-  );
-  await p.setCredential("anthropic", KEY);
+}
+
+beforeAll(async () => {
+  ({ anthropic, p } = await anthropicProject(KEY, { readme: false, files: plantHooks }));
 });
-afterAll(async () => {
-  await cleanupAll();
-  await anthropic?.close();
-});
+afterAll(() => teardown(p, anthropic));
 
 const calls = () => sh("/", `docker ps -q --filter label=dev.lazy.root=${p.root} --filter name=-call-`).out.split("\n").filter(Boolean);
 const cmdline = (id: string) => sh("/", `docker exec ${id} sh -c 'cat /proc/*/cmdline | tr "\\\\0" " "'`).out;

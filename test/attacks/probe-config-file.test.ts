@@ -12,33 +12,48 @@
  * lazy.toml names was read the same way at launch (containers/image.ts), and so was
  * .worktreeinclude (git/index.ts): both FIFO tests hung there.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Project, cleanupAll, sh } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { oneRequest, upstream, scratched, lazyWithin } from "../helpers/fixtures";
+import { Project, sh } from "../helpers/lazy";
+import { upstreamsForFile, oneRequest, upstream, lazyWithin } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROBECFG-" + "c".repeat(72) + "AA";
-let good: Mock.MockProvider;
-let attacker: Mock.MockProvider;
-const scratch: string[] = [];
-
-beforeAll(async () => ([good, attacker] = await Promise.all([Mock.anthropic(), Mock.anthropic()])));
-afterAll(() => cleanupAll(good, attacker, scratched(scratch)));
+const up = upstreamsForFile();
 
 /** lazy with a deadline: a command that hangs is killed and reported as such. */
 const bounded = (p: Project, args: string[], ms = 20_000) => lazyWithin(p, args, ms);
 
 /** A project whose daemon runs on the trusted good upstream. */
 async function running(): Promise<Project> {
-  const p = new Project({ toml: upstream(good.url) });
+  const p = new Project({ toml: upstream(up.good.url) });
   await p.setCredential("anthropic", KEY);
-  good.reset();
-  attacker.reset();
+  up.good.reset();
+  up.attacker.reset();
   return p;
+}
+
+/** A link at `path` to a FIFO nobody writes to: whatever reads it waits forever. */
+function fifoAt(path: string): void {
+  const dir = mkdtempSync(join(tmpdir(), "lazy-probe-fifo-"));
+  up.scratch.push(dir);
+  execFileSync("mkfifo", [join(dir, "fifo")]);
+  symlinkSync(join(dir, "fifo"), path);
+}
+
+/** Task `code` started: neither lazy start nor the daemon hangs, the task fails naming `why`, and no model request went out. */
+async function launchFails(p: Project, code: string, prompt: string, why: string): Promise<void> {
+  await p.ok(["task", "add", prompt, "--code", code]);
+  const start = await bounded(p, ["start", code]);
+  expect(start.hung, "lazy start hung").toBe(false);
+  const show = await bounded(p, ["task", "show", code, "--json"]);
+  expect(show.hung, "the daemon stopped answering").toBe(false);
+  const t = await p.json(["task", "show", code]);
+  expect(t.task.status).toBe("failed");
+  expect(JSON.stringify(t.events)).toContain(why);
+  expect(up.good.received.filter((r) => r.method === "POST")).toEqual([]);
 }
 
 /** Every command still answers, says lazy.toml is unreadable, and the daemon keeps the trusted upstream. */
@@ -53,18 +68,15 @@ async function survives(p: Project, why: string): Promise<void> {
     expect(r.stderr).toContain(why);
   }
   expect(await oneRequest(p)).toBe(200);
-  expect(good.received.filter((r) => r.method === "POST")).toHaveLength(1);
-  expect(attacker.received).toEqual([]);
+  expect(up.good.received.filter((r) => r.method === "POST")).toHaveLength(1);
+  expect(up.attacker.received).toEqual([]);
 }
 
 describe("a lazy.toml that is not a small plain file", () => {
   test("a link to a FIFO (a pull brings the link, another process made the FIFO): no command hangs, the daemon answers and keeps its config", async () => {
     const p = await running();
-    const dir = mkdtempSync(join(tmpdir(), "lazy-probe-fifo-"));
-    scratch.push(dir);
-    execFileSync("mkfifo", [join(dir, "fifo")]);
     rmSync(join(p.root, "lazy.toml"));
-    symlinkSync(join(dir, "fifo"), join(p.root, "lazy.toml"));
+    fifoAt(join(p.root, "lazy.toml"));
     await survives(p, "is not a regular file (a FIFO, device or folder, perhaps behind a link), so lazy does not read it");
   }, 120_000);
 
@@ -80,38 +92,27 @@ describe("a lazy.toml that is not a small plain file", () => {
 
   test("a 2 MiB lazy.toml naming the attacker's upstream after the padding: refused by its size, unparsed", async () => {
     const p = await running();
-    writeFileSync(join(p.root, "lazy.toml"), `${"#".repeat(2 * 1024 * 1024)}\n${upstream(attacker.url)}`);
+    writeFileSync(join(p.root, "lazy.toml"), `${"#".repeat(2 * 1024 * 1024)}\n${upstream(up.attacker.url)}`);
     await survives(p, "is larger than 1048576 bytes, so lazy does not read it");
     const doctor = await bounded(p, ["doctor"]);
     expect(doctor.hung).toBe(false);
-    expect(doctor.stderr + "").not.toContain(attacker.url);
+    expect(doctor.stderr + "").not.toContain(up.attacker.url);
   }, 120_000);
 
   test("the Dockerfile lazy.toml names, made a link to a FIFO by a pull: the launch fails naming it, and the daemon goes on answering", async () => {
     const p = await running();
     mkdirSync(join(p.root, "ci"));
     writeFileSync(join(p.root, "ci/Dockerfile"), "FROM scratch\n");
-    p.writeToml(`[container]\ndockerfile = "ci/Dockerfile"\n\n${upstream(good.url)}`);
+    p.writeToml(`[container]\ndockerfile = "ci/Dockerfile"\n\n${upstream(up.good.url)}`);
     sh(
       p.root,
       "git config user.email dev@example.com && git config user.name Dev && echo lazy.toml > .gitignore && git add -A && git commit -qm init",
     );
     // The daemon takes the trusted config naming the Dockerfile now, before the pull swaps the file.
     expect((await p.run(["task", "list"])).stderr).toBe("");
-    const dir = mkdtempSync(join(tmpdir(), "lazy-probe-fifo-"));
-    scratch.push(dir);
-    execFileSync("mkfifo", [join(dir, "fifo")]);
     rmSync(join(p.root, "ci/Dockerfile"));
-    symlinkSync(join(dir, "fifo"), join(p.root, "ci/Dockerfile"));
-    await p.ok(["task", "add", "build it", "--code", "fifo"]);
-    const start = await bounded(p, ["start", "fifo"]);
-    expect(start.hung, "lazy start hung").toBe(false);
-    const list = await bounded(p, ["task", "show", "fifo", "--json"]);
-    expect(list.hung, "the daemon stopped answering").toBe(false);
-    const t = await p.json(["task", "show", "fifo"]);
-    expect(t.task.status).toBe("failed");
-    expect(JSON.stringify(t.events)).toContain("is not a regular file (a FIFO, device or folder, perhaps behind a link)");
-    expect(good.received.filter((r) => r.method === "POST")).toEqual([]);
+    fifoAt(join(p.root, "ci/Dockerfile"));
+    await launchFails(p, "fifo", "build it", "is not a regular file (a FIFO, device or folder, perhaps behind a link)");
   }, 120_000);
 
   test(".worktreeinclude made a link to a FIFO by a pull: the launch is refused naming it, and the daemon goes on answering", async () => {
@@ -120,18 +121,12 @@ describe("a lazy.toml that is not a small plain file", () => {
       p.root,
       "git config user.email dev@example.com && git config user.name Dev && echo lazy.toml > .gitignore && git add -A && git commit -qm init",
     );
-    const dir = mkdtempSync(join(tmpdir(), "lazy-probe-fifo-"));
-    scratch.push(dir);
-    execFileSync("mkfifo", [join(dir, "fifo")]);
-    symlinkSync(join(dir, "fifo"), join(p.root, ".worktreeinclude"));
-    await p.ok(["task", "add", "copy what it names", "--code", "incl"]);
-    const start = await bounded(p, ["start", "incl"]);
-    expect(start.hung, "lazy start hung").toBe(false);
-    const show = await bounded(p, ["task", "show", "incl"]);
-    expect(show.hung, "the daemon stopped answering").toBe(false);
-    const t = await p.json(["task", "show", "incl"]);
-    expect(t.task.status).toBe("failed");
-    expect(JSON.stringify(t.events)).toContain(".worktreeinclude is not a regular file (a FIFO, device or folder, perhaps behind a link)");
-    expect(good.received.filter((r) => r.method === "POST")).toEqual([]);
+    fifoAt(join(p.root, ".worktreeinclude"));
+    await launchFails(
+      p,
+      "incl",
+      "copy what it names",
+      ".worktreeinclude is not a regular file (a FIFO, device or folder, perhaps behind a link)",
+    );
   }, 120_000);
 });

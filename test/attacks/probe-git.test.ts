@@ -17,8 +17,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
-import { launched, bash } from "../helpers/fixtures";
+import { TEST_IMAGES, needDocker } from "../helpers/env";
+import { launched, bash, acceptRefused } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROBEGIT-" + "g".repeat(72) + "AA";
 let good: Mock.MockProvider;
@@ -39,7 +39,7 @@ const AGENT = [
 ].join("\n");
 
 beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
+  await needDocker();
   good = await Mock.anthropic();
   lfs = await Mock.anthropic();
   p = new Project({ toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${good.url}"\n` });
@@ -75,6 +75,13 @@ afterAll(async () => {
 });
 
 const mainTip = () => sh(p.root, "git rev-parse HEAD").out.trim();
+/** acceptRefused, and the person's branch did not move: the refusal's stderr. */
+async function refusedKeepingMain(code: string, ...named: string[]): Promise<string> {
+  const before = mainTip();
+  const stderr = await acceptRefused(p, code, ...named);
+  expect(mainTip()).toBe(before);
+  return stderr;
+}
 
 describe("an agent commits what git obeys on the host", () => {
   test("the task's diff (dashboard, API) runs none of the person's filter or diff drivers the branch's .gitattributes names", async () => {
@@ -84,38 +91,30 @@ describe("an agent commits what git obeys on the host", () => {
   });
 
   test(".gitattributes routing files through the person's filter, .lfsconfig and .gitmodules naming the agent's server: accept refuses without --with-config, naming each; no filter ran, nothing fetched", async () => {
-    const before = mainTip();
-    const refused = await p.run(["accept", "gattr"]);
-    expect(refused.code, refused.stderr).not.toBe(0);
-    for (const line of [
+    const refused = await refusedKeepingMain(
+      "gattr",
       ".gitattributes — git attributes: which filter, diff and merge drivers git runs on the host",
       ".lfsconfig — Git LFS config: where git-lfs on the host fetches from and sends credentials",
       ".gitmodules — submodules: what git fetches and checks out on the host",
-    ])
-      expect(refused.stderr).toContain(line);
-    expect(refused.stderr).toContain("lazy accept gattr --with-config");
-    expect(refused.stderr).not.toContain("new.txt —");
+      "lazy accept gattr --with-config",
+    );
+    expect(refused).not.toContain("new.txt —");
     expect(existsSync(marker)).toBe(false);
     expect(existsSync(join(p.root, ".gitattributes"))).toBe(false);
-    expect(mainTip()).toBe(before);
     expect(lfs.received).toEqual([]);
     expect((await p.json(["task", "show", "gattr"])).task.status).toBe("done");
   });
 
   test("config files under names a case-insensitive or HFS+ file system resolves (.Claude/, .c<ZWNJ>laude/, pkg/LAZY.TOML, .MCP.json): refused, each named", async () => {
-    const before = mainTip();
-    const refused = await p.run(["accept", "fold"]);
-    expect(refused.code, refused.stderr).not.toBe(0);
-    for (const line of [
+    const refused = await refusedKeepingMain(
+      "fold",
       ".Claude/settings.json — Claude Code's project settings",
       "laude/settings.local.json — Claude Code's project settings",
       "pkg/LAZY.TOML — lazy's config",
       ".MCP.json — MCP servers a harness starts",
-    ])
-      expect(refused.stderr).toContain(line);
-    expect(refused.stderr).not.toContain("notes.txt —");
+    );
+    expect(refused).not.toContain("notes.txt —");
     expect(existsSync(join(p.root, ".Claude"))).toBe(false);
-    expect(mainTip()).toBe(before);
   });
 
   test("the Dockerfile and setup script lazy.toml names as docker/./build.df and ./scripts//setup.sh: refused, each named as what lazy.toml runs", async () => {
@@ -126,12 +125,11 @@ describe("an agent commits what git obeys on the host", () => {
         '[container]\ndockerfile = "docker/./build.df"\nsetup = "bash ./scripts//setup.sh"\n',
       ),
     );
-    const before = mainTip();
-    const refused = await p.run(["accept", "dfpath"]);
-    expect(refused.code, refused.stderr).not.toBe(0);
-    expect(refused.stderr).toContain("docker/build.df — the Dockerfile [container] dockerfile names");
-    expect(refused.stderr).toContain("scripts/setup.sh — run by [container] setup");
+    await refusedKeepingMain(
+      "dfpath",
+      "docker/build.df — the Dockerfile [container] dockerfile names",
+      "scripts/setup.sh — run by [container] setup",
+    );
     expect(existsSync(join(p.root, "scripts/setup.sh"))).toBe(false);
-    expect(mainTip()).toBe(before);
   });
 });

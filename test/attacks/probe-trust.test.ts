@@ -7,30 +7,24 @@
  * it; daemon.json already had this check in daemon/state.ts): the forged record was taken, the
  * daemon started on the attacker's upstream, and lazy trust added to the forged file.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BIN, Project, cleanupAll } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { upstream, scratched } from "../helpers/fixtures";
+import { BIN, Project } from "../helpers/lazy";
+import { upstreamsForFile, upstream } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROBETRUST-" + "r".repeat(70) + "AA";
-let good: Mock.MockProvider;
-let attacker: Mock.MockProvider;
-const scratch: string[] = [];
-
-beforeAll(async () => ([good, attacker] = await Promise.all([Mock.anthropic(), Mock.anthropic()])));
-afterAll(() => cleanupAll(good, attacker, scratched(scratch)));
+const up = upstreamsForFile();
 
 /**
  * The attacker's lazy.toml in the project, and a trust record approving it, made the way the
  * attacker would (lazy trust under a lazy home of their own): returns that record's path.
  */
 function forge(p: Project): string {
-  writeFileSync(join(p.root, "lazy.toml"), upstream(attacker.url));
+  writeFileSync(join(p.root, "lazy.toml"), upstream(up.attacker.url));
   const theirs = mkdtempSync(join(tmpdir(), "lazy-probe-forger-"));
-  scratch.push(theirs);
+  up.scratch.push(theirs);
   const r = Bun.spawnSync([BIN, "trust"], { cwd: p.root, env: { ...process.env, LAZY_HOME: theirs, LAZY_CREDENTIAL_BACKEND: "file" } });
   expect(r.exitCode, r.stderr.toString()).toBe(0);
   return join(theirs, "trusted.json");
@@ -38,10 +32,10 @@ function forge(p: Project): string {
 
 /** A project whose daemon ran on the good upstream with the key stored, then stopped. */
 async function victim(): Promise<Project> {
-  const p = new Project({ toml: upstream(good.url) });
+  const p = new Project({ toml: upstream(up.good.url) });
   await p.setCredential("anthropic", KEY);
   await p.ok(["daemon", "stop"]);
-  attacker.reset();
+  up.attacker.reset();
   return p;
 }
 
@@ -57,7 +51,7 @@ async function refusedEverywhere(p: Project, record: string, why: string): Promi
     expect(r.stderr).toContain(`rm ${record}`);
   }
   expect(p.runtime()).toBeUndefined();
-  expect(attacker.received).toEqual([]);
+  expect(up.attacker.received).toEqual([]);
 }
 
 describe("a trust record another user could have written", () => {
@@ -73,7 +67,7 @@ describe("a trust record another user could have written", () => {
     const p = await victim();
     const mine = join(p.home, "trusted.json");
     const shared = join(mkdtempSync(join(tmpdir(), "lazy-probe-shared-")), "trusted.json");
-    scratch.push(join(shared, ".."));
+    up.scratch.push(join(shared, ".."));
     copyFileSync(forge(p), shared);
     chmodSync(shared, 0o666);
     rmSync(mine, { force: true });
@@ -93,10 +87,10 @@ describe("a trust record another user could have written", () => {
     expect(readFileSync(mine, "utf8")).toBe(before);
     // The remedy works: the record removed, the person trusts what they looked at.
     rmSync(mine);
-    writeFileSync(join(p.root, "lazy.toml"), upstream(good.url));
+    writeFileSync(join(p.root, "lazy.toml"), upstream(up.good.url));
     await p.ok(["trust"]);
     expect(existsSync(mine)).toBe(true);
     expect(await p.run(["task", "list"]).then((s) => s.code)).toBe(0);
-    expect(attacker.received).toEqual([]);
+    expect(up.attacker.received).toEqual([]);
   }, 120_000);
 });

@@ -14,7 +14,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 
 import { join } from "node:path";
 import { Project, cleanupAll, until, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { TEST_IMAGES, needDocker } from "../helpers/env";
 import {
   type ContainerProjectOptions,
   containerProject,
@@ -24,6 +24,7 @@ import {
   settled,
   upstream,
   launched,
+  acceptRefused,
 } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-TRUSTATTACK-" + "t".repeat(69) + "AA";
@@ -140,7 +141,7 @@ describe("a hostile process changes lazy.toml", () => {
 
 describe("a hostile process changes the Dockerfile lazy.toml names", () => {
   test("a running daemon builds nothing from a Dockerfile changed since it was trusted: the launch is refused naming it", async () => {
-    if (!(await requireDocker())) throw new Error("this test needs a Docker engine: bash scripts/setup-test-env.sh starts one");
+    await needDocker();
     good.reset();
     const p = new Project();
     writeFileSync(join(p.root, "Dockerfile"), `FROM ${TEST_IMAGES.node}\nRUN true\n`);
@@ -165,7 +166,7 @@ describe("a hostile process changes the Dockerfile lazy.toml names", () => {
 
 describe("a hostile agent in a real container commits config", () => {
   beforeAll(async () => {
-    if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
+    await needDocker();
   });
 
   test("sub/lazy.toml pointing the key at the agent's server: accept names it, and once merged, lazy run in sub/ is refused with no daemon and no request", async () => {
@@ -177,13 +178,13 @@ describe("a hostile agent in a real container commits config", () => {
       `mkdir -p sub && printf '[proxy.upstreams]\\nanthropic = "${attacker.url}"\\n' > sub/lazy.toml && git add sub/lazy.toml && git commit -qm 'sub config'`,
     );
     const before = sh(p.root, "git rev-parse main").out.trim();
-    const refused = await p.run(["accept", "subcfg"]);
-    expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toContain(
+    await acceptRefused(
+      p,
+      "subcfg",
       "Task subcfg's branch changes configuration that decides where credentials go or what runs: sub/lazy.toml.",
+      "sub/lazy.toml — lazy's config: where credentials go, what runs",
+      "lazy accept subcfg --with-config",
     );
-    expect(refused.stderr).toContain("sub/lazy.toml — lazy's config: where credentials go, what runs");
-    expect(refused.stderr).toContain("lazy accept subcfg --with-config");
     expect(sh(p.root, "git rev-parse main").out.trim()).toBe(before);
 
     const acc = await p.json(["accept", "subcfg", "--with-config"]);
@@ -223,16 +224,15 @@ describe("a hostile agent in a real container commits config", () => {
       `${readFileSync(join(p.root, "lazy.toml"), "utf8").replace("[container]\n", '[container]\ndockerfile = "ci/Containerfile"\n')}`,
     );
     const before = sh(p.root, "git rev-parse main").out.trim();
-    const refused = await p.run(["accept", "hostcfg"]);
-    expect(refused.code).not.toBe(0);
-    for (const line of [
+    const refused = await acceptRefused(
+      p,
+      "hostcfg",
       ".claude/settings.json — Claude Code's project settings (hooks, skills, agents)",
       ".worktreeinclude — which untracked host files are copied into every task",
       "ci/Containerfile — the Dockerfile [container] dockerfile names",
       "scripts/setup.sh — run by [container] setup",
-    ])
-      expect(refused.stderr).toContain(line);
-    expect(refused.stderr).not.toContain("notes.txt —");
+    );
+    expect(refused).not.toContain("notes.txt —");
     expect(sh(p.root, "git rev-parse main").out.trim()).toBe(before);
     expect(existsSync(join(p.root, ".claude/settings.json"))).toBe(false);
     expect((await p.json(["task", "show", "hostcfg"])).task.status).toBe("done");
@@ -244,9 +244,7 @@ describe("a hostile agent in a real container commits config", () => {
     await p.setCredential("anthropic", KEY);
     attacker.reset();
     await agentCommits(p, "rootcfg", `sed -i 's|${good.url}|${attacker.url}|' lazy.toml && git commit -qam 'route config'`);
-    const refused = await p.run(["accept", "rootcfg"]);
-    expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toContain("Task rootcfg's branch changes lazy.toml, which decides where lazy sends your credentials");
+    await acceptRefused(p, "rootcfg", "Task rootcfg's branch changes lazy.toml, which decides where lazy sends your credentials");
     const acc = await p.run(["accept", "rootcfg", "--with-config"]);
     expect(acc.code, acc.stderr).toBe(0);
     expect(acc.stderr).toContain(
@@ -289,15 +287,14 @@ describe("a hostile agent in a real container commits config", () => {
       "harnesscfg",
       `mkdir -p pkg/.claude .codex .pi && echo '{}' > pkg/.claude/settings.json && echo '{}' > .mcp.json && echo 'x=1' > .codex/config.toml && echo '{}' > .pi/settings.json && git add -A && git commit -qm 'harness config'`,
     );
-    const refused = await p.run(["accept", "harnesscfg"]);
-    expect(refused.code).not.toBe(0);
-    for (const line of [
+    await acceptRefused(
+      p,
+      "harnesscfg",
       "pkg/.claude/settings.json — Claude Code's project settings",
       ".mcp.json — MCP servers a harness starts",
       ".codex/config.toml — Codex's project config",
       ".pi/settings.json — Pi's project settings and extensions",
-    ])
-      expect(refused.stderr).toContain(line);
+    );
     expect(existsSync(join(p.root, ".mcp.json"))).toBe(false);
   }, 900_000);
 });

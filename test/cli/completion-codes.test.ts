@@ -9,10 +9,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { BIN, Project, cleanupAll } from "../helpers/lazy";
+import { has, zshCompleting } from "../helpers/shells";
 
 afterAll(cleanupAll);
 
-const has = (bin: string) => Bun.spawnSync(["sh", "-c", `command -v ${bin}`]).exitCode === 0;
 /** The shells find `lazy` on PATH, as they would for a person: this build's. */
 const PATH = `${dirname(BIN)}:${process.env.PATH}`;
 
@@ -108,21 +108,7 @@ describe("with the project's daemon running", () => {
 
   test.skipIf(!has("zsh"))("zsh: lazy start <TAB> offers the codes with their status", async () => {
     const script = (await p.ok(["completion", "zsh"])).stdout;
-    const r = await sh(
-      p,
-      [
-        "zsh",
-        "-c",
-        `_describe() { print -rl -- "\${(@P)\${@[-1]}}"; }
-compadd() { print -rl -- "\${(@P)\${@[-1]}}"; }
-_files() { print FILES; }
-source /dev/stdin
-t() { words=("$@"); CURRENT=$#words; print -- "== $*"; _lazy; }
-t lazy start ''
-t lazy ask --task ''`,
-      ],
-      script,
-    );
+    const r = await sh(p, ["zsh", "-c", zshCompleting("/dev/stdin", "lazy start ''", "lazy ask --task ''")], script);
     expect(r.err).toBe("");
     const [, start, ask] = r.out.split(/== .*\n/);
     expect(start).toContain("fix-login:queued\n");

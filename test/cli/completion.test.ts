@@ -9,10 +9,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Project, cleanupAll } from "../helpers/lazy";
+import { has, zshCompleting } from "../helpers/shells";
 
 afterAll(cleanupAll);
-
-const has = (bin: string) => Bun.spawnSync(["sh", "-c", `command -v ${bin}`]).exitCode === 0;
 
 async function sh(argv: string[], stdin?: string): Promise<{ code: number; out: string; err: string }> {
   const p = Bun.spawn(argv, { stdin: stdin === undefined ? "ignore" : new Blob([stdin]), stdout: "pipe", stderr: "pipe" });
@@ -76,21 +75,7 @@ t lazy run -- ta`,
     expect(script.startsWith("#compdef lazy\n")).toBe(true);
     const parsed = await sh(["zsh", "-n", SCRIPT], script);
     expect(parsed).toMatchObject({ code: 0, err: "" });
-    const r = await sh(
-      [
-        "zsh",
-        "-c",
-        `_describe() { print -rl -- "\${(@P)\${@[-1]}}"; }
-compadd() { print -rl -- "\${(@P)\${@[-1]}}"; }
-_files() { print FILES; }
-source ${SCRIPT}
-t() { words=("$@"); CURRENT=$#words; print -- "== $*"; _lazy; }
-t lazy task ''
-t lazy completion ''
-t lazy stats audit --limit ''`,
-      ],
-      script,
-    );
+    const r = await sh(["zsh", "-c", zshCompleting(SCRIPT, "lazy task ''", "lazy completion ''", "lazy stats audit --limit ''")], script);
     expect(r.err).toBe("");
     expect(r.out).toContain("== lazy task \nadd:Add a task\nlist:List tasks\nshow:Show a task and its events\n");
     expect(r.out).toContain("== lazy completion \nbash\nzsh\nfish\n");

@@ -9,9 +9,9 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Project, until } from "../helpers/lazy";
+import type { Project } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
-import { anthropicProject, teardown, launched, settled } from "../helpers/fixtures";
+import { anthropicProject, hanging, teardown, launched, settled } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROMPTSIZE-" + "p".repeat(68) + "AA";
 const BOUND = 100 * 1024;
@@ -96,10 +96,7 @@ test("a 100 KB prompt from standard input runs a real turn, and the mock provide
 }, 900_000);
 
 test("lazy stop says the turn stopped and what the task waits for (a real turn, held by a silent provider)", async () => {
-  anthropic.reset();
-  anthropic.behavior = { kind: "hang" };
-  await launched(p, "halt", "Say ok slowly");
-  await anthropic.waitFor(1, 120_000);
+  await hanging(p, anthropic, "halt", "Say ok slowly");
   const r = await p.run(["stop", "halt"]);
   anthropic.behavior = { kind: "ok" };
   expect(r.code, r.stderr).toBe(0);
@@ -113,15 +110,7 @@ test("lazy task show gives the agent's finish summary after a real turn (Claude 
     toolUse: { name: "mcp__lazy__finish", input: { summary: "Renamed the login form's fields; tests pass." } },
   });
   await launched(p, "fin", "Finish with a summary");
-  const t = await until(
-    async () => {
-      const s = (await p.json(["task", "show", "fin"])).task;
-      return s.status !== "running" && s.status !== "queued" ? s : undefined;
-    },
-    300_000,
-    "the turn to end",
-  );
-  expect(t.status).toBe("done");
+  expect((await settled(p, "fin")).task.status).toBe("done");
   const show = await p.ok(["task", "show", "fin"]);
   expect(show.stdout).toContain("Summary (the agent's finish):\n  Renamed the login form's fields; tests pass.");
   expect(show.stdout).toContain("Branch:  lazy/fin (tip ");

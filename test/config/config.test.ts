@@ -1,6 +1,13 @@
 import { describe, expect, test } from "bun:test";
 import { loadText, formatProblem, starter, resolveLimits } from "../../src/config";
 
+/** The lines lazy prints for a lazy.toml it refuses; the test fails if the file loads. */
+function problems(src: string): string[] {
+  const r = loadText(src);
+  expect(r.ok).toBe(false);
+  return r.ok ? [] : r.problems.map(formatProblem);
+}
+
 describe("lazy.toml", () => {
   test("every problem is one line with its exact line and column, all at once", () => {
     const src = [
@@ -13,10 +20,7 @@ describe("lazy.toml", () => {
       'endpoint = "not a url"',
       'wire = "anthropic"',
     ].join("\n");
-    const r = loadText(src);
-    expect(r.ok).toBe(false);
-    if (r.ok) return;
-    expect(r.problems.map(formatProblem)).toEqual([
+    expect(problems(src)).toEqual([
       "lazy.toml:2:8 server.port — expected a number, got a string",
       "lazy.toml:3:1 server.colour — unknown key (expected one of: bind, port, web)",
       'lazy.toml:7:12 proxy.fallback[0].endpoint — expected an http(s) URL for the fallback endpoint, like "https://api.example.com"',
@@ -27,20 +31,14 @@ describe("lazy.toml", () => {
     const src = ["[[proxy.fallback]]", 'name = "backup"', 'endpoint = "http://127.0.0.1:9"', 'wire = "openai"', 'on = ["5xx", "429"]'].join(
       "\n",
     );
-    const r = loadText(src);
-    expect(r.ok).toBe(false);
-    if (r.ok) return;
-    expect(r.problems.map(formatProblem)).toEqual([
+    expect(problems(src)).toEqual([
       'lazy.toml:4:8 proxy.fallback[0].wire — expected "anthropic": a fallback backs the primary upstream, which speaks the Anthropic wire; an endpoint speaking "openai" cannot answer its requests',
       'lazy.toml:5:6 proxy.fallback[0].on — a short rate limit ("429") is never rerouted: it clears in seconds; list "quota" for a used-up window or balance',
     ]);
   });
 
   test("[usage_pause]: thresholds 1–100, windows 5h and 7d only, each problem at its place", () => {
-    const r = loadText('[usage_pause]\nthreshold = 150\n"5h" = "90%"\n"1h" = 50\n');
-    expect(r.ok).toBe(false);
-    if (r.ok) return;
-    const lines = r.problems.map(formatProblem);
+    const lines = problems('[usage_pause]\nthreshold = 150\n"5h" = "90%"\n"1h" = 50\n');
     expect(lines[0]).toStartWith("lazy.toml:2:13 usage_pause.threshold — ");
     expect(lines[1]).toBe("lazy.toml:3:8 usage_pause.5h — expected a number, got a string");
     expect(lines[2]).toBe("lazy.toml:4:1 usage_pause.1h — unknown key (expected one of: threshold, 5h, 7d)");
@@ -51,10 +49,7 @@ describe("lazy.toml", () => {
     const ok = loadText("");
     expect(ok.ok).toBe(true);
     if (ok.ok) expect(ok.config.container.limits).toEqual({ pids: 1024, memory: "auto", cpus: "auto" });
-    const r = loadText('[container.limits]\npids = 10\nmemory = "lots"\ncpus = "many"\n');
-    expect(r.ok).toBe(false);
-    if (r.ok) return;
-    const lines = r.problems.map(formatProblem);
+    const lines = problems('[container.limits]\npids = 10\nmemory = "lots"\ncpus = "many"\n');
     expect(lines).toHaveLength(3);
     expect(lines[0]).toStartWith("lazy.toml:2:8 container.limits.pids — ");
     expect(lines[1]).toStartWith('lazy.toml:3:10 container.limits.memory — expected a size of at least 64m such as "4g"');
@@ -65,28 +60,20 @@ describe("lazy.toml", () => {
   });
 
   test("a syntax error names its place", () => {
-    const r = loadText("[server]\nport = \n");
-    expect(r.ok).toBe(false);
-    if (!r.ok) expect(formatProblem(r.problems[0]!)).toMatch(/^lazy\.toml:2:\d+ \(document\) — not valid TOML/);
+    expect(problems("[server]\nport = \n")[0]).toMatch(/^lazy\.toml:2:\d+ \(document\) — not valid TOML/);
   });
 
   test("profiles: built-ins need no harness, others do; roles must name a profile", () => {
-    const r = loadText(
+    const lines = problems(
       '[profiles.claude]\nmodel = "claude-sonnet-4-5"\n\n[profiles.local]\nmodel = "qwen"\n\n[models.roles]\nagent = "ghost"\n',
     );
-    expect(r.ok).toBe(false);
-    if (r.ok) return;
-    const lines = r.problems.map(formatProblem);
     expect(lines).toHaveLength(2);
     expect(lines[0]).toStartWith("lazy.toml:4:1 profiles.local — missing: expected harness");
     expect(lines[1]).toBe('lazy.toml:8:9 models.roles.agent — expected the name of a profile; "ghost" is not defined');
   });
 
   test("inline tables and arrays are located too", () => {
-    const r = loadText('[proxy]\nupstreams = { anthropic = "x", bogus = 1 }\n');
-    expect(r.ok).toBe(false);
-    if (r.ok) return;
-    expect(r.problems.map(formatProblem)).toEqual([
+    expect(problems('[proxy]\nupstreams = { anthropic = "x", bogus = 1 }\n')).toEqual([
       'lazy.toml:2:27 proxy.upstreams.anthropic — expected an http(s) URL for upstreams.anthropic, like "https://api.example.com"',
       "lazy.toml:2:32 proxy.upstreams.bogus — unknown key (expected one of: anthropic, openai, cursor, ollama, openrouter)",
     ]);
@@ -141,9 +128,7 @@ threshold = 90
     }
     const on = loadText("[container]\nallow_metadata = true\n");
     expect(on.ok && on.config.container.allow_metadata).toBe(true);
-    const bad = loadText('[container]\nallow_metadata = "yes"\n');
-    expect(bad.ok).toBe(false);
-    if (!bad.ok) expect(bad.problems.map(formatProblem)[0]).toMatch(/^lazy\.toml:2:\d+ container\.allow_metadata/);
+    expect(problems('[container]\nallow_metadata = "yes"\n')[0]).toMatch(/^lazy\.toml:2:\d+ container\.allow_metadata/);
     expect(starter()).toContain("# allow_metadata = false");
   });
 

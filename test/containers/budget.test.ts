@@ -6,21 +6,17 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Project, cleanupAll, until } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
-import { launched, settled } from "../helpers/fixtures";
+import type * as Mock from "../helpers/providers";
+import { TEST_IMAGES } from "../helpers/env";
+import { launched, settled, dockerAnthropic } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-BUDGET-" + "b".repeat(75) + "AA";
 let anthropic: Mock.MockProvider;
 
 beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
-  anthropic = await Mock.anthropic();
+  anthropic = await dockerAnthropic();
 });
-afterAll(async () => {
-  await cleanupAll();
-  await anthropic?.close();
-});
+afterAll(() => cleanupAll(anthropic));
 
 async function project(budget: string): Promise<Project> {
   const p = new Project({

@@ -5,12 +5,12 @@
  * Claude Code, mock provider on loopback.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { cleanupAll, sh } from "../helpers/lazy";
+import { sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, removeContainers } from "../helpers/fixtures";
+import { containerProject, teardown, scratched } from "../helpers/fixtures";
 import type { Project } from "../helpers/lazy";
 
 const KEY = "sk-ant-api03-CIROOT-" + "r".repeat(71) + "AA";
@@ -22,11 +22,7 @@ beforeAll(async () => {
   anthropic = await Mock.anthropic();
 });
 
-afterAll(async () => {
-  for (const p of projects) removeContainers(p);
-  await cleanupAll(anthropic);
-  for (const d of made) rmSync(d, { recursive: true, force: true });
-});
+afterAll(() => teardown(projects, anthropic, scratched(made)));
 
 /** Every path under `dir` (and `dir`) with its mode and owner, git's own index aside (git status rewrites it). */
 function modes(dir: string): Map<string, string> {

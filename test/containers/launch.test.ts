@@ -4,10 +4,10 @@
  * the host. Real Docker engine, real Claude Code, mock provider on loopback.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Project, cleanupAll, until, sh } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
-import { launched, settled, removeContainers } from "../helpers/fixtures";
+import { Project, until, sh } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
+import { TEST_IMAGES } from "../helpers/env";
+import { launched, settled, dockerAnthropic, teardown } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-REALLAUNCH-" + "l".repeat(71) + "AA";
 const TOOLS = `${process.env.LAZY_TEST_TOOLS ?? "/opt/lazy-test-tools"}/node_modules/.bin`;
@@ -25,14 +25,10 @@ function project(extra = ""): Project {
 }
 
 beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
-  anthropic = await Mock.anthropic();
+  anthropic = await dockerAnthropic();
 });
 
-afterAll(async () => {
-  for (const p of projects) removeContainers(p);
-  await cleanupAll(anthropic);
-});
+afterAll(() => teardown(projects, anthropic));
 /** Every project a test made, its containers removed after the file. */
 const projects: Project[] = [];
 

@@ -6,21 +6,29 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type Project, cleanupAll, until } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { requireDocker } from "../helpers/env";
-import { containerProject, oneRequest } from "../helpers/fixtures";
+import type * as Mock from "../helpers/providers";
+import { containerProject, oneRequest, dockerAnthropic } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PAUSE-" + "q".repeat(76) + "AA";
 let anthropic: Mock.MockProvider;
 
 beforeAll(async () => {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
-  anthropic = await Mock.anthropic();
+  anthropic = await dockerAnthropic();
 });
 afterAll(() => cleanupAll(anthropic));
 
 const project = (extra = ""): Promise<Project> =>
   containerProject(anthropic, KEY, { firstCommit: "empty", extra: `\n[usage_pause]\nthreshold = 90\n${extra}` });
+
+/** One request through `p`'s proxy answered 429 rate_limit_error (`message`, `headers`): then lazy stats limits and its Anthropic health. */
+async function after429(p: Project, message: string, headers: Record<string, string>) {
+  anthropic.reset();
+  anthropic.behavior = { kind: "status", status: 429, body: { type: "error", error: { type: "rate_limit_error", message } }, headers };
+  expect(await oneRequest(p)).toBe(429);
+  anthropic.reset();
+  const limits = await p.json<any>(["stats", "limits"]);
+  return { limits, health: limits.health.find((h: any) => h.provider === "Anthropic") };
+}
 
 const inSeconds = (s: number) => String(Math.ceil(Date.now() / 1000) + s);
 
@@ -66,23 +74,13 @@ describe("[usage_pause]", () => {
 
   test("a quota 429 (unified-status rejected + reset) pauses the credential: lazy run exits 7 with the reset time", async () => {
     const p = await project();
-    anthropic.reset();
-    anthropic.behavior = {
-      kind: "status",
-      status: 429,
-      body: { type: "error", error: { type: "rate_limit_error", message: "usage limit reached" } },
-      headers: {
-        "anthropic-ratelimit-unified-status": "rejected",
-        "anthropic-ratelimit-unified-reset": inSeconds(3600),
-        "anthropic-ratelimit-unified-representative-claim": "five_hour",
-      },
-    };
-    expect(await oneRequest(p)).toBe(429);
-    anthropic.reset();
-    const limits = await p.json(["stats", "limits"]);
+    const { limits, health } = await after429(p, "usage limit reached", {
+      "anthropic-ratelimit-unified-status": "rejected",
+      "anthropic-ratelimit-unified-reset": inSeconds(3600),
+      "anthropic-ratelimit-unified-representative-claim": "five_hour",
+    });
     expect(limits.paused).toHaveLength(1);
     expect(limits.paused[0]).toMatchObject({ credential: "anthropic", cause: "quota" });
-    const health = limits.health.find((h: any) => h.provider === "Anthropic");
     expect(health.failures.quota).toBe(1);
     expect(health.failures["429"]).toBe(0);
     const audit = await p.json(["stats", "audit"]);
@@ -112,18 +110,8 @@ describe("[usage_pause]", () => {
 
   test("a rate_limit_error 429 with retry-after: 1 does not pause", async () => {
     const p = await project();
-    anthropic.reset();
-    anthropic.behavior = {
-      kind: "status",
-      status: 429,
-      body: { type: "error", error: { type: "rate_limit_error", message: "slow down" } },
-      headers: { "retry-after": "1" },
-    };
-    expect(await oneRequest(p)).toBe(429);
-    anthropic.reset();
-    const limits = await p.json(["stats", "limits"]);
+    const { limits, health } = await after429(p, "slow down", { "retry-after": "1" });
     expect(limits.paused).toEqual([]);
-    const health = limits.health.find((h: any) => h.provider === "Anthropic");
     expect(health.failures["429"]).toBe(1);
     expect(health.failures.quota).toBe(0);
     expect((await p.json(["stats", "audit"])).rows.at(-1).note).toContain("rate limited (rate_limit_error), retry after 1 s");

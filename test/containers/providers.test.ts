@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type Project, sh } from "../helpers/lazy";
-import { containerProject, settled, launched, teardown } from "../helpers/fixtures";
-import * as Mock from "../helpers/providers";
+import { containerProject, settled, launched, teardown, providerMocks } from "../helpers/fixtures";
+import type * as Mock from "../helpers/providers";
 import { TEST_IMAGES } from "../helpers/env";
 
 const OLLAMA_KEY = "ollama-REALCLOUD-" + "c".repeat(40);
@@ -19,8 +19,7 @@ let openrouter: Mock.MockProvider;
 let p: Project;
 
 beforeAll(async () => {
-  [local, hosted, openrouter] = await Promise.all([Mock.ollama(), Mock.ollama(), Mock.ollama()]);
-  openrouter.prefix = "/api";
+  ({ local, hosted, openrouter } = await providerMocks());
   for (const m of [local, hosted, openrouter]) m.reply = { text: "Answered by the model server." };
 });
 

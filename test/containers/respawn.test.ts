@@ -6,8 +6,8 @@
  * bench/respawn.ts's, not asserted here).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type Project, cleanupAll, isAlive, until } from "../helpers/lazy";
-import { containerProject, removeContainers, settled } from "../helpers/fixtures";
+import { type Project, isAlive, until } from "../helpers/lazy";
+import { containerProject, inFlight, settled, teardown } from "../helpers/fixtures";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-RESPAWNTURN-" + "r".repeat(68) + "AA";
@@ -19,20 +19,12 @@ beforeAll(async () => {
   p = await containerProject(mock, KEY);
 }, 300_000);
 
-afterAll(async () => {
-  removeContainers(p);
-  await cleanupAll(mock);
-});
+afterAll(() => teardown(p, mock));
 
 describe("kill -9 of the daemon in the middle of a real Claude Code turn", () => {
   test("the turn ends done with no lazy command in between; the proxy answers again", async () => {
-    mock.reset();
-    mock.reply = { text: "Back and done." };
     // The model takes 4 s before its first byte: the request is in flight when the daemon dies.
-    mock.behavior = { kind: "silent-then-stream", firstByteDelayMs: 4000, gapMs: 0 };
-    await p.ok(["task", "add", "Say you are back", "--code", "back-one"]);
-    await p.ok(["start", "back-one"]);
-    await until(() => mock.received.some((x) => x.method === "POST") || undefined, 180_000, "the turn's model request");
+    await inFlight(p, mock, { code: "back-one", prompt: "Say you are back", reply: "Back and done.", delayMs: 4000 });
     const before = p.runtime() as any;
     const posts = () => mock.received.filter((x) => x.method === "POST").length;
     const postsBefore = posts();

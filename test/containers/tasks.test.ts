@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { Project, until, isAlive, sh } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 import { TEST_IMAGES } from "../helpers/env";
-import { teardown, bash, codexProject, launched } from "../helpers/fixtures";
+import { teardown, codexProject, commits, hanging, inFlight, launched, startsOk } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-REALCONTAINER-" + "w".repeat(68) + "AA";
 const OPENAI_KEY = "sk-proj-REALCONTAINER-" + "v".repeat(40);
@@ -71,25 +71,9 @@ async function waitStatus(ref: string, timeoutMs = 600_000): Promise<any> {
 
 describe("a task in its container", () => {
   test("real Claude Code runs a Bash tool_use that commits; done; the commit is on the task's branch; accept merges it", async () => {
-    anthropic.answer(
-      bash(
-        "I committed hello.txt.",
-        "echo hello > hello.txt && git add hello.txt && git commit -qm 'add hello' && cat .env",
-        "commit a file",
-      ),
-    );
+    anthropic.answer(commits("hello.txt", "hello\\n", "I committed hello.txt.", "cat .env"));
     await p.ok(["task", "add", "Add hello.txt and commit it", "--code", "add-hello"]);
-    const started = await p.run(["start", "add-hello"]);
-    expect(
-      started.code,
-      started.stderr +
-        p
-          .log()
-          .split("\n")
-          .filter((l) => / ERROR /.test(l))
-          .slice(-5)
-          .join("\n"),
-    ).toBe(0);
+    await startsOk(p, "add-hello");
     const t = await waitStatus("add-hello");
     expect(t.status).toBe("done");
     const log = (await p.ok(["logs", "add-hello"])).stdout;
@@ -99,7 +83,7 @@ describe("a task in its container", () => {
     const all = (await p.json(["task", "show", "add-hello"])).events;
     expect(all.some((e: any) => e.kind === "setup" && e.data.code === 0)).toBe(true);
     // The commit is on lazy/add-hello, not on main.
-    expect(sh(p.root, "git log --format=%s lazy/add-hello -1").out.trim()).toBe("add hello");
+    expect(sh(p.root, "git log --format=%s lazy/add-hello -1").out.trim()).toBe("add hello.txt");
     expect(sh(p.root, "git log --format=%s main -1").out.trim()).toBe("init");
     // Through the proxy only, with the real key; a placeholder never reached the provider.
     expect(anthropic.received.length).toBeGreaterThanOrEqual(2);
@@ -263,12 +247,7 @@ describe("a task in its container", () => {
   }, 300_000);
 
   test("kill -9 of the daemon during a turn: after restart the task is reconciled, not stuck", async () => {
-    anthropic.answer({ text: "Slow but done." });
-    anthropic.behavior = { kind: "silent-then-stream", firstByteDelayMs: 4000, gapMs: 0 };
-    await launched(p, "slow-one", "Be slow");
-    // Its model request is in flight (Claude Code's HEAD / probe and MCP connection come first:
-    // killed before those, the turn would lose lazy's tools and fail, as it should).
-    await until(() => anthropic.received.some((x) => x.method === "POST") || undefined, 120_000, "the turn's model request");
+    await inFlight(p, anthropic, { code: "slow-one", prompt: "Be slow", reply: "Slow but done.", delayMs: 4000, timeoutMs: 120_000 });
     const pid = p.runtime()!.pid;
     process.kill(pid, "SIGKILL");
     await until(() => !isAlive(pid), 5000, "the daemon to die");
@@ -280,10 +259,7 @@ describe("a task in its container", () => {
   }, 300_000);
 
   test("lazy stop ends a running turn (the task waits for a human); housekeeping removes orphan containers", async () => {
-    anthropic.reset();
-    anthropic.behavior = { kind: "hang" };
-    await launched(p, "stop-me", "Hang around");
-    await anthropic.waitFor(1, 120_000);
+    await hanging(p, anthropic, "stop-me", "Hang around");
     await p.ok(["stop", "stop-me"]);
     const t = await waitStatus("stop-me", 60_000);
     expect(t.status).toBe("waiting");

@@ -10,7 +10,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BIN, Project, cleanupAll, isAlive, until } from "../helpers/lazy";
-import { upstream } from "../helpers/fixtures";
+import { keeperPid, upstream } from "../helpers/fixtures";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-KEEPERTEST-" + "k".repeat(68) + "AA";
@@ -20,14 +20,6 @@ beforeAll(async () => {
   mock = await Mock.anthropic();
 });
 afterAll(() => cleanupAll(mock));
-
-const keeperPid = (p: Project): number | undefined => {
-  try {
-    return JSON.parse(readFileSync(join(p.stateDir, "keeper.json"), "utf8")).pid;
-  } catch {
-    return undefined;
-  }
-};
 
 /** A daemon other than `old` answering, found with no lazy command: its record, then its API. */
 async function cameBack(p: Project, old: number): Promise<{ pid: number; ms: number }> {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type Project, sh } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 import { closeBrowser, signedIn, shot } from "./browser";
-import { anthropicProject, teardown, bash } from "../helpers/fixtures";
+import { anthropicProject, teardown, commits } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-DASHRUN-" + "r".repeat(74) + "AA";
 let anthropic: Mock.MockProvider;
@@ -18,13 +18,7 @@ afterAll(() => teardown(p, anthropic, { close: closeBrowser }));
 
 describe("a task run from its page", () => {
   test("Start from the page: events live, the diff shows the committed file, Accept merges it", async () => {
-    anthropic.answer(
-      bash(
-        "I committed greeting.txt.",
-        "printf 'hello from the agent\\n' > greeting.txt && git add greeting.txt && git commit -qm 'add greeting'",
-        "commit a file",
-      ),
-    );
+    anthropic.answer(commits("greeting.txt", "hello from the agent\\n", "I committed greeting.txt."));
     await p.ok(["task", "add", "Add greeting.txt and commit it", "--code", "greet"]);
     const { ctx, origin, page } = await signedIn(p);
     const pg = page.page;

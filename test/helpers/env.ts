@@ -55,3 +55,8 @@ export async function requireDocker(): Promise<boolean> {
   console.warn(`[test] skipping docker tests: ${msg}`);
   return false;
 }
+
+/** For a file whose tests all need Docker: throws, saying how to start one, when there is none. */
+export async function needDocker(): Promise<void> {
+  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
+}

@@ -4,13 +4,14 @@
  * one model request through the proxy on a grant, an untrusted write of lazy.toml, and a test
  * file's own beforeAll/afterAll in one line each (anthropicProject, keyedProject, teardown).
  */
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { afterAll, beforeAll, expect } from "bun:test";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { BIN, cleanupAll, Project, sh, until } from "./lazy";
 import * as Mock from "./providers";
 import type { MockProvider } from "./providers";
-import { requireDocker, TEST_IMAGES } from "./env";
+import { TEST_IMAGES, needDocker } from "./env";
 
 export const upstream = (url: string) => `[proxy.upstreams]\nanthropic = "${url}"\n`;
 
@@ -48,7 +49,7 @@ export interface ContainerProjectOptions {
  * by Dev <dev@example.com>, and `key` is stored as its anthropic credential (the daemon runs).
  */
 export async function containerProject(mock: MockProvider, key: string, opts: ContainerProjectOptions = {}): Promise<Project> {
-  if (!(await requireDocker())) throw new Error("these tests need a Docker engine: bash scripts/setup-test-env.sh starts one");
+  await needDocker();
   const p = new Project({ toml: opts.toml ?? containerToml(mock.url, opts), env: opts.env, root: opts.root });
   let init: ReturnType<typeof sh>;
   if (opts.firstCommit === "empty") init = sh(p.root, "git -c user.name=Dev -c user.email=dev@example.com commit -q --allow-empty -m init");
@@ -103,6 +104,35 @@ export async function anthropicHost(key: string, extra = ""): Promise<{ anthropi
   return { anthropic, p: await keyedProject(`${upstream(anthropic.url)}${extra}`, { anthropic: key }) };
 }
 
+/** The model servers provider profiles reach: a local Ollama, a hosted one, and OpenRouter (under /api, answering both wires). */
+export async function providerMocks(): Promise<{ local: MockProvider; hosted: MockProvider; openrouter: MockProvider }> {
+  const [local, hosted, openrouter] = await Promise.all([Mock.ollama(), Mock.ollama(), Mock.ollama()]);
+  openrouter.prefix = "/api";
+  return { local, hosted, openrouter };
+}
+
+/** anthropicHost with a mock OpenAI as well: the `openai` upstream, a `codex` profile on gpt-5 and `openaiKey` stored. */
+export async function codexHost(key: string, openaiKey: string): Promise<{ anthropic: MockProvider; openai: MockProvider; p: Project }> {
+  const openai = await Mock.openai();
+  const { anthropic, p } = await anthropicHost(key, codexTables(openai.url));
+  await p.setCredential("openai", openaiKey);
+  return { anthropic, openai, p };
+}
+
+/**
+ * For attacks on where a key goes, a file's two upstreams: the person's (`good`) and the
+ * attacker's, two mock Anthropic providers made in the file's beforeAll. Its afterAll closes them
+ * after every Project the file made, then removes `scratch` (folders made outside any Project).
+ */
+export function upstreamsForFile(): { good: MockProvider; attacker: MockProvider; scratch: string[] } {
+  const up = { scratch: [] as string[] } as { good: MockProvider; attacker: MockProvider; scratch: string[] };
+  beforeAll(async () => {
+    [up.good, up.attacker] = await Promise.all([Mock.anthropic(), Mock.anthropic()]);
+  });
+  afterAll(() => cleanupAll(up.good, up.attacker, scratched(up.scratch)));
+  return up;
+}
+
 /** A Project on `toml` (no first commit) with each credential of `keys` stored, in order: `{ anthropic: KEY }`. */
 export async function keyedProject(toml: string, keys: Record<string, string>, env?: Record<string, string>): Promise<Project> {
   const p = new Project({ toml, env });
@@ -110,10 +140,16 @@ export async function keyedProject(toml: string, keys: Record<string, string>, e
   return p;
 }
 
-/** A file's afterAll: lazy's containers for `p`, every Project the file made, then the mock providers. */
-export async function teardown(p: Project | undefined, ...mocks: ({ close(): Promise<void> } | undefined)[]): Promise<void> {
-  removeContainers(p);
+/** A file's afterAll: lazy's containers for `p` (or each of a list), every Project the file made, then the mock providers. */
+export async function teardown(p: Project | Project[] | undefined, ...mocks: ({ close(): Promise<void> } | undefined)[]): Promise<void> {
+  for (const q of Array.isArray(p) ? p : [p]) removeContainers(q);
   await cleanupAll(...mocks);
+}
+
+/** A file's beforeAll when its tests need Docker but make their own projects: the mock Anthropic provider, once Docker answers. */
+export async function dockerAnthropic(): Promise<MockProvider> {
+  await needDocker();
+  return Mock.anthropic();
 }
 
 /** Folders a test made outside any Project, for cleanupAll to remove after the mocks: `cleanupAll(mock, scratched(dirs))`. */
@@ -161,6 +197,46 @@ export async function launched(p: Project, code: string, prompt: string, ...flag
   await p.ok(["start", code]);
 }
 
+/** `launched`, then the status its turn ended in. */
+export async function launchedStatus(p: Project, code: string, prompt: string, timeoutMs?: number): Promise<string> {
+  await launched(p, code, prompt);
+  return (await settled(p, code, timeoutMs)).task.status;
+}
+
+/**
+ * `launched`, with the mock's answer (`reply`) held back `delayMs` before its first byte; returns
+ * once the turn's model request is in flight, so a daemon killed now dies mid-turn. (Claude
+ * Code's HEAD probe and MCP connection come first: killed before those, the turn would lose
+ * lazy's tools and fail, as it should.)
+ */
+export async function inFlight(
+  p: Project,
+  mock: MockProvider,
+  turn: { code: string; prompt: string; reply: string; delayMs: number; timeoutMs?: number },
+): Promise<void> {
+  mock.answer({ text: turn.reply });
+  mock.behavior = { kind: "silent-then-stream", firstByteDelayMs: turn.delayMs, gapMs: 0 };
+  await launched(p, turn.code, turn.prompt);
+  await until(() => mock.received.some((x) => x.method === "POST") || undefined, turn.timeoutMs ?? 180_000, "the turn's model request");
+}
+
+/** `launched`, with the mock never answering: returns once the turn's first request hangs there (a turn held running). */
+export async function hanging(p: Project, mock: MockProvider, code: string, prompt: string): Promise<void> {
+  mock.reset();
+  mock.behavior = { kind: "hang" };
+  await launched(p, code, prompt);
+  await mock.waitFor(1, 120_000);
+}
+
+/** The pid the daemon's keeper recorded (keeper.json), or undefined while there is none. */
+export const keeperPid = (p: Project): number | undefined => {
+  try {
+    return JSON.parse(readFileSync(join(p.stateDir, "keeper.json"), "utf8")).pid;
+  } catch {
+    return undefined;
+  }
+};
+
 /**
  * One model request through the project's proxy on a placeholder grant (the host's unless a
  * task is named), as a harness would make it: the status it got.
@@ -176,6 +252,14 @@ export async function oneRequest(p: Project, task?: string): Promise<number> {
   return res.status;
 }
 
+/** `lazy accept CODE` (no --with-config) refused, its stderr naming each of `named`: that stderr. */
+export async function acceptRefused(p: Project, code: string, ...named: string[]): Promise<string> {
+  const r = await p.run(["accept", code]);
+  expect(r.code, r.stderr).not.toBe(0);
+  for (const line of named) expect(r.stderr).toContain(line);
+  return r.stderr;
+}
+
 /** Write lazy.toml as another process would (a pull, a checkout, an agent): nobody ran lazy trust. */
 export const edit = (p: Project, text: string, dir = p.root) => writeFileSync(join(dir, "lazy.toml"), text);
 
@@ -184,6 +268,30 @@ export const bash = (text: string, command: string, description: string, more: R
   text,
   toolUse: { name: "Bash", input: { command, description, ...more } },
 });
+
+/**
+ * `bash`: the agent writes `content` (printf's format) to `file` and commits it as "add FILE",
+ * then runs `then` if given, and says `text`.
+ */
+export const commits = (file: string, content: string, text: string, then?: string) =>
+  bash(
+    text,
+    `printf '${content}' > ${file} && git add ${file} && git commit -qm 'add ${file}'${then ? ` && ${then}` : ""}`,
+    "commit a file",
+  );
+
+/** `lazy start CODE` succeeds; when it does not, the failure shows its stderr and the daemon log's last errors and warnings. */
+export async function startsOk(p: Project, code: string): Promise<void> {
+  const r = await p.run(["start", code]);
+  const log = p.log().split("\n");
+  expect(
+    r.code,
+    `${r.stderr}${log
+      .filter((l) => / (ERROR|WARN) /.test(l))
+      .slice(-8)
+      .join("\n")}`,
+  ).toBe(0);
+}
 
 /** A running `lazy watch ARGS` in `p`, its stdout lines collected as they come. */
 export function watching(p: Project, args: string[]) {

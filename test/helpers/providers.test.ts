@@ -24,6 +24,18 @@ function parseSse(text: string): Event[] {
   return out;
 }
 
+/** The content_block_delta events' `field`s joined, each delta checked to be of `type`. */
+function deltas(events: Event[], type: string, field: string): string {
+  return events
+    .filter((e) => e.event === "content_block_delta")
+    .map((e) => JSON.parse(e.data).delta)
+    .map((d) => {
+      expect(d.type).toBe(type);
+      return d[field];
+    })
+    .join("");
+}
+
 const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
 
@@ -53,12 +65,17 @@ const streamReq = (path: string, body: unknown) => {
 const mocks: MockProvider[] = [];
 afterAll(() => Promise.all(mocks.map((m) => m.close())));
 
-describe("anthropic", async () => {
-  const m = await Providers.anthropic();
+/** A describe block's mock: closed after the file, and `fresh` (its state for a test) run before each test. */
+async function kept<M extends MockProvider>(made: Promise<M>, fresh: () => void): Promise<M> {
+  const m = await made;
   mocks.push(m);
-  beforeEach(() => {
-    m.reset();
-    m.reply = { text: "Héllo wörld 😀, from the mock" };
+  beforeEach(fresh);
+  return m;
+}
+
+describe("anthropic", async () => {
+  const m = await kept(Providers.anthropic(), () => {
+    m.answer({ text: "Héllo wörld 😀, from the mock" });
     m.usage = { input: 25, output: 15, cacheRead: 7, cacheWrite: 3 };
     m.rateLimitHeaders = {};
     m.extraHeaders = {};
@@ -107,14 +124,7 @@ describe("anthropic", async () => {
     const start = JSON.parse(events[0]!.data).message;
     expect(start).toMatchObject({ type: "message", role: "assistant", model: "claude-x", content: [], stop_reason: null });
     expect(start.usage).toMatchObject({ input_tokens: 25, cache_read_input_tokens: 7, cache_creation_input_tokens: 3, output_tokens: 1 });
-    const text = events
-      .filter((e) => e.event === "content_block_delta")
-      .map((e) => JSON.parse(e.data).delta)
-      .map((d) => {
-        expect(d.type).toBe("text_delta");
-        return d.text;
-      })
-      .join("");
+    const text = deltas(events, "text_delta", "text");
     expect(text).toBe(m.reply.text);
     const delta = JSON.parse(events.at(-2)!.data);
     expect(delta.delta.stop_reason).toBe("end_turn");
@@ -129,14 +139,7 @@ describe("anthropic", async () => {
     const block = JSON.parse(events[1]!.data).content_block;
     expect(block).toMatchObject({ type: "tool_use", name: "Bash", input: {} });
     expect(block.id).toMatch(/^toolu_/);
-    const partial = events
-      .filter((e) => e.event === "content_block_delta")
-      .map((e) => JSON.parse(e.data).delta)
-      .map((d) => {
-        expect(d.type).toBe("input_json_delta");
-        return d.partial_json;
-      })
-      .join("");
+    const partial = deltas(events, "input_json_delta", "partial_json");
     expect(JSON.parse(partial)).toEqual({ command: "ls -la", description: "list" });
     expect(JSON.parse(events.at(-2)!.data).delta.stop_reason).toBe("tool_use");
 
@@ -254,11 +257,8 @@ describe("anthropic", async () => {
 });
 
 describe("openai", async () => {
-  const m = await Providers.openai();
-  mocks.push(m);
-  beforeEach(() => {
-    m.reset();
-    m.reply = { text: "Hi there from the responses mock" };
+  const m = await kept(Providers.openai(), () => {
+    m.answer({ text: "Hi there from the responses mock" });
     m.usage = { input: 30, output: 5, cacheRead: 10, cacheWrite: 0 };
   });
 
@@ -386,9 +386,7 @@ describe("openai", async () => {
 });
 
 describe("cursor", async () => {
-  const m = await Providers.cursor();
-  mocks.push(m);
-  beforeEach(() => m.reset());
+  const m = await kept(Providers.cursor(), () => m.reset());
 
   test("exchange hands out JWT-shaped tokens; RPCs need the session token", async () => {
     expect(m.realSessionToken).toMatch(/^eyJ[\w-]+\.eyJ[\w-]+\.[\w-]+$/);

@@ -560,15 +560,26 @@ class OpenAIMock extends Mock {
     return json(404, this.errorBody(0, `Invalid URL (${method} ${path})`));
   }
 
+  /**
+   * What a Responses and a Chat Completions answer share: the model, the tool call to make (none
+   * once the last of `items` is its result, as `answers` tells) with its arguments, the prompt's tokens.
+   */
+  private turn(body: Obj, items: unknown, answers: (last: Obj) => boolean) {
+    const last = Array.isArray(items) ? (items.at(-1) as unknown) : undefined;
+    const tool = this.reply.toolUse && !(isObj(last) && answers(last)) ? this.reply.toolUse : null;
+    return {
+      model: typeof body.model === "string" ? body.model : "gpt-5",
+      tool,
+      args: tool ? JSON.stringify(tool.input ?? {}) : "",
+      prompt: this.usage.input + this.usage.cacheRead,
+    };
+  }
+
   private responses(r: Received): Answer {
     const body = parseBody(r);
     if (!body) return json(400, this.errorBody(400, "We could not parse the JSON body of your request."));
-    const model = typeof body.model === "string" ? body.model : "gpt-5";
+    const { model, tool, args, prompt: input } = this.turn(body, body.input, (last) => last.type === "function_call_output");
     const u = this.usage;
-    const last = Array.isArray(body.input) ? (body.input.at(-1) as unknown) : undefined;
-    const answered = isObj(last) && last.type === "function_call_output";
-    const tool = this.reply.toolUse && !answered ? this.reply.toolUse : null;
-    const input = u.input + u.cacheRead;
     const usage = {
       input_tokens: input,
       input_tokens_details: { cached_tokens: u.cacheRead },
@@ -591,7 +602,6 @@ class OpenAIMock extends Mock {
       store: false,
       usage: null as unknown,
     };
-    const args = tool ? JSON.stringify(tool.input ?? {}) : "";
     const text = this.reply.text;
     const item = tool
       ? { id: `fc_${rid(32)}`, type: "function_call", status: "completed", name: tool.name, arguments: args, call_id: `call_${rid(24)}` }
@@ -630,12 +640,8 @@ class OpenAIMock extends Mock {
   private chat(r: Received): Answer {
     const body = parseBody(r);
     if (!body) return json(400, this.errorBody(400, "We could not parse the JSON body of your request."));
-    const model = typeof body.model === "string" ? body.model : "gpt-5";
+    const { model, tool, args, prompt } = this.turn(body, body.messages, (last) => last.role === "tool");
     const u = this.usage;
-    const last = Array.isArray(body.messages) ? (body.messages.at(-1) as unknown) : undefined;
-    const answered = isObj(last) && last.role === "tool";
-    const tool = this.reply.toolUse && !answered ? this.reply.toolUse : null;
-    const prompt = u.input + u.cacheRead;
     const usage = {
       prompt_tokens: prompt,
       completion_tokens: u.output,
@@ -646,7 +652,6 @@ class OpenAIMock extends Mock {
     const id = `chatcmpl-${rid(29)}`;
     const created = now();
     const callId = `call_${rid(24)}`;
-    const args = tool ? JSON.stringify(tool.input ?? {}) : "";
     const finish = tool ? "tool_calls" : "stop";
 
     if (body.stream !== true) {

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { Project, cleanupAll } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { anthropicHost, codexTables } from "../helpers/fixtures";
+import { codexHost } from "../helpers/fixtures";
 
 const API_KEY = "sk-ant-api03-REAL-" + "k".repeat(80) + "AA";
 const OAUTH = "sk-ant-oat01-REAL-" + "o".repeat(60);
@@ -16,11 +16,7 @@ let anthropic: Mock.MockProvider;
 let openai: Mock.MockProvider;
 let p: Project;
 
-beforeAll(async () => {
-  openai = await Mock.openai();
-  ({ anthropic, p } = await anthropicHost(API_KEY, codexTables(openai.url)));
-  await p.setCredential("openai", OPENAI_KEY);
-});
+beforeAll(async () => ({ anthropic, openai, p } = await codexHost(API_KEY, OPENAI_KEY)));
 afterAll(() => cleanupAll(anthropic, openai));
 
 const everything = (r: Mock.Received) => JSON.stringify(r.headers) + r.body + r.path + r.query;

@@ -43,6 +43,20 @@ const post = (url: string, placeholder: string, path = "/v1/messages?beta=true")
     body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }),
   });
 
+/** A request through `p`'s proxy on `profile`'s host grant: its status and lazy's error message. */
+async function failed(p: Project, profile: string): Promise<{ status: number; message: string }> {
+  const g = await p.grant({ role: "host", profile });
+  const res = await post(g.proxyUrl, g.placeholder);
+  return { status: res.status, message: (await res.json()).error.message };
+}
+
+/** Nothing reached `mock` (after a moment for a late request), and `p`'s audit says `why`. */
+async function nothingReached(mock: Mock.MockProvider, p: Project, why: string): Promise<void> {
+  await Bun.sleep(50);
+  expect(mock.received).toEqual([]);
+  expect((await p.ok(["stats", "audit"])).stdout).toContain(why);
+}
+
 const GUARD = `
 export default (req) => {
   if (req.path.startsWith("/v1/messages/count_tokens")) return { refuse: "token counting is off in this project" };
@@ -87,13 +101,8 @@ describe("request plugins", () => {
       { "to-delete": `export default () => ({ path: "/api/delete" });\n` },
       `\n[profiles.local]\nharness = "claude"\nendpoint = "${ollama.url}"\n`,
     );
-    const g = await p.grant({ role: "host", profile: "local" });
-    const res = await post(g.proxyUrl, g.placeholder);
-    expect(res.status).toBe(403);
-    expect((await res.json()).error.message).toContain("lazy's proxy refuses POST /api/delete");
-    await Bun.sleep(50);
-    expect(ollama.received).toEqual([]);
-    expect((await p.ok(["stats", "audit"])).stdout).toContain("refused after plugin rewrite");
+    expect(await failed(p, "local")).toEqual({ status: 403, message: expect.stringContaining("lazy's proxy refuses POST /api/delete") });
+    await nothingReached(ollama, p, "refused after plugin rewrite");
   });
 
   test("a plugin that throws, or runs past its time, fails the request naming it; nothing goes upstream", async () => {
@@ -101,19 +110,17 @@ describe("request plugins", () => {
     const p = await withPlugins({
       thrower: `export default () => { throw new Error("boom from the plugin"); };\n`,
     });
-    const g = await p.grant({ role: "host", profile: "claude" });
-    const res = await post(g.proxyUrl, g.placeholder);
-    expect(res.status).toBe(500);
-    expect((await res.json()).error.message).toBe("lazy's proxy failed: request plugin thrower: boom from the plugin");
+    expect(await failed(p, "claude")).toEqual({
+      status: 500,
+      message: "lazy's proxy failed: request plugin thrower: boom from the plugin",
+    });
 
     const q = await withPlugins({ slow: `export default async () => { await Bun.sleep(3000); };\n` });
-    const h = await q.grant({ role: "host", profile: "claude" });
-    const slow = await post(h.proxyUrl, h.placeholder);
-    expect(slow.status).toBe(500);
-    expect((await slow.json()).error.message).toBe("lazy's proxy failed: request plugin slow: it took longer than its 300 ms");
-    await Bun.sleep(50);
-    expect(anthropic.received).toEqual([]);
-    expect((await q.ok(["stats", "audit"])).stdout).toContain("request plugin slow");
+    expect(await failed(q, "claude")).toEqual({
+      status: 500,
+      message: "lazy's proxy failed: request plugin slow: it took longer than its 300 ms",
+    });
+    await nothingReached(anthropic, q, "request plugin slow");
   });
 
   test("a plugin file in the project, a missing one and one without a default export are not loaded; doctor says why and requests fail", async () => {
@@ -140,10 +147,10 @@ describe("request plugins", () => {
     expect(doctor.stdout).toContain(`request plugin gone is refused: ${join(p.home, "plugins", "gone.ts")} does not exist`);
     expect(doctor.stdout).toContain("request plugin nodefault is refused:");
     expect(doctor.stdout).toContain("nodefault.ts has no default export function");
-    const g = await p.grant({ role: "host", profile: "claude" });
-    const res = await post(g.proxyUrl, g.placeholder);
-    expect(res.status).toBe(500);
-    expect((await res.json()).error.message).toContain("lazy's proxy failed: request plugin evil: it is not loaded");
+    expect(await failed(p, "claude")).toEqual({
+      status: 500,
+      message: expect.stringContaining("lazy's proxy failed: request plugin evil: it is not loaded"),
+    });
     await Bun.sleep(50);
     expect(anthropic.received).toEqual([]);
     expect(await Bun.file(marker).exists()).toBe(false);

@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Project, cleanupAll } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
+import { providerMocks } from "../helpers/fixtures";
 
 const OLLAMA_KEY = "ollama-REAL-" + "q".repeat(40);
 const OPENROUTER_KEY = "sk-or-v1-" + "0123456789abcdef".repeat(4);
@@ -16,19 +17,9 @@ let ollama: Mock.MockProvider;
 let hosted: Mock.MockProvider;
 let openrouter: Mock.MockProvider;
 
-beforeAll(async () => {
-  ollama = await Mock.ollama();
-  hosted = await Mock.ollama();
-  openrouter = await Mock.ollama(); // answers both wires
-  openrouter.prefix = "/api";
-});
+beforeAll(async () => ({ local: ollama, hosted, openrouter } = await providerMocks()));
 
-afterAll(async () => {
-  await cleanupAll();
-  await ollama?.close();
-  await hosted?.close();
-  await openrouter?.close();
-});
+afterAll(() => cleanupAll(ollama, hosted, openrouter));
 
 const messages = (url: string, headers: Record<string, string>, path = "/v1/messages?beta=true") =>
   fetch(`${url}${path}`, {
@@ -36,6 +27,17 @@ const messages = (url: string, headers: Record<string, string>, path = "/v1/mess
     headers: { "content-type": "application/json", "anthropic-version": "2023-06-01", ...headers },
     body: JSON.stringify({ model: "llama3", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }),
   });
+
+/** A Chat Completions request on `model` with the placeholder as Bearer: the answer's text, once it came back 200. */
+async function chatReply(url: string, placeholder: string, model: string): Promise<string> {
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${placeholder}` },
+    body: JSON.stringify({ model, messages: [{ role: "user", content: "hi" }] }),
+  });
+  expect(res.status).toBe(200);
+  return (await res.json()).choices[0].message.content;
+}
 
 const credentialHeaders = (r: Mock.Received) => [r.headers.authorization, r.headers["x-api-key"]].filter((v) => v !== undefined);
 
@@ -53,13 +55,7 @@ describe("a local Ollama profile", () => {
     expect(await res.text()).toContain(Mock.DEFAULT_REPLY_TEXT);
 
     const o = await p.grant({ role: "host", profile: "local-oai" });
-    const chat = await fetch(`${o.proxyUrl}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${o.placeholder}` },
-      body: JSON.stringify({ model: "llama3", messages: [{ role: "user", content: "hi" }] }),
-    });
-    expect(chat.status).toBe(200);
-    expect((await chat.json()).choices[0].message.content).toBe(Mock.DEFAULT_REPLY_TEXT);
+    expect(await chatReply(o.proxyUrl, o.placeholder, "llama3")).toBe(Mock.DEFAULT_REPLY_TEXT);
 
     const seen = await ollama.waitFor(2);
     expect(seen.map((r) => `${r.method} ${r.path}`)).toEqual(["POST /v1/messages", "POST /v1/chat/completions"]);
@@ -154,13 +150,7 @@ describe("hosted Ollama and OpenRouter, through origin overrides", () => {
     expect(o.credential).toBe("openrouter");
     expect(o.envVar).toBe("OPENAI_API_KEY");
     expect(o.placeholder).toMatch(/^sk-or-v1-lazy-[0-9a-f]{64}$/);
-    const chat = await fetch(`${o.proxyUrl}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${o.placeholder}` },
-      body: JSON.stringify({ model: "openai/gpt-5", messages: [{ role: "user", content: "hi" }] }),
-    });
-    expect(chat.status).toBe(200);
-    expect((await chat.json()).choices[0].message.content).toBe(Mock.DEFAULT_REPLY_TEXT);
+    expect(await chatReply(o.proxyUrl, o.placeholder, "openai/gpt-5")).toBe(Mock.DEFAULT_REPLY_TEXT);
 
     const seen = await openrouter.waitFor(3);
     expect(seen.map((r) => r.path)).toEqual(["/api/v1/messages", "/api/v1/messages", "/api/v1/chat/completions"]);

@@ -76,18 +76,20 @@ const anthropicStream = sse([
 ]);
 const anthropicUsage: Usage = { input: 25, output: 15, cacheRead: 0, cacheWrite: 0 };
 
+/** An Anthropic stream fed to the tap in chunks of `size` bytes, as a socket hands it over. */
+function inChunks(body: string, size: number) {
+  const bytes = enc.encode(body);
+  const cuts = Array.from({ length: Math.ceil(bytes.length / size) }, (_, i) => i * size).slice(1);
+  return tap("anthropic", bytes, SSE, cuts);
+}
+
+/** `stream` fed in two parts, cut at every byte offset in turn, reads as `usage` each time. */
+function splitEverywhere(wire: Wire, stream: string, usage: Usage): void {
+  const bytes = enc.encode(stream);
+  for (let cut = 0; cut <= bytes.length; cut++) expect(tap(wire, bytes, SSE, [cut]).usage).toEqual(usage);
+}
+
 describe("Anthropic Messages SSE", () => {
-  test("reads message_start then the last message_delta", () => {
-    expect(tap("anthropic", anthropicStream, SSE).usage).toEqual(anthropicUsage);
-  });
-
-  test("split at every byte offset (mid-line, mid-UTF-8 character)", () => {
-    const bytes = enc.encode(anthropicStream);
-    for (let cut = 0; cut <= bytes.length; cut++) {
-      expect(tap("anthropic", bytes, SSE, [cut]).usage).toEqual(anthropicUsage);
-    }
-  });
-
   test("split at every pair of offsets around the usage lines, and one byte at a time", () => {
     const bytes = enc.encode(anthropicStream);
     const delta = anthropicStream.indexOf("event: message_delta");
@@ -177,9 +179,7 @@ describe("Anthropic Messages SSE", () => {
   test("a line over 1 MiB is dropped without stopping the tap", () => {
     const giant = "x".repeat(1_200_000);
     const body = `data: {"type":"content_block_delta","delta":{"text":"${giant}"},"usage":{"input_tokens":1}}\n\n` + anthropicStream;
-    const bytes = enc.encode(body);
-    const cuts = Array.from({ length: Math.ceil(bytes.length / 65536) }, (_, i) => i * 65536).slice(1);
-    const r = tap("anthropic", bytes, SSE, cuts);
+    const r = inChunks(body, 65536);
     expect(r.overflowed).toBe(true);
     expect(r.usage).toEqual(anthropicUsage);
   });
@@ -187,9 +187,7 @@ describe("Anthropic Messages SSE", () => {
   test("a huge delta of a known-irrelevant event is skipped without counting as overflow", () => {
     const body =
       `event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"text":"${"y".repeat(3_000_000)}"}}\n\n` + anthropicStream;
-    const bytes = enc.encode(body);
-    const cuts = Array.from({ length: Math.ceil(bytes.length / 16384) }, (_, i) => i * 16384).slice(1);
-    const r = tap("anthropic", bytes, SSE, cuts);
+    const r = inChunks(body, 16384);
     expect(r.overflowed).toBe(false);
     expect(r.usage).toEqual(anthropicUsage);
   });
@@ -228,18 +226,9 @@ const responsesStream = sse([
   ],
 ]);
 
+const responsesUsage: Usage = { input: 20, output: 5, cacheRead: 10, cacheWrite: 0 };
+
 describe("OpenAI Responses SSE", () => {
-  test("usage comes from response.completed; cached tokens are split out of input", () => {
-    expect(tap("openai", responsesStream, SSE).usage).toEqual({ input: 20, output: 5, cacheRead: 10, cacheWrite: 0 });
-  });
-
-  test("split at every byte offset", () => {
-    const bytes = enc.encode(responsesStream);
-    for (let cut = 0; cut <= bytes.length; cut++) {
-      expect(tap("openai", bytes, SSE, [cut]).usage).toEqual({ input: 20, output: 5, cacheRead: 10, cacheWrite: 0 });
-    }
-  });
-
   test("response.incomplete carries usage too", () => {
     const body = sse([
       [
@@ -331,18 +320,9 @@ const chatStream = sse([
   [null, "[DONE]"],
 ]);
 
+const chatUsage: Usage = { input: 8, output: 9, cacheRead: 32, cacheWrite: 0 };
+
 describe("Chat Completions SSE", () => {
-  test("usage comes from the final chunk; [DONE] is not JSON", () => {
-    expect(tap("openai", chatStream, SSE).usage).toEqual({ input: 8, output: 9, cacheRead: 32, cacheWrite: 0 });
-  });
-
-  test("split at every byte offset", () => {
-    const bytes = enc.encode(chatStream);
-    for (let cut = 0; cut <= bytes.length; cut++) {
-      expect(tap("openai", bytes, SSE, [cut]).usage).toEqual({ input: 8, output: 9, cacheRead: 32, cacheWrite: 0 });
-    }
-  });
-
   test("without include_usage there is no reading", () => {
     const body = chatStream
       .split("\n\n")
@@ -360,49 +340,49 @@ describe("Chat Completions SSE", () => {
   });
 });
 
+describe("each wire's stream, whole and split at every byte offset (mid-line, mid-UTF-8 character)", () => {
+  const streams: [string, Wire, string, Usage][] = [
+    ["Anthropic Messages: message_start, then the last message_delta", "anthropic", anthropicStream, anthropicUsage],
+    ["OpenAI Responses: from response.completed, cached tokens split out of input", "openai", responsesStream, responsesUsage],
+    ["Chat Completions: from the final chunk; [DONE] is not JSON", "openai", chatStream, chatUsage],
+  ];
+  test.each(streams)("%s", (_, wire, stream, usage) => expect(tap(wire, stream, SSE).usage).toEqual(usage));
+  test.each(streams)("%s; split everywhere", (_, wire, stream, usage) => splitEverywhere(wire, stream, usage));
+});
+
 describe("plain JSON bodies", () => {
-  test("non-streamed Anthropic message", () => {
-    const body = JSON.stringify({
-      id: "msg_1",
-      type: "message",
-      content: [{ type: "text", text: "Hello" }],
-      usage: { input_tokens: 2095, cache_creation_input_tokens: 10, cache_read_input_tokens: 20, output_tokens: 503 },
-    });
-    expect(tap("anthropic", body, "application/json").usage).toEqual({
-      input: 2095,
-      output: 503,
-      cacheRead: 20,
-      cacheWrite: 10,
-    });
-  });
+  const bodies: [string, Wire, object, string, Usage][] = [
+    [
+      "non-streamed Anthropic message",
+      "anthropic",
+      {
+        id: "msg_1",
+        type: "message",
+        content: [{ type: "text", text: "Hello" }],
+        usage: { input_tokens: 2095, cache_creation_input_tokens: 10, cache_read_input_tokens: 20, output_tokens: 503 },
+      },
+      "application/json",
+      { input: 2095, output: 503, cacheRead: 20, cacheWrite: 10 },
+    ],
+    [
+      "non-streamed Responses body: cached tokens split out of input",
+      "openai",
+      { id: "resp_1", object: "response", usage: { input_tokens: 50, input_tokens_details: { cached_tokens: 50 }, output_tokens: 3 } },
+      "application/json",
+      { input: 0, output: 3, cacheRead: 50, cacheWrite: 0 },
+    ],
+    [
+      "non-streamed Chat Completions body, a charset in its content-type",
+      "openai",
+      { id: "chatcmpl-1", object: "chat.completion", usage: { prompt_tokens: 11, completion_tokens: 4 } },
+      "application/json; charset=utf-8",
+      { input: 11, output: 4, cacheRead: 0, cacheWrite: 0 },
+    ],
+  ];
+  test.each(bodies)("%s", (_, wire, body, contentType, usage) => expect(tap(wire, JSON.stringify(body), contentType).usage).toEqual(usage));
 
   test("count_tokens has no usage", () => {
     expect(tap("anthropic", '{"input_tokens": 2095}', "application/json").usage).toBeNull();
-  });
-
-  test("non-streamed Responses and Chat Completions bodies", () => {
-    const responses = JSON.stringify({
-      id: "resp_1",
-      object: "response",
-      usage: { input_tokens: 50, input_tokens_details: { cached_tokens: 50 }, output_tokens: 3 },
-    });
-    expect(tap("openai", responses, "application/json").usage).toEqual({
-      input: 0,
-      output: 3,
-      cacheRead: 50,
-      cacheWrite: 0,
-    });
-    const chat = JSON.stringify({
-      id: "chatcmpl-1",
-      object: "chat.completion",
-      usage: { prompt_tokens: 11, completion_tokens: 4 },
-    });
-    expect(tap("openai", chat, "application/json; charset=utf-8").usage).toEqual({
-      input: 11,
-      output: 4,
-      cacheRead: 0,
-      cacheWrite: 0,
-    });
   });
 
   test("error bodies are recorded", () => {

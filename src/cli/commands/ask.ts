@@ -1,15 +1,14 @@
-import { command, print, printJson } from "../command";
+import { command, print, printJson, jsonArg } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
-import { fileArg, promptFrom } from "../prompt-input";
+import { promptArgs, promptFrom } from "../prompt-input";
 
 export const ask = command({
   meta: { name: "ask", description: "Ask a model about the project and its tasks (one of lazy's own calls, through the proxy)" },
   args: {
-    question: { type: "positional", description: "What you want to know (- reads standard input)", required: false },
-    ...fileArg,
+    ...promptArgs("question", "What you want to know"),
     task: { type: "string", description: "About this task (a code, or ≥ 4 hex chars of its id)" },
-    json: { type: "boolean", description: "Print JSON on stdout" },
+    ...jsonArg,
   },
   async run({ args, rawArgs }) {
     const question = await promptFrom("question", args.question, args.file);
@@ -30,7 +29,7 @@ export const report = command({
   meta: { name: "report", description: "A Markdown report across tasks, written by a model through the proxy (one of lazy's own calls)" },
   args: {
     since: { type: "string", description: "What moved since then: 30m, 12h, 7d (default), or an ISO time" },
-    json: { type: "boolean", description: "Print JSON on stdout" },
+    ...jsonArg,
   },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());

@@ -1,4 +1,4 @@
-import { command, print, printJson, table } from "../command";
+import { command, print, printJson, table, jsonArg } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import { LazyError } from "../../util/errors";
@@ -6,8 +6,6 @@ import { STANDARD, fromClaudeJson, setWarnings, type CredentialInfo } from "../.
 import { suggest } from "../help";
 import { say } from "../voice";
 import { err } from "../out";
-
-const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 
 /** The secret, from a hidden prompt on a terminal or from stdin when piped; never from argv. */
 async function readSecret(name: string): Promise<string> {
@@ -56,7 +54,7 @@ const set = command({
       description: "anthropic, openai, openrouter, cursor, ollama, or a name of your own (work-openai)",
       required: true,
     },
-    ...json,
+    ...jsonArg,
   },
   async run({ args, rawArgs }) {
     const positional = rawArgs.filter((a) => !a.startsWith("-"));
@@ -85,7 +83,7 @@ const set = command({
 
 const list = command({
   meta: { name: "auth list", description: "List stored credentials: name, kind, backend, when set, last 4 characters" },
-  args: json,
+  args: jsonArg,
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
     const r = await c.request<{

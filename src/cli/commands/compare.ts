@@ -11,6 +11,7 @@ import type { Task, TaskEvent } from "../../store";
 import type { Comparison } from "../../dashboard";
 import { say } from "../voice";
 import { line } from "../../lines";
+import { promptFrom } from "../prompt-input";
 
 const enc = encodeURIComponent;
 
@@ -40,6 +41,13 @@ export function groupBody(a: GroupArgs): { profiles: string[] } | { n: number; p
   if (!/^\d+$/.test(String(a.n).trim()) || n < 2)
     throw new LazyError("invalid_input", `--n is how many candidates (2 or more), not "${a.n}".`);
   return { n, ...(a.profile ? { profile: a.profile } : {}) };
+}
+
+/** What `lazy task add` and `lazy run` start from: the group the flags ask for (or none), the prompt, and the daemon. */
+export async function groupAndPrompt(a: GroupArgs & { prompt?: string; file?: string }) {
+  const group = groupBody(a);
+  const prompt = await promptFrom("prompt", a.prompt, a.file);
+  return { group, prompt, c: await Client.connect(findProjectRoot()) };
 }
 
 const money = (usd: number | null) => (usd === null ? "-" : `$${usd.toFixed(usd < 1 ? 4 : 2)}`);

@@ -1,14 +1,12 @@
 import { existsSync, readFileSync, openSync, readSync, statSync, closeSync } from "node:fs";
 import { StringDecoder } from "node:string_decoder";
-import { command, print, printJson, printJsonLine, duration } from "../command";
+import { command, print, printJson, printJsonLine, duration, jsonArg } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import { State, Keeper, run as runDaemon, type DaemonStatus } from "../../daemon";
 import { say } from "../voice";
 import { LazyError } from "../../util/errors";
 import { VERSION } from "../../version";
-
-const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 
 function render(s: DaemonStatus): string {
   const lines = [
@@ -38,7 +36,7 @@ async function show(c: Client.Client, json?: boolean): Promise<void> {
 
 const status = command({
   meta: { name: "daemon status", description: "Show the daemon: pid, uptime, version, dashboard, proxy and config" },
-  args: json,
+  args: jsonArg,
   async run({ args }) {
     const root = findProjectRoot();
     const c = await Client.running(root);
@@ -58,7 +56,7 @@ const status = command({
 
 const start = command({
   meta: { name: "daemon start", description: "Start the project's daemon (commands that need it start it anyway)" },
-  args: json,
+  args: jsonArg,
   async run({ args }) {
     await show(await Client.connect(findProjectRoot()), args.json);
   },
@@ -66,7 +64,7 @@ const start = command({
 
 const stop = command({
   meta: { name: "daemon stop", description: "Stop the project's daemon" },
-  args: json,
+  args: jsonArg,
   async run({ args }) {
     const r = await Client.stop(findProjectRoot());
     if (args.json) printJson({ stopped: Boolean(r), pid: r?.pid ?? null });
@@ -82,7 +80,7 @@ function record(line: string): { at: string | null; level: string | null; tag: s
 
 const restart = command({
   meta: { name: "daemon restart", description: "Stop the daemon and start it again (refuses on a lazy.toml that does not load)" },
-  args: json,
+  args: jsonArg,
   async run({ args }) {
     const root = findProjectRoot();
     // Turns carry on across a restart: the new daemon picks them up.
@@ -156,7 +154,7 @@ const install = command({
   meta: { name: "daemon install", description: "Run the project's daemon as a user service (systemd user unit; launchd on macOS)" },
   args: {
     print: { type: "boolean", description: "Print the service file it would write, and change nothing" },
-    ...json,
+    ...jsonArg,
   },
   async run({ args }) {
     const root = findProjectRoot();
@@ -191,7 +189,7 @@ const install = command({
 
 const uninstall = command({
   meta: { name: "daemon uninstall", description: "Remove the user service lazy daemon install made (the daemon stops with it)" },
-  args: json,
+  args: jsonArg,
   async run({ args }) {
     const root = findProjectRoot();
     const Service = await import("../service");

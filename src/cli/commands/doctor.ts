@@ -1,4 +1,4 @@
-import { command, print, printJson } from "../command";
+import { command, print, printJson, jsonArg } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import { existsSync } from "node:fs";
@@ -299,6 +299,16 @@ function secretFindings(root: string): Finding[] {
   }));
 }
 
+/** A finding that never blocks a launch: all is well, or a warning with its remedy. */
+const fine = (check: string, summary: string): Finding => ({ check, ok: true, blocking: false, summary });
+const warn = (check: string, summary: string, remedy: string | undefined): Finding => ({
+  check,
+  ok: false,
+  blocking: false,
+  summary,
+  remedy,
+});
+
 /**
  * Whether task containers can reach link-local metadata addresses (169.254.169.254 hands out a
  * cloud VM's own credentials). The daemon knows once it has set up a task network; before
@@ -307,70 +317,48 @@ function secretFindings(root: string): Finding[] {
 function metadataFinding(kind: string, status: DaemonStatus | undefined, allow: boolean | undefined): Finding {
   const g = status?.metadata;
   if (g?.state === "blocked")
-    return {
-      check: "network",
-      ok: true,
-      blocking: false,
-      summary: `task containers cannot reach link-local metadata addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254): firewall rules on ${g.bridge}`,
-    };
+    return fine(
+      "network",
+      `task containers cannot reach link-local metadata addresses (169.254.0.0/16, fe80::/10, fd00:ec2::254): firewall rules on ${g.bridge}`,
+    );
   if (g?.state === "allowed" || (!g && allow))
-    return {
-      check: "network",
-      ok: false,
-      blocking: false,
-      summary: "[container] allow_metadata = true: task containers can reach link-local metadata addresses such as 169.254.169.254",
-      remedy: "remove allow_metadata from lazy.toml unless a task needs the metadata service",
-    };
+    return warn(
+      "network",
+      "[container] allow_metadata = true: task containers can reach link-local metadata addresses such as 169.254.169.254",
+      "remove allow_metadata from lazy.toml unless a task needs the metadata service",
+    );
   if (g?.state === "unblocked")
-    return {
-      check: "network",
-      ok: false,
-      blocking: false,
-      summary: `link-local metadata addresses are not blocked for task containers: ${g.reason}`,
-      remedy: g.remedy,
-    };
+    return warn("network", `link-local metadata addresses are not blocked for task containers: ${g.reason}`, g.remedy);
   if (kind !== "native")
-    return {
-      check: "network",
-      ok: false,
-      blocking: false,
-      summary: `${kind === "desktop" ? "Docker Desktop" : kind === "rootless" ? "rootless Docker" : "a remote Docker engine"} runs containers where lazy cannot set the firewall: task containers may reach 169.254.169.254`,
-      remedy: "block link-local metadata addresses in that engine's VM or host firewall, or use native Linux Docker",
-    };
-  return {
-    check: "network",
-    ok: true,
-    blocking: false,
-    summary: "link-local metadata addresses are blocked when a task's network is set up (none yet)",
-  };
+    return warn(
+      "network",
+      `${kind === "desktop" ? "Docker Desktop" : kind === "rootless" ? "rootless Docker" : "a remote Docker engine"} runs containers where lazy cannot set the firewall: task containers may reach 169.254.169.254`,
+      "block link-local metadata addresses in that engine's VM or host firewall, or use native Linux Docker",
+    );
+  return fine("network", "link-local metadata addresses are blocked when a task's network is set up (none yet)");
 }
 
 /** What else task containers can reach: `[container] network` as the daemon last set it (containers/fence.ts). */
 function fenceFinding(status: DaemonStatus | undefined, mode: string | undefined): Finding {
   const f = status?.fence;
   if (f?.state === "fenced")
-    return {
-      check: "fence",
-      ok: true,
-      blocking: false,
-      summary: `network = "${f.mode}": task containers reach only lazy's proxy and MCP${f.mode === "none" ? "" : " and its egress proxy"} (gateway ports ${f.ports.join(", ")}; firewall rules on ${f.bridge})`,
-    };
+    return fine(
+      "fence",
+      `network = "${f.mode}": task containers reach only lazy's proxy and MCP${f.mode === "none" ? "" : " and its egress proxy"} (gateway ports ${f.ports.join(", ")}; firewall rules on ${f.bridge})`,
+    );
   if (f?.state === "open" || (!f && mode === "open"))
-    return {
-      check: "fence",
-      ok: false,
-      blocking: false,
-      summary: 'network = "open": task containers reach any address, host services and other projects\' listeners included',
-      remedy: 'set [container] network = "allowlist" (the default) and list the hosts tasks need in allow',
-    };
-  if (f?.state === "unfenced")
-    return { check: "fence", ok: false, blocking: false, summary: `the network fence is not set: ${f.reason}`, remedy: f.remedy };
-  return { check: "fence", ok: true, blocking: false, summary: "the network fence is set when a task's network is set up (none yet)" };
+    return warn(
+      "fence",
+      'network = "open": task containers reach any address, host services and other projects\' listeners included',
+      'set [container] network = "allowlist" (the default) and list the hosts tasks need in allow',
+    );
+  if (f?.state === "unfenced") return warn("fence", `the network fence is not set: ${f.reason}`, f.remedy);
+  return fine("fence", "the network fence is set when a task's network is set up (none yet)");
 }
 
 export const doctor = command({
   meta: { name: "doctor", description: "Check config, daemon, proxy and Docker, each with its remedy" },
-  args: { json: { type: "boolean", description: "Print JSON on stdout" } },
+  args: jsonArg,
   async run({ args }) {
     const list = await findings(findProjectRoot());
     const blocking = list.filter((f) => !f.ok && f.blocking);

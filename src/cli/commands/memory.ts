@@ -1,10 +1,8 @@
-import { command, print, printJson } from "../command";
+import { command, print, printJson, jsonArg } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import type { Note } from "../../store";
 import { say } from "../voice";
-
-const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 
 const list = async (asJson: boolean) => {
   const c = await Client.connect(findProjectRoot());
@@ -19,7 +17,7 @@ const list = async (asJson: boolean) => {
 
 const add = command({
   meta: { name: "memory add", description: "Add a note to the project's memory" },
-  args: { text: { type: "positional", description: "One short fact", required: true }, ...json },
+  args: { text: { type: "positional", description: "One short fact", required: true }, ...jsonArg },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
     const n = await c.request<Note>("POST", "/api/memory", { text: args.text });
@@ -30,7 +28,7 @@ const add = command({
 
 const rm = command({
   meta: { name: "memory rm", description: "Remove a note from the project's memory by its number" },
-  args: { n: { type: "positional", description: "The note's number (lazy memory lists them)", required: true }, ...json },
+  args: { n: { type: "positional", description: "The note's number (lazy memory lists them)", required: true }, ...jsonArg },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
     const n = await c.request<Note>("DELETE", `/api/memory/${encodeURIComponent(args.n)}`);
@@ -41,13 +39,13 @@ const rm = command({
 
 const ls = command({
   meta: { name: "memory list", description: "List the project's memory" },
-  args: json,
+  args: jsonArg,
   run: ({ args }) => list(Boolean(args.json)),
 });
 
 export const memory = command({
   meta: { name: "memory", description: "The project's memory: short notes agents and people keep (list, add, rm)" },
-  args: json,
+  args: jsonArg,
   subCommands: { list: ls, add, rm },
   run: ({ args, rawArgs }) =>
     rawArgs.some((a) => !a.startsWith("-") && ["list", "add", "rm"].includes(a)) ? undefined : list(Boolean(args.json)),

@@ -3,7 +3,7 @@
  * so it asks first (y/N on a terminal), takes --yes in scripts, and without a terminal and
  * without --yes refuses, saying so. `lazy close` ends a task and keeps its branch.
  */
-import { command, print, printJson } from "../command";
+import { command, print, printJson, jsonArg } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import type { Task } from "../../store";
@@ -15,7 +15,7 @@ export const reject = command({
   args: {
     task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true },
     yes: { type: "boolean", alias: "y", description: "Do not ask: delete the branch" },
-    json: { type: "boolean", description: "Print JSON on stdout" },
+    ...jsonArg,
   },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());

@@ -1,4 +1,4 @@
-import { command, print, printJson, table } from "../command";
+import { command, print, printJson, table, jsonArg } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 // Types only from the proxy: loading its modules would cost every stats command tens of ms.
@@ -7,14 +7,12 @@ import { FAILURE_KINDS } from "../../config";
 import type { BudgetReport, Pause } from "../../spending";
 
 const ms = (v: number | null) => (v === null ? "-" : v.toFixed(2));
-const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
-
 const audit = command({
   meta: { name: "stats audit", description: "The proxy's audit trail: every model call, refusal and credential failure" },
   args: {
     task: { type: "string", description: "Only this task's calls (a code, matched exactly, or ≥ 4 hex chars of its id)" },
     limit: { type: "string", description: "How many of the latest rows (default 100)" },
-    ...json,
+    ...jsonArg,
   },
   async run({ args, rawArgs }) {
     const c = await Client.connect(findProjectRoot());
@@ -74,7 +72,7 @@ const audit = command({
 
 const limits = command({
   meta: { name: "stats limits", description: "Usage-limit readings per credential, and provider health over the last hour" },
-  args: json,
+  args: jsonArg,
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
     const r = await c.request<{ limits: LimitView[]; health: ProviderHealth[]; problems: Record<string, string>; paused: Pause[] }>(
@@ -118,7 +116,7 @@ const budget = command({
     name: "stats budget",
     description: "Tokens and cost per task, profile, credential and day, against any [budget]; each credential's windows",
   },
-  args: { days: { type: "string", description: "How many days back (default 30)" }, ...json },
+  args: { days: { type: "string", description: "How many days back (default 30)" }, ...jsonArg },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
     const r = await c.request<BudgetReport & { limits: LimitView[] }>(

@@ -1,30 +1,25 @@
-import { command, print, printJson, table } from "../command";
+import { command, print, printJson, table, jsonArg } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import type { Task, TaskEvent } from "../../store";
 import { say } from "../voice";
 import { LazyError } from "../../util/errors";
-import { fileArg, promptFrom } from "../prompt-input";
+import { promptArgs } from "../prompt-input";
 import { fetchDiff, statLines } from "./diff";
-import { addGroup, groupArgs, groupBody } from "./compare";
-
-const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
+import { addGroup, groupAndPrompt, groupArgs } from "./compare";
 
 const add = command({
   meta: { name: "task add", description: "Add a task" },
   args: {
-    prompt: { type: "positional", description: "What the agent should do (- reads standard input)", required: false },
-    ...fileArg,
+    ...promptArgs("prompt", "What the agent should do"),
     code: { type: "string", description: "A unique handle for the task, e.g. fix-login" },
     profile: { type: "string", description: "Agent profile (default: [models.roles] agent, else claude)" },
     ...groupArgs,
     title: { type: "string", description: "A title (default: the prompt's first line)" },
-    ...json,
+    ...jsonArg,
   },
   async run({ args }) {
-    const group = groupBody(args);
-    const prompt = await promptFrom("prompt", args.prompt, args.file);
-    const c = await Client.connect(findProjectRoot());
+    const { group, prompt, c } = await groupAndPrompt(args);
     if (group) {
       const g = await addGroup(c, { prompt, code: args.code, title: args.title, ...group });
       if (args.json) return printJson(g);
@@ -44,7 +39,7 @@ const add = command({
 
 const list = command({
   meta: { name: "task list", description: "List tasks" },
-  args: { status: { type: "string", description: "Only tasks with this status" }, ...json },
+  args: { status: { type: "string", description: "Only tasks with this status" }, ...jsonArg },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
     const tasks = await c.request<Task[]>("GET", `/api/tasks${args.status ? `?status=${encodeURIComponent(args.status)}` : ""}`);
@@ -56,7 +51,7 @@ const list = command({
 
 const show = command({
   meta: { name: "task show", description: "Show a task and its events" },
-  args: { task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true }, ...json },
+  args: { task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true }, ...jsonArg },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
     const r = await c.request<{ task: Task; events: TaskEvent[] }>("GET", `/api/tasks/${encodeURIComponent(args.task)}`);
@@ -86,7 +81,7 @@ const budget = command({
     task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true },
     amount: { type: "positional", description: "What to add, e.g. +100000", required: true },
     usd: { type: "boolean", description: "The amount is dollars, not tokens" },
-    ...json,
+    ...jsonArg,
   },
   async run({ args }) {
     const m = /^\+?(\d+(?:\.\d+)?)$/.exec(args.amount.trim());

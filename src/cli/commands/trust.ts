@@ -3,7 +3,7 @@
  * lazy.toml that sets keys deciding where credentials go or what runs is refused, before any
  * daemon starts for it (config/trust.ts). `--show` lists what is trusted.
  */
-import { command, print, printJson } from "../command";
+import { command, print, printJson, jsonArg } from "../command";
 import { Trust } from "../../config";
 import { findProjectRoot } from "../../util/paths";
 import { say } from "../voice";
@@ -16,7 +16,7 @@ export const trust = command({
   },
   args: {
     show: { type: "boolean", description: "List the trusted lazy.toml files: path, hash, when, and whether the file still matches" },
-    json: { type: "boolean", description: "Print JSON on stdout" },
+    ...jsonArg,
   },
   run({ args }) {
     if (args.show) {

@@ -1,4 +1,4 @@
-import { command, print, printJson, printJsonLine, setExitCode } from "../command";
+import { command, print, printJson, printJsonLine, setExitCode, jsonArg } from "../command";
 import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
 import { LazyError, type ErrorCode } from "../../util/errors";
@@ -6,11 +6,10 @@ import type { Task, TaskEvent } from "../../store";
 import { say } from "../voice";
 import { whileLaunching } from "../progress";
 import { line } from "../../lines";
-import { fileArg, promptFrom } from "../prompt-input";
+import { promptArgs, promptFrom } from "../prompt-input";
 import { reviewArg, reviewFile, type Reviewed } from "../review";
-import { groupArgs, groupBody, runGroup } from "./compare";
+import { groupAndPrompt, groupArgs, runGroup } from "./compare";
 
-const json = { json: { type: "boolean", description: "Print JSON on stdout" } } as const;
 const taskArg = { task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true } } as const;
 const enc = encodeURIComponent;
 
@@ -29,7 +28,7 @@ async function after(c: Client.Client, t: Task, follow: boolean): Promise<string
 const simple = (name: "start" | "stop" | "reject" | "close", description: string) =>
   command({
     meta: { name, description },
-    args: { ...taskArg, ...json },
+    args: { ...taskArg, ...jsonArg },
     async run({ args }) {
       const c = await Client.connect(findProjectRoot());
       const post = () => c.request<Task>("POST", `/api/tasks/${enc(args.task)}/${name}`, undefined, 30 * 60_000);
@@ -67,10 +66,9 @@ export const send = command({
   meta: { name: "send", description: "Run the task's next turn in the same session, with a message" },
   args: {
     ...taskArg,
-    message: { type: "positional", description: "What to tell the agent (- reads standard input)", required: false },
-    ...fileArg,
+    ...promptArgs("message", "What to tell the agent"),
     ...reviewArg,
-    ...json,
+    ...jsonArg,
   },
   async run({ args }) {
     if (args.review !== undefined) return sendReview(args.task, args.review, args.message, args.file, args.json);
@@ -108,7 +106,7 @@ export const accept = command({
       description:
         "Merge even though the branch changes config (lazy.toml at any depth, harness folders, Dockerfiles; look at that change first)",
     },
-    ...json,
+    ...jsonArg,
   },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
@@ -135,7 +133,7 @@ export const accept = command({
 
 export const logs = command({
   meta: { name: "logs", description: "Show what the task's agent did: messages, tool calls, results" },
-  args: { ...taskArg, follow: { type: "boolean", alias: "f", description: "Keep printing until the turn ends" }, ...json },
+  args: { ...taskArg, follow: { type: "boolean", alias: "f", description: "Keep printing until the turn ends" }, ...jsonArg },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
     let after = 0;
@@ -168,18 +166,15 @@ export const run = command({
       "One-shot for CI: add a task, run its turn, wait, print the result. Exit codes: 0 the turn finished; 3 the agent failed; 4 the launch was refused; 5 a credential is missing; 6 the proxy is unavailable; 7 held by [usage_pause] (the reset time is printed; --wait waits for it); 2 bad usage. With --profiles or --n (best-of-N): every candidate runs at once, then lazy compare's table; 0 when at least one finished (and passed [review] check, when set), 3 when none did, 7 when none did and some are held, 4-6 when every launch was refused",
   },
   args: {
-    prompt: { type: "positional", description: "What the agent should do (- reads standard input)", required: false },
-    ...fileArg,
+    ...promptArgs("prompt", "What the agent should do"),
     profile: { type: "string", description: "Agent profile" },
     ...groupArgs,
     code: { type: "string", description: "A code for the task (with --profiles: the group's)" },
     wait: { type: "boolean", description: "When [usage_pause] holds the turn, wait for the reset instead of exiting 7" },
-    ...json,
+    ...jsonArg,
   },
   async run({ args }) {
-    const group = groupBody(args);
-    const prompt = await promptFrom("prompt", args.prompt, args.file);
-    const c = await Client.connect(findProjectRoot());
+    const { group, prompt, c } = await groupAndPrompt(args);
     if (group)
       return runGroup(c, { prompt, code: args.code, ...group }, { json: !!args.json, wait: !!args.wait }, { ...RUN_EXIT, exitFor });
     const t = await c.request<Task>("POST", "/api/tasks", { prompt, profile: args.profile, code: args.code });

@@ -28,7 +28,7 @@ const TOKENS = [NUM.input_tokens, NUM.output_tokens, NUM.cache_read, NUM.cache_w
 function write(batch: Batch, bounds: Bounds): void {
   const d = db!;
   // Token counters per task: summed over the batch, one upsert per task.
-  const totals = new Map<number, [number, number, number, number, number]>();
+  const totals = new Map<number, Usage.Counts>();
   for (let i = 0; i < batch.n; i++) {
     const task = Store.taskOf(batch, i);
     if (task === -1) continue;
@@ -41,7 +41,7 @@ function write(batch: Batch, bounds: Bounds): void {
     for (let k = 0; k < TOKENS.length; k++) t[k + 1]! += Store.numberOf(batch, i, TOKENS[k]!) || 0;
   }
   // And per UTC day, task, profile and credential, for budgets (lazy stats budget).
-  const days = new Map<string, [string, string, string, string, number, number, number, number, number]>();
+  const days = new Map<string, { key: readonly [string, string, string, string]; counts: Usage.Counts }>();
   for (let i = 0; i < batch.n; i++) {
     const input = Store.numberOf(batch, i, NUM.input_tokens);
     const output = Store.numberOf(batch, i, NUM.output_tokens);
@@ -56,17 +56,17 @@ function write(batch: Batch, bounds: Bounds): void {
     const k = key.join("\u0000");
     let t = days.get(k);
     if (!t) {
-      t = [...key, 0, 0, 0, 0, 0];
+      t = { key, counts: [0, 0, 0, 0, 0] };
       days.set(k, t);
     }
-    t[4]++;
-    for (let j = 0; j < TOKENS.length; j++) (t[j + 5] as number) += Store.numberOf(batch, i, TOKENS[j]!) || 0;
+    t.counts[0]++;
+    for (let j = 0; j < TOKENS.length; j++) t.counts[j + 1]! += Store.numberOf(batch, i, TOKENS[j]!) || 0;
   }
   d.transaction(() => {
     Store.append(d, batch, next);
     next += batch.n;
-    for (const [task, t] of totals) Usage.addToTask(d, batch.table[task]!, ...t);
-    for (const t of days.values()) Usage.addToDay(d, ...t);
+    for (const [task, t] of totals) Usage.addToTask(d, batch.table[task]!, t);
+    for (const t of days.values()) Usage.addToDay(d, ...t.key, t.counts);
     sinceBound += batch.n;
     // Keep within the row bound without counting per batch: trim once a tenth of it has arrived.
     if (sinceBound >= Math.max(10, bounds.maxRows / 10)) trim(bounds.maxRows);
