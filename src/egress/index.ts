@@ -13,9 +13,11 @@
  * kernel's two TCP connections and in Bun's copy of each read, not in JavaScript (reads come
  * in ~500 KB chunks), so a Worker would not make it faster (bench/egress.ts, bench/README.md).
  */
+import { readFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import type { Config } from "../config";
 import { LazyError } from "../util/errors";
+import { writeFileAtomic } from "../util/files";
 import { HostNet, type Fence } from "../containers";
 import { AuditRecorder, type AuditBatch, type Grant } from "../proxy";
 import type { Logger } from "../util/log";
@@ -39,6 +41,14 @@ export interface EgressDeps {
   log: Logger;
   /** A task's placeholder was seen on its way out (`why` names where, never the value). */
   onLeak: (taskId: string, why: string) => void;
+  /**
+   * Where the port on each gateway is kept (egress-ports.json in the state folder): containers
+   * were started with it in HTTP_PROXY, so a daemon that comes back listens there again, and
+   * the keeper holds it meanwhile (daemon/keeper.ts). None: ports are not kept (tests).
+   */
+  portsFile?: string;
+  /** The host's environment, for its own proxy and NO_PROXY (the daemon's: process.env). */
+  env?: Record<string, string | undefined>;
 }
 
 /** The environment a fenced task container gets: its egress proxy, and the gateway reached directly. */
@@ -58,16 +68,20 @@ export class Egress {
   }
 
   /**
-   * Listen on the gateway (once; the same port while it lasts). The first port tried is fixed
-   * (FIRST_PORT, then upward), so a restarted daemon listens where its running containers'
-   * HTTP_PROXY points; each project's gateway is its own address, so projects do not collide.
+   * Listen on the gateway (once; the same port while it lasts). The port a daemon before this
+   * one listened on there comes first (egress-ports.json: running containers' HTTP_PROXY points
+   * at it, and the keeper held it since the crash), then FIRST_PORT upward; each project's
+   * gateway is its own address, so projects do not collide.
    */
   listenFor(gateway: string): number {
     let l = this.listeners.get(gateway);
     if (!l) {
-      for (let port = FIRST_PORT; !l && port < FIRST_PORT + 20; port++)
+      const known = this.known();
+      const before = known[gateway];
+      const ports = [...(before ? [before] : []), ...Array.from({ length: 20 }, (_, i) => FIRST_PORT + i)];
+      for (const port of ports)
         try {
-          l = new Listener(gateway, port, this.hooks(gateway), () => this.maxToken());
+          l ??= new Listener(gateway, port, this.hooks(gateway), () => this.maxToken());
         } catch {} // taken: the next one
       try {
         l ??= new Listener(gateway, 0, this.hooks(gateway), () => this.maxToken());
@@ -79,8 +93,49 @@ export class Egress {
       }
       this.listeners.set(gateway, l);
       this.d.log.info(`egress proxy listening on ${gateway}:${l.port}`);
+      // The fence then drops the old port: whatever holds it now is out of the containers' reach.
+      if (before && before !== l.port)
+        this.d.log.error(
+          `the egress proxy's port ${before} on ${gateway}, where running task containers' HTTP_PROXY points, is held by another process; it listens on ${l.port}: new turns use it, running turns reach no host until their next turn`,
+        );
+      if (this.d.portsFile && before !== l.port)
+        try {
+          writeFileAtomic(this.d.portsFile, JSON.stringify({ ...known, [gateway]: l.port }));
+        } catch (e) {
+          this.d.log.warn(`could not record the egress proxy's port on ${gateway}: ${(e as Error).message}`);
+        }
     }
     return l.port;
+  }
+
+  /**
+   * A daemon that comes back after a crash: listen at once on each gateway of this host where
+   * the one before did, before housekeeping has asked Docker anything (a running turn's next
+   * connection finds it). Not under a mode without the egress proxy; an address gone with its
+   * network is passed over.
+   */
+  relisten(): void {
+    const mode = this.d.config().container.network;
+    if (mode !== "allowlist" && mode !== "observe") return;
+    const here = new Set(Object.values(networkInterfaces()).flatMap((l) => (l ?? []).map((i) => i.address)));
+    for (const gateway of Object.keys(this.known()))
+      if (here.has(gateway))
+        try {
+          this.listenFor(gateway);
+        } catch (e) {
+          this.d.log.error((e as Error).message);
+        }
+  }
+
+  /** The ports kept from before, by gateway. */
+  private known(): Record<string, number> {
+    if (!this.d.portsFile) return {};
+    try {
+      const k = JSON.parse(readFileSync(this.d.portsFile, "utf8")) as Record<string, unknown>;
+      return Object.fromEntries(Object.entries(k).filter((e): e is [string, number] => Number.isInteger(e[1])));
+    } catch {
+      return {};
+    }
   }
 
   unlisten(gateway: string): void {
@@ -124,7 +179,10 @@ export class Egress {
     return {
       // The project's containers, and this host's own processes (they reach the hosts anyway).
       admit: (src: string) => own(src) || isHostOwn(src.replace(/^::ffff:/i, "")),
-      decide: async (_src: string, head: { host: string; port: number }): Promise<{ address: string; via?: Via } | Refusal> => {
+      decide: async (
+        _src: string,
+        head: { kind: "connect" | "http"; host: string; port: number },
+      ): Promise<{ address: string; via?: Via } | Refusal> => {
         // A name that does not resolve in time is refused like one that does not resolve.
         const r = await Promise.race([
           decide(rulesOf(this.d.config()), head.host, head.port),
@@ -137,7 +195,9 @@ export class Egress {
         ]);
         if (!r.ok) return { status: r.status, why: r.why, remedy: r.remedy };
         // Behind the host's own proxy ([container] inherit_network_env): chained, its password kept here.
-        const via = this.d.config().container.inherit_network_env ? HostNet.proxyFor(head.host) : null;
+        const via = this.d.config().container.inherit_network_env
+          ? HostNet.proxyFor(head.host, this.d.env ?? process.env, { port: head.port, kind: head.kind })
+          : null;
         return via ? { address: r.address, via } : { address: r.address };
       },
       leak: (_src: string, text: string): Refusal | null => {
