@@ -1,7 +1,8 @@
 /**
  * A company's forward proxy on loopback, for tests of lazy behind one: it takes absolute-form
  * plain-HTTP requests (`GET http://127.0.0.1:PORT/path HTTP/1.1`) with a user and password,
- * refuses CONNECT to port 80 as many company proxies do, and reaches only 127.0.0.1. Every byte
+ * refuses CONNECT to port 80 as many company proxies do, and reaches only 127.0.0.1 (one
+ * request a connection: it asks the upstream to close after its answer). Every byte
  * each connection sent it is kept, so a test can say what the company saw.
  */
 import type { Socket } from "bun";
@@ -47,8 +48,9 @@ export function companyProxy(user: string, password: string): CompanyProxy {
         const rest = head
           .split("\r\n")
           .slice(1)
-          .filter((l) => !/^proxy-/i.test(l));
-        const out = `${m[1]} ${m[3] || "/"} ${m[4]}\r\n${rest.join("\r\n")}\r\n\r\n${s.data.buf.slice(end + 4)}`;
+          .filter((l) => !/^(proxy-|connection:|keep-alive:)/i.test(l));
+        // One request a connection: the upstream closes after its answer, and so does this one.
+        const out = `${m[1]} ${m[3] || "/"} ${m[4]}\r\n${rest.join("\r\n")}\r\nConnection: close\r\n\r\n${s.data.buf.slice(end + 4)}`;
         void Bun.connect({
           hostname: "127.0.0.1",
           port: Number(m[2]),

@@ -77,6 +77,30 @@ async function streamed(p: Project): Promise<{ status: number; text: string; str
   return { status: res.status, text, streamed: early, placeholder: g.placeholder };
 }
 
+describe("the CLI behind the host's proxy", () => {
+  test("talks to its daemon on loopback directly: the company proxy never sees the API token or a request for it", async () => {
+    const at = corp.received.length;
+    const p = await keyedProject(
+      upstream(`http://127.0.0.1:${provider.port}`),
+      { anthropic: KEY },
+      {
+        HTTP_PROXY: corp.url,
+        http_proxy: corp.url,
+        HTTPS_PROXY: corp.url,
+        NO_PROXY: "",
+        no_proxy: "",
+      },
+    );
+    await p.ok(["task", "add", "listed", "--code", "listed"]);
+    expect((await p.ok(["task", "list"])).stdout).toContain("listed");
+    const token = p.token();
+    expect(token.length).toBeGreaterThan(20);
+    const sent = corp.received.slice(at).join("");
+    expect(sent).not.toContain(token);
+    expect(sent).not.toContain("/api/");
+  });
+});
+
 describe("a plain-HTTP provider behind the host's proxy", () => {
   test("goes to the proxy in absolute form with the real key only in the provider's header; the answer streams", async () => {
     const p = await keyedProject(
