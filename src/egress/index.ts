@@ -21,7 +21,7 @@ import { writeFileAtomic } from "../util/files";
 import { HostNet, type Fence } from "../containers";
 import { AuditRecorder, type AuditBatch, type Grant } from "../proxy";
 import type { Logger } from "../util/log";
-import { decide, isHostOwn, rulesOf } from "./policy";
+import { decide, isHostOwn, type Lookup, rulesOf } from "./policy";
 import { Listener, type Done, type Refusal, type Via } from "./server";
 
 export { HEAD_TIMEOUT_MS, PER_SOURCE } from "./server";
@@ -31,6 +31,8 @@ export { MAX_HEAD } from "./head";
 export const FIRST_PORT = 26224;
 /** How long resolving a host may take before the connection is refused. */
 const RESOLVE_TIMEOUT_MS = 10_000;
+/** Behind the host's proxy: how long before the name goes to it unresolved (its DNS, not ours). */
+const PROXIED_RESOLVE_MS = 3_000;
 
 export interface EgressDeps {
   config: () => Config;
@@ -49,6 +51,8 @@ export interface EgressDeps {
   portsFile?: string;
   /** The host's environment, for its own proxy and NO_PROXY (the daemon's: process.env). */
   env?: Record<string, string | undefined>;
+  /** How names are resolved (node:dns; a test's own, so no query leaves the machine). */
+  lookup?: Lookup;
 }
 
 /** The environment a fenced task container gets: its egress proxy, and the gateway reached directly. */
@@ -183,21 +187,17 @@ export class Egress {
         _src: string,
         head: { kind: "connect" | "http"; host: string; port: number },
       ): Promise<{ address: string; via?: Via } | Refusal> => {
-        // A name that does not resolve in time is refused like one that does not resolve.
-        const r = await Promise.race([
-          decide(rulesOf(this.d.config()), head.host, head.port),
-          Bun.sleep(RESOLVE_TIMEOUT_MS).then(() => ({
-            ok: false as const,
-            status: 504,
-            why: `${head.host} did not resolve within ${RESOLVE_TIMEOUT_MS / 1000} s`,
-            remedy: "check the name, or try again",
-          })),
-        ]);
-        if (!r.ok) return { status: r.status, why: r.why, remedy: r.remedy };
-        // Behind the host's own proxy ([container] inherit_network_env): chained, its password kept here.
+        // Behind the host's own proxy ([container] inherit_network_env): chained, its password
+        // kept here; a name this host cannot resolve (in time) goes to it by name (policy.ts).
         const via = this.d.config().container.inherit_network_env
           ? HostNet.proxyFor(head.host, this.d.env ?? process.env, { port: head.port, kind: head.kind })
           : null;
+        const r = await decide(rulesOf(this.d.config()), head.host, head.port, {
+          proxied: via !== null,
+          timeoutMs: via ? PROXIED_RESOLVE_MS : RESOLVE_TIMEOUT_MS,
+          lookup: this.d.lookup,
+        });
+        if (!r.ok) return { status: r.status, why: r.why, remedy: r.remedy };
         return via ? { address: r.address, via } : { address: r.address };
       },
       leak: (_src: string, text: string): Refusal | null => {

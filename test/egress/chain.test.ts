@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { loadText } from "../../src/config";
 import { Egress } from "../../src/egress";
+import type { Lookup } from "../../src/egress/policy";
 import * as Log from "../../src/util/log";
 import { companyProxy, type CompanyProxy } from "../helpers/company-proxy";
 
@@ -22,7 +23,6 @@ const got: { method: string; path: string; key: string | null; body: string }[] 
 let release: () => void = () => {};
 
 beforeAll(() => {
-  corp = companyProxy("alice", PASSWORD);
   upstream = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -47,6 +47,8 @@ beforeAll(() => {
       );
     },
   });
+  // A name only the company's side resolves, to the upstream.
+  corp = companyProxy("alice", PASSWORD, { "intranet.corp.test": upstream.port as number });
 });
 
 afterAll(() => {
@@ -54,9 +56,9 @@ afterAll(() => {
   upstream?.stop(true);
 });
 
-/** An egress proxy on 127.0.0.1 allowing the upstream, with the host's environment `env`. */
-function egress(env: Record<string, string>): { port: number; stop(): void } {
-  const loaded = loadText(`[container]\nallow = ["127.0.0.1:${upstream.port}"]\n`);
+/** An egress proxy on 127.0.0.1 allowing the upstream, with the host's environment `env` (and its DNS `lookup`). */
+function egress(env: Record<string, string>, lookup?: Lookup): { port: number; stop(): void } {
+  const loaded = loadText(`[container]\nallow = ["127.0.0.1:${upstream.port}", "intranet.corp.test", "*.wild.test"]\n`);
   if (!loaded.ok) throw new Error("lazy.toml");
   const e = new Egress({
     config: () => loaded.config,
@@ -65,6 +67,7 @@ function egress(env: Record<string, string>): { port: number; stop(): void } {
     log: Log.create("egress"),
     onLeak() {},
     env,
+    lookup,
   });
   return { port: e.listenFor("127.0.0.1"), stop: () => e.stop() };
 }
@@ -175,6 +178,49 @@ describe("plain HTTP behind the host's proxy", () => {
       );
       expect(answer).toStartWith("HTTP/1.1 400");
       expect(answer).toContain("both Content-Length and Transfer-Encoding");
+      expect(corp.received.slice(at)).toEqual([]);
+    } finally {
+      e.stop();
+    }
+  });
+});
+
+describe("a name this host cannot resolve", () => {
+  const nxdomain: Lookup = () => Promise.reject(Object.assign(new Error("not found"), { code: "ENOTFOUND" }));
+
+  test("goes to the host's proxy by name, which resolves it on its side", async () => {
+    const e = egress({ HTTP_PROXY: corp.url, NO_PROXY: "" }, nxdomain);
+    try {
+      const answer = await raw(e.port, "GET http://intranet.corp.test/wiki HTTP/1.1\r\nHost: intranet.corp.test\r\n\r\n");
+      expect(answer).toStartWith("HTTP/1.1 200");
+      expect(answer).toContain("hello from /wiki");
+      expect(corp.lines.at(-1)).toBe("GET http://intranet.corp.test/wiki HTTP/1.1");
+    } finally {
+      e.stop();
+    }
+  });
+
+  test("with no host proxy for it, is refused naming the name", async () => {
+    const e = egress({ HTTP_PROXY: corp.url, NO_PROXY: ".corp.test" }, nxdomain);
+    try {
+      const at = corp.received.length;
+      const answer = await raw(e.port, "GET http://intranet.corp.test/wiki HTTP/1.1\r\nHost: intranet.corp.test\r\n\r\n");
+      expect(answer).toStartWith("HTTP/1.1 502");
+      expect(answer).toContain("intranet.corp.test does not resolve (ENOTFOUND)");
+      expect(corp.received.slice(at)).toEqual([]);
+    } finally {
+      e.stop();
+    }
+  });
+
+  test("a name that does resolve, to this host's own address, is refused even behind the host's proxy", async () => {
+    const e = egress({ HTTP_PROXY: corp.url, NO_PROXY: "" }, async () => [{ address: "127.0.0.1", family: 4 }]);
+    try {
+      const at = corp.received.length;
+      // Allowed by a wildcard entry, which never reaches this host's own addresses.
+      const answer = await raw(e.port, "GET http://sneaky.wild.test/ HTTP/1.1\r\nHost: x\r\n\r\n");
+      expect(answer).toStartWith("HTTP/1.1 403");
+      expect(answer).toContain("sneaky.wild.test resolves to 127.0.0.1: this host's own");
       expect(corp.received.slice(at)).toEqual([]);
     } finally {
       e.stop();

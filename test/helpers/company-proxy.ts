@@ -17,7 +17,8 @@ export interface CompanyProxy {
   stop(): void;
 }
 
-export function companyProxy(user: string, password: string): CompanyProxy {
+/** `names`: host names it resolves on its side (this host cannot), each to a port on 127.0.0.1. */
+export function companyProxy(user: string, password: string, names: Record<string, number> = {}): CompanyProxy {
   const expected = `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
   const received: string[] = [];
   const lines: string[] = [];
@@ -43,17 +44,18 @@ export function companyProxy(user: string, password: string): CompanyProxy {
           return void s.end("HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
         if (line.startsWith("CONNECT "))
           return void s.end("HTTP/1.1 405 Method Not Allowed\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
-        const m = /^(\S+) http:\/\/127\.0\.0\.1:(\d+)(\S*) (HTTP\/1\.[01])$/.exec(line);
-        if (!m) return void s.end("HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        const m = /^(\S+) http:\/\/([^/:\s]+)(?::(\d+))?(\S*) (HTTP\/1\.[01])$/.exec(line);
+        const port = m ? (m[2] === "127.0.0.1" ? Number(m[3]) : names[m[2]!]) : undefined;
+        if (!m || !port) return void s.end("HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
         const rest = head
           .split("\r\n")
           .slice(1)
           .filter((l) => !/^(proxy-|connection:|keep-alive:)/i.test(l));
         // One request a connection: the upstream closes after its answer, and so does this one.
-        const out = `${m[1]} ${m[3] || "/"} ${m[4]}\r\n${rest.join("\r\n")}\r\nConnection: close\r\n\r\n${s.data.buf.slice(end + 4)}`;
+        const out = `${m[1]} ${m[4] || "/"} ${m[5]}\r\n${rest.join("\r\n")}\r\nConnection: close\r\n\r\n${s.data.buf.slice(end + 4)}`;
         void Bun.connect({
           hostname: "127.0.0.1",
-          port: Number(m[2]),
+          port,
           socket: {
             open: (u) => {
               s.data.up = u;
