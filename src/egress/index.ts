@@ -102,9 +102,11 @@ export class Egress {
         this.d.log.error(
           `the egress proxy's port ${before} on ${gateway}, where running task containers' HTTP_PROXY points, is held by another process; it listens on ${l.port}: new turns use it, running turns reach no host until their next turn`,
         );
-      if (this.d.portsFile && before !== l.port)
+      // Only this gateway: a project has one network, and an older one's address may be another
+      // project's by now (the keeper would hold its port, and relisten listen there).
+      if (this.d.portsFile && (before !== l.port || Object.keys(known).length !== 1))
         try {
-          writeFileAtomic(this.d.portsFile, JSON.stringify({ ...known, [gateway]: l.port }));
+          writeFileAtomic(this.d.portsFile, JSON.stringify({ [gateway]: l.port }));
         } catch (e) {
           this.d.log.warn(`could not record the egress proxy's port on ${gateway}: ${(e as Error).message}`);
         }
