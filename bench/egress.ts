@@ -16,10 +16,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { containerProject, pct } from "./lib";
+import { containerProject, pct, trustToml } from "./lib";
 import * as Mock from "../test/helpers/providers";
 
-const BIN = resolve(import.meta.dir, "../dist/lazy");
+/** LAZY_BENCH_BIN: another build to measure (bench/README.md compares two in turn). */
+const BIN = process.env.LAZY_BENCH_BIN ?? resolve(import.meta.dir, "../dist/lazy");
 const rounds = Number(process.argv[2] ?? 7);
 const BASE = process.env.LAZY_BENCH_BASE ?? "lazy-test/node:bookworm";
 const SIZE = 100 * 1024 * 1024;
@@ -55,10 +56,13 @@ http { access_log off; proxy_temp_path ${nginxDir}; client_body_temp_path ${ngin
 }
 
 const upstream = await Mock.anthropic();
-upstream.reply = { text: "done." };
-const { root, sh, dispose } = containerProject(BIN, "egress", BASE, upstream.url);
+// The task's turn holds its container up while the bench runs (a container is stopped when its turn ends).
+upstream.reply = { text: "done.", toolUse: { name: "Bash", input: { command: "sleep 590", description: "hold", timeout: 600_000 } } };
+const { root, env: projectEnv, sh, dispose } = containerProject(BIN, "egress", BASE, upstream.url);
 const NET = `lazy-bench-egress-${Math.random().toString(16).slice(2, 8)}`;
 let plainBox = "";
+
+const copied = new Set<string>();
 
 /** The container client: one download, timed inside the container (node's own sockets). */
 const CLIENT = `const net = require("node:net"); const [host, port, th, tp] = process.argv.slice(2);
@@ -68,10 +72,16 @@ const s = net.connect({ host, port: Number(port) }, () => s.write(th ? "CONNECT 
 s.on("data", (d) => { if (head) { text += d.toString("latin1"); if (!text.includes("\\r\\n\\r\\n")) return; head = false; s.write(get); return; } got += d.length; });
 s.on("close", () => { if (got < ${SIZE}) { console.log("short " + got); process.exit(1); } console.log(performance.now() - t0); });`;
 async function inContainer(box: string, args: string[]): Promise<number> {
-  const p = Bun.spawn(["docker", "exec", "-u", "1000", box, "node", join(root, "dl.cjs"), ...args], { stdout: "pipe", stderr: "pipe" });
+  // Copied in once per box: a task container does not see the project at its host path.
+  if (!copied.has(box)) {
+    sh(["docker", "cp", join(root, "dl.cjs"), `${box}:/tmp/dl.cjs`]);
+    copied.add(box);
+  }
+  const p = Bun.spawn(["docker", "exec", "-u", "1000", box, "node", "/tmp/dl.cjs", ...args], { stdout: "pipe", stderr: "pipe" });
   const [out, err] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   const ms = Number(out.trim());
-  if (!Number.isFinite(ms)) throw new Error(`the container client said: ${out}${err}`);
+  // (An empty answer is Number("") = 0: a client that never ran, not an instant download.)
+  if (!out.trim() || !Number.isFinite(ms)) throw new Error(`the container client said: ${out}${err}`);
   return ms;
 }
 
@@ -115,12 +125,18 @@ try {
     join(root, "lazy.toml"),
     `[container]\nbase = "${BASE}"\nallow = ["127.0.0.1:${port}"]\n\n[proxy.upstreams]\nanthropic = "${upstream.url}"\n`,
   );
+  // allow is trust-bearing: as its person would, after writing it.
+  trustToml(BIN, root, projectEnv);
   // A task's container makes the network, the fence and the egress proxy; its env says where that is.
   sh([BIN, "task", "add", "warm up", "--code", "warm-up"]);
   sh([BIN, "start", "warm-up"]);
-  const id = sh(["docker", "ps", "-q", "--filter", `label=dev.lazy.root=${root}`])
-    .trim()
-    .split("\n")[0]!;
+  let id = "";
+  for (const deadline = Date.now() + 180_000; !id && Date.now() < deadline; await Bun.sleep(500))
+    if (upstream.received.some((r) => r.method === "POST"))
+      id = sh(["docker", "ps", "-q", "--filter", `label=dev.lazy.root=${root}`])
+        .trim()
+        .split("\n")[0]!;
+  if (!id) throw new Error("the warm-up turn did not start within 180 s");
   const env = JSON.parse(sh(["docker", "inspect", id]))[0].Config.Env as string[];
   const proxy = new URL(env.find((e) => e.startsWith("HTTP_PROXY="))!.slice("HTTP_PROXY=".length));
   const via = { host: proxy.hostname, port: Number(proxy.port) };

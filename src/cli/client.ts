@@ -90,6 +90,9 @@ export class Client {
       body: write ? JSON.stringify(body ?? {}) : undefined,
       // 0: no deadline (a live stream, lazy watch).
       signal: timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined,
+      // The daemon is on this machine: never through the host's HTTP_PROXY (Bun's fetch does
+      // not skip loopback by itself), which would get the API token and could not reach it.
+      proxy: false,
     }).catch((e) => {
       throw new LazyError(
         "daemon_unavailable",

@@ -17,6 +17,7 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { LazyError } from "../util/errors";
 import { readRegular } from "../util/bounded-read";
+import * as NoProxy from "../util/no-proxy";
 import type { ImagePlan } from "./image";
 
 /** Where the bundle sits in a build and in a task container. */
@@ -165,25 +166,24 @@ export function apply(plan: ImagePlan, host: HostNetwork): ImagePlan {
 }
 
 /**
- * The host's proxy for a connection to `host`, for lazy's egress proxy to chain behind (a
- * CONNECT to it, with its credentials, which stay on the host): HTTPS_PROXY, else HTTP_PROXY,
- * unless NO_PROXY names the host (an entry, its parent domain, or `*`).
+ * The host's proxy for a connection to `host:port`, for lazy's egress proxy to chain behind
+ * (its credentials stay on the host): for plain HTTP (`http`) http_proxy, for a tunnel
+ * (`connect`) https_proxy, each lower case first as curl reads them, then ALL_PROXY, then the
+ * other scheme's (a host with one proxy variable set is behind that proxy for both) — unless
+ * NO_PROXY names the host (util/no-proxy.ts: names, parent domains, addresses, CIDR blocks,
+ * ports, `*`, as curl and Bun's fetch match them).
  */
 export function proxyFor(
   host: string,
   env: Record<string, string | undefined> = process.env,
+  to: { port: number; kind: "http" | "connect" } = { port: 443, kind: "connect" },
 ): { host: string; port: number; auth: string | null; shown: string } | null {
-  const url = env.HTTPS_PROXY || env.https_proxy || env.HTTP_PROXY || env.http_proxy;
+  const http = env.http_proxy || env.HTTP_PROXY;
+  const https = env.https_proxy || env.HTTPS_PROXY;
+  const all = env.all_proxy || env.ALL_PROXY;
+  const url = to.kind === "http" ? http || all || https : https || all || http;
   if (!url) return null;
-  const h = host.toLowerCase().replace(/^\[|\]$/g, "");
-  for (const raw of (env.NO_PROXY || env.no_proxy || "").split(/[,\s]+/)) {
-    const e = raw
-      .trim()
-      .toLowerCase()
-      .replace(/^\*?\./, "")
-      .replace(/:\d+$/, "");
-    if (e === "*" || (e && (h === e || h.endsWith(`.${e}`)))) return null;
-  }
+  if (NoProxy.bypass(host, to.port, NoProxy.listOf(env))) return null;
   let u: URL;
   try {
     u = new URL(url.includes("://") ? url : `http://${url}`);

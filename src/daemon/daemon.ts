@@ -121,6 +121,7 @@ export class Daemon {
         audit: proxy.audit,
         log: Log.create("egress"),
         onLeak: onLeak({ db, bus, proxy, runner: () => runner, log: Log.create("egress") }),
+        portsFile: paths.egressPorts,
       });
       runner = new Runner({
         root,
@@ -176,7 +177,10 @@ export class Daemon {
       await proxy.start(Ports.prefer(before?.proxy, config.proxy.bind, config.proxy.port));
       daemon.listenApi(config, token, Ports.prefer(before?.api, config.server.bind, config.server.port));
       // Where running containers reach the proxy, before the record says the daemon is ready.
-      if (before) await proxy.relisten();
+      if (before) {
+        await proxy.relisten();
+        egress.relisten();
+      }
       watch.start();
       const proxyAddr = proxy.address;
       State.writeRecord(paths, {

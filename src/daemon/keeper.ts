@@ -174,17 +174,22 @@ export async function keep(root: string, daemon: string[]): Promise<number> {
   }
 }
 
-/** The dead daemon's ports (its record, and the gateway ports containers were given), bound by the keeper. */
+/**
+ * The dead daemon's ports (its record; the model proxy's and the egress proxy's gateway ports
+ * containers were given), bound by the keeper.
+ */
 function hold(p: State.StatePaths, log: Log.Logger): { stop(): void }[] {
   const want: { host: string; port: number }[] = [];
   try {
     const r = State.readRecord(p);
     if (r) want.push(r.api, ...(r.proxy ? [r.proxy] : []));
   } catch {}
-  try {
-    const g = JSON.parse(readFileSync(join(p.dir, "gateway-ports.json"), "utf8")) as Record<string, unknown>;
-    for (const [host, port] of Object.entries(g)) if (typeof port === "number") want.push({ host, port });
-  } catch {}
+  // The model proxy's and the egress proxy's: containers were started with both in their env.
+  for (const file of [join(p.dir, "gateway-ports.json"), p.egressPorts])
+    try {
+      const g = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
+      for (const [host, port] of Object.entries(g)) if (typeof port === "number") want.push({ host, port });
+    } catch {}
   const out: { stop(): void }[] = [];
   for (const a of want)
     try {

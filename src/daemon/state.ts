@@ -46,6 +46,8 @@ export interface StatePaths {
   keeperLock: string;
   /** crashes.json: the daemon's recent crashes, and whether the keeper gave up (keeper.ts). */
   crashes: string;
+  /** egress-ports.json: the egress proxy's port on each gateway, kept across a crash (egress/index.ts). */
+  egressPorts: string;
 }
 
 export function paths(root: string): StatePaths {
@@ -63,6 +65,7 @@ export function paths(root: string): StatePaths {
     keeper: join(dir, "keeper.json"),
     keeperLock: join(dir, "keeper.lock"),
     crashes: join(dir, "crashes.json"),
+    egressPorts: join(dir, "egress-ports.json"),
   };
 }
 

@@ -10,7 +10,8 @@
  * knowledge, half-closed connections (a client that shuts its sending side down after the
  * request has the whole connection closed: Bun's default). One upstream per client
  * connection: later requests on a kept-alive connection go to the same host and port,
- * whatever they name (their bytes are still checked for placeholders).
+ * whatever they name (their bytes are still checked for placeholders); behind the host's own
+ * proxy, which routes by each request's URL, a connection carries one request (chain.ts).
  */
 
 /** Bytes a head may take before the proxy answers 431. */

@@ -13,13 +13,15 @@
  * kernel's two TCP connections and in Bun's copy of each read, not in JavaScript (reads come
  * in ~500 KB chunks), so a Worker would not make it faster (bench/egress.ts, bench/README.md).
  */
+import { readFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import type { Config } from "../config";
 import { LazyError } from "../util/errors";
+import { writeFileAtomic } from "../util/files";
 import { HostNet, type Fence } from "../containers";
 import { AuditRecorder, type AuditBatch, type Grant } from "../proxy";
 import type { Logger } from "../util/log";
-import { decide, isHostOwn, rulesOf } from "./policy";
+import { decide, isHostOwn, type Lookup, rulesOf } from "./policy";
 import { Listener, type Done, type Refusal, type Via } from "./server";
 
 export { HEAD_TIMEOUT_MS, PER_SOURCE } from "./server";
@@ -29,6 +31,8 @@ export { MAX_HEAD } from "./head";
 export const FIRST_PORT = 26224;
 /** How long resolving a host may take before the connection is refused. */
 const RESOLVE_TIMEOUT_MS = 10_000;
+/** Behind the host's proxy: how long before the name goes to it unresolved (its DNS, not ours). */
+const PROXIED_RESOLVE_MS = 3_000;
 
 export interface EgressDeps {
   config: () => Config;
@@ -39,6 +43,16 @@ export interface EgressDeps {
   log: Logger;
   /** A task's placeholder was seen on its way out (`why` names where, never the value). */
   onLeak: (taskId: string, why: string) => void;
+  /**
+   * Where the port on each gateway is kept (egress-ports.json in the state folder): containers
+   * were started with it in HTTP_PROXY, so a daemon that comes back listens there again, and
+   * the keeper holds it meanwhile (daemon/keeper.ts). None: ports are not kept (tests).
+   */
+  portsFile?: string;
+  /** The host's environment, for its own proxy and NO_PROXY (the daemon's: process.env). */
+  env?: Record<string, string | undefined>;
+  /** How names are resolved (node:dns; a test's own, so no query leaves the machine). */
+  lookup?: Lookup;
 }
 
 /** The environment a fenced task container gets: its egress proxy, and the gateway reached directly. */
@@ -58,16 +72,20 @@ export class Egress {
   }
 
   /**
-   * Listen on the gateway (once; the same port while it lasts). The first port tried is fixed
-   * (FIRST_PORT, then upward), so a restarted daemon listens where its running containers'
-   * HTTP_PROXY points; each project's gateway is its own address, so projects do not collide.
+   * Listen on the gateway (once; the same port while it lasts). The port a daemon before this
+   * one listened on there comes first (egress-ports.json: running containers' HTTP_PROXY points
+   * at it, and the keeper held it since the crash), then FIRST_PORT upward; each project's
+   * gateway is its own address, so projects do not collide.
    */
   listenFor(gateway: string): number {
     let l = this.listeners.get(gateway);
     if (!l) {
-      for (let port = FIRST_PORT; !l && port < FIRST_PORT + 20; port++)
+      const known = this.known();
+      const before = known[gateway];
+      const ports = [...(before ? [before] : []), ...Array.from({ length: 20 }, (_, i) => FIRST_PORT + i)];
+      for (const port of ports)
         try {
-          l = new Listener(gateway, port, this.hooks(gateway), () => this.maxToken());
+          l ??= new Listener(gateway, port, this.hooks(gateway), () => this.maxToken());
         } catch {} // taken: the next one
       try {
         l ??= new Listener(gateway, 0, this.hooks(gateway), () => this.maxToken());
@@ -79,8 +97,51 @@ export class Egress {
       }
       this.listeners.set(gateway, l);
       this.d.log.info(`egress proxy listening on ${gateway}:${l.port}`);
+      // The fence then drops the old port: whatever holds it now is out of the containers' reach.
+      if (before && before !== l.port)
+        this.d.log.error(
+          `the egress proxy's port ${before} on ${gateway}, where running task containers' HTTP_PROXY points, is held by another process; it listens on ${l.port}: new turns use it, running turns reach no host until their next turn`,
+        );
+      // Only this gateway: a project has one network, and an older one's address may be another
+      // project's by now (the keeper would hold its port, and relisten listen there).
+      if (this.d.portsFile && (before !== l.port || Object.keys(known).length !== 1))
+        try {
+          writeFileAtomic(this.d.portsFile, JSON.stringify({ [gateway]: l.port }));
+        } catch (e) {
+          this.d.log.warn(`could not record the egress proxy's port on ${gateway}: ${(e as Error).message}`);
+        }
     }
     return l.port;
+  }
+
+  /**
+   * A daemon that comes back after a crash: listen at once on each gateway of this host where
+   * the one before did, before housekeeping has asked Docker anything (a running turn's next
+   * connection finds it). Not under a mode without the egress proxy; an address gone with its
+   * network is passed over.
+   */
+  relisten(): void {
+    const mode = this.d.config().container.network;
+    if (mode !== "allowlist" && mode !== "observe") return;
+    const here = new Set(Object.values(networkInterfaces()).flatMap((l) => (l ?? []).map((i) => i.address)));
+    for (const gateway of Object.keys(this.known()))
+      if (here.has(gateway))
+        try {
+          this.listenFor(gateway);
+        } catch (e) {
+          this.d.log.error((e as Error).message);
+        }
+  }
+
+  /** The ports kept from before, by gateway. */
+  private known(): Record<string, number> {
+    if (!this.d.portsFile) return {};
+    try {
+      const k = JSON.parse(readFileSync(this.d.portsFile, "utf8")) as Record<string, unknown>;
+      return Object.fromEntries(Object.entries(k).filter((e): e is [string, number] => Number.isInteger(e[1])));
+    } catch {
+      return {};
+    }
   }
 
   unlisten(gateway: string): void {
@@ -124,20 +185,21 @@ export class Egress {
     return {
       // The project's containers, and this host's own processes (they reach the hosts anyway).
       admit: (src: string) => own(src) || isHostOwn(src.replace(/^::ffff:/i, "")),
-      decide: async (_src: string, head: { host: string; port: number }): Promise<{ address: string; via?: Via } | Refusal> => {
-        // A name that does not resolve in time is refused like one that does not resolve.
-        const r = await Promise.race([
-          decide(rulesOf(this.d.config()), head.host, head.port),
-          Bun.sleep(RESOLVE_TIMEOUT_MS).then(() => ({
-            ok: false as const,
-            status: 504,
-            why: `${head.host} did not resolve within ${RESOLVE_TIMEOUT_MS / 1000} s`,
-            remedy: "check the name, or try again",
-          })),
-        ]);
+      decide: async (
+        _src: string,
+        head: { kind: "connect" | "http"; host: string; port: number },
+      ): Promise<{ address: string; via?: Via } | Refusal> => {
+        // Behind the host's own proxy ([container] inherit_network_env): chained, its password
+        // kept here; a name this host cannot resolve (in time) goes to it by name (policy.ts).
+        const via = this.d.config().container.inherit_network_env
+          ? HostNet.proxyFor(head.host, this.d.env ?? process.env, { port: head.port, kind: head.kind })
+          : null;
+        const r = await decide(rulesOf(this.d.config()), head.host, head.port, {
+          proxied: via !== null,
+          timeoutMs: via ? PROXIED_RESOLVE_MS : RESOLVE_TIMEOUT_MS,
+          lookup: this.d.lookup,
+        });
         if (!r.ok) return { status: r.status, why: r.why, remedy: r.remedy };
-        // Behind the host's own proxy ([container] inherit_network_env): chained, its password kept here.
-        const via = this.d.config().container.inherit_network_env ? HostNet.proxyFor(head.host) : null;
         return via ? { address: r.address, via } : { address: r.address };
       },
       leak: (_src: string, text: string): Refusal | null => {

@@ -12,11 +12,33 @@
  * link-local ones (cloud metadata) are reached only through an entry in `allow` that names
  * the host exactly (not a wildcard, not the built-in list); link-local only with
  * `allow_metadata` as well.
+ * Behind the host's own proxy, a name this host cannot resolve goes to that proxy by name: a
+ * company network's DNS often answers only its own names, and the proxy resolves the rest.
  */
 import { lookup } from "node:dns/promises";
 import { allows, DEFAULT_ALLOW, hostOf, parseAllow, type AllowEntry, type Config } from "../config";
 
-export type Decision = { ok: true; address: string; family: 4 | 6 } | { ok: false; status: number; why: string; remedy: string };
+export type Decision =
+  | { ok: true; address: string; family: 4 | 6; byName?: true }
+  | { ok: false; status: number; why: string; remedy: string };
+
+/** How a name is resolved (node:dns's lookup; a test's own). */
+export type Lookup = (host: string) => Promise<{ address: string; family: number }[]>;
+
+const systemLookup: Lookup = (host) => lookup(host, { all: true });
+
+export interface Resolving {
+  /**
+   * The connection goes through the host's own proxy, which resolves the name on its side: a
+   * name this host cannot resolve (a company network whose DNS answers only its own names) goes
+   * to it by name. A name that does resolve is still checked against this host's addresses (a
+   * proxy on this host's loopback resolves as it does).
+   */
+  proxied?: boolean;
+  /** How long resolving may take: refused after it, or by name when proxied. */
+  timeoutMs: number;
+  lookup?: Lookup;
+}
 
 export interface Rules {
   mode: Config["container"]["network"];
@@ -57,7 +79,7 @@ export function isHostOwn(a: string): boolean {
 }
 
 /** Decide, resolving the name when it is allowed. */
-export async function decide(rules: Rules, rawHost: string, port: number): Promise<Decision> {
+export async function decide(rules: Rules, rawHost: string, port: number, how: Resolving = { timeoutMs: 10_000 }): Promise<Decision> {
   const host = hostOf(rawHost);
   if (!host || port < 1 || port > 65535)
     return {
@@ -71,15 +93,27 @@ export async function decide(rules: Rules, rawHost: string, port: number): Promi
   if (rules.mode !== "observe" && !listed)
     return { ok: false, status: 403, why: `${host}:${port} is not in [container] allow`, remedy: remedyFor(host, port) };
   let addrs: { address: string; family: number }[];
+  let timer: Timer | undefined;
   try {
-    addrs = await lookup(host, { all: true });
+    addrs = await Promise.race([
+      (how.lookup ?? systemLookup)(host),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(Object.assign(new Error("timeout"), { code: "TIMEOUT" })), how.timeoutMs);
+      }),
+    ]);
   } catch (e) {
-    return {
-      ok: false,
-      status: 502,
-      why: `${host} does not resolve (${(e as NodeJS.ErrnoException).code ?? "lookup failed"})`,
-      remedy: "check the name",
-    };
+    if (how.proxied) return { ok: true, address: host, family: 4, byName: true };
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "TIMEOUT")
+      return {
+        ok: false,
+        status: 504,
+        why: `${host} did not resolve within ${how.timeoutMs / 1000} s`,
+        remedy: "check the name, or try again",
+      };
+    return { ok: false, status: 502, why: `${host} does not resolve (${code ?? "lookup failed"})`, remedy: "check the name" };
+  } finally {
+    clearTimeout(timer);
   }
   const usable = addrs.filter((a) => {
     if (isLinkLocal(a.address)) return exact && rules.allowMetadata;

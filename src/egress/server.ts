@@ -5,7 +5,13 @@
  * that cannot take more pauses the other). Bun.listen/Bun.connect: Bun.serve cannot tunnel.
  */
 import type { Socket, TCPSocketListener } from "bun";
+import { absoluteHead, connectLine, OneRequest, statusOf, type Via } from "./chain";
 import { headEnd, MAX_HEAD, parse, type Head } from "./head";
+import type { Hooks, Refusal } from "./hooks";
+import { answer, flush, pass } from "./pipe";
+
+export type { Via } from "./chain";
+export type { Done, Hooks, Refusal } from "./hooks";
 
 /** A head must arrive within this, or the connection is cut (408). */
 export const HEAD_TIMEOUT_MS = 10_000;
@@ -14,48 +20,6 @@ const DIAL_TIMEOUT_MS = 10_000;
 /** Open connections one source address may hold, and all sources together. */
 export const PER_SOURCE = 64;
 const TOTAL = 1024;
-
-/** What the listener asks its owner (index.ts). */
-export interface Hooks {
-  /** Whether this source may use the proxy at all (the project's own network only). */
-  admit(src: string): boolean;
-  /** Allowed? If so, where to dial. */
-  decide(src: string, head: Extract<Head, { kind: "connect" | "http" }>): Promise<{ address: string; via?: Via } | Refusal>;
-  /** A placeholder in these bytes (head or plain-HTTP body), if any: the connection is refused. */
-  leak(src: string, text: string): Refusal | null;
-  /** The connection is over: one audit row. */
-  done(c: Done): void;
-}
-
-/** The host's own proxy, which lazy's egress proxy chains behind (a CONNECT to it for every connection). */
-export interface Via {
-  host: string;
-  port: number;
-  /** The Proxy-Authorization value, if the host's proxy URL had a user. */
-  auth: string | null;
-  /** The proxy as it may be shown (no password). */
-  shown: string;
-}
-
-export interface Refusal {
-  status: number;
-  why: string;
-  remedy: string;
-}
-
-export interface Done {
-  src: string;
-  at: number;
-  method: string;
-  host: string;
-  port: number;
-  path: string;
-  status: number;
-  durationMs: number;
-  bytesIn: number;
-  bytesOut: number;
-  note: string | null;
-}
 
 interface Conn {
   src: string;
@@ -75,6 +39,8 @@ interface Conn {
   bytesOut: number;
   /** Plain HTTP: every byte to the upstream is checked for a placeholder; the tail of the last chunk carries over. */
   scanTail: string | null;
+  /** Plain HTTP through the host's proxy: the one request's end (chain.ts). */
+  one: OneRequest | null;
   status: number;
   note: string | null;
 }
@@ -84,53 +50,12 @@ interface Up {
   client: Socket<Conn>;
   /** Chained: the host proxy's answer to lazy's CONNECT, until its head has arrived. */
   chain: string | null;
+  /** Chained plain HTTP: the answer's head, held until its status is known (a 407 is lazy's to word). */
+  peek: string | null;
 }
 
 /** The host proxy's answer head is bounded like a client's. */
 const CHAIN_HEAD_MAX = 8 * 1024;
-
-const reasons: Record<number, string> = {
-  400: "Bad Request",
-  403: "Forbidden",
-  408: "Request Timeout",
-  431: "Request Header Fields Too Large",
-  429: "Too Many Requests",
-  502: "Bad Gateway",
-  504: "Gateway Timeout",
-};
-
-function answer(s: Socket<Conn>, status: number, body: string): void {
-  const text = `${body}\n`;
-  s.end(
-    `HTTP/1.1 ${status} ${reasons[status] ?? "Error"}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
-  );
-}
-
-/** Send `d` after what is queued (uncopied when nothing is); true when all of it was taken. */
-function pass(s: Socket<unknown> | undefined, queue: Buffer[], d: Buffer): boolean {
-  if (!s || queue.length) {
-    queue.push(Buffer.from(d));
-    return s ? flush(s, queue) : false;
-  }
-  const n = s.write(d);
-  if (n >= d.length) return true;
-  queue.push(Buffer.from(d.subarray(Math.max(n, 0))));
-  return false;
-}
-
-/** Write what is queued; true when all of it was taken. */
-function flush(s: Socket<unknown>, queue: Buffer[]): boolean {
-  while (queue.length) {
-    const b = queue[0]!;
-    const n = s.write(b);
-    if (n < b.length) {
-      queue[0] = b.subarray(Math.max(n, 0));
-      return false;
-    }
-    queue.shift();
-  }
-  return true;
-}
 
 export class Listener {
   private server: TCPSocketListener<Conn>;
@@ -184,6 +109,7 @@ export class Listener {
       bytesIn: 0,
       bytesOut: 0,
       scanTail: null,
+      one: null,
       status: 0,
       note: null,
     };
@@ -226,6 +152,10 @@ export class Listener {
     const c = s.data;
     if (c.phase === "closed") return;
     if (c.phase === "open" || c.phase === "deciding") {
+      if (c.one) {
+        d = this.framed(s, d);
+        if (!d.length) return;
+      }
       c.bytesOut += d.length;
       if (c.scanTail !== null && !this.scan(s, d)) return;
       if (!pass(c.up, c.toUp, d) && (c.up || c.toUp.reduce((n, b) => n + b.length, 0) > MAX_HEAD)) s.pause();
@@ -258,7 +188,6 @@ export class Listener {
     }
     if (head.kind === "http") {
       c.scanTail = "";
-      c.toUp.push(Buffer.from(head.forward, "latin1"));
       if (rest.length && !this.scan(s, rest)) return;
     }
     c.bytesOut += rest.length;
@@ -267,11 +196,45 @@ export class Listener {
       (r) => {
         if (c.phase === "closed") return;
         if ("status" in r) this.refuse(s, r);
-        else this.dial(s, r.address, r.via);
+        else if (this.sendHead(s, r.via)) this.dial(s, r.address, r.via);
       },
       (e: unknown) =>
         this.refuse(s, { status: 502, why: `lazy's egress proxy failed: ${(e as Error).message}`, remedy: "see lazy daemon logs" }),
     );
+  }
+
+  /**
+   * Plain HTTP: the head goes first, origin-form to the host, or absolute-form to the host's
+   * proxy with only the one request's bytes after it (chain.ts). False when refused.
+   */
+  private sendHead(s: Socket<Conn>, via: Via | undefined): boolean {
+    const c = s.data;
+    const head = c.head!;
+    if (head.kind !== "http") return true;
+    if (!via) {
+      c.toUp.unshift(Buffer.from(head.forward, "latin1"));
+      return true;
+    }
+    try {
+      c.one = new OneRequest(head);
+    } catch (e) {
+      this.refuse(s, { status: 400, why: (e as Error).message, remedy: "send one request with a Content-Length or chunked body" });
+      return false;
+    }
+    const body = c.toUp.map((b) => this.framed(s, b));
+    if (c.phase === "closed") return false;
+    c.toUp = [Buffer.from(absoluteHead(head, via), "latin1"), ...body.filter((b) => b.length)];
+    return true;
+  }
+
+  /** Chained plain HTTP: the part of `d` that is the one request's (a framing error refuses it). */
+  private framed(s: Socket<Conn>, d: Buffer): Buffer {
+    try {
+      return s.data.one!.take(d);
+    } catch (e) {
+      this.refuse(s, { status: 400, why: (e as Error).message, remedy: "send one well-formed request a connection" });
+      return d.subarray(0, 0);
+    }
   }
 
   /** Plain HTTP: refuse the connection when these bytes (with the last chunk's tail) carry a placeholder. */
@@ -309,14 +272,14 @@ export class Listener {
           ? `the host's proxy ${via.shown} could not be reached (${e.message ?? e})`
           : `${head.host}:${head.port} refused the connection (${e.message ?? e})`,
         remedy: via
-          ? "check HTTPS_PROXY in the daemon's environment (lazy daemon restart from a shell that has it right)"
+          ? `check ${head.kind === "http" ? "HTTP_PROXY" : "HTTPS_PROXY"} in the daemon's environment (lazy daemon restart from a shell that has it right)`
           : "check the host and port",
       });
     };
     Bun.connect<Up>({
       hostname: via ? via.host : address,
       port: via ? via.port : head.port,
-      data: { conn: c, client, chain: null },
+      data: { conn: c, client, chain: null, peek: null },
       socket: {
         open: (up) => {
           if (c.phase === "closed") {
@@ -324,19 +287,38 @@ export class Listener {
             up.end();
             return;
           }
-          if (!via) {
+          if (!via || head.kind === "http") {
             clearTimeout(timer);
+            // Plain HTTP through the host's proxy: its answer is the request's, looked at first.
+            if (via) up.data.peek = "";
             this.established(client, up);
             return;
           }
           // The name, not the address: the host's proxy resolves it on its side of the network.
           pending = up;
           up.data.chain = "";
-          const target = `${head.host.includes(":") ? `[${head.host}]` : head.host}:${head.port}`;
-          up.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n${via.auth ? `Proxy-Authorization: ${via.auth}\r\n` : ""}\r\n`);
+          up.write(connectLine(head, via));
         },
         data: (up, d) => {
-          if (up.data.chain !== null) {
+          if (up.data.peek !== null) {
+            const text = up.data.peek + d.toString("latin1");
+            const { status, end } = statusOf(text);
+            if (end < 0 && text.length <= CHAIN_HEAD_MAX) {
+              up.data.peek = text;
+              return;
+            }
+            up.data.peek = null;
+            // Refused before the upstream ends: its close would end the client first (finish ends it).
+            if (status === "407") {
+              this.refuse(client, {
+                status: 502,
+                why: `the host's proxy ${via!.shown} answered 407 to ${head.kind === "http" ? head.method : "CONNECT"} http://${head.host}:${head.port}`,
+                remedy: "the host proxy's user and password (HTTP_PROXY) were refused",
+              });
+              return;
+            }
+            d = Buffer.from(text, "latin1");
+          } else if (up.data.chain !== null) {
             const text = up.data.chain + d.toString("latin1");
             const end = text.indexOf("\r\n\r\n");
             if (end < 0 && text.length <= CHAIN_HEAD_MAX) {
@@ -344,7 +326,7 @@ export class Listener {
               return;
             }
             clearTimeout(timer);
-            const status = /^HTTP\/1\.[01] (\d{3})/.exec(text)?.[1];
+            const status = statusOf(text).status;
             if (end < 0 || status !== "200") {
               up.data.chain = null;
               up.end();

@@ -84,10 +84,22 @@ export function writeFiles(configDir: string, files: Record<string, string>): vo
   }
 }
 
-/** The environment a harness runs in: the base minus every credential variable, plus its own. */
+/**
+ * The environment a harness runs in: the base minus every credential variable, plus its own.
+ * Behind the host's proxy (HTTP(S)_PROXY, ALL_PROXY) loopback joins NO_PROXY: a harness on the
+ * host reaches lazy's proxy on 127.0.0.1, and most clients (Bun, curl, reqwest) would send that
+ * through the company proxy, placeholder and all, where it cannot arrive.
+ */
 export function environment(base: Record<string, string | undefined>, prepared: Prepared): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(base)) if (v !== undefined && !(CREDENTIAL_VARS as readonly string[]).includes(k)) env[k] = v;
-  return { ...env, ...prepared.env };
+  const out = { ...env, ...prepared.env };
+  if (!PROXY_VARS.some((k) => out[k])) return out;
+  const list = (out.no_proxy || out.NO_PROXY || "").split(/[,\s]+/).filter(Boolean);
+  const no = [...list, ...LOOPBACK.filter((x) => !list.includes(x))].join(",");
+  return { ...out, NO_PROXY: no, no_proxy: no };
 }
+
+const PROXY_VARS = ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"];
+const LOOPBACK = ["127.0.0.1", "localhost", "::1"];
 export { parse as parseEvent, type TaskEvent as HarnessEvent } from "./events";

@@ -181,7 +181,7 @@ describe("a turn killed from inside", () => {
 });
 
 describe("bounded containers", () => {
-  test("a fork bomb stops at the container's pids limit; the daemon answers lazy task list in under 100 ms throughout", async () => {
+  test("a fork bomb stops at the container's pids limit; the daemon answers every lazy task list throughout, the bomb's task in it", async () => {
     // The bomb starts a second after the tool call, which then waits while it runs (until lazy stop).
     agentRuns(`(sleep 1; exec bash -c ':(){ :|:& };:') >/dev/null 2>&1 < /dev/null & sleep 25; echo survived > /lazy/home/after-bomb`);
     await launched(p, "bomb", "fork bomb");
@@ -210,34 +210,23 @@ describe("bounded containers", () => {
     const pids = () => (existsSync(pidsFile!) ? Number(readFileSync(pidsFile!, "utf8")) : 0);
     await until(() => pids() >= 900 || undefined, 30_000, "the fork bomb to fill its container");
 
-    // Sample the daemon over the bomb's life: the API call `lazy task list` makes, and the whole CLI.
-    const api: number[] = [];
-    const cli: number[] = [];
+    // Over the bomb's life, the daemon answers what a person asks (its API, and the whole CLI),
+    // with the bomb's task in the list. How fast is bench/forkbomb.ts's figure, never asserted here.
     let peak = 0;
     // The bomb lives until the turn ends (the Bash call's sleep; sooner if it takes the harness down).
     let during = 0;
     for (let i = 0; i < 20; i++) {
       if (pids() >= 900) during++;
-      let t0 = performance.now();
-      const list = await p.api<unknown[]>("GET", "/api/tasks");
-      api.push(performance.now() - t0);
-      expect(list.length).toBeGreaterThan(0);
-      t0 = performance.now();
-      await p.ok(["task", "list"]);
-      cli.push(performance.now() - t0);
+      const list = await p.api<{ id: string; status: string }[]>("GET", "/api/tasks");
+      expect(list.find((x) => x.id === t.id)?.status).toBeDefined();
+      expect((await p.ok(["task", "list"])).stdout).toContain("bomb");
       peak = Math.max(peak, pids());
       await Bun.sleep(400);
     }
-    const stats = (xs: number[]) => {
-      const s = [...xs].sort((a, b) => a - b);
-      return `min ${s[0]!.toFixed(1)} p50 ${s[Math.floor(s.length / 2)]!.toFixed(1)} max ${s.at(-1)!.toFixed(1)} ms`;
-    };
-    console.log(
-      `fork bomb: daemon API GET /api/tasks ${stats(api)}; lazy task list (CLI process) ${stats(cli)}; peak pids ${peak}; ${during} of 20 samples with the bomb at its limit`,
-    );
     expect(during).toBeGreaterThanOrEqual(5);
+    // The limit holds: never more processes than it allows.
+    expect(peak).toBeGreaterThanOrEqual(900);
     expect(peak).toBeLessThanOrEqual(1024);
-    for (const ms of api) expect(ms).toBeLessThan(100);
 
     // lazy stop ends the turn, though no process can start in the container to signal the
     // harness (lazy then stops the container whole); the bomb ends with it.

@@ -17,10 +17,26 @@ describe("the host's proxy", () => {
     expect(via.shown).toBe("http://al%40corp:***@proxy.corp:3128");
     expect(HostNet.proxyFor("localhost", env)).toBeNull();
     expect(HostNet.proxyFor("git.internal.corp", env)).toBeNull();
-    expect(HostNet.proxyFor("10.0.0.1", env)).toBeNull();
+    // "10.0.0.1:8080" is that port only (curl, Bun's fetch).
+    expect(HostNet.proxyFor("10.0.0.1", env, { port: 8080, kind: "http" })).toBeNull();
+    expect(HostNet.proxyFor("10.0.0.1", env, { port: 443, kind: "connect" })).not.toBeNull();
+    expect(HostNet.proxyFor("10.20.30.40", { ...env, NO_PROXY: "10.0.0.0/8" })).toBeNull();
+    expect(HostNet.proxyFor("11.0.0.1", { ...env, NO_PROXY: "10.0.0.0/8" })).not.toBeNull();
     expect(HostNet.proxyFor("internal.corp.evil.example", env)).not.toBeNull();
     expect(HostNet.proxyFor("anything", { ...env, NO_PROXY: "*" })).toBeNull();
     expect(HostNet.proxyFor("anything", {})).toBeNull();
+  });
+
+  test("plain HTTP takes HTTP_PROXY and a tunnel HTTPS_PROXY (lower case first), each falling back to ALL_PROXY, then the other", () => {
+    const both = { HTTP_PROXY: "http://plain:1", HTTPS_PROXY: "http://tls:2" };
+    expect(HostNet.proxyFor("a.test", both, { port: 80, kind: "http" })!.host).toBe("plain");
+    expect(HostNet.proxyFor("a.test", both, { port: 443, kind: "connect" })!.host).toBe("tls");
+    expect(HostNet.proxyFor("a.test", { ...both, http_proxy: "http://lower:3" }, { port: 80, kind: "http" })!.host).toBe("lower");
+    expect(HostNet.proxyFor("a.test", { HTTPS_PROXY: "http://tls:2" }, { port: 80, kind: "http" })!.host).toBe("tls");
+    expect(HostNet.proxyFor("a.test", { HTTPS_PROXY: "http://tls:2", ALL_PROXY: "http://all:4" }, { port: 80, kind: "http" })!.host).toBe(
+      "all",
+    );
+    expect(HostNet.proxyFor("a.test", { HTTP_PROXY: "http://plain:1" }, { port: 443, kind: "connect" })!.host).toBe("plain");
   });
 
   test("a task container never gets a proxy URL with a password; under the fence it gets none of the host's", () => {

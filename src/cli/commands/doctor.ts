@@ -80,7 +80,7 @@ async function findings(root: string): Promise<Finding[]> {
     const p = status.proxy;
     let answered = false;
     if (p.url)
-      answered = await fetch(p.url + "/", { method: "HEAD", signal: AbortSignal.timeout(2000) }).then(
+      answered = await fetch(p.url + "/", { method: "HEAD", signal: AbortSignal.timeout(2000), proxy: false }).then(
         () => true,
         () => false,
       );

@@ -1,0 +1,38 @@
+/**
+ * What the egress proxy's listener (server.ts) asks its owner (index.ts) about each connection,
+ * and what it tells it: admitted, allowed and where to, a placeholder in the bytes, the row.
+ */
+import type { Via } from "./chain";
+import type { Head } from "./head";
+
+/** What the listener asks its owner (index.ts). */
+export interface Hooks {
+  /** Whether this source may use the proxy at all (the project's own network only). */
+  admit(src: string): boolean;
+  /** Allowed? If so, where to dial. */
+  decide(src: string, head: Extract<Head, { kind: "connect" | "http" }>): Promise<{ address: string; via?: Via } | Refusal>;
+  /** A placeholder in these bytes (head or plain-HTTP body), if any: the connection is refused. */
+  leak(src: string, text: string): Refusal | null;
+  /** The connection is over: one audit row. */
+  done(c: Done): void;
+}
+
+export interface Refusal {
+  status: number;
+  why: string;
+  remedy: string;
+}
+
+export interface Done {
+  src: string;
+  at: number;
+  method: string;
+  host: string;
+  port: number;
+  path: string;
+  status: number;
+  durationMs: number;
+  bytesIn: number;
+  bytesOut: number;
+  note: string | null;
+}
