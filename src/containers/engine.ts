@@ -18,6 +18,8 @@ export interface Endpoint {
   host: string;
   /** Where the choice came from, for doctor. */
   source: "DOCKER_HOST" | `context ${string}` | "default socket";
+  /** A context's TLS: its folder of ca.pem, cert.pem and key.pem (any may be absent), and whether it says not to verify. */
+  tls?: { dir: string; skipVerify: boolean };
 }
 
 export function resolve(env: Record<string, string | undefined> = process.env): Endpoint {
@@ -30,10 +32,19 @@ export function resolve(env: Record<string, string | undefined> = process.env): 
     } catch {}
   }
   if (context && context !== "default") {
-    const meta = join(dockerDir, "contexts", "meta", createHash("sha256").update(context).digest("hex"), "meta.json");
+    // The docker CLI's context store: meta/<sha256>/meta.json, and its TLS files in tls/<sha256>/docker/.
+    const id = createHash("sha256").update(context).digest("hex");
     try {
-      const host = (JSON.parse(readFileSync(meta, "utf8")) as { Endpoints?: { docker?: { Host?: string } } }).Endpoints?.docker?.Host;
-      if (host) return { host, source: `context ${context}` };
+      const docker = (
+        JSON.parse(readFileSync(join(dockerDir, "contexts", "meta", id, "meta.json"), "utf8")) as {
+          Endpoints?: { docker?: { Host?: string; SkipTLSVerify?: boolean } };
+        }
+      ).Endpoints?.docker;
+      if (docker?.Host) {
+        const dir = join(dockerDir, "contexts", "tls", id, "docker");
+        const tls = existsSync(dir) || docker.SkipTLSVerify ? { dir, skipVerify: docker.SkipTLSVerify === true } : undefined;
+        return { host: docker.Host, source: `context ${context}`, ...(tls ? { tls } : {}) };
+      }
     } catch {}
   }
   const candidates = ["/var/run/docker.sock", join(homedir(), ".docker/run/docker.sock")];
@@ -61,8 +72,26 @@ export async function client(ep: Endpoint, env: Record<string, string | undefine
   if (!ep.host.startsWith("tcp://"))
     throw new LazyError("launch_refused", `${ep.host} (${ep.source}) is not a Docker address lazy knows (unix://, tcp://, ssh://).`);
   const u = new URL(ep.host.replace(/^tcp:/, "http:"));
+  // A context's TLS, as `docker context create --docker host=…,ca=…,cert=…,key=…` stored it.
+  // An engine gets the worktree and runs the agent: lazy never talks to one it cannot verify.
+  if (ep.tls) {
+    if (ep.tls.skipVerify)
+      throw new LazyError(
+        "launch_refused",
+        `The docker context behind ${ep.host} (${ep.source}) says not to verify the engine's certificate (skip-tls-verify), and lazy ships worktrees to it: give the context the engine's CA (docker context update --docker "host=${ep.host},ca=…,cert=…,key=…").`,
+      );
+    const file = (n: string) => (existsSync(join(ep.tls!.dir, n)) ? readFileSync(join(ep.tls!.dir, n)) : undefined);
+    return new Docker({
+      host: u.hostname,
+      port: Number(u.port || 2376),
+      protocol: "https",
+      ca: file("ca.pem"),
+      cert: file("cert.pem"),
+      key: file("key.pem"),
+    });
+  }
   // DOCKER_TLS_VERIFY as the docker CLI reads it: the engine's certificate checked against ca.pem.
-  if (env.DOCKER_TLS_VERIFY && env.DOCKER_TLS_VERIFY !== "0") {
+  if (ep.source === "DOCKER_HOST" && env.DOCKER_TLS_VERIFY && env.DOCKER_TLS_VERIFY !== "0") {
     const dir = env.DOCKER_CERT_PATH ?? join(homedir(), ".docker");
     const file = (n: string) => readFileSync(join(dir, n));
     return new Docker({

@@ -14,6 +14,7 @@ import { HostNet, Image } from "../../src/containers";
 import type { Socket } from "bun";
 import { cleanupAll, sh, type Project } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
+import { makeCa } from "../helpers/tls";
 import { containerProject, removeContainers, upstream } from "../helpers/fixtures";
 import { TEST_IMAGES } from "../helpers/env";
 
@@ -25,18 +26,6 @@ let dir: string;
 let caFile: string;
 let agentImage: string;
 const projects: Project[] = [];
-
-/** A CA and a server certificate for localhost/127.0.0.1 signed by it, with openssl. */
-function makeCa(d: string): void {
-  const run = (cmd: string) => {
-    const r = sh(d, cmd);
-    if (r.code !== 0) throw new Error(`${cmd}: ${r.err}`);
-  };
-  run("openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj '/CN=lazy test corp CA'");
-  run("openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj '/CN=localhost'");
-  writeFileSync(join(d, "ext.cnf"), "subjectAltName=DNS:localhost,IP:127.0.0.1\n");
-  run("openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 -extfile ext.cnf");
-}
 
 /** A RUN step that fetches from the server with Node (the test image has no curl) and prints the TLS error's code. */
 const fetchStep = (port: number) =>
