@@ -5,6 +5,10 @@
  * /api/groups + the three starts at once). Rounds interleave one launch and one group so both
  * see the same machine; the figure is the ratio of medians. Target: ≤ 1.5× one launch.
  * Each sample is fresh tasks (worktrees and containers made anew); the image is warm.
+ * The floor is Docker alone (`docker run --rm IMAGE true`, one and three at once) on a network
+ * of the bench's own. LAZY_BENCH_BIN=PATH measures another build (an older one: run the bench
+ * with each in turn); LAZY_BENCH_KEEP_LOG=FILE keeps the daemon's log and prints each
+ * candidate's time (for where a launch's time goes).
  * Run: bun run build && bun bench/bestof.ts [rounds]   (needs Docker and the test images)
  */
 import { existsSync, readFileSync, readdirSync } from "node:fs";
@@ -12,12 +16,13 @@ import { join, resolve } from "node:path";
 import { containerProject, pct, fmt } from "./lib";
 import * as Mock from "../test/helpers/providers";
 
-const BIN = resolve(import.meta.dir, "../dist/lazy");
+const BIN = process.env.LAZY_BENCH_BIN ?? resolve(import.meta.dir, "../dist/lazy");
 const rounds = Number(process.argv[2] ?? 6);
 const BASE = process.env.LAZY_BENCH_BASE ?? "lazy-test/node:bookworm";
 
 const upstream = await Mock.anthropic();
 const { home, sh, dispose } = containerProject(BIN, "bestof", BASE, upstream.url);
+let floorNet: string | undefined;
 
 try {
   // Warm: the daemon up, the image built (or found), the network made.
@@ -54,10 +59,16 @@ try {
   const image = JSON.parse(sh(["docker", "inspect", `lazy-${state.split("/").at(-1)}-${warm.id}`]))[0].Config.Image;
   await settle([warm.id]);
 
-  // The floor: Docker alone running one container, and three at once, on the project's network.
-  const net = `lazy-${state.split("/").at(-1)}`;
-  const dockerRun = () =>
-    Bun.spawn(["docker", "run", "--rm", "--network", net, image, "true"], { stdout: "ignore", stderr: "ignore" }).exited;
+  // The floor: Docker alone running one container, and three at once, on a bridge network of
+  // the bench's own (the project's is dropped by housekeeping once no task runs, and a
+  // `docker run` naming a missing network fails at once: the floor must be a run that ran).
+  const net = `lazy-bench-floor-${process.pid}`;
+  sh(["docker", "network", "create", net]);
+  floorNet = net;
+  const dockerRun = async () => {
+    const p = Bun.spawn(["docker", "run", "--rm", "--network", net, image, "true"], { stdout: "ignore", stderr: "pipe" });
+    if ((await p.exited) !== 0) throw new Error(`the floor's docker run failed: ${await new Response(p.stderr).text()}`);
+  };
   const floorOne: number[] = [];
   const floorThree: number[] = [];
   const one: number[] = [];
@@ -76,6 +87,8 @@ try {
         await Promise.all(g.tasks.map((t: { id: string }) => api("POST", `/api/tasks/${t.id}/start`)));
         const ms = await Promise.all(g.tasks.map((t: { id: string }) => running(t.id, t0)));
         three.push(Math.max(...ms));
+        if (process.env.LAZY_BENCH_KEEP_LOG)
+          console.log("candidates", ms.map((x) => x.toFixed(0)).join(" "), g.tasks.map((t: { id: string }) => t.id.slice(0, 6)).join(" "));
         await settle(g.tasks.map((t: { id: string }) => t.id));
       }
     }
@@ -97,6 +110,10 @@ try {
     `floor: docker run --rm IMAGE true, one p50 ${fmt(pct(floorOne, 50))}, three at once p50 ${fmt(pct(floorThree, 50))}: ${(pct(floorThree, 50) / pct(floorOne, 50)).toFixed(2)}×`,
   );
 } finally {
+  if (process.env.LAZY_BENCH_KEEP_LOG)
+    for (const d of readdirSync(join(home, "daemon")))
+      Bun.spawnSync(["cp", join(home, "daemon", d, "daemon.log"), process.env.LAZY_BENCH_KEEP_LOG]);
   dispose();
+  if (floorNet) Bun.spawnSync(["docker", "network", "rm", floorNet], { stdout: "ignore", stderr: "ignore" });
   await upstream.close();
 }
