@@ -108,7 +108,8 @@ let ahead: Promise<void> = Promise.resolve();
 async function countBranch(root: string, ref: string): Promise<void> {
   const ids = await Git.gitRead(root, ["rev-parse", `refs/heads/${Git.BRANCH_PREFIX}${ref}^{commit}`, "HEAD^{commit}"]);
   const [tip, head] = ids?.trim().split("\n") ?? [];
-  if (tip && head && /^[0-9a-f]{40,64}$/.test(tip) && /^[0-9a-f]{40,64}$/.test(head)) await countPair(root, head, tip);
+  // A branch just made from HEAD (a launch's worktree) has nothing to count.
+  if (tip && head && tip !== head && /^[0-9a-f]{40,64}$/.test(tip) && /^[0-9a-f]{40,64}$/.test(head)) await countPair(root, head, tip);
 }
 
 /**
