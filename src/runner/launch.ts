@@ -170,18 +170,26 @@ export class Launcher {
     // On this machine the worktree comes first: what the project names for it (.worktreeinclude)
     // is refused before a build that may take minutes. On a remote engine it comes last: an engine
     // whose containers cannot reach the proxy is refused before anything of the task is made.
-    // When the image is there already (every launch but a project's first), the network step
-    // (its firewall rules; without root, set from a helper container of that image) need not
-    // wait for it: it starts now and goes on while the worktree is made.
+    // The network step need not wait for the worktree or the image: as root its firewall rules
+    // are set from the host, and without root from a helper container of the task image, so
+    // then only when that image is there already (every launch but a project's first). It
+    // starts now and goes on while the worktree is made.
     const early =
-      !docker.remote && (await this.d.project.imagePresent(docker, config)) ? this.d.project.sharedGateway(docker, config) : undefined;
+      !docker.remote && (asRoot || (await this.d.project.imagePresent(docker, config)))
+        ? this.d.project.sharedGateway(docker, config)
+        : undefined;
     early?.catch(() => {}); // awaited below; a refused worktree must not leave it unhandled
     let g = docker.remote ? undefined : await workspace();
-    const image = await this.d.project.image(docker, config, (data) => this.d.ledger.event(task, "build", data));
+    let built = false;
+    const image = await this.d.project.image(docker, config, (data) => {
+      built = true;
+      this.d.ledger.event(task, "build", data);
+    });
     // After the image: without root, the network's firewall rules are set from a helper
     // container of that image. Launches at once join the one under way (Docker refuses a second
-    // network of one name, and the rules are the same).
-    const { net, proxyUrl } = await (early ?? this.d.project.sharedGateway(docker, config));
+    // network of one name, and the rules are the same). After a build (minutes) they are set
+    // again, right before the container starts, as they always were.
+    const { net, proxyUrl } = await (early && !built ? early : this.d.project.sharedGateway(docker, config));
     if (docker.remote) await this.d.remote.probe(docker, image.tag, net.name, proxyUrl);
     g ??= await workspace();
     const env = { ...(await baseEnv), ...this.d.project.netEnv() };
