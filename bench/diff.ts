@@ -64,6 +64,7 @@ try {
     const order = r % 2 && builds.length > 1 ? [...builds].reverse() : builds;
     for (const b of order) {
       const m = t.get(b.name)!;
+      lazy(b); // the other build moved the tip (the repository is shared): read it once first
       m.warm![0]!.push(git());
       m.warm![1]!.push(lazy(b));
       // Cold: a new tip (same tree), so counts kept per commit pair do not apply. "After": read
