@@ -13,8 +13,21 @@ export const BIN = "/lazy/bin/lazy";
 
 /** The container's environment: addresses and settings only, never a credential. */
 export function containerEnv(root: string): Record<string, string> {
-  const name = Git.git(root, ["config", "user.name"], { allowFail: true }).out.trim() || "lazy agent";
-  const email = Git.git(root, ["config", "user.email"], { allowFail: true }).out.trim() || "agent@lazy.invalid";
+  const [name, email] = IDENTITY.map((key) => Git.git(root, ["config", key], { allowFail: true }).out);
+  return envWith(name!, email!);
+}
+
+/** containerEnv() without blocking the daemon's thread: a launch asks it once, beside its other steps. */
+export async function containerEnvOf(root: string): Promise<Record<string, string>> {
+  const [name, email] = await Promise.all(
+    IDENTITY.map(async (key) => (await Git.gitAsync(root, ["config", key], { allowFail: true })).out),
+  );
+  return envWith(name!, email!);
+}
+
+const IDENTITY = ["user.name", "user.email"] as const;
+
+function envWith(name: string, email: string): Record<string, string> {
   return {
     HOME: "/lazy/home",
     LAZY_IN_CONTAINER: "1",
@@ -23,9 +36,9 @@ export function containerEnv(root: string): Record<string, string> {
     GIT_CONFIG_KEY_0: "safe.directory",
     GIT_CONFIG_VALUE_0: "*",
     GIT_CONFIG_KEY_1: "user.name",
-    GIT_CONFIG_VALUE_1: name,
+    GIT_CONFIG_VALUE_1: name.trim() || "lazy agent",
     GIT_CONFIG_KEY_2: "user.email",
-    GIT_CONFIG_VALUE_2: email,
+    GIT_CONFIG_VALUE_2: email.trim() || "agent@lazy.invalid",
   };
 }
 

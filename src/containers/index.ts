@@ -18,4 +18,4 @@ export * as Subnets from "./subnets";
 export * as HostNet from "./host-network";
 export * as BaseImage from "./base-image";
 export { ProjectContainers, bindFor, type Gateway, type ProjectDeps } from "./project";
-export { BIN, containerEnv, taskMounts, linuxBinary } from "./container-spec";
+export { BIN, containerEnv, containerEnvOf, taskMounts, linuxBinary } from "./container-spec";

@@ -234,6 +234,12 @@ export class ProjectContainers {
     return file;
   }
 
+  /** Whether the task image is there now, with no build under way for it (nothing is built here). */
+  async imagePresent(docker: Runtime, config: Config): Promise<boolean> {
+    const { image } = this.plan(config);
+    return !this.building.has(image.tag) && (image.kind !== "build" || (await docker.imageExists(image.tag)));
+  }
+
   /**
    * The task image, built first if it is missing. `say`, when given, hears the build's steps
    * (the runner records them as the task's `build` events).

@@ -7,6 +7,7 @@
  * bounded: files changed first, then hunks until the output limit, the rest marked cut.
  */
 import * as Git from "../git";
+import { watchBranches } from "./diff-ahead";
 
 export interface DiffFile {
   path: string;
@@ -52,6 +53,9 @@ export async function taskDiff(root: string, ref: string, merged?: string, opts:
     if (m.code !== 0 || !tip || !base) return empty(`The merge commit ${merged.slice(0, 12)} is no longer in the project's history.`);
     return patchOf(root, branch, base, tip, `Merged as ${tip.slice(0, 12)}: what the merge brought in.`, opts.stat);
   }
+  watchBranches(root, (moved) => {
+    ahead = ahead.then(() => countBranch(root, moved)).catch(() => {}); // one at a time: the machine is the agents' too
+  });
   // The tip and the project's HEAD in one call (then the fork point, kept per pair like the counts).
   const ids = Git.git(root, ["rev-parse", `refs/heads/${branch}^{commit}`, "HEAD^{commit}"], { allowFail: true });
   const [tip, head] = ids.code === 0 ? ids.out.trim().split("\n") : [];
@@ -60,25 +64,52 @@ export async function taskDiff(root: string, ref: string, merged?: string, opts:
     if (only.code !== 0) return empty(`No branch ${branch}: the task has not started, or it was rejected.`);
     return empty(`${branch} shares no history with the project's HEAD.`, null, only.out.trim());
   }
-  // Not seen before: the fork point and the counts at once (`head...tip` counts from the fork
-  // point), so a first reading waits for the slower of the two, not both.
-  const forkKey = `${root}\0${head}\0${tip}`;
-  if (!forks.has(forkKey)) {
-    const [fork, counts] = await Promise.all([
-      Git.gitRead(root, ["merge-base", head, tip]),
-      Git.gitRead(root, ["diff", ...FLAGS, "--numstat", "-z", `${head}...${tip}`], COUNT_MAX_BYTES),
-    ]);
-    const found = fork?.trim();
-    if (found && /^[0-9a-f]{40,64}$/.test(found)) {
-      remember(forks, forkKey, found);
-      if (counts !== null && found !== tip)
-        remember(counted, `${root}\0${found}\0${tip}`, { out: counts, cut: counts.length >= COUNT_MAX_BYTES });
-    }
-  }
+  await countPair(root, head, tip);
   const base = forkPoint(root, head, tip);
   if (!base) return empty(`${branch} shares no history with the project's HEAD.`, null, tip);
   if (base === tip) return empty(`${branch} has no commits the project's HEAD lacks (nothing to merge, or already merged).`, base, tip);
   return patchOf(root, branch, base, tip, null, opts.stat);
+}
+
+/**
+ * A pair not seen before: the fork point and the counts at once (`head...tip` counts from the
+ * fork point), so a first reading waits for the slower of the two, not both. Readers at once
+ * (the branch's move counted ahead, lazy diff, the page) share the one under way.
+ */
+function countPair(root: string, head: string, tip: string): Promise<void> {
+  const key = `${root}\0${head}\0${tip}`;
+  if (forks.has(key)) return Promise.resolve();
+  let under = counting.get(key);
+  if (!under) {
+    under = (async () => {
+      const [fork, counts] = await Promise.all([
+        Git.gitRead(root, ["merge-base", head, tip]),
+        Git.gitRead(root, ["diff", ...FLAGS, "--numstat", "-z", `${head}...${tip}`], COUNT_MAX_BYTES),
+      ]);
+      const found = fork?.trim();
+      if (found && /^[0-9a-f]{40,64}$/.test(found)) {
+        remember(forks, key, found);
+        if (counts !== null && found !== tip)
+          remember(counted, `${root}\0${found}\0${tip}`, { out: counts, cut: counts.length >= COUNT_MAX_BYTES });
+      }
+    })().finally(() => counting.delete(key));
+    counting.set(key, under);
+  }
+  return under;
+}
+const counting = new Map<string, Promise<void>>();
+let ahead: Promise<void> = Promise.resolve();
+
+/**
+ * Count a task branch that just moved (a turn ended, or the person moved it), before anyone
+ * asks: the person's first lazy diff or page after a turn finds its counts ready. Off the
+ * daemon's thread (gitRead); a failure only means the reading counts when asked.
+ */
+async function countBranch(root: string, ref: string): Promise<void> {
+  const ids = await Git.gitRead(root, ["rev-parse", `refs/heads/${Git.BRANCH_PREFIX}${ref}^{commit}`, "HEAD^{commit}"]);
+  const [tip, head] = ids?.trim().split("\n") ?? [];
+  // A branch just made from HEAD (a launch's worktree) has nothing to count.
+  if (tip && head && tip !== head && /^[0-9a-f]{40,64}$/.test(tip) && /^[0-9a-f]{40,64}$/.test(head)) await countPair(root, head, tip);
 }
 
 /**

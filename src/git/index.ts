@@ -29,24 +29,26 @@ import { basename, join, dirname } from "node:path";
 import { LazyError } from "../util/errors";
 import * as AgentDir from "../util/agent-dir";
 import { readRegular } from "../util/bounded-read";
-import { HARDENED, git, gitEnv } from "./run";
+import { HARDENED, git, gitAsync, gitEnv } from "./run";
 
 export const BRANCH_PREFIX = "lazy/";
 
-export { git, gitRead } from "./run";
+export { git, gitAsync, gitRead } from "./run";
 export { commitsToMerge, diffStat, changedFiles, mergeBlockers, blockerMessage, merge } from "./merge";
 
 export function commonDir(root: string): string {
   return join(root, git(root, ["rev-parse", "--git-common-dir"]).out.trim()).replace(/\/\.$/, "");
 }
 
+const NO_COMMIT = (root: string) =>
+  new LazyError(
+    "launch_refused",
+    `The project at ${root} has no commit yet; a task's worktree starts from HEAD, so commit something first.`,
+  );
+
 export function head(root: string): { branch: string | null; commit: string } {
   const commit = git(root, ["rev-parse", "--verify", "HEAD"], { allowFail: true });
-  if (commit.code !== 0)
-    throw new LazyError(
-      "launch_refused",
-      `The project at ${root} has no commit yet; a task's worktree starts from HEAD, so commit something first.`,
-    );
+  if (commit.code !== 0) throw NO_COMMIT(root);
   const b = git(root, ["symbolic-ref", "--quiet", "--short", "HEAD"], { allowFail: true });
   return { branch: b.code === 0 ? b.out.trim() : null, commit: commit.out.trim() };
 }
@@ -76,8 +78,7 @@ export const adminDirOf = (taskDir: string) => join(taskDir, "git", "admin");
  * and mounted read-write. `admin` is the recorded path, or (tasks made before the record) the
  * name of a folder under <common>/worktrees.
  */
-export function layout(root: string, worktree: string, taskDir: string, ref: string, admin: string): TaskGit {
-  const common = commonDir(root);
+export function layout(root: string, worktree: string, taskDir: string, ref: string, admin: string, common = commonDir(root)): TaskGit {
   let adminDir: string;
   if (admin === adminDirOf(taskDir)) adminDir = admin;
   else if (LEGACY_ADMIN.test(admin)) adminDir = join(common, "worktrees", admin);
@@ -119,38 +120,45 @@ export function legacyAdmin(root: string, worktree: string): string | null {
  * admin folder lives in the task's state: nothing in the project's .git is made, chowned or
  * mounted writable for it. Ownership goes to the agent's uid only here, on a tree lazy has
  * just made and no container has seen; later turns chown nothing the agent could have replaced.
+ * Its git runs without blocking the daemon (gitAsync): the candidates of a group make theirs at once.
  */
-export function ensureWorktree(
+export async function ensureWorktree(
   root: string,
   worktree: string,
   taskDir: string,
   ref: string,
   agentUid: number | null,
   admin: string | null,
-): TaskGit {
+): Promise<TaskGit> {
   const branch = `${BRANCH_PREFIX}${ref}`;
   const owner = agentUid ?? undefined;
   const fresh = admin === null;
   mkdirSync(join(taskDir, "git"), { recursive: true, mode: 0o700 });
+  // The project's common folder, asked of git in the project root, alongside the first steps.
+  const common = gitAsync(root, ["rev-parse", "--git-common-dir"]).then((r) => join(root, r.out.trim()).replace(/\/\.$/, ""));
+  common.catch(() => {}); // awaited below; a refusal first must not leave it unhandled
   if (fresh) {
-    const { commit } = head(root);
+    const [commit, exists] = await Promise.all([
+      gitAsync(root, ["rev-parse", "--verify", "HEAD"], { allowFail: true }),
+      gitAsync(root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`], { allowFail: true }),
+    ]);
+    if (commit.code !== 0) throw NO_COMMIT(root);
     mkdirSync(dirname(worktree), { recursive: true, mode: 0o700 });
     // Left by a launch that failed before lazy recorded the worktree, so before any container.
     rmSync(worktree, { recursive: true, force: true });
-    if (git(root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`], { allowFail: true }).code !== 0)
-      git(root, ["branch", branch, commit]);
+    if (exists.code !== 0) await gitAsync(root, ["branch", branch, commit.out.trim()]);
     admin = adminDirOf(taskDir);
     rmSync(admin, { recursive: true, force: true }); // a half-made one from a launch that failed
     mkdirSync(admin, { mode: 0o755 });
     mkdirSync(worktree, { mode: 0o755 });
     writeFileSync(join(admin, "HEAD"), `ref: refs/heads/${branch}\n`);
   }
-  const t = layout(root, worktree, taskDir, ref, admin!);
+  const t = layout(root, worktree, taskDir, ref, admin!, await common);
   if (fresh) {
     restorePointers(t);
     // The tree is lazy's own until a container sees it: git may run in it this once.
-    git(root, ["--git-dir", t.adminDir, "--work-tree", worktree, "reset", "--hard", "--quiet"]);
-    copyIncluded(root, worktree);
+    await gitAsync(root, ["--git-dir", t.adminDir, "--work-tree", worktree, "reset", "--hard", "--quiet"]);
+    await copyIncluded(root, worktree);
   }
   for (const d of [t.privateRefs, t.privateLogs, t.privateObjects]) {
     if (!existsSync(d)) {
@@ -164,9 +172,9 @@ export function ensureWorktree(
   AgentDir.write(t.privateObjects, "info/alternates", "/lazy/repo-objects\n", { mode: 0o644, uid: owner });
   // The agent's branch as the container sees it: set once; afterwards only the agent moves it.
   // It follows the real branch when that moved ahead on the host (lazy pair) since the last turn.
-  const real = git(root, ["rev-parse", `refs/heads/${branch}`]).out.trim();
+  const real = (await gitAsync(root, ["rev-parse", `refs/heads/${branch}`])).out.trim();
   const seen = readRef(t, ref);
-  if (!seen || (seen !== real && git(root, ["merge-base", "--is-ancestor", seen, real], { allowFail: true }).code === 0))
+  if (!seen || (seen !== real && (await gitAsync(root, ["merge-base", "--is-ancestor", seen, real], { allowFail: true })).code === 0))
     AgentDir.write(t.privateRefs, ref, `${real}\n`, { mode: 0o644, uid: owner });
   if (fresh && owner !== undefined) for (const d of [worktree, t.adminDir]) chownTree(d, owner);
   restorePointers(t, owner);
@@ -318,7 +326,7 @@ export function deleteBranch(root: string, branch: string): void {
  * Git-ignored files the project lists in .worktreeinclude (one pattern a line, such as .env)
  * are copied into a new worktree: they are what a fresh checkout lacks to build and run.
  */
-function copyIncluded(root: string, worktree: string): void {
+async function copyIncluded(root: string, worktree: string): Promise<void> {
   const list = join(root, ".worktreeinclude");
   if (!existsSync(list)) return;
   // It comes with the checkout: a pull can make it a link to a FIFO or /dev/zero (util/bounded-read.ts).
@@ -330,7 +338,7 @@ function copyIncluded(root: string, worktree: string): void {
     .map((l) => l.trim())
     .filter((l) => l && !l.startsWith("#"));
   if (!patterns.length) return;
-  const ignored = git(root, ["ls-files", "--others", "--ignored", "--exclude-standard", "-z"]).out.split("\0").filter(Boolean);
+  const ignored = (await gitAsync(root, ["ls-files", "--others", "--ignored", "--exclude-standard", "-z"])).out.split("\0").filter(Boolean);
   const globs = patterns.map((p) => new Bun.Glob(p.replace(/^\//, "")));
   for (const f of ignored) {
     if (!globs.some((g) => g.match(f) || g.match(f.split("/").at(-1)!))) continue;

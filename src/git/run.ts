@@ -51,6 +51,22 @@ export function git(
 }
 
 /**
+ * git(), without blocking the daemon's thread while it runs: launches at once (best-of-N) make
+ * their worktrees side by side, and the network and Docker steps of a launch go on meanwhile.
+ */
+export async function gitAsync(
+  cwd: string,
+  args: string[],
+  opts: { allowFail?: boolean } = {},
+): Promise<{ code: number; out: string; err: string }> {
+  const p = Bun.spawn(["git", ...HARDENED, ...args], { cwd, stdin: "ignore", stdout: "pipe", stderr: "pipe", env: gitEnv() });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  if (code !== 0 && !opts.allowFail)
+    throw new LazyError("launch_refused", `git ${args[0]} failed in ${cwd}: ${err.trim().split("\n").at(-1) ?? `exit ${code}`}`);
+  return { code, out, err };
+}
+
+/**
  * The same git, without blocking the daemon's thread while it runs (reads of a large checkout,
  * e.g. `lazy ask`'s git status): what it printed, or null when it failed.
  */

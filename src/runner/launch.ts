@@ -19,7 +19,7 @@ import { LazyError } from "../util/errors";
 import { argvProblem } from "../util/prompt";
 import * as AgentDir from "../util/agent-dir";
 import type { Logger } from "../util/log";
-import { BIN, containerEnv, taskMounts } from "../containers";
+import { BIN, containerEnvOf, taskMounts } from "../containers";
 import { withMemory } from "../own-calls";
 import type { TurnWatch } from "./turn-watch";
 import * as Remote from "./remote";
@@ -164,32 +164,48 @@ export class Launcher {
     config: Config,
     docker: Runtime,
     placeholder: string,
-  ): Promise<{ id: string; g: Git.TaskGit; proxyUrl: string }> {
+  ): Promise<{ id: string; g: Git.TaskGit; proxyUrl: string; env: Record<string, string> }> {
     const uid = Image.agentUid();
     const asRoot = process.getuid?.() === 0;
     if (asRoot) this.agentCanRead(uid);
     const tdir = this.d.ws.taskDir(task);
     // tasks/<id> is lazy's; its sub-folders are mount roots the agent writes below, never replaces.
-    const workspace = () => {
+    const workspace = async () => {
       for (const sub of ["home", "harness", "turns"]) mkdirSync(join(tdir, sub), { recursive: true, mode: 0o700 });
       if (asRoot) for (const sub of ["", "home", "harness", "turns"]) lchownSync(join(tdir, sub), uid, uid);
       return this.d.ws.taskGit(task, asRoot ? uid : null);
     };
+    // The container's environment (the person's git identity): asked once, beside the rest.
+    const baseEnv = containerEnvOf(this.d.root);
+    baseEnv.catch(() => {}); // awaited below, once the worktree and network are there
     // On this machine the worktree comes first: what the project names for it (.worktreeinclude)
     // is refused before a build that may take minutes. On a remote engine it comes last: an engine
     // whose containers cannot reach the proxy is refused before anything of the task is made.
-    let g = docker.remote ? undefined : workspace();
-    const image = await this.d.project.image(docker, config, (data) => this.d.ledger.event(task, "build", data));
+    // The network step need not wait for the worktree or the image: as root its firewall rules
+    // are set from the host, and without root from a helper container of the task image, so
+    // then only when that image is there already (every launch but a project's first). It
+    // starts now and goes on while the worktree is made.
+    const early =
+      !docker.remote && (asRoot || (await this.d.project.imagePresent(docker, config)))
+        ? this.d.project.sharedGateway(docker, config)
+        : undefined;
+    early?.catch(() => {}); // awaited below; a refused worktree must not leave it unhandled
+    let g = docker.remote ? undefined : await workspace();
+    let built = false;
+    const image = await this.d.project.image(docker, config, (data) => {
+      built = true;
+      this.d.ledger.event(task, "build", data);
+    });
     // After the image: without root, the network's firewall rules are set from a helper
     // container of that image. Launches at once join the one under way (Docker refuses a second
-    // network of one name, and the rules are the same).
-    const { net, proxyUrl } = await this.d.project.sharedGateway(docker, config);
+    // network of one name, and the rules are the same). After a build (minutes) they are set
+    // again, right before the container starts, as they always were.
+    const { net, proxyUrl } = await (early && !built ? early : this.d.project.sharedGateway(docker, config));
     if (docker.remote) await this.d.remote.probe(docker, image.tag, net.name, proxyUrl);
-    g ??= workspace();
+    g ??= await workspace();
+    const env = { ...(await baseEnv), ...this.d.project.netEnv() };
 
     const hostCa = this.d.project.hostCa(config);
-    const netEnv = this.d.project.netEnv();
-
     const run = Runs.get(this.d.db, task.id);
     let info = run.container_id ? await docker.inspect(run.container_id) : undefined;
     // The container stopped with the last turn (halt): started again, with its filesystem as the
@@ -212,7 +228,7 @@ export class Launcher {
           root: this.d.root,
           taskId: task.id,
           user: `${uid}:${uid}`,
-          env: { ...containerEnv(this.d.root), ...netEnv },
+          env,
           // A remote engine mounts nothing of this host: what the container needs is shipped in.
           mounts: docker.remote ? [] : taskMounts(this.d.root, g, tdir, hostCa),
           volumes: docker.remote ? await this.d.remote.volumes(docker, task, g, image.tag) : [],
@@ -237,19 +253,13 @@ export class Launcher {
 
     if (!run.setup_done && config.container.setup) {
       this.d.ledger.event(task, "setup", { command: config.container.setup });
-      const r = await docker.exec(
-        info.id,
-        ["sh", "-c", config.container.setup],
-        `${uid}:${uid}`,
-        { ...containerEnv(this.d.root), ...netEnv },
-        g.worktree,
-      );
+      const r = await docker.exec(info.id, ["sh", "-c", config.container.setup], `${uid}:${uid}`, env, g.worktree);
       this.d.ledger.event(task, "setup", { code: r.code, output: r.output.slice(-4000) });
       if (r.code !== 0)
         throw new LazyError("launch_refused", `[container] setup failed with exit code ${r.code}; see lazy logs ${this.ref(task)}.`);
     }
     Runs.save(this.d.db, task.id, { setup_done: 1 });
-    return { id: info.id, g, proxyUrl };
+    return { id: info.id, g, proxyUrl, env };
   }
 
   /**
@@ -314,7 +324,7 @@ export class Launcher {
   private async launch(
     task: Task,
     docker: Runtime,
-    box: { id: string; g: Git.TaskGit },
+    box: { id: string; g: Git.TaskGit; env: Record<string, string> },
     turn: { n: number; prepared: Harness.Prepared },
     message: string | undefined,
   ): Promise<Task> {
@@ -327,12 +337,7 @@ export class Launcher {
     task = this.d.ledger.move(task, "running", { turn: turn.n, profile, ...(message !== undefined ? { message } : {}) });
     if (message !== undefined) this.d.ledger.event(task, "user", { text: message });
     if (docker.remote) await Remote.shipHarness(docker, box.id, turn.prepared.files, uid);
-    const execId = await docker.execDetached(
-      box.id,
-      argv,
-      { ...containerEnv(this.d.root), ...this.d.project.netEnv(), ...turn.prepared.env },
-      `${uid}:${uid}`,
-    );
+    const execId = await docker.execDetached(box.id, argv, { ...box.env, ...turn.prepared.env }, `${uid}:${uid}`);
     this.d.turns.follow(task, execId);
     if (docker.remote) this.d.remote.mirror(task, box.id, turn.n);
     return task;

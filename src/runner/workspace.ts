@@ -42,11 +42,11 @@ export class Workspaces {
    * The task's git layout from lazy's records, making the worktree on the first turn. Tasks
    * from before the record existed get the name git gives a worktree (its folder's name).
    */
-  taskGit(task: Task, agentUid: number | null): Git.TaskGit {
+  async taskGit(task: Task, agentUid: number | null): Promise<Git.TaskGit> {
     const run = Runs.get(this.d.db, task.id);
     const worktree = this.worktree(task);
     const admin = run.admin ?? Git.legacyAdmin(this.d.root, worktree);
-    const g = Git.ensureWorktree(this.d.root, worktree, this.taskDir(task), this.d.ledger.ref(task), agentUid, admin);
+    const g = await Git.ensureWorktree(this.d.root, worktree, this.taskDir(task), this.d.ledger.ref(task), agentUid, admin);
     const recorded = g.adminDir === Git.adminDirOf(this.taskDir(task)) ? g.adminDir : basename(g.adminDir);
     if (run.admin !== recorded) Runs.save(this.d.db, task.id, { admin: recorded });
     return g;

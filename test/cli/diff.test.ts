@@ -80,3 +80,31 @@ test("a task with no branch yet says so; an unknown task is refused", async () =
   expect(bad.code).not.toBe(0);
   expect(bad.stderr).toMatch(/nope/);
 });
+
+test("a branch that moves is read at its new tip: the daemon's counts ahead never show an older one", async () => {
+  await p.ok(["diff", "fix", "--stat"]); // the daemon has read (and now watches) the task branches
+  const tips: string[] = [];
+  // Moves in a row, each read at once (the count ahead of a move may still be under way) and
+  // once more: every reading names the tip it counted, and the counts are that tip's.
+  for (const n of [1, 2, 3]) {
+    sh(
+      p.root,
+      `git checkout -q lazy/fix && printf 'x\\n%.0s' $(seq 1 ${n * 5}) > more${n}.txt && git add . && git commit -qm more${n} && git checkout -q main`,
+    );
+    const tip = sh(p.root, "git rev-parse lazy/fix").out.trim();
+    tips.push(tip);
+    for (let read = 0; read < 2; read++) {
+      const j = await p.json(["diff", "fix", "--stat"]);
+      expect(j.tip).toBe(tip);
+      expect(j.total.files).toBe(3 + n);
+      expect(j.files.at(-1)).toMatchObject({ path: `more${n}.txt`, added: n * 5, removed: 0 });
+    }
+  }
+  // The move by git's own update-ref (a person's), back to the first: counted as that tip again.
+  sh(p.root, `git update-ref refs/heads/lazy/fix ${tips[0]}`);
+  const back = await p.json(["diff", "fix", "--stat"]);
+  expect(back.tip).toBe(tips[0]);
+  expect(back.total).toEqual({ files: 4, added: 8, removed: 1 });
+  const text = await p.ok(["diff", "fix", "--stat"]);
+  expect(text.stdout).toContain(" 4 file(s) changed, +8 -1\n");
+});
