@@ -33,7 +33,7 @@ import { HARDENED, git, gitEnv } from "./run";
 
 export const BRANCH_PREFIX = "lazy/";
 
-export { git, gitRead } from "./run";
+export { git, gitRead, gitBytes } from "./run";
 export { commitsToMerge, diffStat, changedFiles, mergeBlockers, blockerMessage, merge } from "./merge";
 
 export function commonDir(root: string): string {
