@@ -461,7 +461,13 @@ export class OwnCalls {
       if (!st?.running) {
         // The supervisor ended: its exit.json may land a moment after; one more look, then fail.
         await Bun.sleep(200);
-        if (docker.remote) await this.d.remote.pull(docker, vessel.container, turns, this.owner()).catch(() => {});
+        // A remote engine: what the mirror has not brought yet, or why it cannot (over its bound).
+        const unread = docker.remote
+          ? await this.d.remote.pull(docker, vessel.container, turns, this.owner()).then(
+              () => undefined,
+              (e: unknown) => (e as Error).message,
+            )
+          : undefined;
         if (exitText() !== null) continue;
         const up = (await docker.inspect(vessel.container))?.running;
         // The engine did not answer about the exec, but the container runs: wait on (to the deadline).
@@ -470,9 +476,11 @@ export class OwnCalls {
           code: st?.code ?? null,
           signal: null,
           at: new Date().toISOString(),
-          error: up
-            ? "the supervisor ended without reporting"
-            : `its container ${vessel.name} was stopped or removed outside lazy (docker kill or rm, an engine restart)`,
+          error: unread
+            ? `its turn folder was not read back from the Docker engine at ${docker.endpoint.host}: ${unread}`
+            : up
+              ? "the supervisor ended without reporting"
+              : `its container ${vessel.name} was stopped or removed outside lazy (docker kill or rm, an engine restart)`,
         };
       }
       if (Date.now() > deadline)
