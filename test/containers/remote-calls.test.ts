@@ -4,9 +4,12 @@
  * it, `lazy ask` answers from the mock provider, and `lazy accept` of a task that ran there
  * records the summary its call wrote. The call's container there, caught while it runs, has no
  * host bind mount (lazy's binary and the project's committed tree are volumes of that engine's
- * own, read-only) and no real key; after the call nothing of it is left on the engine.
+ * own, read-only) and no real key; after the call nothing of it is left on the engine, nor
+ * after a daemon killed mid-call (the next daemon's housekeeping removes container, volume, folder).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readdirSync } from "node:fs";
+import { basename, join } from "node:path";
 import { type Project, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { bash, containerProject, launched, settled } from "../helpers/fixtures";
@@ -40,7 +43,7 @@ const calls = () => d2(`ps -aq --filter label=dev.lazy.root=${p.root} --filter n
 const callVolumes = () =>
   d2("volume ls -q")
     .out.split("\n")
-    .filter((v) => v.includes("-call-"));
+    .filter((v) => v.startsWith(`lazy-${basename(p.stateDir)}-call-`));
 
 /**
  * Run `args` with the provider slow to answer, and `docker inspect` the call's container on the
@@ -107,4 +110,27 @@ describe("lazy's own calls on a remote engine", () => {
     for (const x of posts) expect(x.headers["x-api-key"]).toBe(KEY);
     noHostMountNoKey(inspect);
   }, 900_000);
+
+  test("a daemon killed during a remote call: the next daemon removes the call's container, volume and folder", async () => {
+    mock.answer({ text: "Too late." });
+    mock.behavior = { kind: "silent-then-stream", firstByteDelayMs: 20_000, gapMs: 0 };
+    const asking = p.run(["ask", "take your time"]);
+    await until(() => mock.received.some((x) => x.method === "POST") || undefined, 180_000, "the call's model request");
+    const [id] = calls();
+    const name = d2(`inspect -f '{{.Name}}' ${id}`).out.trim().replace(/^\//, "");
+    expect(callVolumes()).toEqual([name]);
+    const folder = join(p.stateDir, "calls", name.split("-call-")[1]!);
+    expect(existsSync(folder)).toBe(true);
+    process.kill(p.runtime()!.pid, "SIGKILL");
+    await p.ok(["task", "list"]); // a new daemon, whose housekeeping finds the orphan
+    // (The CLI's `lazy ask` asks the new daemon again: that call is another container.)
+    await until(() => !calls().includes(id!) || undefined, 60_000, "the orphan to go");
+    await until(() => !callVolumes().includes(name) || undefined, 60_000, "its volume to go");
+    await until(() => !existsSync(folder) || undefined, 60_000, "its folder to go");
+    await asking;
+    mock.reset();
+    expect(calls()).toEqual([]);
+    expect(callVolumes()).toEqual([]);
+    expect(readdirSync(join(p.stateDir, "calls"))).toEqual([]);
+  }, 600_000);
 });
