@@ -38,7 +38,8 @@ import type { Task } from "../store";
 import * as AgentDir from "../util/agent-dir";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
-import { FILES, type Exit } from "../supervisor";
+import { FILES } from "../supervisor";
+import * as Outcome from "./outcome";
 
 export interface OwnCallDeps {
   root: string;
@@ -78,9 +79,6 @@ export interface Answer {
   profile: string;
 }
 
-/** How long one call may take, model included. */
-const DEADLINE_MS = 10 * 60_000;
-const MAX_EVENTS = 4 * 1024 * 1024;
 /** How long a warm container waits for a call before it is removed. */
 export const SPARE_IDLE_MS = 10 * 60_000;
 /** Where a warm harness's prompt lands (relative to the call's turns folder); the supervisor waits for it. */
@@ -186,8 +184,9 @@ export class OwnCalls {
         m.done = this.d.remote.mirror(plan.docker, vessel.container, turns, () => m.going, this.owner());
         vessel.mirror = m;
       }
-      const exit = await this.waitFor(plan.docker, exec, vessel);
-      const text = this.answerOf(turns, profile.harness);
+      const { container } = vessel;
+      const exit = await Outcome.waitFor(plan.docker, exec, vessel, (docker) => this.d.remote.pull(docker, container, turns, this.owner()));
+      const text = Outcome.answerOf(turns, profile.harness);
       if (exit.code !== 0 || !text)
         throw new LazyError(
           "launch_refused",
@@ -428,77 +427,5 @@ export class OwnCalls {
         else this.d.log.warn(`call container ${v.name} could not be removed; housekeeping will try again`);
       }
     }
-  }
-
-  private async waitFor(docker: Runtime, exec: string, vessel: Vessel): Promise<Exit> {
-    const turns = join(vessel.dir, "turns");
-    const deadline = Date.now() + DEADLINE_MS;
-    // The supervisor makes the turn's folder: until it has, there is nothing to read.
-    const exitText = () => {
-      try {
-        return AgentDir.readText(turns, `1/${FILES.exit}`, 64 * 1024);
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
-        throw e;
-      }
-    };
-    for (;;) {
-      const text = exitText();
-      if (text !== null) {
-        try {
-          return JSON.parse(text) as Exit;
-        } catch {
-          return {
-            code: null,
-            signal: null,
-            at: new Date().toISOString(),
-            error: "the call's exit.json is not what the supervisor writes",
-          };
-        }
-      }
-      const st = await docker.execState(exec);
-      // Ended, or unknown to the engine (its container removed, the engine restarted).
-      if (!st?.running) {
-        // The supervisor ended: its exit.json may land a moment after; one more look, then fail.
-        await Bun.sleep(200);
-        // A remote engine: what the mirror has not brought yet, or why it cannot (over its bound).
-        const unread = docker.remote
-          ? await this.d.remote.pull(docker, vessel.container, turns, this.owner()).then(
-              () => undefined,
-              (e: unknown) => (e as Error).message,
-            )
-          : undefined;
-        if (exitText() !== null) continue;
-        const up = (await docker.inspect(vessel.container))?.running;
-        // The engine did not answer about the exec, but the container runs: wait on (to the deadline).
-        if (!st && up && Date.now() <= deadline) continue;
-        return {
-          code: st?.code ?? null,
-          signal: null,
-          at: new Date().toISOString(),
-          error: unread
-            ? `its turn folder was not read back from the Docker engine at ${docker.endpoint.host}: ${unread}`
-            : up
-              ? "the supervisor ended without reporting"
-              : `its container ${vessel.name} was stopped or removed outside lazy (docker kill or rm, an engine restart)`,
-        };
-      }
-      if (Date.now() > deadline)
-        return { code: null, signal: null, at: new Date().toISOString(), error: `no answer within ${DEADLINE_MS / 60_000} minutes` };
-      await Bun.sleep(250);
-    }
-  }
-
-  /** The harness's final answer: its result event, else its last message. */
-  private answerOf(turns: string, harness: Harness.Harness["name"]): string {
-    const got = AgentDir.read(turns, `1/${FILES.events}`, { max: MAX_EVENTS, offset: 0 });
-    let result = "";
-    let last = "";
-    for (const line of (got?.data.toString("utf8") ?? "").split("\n"))
-      for (const e of Harness.parseEvent(harness, line)) {
-        if (e.kind === "result" && e.data.ok !== false && typeof e.data.text === "string") result = e.data.text;
-        if (e.kind === "message" && typeof e.data.text === "string") last = e.data.text;
-      }
-    return (result || last).trim();
   }
 }

@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { type Project, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { containerProject } from "../helpers/fixtures";
@@ -60,7 +60,7 @@ const leftovers = () => [
   ...d2(`ps -aq --filter label=dev.lazy.root=${p.root} --filter name=-call-`).out.split("\n").filter(Boolean),
   ...d2("volume ls -q")
     .out.split("\n")
-    .filter((v) => v.includes("-call-")),
+    .filter((v) => v.startsWith(`lazy-${basename(p.stateDir)}-call-`)),
 ];
 
 /** `lazy ask` with the provider slow to answer; `during(id)` runs against the call's container on the second engine meanwhile. */
