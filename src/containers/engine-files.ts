@@ -87,6 +87,16 @@ export class EngineFiles {
     await this.unpackInto(name, image, files, "/");
   }
 
+  /** Remove a volume (a call's project tree, once its container is gone); one already gone is no error. */
+  async removeVolume(name: string): Promise<void> {
+    await this.docker
+      .getVolume(name)
+      .remove()
+      .catch((e: { statusCode?: number }) => {
+        if (e.statusCode !== 404) throw e;
+      });
+  }
+
   /** Unpack `files` (a tar) at `path` of a container of `image` that mounts the volume at /v and never starts. */
   private async unpackInto(volume: string, image: string, files: () => Uint8Array[], path: string): Promise<void> {
     const c = await this.docker.createContainer({

@@ -33,7 +33,7 @@ import { HARDENED, git, gitAsync, gitEnv } from "./run";
 
 export const BRANCH_PREFIX = "lazy/";
 
-export { git, gitAsync, gitRead } from "./run";
+export { git, gitAsync, gitBytes, gitRead } from "./run";
 export { commitsToMerge, diffStat, changedFiles, mergeBlockers, blockerMessage, merge } from "./merge";
 
 export function commonDir(root: string): string {

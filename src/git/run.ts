@@ -84,3 +84,22 @@ export async function gitRead(cwd: string, args: string[], maxBytes = 64 * 1024)
   }
   return (await p.exited) === 0 ? Buffer.concat(chunks).toString("utf8") : null;
 }
+
+/**
+ * The same git's output as bytes (git archive: a tar), without blocking the daemon's thread;
+ * "over" when it printed more than `maxBytes` (not read past it), null when it failed.
+ */
+export async function gitBytes(cwd: string, args: string[], maxBytes: number): Promise<Uint8Array | "over" | null> {
+  const p = Bun.spawn(["git", ...HARDENED, ...args], { cwd, stdout: "pipe", stderr: "ignore", env: gitEnv() });
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of p.stdout) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size > maxBytes) {
+      p.kill();
+      return "over";
+    }
+  }
+  return (await p.exited) === 0 ? Buffer.concat(chunks) : null;
+}

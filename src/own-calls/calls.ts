@@ -18,6 +18,13 @@
  * they need in their prompt: the harness adds no project state of its own (a warm one's would be
  * stale), and loads nothing of the checkout's harness configuration (.claude/settings.json hooks,
  * .mcp.json, Pi extensions, Codex's project layer): agents' branches are merged there.
+ *
+ * On a remote engine (DOCKER_HOST=tcp://…) nothing of this host is mounted: the call gets the
+ * project's committed tree at HEAD in a volume of its own, read-only at the project's path
+ * (never the checkout's untracked or ignored files, nor uncommitted edits: the prompt names
+ * those), lazy's binary from the volume remote tasks use, its folders and harness files shipped
+ * in, and its turn folder mirrored back as a remote task's is (runner/remote.ts); the tree's
+ * volume goes with the container. No warm container is kept there.
  */
 import { mkdirSync, lchownSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -31,7 +38,8 @@ import type { Task } from "../store";
 import * as AgentDir from "../util/agent-dir";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
-import { FILES, type Exit } from "../supervisor";
+import { FILES } from "../supervisor";
+import * as Outcome from "./outcome";
 
 export interface OwnCallDeps {
   root: string;
@@ -45,6 +53,24 @@ export interface OwnCallDeps {
   project: Pick<ProjectContainers, "docker" | "image" | "gateway">;
   /** The task's name as people see it (the runner's ledger). */
   ledger: { ref: (t: Task) => string };
+  /** A remote engine's side of a call (the runner's RemoteTasks `calls`). */
+  remote: RemoteCalls;
+}
+
+type Volume = { name: string; container: string };
+
+/** What travels for a call on a remote engine, and back (runner/remote-tasks.ts, shared with remote tasks). */
+export interface RemoteCalls {
+  /** lazy's binary, and the project's committed tree in a new volume named `tree` mounted at `root`. */
+  volumes(docker: Runtime, image: string, root: string, tree: string): Promise<Volume[]>;
+  /** lazy's folders into the created container, then started. */
+  ship(docker: Runtime, id: string): Promise<void>;
+  harness(docker: Runtime, id: string, files: Record<string, string>): Promise<void>;
+  /** Mirror the call's turn folder into `hostTurns` while `going()`. */
+  mirror(docker: Runtime, id: string, hostTurns: string, going: () => boolean, uid?: number): Promise<void>;
+  /** One read of the turn folder (the supervisor ended: what it wrote last). */
+  pull(docker: Runtime, id: string, hostTurns: string, uid?: number): Promise<void>;
+  removeVolume(docker: Runtime, name: string): Promise<void>;
 }
 
 export interface Answer {
@@ -53,9 +79,6 @@ export interface Answer {
   profile: string;
 }
 
-/** How long one call may take, model included. */
-const DEADLINE_MS = 10 * 60_000;
-const MAX_EVENTS = 4 * 1024 * 1024;
 /** How long a warm container waits for a call before it is removed. */
 export const SPARE_IDLE_MS = 10 * 60_000;
 /** Where a warm harness's prompt lands (relative to the call's turns folder); the supervisor waits for it. */
@@ -86,6 +109,10 @@ interface Vessel {
   key: string;
   /** The harness already started, waiting for its prompt on stdin (supervise --stdin). */
   exec?: string;
+  /** A remote engine: the volume holding the project's tree, removed with the container. */
+  tree?: string;
+  /** A remote engine: the turn folder's mirror, while the call runs. */
+  mirror?: { going: boolean; done: Promise<void> };
 }
 
 export class OwnCalls {
@@ -152,8 +179,14 @@ export class OwnCalls {
       const stdin = exec ? Harness.stdinPrompt(profile.harness, prompt) : undefined;
       if (exec && stdin !== undefined) AgentDir.write(turns, STDIN_FILE, stdin, { uid: this.owner() });
       else exec = await this.start(plan, vessel, { prompt });
-      const exit = await this.waitFor(plan.docker, exec, vessel);
-      const text = this.answerOf(turns, profile.harness);
+      if (plan.docker.remote) {
+        const m = { going: true, done: Promise.resolve() };
+        m.done = this.d.remote.mirror(plan.docker, vessel.container, turns, () => m.going, this.owner());
+        vessel.mirror = m;
+      }
+      const { container } = vessel;
+      const exit = await Outcome.waitFor(plan.docker, exec, vessel, (docker) => this.d.remote.pull(docker, container, turns, this.owner()));
+      const text = Outcome.answerOf(turns, profile.harness);
       if (exit.code !== 0 || !text)
         throw new LazyError(
           "launch_refused",
@@ -180,7 +213,13 @@ export class OwnCalls {
     }
     for (const id of ids) {
       const name = `lazy-${this.d.slug}-call-${id}`;
-      if (!this.active.has(name) && !existing.has(name)) rmSync(join(calls, id), { recursive: true, force: true });
+      if (this.active.has(name) || existing.has(name)) continue;
+      rmSync(join(calls, id), { recursive: true, force: true });
+      // On a remote engine, the project's tree it was given (named as the container).
+      void this.d.project
+        .docker()
+        .then((docker) => (docker.remote ? this.d.remote.removeVolume(docker, name) : undefined))
+        .catch((e: unknown) => this.d.log.warn(`removing the volume of call ${name}: ${(e as Error).message}`));
     }
   }
 
@@ -237,28 +276,39 @@ export class OwnCalls {
     const name = `lazy-${this.d.slug}-call-${id}`;
     this.active.add(name);
     const vessel: Vessel = { name, dir, container: "", placeholder: plan.launch.placeholder, key: plan.key };
+    const remote = plan.docker.remote;
     try {
-      vessel.container = await plan.docker.create({
-        name,
-        image: plan.image,
-        project: this.d.slug,
-        root: this.d.root,
-        taskId: "",
-        user: `${uid}:${uid}`,
-        env: containerEnv(this.d.root),
-        mounts: [
-          // The project, read-only, so a call can read what it is asked about.
-          { host: this.d.root, container: this.d.root, readOnly: true },
-          { host: join(dir, "home"), container: "/lazy/home", readOnly: false },
-          { host: join(dir, "harness"), container: "/lazy/harness", readOnly: false },
-          { host: join(dir, "turns"), container: "/lazy/turns", readOnly: false },
-          { host: linuxBinary(), container: BIN, readOnly: true },
-        ],
-        network: plan.net,
-        hostGateway: plan.docker.kind === "desktop",
-        cmd: [BIN, "supervise", "--idle"],
-        limits: resolveLimits(this.d.config().container.limits),
-      });
+      // A remote engine mounts nothing of this host: the project's tree and lazy's binary are volumes there.
+      if (remote) vessel.tree = name;
+      const volumes = remote ? await this.d.remote.volumes(plan.docker, plan.image, this.d.root, name) : [];
+      vessel.container = await plan.docker.create(
+        {
+          name,
+          image: plan.image,
+          project: this.d.slug,
+          root: this.d.root,
+          taskId: "",
+          user: `${uid}:${uid}`,
+          env: containerEnv(this.d.root),
+          mounts: remote
+            ? []
+            : [
+                // The project, read-only, so a call can read what it is asked about.
+                { host: this.d.root, container: this.d.root, readOnly: true },
+                { host: join(dir, "home"), container: "/lazy/home", readOnly: false },
+                { host: join(dir, "harness"), container: "/lazy/harness", readOnly: false },
+                { host: join(dir, "turns"), container: "/lazy/turns", readOnly: false },
+                { host: linuxBinary(), container: BIN, readOnly: true },
+              ],
+          volumes,
+          network: plan.net,
+          hostGateway: plan.docker.kind === "desktop",
+          cmd: [BIN, "supervise", "--idle"],
+          limits: resolveLimits(this.d.config().container.limits),
+        },
+        { start: !remote },
+      );
+      if (remote) await this.d.remote.ship(plan.docker, vessel.container);
       const info = await plan.docker.inspect(vessel.container);
       if (plan.docker.pins && info?.ip) vessel.ip = info.ip;
       // A warm container's address redeems nothing while it waits: should it die, Docker gives
@@ -280,7 +330,7 @@ export class OwnCalls {
   }
 
   /** Run the call's one turn in its container: the prompt on the command line, or later on stdin. */
-  private start(plan: Plan, vessel: Vessel, how: { prompt: string } | { promptOnStdin: true }): Promise<string> {
+  private async start(plan: Plan, vessel: Vessel, how: { prompt: string } | { promptOnStdin: true }): Promise<string> {
     const prepared = Harness.prepare({
       proxyUrl: plan.proxyUrl,
       envVar: plan.launch.envVar,
@@ -296,6 +346,7 @@ export class OwnCalls {
     });
     for (const [rel, content] of Object.entries(prepared.files))
       AgentDir.write(join(vessel.dir, "harness"), rel, content, { uid: this.owner() });
+    if (plan.docker.remote) await this.d.remote.harness(plan.docker, vessel.container, prepared.files);
     const stdin = "promptOnStdin" in how ? ["--stdin", `/lazy/turns/${STDIN_FILE}`] : [];
     const uid = Image.agentUid();
     return plan.docker.execDetached(
@@ -325,7 +376,8 @@ export class OwnCalls {
 
   /** Have one container ready for the next call about no task. */
   private keepWarm(plan: Plan): void {
-    if (this.filling || this.closed || process.env.LAZY_WARM_CALLS === "0") return;
+    // A remote engine's warm container would hold the project's tree as of its making.
+    if (this.filling || this.closed || plan.docker.remote || process.env.LAZY_WARM_CALLS === "0") return;
     const warm = Harness.takesStdinPrompt(plan.profile.harness);
     this.filling = (async () => {
       const v = await this.vessel(plan, warm);
@@ -356,6 +408,11 @@ export class OwnCalls {
     } finally {
       let gone = true;
       try {
+        // The mirror stops before the container and the folder it writes into go.
+        if (v.mirror) {
+          v.mirror.going = false;
+          await v.mirror.done;
+        }
         if (v.container) {
           await docker.remove(v.container);
           // A container docker could not remove can still write its folder (links the daemon,
@@ -363,74 +420,12 @@ export class OwnCalls {
           // removes orphan call containers and then sweeps their folders.
           gone = !(await docker.inspect(v.container).catch(() => undefined));
         }
+        if (gone && v.tree) await this.d.remote.removeVolume(docker, v.tree);
       } finally {
         this.active.delete(v.name);
         if (gone) rmSync(v.dir, { recursive: true, force: true });
         else this.d.log.warn(`call container ${v.name} could not be removed; housekeeping will try again`);
       }
     }
-  }
-
-  private async waitFor(docker: Runtime, exec: string, vessel: Vessel): Promise<Exit> {
-    const turns = join(vessel.dir, "turns");
-    const deadline = Date.now() + DEADLINE_MS;
-    // The supervisor makes the turn's folder: until it has, there is nothing to read.
-    const exitText = () => {
-      try {
-        return AgentDir.readText(turns, `1/${FILES.exit}`, 64 * 1024);
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
-        throw e;
-      }
-    };
-    for (;;) {
-      const text = exitText();
-      if (text !== null) {
-        try {
-          return JSON.parse(text) as Exit;
-        } catch {
-          return {
-            code: null,
-            signal: null,
-            at: new Date().toISOString(),
-            error: "the call's exit.json is not what the supervisor writes",
-          };
-        }
-      }
-      const st = await docker.execState(exec);
-      // Ended, or unknown to the engine (its container removed, the engine restarted).
-      if (!st?.running) {
-        // The supervisor ended: its exit.json may land a moment after; one more look, then fail.
-        await Bun.sleep(200);
-        if (exitText() !== null) continue;
-        const up = (await docker.inspect(vessel.container))?.running;
-        // The engine did not answer about the exec, but the container runs: wait on (to the deadline).
-        if (!st && up && Date.now() <= deadline) continue;
-        return {
-          code: st?.code ?? null,
-          signal: null,
-          at: new Date().toISOString(),
-          error: up
-            ? "the supervisor ended without reporting"
-            : `its container ${vessel.name} was stopped or removed outside lazy (docker kill or rm, an engine restart)`,
-        };
-      }
-      if (Date.now() > deadline)
-        return { code: null, signal: null, at: new Date().toISOString(), error: `no answer within ${DEADLINE_MS / 60_000} minutes` };
-      await Bun.sleep(250);
-    }
-  }
-
-  /** The harness's final answer: its result event, else its last message. */
-  private answerOf(turns: string, harness: Harness.Harness["name"]): string {
-    const got = AgentDir.read(turns, `1/${FILES.events}`, { max: MAX_EVENTS, offset: 0 });
-    let result = "";
-    let last = "";
-    for (const line of (got?.data.toString("utf8") ?? "").split("\n"))
-      for (const e of Harness.parseEvent(harness, line)) {
-        if (e.kind === "result" && e.data.ok !== false && typeof e.data.text === "string") result = e.data.text;
-        if (e.kind === "message" && typeof e.data.text === "string") last = e.data.text;
-      }
-    return (result || last).trim();
   }
 }

@@ -105,6 +105,7 @@ export class Runner {
       log: d.log,
       project: this.project,
       ledger,
+      remote: this.remote.calls,
     });
     this.memory = new Compactor(d.db, this.calls, d.log);
     this.budgets = new Budgets({ db: d.db, config: d.config, proxy: d.proxy, log: d.log, move: ledger.move, ref: ledger.ref });

@@ -3,6 +3,7 @@
  * container filled and started, its volumes (lazy's binary; the repository's objects, one
  * top-up at a time), the once-per-engine probe that its containers reach the proxy, the turn
  * folder mirrored while this daemon follows the turn, and the commits brought back after it.
+ * And the same for lazy's own calls there (`calls`, handed to own-calls/ by the runner).
  */
 import { join } from "node:path";
 import type { Runtime } from "../containers";
@@ -14,7 +15,7 @@ import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import { linuxBinary } from "../containers";
 import type { Ledger } from "./ledger";
-import { binaryVolume, bringBack, objectsVolume, probe, pullTurn, ship } from "./remote";
+import { binaryVolume, bringBack, mirrorTurn, objectsVolume, probe, pullTurn, ship, shipCall, shipHarness, treeVolume } from "./remote";
 
 export interface RemoteTasksDeps {
   slug: string;
@@ -96,16 +97,38 @@ export class RemoteTasks {
     const turns = join(this.d.taskDir(task), "turns");
     void (async () => {
       const docker = await this.d.docker();
-      while (this.d.following(task.id) && this.d.turnOf(task.id) === turn) {
-        await pullTurn(docker, id, turn, turns).catch((e: unknown) =>
-          this.d.log.warn(`task ${this.d.ledger.ref(task)}: reading its turn from ${docker.endpoint.host}: ${(e as Error).message}`),
-        );
-        await Bun.sleep(500);
-      }
+      await mirrorTurn(docker, id, turn, turns, {
+        going: () => this.d.following(task.id) && this.d.turnOf(task.id) === turn,
+        warn: (why) => this.d.log.warn(`task ${this.d.ledger.ref(task)}: ${why}`),
+      });
     })()
       .catch((e: unknown) => this.d.log.warn(`task ${this.d.ledger.ref(task)}: ${(e as Error).message}`))
       .finally(() => this.mirrors.delete(task.id));
   }
+
+  /**
+   * What one of lazy's own calls needs on a remote engine (own-calls/calls.ts RemoteCalls): lazy's
+   * binary, and the project's committed tree in a volume of the call's own (`tree`), mounted
+   * read-only at the project's path; the caller removes that volume after the call.
+   */
+  readonly calls = {
+    volumes: async (docker: Runtime, image: string, root: string, tree: string) => {
+      const bin = await binaryVolume(docker, linuxBinary(), image);
+      await treeVolume(docker, root, tree, image);
+      return [bin, { name: tree, container: root }];
+    },
+    /** lazy's folders into the created container, then started. */
+    ship: async (docker: Runtime, id: string) => {
+      await shipCall(docker, id, Image.agentUid());
+      await docker.start(id);
+    },
+    harness: (docker: Runtime, id: string, files: Record<string, string>) => shipHarness(docker, id, files, Image.agentUid()),
+    /** The call's one turn mirrored into its host folder while it runs (the same mirror as a task's). */
+    mirror: (docker: Runtime, id: string, hostTurns: string, going: () => boolean, uid?: number) =>
+      mirrorTurn(docker, id, 1, hostTurns, { going, uid, warn: (why) => this.d.log.warn(`lazy's own call: ${why}`) }),
+    pull: (docker: Runtime, id: string, hostTurns: string, uid?: number) => pullTurn(docker, id, 1, hostTurns, uid),
+    removeVolume: (docker: Runtime, name: string) => docker.files.removeVolume(name),
+  };
 
   /** After a remote turn: the agent's objects and ref to the host (Git.syncBranch checks and imports them). */
   async bringBack(task: Task): Promise<string[]> {

@@ -11,6 +11,11 @@
  * Git.syncBranch then imports with the same checks as ever (each loose object against its
  * hash, packs through index-pack, the branch forward only). What comes out is read by
  * containers/tar.ts with bounds, regular files only, under names lazy expects.
+ *
+ * lazy's own calls (own-calls/) on a remote engine get the same: lazy's folders, the binary's
+ * volume, the harness's files and the turn folder mirrored back; and, for the project they may
+ * read, its committed tree at HEAD (git archive) in a volume of its own, mounted read-only and
+ * removed with the call (treeVolume): nothing uncommitted, untracked or ignored (.env) travels.
  */
 import {
   closeSync,
@@ -27,9 +32,11 @@ import {
 import { basename, dirname, join, relative } from "node:path";
 import { createHash } from "node:crypto";
 import { Tar, type Runtime } from "../containers";
-import type * as Git from "../git";
+import * as Git from "../git";
 import * as AgentDir from "../util/agent-dir";
 import { BIN } from "../containers";
+import { FILES } from "../supervisor";
+import { LazyError } from "../util/errors";
 
 /** Where the repository's objects are in the container (the private objects' alternates). */
 const REPO_OBJECTS = "/lazy/repo-objects";
@@ -117,19 +124,25 @@ export async function binaryVolume(docker: Runtime, binary: string, image: strin
   return { name, container: dirname(BIN) };
 }
 
+const dir = (name: string, owner: number, mode = 0o755): Tar.Entry => ({ name, type: "dir", mode, uid: owner });
+
+/** lazy's folders in a container, the agent's to write (a task's and a call's alike). */
+const lazyDirs = (uid: number): Tar.Entry[] => [
+  dir("/lazy", 0),
+  dir("/lazy/home", uid, 0o700),
+  dir("/lazy/harness", uid, 0o700),
+  dir("/lazy/turns", uid, 0o700),
+];
+
 /** What a new container on a remote engine gets before it starts (see the top of this file). */
 export function shipment(s: Shipment): Tar.Entry[] {
   const { g, uid } = s;
-  const dir = (name: string, owner: number, mode = 0o755): Tar.Entry => ({ name, type: "dir", mode, uid: owner });
   const common = g.commonDir;
   const gitSkip = (rel: string) =>
     /^(objects|worktrees|logs|hooks|index|lazy-[^/]*|refs\/heads\/lazy)$/.test(rel) || rel.startsWith("refs/heads/lazy/");
   const ref = AgentDir.readText(g.privateRefs, s.ref, 256) ?? "";
   return [
-    dir("/lazy", 0),
-    dir("/lazy/home", uid, 0o700),
-    dir("/lazy/harness", uid, 0o700),
-    dir("/lazy/turns", uid, 0o700),
+    ...lazyDirs(uid),
     // The repository's own git data: readable, the agent's only through its private stand-ins.
     dir(common, 0),
     ...tree(common, common, 0, gitSkip),
@@ -201,6 +214,35 @@ export async function ship(docker: Runtime, id: string, s: Shipment): Promise<vo
   await docker.files.putArchive(id, "/", Tar.write(shipment(s)));
 }
 
+/** lazy's folders into a call's new container (created, not yet started): it has no worktree. */
+export async function shipCall(docker: Runtime, id: string, uid: number): Promise<void> {
+  await docker.files.putArchive(id, "/", Tar.write(lazyDirs(uid)));
+}
+
+/** A project's committed tree over this is not sent for a call (a remote engine gets it per call). */
+export const MAX_TREE = 512 * 1024 * 1024;
+
+/**
+ * The project's committed tree at HEAD (git archive: links stay links, nothing of the
+ * checkout's untracked, ignored or uncommitted files) in a new volume `name` on the engine,
+ * for one call to mount read-only where the project is; removed with the call.
+ */
+export async function treeVolume(docker: Runtime, root: string, name: string, image: string): Promise<void> {
+  // Unpacked at / of a container that mounts the volume at /v (EngineFiles.fillVolume).
+  const tar = await Git.gitBytes(root, ["archive", "--format=tar", "--prefix=v/", "HEAD"], MAX_TREE);
+  if (tar === "over")
+    throw new LazyError(
+      "launch_refused",
+      `The project's tree at HEAD is over ${MAX_TREE / 1048576} MiB: lazy does not send it to the Docker engine at ${docker.endpoint.host} for one of its own calls; unset DOCKER_HOST to make the call on this machine's engine.`,
+    );
+  if (!tar)
+    throw new LazyError(
+      "launch_refused",
+      `git archive HEAD failed in ${root}: lazy's own calls on a remote engine read the project's committed tree (a repository with no commit has none); commit first.`,
+    );
+  await docker.files.fillVolume(name, "call-tree", image, () => [tar]);
+}
+
 /** The harness's files for this turn (what prepareTurn wrote on the host), into /lazy/harness. */
 export async function shipHarness(docker: Runtime, id: string, files: Record<string, string>, uid: number): Promise<void> {
   const entries: Tar.Entry[] = [];
@@ -221,10 +263,32 @@ export async function shipHarness(docker: Runtime, id: string, files: Record<str
 export async function pullTurn(docker: Runtime, id: string, turn: number, hostTurns: string, uid?: number): Promise<void> {
   const tar = await docker.files.getArchive(id, `/lazy/turns/${turn}`, MAX_TURN);
   if (!tar) return;
-  for (const e of Tar.read(tar, (name) => TURN_FILE.test(name), MAX_TURN)) {
+  const files = Tar.read(tar, (name) => TURN_FILE.test(name), MAX_TURN);
+  // exit.json last: whoever sees it on the host reads the events that came with it.
+  files.sort((a, b) => Number(a.name.endsWith(`/${FILES.exit}`)) - Number(b.name.endsWith(`/${FILES.exit}`)));
+  for (const e of files) {
     const m = TURN_FILE.exec(e.name);
     if (!m || e.type !== "file" || !e.data || !e.name.startsWith(`${turn}/`)) continue;
     AgentDir.write(hostTurns, `${turn}/${m[1]}`, e.data, { mode: 0o644, uid });
+  }
+}
+
+/**
+ * Mirror a turn's folder into `hostTurns` every 500 ms while `going()` says so (a task's turn
+ * this daemon follows, a call in flight); a read that fails is said and tried again.
+ */
+export async function mirrorTurn(
+  docker: Runtime,
+  id: string,
+  turn: number,
+  hostTurns: string,
+  opts: { going: () => boolean; warn: (why: string) => void; uid?: number },
+): Promise<void> {
+  while (opts.going()) {
+    await pullTurn(docker, id, turn, hostTurns, opts.uid).catch((e: unknown) =>
+      opts.warn(`reading its turn from ${docker.endpoint.host}: ${(e as Error).message}`),
+    );
+    await Bun.sleep(500);
   }
 }
 

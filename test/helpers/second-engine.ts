@@ -117,7 +117,7 @@ export async function remoteImage(host: string, root: string): Promise<string> {
 
 /**
  * A test file's afterAll on the second engine: its projects' containers there, then every
- * daemon (cleanupAll), then their networks and objects volumes there (test/helpers/lazy.ts
+ * daemon (cleanupAll), then their networks, objects and call volumes there (test/helpers/lazy.ts
  * cleans only the first engine's).
  */
 export async function cleanupRemote(host: string, projects: Project[]): Promise<void> {
@@ -129,5 +129,7 @@ export async function cleanupRemote(host: string, projects: Project[]): Promise<
   for (const slug of slugs) {
     d2(`network rm lazy-${slug}`);
     d2(`volume rm lazy-objects-${slug}`);
+    // lazy's own calls' project trees (a call cut short by a daemon that died leaves one).
+    for (const v of d2(`volume ls -q --filter name=lazy-${slug}-call-`).out.split("\n").filter(Boolean)) d2(`volume rm ${v}`);
   }
 }
