@@ -77,7 +77,7 @@ const list = () => {
 
 const upstream = await Mock.anthropic();
 upstream.reply = { text: "ok." };
-const { root, home, env, sh, dispose } = containerProject(BIN, "mcp", BASE, upstream.url);
+const { home, env, sh, dispose } = containerProject(BIN, "mcp", BASE, upstream.url);
 
 try {
   // One task, one turn: its container stays up (idle supervisor) and its MCP token exists.

@@ -72,6 +72,15 @@ export async function client(ep: Endpoint, env: Record<string, string | undefine
   if (!ep.host.startsWith("tcp://"))
     throw new LazyError("launch_refused", `${ep.host} (${ep.source}) is not a Docker address lazy knows (unix://, tcp://, ssh://).`);
   const u = new URL(ep.host.replace(/^tcp:/, "http:"));
+  const https = (file: (name: string) => Buffer | undefined) =>
+    new Docker({
+      host: u.hostname,
+      port: Number(u.port || 2376),
+      protocol: "https",
+      ca: file("ca.pem"),
+      cert: file("cert.pem"),
+      key: file("key.pem"),
+    });
   // A context's TLS, as `docker context create --docker host=…,ca=…,cert=…,key=…` stored it.
   // An engine gets the worktree and runs the agent: lazy never talks to one it cannot verify.
   if (ep.tls) {
@@ -80,28 +89,13 @@ export async function client(ep: Endpoint, env: Record<string, string | undefine
         "launch_refused",
         `The docker context behind ${ep.host} (${ep.source}) says not to verify the engine's certificate (skip-tls-verify), and lazy ships worktrees to it: give the context the engine's CA (docker context update --docker "host=${ep.host},ca=…,cert=…,key=…").`,
       );
-    const file = (n: string) => (existsSync(join(ep.tls!.dir, n)) ? readFileSync(join(ep.tls!.dir, n)) : undefined);
-    return new Docker({
-      host: u.hostname,
-      port: Number(u.port || 2376),
-      protocol: "https",
-      ca: file("ca.pem"),
-      cert: file("cert.pem"),
-      key: file("key.pem"),
-    });
+    const dir = ep.tls.dir;
+    return https((n) => (existsSync(join(dir, n)) ? readFileSync(join(dir, n)) : undefined));
   }
   // DOCKER_TLS_VERIFY as the docker CLI reads it: the engine's certificate checked against ca.pem.
   if (ep.source === "DOCKER_HOST" && env.DOCKER_TLS_VERIFY && env.DOCKER_TLS_VERIFY !== "0") {
     const dir = env.DOCKER_CERT_PATH ?? join(homedir(), ".docker");
-    const file = (n: string) => readFileSync(join(dir, n));
-    return new Docker({
-      host: u.hostname,
-      port: Number(u.port || 2376),
-      protocol: "https",
-      ca: file("ca.pem"),
-      cert: file("cert.pem"),
-      key: file("key.pem"),
-    });
+    return https((n) => readFileSync(join(dir, n)));
   }
   return new Docker({ host: u.hostname, port: Number(u.port || 2375), protocol: "http" });
 }

@@ -66,30 +66,8 @@ export async function gitAsync(
   return { code, out, err };
 }
 
-/**
- * The same git, without blocking the daemon's thread while it runs (reads of a large checkout,
- * e.g. `lazy ask`'s git status): what it printed, or null when it failed.
- */
-export async function gitRead(cwd: string, args: string[], maxBytes = 64 * 1024): Promise<string | null> {
-  const p = Bun.spawn(["git", ...HARDENED, ...args], { cwd, stdout: "pipe", stderr: "ignore", env: gitEnv() });
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of p.stdout) {
-    chunks.push(chunk);
-    size += chunk.length;
-    if (size >= maxBytes) {
-      p.kill(); // enough: the rest is not read
-      return Buffer.concat(chunks).toString("utf8", 0, maxBytes);
-    }
-  }
-  return (await p.exited) === 0 ? Buffer.concat(chunks).toString("utf8") : null;
-}
-
-/**
- * The same git's output as bytes (git archive: a tar), without blocking the daemon's thread;
- * "over" when it printed more than `maxBytes` (not read past it), null when it failed.
- */
-export async function gitBytes(cwd: string, args: string[], maxBytes: number): Promise<Uint8Array | "over" | null> {
+/** The same git's output, read without blocking the daemon's thread and never past `maxBytes` (over: it printed more; killed). Null when it failed. */
+async function readOut(cwd: string, args: string[], maxBytes: number): Promise<{ bytes: Buffer; over: boolean } | null> {
   const p = Bun.spawn(["git", ...HARDENED, ...args], { cwd, stdout: "pipe", stderr: "ignore", env: gitEnv() });
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -97,9 +75,27 @@ export async function gitBytes(cwd: string, args: string[], maxBytes: number): P
     chunks.push(chunk);
     size += chunk.length;
     if (size > maxBytes) {
-      p.kill();
-      return "over";
+      p.kill(); // enough: the rest is not read
+      return { bytes: Buffer.concat(chunks), over: true };
     }
   }
-  return (await p.exited) === 0 ? Buffer.concat(chunks) : null;
+  return (await p.exited) === 0 ? { bytes: Buffer.concat(chunks), over: false } : null;
+}
+
+/**
+ * The same git, without blocking the daemon's thread while it runs (reads of a large checkout,
+ * e.g. `lazy ask`'s git status): what it printed (its first `maxBytes`), or null when it failed.
+ */
+export async function gitRead(cwd: string, args: string[], maxBytes = 64 * 1024): Promise<string | null> {
+  const r = await readOut(cwd, args, maxBytes);
+  return r && r.bytes.toString("utf8", 0, Math.min(r.bytes.length, maxBytes));
+}
+
+/**
+ * The same git's output as bytes (git archive: a tar), without blocking the daemon's thread;
+ * "over" when it printed more than `maxBytes` (not read past it), null when it failed.
+ */
+export async function gitBytes(cwd: string, args: string[], maxBytes: number): Promise<Uint8Array | "over" | null> {
+  const r = await readOut(cwd, args, maxBytes);
+  return r && (r.over ? "over" : r.bytes);
 }

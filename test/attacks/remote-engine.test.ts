@@ -1,7 +1,7 @@
 /**
  * Attacks on a task that runs on a remote Docker engine (this machine's second engine,
  * scripts/second-engine.sh): what comes back from its container is hostile input. A hostile
- * agent (real Claude Code running the mock's Bash tool_use) plants a link, a forged object and
+ * agent (real Claude Code running the two.mock's Bash tool_use) plants a link, a forged object and
  * a huge file among its objects, or turns its ref and its objects folder into links; and it
  * looks for the real key everywhere it can. An untrusted lazy.toml cannot name where the
  * remote engine's containers reach the proxy. Before lazy shipped to remote engines, each of
@@ -15,34 +15,21 @@ import { join } from "node:path";
 import { type Project, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { containerProject, containerToml, edit, settled } from "../helpers/fixtures";
-import { cleanupRemote, secondEngine, remoteImage, remoteProject as sharedRemoteProject } from "../helpers/second-engine";
+import { cleanupRemote, secondEngine, remoteImage, remoteProject as sharedRemoteProject, onSecondEngine } from "../helpers/second-engine";
 
 const KEY = `sk-ant-api03-REMOTEATTACK-${"q".repeat(64)}AA`;
-let mock: Mock.MockProvider;
-let engine: { host: string; bind: string };
-const projects: Project[] = [];
-const d2 = (args: string) => sh("/", `docker -H ${engine.host} ${args}`);
-
-beforeAll(async () => {
-  engine = secondEngine();
-  mock = await Mock.anthropic();
-}, 600_000);
-
-afterAll(async () => {
-  await cleanupRemote(engine.host, projects);
-  await mock?.close();
-});
+const two = onSecondEngine();
 
 async function remoteProject(): Promise<Project> {
-  const p = await sharedRemoteProject(mock, KEY, projects, { host: engine.host, bind: engine.bind });
-  await remoteImage(engine.host, p.root);
+  const p = await sharedRemoteProject(two.mock, KEY, two.projects, { host: two.host, bind: two.bind });
+  await remoteImage(two.host, p.root);
   return p;
 }
 
 /** The agent runs `command` (as root where it says sudo) in its remote container, then ends its turn. */
 async function agentRuns(p: Project, code: string, command: string): Promise<any> {
-  mock.reset();
-  mock.reply = { text: "done.", toolUse: { name: "Bash", input: { command, description: "work" } } };
+  two.mock.reset();
+  two.mock.reply = { text: "done.", toolUse: { name: "Bash", input: { command, description: "work" } } };
   await p.ok(["task", "add", `attack ${code}`, "--code", code]);
   await p.ok(["start", code]);
   return settled(p, code);
@@ -97,7 +84,7 @@ describe("what comes back from a remote container", () => {
       expect(sh(p.root, `git cat-file -e ${name.replace("/", "")}`).code, `${name} reached the repository`).not.toBe(0);
     expect(links(join(p.root, ".git", "objects"))).toEqual([]);
     // The agent's search went to the provider in its tool result: never the real key.
-    const posts = mock.received.filter((r) => r.method === "POST");
+    const posts = two.mock.received.filter((r) => r.method === "POST");
     expect(posts.some((r) => r.body.includes("LAZY_IN_CONTAINER"))).toBe(true); // the search ran and was reported
     for (const r of posts) expect(r.body).not.toContain(KEY);
   }, 600_000);
@@ -124,15 +111,15 @@ describe("what comes back from a remote container", () => {
 
 describe("where a remote engine's containers reach the proxy", () => {
   test("[proxy] remote_bind from an untrusted lazy.toml is refused; nothing runs on the engine", async () => {
-    const p = await containerProject(mock, KEY, { env: { DOCKER_HOST: engine.host } });
-    projects.push(p);
-    mock.reset();
+    const p = await containerProject(two.mock, KEY, { env: { DOCKER_HOST: two.host } });
+    two.projects.push(p);
+    two.mock.reset();
     // A pull that sets remote_bind: lazy's proxy would listen on an address the person never chose.
-    edit(p, `${containerToml(mock.url)}\n[proxy]\nremote_bind = "${engine.bind}"\n`);
+    edit(p, `${containerToml(two.mock.url)}\n[proxy]\nremote_bind = "${two.bind}"\n`);
     const r = await p.run(["run", "anything", "--code", "pulled"]);
     expect(r.code).toBe(4);
     expect(r.stderr).toContain("lazy trust");
-    expect(mock.received).toEqual([]);
-    expect(d2(`ps -aq --filter label=dev.lazy.root=${p.root}`).out.trim()).toBe("");
+    expect(two.mock.received).toEqual([]);
+    expect(two.d2(`ps -aq --filter label=dev.lazy.root=${p.root}`).out.trim()).toBe("");
   }, 120_000);
 });

@@ -14,29 +14,23 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { type Project, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject } from "../helpers/fixtures";
-import { cleanupRemote, secondEngine, remoteImage } from "../helpers/second-engine";
+import { onSecondEngine, remoteImage, remoteProject } from "../helpers/second-engine";
 
 const KEY = `sk-ant-api03-REMOTECALLATTACK-${"k".repeat(60)}AA`;
 const ENV_SECRET = "ENVSECRET-d41d8cd98f00b204";
 const UNTRACKED = "UNTRACKEDSECRET-9e107d9d372bb682";
 const UNCOMMITTED = "UNCOMMITTEDSECRET-e4d909c290d0fb1c";
 const HOST_ONLY = "HOSTONLYSECRET-6f8db599de986fab";
-let mock: Mock.MockProvider;
-let engine: { host: string; bind: string };
+const two = onSecondEngine();
 let p: Project;
-const d2 = (args: string) => sh("/", `docker -H ${engine.host} ${args}`);
 
 beforeAll(async () => {
-  engine = secondEngine();
-  mock = await Mock.anthropic();
   // A file of this host only, which a committed link names by its absolute path.
   const hostFile = join(mkdtempSync(join(tmpdir(), "lazy-hostonly-")), "secret.txt");
   writeFileSync(hostFile, `${HOST_ONLY}\n`);
-  p = await containerProject(mock, KEY, {
-    env: { DOCKER_HOST: engine.host },
-    container: "inherit_network_env = false",
-    extra: `\n[proxy]\nremote_bind = "${engine.bind}"\n`,
+  p = await remoteProject(two.mock, KEY, two.projects, {
+    host: two.host,
+    bind: two.bind,
     ignore: ["lazy.toml", ".env"],
     files: (root) => {
       writeFileSync(join(root, ".env"), `API_TOKEN=${ENV_SECRET}\n`);
@@ -47,29 +41,25 @@ beforeAll(async () => {
   // After the first commit: an untracked file and an uncommitted edit.
   writeFileSync(join(p.root, "notes.txt"), `${UNTRACKED}\n`);
   writeFileSync(join(p.root, "README.md"), `# demo\n${UNCOMMITTED}\n`);
-  await remoteImage(engine.host, p.root);
+  await remoteImage(two.host, p.root);
 }, 600_000);
 
-afterAll(async () => {
-  await cleanupRemote(engine.host, p ? [p] : []);
-  await mock?.close();
-});
-
-const calls = () => d2(`ps -q --filter label=dev.lazy.root=${p.root} --filter name=-call-`).out.split("\n").filter(Boolean);
+const calls = () => two.d2(`ps -q --filter label=dev.lazy.root=${p.root} --filter name=-call-`).out.split("\n").filter(Boolean);
 const leftovers = () => [
-  ...d2(`ps -aq --filter label=dev.lazy.root=${p.root} --filter name=-call-`).out.split("\n").filter(Boolean),
-  ...d2("volume ls -q")
+  ...two.d2(`ps -aq --filter label=dev.lazy.root=${p.root} --filter name=-call-`).out.split("\n").filter(Boolean),
+  ...two
+    .d2("volume ls -q")
     .out.split("\n")
     .filter((v) => v.startsWith(`lazy-${basename(p.stateDir)}-call-`)),
 ];
 
 /** `lazy ask` with the provider slow to answer; `during(id)` runs against the call's container on the second engine meanwhile. */
 async function askWhile<T>(during: (id: string) => Promise<T> | T): Promise<{ r: Awaited<ReturnType<Project["run"]>>; seen: T }> {
-  mock.answer({ text: "An answer." });
-  mock.behavior = { kind: "silent-then-stream", firstByteDelayMs: 8000, gapMs: 0 };
+  two.mock.answer({ text: "An answer." });
+  two.mock.behavior = { kind: "silent-then-stream", firstByteDelayMs: 8000, gapMs: 0 };
   const run = p.run(["ask", "What does this project hold?"]);
   // The harness has asked the model: its turn folder is there.
-  await until(() => mock.received.some((x) => x.method === "POST") || undefined, 180_000, "the call's model request");
+  await until(() => two.mock.received.some((x) => x.method === "POST") || undefined, 180_000, "the call's model request");
   const id = await until(() => calls()[0], 10_000, "the call's container on the second engine");
   const seen = await during(id);
   const r = await run;
@@ -79,13 +69,13 @@ async function askWhile<T>(during: (id: string) => Promise<T> | T): Promise<{ r:
 describe("what travels to a remote engine for lazy's own call", () => {
   test("only the committed tree: no .env, untracked file or uncommitted edit; links stay links; read-only even to root; no key", async () => {
     const { r, seen } = await askWhile((id) => ({
-      names: d2(`exec -u 0 ${id} ls -A ${p.root}`).out.split("\n").filter(Boolean).sort(),
-      readme: d2(`exec -u 0 ${id} cat ${p.root}/README.md`).out,
-      kinds: d2(`exec -u 0 ${id} stat -c '%n %F' ${p.root}/shadow ${p.root}/hostlink`).out,
-      hostlink: d2(`exec -u 0 ${id} cat ${p.root}/hostlink`),
-      write: d2(`exec -u 0 ${id} touch ${p.root}/planted`),
+      names: two.d2(`exec -u 0 ${id} ls -A ${p.root}`).out.split("\n").filter(Boolean).sort(),
+      readme: two.d2(`exec -u 0 ${id} cat ${p.root}/README.md`).out,
+      kinds: two.d2(`exec -u 0 ${id} stat -c '%n %F' ${p.root}/shadow ${p.root}/hostlink`).out,
+      hostlink: two.d2(`exec -u 0 ${id} cat ${p.root}/hostlink`),
+      write: two.d2(`exec -u 0 ${id} touch ${p.root}/planted`),
       // Everything the call's container holds (lazy's binary aside) and its processes' environments.
-      key: d2(
+      key: two.d2(
         `exec -u 0 ${id} sh -c 'grep -rl --exclude=lazy -e REMOTECALLATTACK -e ${ENV_SECRET} -e ${HOST_ONLY} /lazy /tmp /etc /home /root ${p.root} 2>/dev/null; cat /proc/[0-9]*/environ 2>/dev/null | grep -c REMOTECALLATTACK; echo scanned'`,
       ).out,
     }));
@@ -100,7 +90,7 @@ describe("what travels to a remote engine for lazy's own call", () => {
     expect(seen.write.err).toContain("Read-only file system");
     expect(seen.key.trim()).toBe("0\nscanned");
     // The prompt names the checkout's state (git status), never the secrets' contents.
-    for (const x of mock.received) {
+    for (const x of two.mock.received) {
       expect(x.body).not.toContain(ENV_SECRET);
       expect(x.body).not.toContain(UNTRACKED);
       expect(x.body).not.toContain(UNCOMMITTED);
@@ -117,7 +107,7 @@ describe("what comes back from a remote call", () => {
     let largest = 0;
     const { r, seen } = await askWhile(async (id) => {
       // A process in the call's container (root there) swells the turn's events file past 80 MiB.
-      const w = d2(`exec -u 0 ${id} sh -c 'head -c 90000000 /dev/zero >> /lazy/turns/1/events.jsonl'`);
+      const w = two.d2(`exec -u 0 ${id} sh -c 'head -c 90000000 /dev/zero >> /lazy/turns/1/events.jsonl'`);
       // What reached this host meanwhile: the call's folder, watched until the call ends.
       for (let i = 0; i < 200 && calls().length; i++) {
         for (const c of safeList(callsDir)) {
@@ -131,15 +121,15 @@ describe("what comes back from a remote call", () => {
     expect(seen.code, seen.err).toBe(0);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain("lazy's own model call");
-    expect(r.stderr).toContain(`its turn folder was not read back from the Docker engine at ${engine.host}`);
+    expect(r.stderr).toContain(`its turn folder was not read back from the Docker engine at ${two.host}`);
     expect(r.stderr).toContain("is over 83886080 bytes: not brought back");
     expect(largest).toBeLessThan(80 * 1024 * 1024);
     expect(p.log()).toContain("is over 83886080 bytes: not brought back");
     expect(leftovers()).toEqual([]);
     expect(safeList(callsDir)).toEqual([]);
     // The daemon is fine: the next call answers.
-    mock.reset();
-    mock.answer({ text: "Still answering." });
+    two.mock.reset();
+    two.mock.answer({ text: "Still answering." });
     const again = await p.run(["ask", "anything?"]);
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toContain("Still answering.");

@@ -16,24 +16,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Project, isAlive, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { SSH_DIR, cleanupRemote, remoteProject, secondEngineSsh, sshClient } from "../helpers/second-engine";
+import { SSH_DIR, cleanupRemote, remoteProject, secondEngineSsh, sshClient, onSecondEngine } from "../helpers/second-engine";
 
 const KEY = `sk-ant-api03-SSHATTACK-${"t".repeat(64)}AA`;
-let mock: Mock.MockProvider;
-let engine: { host: string; tcp: string; port: number };
-const projects: Project[] = [];
+const two = onSecondEngine({ ssh: true });
 const dirs: string[] = [];
 const agents: number[] = [];
-const d2 = (args: string) => sh("/", `docker -H ${engine.tcp} ${args}`);
-
-beforeAll(async () => {
-  engine = secondEngineSsh();
-  mock = await Mock.anthropic();
-}, 600_000);
 
 afterAll(async () => {
-  await cleanupRemote(engine.tcp, projects);
-  await mock?.close();
   for (const pid of agents) {
     process.kill(pid, "SIGTERM");
     // It removes its socket as it goes: removing its folder meanwhile would race it.
@@ -46,14 +36,14 @@ afterAll(async () => {
 function untouched(p: Project, code: string) {
   expect(existsSync(join(p.stateDir, "worktrees", code))).toBe(false);
   expect(sh(p.root, `git branch --list lazy/${code}`).out.trim()).toBe("");
-  expect(d2(`ps -aq --filter label=dev.lazy.root=${p.root}`).out.trim()).toBe("");
-  expect(mock.received.filter((r) => r.method === "POST")).toEqual([]);
+  expect(two.d2(`ps -aq --filter label=dev.lazy.root=${p.root}`).out.trim()).toBe("");
+  expect(two.mock.received.filter((r) => r.method === "POST")).toEqual([]);
 }
 
 describe("a machine in the middle", () => {
   test("a host key that changed is refused, even with an agent holding a key the server accepts; known_hosts is left as it was", async () => {
-    mock.reset();
-    const c = sshClient({ ports: [engine.port], known: "changed" });
+    two.mock.reset();
+    const c = sshClient({ ports: [two.port], known: "changed" });
     dirs.push(c.dir);
     // An agent with the real client key: any ssh that skips the host key check logs in with it.
     const sock = join(c.dir, "agent.sock");
@@ -64,11 +54,11 @@ describe("a machine in the middle", () => {
     expect(sh(c.dir, `SSH_AUTH_SOCK=${sock} ssh-add -q ${join(SSH_DIR, "client_ed25519")}`).code).toBe(0);
     const known = readFileSync(join(c.dir, "known_hosts"), "utf8");
 
-    const p = await remoteProject(mock, KEY, projects, { host: engine.host, env: { ...c.env, SSH_AUTH_SOCK: sock } });
+    const p = await remoteProject(two.mock, KEY, two.projects, { host: two.host, env: { ...c.env, SSH_AUTH_SOCK: sock } });
     const r = await p.run(["run", "anything", "--code", "mitm"]);
     expect(r.code, r.stderr).toBe(4);
     expect(r.stderr).toContain("is not the one in known_hosts: lazy never accepts a changed key");
-    expect(r.stderr).toContain(`ssh-keygen -R "[127.0.0.1]:${engine.port}"`);
+    expect(r.stderr).toContain(`ssh-keygen -R "[127.0.0.1]:${two.port}"`);
     untouched(p, "mitm");
     expect(readFileSync(join(c.dir, "known_hosts"), "utf8")).toBe(known);
     const doctor = await p.run(["doctor"]);
@@ -78,11 +68,11 @@ describe("a machine in the middle", () => {
 
 describe("ssh options smuggled into DOCKER_HOST", () => {
   test("-o options in the user or host part, spaces and leading dashes are refused and run nothing: no ssh, no command", async () => {
-    mock.reset();
+    two.mock.reset();
     const marker = join(mkdtempSync(join(tmpdir(), "lazy-ssh-marker-")), "ran");
     dirs.push(join(marker, ".."));
     // An ssh on PATH that records that it was run at all, then runs the real one.
-    const c = sshClient({ ports: [engine.port], known: "real" });
+    const c = sshClient({ ports: [two.port], known: "real" });
     dirs.push(c.dir);
     const called = join(c.dir, "ssh-called");
     writeFileSync(join(c.dir, "bin", "ssh"), `#!/bin/sh\necho "$@" >> ${called}\nexec /usr/bin/ssh -F ${join(c.dir, "config")} "$@"\n`, {
@@ -93,12 +83,12 @@ describe("ssh options smuggled into DOCKER_HOST", () => {
       `ssh://-oProxyCommand=touch ${marker}@127.0.0.1`,
       `ssh://root@-oProxyCommand=touch ${marker}`,
       `ssh://root@127.0.0.1 -oProxyCommand=touch ${marker}`,
-      `ssh://root@127.0.0.1:${engine.port} -oProxyCommand=touch ${marker}`,
+      `ssh://root@127.0.0.1:${two.port} -oProxyCommand=touch ${marker}`,
       "ssh://-root@127.0.0.1",
       "ssh://ro ot@127.0.0.1",
     ];
     for (const [i, host] of hosts.entries()) {
-      const p = await remoteProject(mock, KEY, projects, { host, env: c.env });
+      const p = await remoteProject(two.mock, KEY, two.projects, { host, env: c.env });
       const code = `smuggle${i}`;
       const r = await p.run(["run", "anything", "--code", code]);
       expect(r.code, `${host}: ${r.stderr}`).toBe(4);
@@ -115,7 +105,7 @@ describe("ssh options smuggled into DOCKER_HOST", () => {
     mkdirSync(meta, { recursive: true });
     writeFileSync(join(cfg, "config.json"), JSON.stringify({ currentContext: "evil" }));
     writeFileSync(join(meta, "meta.json"), JSON.stringify({ Endpoints: { docker: { Host: `ssh://-oProxyCommand=touch ${marker}` } } }));
-    const p = await remoteProject(mock, KEY, projects, { host: "", env: { ...c.env, DOCKER_CONFIG: cfg } });
+    const p = await remoteProject(two.mock, KEY, two.projects, { host: "", env: { ...c.env, DOCKER_CONFIG: cfg } });
     const r = await p.run(["run", "anything", "--code", "ctx"], { env: { DOCKER_HOST: undefined } });
     expect(r.code, r.stderr).toBe(4);
     expect(r.stderr).toContain("(context evil) is not an ssh:// address");

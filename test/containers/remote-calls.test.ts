@@ -1,7 +1,7 @@
 /**
  * lazy's own calls on a remote Docker engine (issue 28; this machine's second engine,
  * scripts/second-engine.sh, where the host's paths do not exist): with DOCKER_HOST pointing at
- * it, `lazy ask` answers from the mock provider, and `lazy accept` of a task that ran there
+ * it, `lazy ask` answers from the two.mock provider, and `lazy accept` of a task that ran there
  * records the summary its call wrote. The call's container there, caught while it runs, has no
  * host bind mount (lazy's binary and the project's committed tree are volumes of that engine's
  * own, read-only) and no real key; after the call nothing of it is left on the engine, nor
@@ -11,37 +11,28 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync } from "node:fs";
 import { basename, join } from "node:path";
 import { type Project, sh, until } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { bash, containerProject, launched, settled } from "../helpers/fixtures";
-import { cleanupRemote, secondEngine, remoteImage } from "../helpers/second-engine";
+import type * as Mock from "../helpers/providers";
+import { bash, launched, settled } from "../helpers/fixtures";
+import { onSecondEngine, remoteImage, remoteProject } from "../helpers/second-engine";
 
 const KEY = `sk-ant-api03-REMOTECALLS-${"c".repeat(64)}AA`;
-let mock: Mock.MockProvider;
-let engine: { host: string; bind: string };
+const two = onSecondEngine();
 let p: Project;
-const d2 = (args: string) => sh("/", `docker -H ${engine.host} ${args}`);
 
 beforeAll(async () => {
-  engine = secondEngine();
-  mock = await Mock.anthropic();
-  p = await containerProject(mock, KEY, {
-    env: { DOCKER_HOST: engine.host },
-    container: "inherit_network_env = false",
-    extra: `\n[proxy]\nremote_bind = "${engine.bind}"\n`,
+  p = await remoteProject(two.mock, KEY, two.projects, {
+    host: two.host,
+    bind: two.bind,
   });
-  await remoteImage(engine.host, p.root);
+  await remoteImage(two.host, p.root);
 }, 600_000);
 
-afterAll(async () => {
-  await cleanupRemote(engine.host, p ? [p] : []);
-  await mock?.close();
-});
-
 /** The project's call containers on the second engine (running or not). */
-const calls = () => d2(`ps -aq --filter label=dev.lazy.root=${p.root} --filter name=-call-`).out.split("\n").filter(Boolean);
+const calls = () => two.d2(`ps -aq --filter label=dev.lazy.root=${p.root} --filter name=-call-`).out.split("\n").filter(Boolean);
 /** The project's call volumes there. */
 const callVolumes = () =>
-  d2("volume ls -q")
+  two
+    .d2("volume ls -q")
     .out.split("\n")
     .filter((v) => v.startsWith(`lazy-${basename(p.stateDir)}-call-`));
 
@@ -53,14 +44,14 @@ async function caught(
   args: string[],
   reply: string,
 ): Promise<{ r: Awaited<ReturnType<Project["run"]>>; inspect: string; posts: Mock.MockProvider["received"] }> {
-  mock.answer({ text: reply });
-  mock.behavior = { kind: "silent-then-stream", firstByteDelayMs: 6000, gapMs: 0 };
+  two.mock.answer({ text: reply });
+  two.mock.behavior = { kind: "silent-then-stream", firstByteDelayMs: 6000, gapMs: 0 };
   const run = p.run(args);
   const id = await until(() => calls()[0], 180_000, "the call's container on the second engine");
-  const inspect = d2(`inspect ${id}`).out;
+  const inspect = two.d2(`inspect ${id}`).out;
   const r = await run;
-  const posts = mock.received.filter((x) => x.method === "POST");
-  mock.reset();
+  const posts = two.mock.received.filter((x) => x.method === "POST");
+  two.mock.reset();
   return { r, inspect, posts };
 }
 
@@ -93,7 +84,7 @@ describe("lazy's own calls on a remote engine", () => {
   }, 600_000);
 
   test("lazy accept of a task that ran there records the summary its call wrote", async () => {
-    mock.answer(bash("Committed.", "echo far > far.txt && git add far.txt && git commit -qm 'add far.txt'", "commit"));
+    two.mock.answer(bash("Committed.", "echo far > far.txt && git add far.txt && git commit -qm 'add far.txt'", "commit"));
     await launched(p, "far", "Add far.txt");
     const s = await settled(p, "far");
     expect(s.task.status, JSON.stringify(s.events.slice(-4))).toBe("done");
@@ -112,12 +103,12 @@ describe("lazy's own calls on a remote engine", () => {
   }, 900_000);
 
   test("a daemon killed during a remote call: the next daemon removes the call's container, volume and folder", async () => {
-    mock.answer({ text: "Too late." });
-    mock.behavior = { kind: "silent-then-stream", firstByteDelayMs: 20_000, gapMs: 0 };
+    two.mock.answer({ text: "Too late." });
+    two.mock.behavior = { kind: "silent-then-stream", firstByteDelayMs: 20_000, gapMs: 0 };
     const asking = p.run(["ask", "take your time"]);
-    await until(() => mock.received.some((x) => x.method === "POST") || undefined, 180_000, "the call's model request");
+    await until(() => two.mock.received.some((x) => x.method === "POST") || undefined, 180_000, "the call's model request");
     const [id] = calls();
-    const name = d2(`inspect -f '{{.Name}}' ${id}`).out.trim().replace(/^\//, "");
+    const name = two.d2(`inspect -f '{{.Name}}' ${id}`).out.trim().replace(/^\//, "");
     expect(callVolumes()).toEqual([name]);
     const folder = join(p.stateDir, "calls", name.split("-call-")[1]!);
     expect(existsSync(folder)).toBe(true);
@@ -128,7 +119,7 @@ describe("lazy's own calls on a remote engine", () => {
     await until(() => !callVolumes().includes(name) || undefined, 60_000, "its volume to go");
     await until(() => !existsSync(folder) || undefined, 60_000, "its folder to go");
     await asking;
-    mock.reset();
+    two.mock.reset();
     expect(calls()).toEqual([]);
     expect(callVolumes()).toEqual([]);
     expect(readdirSync(join(p.stateDir, "calls"))).toEqual([]);

@@ -13,37 +13,24 @@ import { basename, join } from "node:path";
 import { type Project, isAlive, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { settled } from "../helpers/fixtures";
-import { cleanupRemote, secondEngine, remoteImage, remoteProject as sharedRemoteProject } from "../helpers/second-engine";
+import { cleanupRemote, secondEngine, remoteImage, remoteProject as sharedRemoteProject, onSecondEngine } from "../helpers/second-engine";
 
 const KEY = `sk-ant-api03-REMOTEENGINE-${"r".repeat(64)}AA`;
-let mock: Mock.MockProvider;
-let engine: { host: string; bind: string };
-const projects: Project[] = [];
-const d2 = (args: string) => sh("/", `docker -H ${engine.host} ${args}`);
-
-beforeAll(async () => {
-  engine = secondEngine();
-  mock = await Mock.anthropic();
-}, 600_000);
-
-afterAll(async () => {
-  await cleanupRemote(engine.host, projects);
-  await mock?.close();
-});
+const two = onSecondEngine();
 
 const remoteProject = (opts: { bind?: boolean; host?: string } = {}) =>
-  sharedRemoteProject(mock, KEY, projects, { host: opts.host ?? engine.host, bind: opts.bind === false ? false : engine.bind });
+  sharedRemoteProject(two.mock, KEY, two.projects, { host: opts.host ?? two.host, bind: opts.bind === false ? false : two.bind });
 
 describe("a task on a remote engine", () => {
   test("real Claude Code commits there; the commit lands on lazy/<task>; accept merges it; no key, no host mount there", async () => {
     const p = await remoteProject();
-    await remoteImage(engine.host, p.root);
+    await remoteImage(two.host, p.root);
     const doctor = await p.run(["doctor"]);
     expect(doctor.stdout + doctor.stderr).toContain("placeholders are not pinned");
-    expect(doctor.stdout + doctor.stderr).toContain(`reach the proxy at ${engine.bind}`);
+    expect(doctor.stdout + doctor.stderr).toContain(`reach the proxy at ${two.bind}`);
 
-    mock.reset();
-    mock.reply = {
+    two.mock.reset();
+    two.mock.reply = {
       text: "Committed remote.txt.",
       toolUse: {
         name: "Bash",
@@ -75,15 +62,15 @@ describe("a task on a remote engine", () => {
     expect(sh(p.root, "git show lazy/far:remote.txt").out.trim()).toBe("made-remotely");
     expect(sh(p.root, "git fsck --no-dangling --connectivity-only").code).toBe(0);
     // Through the proxy, with the real key at the last hop only.
-    const posts = mock.received.filter((r) => r.method === "POST");
+    const posts = two.mock.received.filter((r) => r.method === "POST");
     expect(posts.length).toBeGreaterThanOrEqual(2);
     for (const r of posts) expect(r.headers["x-api-key"]).toBe(KEY);
 
     // The container ran on the second engine, not on this machine's.
-    const id = d2(`ps -aq --filter label=dev.lazy.root=${p.root} --filter label=dev.lazy.task`).out.trim().split("\n")[0]!;
+    const id = two.d2(`ps -aq --filter label=dev.lazy.root=${p.root} --filter label=dev.lazy.task`).out.trim().split("\n")[0]!;
     expect(id).toMatch(/^[0-9a-f]{12}$/);
     expect(sh("/", `docker ps -aq --filter label=dev.lazy.root=${p.root}`).out.trim()).toBe("");
-    const inspect = d2(`inspect ${id}`).out;
+    const inspect = two.d2(`inspect ${id}`).out;
     const info = JSON.parse(inspect)[0];
     // No host mount: lazy's binary and the repository's objects are volumes of that engine's own (copies sent there), read-only.
     expect(info.Mounts.map((m: any) => `${m.Type} ${m.Name} ${m.Destination} ${m.RW}`).sort()).toEqual([
@@ -93,28 +80,28 @@ describe("a task on a remote engine", () => {
     expect(info.HostConfig.Binds ?? []).toEqual([]);
     expect(inspect).not.toContain(KEY);
     // Nothing in it holds the key: its files (lazy's binary aside, which holds no key) and its processes' env.
-    expect(d2(`start ${id}`).code).toBe(0);
-    const scan = d2(
+    expect(two.d2(`start ${id}`).code).toBe(0);
+    const scan = two.d2(
       `exec -u 0 ${id} sh -c 'grep -rl --exclude=lazy REMOTEENGINE /lazy /tmp /etc /home /root ${p.stateDir} 2>/dev/null; cat /proc/1/environ | grep -c REMOTEENGINE; echo scanned'`,
     );
     expect(scan.out.trim(), scan.err).toBe("0\nscanned");
-    d2(`stop -t 0 ${id}`);
+    two.d2(`stop -t 0 ${id}`);
 
     // A second turn resumes the same session: its transcript came back with the commit.
-    mock.reply = { text: "Still here." };
-    const before = mock.received.length;
+    two.mock.reply = { text: "Still here." };
+    const before = two.mock.received.length;
     await p.ok(["send", "far", "anything else?"]);
     const again = await settled(p, "far");
     expect(again.task.status).toBe("done");
     expect(again.events.filter((e: any) => e.kind === "refused")).toEqual([]);
-    const second = mock.received.slice(before).filter((r) => r.method === "POST");
+    const second = two.mock.received.slice(before).filter((r) => r.method === "POST");
     expect(second.length).toBeGreaterThanOrEqual(1);
     expect(second.at(-1)!.body).toContain("Committed remote.txt.");
 
     // lazy pair would work on the host's copy of the worktree, which a remote task does not update.
     const pair = await p.run(["pair", "far"]);
     expect(pair.code).not.toBe(0);
-    expect(pair.stderr).toContain(`runs on the Docker engine at ${engine.host}`);
+    expect(pair.stderr).toContain(`runs on the Docker engine at ${two.host}`);
 
     const acc = await p.run(["accept", "far"]);
     expect(acc.code, acc.stderr).toBe(0);
@@ -124,13 +111,13 @@ describe("a task on a remote engine", () => {
 
   test("kill -9 of the daemon during a remote turn: the next daemon mirrors the turn again and it ends done", async () => {
     const p = await remoteProject();
-    await remoteImage(engine.host, p.root);
-    mock.reset();
-    mock.reply = { text: "Slow but done, remotely." };
-    mock.behavior = { kind: "silent-then-stream", firstByteDelayMs: 4000, gapMs: 0 };
+    await remoteImage(two.host, p.root);
+    two.mock.reset();
+    two.mock.reply = { text: "Slow but done, remotely." };
+    two.mock.behavior = { kind: "silent-then-stream", firstByteDelayMs: 4000, gapMs: 0 };
     await p.ok(["task", "add", "Be slow", "--code", "slow-far"]);
     await p.ok(["start", "slow-far"]);
-    await until(() => mock.received.some((x) => x.method === "POST") || undefined, 120_000, "the turn's model request");
+    await until(() => two.mock.received.some((x) => x.method === "POST") || undefined, 120_000, "the turn's model request");
     const pid = p.runtime()!.pid;
     process.kill(pid, "SIGKILL");
     await until(() => !isAlive(pid), 5000, "the daemon to die");
@@ -145,7 +132,7 @@ describe("a task on a remote engine", () => {
     );
     expect(t.status).toBe("done");
     expect((await p.ok(["logs", "slow-far"])).stdout).toContain("Slow but done, remotely.");
-    mock.reset();
+    two.mock.reset();
   }, 300_000);
 
   test("an engine that does not answer is reported before the task is touched, with the remedy", async () => {
@@ -173,18 +160,18 @@ describe("a task on a remote engine", () => {
 
   test("a remote engine whose containers cannot reach the proxy is refused before the task is touched", async () => {
     const p = await remoteProject();
-    await remoteImage(engine.host, p.root);
+    await remoteImage(two.host, p.root);
     // A firewall between that engine's containers and remote_bind (this host's INPUT: the second engine shares its network).
     // Its project networks come from lazy's range (containers/subnets.ts, 10.213.0.0/16) or its own pool (10.214.0.0/16).
-    const rule = `INPUT -s 10.213.0.0/15 -d ${engine.bind} -p tcp -j REJECT --reject-with tcp-reset`;
+    const rule = `INPUT -s 10.213.0.0/15 -d ${two.bind} -p tcp -j REJECT --reject-with tcp-reset`;
     expect(sh("/", `iptables -I ${rule}`).code).toBe(0);
     try {
       const r = await p.run(["run", "anything", "--code", "walled"]);
       expect(r.code, r.stderr).toBe(4);
-      expect(r.stderr).toContain(`cannot reach lazy's proxy at http://${engine.bind}:`);
+      expect(r.stderr).toContain(`cannot reach lazy's proxy at http://${two.bind}:`);
       expect(r.stderr).toContain("set [proxy] remote_bind");
       expect(existsSync(join(p.stateDir, "worktrees", "walled"))).toBe(false);
-      expect(d2(`ps -aq --filter label=dev.lazy.task --filter label=dev.lazy.root=${p.root}`).out.trim()).toBe("");
+      expect(two.d2(`ps -aq --filter label=dev.lazy.task --filter label=dev.lazy.root=${p.root}`).out.trim()).toBe("");
     } finally {
       sh("/", `iptables -D ${rule}`);
     }

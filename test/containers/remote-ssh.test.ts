@@ -15,33 +15,23 @@ import { join } from "node:path";
 import { type Project, isAlive, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { settled } from "../helpers/fixtures";
-import { cleanupRemote, remoteImage, remoteProject, secondEngineSsh, sshClient } from "../helpers/second-engine";
+import { cleanupRemote, remoteImage, remoteProject, secondEngineSsh, sshClient, onSecondEngine } from "../helpers/second-engine";
 import { Engine } from "../../src/containers";
 import * as SshTunnel from "../../src/containers/ssh-tunnel";
 
 const KEY = `sk-ant-api03-REMOTESSH-${"s".repeat(64)}AA`;
-let mock: Mock.MockProvider;
-let engine: { host: string; tcp: string; port: number };
-const projects: Project[] = [];
+const two = onSecondEngine({ ssh: true });
 const dirs: string[] = [];
-const d2 = (args: string) => sh("/", `docker -H ${engine.tcp} ${args}`);
-
-beforeAll(async () => {
-  engine = secondEngineSsh();
-  mock = await Mock.anthropic();
-}, 600_000);
 
 afterAll(async () => {
-  await cleanupRemote(engine.tcp, projects);
-  await mock?.close();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
 /** A project on the ssh:// engine with a client setup of `known` host keys. */
 async function sshProject(known: "real" | "changed" | "none", opts: { host?: string; identity?: "other" } = {}) {
-  const c = sshClient({ ports: [engine.port, engine.port + 1], known, identity: opts.identity });
+  const c = sshClient({ ports: [two.port, two.port + 1], known, identity: opts.identity });
   dirs.push(c.dir);
-  const p = await remoteProject(mock, KEY, projects, { host: opts.host ?? engine.host, env: c.env });
+  const p = await remoteProject(two.mock, KEY, two.projects, { host: opts.host ?? two.host, env: c.env });
   return { p, client: c };
 }
 
@@ -50,7 +40,7 @@ function tunnels(daemonPid: number): number[] {
   return sh("/", `ps -o pid=,stat=,args= --ppid ${daemonPid}`)
     .out.split("\n")
     .map((l) => l.trim().split(/\s+/))
-    .filter((f) => f[2] === "/usr/bin/ssh" && !f[1]!.startsWith("Z") && f.includes(`${engine.port}`))
+    .filter((f) => f[2] === "/usr/bin/ssh" && !f[1]!.startsWith("Z") && f.includes(`${two.port}`))
     .map((f) => Number(f[0]));
 }
 
@@ -62,21 +52,21 @@ async function refusedUntouched(p: Project, code: string, says: string[]) {
   expect(r.stderr).toContain("No task was touched");
   expect(existsSync(join(p.stateDir, "worktrees", code))).toBe(false);
   expect(sh(p.root, `git branch --list lazy/${code}`).out.trim()).toBe("");
-  expect(d2(`ps -aq --filter label=dev.lazy.root=${p.root}`).out.trim()).toBe("");
+  expect(two.d2(`ps -aq --filter label=dev.lazy.root=${p.root}`).out.trim()).toBe("");
   return r;
 }
 
 describe("a task on an ssh:// engine", () => {
   test("real Claude Code commits there through lazy's ssh tunnel; the commit lands on lazy/<task>; daemon stop ends the tunnel", async () => {
     const { p } = await sshProject("real");
-    await remoteImage(engine.tcp, p.root);
+    await remoteImage(two.tcp, p.root);
     const doctor = await p.run(["doctor"]);
     const said = doctor.stdout + doctor.stderr;
-    expect(said).toContain(`${engine.host} is reached through an ssh tunnel lazy holds`);
+    expect(said).toContain(`${two.host} is reached through an ssh tunnel lazy holds`);
     expect(said).toContain("placeholders are not pinned");
 
-    mock.reset();
-    mock.reply = {
+    two.mock.reset();
+    two.mock.reply = {
       text: "Committed over ssh.",
       toolUse: {
         name: "Bash",
@@ -90,10 +80,10 @@ describe("a task on an ssh:// engine", () => {
     expect(s.task.status, JSON.stringify(s.events.slice(-5))).toBe("done");
     expect(sh(p.root, "git log --format=%s lazy/viassh -1").out.trim()).toBe("commit over ssh");
     expect(sh(p.root, "git show lazy/viassh:ssh.txt").out.trim()).toBe("over-ssh");
-    for (const r of mock.received.filter((x) => x.method === "POST")) expect(r.headers["x-api-key"]).toBe(KEY);
+    for (const r of two.mock.received.filter((x) => x.method === "POST")) expect(r.headers["x-api-key"]).toBe(KEY);
 
     // It ran on the second engine (seen over tcp here), not on this machine's.
-    expect(d2(`ps -aq --filter label=dev.lazy.root=${p.root} --filter label=dev.lazy.task`).out.trim()).toMatch(/^[0-9a-f]{12}$/);
+    expect(two.d2(`ps -aq --filter label=dev.lazy.root=${p.root} --filter label=dev.lazy.task`).out.trim()).toMatch(/^[0-9a-f]{12}$/);
     expect(sh("/", `docker ps -aq --filter label=dev.lazy.root=${p.root}`).out.trim()).toBe("");
 
     // One tunnel, the daemon's; gone with the daemon.
@@ -107,10 +97,10 @@ describe("a task on an ssh:// engine", () => {
   }, 900_000);
 
   test("dockerode talks to the tunnel's local socket, never its own ssh transport (docker-modem reads DOCKER_HOST by itself)", async () => {
-    const c = sshClient({ ports: [engine.port], known: "real" });
+    const c = sshClient({ ports: [two.port], known: "real" });
     dirs.push(c.dir);
     const saved = { PATH: process.env.PATH, DOCKER_HOST: process.env.DOCKER_HOST };
-    Object.assign(process.env, c.env, { DOCKER_HOST: engine.host });
+    Object.assign(process.env, c.env, { DOCKER_HOST: two.host });
     try {
       const ep = Engine.resolve();
       const d = await Engine.client(ep);
@@ -119,16 +109,16 @@ describe("a task on an ssh:// engine", () => {
       expect(modem.host).toBeUndefined();
       expect(modem.socketPath).toMatch(/\/lazy-ssh-[^/]+\/docker\.sock$/);
       expect(((await d.info()) as { DockerRootDir: string }).DockerRootDir).toBe("/var/lib/lazy-engine2");
-      const pid = SshTunnel.pidOf(engine.host)!;
+      const pid = SshTunnel.pidOf(two.host)!;
       expect(isAlive(pid)).toBe(true);
       // One tunnel a host a process: a second client reuses it.
       await Engine.client(ep);
-      expect(SshTunnel.pidOf(engine.host)).toBe(pid);
+      expect(SshTunnel.pidOf(two.host)).toBe(pid);
       // A tunnel that dies is started again.
       process.kill(pid, "SIGKILL");
       const again = await until(
         () => {
-          const now = SshTunnel.pidOf(engine.host);
+          const now = SshTunnel.pidOf(two.host);
           return now && now !== pid && isAlive(now) ? now : undefined;
         },
         15_000,
@@ -147,22 +137,22 @@ describe("a task on an ssh:// engine", () => {
 
   test("a slow connection shows in the launch's progress and in doctor, then works", async () => {
     const { p, client } = await sshProject("real");
-    await remoteImage(engine.tcp, p.root);
+    await remoteImage(two.tcp, p.root);
     const slow = join(client.dir, "slow");
     mkdirSync(slow);
     writeFileSync(join(slow, "ssh"), `#!/bin/sh\nsleep 4\nexec ${join(client.dir, "bin", "ssh")} "$@"\n`, { mode: 0o755 });
     const env = { PATH: `${slow}:${client.env.PATH}` };
     // A daemon started with that PATH (the one setCredential started had the quick one).
     await p.ok(["daemon", "stop"]);
-    mock.reset();
-    mock.reply = { text: "Slowly connected." };
+    two.mock.reset();
+    two.mock.reply = { text: "Slowly connected." };
     const r = await p.run(["run", "say something", "--code", "slowssh"], { env });
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toContain(`Connecting to the Docker engine at ${engine.host}…`);
+    expect(r.stderr).toContain(`Connecting to the Docker engine at ${two.host}…`);
     expect((await p.ok(["logs", "slowssh"])).stdout).toContain("Slowly connected.");
     const doctor = await p.run(["doctor"], { env });
-    expect(doctor.stderr).toContain(`still connecting to ${engine.host} through ssh`);
-    expect(doctor.stdout + doctor.stderr).toContain(`${engine.host} is reached through an ssh tunnel lazy holds`);
+    expect(doctor.stderr).toContain(`still connecting to ${two.host} through ssh`);
+    expect(doctor.stdout + doctor.stderr).toContain(`${two.host} is reached through an ssh tunnel lazy holds`);
     await p.run(["daemon", "stop"]);
   }, 300_000);
 
@@ -189,16 +179,16 @@ describe("what the SSH side refuses, before any task is touched", () => {
   test("an unknown host key: refused with the host, the port and how to add the key after checking it", async () => {
     const { p, client } = await sshProject("none");
     await refusedUntouched(p, "unknown", [
-      engine.host,
-      `127.0.0.1 port ${engine.port}`,
+      two.host,
+      `127.0.0.1 port ${two.port}`,
       "is not known",
-      `ssh-keyscan -p ${engine.port} 127.0.0.1`,
-      `ssh -p ${engine.port} root@127.0.0.1`,
+      `ssh-keyscan -p ${two.port} 127.0.0.1`,
+      `ssh -p ${two.port} root@127.0.0.1`,
     ]);
     // Never added behind the user's back.
     expect(readFileSync(join(client.dir, "known_hosts"), "utf8")).toBe("");
     const doctor = await p.run(["doctor"]);
-    expect(doctor.stdout + doctor.stderr).toContain(`cannot reach the Docker engine at ${engine.host} (DOCKER_HOST) over SSH`);
+    expect(doctor.stdout + doctor.stderr).toContain(`cannot reach the Docker engine at ${two.host} (DOCKER_HOST) over SSH`);
     expect(doctor.stdout + doctor.stderr).toContain("is not known (not in known_hosts)");
   }, 120_000);
 
@@ -206,7 +196,7 @@ describe("what the SSH side refuses, before any task is touched", () => {
     const cases: { code: string; known: "real"; host?: string; identity?: "other"; says: string }[] = [
       { code: "auth", known: "real", identity: "other", says: "refused lazy's SSH login" },
       { code: "noanswer", known: "real", host: "ssh://root@127.0.0.1:9", says: "does not answer over SSH" },
-      { code: "nofwd", known: "real", host: `ssh://root@127.0.0.1:${engine.port + 1}`, says: "AllowStreamLocalForwarding" },
+      { code: "nofwd", known: "real", host: `ssh://root@127.0.0.1:${two.port + 1}`, says: "AllowStreamLocalForwarding" },
     ];
     for (const c of cases) {
       const { p } = await sshProject(c.known, { host: c.host, identity: c.identity });

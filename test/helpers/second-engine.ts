@@ -4,13 +4,14 @@
  * and the task image on it. No registry is reachable and its containers have no NAT, so the
  * image is built on the first engine (as lazy would build it) and loaded into the second.
  */
+import { afterAll, beforeAll } from "bun:test";
 import { basename, join } from "node:path";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { type Project, cleanupAll, sh } from "./lazy";
 import { TEST_IMAGES } from "./env";
-import { containerProject } from "./fixtures";
-import type { MockProvider } from "./providers";
+import { type ContainerProjectOptions, containerProject } from "./fixtures";
+import * as Mock from "./providers";
 import { Image } from "../../src/containers";
 
 const SCRIPT = join(import.meta.dir, "../../scripts/second-engine.sh");
@@ -28,12 +29,14 @@ export function secondEngine(): { host: string; bind: string } {
  * onto `projects` for cleanupRemote.
  */
 export async function remoteProject(
-  mock: MockProvider,
+  mock: Mock.MockProvider,
   key: string,
   projects: Project[],
-  opts: { host: string; bind?: string | false; env?: Record<string, string> },
+  opts: { host: string; bind?: string | false; env?: Record<string, string> } & Pick<ContainerProjectOptions, "ignore" | "files">,
 ): Promise<Project> {
   const p = await containerProject(mock, key, {
+    ignore: opts.ignore,
+    files: opts.files,
     env: { DOCKER_HOST: opts.host, ...opts.env },
     container: "inherit_network_env = false",
     extra: opts.bind === false ? "" : `\n[proxy]\nremote_bind = "${opts.bind ?? "10.213.0.1"}"\n`,
@@ -132,4 +135,36 @@ export async function cleanupRemote(host: string, projects: Project[]): Promise<
     // lazy's own calls' project trees (a call cut short by a daemon that died leaves one).
     for (const v of d2(`volume ls -q --filter name=lazy-${slug}-call-`).out.split("\n").filter(Boolean)) d2(`volume rm ${v}`);
   }
+}
+
+/**
+ * A test file on the second engine: the engine (over tcp, or over ssh with `ssh: true`) and a
+ * mock Anthropic provider, up in a beforeAll that runs before the file's own; an afterAll
+ * removes what `projects` left there. `host` is the address lazy is given (ssh:// or tcp://),
+ * `tcp` the engine's own for docker -H (`d2`).
+ */
+export function onSecondEngine(opts: { ssh?: boolean } = {}) {
+  const s = {
+    mock: undefined as unknown as Mock.MockProvider,
+    host: "",
+    tcp: "",
+    bind: "",
+    port: 0,
+    projects: [] as Project[],
+    d2: (args: string) => sh("/", `docker -H ${s.tcp} ${args}`),
+  };
+  beforeAll(async () => {
+    const e = secondEngine();
+    Object.assign(s, { host: e.host, tcp: e.host, bind: e.bind });
+    if (opts.ssh) {
+      const x = secondEngineSsh();
+      Object.assign(s, { host: x.host, port: x.port });
+    }
+    s.mock = await Mock.anthropic();
+  }, 600_000);
+  afterAll(async () => {
+    await cleanupRemote(s.tcp, s.projects);
+    await s.mock?.close();
+  });
+  return s;
 }
