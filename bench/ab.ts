@@ -16,13 +16,14 @@
  * LAZY_AB_TASKS=N adds N tasks (rows only) to both stores first, as a project with history has.
  * Needs wrk and nginx (Debian: wrk nginx-light). Only loopback is used.
  */
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+
 import { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { threadCount } from "../src/proxy/listen/shared-port";
-import { pct, proxyProject, BENCH_BODY as BODY, startNginx, runWrk } from "./lib";
+import { BENCH_BODY as BODY, pct, proxyProject, runWrk, startNginx } from "./lib";
 
 const NEW = resolve(import.meta.dir, "../dist/lazy");
 const OLD = resolve(process.argv[2] ?? "");

@@ -11,10 +11,10 @@
  * daemon's log and prints each candidate's time (for where a launch's time goes).
  * Run: bun run build && bun bench/bestof.ts [rounds]   (needs Docker and the test images)
  */
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { containerProject, pct, fmt } from "./lib";
 import * as Mock from "../test/helpers/providers";
+import { containerProject, fmt, pct } from "./lib";
 
 const rounds = Number(process.argv[2] ?? 6);
 const BASE = process.env.LAZY_BENCH_BASE ?? "lazy-test/node:bookworm";

@@ -16,12 +16,12 @@
  * Run: bun run build && bun bench/budget.ts [rounds]   (needs sqlite3: apt-get install sqlite3)
  */
 import { Database } from "bun:sqlite";
-import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { fmt, pct, timeProcess, trustToml } from "./lib";
-import * as AuditStore from "../src/proxy/audit/store";
 import type { Row } from "../src/proxy/audit";
+import * as AuditStore from "../src/proxy/audit/store";
+import { fmt, pct, timeProcess, trustToml } from "./lib";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
 const rounds = Number(process.argv[2] ?? 30);

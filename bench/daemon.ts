@@ -6,10 +6,10 @@
  *    (the process floor); target ≤ 400 ms.
  * Run: bun run build && bun bench/daemon.ts [runs]
  */
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { pct, timeProcess, fmt } from "./lib";
+import { fmt, pct, timeProcess } from "./lib";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
 const runs = Number(process.argv[2] ?? 40);

@@ -6,11 +6,12 @@
  *   3. The shipped assets ≤ 150 KB gzipped in all.
  * Rounds interleave the pages so the VM's slow minutes hit them alike. `bun bench/dashboard.ts [rounds]`.
  */
-import { chromium } from "playwright-core";
+
 import { gzipSync } from "node:zlib";
-import { Project, cleanupAll } from "../test/helpers/lazy";
+import { chromium } from "playwright-core";
 import { ARGS } from "../test/dashboard/browser";
-import { pct, fmt } from "./lib";
+import { cleanupAll, Project } from "../test/helpers/lazy";
+import { fmt, pct } from "./lib";
 
 const ROUNDS = Number(process.argv[2] ?? 15);
 const TASKS = 10_000;

@@ -11,10 +11,10 @@
  * LAZY_HOME of its own, in the same rounds (order rotating), so both are measured on one machine.
  * Usage: bun bench/diff.ts [rounds=15] [files=5000]
  */
-import { mkdtempSync, rmSync, writeFileSync, mkdirSync, chmodSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { pct, timeProcess, fmt, trustToml } from "./lib";
+import { fmt, pct, timeProcess, trustToml } from "./lib";
 
 const rounds = Number(process.argv[2] ?? 15);
 const AFTER_MS = 200;

@@ -16,8 +16,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { containerProject, pct, trustToml } from "./lib";
 import * as Mock from "../test/helpers/providers";
+import { containerProject, pct, trustToml } from "./lib";
 
 /** LAZY_BENCH_BIN: another build to measure (bench/README.md compares two in turn). */
 const BIN = process.env.LAZY_BENCH_BIN ?? resolve(import.meta.dir, "../dist/lazy");

@@ -1,5 +1,5 @@
 /** Small helpers for the bench scripts: wall-clock of whole processes, percentiles, a project with its daemon. */
-import { chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Fence, LinkLocal } from "../src/containers";

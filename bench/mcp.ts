@@ -11,10 +11,10 @@
  * Also timed, to show where the call's time goes: POST /mcp with no token (401) and tools/list.
  * Run: bun run build && bun bench/mcp.ts [rounds] [pairs per round]   (needs Docker, test images)
  */
-import { readFileSync, readdirSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { containerProject, fmt, pct } from "./lib";
 import * as Mock from "../test/helpers/providers";
+import { containerProject, fmt, pct } from "./lib";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
 const rounds = Number(process.argv[2] ?? 7);

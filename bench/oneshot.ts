@@ -17,11 +17,11 @@
  * the median over rounds.
  * Run: bun run build && bun bench/oneshot.ts [rounds]   (needs Docker and the test images)
  */
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { containerProject, fmt, pct } from "./lib";
 import { Image } from "../src/containers";
 import * as Mock from "../test/helpers/providers";
+import { containerProject, fmt, pct } from "./lib";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
 const rounds = Number(process.argv[2] ?? 8);

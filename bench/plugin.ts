@@ -11,7 +11,7 @@
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { pct, proxyProject, BENCH_BODY as BODY, BENCH_ANSWER as ANSWER, runWrk } from "./lib";
+import { BENCH_ANSWER as ANSWER, BENCH_BODY as BODY, pct, proxyProject, runWrk } from "./lib";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
 const secs = Number(process.argv[2] ?? 5);

@@ -19,16 +19,15 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Server, Socket } from "bun";
-import { handle, type Context } from "../src/proxy/request";
-import { Gate, type Pass } from "../src/proxy/listen/gate";
-import * as Upstream from "../src/proxy/upstream";
-import { Grants } from "../src/proxy/identity";
-import { Targets } from "../src/proxy/identity";
-import { Audit, Recorder } from "../src/proxy/audit";
-import { Limits } from "../src/proxy/meters/limits";
-import { Health } from "../src/proxy/meters/health";
-import { open } from "../src/store";
 import { Config } from "../src/config";
+import { Audit, Recorder } from "../src/proxy/audit";
+import { Grants, Targets } from "../src/proxy/identity";
+import { Gate, type Pass } from "../src/proxy/listen/gate";
+import { Health } from "../src/proxy/meters/health";
+import { Limits } from "../src/proxy/meters/limits";
+import { type Context, handle } from "../src/proxy/request";
+import * as Upstream from "../src/proxy/upstream";
+import { open } from "../src/store";
 
 if (process.argv[2] === "upstream") {
   Bun.serve({

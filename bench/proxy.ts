@@ -14,11 +14,11 @@
  * for a bench), never into the repository. LAZY_BENCH_PORTKEY=0 leaves it out. Only loopback
  * is used (Portkey's Node server binds every interface; it runs only for the bench).
  */
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { threadCount } from "../src/proxy/listen/shared-port";
-import { mintGrant, trustToml, BENCH_BODY as BODY, BENCH_ANSWER as ANSWER, BENCH_KEY as KEY, startNginx, runWrk } from "./lib";
+import { BENCH_ANSWER as ANSWER, BENCH_BODY as BODY, BENCH_KEY as KEY, mintGrant, runWrk, startNginx, trustToml } from "./lib";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
 const secs = Number(process.argv[2] ?? 5);

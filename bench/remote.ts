@@ -14,12 +14,13 @@
  * (scripts/second-engine-ssh.sh), through the tunnel lazy's daemon holds.
  * Run: bun run build && bun bench/remote.ts [samples] [--ssh]   (needs Docker, the test images, root)
  */
-import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+
 import { randomBytes } from "node:crypto";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { containerProject, pct, fmt, trustToml } from "./lib";
 import * as Mock from "../test/helpers/providers";
-import { secondEngine, secondEngineSsh, remoteImage, sshClient } from "../test/helpers/second-engine";
+import { remoteImage, secondEngine, secondEngineSsh, sshClient } from "../test/helpers/second-engine";
+import { containerProject, fmt, pct, trustToml } from "./lib";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
 const samples = Number(process.argv[2] ?? 6);

@@ -6,10 +6,10 @@
  * of the same project to its proxy answering (what a person typing a command got before).
  * Run: bun run build && bun bench/respawn.ts [rounds]
  */
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { pct, fmt } from "./lib";
+import { fmt, pct } from "./lib";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
 const rounds = Number(process.argv[2] ?? 15);

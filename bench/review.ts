@@ -11,10 +11,10 @@
  * git. Needs Docker and the test image. `bun bench/review.ts [rounds]`.
  */
 import { chromium } from "playwright-core";
-import { Project, cleanupAll, sh } from "../test/helpers/lazy";
 import { ARGS } from "../test/dashboard/browser";
 import { TEST_IMAGES } from "../test/helpers/env";
-import { pct, fmt } from "./lib";
+import { cleanupAll, Project, sh } from "../test/helpers/lazy";
+import { fmt, pct } from "./lib";
 
 const ROUNDS = Number(process.argv[2] ?? 15);
 

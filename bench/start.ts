@@ -9,9 +9,9 @@
  * running): turns stop their container, the next starts it.
  * Run: bun run build && bun bench/start.ts [samples]   (needs Docker and the test images)
  */
-import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { containerProject, pct, fmt, trustToml } from "./lib";
+import { containerProject, fmt, pct, trustToml } from "./lib";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
 const samples = Number(process.argv[2] ?? 8);

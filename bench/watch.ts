@@ -20,7 +20,7 @@
  *      (default 3 rounds, 10 s, 1000 req/s). Only loopback is used.
  */
 import { resolve } from "node:path";
-import { pct, proxyProject, BENCH_BODY as BODY } from "./lib";
+import { BENCH_BODY as BODY, pct, proxyProject } from "./lib";
 
 const BIN = resolve(import.meta.dir, "../dist/lazy");
 /** Wall-clock milliseconds with sub-millisecond precision, comparable across processes. */

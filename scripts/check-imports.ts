@@ -8,7 +8,7 @@
  *      src/'s own files. A folder without an index.ts (cli/commands/) is its parent's, not a room.
  * Prints one line per problem and exits 1 when there is any. `bun scripts/check-imports.ts`.
  */
-import { readdirSync, readFileSync, statSync, existsSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 
 const ROOT = resolve(import.meta.dir, "..", "src");

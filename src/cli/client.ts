@@ -9,16 +9,16 @@
  * use (its answers carry x-lazy-config; only then is /api/status asked for the lines).
  */
 import { spawn } from "node:child_process";
-import { openSync, closeSync, readFileSync, existsSync, rmSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { STANDARD } from "../credentials";
+import { type Busy, type DaemonRecord, type DaemonStatus, Keeper, State } from "../daemon";
 import { LazyError } from "../util/errors";
 import { ensurePrivateDir } from "../util/files";
 import { urlHost } from "../util/url";
-import { State, Keeper, type Busy, type DaemonRecord, type DaemonStatus } from "../daemon";
-import { STANDARD } from "../credentials";
 import { VERSION } from "../version";
-import { say } from "./voice";
 import * as Versions from "./versions";
+import { say } from "./voice";
 
 /** The config warning is said once per command, however many requests it makes. */
 let configNoted = false;

@@ -3,11 +3,11 @@
  * take a `--help` meant for a harness as its own), and unknown flags are errors, not
  * silently ignored.
  */
-import { defineCommand, type ArgsDef, type CommandDef, type CommandContext } from "citty";
+import { type ArgsDef, type CommandContext, type CommandDef, defineCommand } from "citty";
 import { LazyError } from "../util/errors";
-import { visible } from "./terminal";
-import { out } from "./out";
 import { suggest } from "./help";
+import { out } from "./out";
+import { visible } from "./terminal";
 
 export interface Ctx<T extends ArgsDef> extends CommandContext<T> {
   /** Everything after `--`, untouched: passed through to a harness. */

@@ -6,9 +6,9 @@
  */
 import { connect } from "node:net";
 import { resolve } from "node:path";
-import { readRegular } from "../util/bounded-read";
 import type { Config } from "../config";
-import { BaseImage, HostNet, type Engine } from "../containers";
+import { BaseImage, type Engine, HostNet } from "../containers";
+import { readRegular } from "../util/bounded-read";
 
 export interface NetworkFinding {
   check: string;

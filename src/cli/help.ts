@@ -3,7 +3,7 @@
  * options), wrapped to the terminal's width with a hanging indent, hidden commands left out,
  * then an EXAMPLES section; and "did you mean" for a mistyped command.
  */
-import { renderUsage, type CommandDef } from "citty";
+import { type CommandDef, renderUsage } from "citty";
 import { stripAnsi } from "./terminal";
 
 /** Examples per command path: what a person types most often, each with what it does. */

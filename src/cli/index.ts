@@ -3,14 +3,14 @@
  * actionable sentence on stderr and exit non-zero; this is the second of the two places a
  * LazyError becomes words (the daemon's HTTP handler is the first).
  */
-import { runCommand, type CommandDef } from "citty";
-import { command, setPassthrough, getExitCode, printJson } from "./command";
+import { type CommandDef, runCommand } from "citty";
 import { LazyError } from "../util/errors";
 import { VERSION } from "../version";
-import { say } from "./voice";
+import { command, getExitCode, printJson, setPassthrough } from "./command";
+import { helpText, suggest } from "./help";
 import { out } from "./out";
 import { forStream, stripAnsi } from "./terminal";
-import { helpText, suggest } from "./help";
+import { say } from "./voice";
 
 /** `untrusted`: lazy.toml is not trusted (lazy trust), the same code as lazy run's "launch refused". */
 export const EXIT = { ok: 0, failed: 1, usage: 2, untrusted: 4, internal: 70 } as const;

@@ -5,10 +5,11 @@
  * the build's steps share one updating line; otherwise each step is a plain line. No escape
  * bytes either way: the updating line is a carriage return and padding.
  */
-import type { Client } from "./client";
+
 import type { Task, TaskEvent } from "../store";
-import { say } from "./voice";
+import type { Client } from "./client";
 import { err } from "./out";
+import { say } from "./voice";
 
 const POLL_MS = 300;
 

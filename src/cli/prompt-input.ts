@@ -4,9 +4,9 @@
  * byte, so a huge file or stream is refused with the bound, not read whole, and an empty one
  * is refused with its reason; either before the daemon is asked to make anything.
  */
-import { closeSync, constants, openSync, readSync, fstatSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import { LazyError } from "../util/errors";
-import { PROMPT_MAX_BYTES, checkPrompt, overBound } from "../util/prompt";
+import { checkPrompt, overBound, PROMPT_MAX_BYTES } from "../util/prompt";
 
 /** The flag every command taking a prompt or message has. */
 export const fileArg = {

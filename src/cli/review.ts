@@ -3,9 +3,10 @@
  * prompt bound, checked for its own form here (each bad line named `F:N`), then against the
  * task's diff by the daemon, which sends them as the next turn's message or refuses them all.
  */
-import { LazyError } from "../util/errors";
-import type { Task } from "../store";
+
 import * as Review from "../review";
+import type { Task } from "../store";
+import { LazyError } from "../util/errors";
 import { promptFrom } from "./prompt-input";
 
 /** The comments of the review file `file` (`-`: standard input), or the refusal naming each bad line. */

@@ -9,10 +9,11 @@
  * Colour only when the stream is a terminal and `NO_COLOR` is unset (terminal.ts); `LAZY_DEBUG`
  * opens the debug level.
  */
-import { createConsola, type ConsolaReporter, type LogObject } from "consola/core";
+
 import { formatWithOptions } from "node:util";
-import { colours, visible } from "./terminal";
+import { type ConsolaReporter, createConsola, type LogObject } from "consola/core";
 import { err, out } from "./out";
+import { colours, visible } from "./terminal";
 
 const ANSI = { red: 31, yellow: 33, green: 32, cyan: 36, dim: 2 } as const;
 

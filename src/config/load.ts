@@ -2,13 +2,14 @@
  * Reading lazy.toml: parse with smol-toml, validate with the one schema, and turn every
  * problem into one line `lazy.toml:LINE:COL path — what was expected`, all at once.
  */
-import { parse, TomlError } from "smol-toml";
+
 import { existsSync } from "node:fs";
-import { readRegular } from "../util/bounded-read";
 import { join } from "node:path";
+import { parse, TomlError } from "smol-toml";
 import type { z } from "zod";
+import { readRegular } from "../util/bounded-read";
+import { type Located, locate, pathKey } from "./positions";
 import { Config, crossCheck } from "./schema";
-import { locate, pathKey, type Located } from "./positions";
 
 export const FILE = "lazy.toml";
 

@@ -2,9 +2,9 @@
  * Agent profiles: the four built-in ones (claude, codex, cursor, pi) exist without any
  * config; a [profiles.NAME] table adds one or adjusts a built-in.
  */
-import type { Config, Profile } from "./schema";
-import { HARNESSES } from "./schema";
+
 import { LazyError } from "../util/errors";
+import { type Config, HARNESSES, type Profile } from "./schema";
 
 export type Harness = (typeof HARNESSES)[number];
 export interface ResolvedProfile {

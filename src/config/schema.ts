@@ -4,9 +4,9 @@
  * Keys named here are a contract scripts and docs rely on: add keys, never rename these.
  */
 import { z } from "zod";
-import { ContainerLimits } from "./limits";
 import { parseAllow } from "./allow";
 import { fallbackProblems } from "./fallbacks";
+import { ContainerLimits } from "./limits";
 
 export const HARNESSES = ["claude", "codex", "cursor", "pi"] as const;
 export const WIRES = ["anthropic", "openai"] as const;

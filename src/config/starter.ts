@@ -3,8 +3,8 @@
  * descriptions, so the starter and the validator cannot drift apart.
  */
 import type { z } from "zod";
-import { Server, ProxyConfig, Container, Profile, Config, Notify, DEFAULT_BASE } from "./schema";
 import { ContainerLimits } from "./limits";
+import { Config, Container, DEFAULT_BASE, Notify, Profile, ProxyConfig, Server } from "./schema";
 
 type Def = { type: string; shape?: Record<string, z.ZodType>; innerType?: z.ZodType; defaultValue?: unknown };
 const def = (t: z.ZodType) => (t as unknown as { def: Def }).def;

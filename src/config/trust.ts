@@ -18,10 +18,10 @@ import { createHash } from "node:crypto";
 import { existsSync, lstatSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parse } from "smol-toml";
-import { ensurePrivateDir, readOwn, writeFileAtomic } from "../util/files";
 import { LazyError } from "../util/errors";
+import { ensurePrivateDir, readOwn, writeFileAtomic } from "../util/files";
 import { lazyHome } from "../util/paths";
-import { FILE, formatProblem, loadText, readConfigText, type Problem } from "./load";
+import { FILE, formatProblem, loadText, type Problem, readConfigText } from "./load";
 import { locate, pathKey } from "./positions";
 import type { Config } from "./schema";
 

@@ -5,11 +5,12 @@
  * which every CLI command would otherwise pay. An ssh:// engine goes through the system's ssh
  * (ssh-tunnel.ts), never dockerode's own ssh transport.
  */
-import type Docker from "dockerode";
+
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { createHash } from "node:crypto";
+import type Docker from "dockerode";
 import { LazyError } from "../util/errors";
 import * as SshTunnel from "./ssh-tunnel";
 

@@ -12,11 +12,11 @@
  * under the fence its proxy is lazy's egress proxy; under "open" a proxy with credentials is
  * left out, and the daemon log says so.
  */
-import { X509Certificate, createHash } from "node:crypto";
+import { createHash, X509Certificate } from "node:crypto";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { LazyError } from "../util/errors";
 import { readRegular } from "../util/bounded-read";
+import { LazyError } from "../util/errors";
 import * as NoProxy from "../util/no-proxy";
 import type { ImagePlan } from "./image";
 

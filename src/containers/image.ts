@@ -7,12 +7,12 @@
  * packages in its own container; lazy's binary is mounted at run time, never baked in.
  */
 import { createHash } from "node:crypto";
-import { readFileSync, existsSync, readdirSync } from "node:fs";
-import { join, resolve, dirname, relative } from "node:path";
-import { VERSION } from "../version";
-import { LazyError } from "../util/errors";
-import { readRegular } from "../util/bounded-read";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
 import { DEFAULT_BASE } from "../config";
+import { readRegular } from "../util/bounded-read";
+import { LazyError } from "../util/errors";
+import { VERSION } from "../version";
 
 export const HARNESS_VERSIONS = { claude: "2.1.197", codex: "0.171.0", pi: "0.73.1" } as const;
 

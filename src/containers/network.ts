@@ -9,9 +9,8 @@ import type { Logger } from "../util/log";
 import type { EngineKind } from "./engine";
 import * as Fence from "./fence";
 import * as Firewall from "./firewall";
-import type { NetworkOptions } from "./firewall";
-import * as LinkLocal from "./link-local";
 import { LABEL_PROJECT } from "./labels";
+import * as LinkLocal from "./link-local";
 import * as Subnets from "./subnets";
 
 export interface Network {
@@ -50,7 +49,7 @@ async function find(on: On, name: string): Promise<Detail | undefined> {
  * The project's network, made if missing; on native Linux its gateway is where the proxy
  * listens for containers. Each call also (re)applies the firewall on its bridge.
  */
-export async function ensure(on: On, project: string, opts: NetworkOptions): Promise<Network> {
+export async function ensure(on: On, project: string, opts: Firewall.NetworkOptions): Promise<Network> {
   const name = nameOf(project);
   let detail = await find(on, name);
   if (!detail) {
@@ -105,7 +104,7 @@ async function create(on: On, name: string, project: string): Promise<void> {
 }
 
 /** Remove the project's network once no container uses it; the gateway it had, if it went. */
-export async function remove(on: On, project: string, opts: NetworkOptions): Promise<string | undefined> {
+export async function remove(on: On, project: string, opts: Firewall.NetworkOptions): Promise<string | undefined> {
   const detail = await find(on, nameOf(project));
   if (!detail || Object.keys(detail.Containers ?? {}).length) return undefined;
   await on.docker.getNetwork(detail.Id).remove();

@@ -7,15 +7,15 @@
  */
 import { existsSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Trust, type Config } from "../config";
+import { type Config, Trust } from "../config";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import * as Engine from "./engine";
 import type * as Fence from "./fence";
+import type { NetworkOptions } from "./firewall";
 import * as HostNet from "./host-network";
 import * as Image from "./image";
 import type { Guard as LinkLocalGuard } from "./link-local";
-import type { NetworkOptions } from "./firewall";
 import type { Network } from "./network";
 import { Runtime } from "./runtime";
 

@@ -7,12 +7,12 @@
 import { chmodSync, existsSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
+import { LazyError } from "../util/errors";
 import { ensurePrivateDir, writeFileAtomic } from "../util/files";
 import { lock } from "../util/flock";
-import { LazyError } from "../util/errors";
 import { create } from "../util/log";
-import type { BackendImpl, Stored } from "./backend";
 import { isAlive } from "../util/process";
+import type { BackendImpl, Stored } from "./backend";
 
 const log = create("credentials");
 

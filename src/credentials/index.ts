@@ -7,18 +7,19 @@
  *
  * Never put a value into a log line, an error, a child's argv or any file but the backend.
  */
-export { CredentialStore, type OpenOptions, type Resolved } from "./store";
+
 export { fromClaudeJson } from "./expiry";
-export { ExpiryWarnings, expiryMessage, WARN_MS, type ExpiryNotice } from "./expiry-warnings";
+export { type ExpiryNotice, ExpiryWarnings, expiryMessage, WARN_MS } from "./expiry-warnings";
 export {
-  type Backend,
   BACKENDS,
+  type Backend,
   CredentialInfo,
   CredentialKind,
-  STANDARD,
   kindOf,
   last4,
+  STANDARD,
   setWarnings,
   validName,
   validValue,
 } from "./kinds";
+export { CredentialStore, type OpenOptions, type Resolved } from "./store";

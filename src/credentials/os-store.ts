@@ -4,12 +4,12 @@
  * index. Loading also asks for the standard names the index lacks, so an item someone stored
  * with `secret-tool store service lazy account anthropic` is found too.
  */
-import { ensurePrivateDir } from "../util/files";
+
 import { LazyError } from "../util/errors";
-import type { BackendImpl, Stored } from "./backend";
-import { scrub } from "./backend";
-import * as Index from "./index-file";
+import { ensurePrivateDir } from "../util/files";
+import { type BackendImpl, type Stored, scrub } from "./backend";
 import { folder } from "./file-backend";
+import * as Index from "./index-file";
 import { STANDARD } from "./kinds";
 
 /** The narrow surface each OS store offers; one file per store implements it. */

@@ -13,10 +13,10 @@ import {
   type Backend,
   type CredentialInfo,
   type CredentialKind,
-  STANDARD,
   cleanOutside,
   kindOf,
   last4,
+  STANDARD,
   validName,
   validValue,
 } from "./kinds";

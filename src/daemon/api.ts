@@ -8,40 +8,40 @@
  * The API takes the few things it uses (ApiDeps), not the daemon: daemon.ts builds them.
  */
 import type { Database } from "bun:sqlite";
-import { Elysia } from "elysia";
 import { timingSafeEqual } from "node:crypto";
+import { Elysia } from "elysia";
+import type { Bus } from "../bus";
+import type { Config } from "../config";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
-import type { Config } from "../config";
-import type { Bus } from "../bus";
 import { requestGuard, sessionCookie } from "./api-guard";
 import {
-  taskRoutes,
+  type AuthDeps,
+  askRoutes,
   authRoutes,
-  proxyRoutes,
-  statsRoutes,
-  eventRoutes,
+  type BuildDeps,
+  type Busy,
+  badBody,
+  boardRoutes,
+  buildRoutes,
+  type DaemonStatus,
   daemonRoutes,
   dashboardRoutes,
-  type TaskDeps,
-  type AuthDeps,
-  type GrantDeps,
-  type StatsDeps,
-  watchRoutes,
-  type WatchDeps,
-  type BuildDeps,
-  memoryRoutes,
-  askRoutes,
-  buildRoutes,
-  boardRoutes,
   diffRoutes,
-  reviewRoutes,
-  groupRoutes,
+  eventRoutes,
+  type GrantDeps,
   type GroupDeps,
-  badBody,
+  groupRoutes,
   issuesOf,
-  type Busy,
-  type DaemonStatus,
+  memoryRoutes,
+  proxyRoutes,
+  reviewRoutes,
+  type StatsDeps,
+  statsRoutes,
+  type TaskDeps,
+  taskRoutes,
+  type WatchDeps,
+  watchRoutes,
 } from "./routes";
 
 /** What the API needs from the daemon; each route file declares its own share. */

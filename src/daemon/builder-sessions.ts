@@ -5,8 +5,9 @@
  * was started from and ends the sessions whose process is gone (at start, and every SWEEP_MS).
  * The builder cap stays the last backstop (proxy/identity/grants.ts).
  */
-import type { ModelProxy } from "../proxy";
+
 import type { McpTokens } from "../mcp";
+import type { ModelProxy } from "../proxy";
 import type { Logger } from "../util/log";
 import { isAlive } from "../util/process";
 

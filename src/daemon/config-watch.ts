@@ -4,11 +4,11 @@
  * serving the last good, trusted config and says so (status and log). The trust record is
  * watched too, so `lazy trust` applies a waiting edit.
  */
-import { watch, statSync, type FSWatcher } from "node:fs";
+import { type FSWatcher, statSync, watch } from "node:fs";
 import { join } from "node:path";
-import { Trust, FILE, type Config } from "../config";
-import type { Logger } from "../util/log";
+import { type Config, FILE, Trust } from "../config";
 import { LazyError } from "../util/errors";
+import type { Logger } from "../util/log";
 
 export interface ConfigState {
   config: Config;

@@ -4,36 +4,35 @@
  * needs.
  */
 import type { Database } from "bun:sqlite";
-import type { Server } from "bun";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { Trust, FILE, type Config } from "../config";
-import * as Store from "../store";
-import { ensurePrivateDir, writeFileAtomic } from "../util/files";
-import { tryLock, type Lock } from "../util/flock";
-import * as Log from "../util/log";
-import { listen } from "../util/listen";
-import { LazyError } from "../util/errors";
-import { VERSION } from "../version";
-import * as Mcp from "../mcp";
-import type { McpTokens } from "../mcp";
-import * as Git from "../git";
-import { ModelProxy, Targets } from "../proxy";
+import type { Server } from "bun";
+import { Bus } from "../bus";
+import { type Config, FILE, Trust } from "../config";
 import { CredentialStore, ExpiryWarnings } from "../credentials";
+import { Egress } from "../egress";
+import * as Git from "../git";
+import * as Mcp from "../mcp";
+import { Notifier } from "../notify";
+import { ModelProxy, Targets } from "../proxy";
+import { Runner } from "../runner";
+import * as Store from "../store";
+import { LazyError } from "../util/errors";
+import { ensurePrivateDir, writeFileAtomic } from "../util/files";
+import { type Lock, tryLock } from "../util/flock";
+import { listen } from "../util/listen";
+import * as Log from "../util/log";
 import { lazyHome } from "../util/paths";
 import { urlHost } from "../util/url";
+import { VERSION } from "../version";
 import { api, longLived } from "./api";
-import { Runner } from "../runner";
-import { Egress } from "../egress";
-import { onLeak } from "./egress-leak";
-import { Bus } from "../bus";
-import { Notifier } from "../notify";
-import type { Busy, DaemonStatus } from "./routes";
-import { ConfigWatch } from "./config-watch";
-import * as State from "./state";
 import * as BuilderSessions from "./builder-sessions";
-import * as Ports from "./ports";
+import { ConfigWatch } from "./config-watch";
+import { onLeak } from "./egress-leak";
 import * as Keeper from "./keeper";
+import * as Ports from "./ports";
+import type { Busy, DaemonStatus } from "./routes";
+import * as State from "./state";
 
 export class Daemon {
   readonly version = VERSION;
@@ -58,7 +57,7 @@ export class Daemon {
     private readonly runner: Runner,
     private readonly bus: Bus,
     private readonly notifier: Notifier,
-    private readonly mcp: McpTokens,
+    private readonly mcp: Mcp.McpTokens,
     private lock: Lock,
     private log: Log.Logger,
     private configPresent: boolean,

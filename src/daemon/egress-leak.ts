@@ -6,10 +6,10 @@
  * task no longer runs, so a person's next message starts a turn as usual.
  */
 import type { Database } from "bun:sqlite";
-import * as Store from "../store";
 import type { Bus } from "../bus";
 import type { ModelProxy } from "../proxy";
 import type { Runner } from "../runner";
+import * as Store from "../store";
 import type { Logger } from "../util/log";
 
 export interface LeakDeps {

@@ -3,13 +3,13 @@
  * housekeeping). Every other part of lazy is a client of it. The CLI imports only the light
  * parts from here (state files, types); the daemon itself loads when `lazy daemon run` asks.
  */
-export * as State from "./state";
-export type { DaemonRecord } from "./state";
-export type { DaemonStatus, Busy } from "./routes";
+
 export type { Daemon } from "./daemon";
 export * as Keeper from "./keeper";
 /** What the API answers, route by route (the dashboard client imports these, type-only). */
-export type { Answers } from "./routes";
+export type { Answers, Busy, DaemonStatus } from "./routes";
+export type { DaemonRecord } from "./state";
+export * as State from "./state";
 
 /**
  * `lazy daemon run`: the keeper (keeper.ts), which runs `daemon` (this same command, marked

@@ -13,10 +13,10 @@
  */
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { writeFileAtomic, readOwn } from "../util/files";
+import { readOwn, writeFileAtomic } from "../util/files";
 import * as Log from "../util/log";
-import * as State from "./state";
 import { isAlive } from "../util/process";
+import * as State from "./state";
 
 /** The fifth crash within this window is the last one the keeper answers. */
 export const WINDOW_MS = 60_000;

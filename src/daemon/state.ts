@@ -3,12 +3,13 @@
  * (0600), the single-instance lock, the pid, the log, the record the CLI finds the daemon by
  * (daemon.json), and the task store. Nothing here lives under the project root.
  */
+
+import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { randomBytes } from "node:crypto";
-import { ensurePrivateDir, readOwn, writeFileAtomic } from "../util/files";
-import { stateDir, projectSlug } from "../util/paths";
 import { LazyError } from "../util/errors";
+import { ensurePrivateDir, readOwn, writeFileAtomic } from "../util/files";
+import { projectSlug, stateDir } from "../util/paths";
 
 /** The record a ready daemon leaves for the CLI (daemon.json). No zod here: every command reads it, and start-up time counts. */
 export interface DaemonRecord {

@@ -5,10 +5,10 @@
  * what the agent says it spent), and wall time (the time its turns ran, from its status events).
  */
 import type { Database } from "bun:sqlite";
-import { Tasks, type Task, type TaskEvent } from "../store";
-import { spentByTask } from "../spending";
 import type { Config } from "../config";
 import * as Git from "../git";
+import { spentByTask } from "../spending";
+import { type Task, type TaskEvent, Tasks } from "../store";
 import { taskDiff } from "./diff";
 
 export interface Verdict {

@@ -7,7 +7,7 @@
  * names of a task's ref shape are taken; packed refs or a reftable raise no event, and the
  * diff is then counted when asked, as before.
  */
-import { type FSWatcher, existsSync, watch } from "node:fs";
+import { existsSync, type FSWatcher, watch } from "node:fs";
 import { join } from "node:path";
 import * as Git from "../git";
 

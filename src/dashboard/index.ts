@@ -5,8 +5,9 @@
  * pages carry no data: the client trades the token in the URL fragment (never sent to a server
  * or a log) for a session cookie, then asks the API and follows its one live stream (SSE).
  */
-export { page, pageFor, CSP, type PageName } from "./pages";
-export { asset, ASSETS, type Asset } from "./assets";
-export { rows, why, type TaskRow } from "./rows";
-export { taskDiff, type Diff, type DiffFile } from "./diff";
-export { compare, wallTime, type Comparison, type Candidate, type Verdict } from "./compare";
+
+export { ASSETS, type Asset, asset } from "./assets";
+export { type Candidate, type Comparison, compare, type Verdict, wallTime } from "./compare";
+export { type Diff, type DiffFile, taskDiff } from "./diff";
+export { CSP, type PageName, page, pageFor } from "./pages";
+export { rows, type TaskRow, why } from "./rows";

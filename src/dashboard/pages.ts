@@ -5,7 +5,7 @@
  * but this origin's own files.
  */
 import { STATUSES } from "../store";
-import { SCRIPT, STYLE, ICON } from "./assets";
+import { ICON, SCRIPT, STYLE } from "./assets";
 import { GROUP_BODY } from "./compare-page";
 
 export type PageName = "home" | "tasks" | "task" | "watch" | "usage" | "group";

@@ -4,9 +4,9 @@
  * store and counters the CLI reads, so the page never shows a state the CLI would not.
  */
 import type { Database } from "bun:sqlite";
-import { Tasks, actions, type Action, type Task, type TaskEvent } from "../store";
-import { spentByTask, type Spent } from "../spending";
 import type { Config } from "../config";
+import { type Spent, spentByTask } from "../spending";
+import { type Action, actions, type Task, type TaskEvent, Tasks } from "../store";
 
 export interface TaskRow extends Task {
   /** What the task is doing or waiting for, in a sentence. */

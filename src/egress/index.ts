@@ -16,16 +16,16 @@
 import { readFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import type { Config } from "../config";
+import { type Fence, HostNet } from "../containers";
+import { type AuditBatch, AuditRecorder, type Grant } from "../proxy";
 import { LazyError } from "../util/errors";
 import { writeFileAtomic } from "../util/files";
-import { HostNet, type Fence } from "../containers";
-import { AuditRecorder, type AuditBatch, type Grant } from "../proxy";
 import type { Logger } from "../util/log";
 import { decide, isHostOwn, type Lookup, rulesOf } from "./policy";
-import { Listener, type Done, type Refusal, type Via } from "./server";
+import { type Done, Listener, type Refusal, type Via } from "./server";
 
-export { HEAD_TIMEOUT_MS, PER_SOURCE } from "./server";
 export { MAX_HEAD } from "./head";
+export { HEAD_TIMEOUT_MS, PER_SOURCE } from "./server";
 
 /** Where the egress proxy first tries to listen on a gateway (the model proxy's first is 26124). */
 export const FIRST_PORT = 26224;

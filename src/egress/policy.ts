@@ -16,7 +16,7 @@
  * company network's DNS often answers only its own names, and the proxy resolves the rest.
  */
 import { lookup } from "node:dns/promises";
-import { allows, DEFAULT_ALLOW, hostOf, parseAllow, type AllowEntry, type Config } from "../config";
+import { type AllowEntry, allows, type Config, DEFAULT_ALLOW, hostOf, parseAllow } from "../config";
 
 export type Decision =
   | { ok: true; address: string; family: 4 | 6; byName?: true }

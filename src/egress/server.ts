@@ -6,7 +6,7 @@
  */
 import type { Socket, TCPSocketListener } from "bun";
 import { absoluteHead, connectLine, OneRequest, statusOf, type Via } from "./chain";
-import { headEnd, MAX_HEAD, parse, type Head } from "./head";
+import { type Head, headEnd, MAX_HEAD, parse } from "./head";
 import type { Hooks, Refusal } from "./hooks";
 import { answer, flush, pass } from "./pipe";
 

@@ -10,31 +10,32 @@
  * on its branch but cannot move other refs, edit config or hooks, delete objects, or touch
  * another task's worktree.
  */
+
+import { createHash } from "node:crypto";
 import {
+  chownSync,
   closeSync,
   copyFileSync,
   existsSync,
+  lchownSync,
+  lstatSync,
   mkdirSync,
+  readdirSync,
   renameSync,
   rmSync,
   writeFileSync,
-  chownSync,
-  lchownSync,
-  lstatSync,
-  readdirSync,
 } from "node:fs";
-import { createHash } from "node:crypto";
+import { basename, dirname, join } from "node:path";
 import { inflateSync } from "node:zlib";
-import { basename, join, dirname } from "node:path";
-import { LazyError } from "../util/errors";
 import * as AgentDir from "../util/agent-dir";
 import { readRegular } from "../util/bounded-read";
-import { HARDENED, git, gitAsync, gitEnv } from "./run";
+import { LazyError } from "../util/errors";
+import { git, gitAsync, gitEnv, HARDENED } from "./run";
 
 export const BRANCH_PREFIX = "lazy/";
 
+export { blockerMessage, changedFiles, commitsToMerge, diffStat, merge, mergeBlockers } from "./merge";
 export { git, gitAsync, gitBytes, gitRead } from "./run";
-export { commitsToMerge, diffStat, changedFiles, mergeBlockers, blockerMessage, merge } from "./merge";
 
 export function commonDir(root: string): string {
   return join(root, git(root, ["rev-parse", "--git-common-dir"]).out.trim()).replace(/\/\.$/, "");

@@ -88,7 +88,7 @@ async function readOut(cwd: string, args: string[], maxBytes: number): Promise<{
  */
 export async function gitRead(cwd: string, args: string[], maxBytes = 64 * 1024): Promise<string | null> {
   const r = await readOut(cwd, args, maxBytes);
-  return r && r.bytes.toString("utf8", 0, Math.min(r.bytes.length, maxBytes));
+  return r?.bytes.toString("utf8", 0, Math.min(r.bytes.length, maxBytes)) ?? null;
 }
 
 /**

@@ -9,9 +9,10 @@
  * `--strict-mcp-config` keeps .mcp.json's servers from starting. `-p` skips the trust dialog
  * that would otherwise ask. CLAUDE.md still loads: it is instructions, not code.
  */
+
+import * as Mcp from "./mcp";
 import type { Harness } from "./types";
 import * as Worktree from "./worktree";
-import * as Mcp from "./mcp";
 
 const SETTINGS = [".claude/settings.json", ".claude/settings.local.json"];
 const FOLDERS = [".claude/skills", ".claude/agents", ".claude/commands", ".claude/output-styles"];

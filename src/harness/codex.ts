@@ -10,9 +10,9 @@
  */
 import { stringify } from "smol-toml";
 import { LazyError } from "../util/errors";
+import * as Mcp from "./mcp";
 import type { Harness } from "./types";
 import * as Worktree from "./worktree";
-import * as Mcp from "./mcp";
 
 export const codex: Harness = {
   name: "codex",

@@ -7,9 +7,10 @@
  * Code's project settings. In an agent-written worktree (lazy pair) a launch is refused while
  * the worktree carries any of it.
  */
+
+import * as Mcp from "./mcp";
 import type { Harness } from "./types";
 import * as Worktree from "./worktree";
-import * as Mcp from "./mcp";
 
 /** Project files cursor-agent reads that can run code (hooks, MCP servers) or set permissions. */
 const PROJECT = [

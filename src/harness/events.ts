@@ -5,9 +5,10 @@
  * not JSON, or an event lazy does not model, is skipped (the raw output stays in the turn's
  * folder).
  */
-import type { Harness } from "./types";
+
 import { SERVER } from "./mcp";
 import { contentText, toolInput, toolOutput } from "./tool-text";
+import type { Harness } from "./types";
 
 export type TaskEvent =
   | { kind: "message"; data: { text: string } }

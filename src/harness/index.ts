@@ -6,22 +6,21 @@
  * is turned off and named, or, where the harness has no switch for it, the launch is refused.
  */
 import { mkdirSync } from "node:fs";
-import { join, dirname } from "node:path";
-import { writeFileAtomic, ensurePrivateDir } from "../util/files";
+import { dirname, join } from "node:path";
 import * as AgentDir from "../util/agent-dir";
 import { LazyError } from "../util/errors";
-import type { Harness, Launch, Prepared, RealCredential, CredentialSlot } from "./types";
-import { CREDENTIAL_VARS } from "./types";
+import { ensurePrivateDir, writeFileAtomic } from "../util/files";
 import { claude } from "./claude";
 import { codex } from "./codex";
-import { pi } from "./pi";
 import { cursor } from "./cursor";
+import { pi } from "./pi";
+import { CREDENTIAL_VARS, type CredentialSlot, type Harness, type Launch, type Prepared, type RealCredential } from "./types";
 
 import { printable } from "./worktree";
 
-export type { Harness, Launch, Prepared, Inspection, RealCredential, CredentialSlot } from "./types";
-export { CREDENTIAL_VARS } from "./types";
 export * as Sessions from "./sessions";
+export type { CredentialSlot, Harness, Inspection, Launch, Prepared, RealCredential } from "./types";
+export { CREDENTIAL_VARS } from "./types";
 
 const harnesses: Record<Launch["profile"]["harness"], Harness> = { claude, codex, pi, cursor };
 
@@ -102,4 +101,5 @@ export function environment(base: Record<string, string | undefined>, prepared: 
 
 const PROXY_VARS = ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"];
 const LOOPBACK = ["127.0.0.1", "localhost", "::1"];
+
 export { parse as parseEvent, type TaskEvent as HarnessEvent } from "./events";

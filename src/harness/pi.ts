@@ -11,9 +11,10 @@
  * worktree whose settings choose what runs commands (shellPath, shellCommandPrefix, npmCommand)
  * is refused.
  */
+
+import * as Mcp from "./mcp";
 import type { Harness } from "./types";
 import * as Worktree from "./worktree";
-import * as Mcp from "./mcp";
 
 /** Settings that name a program Pi runs. */
 const RUNS = ["shellPath", "shellCommandPrefix", "npmCommand"];

@@ -5,7 +5,7 @@
  * only copies of the session transcripts (read without following a link, bounded), and what the
  * pair added to them is copied back afterwards, so the next container turn resumes it.
  */
-import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, lstatSync } from "node:fs";
+import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import * as AgentDir from "../util/agent-dir";
 import { ensurePrivateDir, writeFileAtomic } from "../util/files";

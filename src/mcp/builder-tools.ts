@@ -6,7 +6,7 @@
 import type { Database } from "bun:sqlite";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
-import { Tasks, STATUSES, type Task } from "../store";
+import { STATUSES, type Task, Tasks } from "../store";
 import { promptSchema } from "../util/prompt";
 
 export interface BuilderToolDeps {

@@ -7,16 +7,15 @@
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { VERSION } from "../version";
 import { Tasks } from "../store";
+import { VERSION } from "../version";
+import { type BuilderToolDeps, registerBuilderTools } from "./builder-tools";
 import { registerTaskTools, type TaskToolDeps } from "./tools";
-import { registerBuilderTools, type BuilderToolDeps } from "./builder-tools";
 
-export { type McpTokens, type McpToken, GRANTS_FILE as MCP_TOKENS_FILE } from "../proxy";
-export { PROGRESS_PER_MINUTE, MEMORY_PER_TURN } from "./bounds";
+export { GRANTS_FILE as MCP_TOKENS_FILE, MCP_PATH, type McpToken, type McpTokens } from "../proxy";
+export { MEMORY_PER_TURN, PROGRESS_PER_MINUTE } from "./bounds";
 
-export { MCP_PATH } from "../proxy";
-import { MCP_NO_TOKEN, notLive, offPinFrom, pinnedTo, type McpToken, type McpTokens } from "../proxy";
+import { MCP_NO_TOKEN, type McpToken, type McpTokens, notLive, offPinFrom, pinnedTo } from "../proxy";
 
 export interface McpDeps extends TaskToolDeps, BuilderToolDeps {
   /** The grant registry's MCP tokens (proxy/identity): their pins and revocations are the registry's. */

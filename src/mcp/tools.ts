@@ -9,9 +9,9 @@
 import type { Database } from "bun:sqlite";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { z } from "zod";
-import { Memory, Runs, Tasks, type Task } from "../store";
 import type { Config } from "../config";
 import { overFor, spentByTask, taskLimit } from "../spending";
+import { Memory, Runs, type Task, Tasks } from "../store";
 import { MEMORY_PER_TURN, MemoryBound, PROGRESS_PER_MINUTE, ProgressBound } from "./bounds";
 
 export interface TaskToolDeps {

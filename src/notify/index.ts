@@ -10,13 +10,13 @@ import type { Bus, StatusChange } from "../bus";
 import type { Config } from "../config";
 import type { Logger } from "../util/log";
 import { VERSION } from "../version";
-import * as Payload from "./payload";
 import * as Desktop from "./desktop";
+import * as Payload from "./payload";
 import { Webhook } from "./webhook";
 
-export { desktopTool, argv as desktopArgv, type DesktopTool } from "./desktop";
-export { originOf, Webhook, BACKOFF_MS, TIMEOUT_MS } from "./webhook";
-export { build, type Notification, type Event } from "./payload";
+export { argv as desktopArgv, type DesktopTool, desktopTool } from "./desktop";
+export { build, type Event, type Notification } from "./payload";
+export { BACKOFF_MS, originOf, TIMEOUT_MS, Webhook } from "./webhook";
 
 export interface NotifierDeps {
   db: Database;

@@ -5,7 +5,7 @@
  */
 import type { Database } from "bun:sqlite";
 import type { StatusChange } from "../bus";
-import { Tasks, type Status } from "../store";
+import { type Status, Tasks } from "../store";
 
 export const EVENTS = ["waiting", "done", "failed"] as const;
 export type Event = (typeof EVENTS)[number];

@@ -26,19 +26,20 @@
  * in, and its turn folder mirrored back as a remote task's is (runner/remote.ts); the tree's
  * volume goes with the container. No warm container is kept there.
  */
-import { mkdirSync, lchownSync, readdirSync, rmSync } from "node:fs";
-import { join } from "node:path";
-import { randomBytes } from "node:crypto";
+
 import type { Database } from "bun:sqlite";
-import { defaultProfile, resolveLimits, resolveProfile, type Config, type ResolvedProfile } from "../config";
+import { randomBytes } from "node:crypto";
+import { lchownSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { type Config, defaultProfile, type ResolvedProfile, resolveLimits, resolveProfile } from "../config";
 import { BIN, containerEnv, Image, linuxBinary, type ProjectContainers, type Runtime } from "../containers";
 import * as Harness from "../harness";
 import type { ModelProxy } from "../proxy";
 import type { Task } from "../store";
+import { FILES } from "../supervisor";
 import * as AgentDir from "../util/agent-dir";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
-import { FILES } from "../supervisor";
 import * as Outcome from "./outcome";
 
 export interface OwnCallDeps {

@@ -3,6 +3,6 @@
  * container launched the way an agent turn is (calls.ts; how it ends, outcome.ts); the prompts
  * (prompts.ts); project memory, handed to new tasks and compacted by a call (memory.ts).
  */
-export { OwnCalls, SPARE_IDLE_MS, type Answer, type OwnCallDeps, type RemoteCalls } from "./calls";
-export { Compactor, withMemory, AGENT_COMPACT_EVERY_MS } from "./memory";
-export { summaryPrompt, askPrompt, reportPrompt } from "./prompts";
+export { type Answer, type OwnCallDeps, OwnCalls, type RemoteCalls, SPARE_IDLE_MS } from "./calls";
+export { AGENT_COMPACT_EVERY_MS, Compactor, withMemory } from "./memory";
+export { askPrompt, reportPrompt, summaryPrompt } from "./prompts";

@@ -6,8 +6,8 @@
 import { join } from "node:path";
 import type { Runtime } from "../containers";
 import * as Harness from "../harness";
+import { type Exit, FILES } from "../supervisor";
 import * as AgentDir from "../util/agent-dir";
-import { FILES, type Exit } from "../supervisor";
 
 /** How long one call may take, model included. */
 const DEADLINE_MS = 10 * 60_000;

@@ -6,7 +6,7 @@
  */
 import type { Database } from "bun:sqlite";
 import * as Git from "../git";
-import { Memory, Tasks, type Task } from "../store";
+import { Memory, type Task, Tasks } from "../store";
 
 /** The first prompt of a task, with the project's memory notes after it (when there are any). */
 export function memoryPrompt(prompt: string, notes: ReturnType<typeof Memory.within>): string {

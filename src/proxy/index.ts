@@ -10,27 +10,27 @@
  * plugins/, mcp-bridge/ (lazy's MCP route, answered on the main thread). This file is their
  * face to the rest of lazy, and holds nothing of its own.
  */
-export { ModelProxy, type LaunchGrant, type ProxyState } from "./main";
+
+export type { Batch as AuditBatch, Row as AuditRow } from "./audit";
+export { Recorder as AuditRecorder } from "./audit";
 export {
-  Targets,
-  type Target,
+  GRANTS_FILE,
   type Grant,
   type Grants,
-  notLive,
   liveKey,
-  offPinFrom,
-  pinnedTo,
-  type McpTokens,
   type McpToken,
+  type McpTokens,
+  notLive,
+  offPinFrom,
   Pid,
-  GRANTS_FILE,
+  pinnedTo,
+  type Target,
+  Targets,
 } from "./identity";
-export { FAILURE_KINDS, type ProviderHealth } from "./meters";
+export { type LaunchGrant, ModelProxy, type ProxyState } from "./main";
+export { MCP_NO_TOKEN, MCP_PATH, type McpHandler } from "./mcp-bridge";
 export type { LimitView } from "./meters";
-export type { Row as AuditRow, Batch as AuditBatch } from "./audit";
-export { Recorder as AuditRecorder } from "./audit";
-export { refusalCause } from "./meters";
-export { MCP_PATH, MCP_NO_TOKEN, type McpHandler } from "./mcp-bridge";
-export { CURSOR_PREFIX } from "./request";
+export { FAILURE_KINDS, type ProviderHealth, refusalCause } from "./meters";
 export * as Plugins from "./plugins";
-export type { Stats, McpAdmit, McpWho } from "./thread";
+export { CURSOR_PREFIX } from "./request";
+export type { McpAdmit, McpWho, Stats } from "./thread";

@@ -14,7 +14,7 @@
  * invisible code points in names (git's own list, utf8.c is_hfs_dotgit).
  */
 import { basename, posix } from "node:path";
-import { load, FILE } from "../config";
+import { FILE, load } from "../config";
 
 /** Folders (at any depth) whose files a harness loads as configuration. */
 const FOLDERS: Record<string, string> = {

@@ -7,14 +7,14 @@
  */
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { Tasks, Runs, HeldTurns, canMove, type Task } from "../store";
 import { FILE as CONFIG_FILE } from "../config";
 import * as Git from "../git";
+import { type OwnCalls, summaryPrompt } from "../own-calls";
 import type { ModelProxy } from "../proxy";
+import { canMove, HeldTurns, Runs, type Task, Tasks } from "../store";
 import { LazyError } from "../util/errors";
-import type { TaskAccess } from "./task-access";
-import { summaryPrompt, type OwnCalls } from "../own-calls";
 import { configBearing } from "./config-files";
+import type { TaskAccess } from "./task-access";
 
 export interface EndingsDeps extends TaskAccess {
   slug: string;

@@ -16,10 +16,10 @@
 import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { Tasks, isFinal, type Task } from "../store";
-import { resolveProfile, resolveLimits, type Config } from "../config";
-import { BIN, containerEnv, Image, taskMounts, type ProjectContainers } from "../containers";
+import { type Config, resolveLimits, resolveProfile } from "../config";
+import { BIN, containerEnv, Image, type ProjectContainers, taskMounts } from "../containers";
 import * as Git from "../git";
+import { isFinal, type Task, Tasks } from "../store";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import type { Ledger } from "./ledger";

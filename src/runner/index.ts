@@ -6,26 +6,26 @@
  * network, image) is containers/'s.
  */
 import type { Database } from "bun:sqlite";
-import { Tasks, Runs, type Task } from "../store";
-import { defaultProfile, resolveProfile, type Config } from "../config";
-import { ProjectContainers, type Engine, type Fence, type LinkLocalGuard } from "../containers";
-import type { ModelProxy } from "../proxy";
-import type { McpTokens } from "../mcp";
+import type { Bus } from "../bus";
+import { type Config, defaultProfile, resolveProfile } from "../config";
+import { type Engine, type Fence, type LinkLocalGuard, ProjectContainers } from "../containers";
 import type { Egress } from "../egress";
+import type { McpTokens } from "../mcp";
+import { Compactor, OwnCalls } from "../own-calls";
+import type { ModelProxy } from "../proxy";
+import { Budgets, Holds } from "../spending";
+import { Runs, type Task, Tasks } from "../store";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
-import type { Bus } from "../bus";
-import { Holds, Budgets } from "../spending";
-import { Compactor, OwnCalls } from "../own-calls";
-import { TurnWatch } from "./turn-watch";
-import { RemoteTasks } from "./remote-tasks";
 import { Endings } from "./endings";
 import { Groups, type NewGroup } from "./groups";
-import type { TaskAccess } from "./task-access";
-import { Ledger } from "./ledger";
-import { Workspaces, type PairWorkspace } from "./workspace";
 import { Launcher } from "./launch";
+import { Ledger } from "./ledger";
 import { Reconciler } from "./reconcile";
+import { RemoteTasks } from "./remote-tasks";
+import type { TaskAccess } from "./task-access";
+import { TurnWatch } from "./turn-watch";
+import { type PairWorkspace, Workspaces } from "./workspace";
 
 export interface RunnerDeps {
   root: string;
@@ -312,4 +312,4 @@ export class Runner {
     this.turns.stopAll();
   }
 }
-export { MAX_CANDIDATES, CHECK_TIMEOUT_MS, type NewGroup } from "./groups";
+export { CHECK_TIMEOUT_MS, MAX_CANDIDATES, type NewGroup } from "./groups";

@@ -7,24 +7,23 @@
 import type { Database } from "bun:sqlite";
 import { lchownSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { Tasks, Runs, canMove, isFinal, type Task } from "../store";
-import { resolveLimits, resolveProfile, type Config, type ResolvedProfile } from "../config";
-import { Engine, Image, type ProjectContainers, type Runtime } from "../containers";
+import { type Config, type ResolvedProfile, resolveLimits, resolveProfile } from "../config";
+import { BIN, containerEnvOf, Engine, Image, type ProjectContainers, type Runtime, taskMounts } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
-import { MCP_PATH, type ModelProxy } from "../proxy";
 import type { McpTokens } from "../mcp";
-import type { Holds, Budgets } from "../spending";
-import { LazyError } from "../util/errors";
-import { argvProblem } from "../util/prompt";
-import * as AgentDir from "../util/agent-dir";
-import type { Logger } from "../util/log";
-import { BIN, containerEnvOf, taskMounts } from "../containers";
 import { withMemory } from "../own-calls";
-import type { TurnWatch } from "./turn-watch";
+import { MCP_PATH, type ModelProxy } from "../proxy";
+import type { Budgets, Holds } from "../spending";
+import { canMove, isFinal, Runs, type Task, Tasks } from "../store";
+import * as AgentDir from "../util/agent-dir";
+import { LazyError } from "../util/errors";
+import type { Logger } from "../util/log";
+import { argvProblem } from "../util/prompt";
+import type { Ledger } from "./ledger";
 import * as Remote from "./remote";
 import type { RemoteTasks } from "./remote-tasks";
-import type { Ledger } from "./ledger";
+import type { TurnWatch } from "./turn-watch";
 import type { Workspaces } from "./workspace";
 
 export interface LaunchDeps {

@@ -5,8 +5,8 @@
  * runner's parts (launch, reconcile, turn-watch, endings, groups, remote) share one ledger.
  */
 import type { Database } from "bun:sqlite";
-import { Tasks, type Status, type Task } from "../store";
 import type { Bus } from "../bus";
+import { type Status, type Task, Tasks } from "../store";
 
 export interface LedgerDeps {
   db: Database;

@@ -5,17 +5,17 @@
  * container is halted when the turn ends; `lazy daemon stop` leaves nothing of the project running.
  */
 import type { Database } from "bun:sqlite";
-import { Tasks, Runs, isFinal, type Task } from "../store";
 import type { Config } from "../config";
 import type { ProjectContainers, Runtime } from "../containers";
-import type { ModelProxy } from "../proxy";
 import type { Egress } from "../egress";
+import type { OwnCalls } from "../own-calls";
+import type { ModelProxy } from "../proxy";
+import { isFinal, Runs, type Task, Tasks } from "../store";
 import type { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
-import type { TurnWatch } from "./turn-watch";
-import type { RemoteTasks } from "./remote-tasks";
-import type { OwnCalls } from "../own-calls";
 import type { Ledger } from "./ledger";
+import type { RemoteTasks } from "./remote-tasks";
+import type { TurnWatch } from "./turn-watch";
 
 export interface ReconcileDeps {
   slug: string;

@@ -6,14 +6,12 @@
  * And the same for lazy's own calls there (`calls`, handed to own-calls/ by the runner).
  */
 import { join } from "node:path";
-import type { Runtime } from "../containers";
-import { Image } from "../containers";
+import { Image, linuxBinary, type Runtime } from "../containers";
 import type * as Git from "../git";
 import { MCP_PATH } from "../proxy";
 import type { Task } from "../store";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
-import { linuxBinary } from "../containers";
 import type { Ledger } from "./ledger";
 import { binaryVolume, bringBack, mirrorTurn, objectsVolume, probe, pullTurn, ship, shipCall, shipHarness, treeVolume } from "./remote";
 

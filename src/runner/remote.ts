@@ -17,9 +17,11 @@
  * read, its committed tree at HEAD (git archive) in a volume of its own, mounted read-only and
  * removed with the call (treeVolume): nothing uncommitted, untracked or ignored (.env) travels.
  */
+
+import { createHash } from "node:crypto";
 import {
-  closeSync,
   constants as C,
+  closeSync,
   fstatSync,
   lstatSync,
   openSync,
@@ -30,12 +32,10 @@ import {
   writeFileSync,
 } from "node:fs";
 import { basename, dirname, join, relative } from "node:path";
-import { createHash } from "node:crypto";
-import { Tar, type Runtime } from "../containers";
+import { BIN, type Runtime, Tar } from "../containers";
 import * as Git from "../git";
-import * as AgentDir from "../util/agent-dir";
-import { BIN } from "../containers";
 import { FILES } from "../supervisor";
+import * as AgentDir from "../util/agent-dir";
 import { LazyError } from "../util/errors";
 
 /** Where the repository's objects are in the container (the private objects' alternates). */

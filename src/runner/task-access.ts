@@ -4,9 +4,9 @@
  * (workspace.ts), and the Docker engine. The runner owns them; the parts borrow.
  */
 import type { Database } from "bun:sqlite";
-import type { Task } from "../store";
 import type { Runtime } from "../containers";
 import type * as Git from "../git";
+import type { Task } from "../store";
 import type { Logger } from "../util/log";
 import type { Ledger } from "./ledger";
 

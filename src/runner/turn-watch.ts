@@ -8,16 +8,15 @@
  * and what one turn may store of its events is bounded (TURN_EVENTS, TURN_BYTES).
  */
 import { join } from "node:path";
-import { Tasks, Runs, type Task, type Run, type Status } from "../store";
-import { resolveProfile, type Config } from "../config";
-import { Image } from "../containers";
+import { type Config, resolveProfile } from "../config";
+import { BIN, Image } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
+import type { Budgets } from "../spending";
+import { type Run, Runs, type Status, type Task, Tasks } from "../store";
+import { type Exit, FILES } from "../supervisor";
 import * as AgentDir from "../util/agent-dir";
 import type { TaskAccess } from "./task-access";
-import { FILES, type Exit } from "../supervisor";
-import { BIN } from "../containers";
-import type { Budgets } from "../spending";
 
 /** How much of a turn's events one poll reads, and the longest event line kept. */
 const READ_CHUNK = 4 * 1024 * 1024;

@@ -6,11 +6,11 @@
 import type { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
-import { Tasks, Runs, isFinal, type Task } from "../store";
 import { Engine } from "../containers";
 import * as Git from "../git";
-import { LazyError } from "../util/errors";
+import { isFinal, Runs, type Task, Tasks } from "../store";
 import * as AgentDir from "../util/agent-dir";
+import { LazyError } from "../util/errors";
 import type { Ledger } from "./ledger";
 
 export interface WorkspaceDeps {

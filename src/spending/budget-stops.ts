@@ -5,12 +5,12 @@
  * `waiting` with reason `budget` until a human raises it (lazy task budget) or closes it.
  */
 import type { Database } from "bun:sqlite";
-import { Runs, Tasks, canMove, isFinal, type Task, type Status } from "../store";
 import type { Config } from "../config";
 import type { ModelProxy } from "../proxy";
-import type { Logger } from "../util/log";
+import { canMove, isFinal, Runs, type Status, type Task, Tasks } from "../store";
 import { LazyError } from "../util/errors";
-import { dayOver, overFor, spentByTask, taskLimit, taskOver, type Over } from "./budget";
+import type { Logger } from "../util/log";
+import { dayOver, type Over, overFor, spentByTask, taskLimit, taskOver } from "./budget";
 
 export interface BudgetDeps {
   db: Database;

@@ -5,9 +5,9 @@
  * request and waits with reason `budget`; never a silent cap, never a silent overrun.
  */
 import type { Database } from "bun:sqlite";
-import { resolveProfile, type Config } from "../config";
+import { type Config, resolveProfile } from "../config";
 import { Runs, Tasks, Usage } from "../store";
-import { costOf, priceOf, tokensOf, type Tokens } from "./prices";
+import { costOf, priceOf, type Tokens, tokensOf } from "./prices";
 
 export interface Spent extends Tokens {
   requests: number;

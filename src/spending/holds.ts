@@ -6,11 +6,11 @@
  * the held turns by itself, oldest first, one at a time.
  */
 import type { Database } from "bun:sqlite";
-import { HeldTurns, Tasks, canMove, isFinal, type Task, type Status } from "../store";
 import type { Config, ResolvedProfile } from "../config";
 import type { ModelProxy } from "../proxy";
+import { canMove, HeldTurns, isFinal, type Status, type Task, Tasks } from "../store";
 import type { Logger } from "../util/log";
-import { pauseOf, type Pause } from "./pause";
+import { type Pause, pauseOf } from "./pause";
 
 export interface HoldDeps {
   db: Database;

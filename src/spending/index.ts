@@ -9,20 +9,21 @@
  * The runner asks this room before a turn starts and after it ends; the daemon's routes, the
  * dashboard and the MCP tools read what was spent from here.
  */
-export { pauseOf, windowKey, type Pause } from "./pause";
-export { Holds, type HoldDeps } from "./holds";
+
 export {
-  overFor,
+  type BudgetReport,
   dayOver,
-  taskOver,
+  type Over,
+  overFor,
   report,
+  type Spent,
   spentByTask,
   spentOnDay,
   taskLimit,
+  taskOver,
   today,
-  type Over,
-  type Spent,
-  type BudgetReport,
 } from "./budget";
-export { Budgets, type BudgetDeps } from "./budget-stops";
-export { PRICES, priceOf, costOf, tokensOf } from "./prices";
+export { type BudgetDeps, Budgets } from "./budget-stops";
+export { type HoldDeps, Holds } from "./holds";
+export { type Pause, pauseOf, windowKey } from "./pause";
+export { costOf, PRICES, priceOf, tokensOf } from "./prices";

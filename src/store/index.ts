@@ -7,18 +7,18 @@ import { Database } from "bun:sqlite";
 import { closeSync, existsSync, openSync } from "node:fs";
 import { MIGRATIONS } from "./migrations";
 
-export * as Tasks from "./tasks";
-export type { Task, TaskEvent } from "./tasks";
-export * as Runs from "./runs";
-export type { Run } from "./runs";
-export * as HeldTurns from "./held";
-export * as Memory from "./memory";
-export type { Note } from "./memory";
-export type { Held } from "./held";
-export * as Usage from "./usage";
-export * as Readings from "./readings";
 export * as AuditBatches from "./audit";
+export type { Held } from "./held";
+export * as HeldTurns from "./held";
+export type { Note } from "./memory";
+export * as Memory from "./memory";
+export * as Readings from "./readings";
+export type { Run } from "./runs";
+export * as Runs from "./runs";
 export * from "./status";
+export type { Task, TaskEvent } from "./tasks";
+export * as Tasks from "./tasks";
+export * as Usage from "./usage";
 
 export function open(file: string): Database {
   // Task prompts and the audit trail are the user's business: 0600, like the rest of the state

@@ -6,7 +6,7 @@ import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { LazyError } from "../util/errors";
-import { canMove, allowedFrom, isStatus, STATUSES, type Status } from "./status";
+import { allowedFrom, canMove, isStatus, STATUSES, type Status } from "./status";
 
 export const Task = z.object({
   id: z.string().describe("Hex id; any unique prefix of at least 4 characters refers to it."),

@@ -11,10 +11,10 @@
  * it. lazy's own calls keep one such container warm, the harness started and waiting.
  */
 import { spawn } from "node:child_process";
-import { appendFileSync, createWriteStream, mkdirSync, writeFileSync, renameSync, readFileSync, watch } from "node:fs";
+import { appendFileSync, createWriteStream, mkdirSync, readFileSync, renameSync, watch, writeFileSync } from "node:fs";
+import { constants } from "node:os";
 import { basename, dirname, join } from "node:path";
 import type { Writable } from "node:stream";
-import { constants } from "node:os";
 
 export const FILES = { events: "events.jsonl", stderr: "stderr.log", pid: "pid", started: "started.json", exit: "exit.json" } as const;
 

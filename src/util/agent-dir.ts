@@ -13,23 +13,24 @@
  * `LinkRefused` naming the path. Reads are bounded; writes go to a fresh file that is renamed
  * over the name (a rename replaces a link, it never writes through it).
  */
+
+import { randomBytes } from "node:crypto";
 import {
-  closeSync,
   constants as C,
+  closeSync,
   fchownSync,
   fstatSync,
+  fsyncSync,
+  lstatSync,
   mkdirSync,
   openSync,
   readdirSync,
   readSync,
   renameSync,
+  type Stats,
   unlinkSync,
   writeSync,
-  fsyncSync,
-  lstatSync,
-  type Stats,
 } from "node:fs";
-import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { LazyError } from "./errors";
 

@@ -2,7 +2,10 @@
  * Secret-safe file writes: `open(tmp, "wx", mode)`, write, fsync, rename. Bun.write ignores
  * the mode (it creates 0644), so everything under the state folder is written through here.
  */
+
+import { randomBytes } from "node:crypto";
 import {
+  chmodSync,
   closeSync,
   fstatSync,
   fsyncSync,
@@ -13,10 +16,8 @@ import {
   rmSync,
   statSync,
   writeSync,
-  chmodSync,
 } from "node:fs";
-import { dirname, basename, join } from "node:path";
-import { randomBytes } from "node:crypto";
+import { basename, dirname, join } from "node:path";
 
 /**
  * A record only this user could have written (daemon.json, trusted.json), read through one

@@ -4,7 +4,7 @@
  * lock and read-modify-write of shared files (the file credential store) both rely on it.
  */
 import { dlopen, FFIType } from "bun:ffi";
-import { openSync, closeSync } from "node:fs";
+import { closeSync, openSync } from "node:fs";
 
 const LOCK_EX = 2;
 const LOCK_NB = 4;

@@ -4,7 +4,7 @@
  * threads of one process sharing a port the caller has made sure is its own (proxy/listen/shared-port.ts):
  * exactly that port, with reusePort.
  */
-import type { Server, ServeOptions } from "bun";
+import type { ServeOptions, Server } from "bun";
 
 type Options = Omit<ServeOptions, "hostname" | "port" | "reusePort"> & {
   fetch: (req: Request, server: Server<undefined>) => Response | Promise<Response>;

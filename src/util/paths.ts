@@ -2,10 +2,11 @@
  * Where lazy keeps its state: `~/.lazy` (moved by LAZY_HOME), and per project
  * `~/.lazy/daemon/<slug>/`, the slug derived from the project root's real path.
  */
-import { homedir } from "node:os";
-import { join, basename, resolve, dirname } from "node:path";
-import { realpathSync, existsSync } from "node:fs";
+
 import { createHash } from "node:crypto";
+import { existsSync, realpathSync } from "node:fs";
+import { homedir } from "node:os";
+import { basename, dirname, join, resolve } from "node:path";
 
 export function lazyHome(): string {
   return process.env.LAZY_HOME ? resolve(process.env.LAZY_HOME) : join(homedir(), ".lazy");

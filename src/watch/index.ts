@@ -9,9 +9,9 @@
  */
 import type { Database } from "bun:sqlite";
 import type { Bus } from "../bus";
-import { Tasks, type TaskEvent } from "../store";
-import { refusalCause, type AuditRow } from "../proxy";
 import type { ExpiryNotice, ExpiryWarnings } from "../credentials";
+import { type AuditRow, refusalCause } from "../proxy";
+import { type TaskEvent, Tasks } from "../store";
 
 export interface TaskTag {
   id: string;

@@ -9,9 +9,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { sh, type Project } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
 import { containerProject, edit, teardown } from "../helpers/fixtures";
+import { type Project, sh } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 const KEY = `sk-ant-api03-BESTOFATTACK-${"z".repeat(64)}AA`;
 const CHECK = "grep -qx good which.txt";

@@ -14,14 +14,15 @@
  *   sequence in a code is shown as text by task budget's and stop's messages and task show, never
  *   obeyed (that part held before this change too: print and say show control bytes as text).
  */
-import { afterAll, describe, expect, test } from "bun:test";
+
 import { Database } from "bun:sqlite";
-import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, symlinkSync, writeFileSync, ftruncateSync } from "node:fs";
+import { afterAll, describe, expect, test } from "bun:test";
 import { execFileSync } from "node:child_process";
+import { chmodSync, closeSync, existsSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { BIN, Project, cleanupAll } from "../helpers/lazy";
-import { scratched, lazyWithin } from "../helpers/fixtures";
+import { lazyWithin, scratched } from "../helpers/fixtures";
+import { BIN, cleanupAll, Project } from "../helpers/lazy";
 import { has } from "../helpers/shells";
 
 const scratch: string[] = [];

@@ -13,9 +13,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, chownSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, isAlive, until } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
 import { edit, oneRequest, upstream } from "../helpers/fixtures";
+import { cleanupAll, isAlive, Project, until } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-FRESHATTACK-" + "f".repeat(69) + "AA";
 let good: Mock.MockProvider;

@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Project, cleanupAll, until, sh } from "../helpers/lazy";
+import { containerProject, launched, launchedStatus, settled } from "../helpers/fixtures";
+import { cleanupAll, type Project, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, settled, launched, launchedStatus } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-HOSTILEAGENT-" + "h".repeat(68) + "AA";
 let anthropic: Mock.MockProvider;

@@ -10,13 +10,14 @@
  * past its bound.
  * Needs a real Docker engine (CI starts one).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+
 import { Database } from "bun:sqlite";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { type Project, cleanupAll, until, sh } from "../helpers/lazy";
+import { containerProject, launched, launchedStatus, settled } from "../helpers/fixtures";
+import { cleanupAll, type Project, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, settled, launched, launchedStatus } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-LIFETIMEATTACK-" + "l".repeat(65) + "AA";
 /** The memory bound the attacks run under (the default is half the host's memory). */

@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
-import { type Project, cleanupAll } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
 import { keyedProject } from "../helpers/fixtures";
+import { cleanupAll, type Project } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 const KEY = "crsr_REAL" + "k".repeat(56);
 const ANTHROPIC_KEY = "sk-ant-api03-REAL-" + "a".repeat(80) + "AA";

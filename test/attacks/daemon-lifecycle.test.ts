@@ -13,8 +13,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BIN, Project, cleanupAll, isAlive, sh, until } from "../helpers/lazy";
 import { containerProject, inFlight, keeperPid, removeContainers, settled } from "../helpers/fixtures";
+import { BIN, cleanupAll, isAlive, Project, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-LIFECYCLEATTACK-" + "l".repeat(66) + "AA";

@@ -13,10 +13,10 @@
  * company proxy helper needs: it refuses CONNECT to port 80, where the old code failed outright).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { type CompanyProxy, companyProxy } from "../helpers/company-proxy";
+import { bash, containerProject, launched, removeContainers, settled } from "../helpers/fixtures";
 import { cleanupAll, type Project } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { bash, containerProject, removeContainers, settled, launched } from "../helpers/fixtures";
-import { companyProxy, type CompanyProxy } from "../helpers/company-proxy";
 
 const KEY = "sk-ant-api03-EGRESSCHAIN-" + "q".repeat(67) + "AA";
 const PASSWORD = `corp-pw-${crypto.randomUUID()}`;

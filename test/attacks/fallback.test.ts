@@ -10,9 +10,9 @@
  * is deny by default) and that a running daemon never uses an unapproved fallback.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { edit } from "../helpers/fixtures";
 import { cleanupAll, Project } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { edit } from "../helpers/fixtures";
 
 const KEY = `sk-ant-api03-FALLBACKATTACK-${"k".repeat(66)}AA`;
 const BACKUP_KEY = `backup-key-${"b".repeat(40)}`;

@@ -2,8 +2,9 @@
 // its own turn (test/attacks/mcp.test.ts commits this file to the project; the agent runs it as a
 // Bash tool call). It writes what it saw to ./attack-results.json in its worktree.
 // Usage: node mcp-agent.mjs OTHER_TASKS_MCP_TOKEN
-import net from "node:net";
+
 import { readFileSync, writeFileSync } from "node:fs";
+import net from "node:net";
 
 const url = new URL(JSON.parse(readFileSync("/lazy/harness/mcp.json", "utf8")).mcpServers.lazy.url);
 const mine = process.env.LAZY_MCP_TOKEN;

@@ -6,14 +6,15 @@
  * finished task's container calls the tools with its token. Each test asserts the refusal and
  * that nothing reached the upstream mock or lazy's records. Needs a real Docker engine.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+
 import { Database } from "bun:sqlite";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { type Project, cleanupAll, until, sh } from "../helpers/lazy";
+import { anthropicProject, copying, launched, settled } from "../helpers/fixtures";
+import { cleanupAll, type Project, sh, until } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
-import { copying, settled, launched, anthropicProject } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-MCPATTACKS-" + "k".repeat(70) + "AA";
 const PERSON = "A person's fact: releases are tagged by hand, never by a script.";

@@ -13,10 +13,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { HostNet, Image } from "../../src/containers";
-import { sh, type Project } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { containerProject, containerToml, edit, upstream, teardown } from "../helpers/fixtures";
 import { TEST_IMAGES } from "../helpers/env";
+import { containerProject, containerToml, edit, teardown, upstream } from "../helpers/fixtures";
+import { type Project, sh } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-NETENVATTACK-" + "x".repeat(65) + "AA";
 const PASSWORD = `corp-pw-${crypto.randomUUID()}`;

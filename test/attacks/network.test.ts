@@ -14,9 +14,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, until, sh } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { cleanupAll, Project, sh, until } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-NETFENCE-" + "f".repeat(72) + "AA";
 const rand = Math.random().toString(16).slice(2, 8);

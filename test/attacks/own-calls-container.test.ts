@@ -8,10 +8,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, until, sh } from "../helpers/lazy";
-import type * as Mock from "../helpers/providers";
-import { dockerAnthropic } from "../helpers/fixtures";
 import { TEST_IMAGES } from "../helpers/env";
+import { dockerAnthropic } from "../helpers/fixtures";
+import { cleanupAll, Project, sh, until } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-HOSTILECALLS-" + "h".repeat(68) + "AA";
 let anthropic: Mock.MockProvider;

@@ -11,9 +11,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Project, until, sh } from "../helpers/lazy";
-import type * as Mock from "../helpers/providers";
 import { anthropicProject, teardown } from "../helpers/fixtures";
+import { type Project, sh, until } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-OWNCALLHOOK-" + "k".repeat(69) + "AA";
 const MARKER = "/tmp/lazy-hook-ran";

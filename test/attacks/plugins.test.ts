@@ -16,10 +16,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Project, cleanupAll } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { containerProject, settled, launched, bash } from "../helpers/fixtures";
 import { TEST_IMAGES } from "../helpers/env";
+import { bash, containerProject, launched, settled } from "../helpers/fixtures";
+import { cleanupAll, Project } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-PLUGINATTACK-" + "p".repeat(66) + "AA";
 let anthropic: Mock.MockProvider;

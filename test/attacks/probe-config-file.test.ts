@@ -17,8 +17,8 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { lazyWithin, oneRequest, upstream, upstreamsForFile } from "../helpers/fixtures";
 import { Project, sh } from "../helpers/lazy";
-import { upstreamsForFile, oneRequest, upstream, lazyWithin } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROBECFG-" + "c".repeat(72) + "AA";
 const up = upstreamsForFile();

@@ -15,10 +15,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, until, sh } from "../helpers/lazy";
+import { needDocker, TEST_IMAGES } from "../helpers/env";
+import { acceptRefused, bash, launched } from "../helpers/fixtures";
+import { cleanupAll, Project, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { TEST_IMAGES, needDocker } from "../helpers/env";
-import { launched, bash, acceptRefused } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROBEGIT-" + "g".repeat(72) + "AA";
 let good: Mock.MockProvider;

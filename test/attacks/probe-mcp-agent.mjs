@@ -6,8 +6,9 @@
 // Every call is report_progress with a text naming the attempt, so the test can see on the host
 // which ones ran. Writes what it saw to ./probe-results.json in its worktree.
 // Usage: node probe-mcp-agent.mjs OTHER_TASKS_MCP_TOKEN
-import net from "node:net";
+
 import { readFileSync, writeFileSync } from "node:fs";
+import net from "node:net";
 
 const url = new URL(JSON.parse(readFileSync("/lazy/harness/mcp.json", "utf8")).mcpServers.lazy.url);
 const mine = process.env.LAZY_MCP_TOKEN;

@@ -15,9 +15,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Project, cleanupAll } from "../helpers/lazy";
+import { containerProject, copying, launched, settled } from "../helpers/fixtures";
+import { cleanupAll, type Project } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, copying, settled, launched } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROBEMCP-" + "m".repeat(72) + "AA";
 let anthropic: Mock.MockProvider;

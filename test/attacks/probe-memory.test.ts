@@ -13,9 +13,9 @@
  * line.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type Project, cleanupAll } from "../helpers/lazy";
+import { anthropicProject, launched, settled } from "../helpers/fixtures";
+import { cleanupAll, type Project } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
-import { settled, launched, anthropicProject } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROBEMEM-" + "n".repeat(72) + "AA";
 const PERSON = "A person's fact: the test database is reset every night.";

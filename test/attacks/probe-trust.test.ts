@@ -11,8 +11,8 @@ import { describe, expect, test } from "bun:test";
 import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { upstream, upstreamsForFile } from "../helpers/fixtures";
 import { BIN, Project } from "../helpers/lazy";
-import { upstreamsForFile, upstream } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROBETRUST-" + "r".repeat(70) + "AA";
 const up = upstreamsForFile();

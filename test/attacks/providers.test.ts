@@ -13,10 +13,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Project, cleanupAll } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { containerProject, copying, settled, launched } from "../helpers/fixtures";
 import { TEST_IMAGES } from "../helpers/env";
+import { containerProject, copying, launched, settled } from "../helpers/fixtures";
+import { cleanupAll, type Project } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 const OPENROUTER_KEY = "sk-or-v1-" + "a1b2c3d4e5f60718".repeat(4);
 const FORGED = "sk-or-v1-" + "9".repeat(64);

@@ -6,9 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { connect } from "node:net";
-import { type Project, cleanupAll } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
 import { anthropicHost } from "../helpers/fixtures";
+import { cleanupAll, type Project } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 let server: Mock.MockProvider;
 let primary: Mock.MockProvider;

@@ -13,9 +13,9 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Project, cleanupAll, until } from "../helpers/lazy";
+import { anthropicProject, copying, launched } from "../helpers/fixtures";
+import { cleanupAll, type Project, until } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
-import { copying, launched, anthropicProject } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-IDENTITYREAL-" + "r".repeat(68) + "AA";
 const ATTACKER_KEY = "sk-ant-api03-ATTACKERSOWN-" + "a".repeat(67) + "AA";

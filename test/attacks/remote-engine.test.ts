@@ -9,13 +9,12 @@
  * (empty or missing there), and remote_bind did not exist (a strict schema refused it as
  * unknown, not as untrusted).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { lstatSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { type Project, sh } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
 import { containerProject, containerToml, edit, settled } from "../helpers/fixtures";
-import { cleanupRemote, secondEngine, remoteImage, remoteProject as sharedRemoteProject, onSecondEngine } from "../helpers/second-engine";
+import { type Project, sh } from "../helpers/lazy";
+import { onSecondEngine, remoteImage, remoteProject as sharedRemoteProject } from "../helpers/second-engine";
 
 const KEY = `sk-ant-api03-REMOTEATTACK-${"q".repeat(64)}AA`;
 const two = onSecondEngine();

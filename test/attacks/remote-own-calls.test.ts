@@ -8,12 +8,11 @@
  * folder past the bound gets the call refused, not read. Before own calls ran on remote
  * engines, each of these failed at the first step: `lazy ask` made no container there at all.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
-import { type Project, sh, until } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
+import { type Project, until } from "../helpers/lazy";
 import { onSecondEngine, remoteImage, remoteProject } from "../helpers/second-engine";
 
 const KEY = `sk-ant-api03-REMOTECALLATTACK-${"k".repeat(60)}AA`;

@@ -9,14 +9,13 @@
  * change lazy refused every ssh:// address with "expose it on tcp://", so each assertion on the
  * refusal's words fails there.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Project, isAlive, sh, until } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { SSH_DIR, cleanupRemote, remoteProject, secondEngineSsh, sshClient, onSecondEngine } from "../helpers/second-engine";
+import { isAlive, type Project, sh, until } from "../helpers/lazy";
+import { onSecondEngine, remoteProject, SSH_DIR, sshClient } from "../helpers/second-engine";
 
 const KEY = `sk-ant-api03-SSHATTACK-${"t".repeat(64)}AA`;
 const two = onSecondEngine({ ssh: true });

@@ -14,10 +14,10 @@
  * the check that it still does.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { closeBrowser, signedIn } from "../dashboard/browser";
+import { bash, containerProject, launched, settled, teardown } from "../helpers/fixtures";
 import type { Project } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, settled, launched, bash, teardown } from "../helpers/fixtures";
-import { closeBrowser, signedIn } from "../dashboard/browser";
 
 const KEY = `sk-ant-api03-REVIEWATTACK-${"q".repeat(68)}AA`;
 let anthropic: Mock.MockProvider;

@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, sh } from "../helpers/lazy";
+import { cleanupAll, Project, sh } from "../helpers/lazy";
 
 let p: Project;
 let marks: string;

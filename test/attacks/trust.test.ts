@@ -10,22 +10,22 @@
  * hot-reloaded upstream was used at once; doctor said nothing of a token in a URL.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, until, sh } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { TEST_IMAGES, needDocker } from "../helpers/env";
+import { needDocker, TEST_IMAGES } from "../helpers/env";
 import {
+  acceptRefused,
   type ContainerProjectOptions,
   containerProject,
   containerToml,
   edit,
+  launched,
   oneRequest,
   settled,
   upstream,
-  launched,
-  acceptRefused,
 } from "../helpers/fixtures";
+import { cleanupAll, Project, sh, until } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-TRUSTATTACK-" + "t".repeat(69) + "AA";
 let good: Mock.MockProvider;

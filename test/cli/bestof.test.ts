@@ -4,16 +4,17 @@
  * (its candidates, one per profile, each a task of its own), the store's move forward (a store
  * from before groups keeps every task), and lazy reject asking first.
  */
+
+import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Database } from "bun:sqlite";
-import { BIN, Project, cleanupAll, until } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { oneRequest, upstream } from "../helpers/fixtures";
 import { open, Tasks } from "../../src/store";
 import { MIGRATIONS } from "../../src/store/migrations";
+import { oneRequest, upstream } from "../helpers/fixtures";
+import { BIN, cleanupAll, Project, until } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 let mock: Mock.MockProvider;
 let p: Project;

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { BIN, Project, cleanupAll, until } from "../helpers/lazy";
+import { BIN, cleanupAll, Project, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-BUILDER-" + "u".repeat(74) + "AA";

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { BIN, Project, cleanupAll } from "../helpers/lazy";
+import { BIN, cleanupAll, Project } from "../helpers/lazy";
 import { has, zshCompleting } from "../helpers/shells";
 
 afterAll(cleanupAll);

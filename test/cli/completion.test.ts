@@ -8,7 +8,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Project, cleanupAll } from "../helpers/lazy";
+import { cleanupAll, Project } from "../helpers/lazy";
 import { has, zshCompleting } from "../helpers/shells";
 
 afterAll(cleanupAll);

@@ -4,7 +4,7 @@
  * with nothing but JSON on stdout.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { Project, cleanupAll, BIN } from "../helpers/lazy";
+import { BIN, cleanupAll, Project } from "../helpers/lazy";
 
 afterAll(cleanupAll);
 

@@ -4,7 +4,7 @@
  * the agent's commits would land on it (no model turn is needed to read a diff).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { Project, cleanupAll, sh } from "../helpers/lazy";
+import { cleanupAll, Project, sh } from "../helpers/lazy";
 
 let p: Project;
 let base = "";

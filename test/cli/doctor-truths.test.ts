@@ -6,12 +6,12 @@
  * keys have none (image, dockerfile).
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Project, cleanupAll } from "../helpers/lazy";
 import { loadText } from "../../src/config";
+import { cleanupAll, Project } from "../helpers/lazy";
 
 afterAll(cleanupAll);
 

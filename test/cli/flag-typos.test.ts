@@ -5,7 +5,7 @@
 import { afterAll, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll } from "../helpers/lazy";
+import { cleanupAll, Project } from "../helpers/lazy";
 
 afterAll(cleanupAll);
 

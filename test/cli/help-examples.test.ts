@@ -4,7 +4,7 @@
  * each example runs that very command, and none names a hidden command.
  */
 import { afterAll, expect, test } from "bun:test";
-import { Project, cleanupAll } from "../helpers/lazy";
+import { cleanupAll, Project } from "../helpers/lazy";
 
 afterAll(cleanupAll);
 

@@ -6,7 +6,7 @@
  * saying what it did.
  */
 import { afterAll, expect, test } from "bun:test";
-import { Project, cleanupAll } from "../helpers/lazy";
+import { cleanupAll, Project } from "../helpers/lazy";
 
 afterAll(cleanupAll);
 

@@ -8,12 +8,13 @@
  * task goes running: the launch fails once, with that cause, and the task closes.
  * Real container, real Docker; the mock provider must see nothing.
  */
-import { afterAll, beforeAll, expect, test } from "bun:test";
+
 import { Database } from "bun:sqlite";
+import { afterAll, beforeAll, expect, test } from "bun:test";
 import { join } from "node:path";
+import { anthropicProject, settled, teardown } from "../helpers/fixtures";
 import type { Project } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
-import { settled, anthropicProject, teardown } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-LAUNCHFAIL-" + "f".repeat(68) + "AA";
 let anthropic: Mock.MockProvider;

@@ -1,6 +1,6 @@
 /** lazy memory: people keep project notes through the CLI; bad input is refused and loses nothing. */
 import { afterAll, describe, expect, test } from "bun:test";
-import { Project, cleanupAll } from "../helpers/lazy";
+import { cleanupAll, Project } from "../helpers/lazy";
 
 afterAll(cleanupAll);
 

@@ -13,9 +13,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BIN, Project, cleanupAll, type Result } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { BIN, cleanupAll, Project, type Result } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-REALPAIR-" + "p".repeat(72) + "AA";
 const TOOLS_BIN = join(process.env.LAZY_TEST_TOOLS ?? "/opt/lazy-test-tools", "node_modules", ".bin");

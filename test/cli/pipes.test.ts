@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { BIN, Project, cleanupAll } from "../helpers/lazy";
+import { BIN, cleanupAll, Project } from "../helpers/lazy";
 
 afterAll(cleanupAll);
 

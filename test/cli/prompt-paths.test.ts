@@ -5,7 +5,7 @@
  * them, and the API's send and ask routes (the dashboard's message box uses send).
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { Project, cleanupAll } from "../helpers/lazy";
+import { cleanupAll, Project } from "../helpers/lazy";
 
 const KEY = "sk-ant-api03-PROMPTPATHS-" + "q".repeat(66) + "AA";
 let p: Project;

@@ -9,9 +9,9 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { anthropicProject, hanging, launched, settled, teardown } from "../helpers/fixtures";
 import type { Project } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
-import { anthropicProject, hanging, teardown, launched, settled } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PROMPTSIZE-" + "p".repeat(68) + "AA";
 const BOUND = 100 * 1024;

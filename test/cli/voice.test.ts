@@ -3,7 +3,7 @@
  * confirmations on stdout and errors on stderr.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { Project, cleanupAll } from "../helpers/lazy";
+import { cleanupAll, Project } from "../helpers/lazy";
 
 afterAll(cleanupAll);
 

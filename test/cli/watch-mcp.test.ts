@@ -5,9 +5,9 @@
  * `lazy watch --json` keeps every request. Real daemon, real proxy, a mock provider on loopback.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { type Project, cleanupAll, until } from "../helpers/lazy";
-import type * as Mock from "../helpers/providers";
 import { anthropicHost, watching } from "../helpers/fixtures";
+import { cleanupAll, type Project, until } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-WATCHMCP-" + "m".repeat(70) + "AA";
 let anthropic: Mock.MockProvider;

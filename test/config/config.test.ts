@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { loadText, formatProblem, starter, resolveLimits } from "../../src/config";
+import { formatProblem, loadText, resolveLimits, starter } from "../../src/config";
 
 /** The lines lazy prints for a lazy.toml it refuses; the test fails if the file loads. */
 function problems(src: string): string[] {

@@ -9,10 +9,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { sh, type Project } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { containerProject, settled, bash, teardown } from "../helpers/fixtures";
 import { closeBrowser, shot, signedIn } from "../dashboard/browser";
+import { bash, containerProject, settled, teardown } from "../helpers/fixtures";
+import { type Project, sh } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 const KEY = `sk-ant-api03-BESTOF-${"q".repeat(70)}AA`;
 const HOST_MARKER = `/tmp/lazy-bestof-check-${process.pid}`;

@@ -5,10 +5,10 @@
  * for the turn; the mock provider bills 47 tokens a request (21 in, 13 out, 8 + 5 cache).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Project, cleanupAll, until } from "../helpers/lazy";
-import type * as Mock from "../helpers/providers";
 import { TEST_IMAGES } from "../helpers/env";
-import { launched, settled, dockerAnthropic } from "../helpers/fixtures";
+import { dockerAnthropic, launched, settled } from "../helpers/fixtures";
+import { cleanupAll, Project, until } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-BUDGET-" + "b".repeat(75) + "AA";
 let anthropic: Mock.MockProvider;

@@ -8,10 +8,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { lstatSync, mkdirSync, mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { sh } from "../helpers/lazy";
+import { containerProject, scratched, teardown } from "../helpers/fixtures";
+import { type Project, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
-import { containerProject, teardown, scratched } from "../helpers/fixtures";
-import type { Project } from "../helpers/lazy";
 
 const KEY = "sk-ant-api03-CIROOT-" + "r".repeat(71) + "AA";
 let anthropic: Mock.MockProvider;

@@ -4,10 +4,10 @@
  * the host. Real Docker engine, real Claude Code, mock provider on loopback.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Project, until, sh } from "../helpers/lazy";
-import type * as Mock from "../helpers/providers";
 import { TEST_IMAGES } from "../helpers/env";
-import { launched, settled, dockerAnthropic, teardown } from "../helpers/fixtures";
+import { dockerAnthropic, launched, settled, teardown } from "../helpers/fixtures";
+import { Project, sh, until } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-REALLAUNCH-" + "l".repeat(71) + "AA";
 const TOOLS = `${process.env.LAZY_TEST_TOOLS ?? "/opt/lazy-test-tools"}/node_modules/.bin`;

@@ -10,8 +10,8 @@
  * where launches failed before).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type Project, cleanupAll, sh } from "../helpers/lazy";
 import { containerProject, settled } from "../helpers/fixtures";
+import { cleanupAll, type Project, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-MANYPROJECTS-" + "m".repeat(68) + "AA";

@@ -6,10 +6,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, until, sh } from "../helpers/lazy";
-import type * as Mock from "../helpers/providers";
 import { TEST_IMAGES } from "../helpers/env";
-import { teardown, codexProject, launched } from "../helpers/fixtures";
+import { codexProject, launched, teardown } from "../helpers/fixtures";
+import { Project, sh, until } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-MCPTOOLS-" + "m".repeat(73) + "AA";
 const OPENAI_KEY = "sk-proj-MCPTOOLS-" + "n".repeat(40);

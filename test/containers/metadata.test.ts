@@ -9,10 +9,10 @@
  * Needs root and a real Docker engine (CI has both).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { anthropicProject, bash, launched, teardown } from "../helpers/fixtures";
 import { type Project, until } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
-import { bash, anthropicProject, teardown, launched } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-METADATA-" + "m".repeat(68) + "AA";
 const METADATA = "169.254.169.254";

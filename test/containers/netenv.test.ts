@@ -10,13 +10,13 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { HostNet, Image } from "../../src/containers";
 import type { Socket } from "bun";
-import { cleanupAll, sh, type Project } from "../helpers/lazy";
+import { HostNet, Image } from "../../src/containers";
+import { TEST_IMAGES } from "../helpers/env";
+import { containerProject, removeContainers, upstream } from "../helpers/fixtures";
+import { cleanupAll, type Project, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 import { makeCa } from "../helpers/tls";
-import { containerProject, removeContainers, upstream } from "../helpers/fixtures";
-import { TEST_IMAGES } from "../helpers/env";
 
 const KEY = "sk-ant-api03-NETENV-" + "n".repeat(71) + "AA";
 const ANSWER = `hello-from-corp-${crypto.randomUUID()}`;

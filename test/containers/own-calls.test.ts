@@ -6,11 +6,11 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Project, until, sh } from "../helpers/lazy";
-import type * as Mock from "../helpers/providers";
-import { TEST_IMAGES } from "../helpers/env";
-import { containerProject, settled, anthropicProject, bash, teardown, launched } from "../helpers/fixtures";
 import * as Store from "../../src/store";
+import { TEST_IMAGES } from "../helpers/env";
+import { anthropicProject, bash, containerProject, launched, settled, teardown } from "../helpers/fixtures";
+import { type Project, sh, until } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-OWNCALLS-" + "o".repeat(73) + "AA";
 let anthropic: Mock.MockProvider;

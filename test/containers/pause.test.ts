@@ -5,9 +5,9 @@
  * Claude Code, the mock provider's usage-limit headers.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type Project, cleanupAll, until } from "../helpers/lazy";
+import { containerProject, dockerAnthropic, oneRequest } from "../helpers/fixtures";
+import { cleanupAll, type Project, until } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
-import { containerProject, oneRequest, dockerAnthropic } from "../helpers/fixtures";
 
 const KEY = "sk-ant-api03-PAUSE-" + "q".repeat(76) + "AA";
 let anthropic: Mock.MockProvider;

@@ -5,10 +5,10 @@
  * the stored key as Bearer, while the container holds only placeholders.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type Project, sh } from "../helpers/lazy";
-import { containerProject, settled, launched, teardown, providerMocks } from "../helpers/fixtures";
-import type * as Mock from "../helpers/providers";
 import { TEST_IMAGES } from "../helpers/env";
+import { containerProject, launched, providerMocks, settled, teardown } from "../helpers/fixtures";
+import { type Project, sh } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
 
 const OLLAMA_KEY = "ollama-REALCLOUD-" + "c".repeat(40);
 const OPENROUTER_KEY = "sk-or-v1-" + "fedcba9876543210".repeat(4);

@@ -7,12 +7,12 @@
  * own, read-only) and no real key; after the call nothing of it is left on the engine, nor
  * after a daemon killed mid-call (the next daemon's housekeeping removes container, volume, folder).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readdirSync } from "node:fs";
 import { basename, join } from "node:path";
+import { bash, launched, settled } from "../helpers/fixtures";
 import { type Project, sh, until } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
-import { bash, launched, settled } from "../helpers/fixtures";
 import { onSecondEngine, remoteImage, remoteProject } from "../helpers/second-engine";
 
 const KEY = `sk-ant-api03-REMOTECALLS-${"c".repeat(64)}AA`;

@@ -7,13 +7,12 @@
  * is refused before any task is touched: an engine that does not answer, a remote engine with
  * no [proxy] remote_bind or whose containers cannot reach it. (ssh:// engines: remote-ssh.test.ts.)
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
-import { type Project, isAlive, sh, until } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
 import { settled } from "../helpers/fixtures";
-import { cleanupRemote, secondEngine, remoteImage, remoteProject as sharedRemoteProject, onSecondEngine } from "../helpers/second-engine";
+import { isAlive, sh, until } from "../helpers/lazy";
+import { onSecondEngine, remoteImage, remoteProject as sharedRemoteProject } from "../helpers/second-engine";
 
 const KEY = `sk-ant-api03-REMOTEENGINE-${"r".repeat(64)}AA`;
 const two = onSecondEngine();

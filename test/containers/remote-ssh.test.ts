@@ -8,16 +8,15 @@
  * after `lazy daemon stop`, and after the daemon is killed. Each way the SSH side can fail is
  * reported before any task is touched, with its remedy, by `lazy run` and by `lazy doctor`.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { afterAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Project, isAlive, sh, until } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { settled } from "../helpers/fixtures";
-import { cleanupRemote, remoteImage, remoteProject, secondEngineSsh, sshClient, onSecondEngine } from "../helpers/second-engine";
 import { Engine } from "../../src/containers";
 import * as SshTunnel from "../../src/containers/ssh-tunnel";
+import { settled } from "../helpers/fixtures";
+import { isAlive, type Project, sh, until } from "../helpers/lazy";
+import { onSecondEngine, remoteImage, remoteProject, sshClient } from "../helpers/second-engine";
 
 const KEY = `sk-ant-api03-REMOTESSH-${"s".repeat(64)}AA`;
 const two = onSecondEngine({ ssh: true });

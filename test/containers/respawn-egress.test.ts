@@ -9,8 +9,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { type Project, cleanupAll, isAlive, sh, until } from "../helpers/lazy";
 import { bash, containerProject, launched, removeContainers, settled } from "../helpers/fixtures";
+import { cleanupAll, isAlive, type Project, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-RESPAWNEGRESS-" + "e".repeat(66) + "AA";

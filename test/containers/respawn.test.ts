@@ -6,8 +6,8 @@
  * bench/respawn.ts's, not asserted here).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type Project, isAlive, until } from "../helpers/lazy";
 import { containerProject, inFlight, settled, teardown } from "../helpers/fixtures";
+import { isAlive, type Project, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-RESPAWNTURN-" + "r".repeat(68) + "AA";

@@ -7,10 +7,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, until, isAlive, sh } from "../helpers/lazy";
-import type * as Mock from "../helpers/providers";
 import { TEST_IMAGES } from "../helpers/env";
-import { teardown, codexProject, commits, hanging, inFlight, launched, startsOk } from "../helpers/fixtures";
+import { codexProject, commits, hanging, inFlight, launched, startsOk, teardown } from "../helpers/fixtures";
+import { isAlive, Project, sh, until } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-REALCONTAINER-" + "w".repeat(68) + "AA";
 const OPENAI_KEY = "sk-proj-REALCONTAINER-" + "v".repeat(40);

@@ -5,9 +5,9 @@
  * in its task container; `lazy logs` shows the command, then what it printed under it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { codexProject, launched, settled, teardown } from "../helpers/fixtures";
 import type { Project } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
-import { settled, codexProject, teardown, launched } from "../helpers/fixtures";
 
 const KEY = `sk-ant-api03-TOOLOUT-${"t".repeat(74)}AA`;
 const OPENAI_KEY = `sk-proj-TOOLOUT-${"o".repeat(40)}`;

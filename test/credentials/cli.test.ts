@@ -5,7 +5,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { BIN, Project, cleanupAll } from "../helpers/lazy";
+import { BIN, cleanupAll, Project } from "../helpers/lazy";
 import { fakeKey, filesContaining, KEYRING_UP } from "./helpers";
 
 afterAll(cleanupAll);

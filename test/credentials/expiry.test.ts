@@ -10,9 +10,9 @@ import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
-import { BIN, Project, cleanupAll, until } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
 import { ARGS, CHROMIUM } from "../dashboard/browser";
+import { BIN, cleanupAll, Project, until } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 const TOKEN = "sk-ant-oat01-REALEXPIRY-" + "e".repeat(60);
 let anthropic: Mock.MockProvider | undefined;

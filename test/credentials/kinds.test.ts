@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { STANDARD, kindOf, last4, validName } from "../../src/credentials";
+import { kindOf, last4, STANDARD, validName } from "../../src/credentials";
 
 describe("kindOf tells a credential's kind from its shape", () => {
   test.each([

@@ -5,7 +5,7 @@
  * Each refusal is checked by what the user would see: `lazy task list` is unchanged.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { Project, cleanupAll } from "../helpers/lazy";
+import { cleanupAll, Project } from "../helpers/lazy";
 
 afterAll(cleanupAll);
 

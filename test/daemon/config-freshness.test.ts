@@ -8,7 +8,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll } from "../helpers/lazy";
+import { cleanupAll, Project } from "../helpers/lazy";
 
 afterAll(cleanupAll);
 

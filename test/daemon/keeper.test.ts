@@ -6,11 +6,11 @@
  * the daemon under it. No Docker needed: the proxy's loopback side and a mock provider.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BIN, Project, cleanupAll, isAlive, until } from "../helpers/lazy";
 import { keeperPid, upstream } from "../helpers/fixtures";
+import { BIN, cleanupAll, isAlive, Project, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-KEEPERTEST-" + "k".repeat(68) + "AA";

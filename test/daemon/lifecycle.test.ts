@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { statSync, readdirSync } from "node:fs";
+import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, until, isAlive } from "../helpers/lazy";
+import { cleanupAll, isAlive, Project, until } from "../helpers/lazy";
 
 afterAll(cleanupAll);
 

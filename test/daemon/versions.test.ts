@@ -9,10 +9,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { Project, cleanupAll, isAlive, until, sh, type Result } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { requireDocker, TEST_IMAGES } from "../helpers/env";
 import { VERSION } from "../../src/version";
+import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { cleanupAll, isAlive, Project, type Result, sh, until } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 const OLD_VERSION = "0.0.1";
 const dir = mkdtempSync(join(tmpdir(), "lazy-old-bin-"));

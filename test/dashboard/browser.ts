@@ -3,9 +3,10 @@
  * `lazy dashboard` prints, as a user does), and a watch on every page for console errors and
  * failed requests. Screenshots go to test-artifacts/dashboard/ (CI keeps them).
  */
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import type { Project } from "../helpers/lazy";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";

@@ -5,8 +5,8 @@
  * Real headless Chromium, real daemon; the attacker's page is a Bun.serve on loopback port 0.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { chromium, type Browser, type BrowserContext } from "playwright-core";
-import { Project, cleanupAll } from "../helpers/lazy";
+import { type Browser, type BrowserContext, chromium } from "playwright-core";
+import { cleanupAll, Project } from "../helpers/lazy";
 import { ARGS, CHROMIUM } from "./browser";
 
 const browsers: Browser[] = [];

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { chromium, type Browser } from "playwright-core";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Project, cleanupAll } from "../helpers/lazy";
+import { type Browser, chromium } from "playwright-core";
+import { cleanupAll, Project } from "../helpers/lazy";
 import { ARGS, CHROMIUM } from "./browser";
 
 let browser: Browser | undefined;

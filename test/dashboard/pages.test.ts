@@ -5,10 +5,10 @@
  * at a desktop and a phone size with no console error, no failed request and no sideways scroll.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Project, cleanupAll } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
 import { oneRequest } from "../helpers/fixtures";
-import { closeBrowser, signedIn, shot, watch } from "./browser";
+import { cleanupAll, Project } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
+import { closeBrowser, shot, signedIn, watch } from "./browser";
 
 const KEY = "sk-ant-api03-DASHBOARD-" + "d".repeat(72) + "AA";
 let anthropic: Mock.MockProvider;

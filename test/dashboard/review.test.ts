@@ -13,10 +13,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { anthropicProject, bash, launched, settled, teardown } from "../helpers/fixtures";
 import type { Project } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
-import { settled, anthropicProject, teardown, bash, launched } from "../helpers/fixtures";
-import { closeBrowser, signedIn, shot } from "./browser";
+import { closeBrowser, shot, signedIn } from "./browser";
 
 const KEY = `sk-ant-api03-REVIEW-${"r".repeat(74)}AA`;
 let anthropic: Mock.MockProvider;

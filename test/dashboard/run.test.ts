@@ -5,10 +5,10 @@
  * `accepted`. Needs a real Docker engine (CI starts one).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { anthropicProject, commits, teardown } from "../helpers/fixtures";
 import { type Project, sh } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
-import { closeBrowser, signedIn, shot } from "./browser";
-import { anthropicProject, teardown, commits } from "../helpers/fixtures";
+import { closeBrowser, shot, signedIn } from "./browser";
 
 const KEY = "sk-ant-api03-DASHRUN-" + "r".repeat(74) + "AA";
 let anthropic: Mock.MockProvider;

@@ -12,7 +12,7 @@ import { loadText } from "../../src/config";
 import { Egress } from "../../src/egress";
 import type { Lookup } from "../../src/egress/policy";
 import * as Log from "../../src/util/log";
-import { companyProxy, type CompanyProxy } from "../helpers/company-proxy";
+import { type CompanyProxy, companyProxy } from "../helpers/company-proxy";
 
 const PASSWORD = `pw-${crypto.randomUUID()}`;
 let corp: CompanyProxy;

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { load, formatProblem, parseAllow } from "../../src/config";
+import { formatProblem, load, parseAllow } from "../../src/config";
 import { parse } from "../../src/egress/head";
 import { decide, rulesOf } from "../../src/egress/policy";
 

@@ -10,8 +10,8 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse } from "smol-toml";
-import * as Harness from "../../src/harness";
 import { loadText, resolveProfile } from "../../src/config";
+import * as Harness from "../../src/harness";
 
 const dirs: string[] = [];
 afterAll(() => {

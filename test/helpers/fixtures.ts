@@ -8,10 +8,9 @@ import { afterAll, beforeAll, expect } from "bun:test";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { needDocker, TEST_IMAGES } from "./env";
 import { BIN, cleanupAll, Project, sh, until } from "./lazy";
 import * as Mock from "./providers";
-import type { MockProvider } from "./providers";
-import { TEST_IMAGES, needDocker } from "./env";
 
 export const upstream = (url: string) => `[proxy.upstreams]\nanthropic = "${url}"\n`;
 
@@ -48,7 +47,7 @@ export interface ContainerProjectOptions {
  * lazy.toml names the test image and `mock` as the anthropic upstream, it has a first commit
  * by Dev <dev@example.com>, and `key` is stored as its anthropic credential (the daemon runs).
  */
-export async function containerProject(mock: MockProvider, key: string, opts: ContainerProjectOptions = {}): Promise<Project> {
+export async function containerProject(mock: Mock.MockProvider, key: string, opts: ContainerProjectOptions = {}): Promise<Project> {
   await needDocker();
   const p = new Project({ toml: opts.toml ?? containerToml(mock.url, opts), env: opts.env, root: opts.root });
   let init: ReturnType<typeof sh>;
@@ -65,7 +64,10 @@ export async function containerProject(mock: MockProvider, key: string, opts: Co
 }
 
 /** A file's beforeAll: a mock Anthropic provider and a containerProject on it with `key` stored. */
-export async function anthropicProject(key: string, opts: ContainerProjectOptions = {}): Promise<{ anthropic: MockProvider; p: Project }> {
+export async function anthropicProject(
+  key: string,
+  opts: ContainerProjectOptions = {},
+): Promise<{ anthropic: Mock.MockProvider; p: Project }> {
   const anthropic = await Mock.anthropic();
   // A project that cannot be made (no Docker) leaves no mock behind for the file's afterAll to miss.
   const p = await containerProject(anthropic, key, opts).catch(async (e) => {
@@ -83,7 +85,7 @@ export async function codexProject(
   key: string,
   openaiKey: string,
   opts: ContainerProjectOptions = {},
-): Promise<{ anthropic: MockProvider; openai: MockProvider; p: Project }> {
+): Promise<{ anthropic: Mock.MockProvider; openai: Mock.MockProvider; p: Project }> {
   const openai = await Mock.openai();
   const { anthropic, p } = await anthropicProject(key, { ...opts, extra: `${codexTables(openai.url)}${opts.extra ?? ""}` }).catch(
     async (e) => {
@@ -99,20 +101,23 @@ export async function codexProject(
 export const codexTables = (url: string) => `openai = "${url}"\n\n[profiles.codex]\nmodel = "gpt-5"\n`;
 
 /** anthropicProject with no container: no Docker, no first commit; `extra` after [proxy.upstreams]' anthropic line. */
-export async function anthropicHost(key: string, extra = ""): Promise<{ anthropic: MockProvider; p: Project }> {
+export async function anthropicHost(key: string, extra = ""): Promise<{ anthropic: Mock.MockProvider; p: Project }> {
   const anthropic = await Mock.anthropic();
   return { anthropic, p: await keyedProject(`${upstream(anthropic.url)}${extra}`, { anthropic: key }) };
 }
 
 /** The model servers provider profiles reach: a local Ollama, a hosted one, and OpenRouter (under /api, answering both wires). */
-export async function providerMocks(): Promise<{ local: MockProvider; hosted: MockProvider; openrouter: MockProvider }> {
+export async function providerMocks(): Promise<{ local: Mock.MockProvider; hosted: Mock.MockProvider; openrouter: Mock.MockProvider }> {
   const [local, hosted, openrouter] = await Promise.all([Mock.ollama(), Mock.ollama(), Mock.ollama()]);
   openrouter.prefix = "/api";
   return { local, hosted, openrouter };
 }
 
 /** anthropicHost with a mock OpenAI as well: the `openai` upstream, a `codex` profile on gpt-5 and `openaiKey` stored. */
-export async function codexHost(key: string, openaiKey: string): Promise<{ anthropic: MockProvider; openai: MockProvider; p: Project }> {
+export async function codexHost(
+  key: string,
+  openaiKey: string,
+): Promise<{ anthropic: Mock.MockProvider; openai: Mock.MockProvider; p: Project }> {
   const openai = await Mock.openai();
   const { anthropic, p } = await anthropicHost(key, codexTables(openai.url));
   await p.setCredential("openai", openaiKey);
@@ -124,8 +129,8 @@ export async function codexHost(key: string, openaiKey: string): Promise<{ anthr
  * attacker's, two mock Anthropic providers made in the file's beforeAll. Its afterAll closes them
  * after every Project the file made, then removes `scratch` (folders made outside any Project).
  */
-export function upstreamsForFile(): { good: MockProvider; attacker: MockProvider; scratch: string[] } {
-  const up = { scratch: [] as string[] } as { good: MockProvider; attacker: MockProvider; scratch: string[] };
+export function upstreamsForFile(): { good: Mock.MockProvider; attacker: Mock.MockProvider; scratch: string[] } {
+  const up = { scratch: [] as string[] } as { good: Mock.MockProvider; attacker: Mock.MockProvider; scratch: string[] };
   beforeAll(async () => {
     [up.good, up.attacker] = await Promise.all([Mock.anthropic(), Mock.anthropic()]);
   });
@@ -147,7 +152,7 @@ export async function teardown(p: Project | Project[] | undefined, ...mocks: ({ 
 }
 
 /** A file's beforeAll when its tests need Docker but make their own projects: the mock Anthropic provider, once Docker answers. */
-export async function dockerAnthropic(): Promise<MockProvider> {
+export async function dockerAnthropic(): Promise<Mock.MockProvider> {
   await needDocker();
   return Mock.anthropic();
 }
@@ -211,7 +216,7 @@ export async function launchedStatus(p: Project, code: string, prompt: string, t
  */
 export async function inFlight(
   p: Project,
-  mock: MockProvider,
+  mock: Mock.MockProvider,
   turn: { code: string; prompt: string; reply: string; delayMs: number; timeoutMs?: number },
 ): Promise<void> {
   mock.answer({ text: turn.reply });
@@ -221,7 +226,7 @@ export async function inFlight(
 }
 
 /** `launched`, with the mock never answering: returns once the turn's first request hangs there (a turn held running). */
-export async function hanging(p: Project, mock: MockProvider, code: string, prompt: string): Promise<void> {
+export async function hanging(p: Project, mock: Mock.MockProvider, code: string, prompt: string): Promise<void> {
   mock.reset();
   mock.behavior = { kind: "hang" };
   await launched(p, code, prompt);

@@ -2,7 +2,7 @@
  * Drive the compiled binary (dist/lazy) the way a user does: a temp project, a temp LAZY_HOME,
  * real processes. Every project made here has its daemon stopped by cleanup().
  */
-import { mkdtempSync, realpathSync, rmSync, existsSync, readFileSync, writeFileSync, readdirSync, chmodSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Fence, LinkLocal } from "../../src/containers";

@@ -1,7 +1,6 @@
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import { connect } from "node:net";
 import * as Providers from "./providers";
-import type { MockProvider } from "./providers";
 
 type Obj = Record<string, any>;
 interface Event {
@@ -62,11 +61,11 @@ const streamReq = (path: string, body: unknown) => {
   return `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(b)}\r\nConnection: close\r\n\r\n${b}`;
 };
 
-const mocks: MockProvider[] = [];
+const mocks: Providers.MockProvider[] = [];
 afterAll(() => Promise.all(mocks.map((m) => m.close())));
 
 /** A describe block's mock: closed after the file, and `fresh` (its state for a test) run before each test. */
-async function kept<M extends MockProvider>(made: Promise<M>, fresh: () => void): Promise<M> {
+async function kept<M extends Providers.MockProvider>(made: Promise<M>, fresh: () => void): Promise<M> {
   const m = await made;
   mocks.push(m);
   beforeEach(fresh);

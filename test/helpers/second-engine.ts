@@ -5,14 +5,14 @@
  * image is built on the first engine (as lazy would build it) and loaded into the second.
  */
 import { afterAll, beforeAll } from "bun:test";
-import { basename, join } from "node:path";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { type Project, cleanupAll, sh } from "./lazy";
+import { basename, join } from "node:path";
+import { Image } from "../../src/containers";
 import { TEST_IMAGES } from "./env";
 import { type ContainerProjectOptions, containerProject } from "./fixtures";
+import { cleanupAll, type Project, sh } from "./lazy";
 import * as Mock from "./providers";
-import { Image } from "../../src/containers";
 
 const SCRIPT = join(import.meta.dir, "../../scripts/second-engine.sh");
 

@@ -8,11 +8,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { open, Tasks, Runs, Memory } from "../../src/store";
 import { loadText } from "../../src/config";
-
-import { admit, serve, MEMORY_PER_TURN, PROGRESS_PER_MINUTE, MCP_PATH, MCP_TOKENS_FILE } from "../../src/mcp";
+import { admit, MCP_PATH, MCP_TOKENS_FILE, MEMORY_PER_TURN, PROGRESS_PER_MINUTE, serve } from "../../src/mcp";
 import { Grants } from "../../src/proxy/identity/grants";
+import { Memory, open, Runs, Tasks } from "../../src/store";
 
 const dir = mkdtempSync(join(tmpdir(), "lazy-mcp-"));
 const db = open(join(dir, "store.db"));

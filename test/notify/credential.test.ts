@@ -7,10 +7,10 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Project, cleanupAll, until, sh } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
 import { launched } from "../helpers/fixtures";
+import { cleanupAll, Project, sh, until } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 const KEY = `sk-ant-api03-NOTIFYCRED-${"c".repeat(70)}AA`;
 const SECRET = "T0123ABCD/B0456EFGH/abcdefGHIJKL1234mnopQRST";

@@ -7,8 +7,8 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import * as Store from "../../src/store";
 import { build } from "../../src/notify";
+import * as Store from "../../src/store";
 
 const dir = mkdtempSync(join(tmpdir(), "lazy-notify-payload-"));
 const db = Store.open(join(dir, "store.db"));

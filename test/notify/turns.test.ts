@@ -11,11 +11,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
-import { type Project, cleanupAll, until } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { TEST_IMAGES } from "../helpers/env";
-import { containerProject, settled, launched } from "../helpers/fixtures";
 import pkg from "../../package.json" with { type: "json" };
+import { TEST_IMAGES } from "../helpers/env";
+import { containerProject, launched, settled } from "../helpers/fixtures";
+import { cleanupAll, type Project, until } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 const KEY = `sk-ant-api03-NOTIFYTURNS-${"n".repeat(68)}AA`;
 const SECRET = "hook-secret-5d41402abc4b2a76";

@@ -6,7 +6,7 @@
  * are shortened here; the daemon's are 1 s and 2 s (test/notify/turns.test.ts sees them).
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { Webhook, originOf, desktopArgv as argv, BACKOFF_MS, TIMEOUT_MS } from "../../src/notify";
+import { desktopArgv as argv, BACKOFF_MS, originOf, TIMEOUT_MS, Webhook } from "../../src/notify";
 import type { Logger } from "../../src/util/log";
 
 const SECRET = "T0KEN-in-the-path-9f8e7d";

@@ -2,13 +2,14 @@
 // proxy's thread are readable once settled; a writer that dies never leaves a reader hanging.
 // The Recorder runs on the proxy's thread in the daemon; here it feeds the trail directly, and
 // the trail's `pending` hook is what the daemon's is: hand over what the recorder holds.
-import { test, expect } from "bun:test";
+
+import type { Database } from "bun:sqlite";
+import { expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Database } from "bun:sqlite";
-import { open } from "../../src/store";
 import { Audit, Recorder, type Row } from "../../src/proxy/audit";
+import { open } from "../../src/store";
 
 const row = (i: number, taskId: string | null = null): Row => ({
   at: Date.now(),

@@ -9,10 +9,9 @@
  * NO_PROXY CIDR block naming the provider sends it around the company proxy.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import type { Project } from "../helpers/lazy";
-import { cleanupAll } from "../helpers/lazy";
+import { type CompanyProxy, companyProxy } from "../helpers/company-proxy";
 import { keyedProject, upstream } from "../helpers/fixtures";
-import { companyProxy, type CompanyProxy } from "../helpers/company-proxy";
+import { cleanupAll, type Project } from "../helpers/lazy";
 
 const KEY = "sk-ant-api03-BEHINDCORP-" + "c".repeat(69) + "AA";
 let corp: CompanyProxy;

@@ -6,10 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
-import { type Project, cleanupAll, isAlive } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
-import { raw, write, chunkedBody } from "../helpers/raw-http";
 import { anthropicHost } from "../helpers/fixtures";
+import { cleanupAll, isAlive, type Project } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
+import { chunkedBody, raw, write } from "../helpers/raw-http";
 
 const KEY = "sk-ant-api03-REAL-" + "b".repeat(80) + "AA";
 const CURSOR_KEY = "key_" + "c".repeat(64);

@@ -12,9 +12,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test
 import { existsSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BIN, Project, cleanupAll, type Result } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
 import * as Placeholders from "../../src/proxy/identity/placeholders";
+import { BIN, cleanupAll, Project, type Result } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 const TOOLS = process.env.LAZY_TEST_TOOLS ?? "/opt/lazy-test-tools";
 const TOOLS_BIN = join(TOOLS, "node_modules", ".bin");

@@ -5,7 +5,7 @@
  * real key and the real session token; the agent must never see either.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Project, cleanupAll } from "../helpers/lazy";
+import { cleanupAll, Project } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = "crsr_REAL" + "c".repeat(56);

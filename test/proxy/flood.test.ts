@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import { resolve } from "node:path";
-import { Project, cleanupAll, until } from "../helpers/lazy";
+import { cleanupAll, Project, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const FLOOD = resolve(import.meta.dir, "../helpers/flood.ts");

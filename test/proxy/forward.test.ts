@@ -4,9 +4,9 @@
  * right header, no placeholder) and what the agent received (no real credential).
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
-import { Project, cleanupAll } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
 import { codexHost } from "../helpers/fixtures";
+import { cleanupAll, Project } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 const API_KEY = "sk-ant-api03-REAL-" + "k".repeat(80) + "AA";
 const OAUTH = "sk-ant-oat01-REAL-" + "o".repeat(60);

@@ -1,10 +1,9 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { chmodSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
-import { Grants } from "../../src/proxy/identity/grants";
-import type { Grant, Identity } from "../../src/proxy/identity/grants";
-import { offPin, pinOwner } from "../../src/proxy/identity/pin";
+import { chmodSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
+import { join } from "node:path";
+import { type Grant, Grants, type Identity } from "../../src/proxy/identity/grants";
+import { offPin, pinOwner } from "../../src/proxy/identity/pin";
 import * as Placeholders from "../../src/proxy/identity/placeholders";
 import { LazyError } from "../../src/util/errors";
 import * as Log from "../../src/util/log";

@@ -6,9 +6,9 @@
  * admin routes are refused before they reach the server (WIRE.md §6.1).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Project, cleanupAll } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
 import { providerMocks } from "../helpers/fixtures";
+import { cleanupAll, Project } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 const OLLAMA_KEY = "ollama-REAL-" + "q".repeat(40);
 const OPENROUTER_KEY = "sk-or-v1-" + "0123456789abcdef".repeat(4);

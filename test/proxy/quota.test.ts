@@ -1,8 +1,8 @@
 /** The classifier of provider refusals (quota.ts) and the [usage_pause] rule (spending/pause.ts). */
 import { describe, expect, test } from "bun:test";
+import type { LimitView } from "../../src/proxy";
 import { classify } from "../../src/proxy/meters/quota";
 import { pauseOf } from "../../src/spending";
-import type { LimitView } from "../../src/proxy";
 
 const NOW = Date.parse("2026-12-04T12:00:00Z");
 const h = (o: Record<string, string>) => new Headers(o);

@@ -7,15 +7,15 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { admit } from "../../src/mcp";
 import { Grants } from "../../src/proxy/identity/grants";
 import { offPinFrom } from "../../src/proxy/identity/pin";
 import * as Placeholders from "../../src/proxy/identity/placeholders";
-import { admit } from "../../src/mcp";
 import { open, Tasks } from "../../src/store";
 import * as Log from "../../src/util/log";
-import { Project, cleanupAll } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
 import { removeStateDir, stateDir } from "../helpers/fixtures";
+import { cleanupAll, Project } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 Log.configure({ stderr: false });
 

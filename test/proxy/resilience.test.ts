@@ -2,10 +2,11 @@
  * The proxy under a misbehaving network and provider: long silences, resets, every failure
  * kind, usage-limit readings, the audit's bound, and a daemon killed with -9.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+
 import { Database } from "bun:sqlite";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { Project, cleanupAll, until, isAlive } from "../helpers/lazy";
+import { cleanupAll, isAlive, Project, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-REAL-" + "q".repeat(80) + "AA";

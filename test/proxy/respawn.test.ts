@@ -5,15 +5,15 @@
  * The proxy runs in this process here, so the test can reach its threads.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import type { TCPSocketListener } from "bun";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ModelProxy, liveKey } from "../../src/proxy";
+import type { TCPSocketListener } from "bun";
+import { Config } from "../../src/config";
+import { CredentialStore } from "../../src/credentials";
+import { liveKey, ModelProxy } from "../../src/proxy";
 import { listeners } from "../../src/proxy/listen/shared-port";
 import { open } from "../../src/store";
-import { CredentialStore } from "../../src/credentials";
-import { Config } from "../../src/config";
 import * as Log from "../../src/util/log";
 import { until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";

@@ -4,9 +4,9 @@
  * and a process that binds the same port with reusePort is never handed the proxy's traffic.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { Project, cleanupAll } from "../helpers/lazy";
-import * as Mock from "../helpers/providers";
 import { listeners, probe, procAddress, threadCount } from "../../src/proxy/listen/shared-port";
+import { cleanupAll, Project } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-REAL-" + "s".repeat(80) + "AA";
 

@@ -1,12 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import * as Surface from "../../src/proxy/request/surface";
-import type { UpstreamKind } from "../../src/proxy/request/surface";
 
-const kinds: UpstreamKind[] = ["anthropic-primary", "anthropic-profile", "openai"];
+const kinds: Surface.UpstreamKind[] = ["anthropic-primary", "anthropic-profile", "openai"];
 const none = new Headers();
 
 /** Every request each kind forwards, as a real client would send it. */
-const allowedOn: Record<UpstreamKind, Array<[string, string]>> = {
+const allowedOn: Record<Surface.UpstreamKind, Array<[string, string]>> = {
   "anthropic-primary": [
     ["POST", "/v1/messages"],
     ["POST", "/v1/messages?beta=true"],
@@ -214,7 +213,7 @@ describe("hostile requests are refused on every kind", () => {
 });
 
 describe("refusal bodies", () => {
-  const refused = (kind: UpstreamKind, m: string, t: string) => {
+  const refused = (kind: Surface.UpstreamKind, m: string, t: string) => {
     const v = Surface.check(kind, m, t, none);
     if (v.ok) throw new Error("expected a refusal");
     return v;

@@ -1,6 +1,6 @@
 // lazy's HTTP/1.1 client to the upstreams (src/proxy/upstream.ts), against raw TCP servers on
 // loopback that answer byte for byte what each test scripts: framing, reuse, failures, TLS.
-import { describe, test, expect, afterEach } from "bun:test";
+import { afterEach, describe, expect, test } from "bun:test";
 import { join, resolve } from "node:path";
 import * as Upstream from "../../src/proxy/upstream";
 

@@ -1,6 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { UsageTap } from "../../src/proxy/meters/usage";
-import type { Usage } from "../../src/proxy/meters/usage";
+import { type Usage, UsageTap } from "../../src/proxy/meters/usage";
 import type { Wire } from "../../src/proxy/request/surface";
 
 const enc = new TextEncoder();

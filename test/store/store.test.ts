@@ -1,12 +1,12 @@
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
-import { Database } from "bun:sqlite";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { open, Tasks, Memory, canMove, STATUSES } from "../../src/store";
-import type { LazyError } from "../../src/util/errors";
-import { MIGRATIONS } from "../../src/store/migrations";
 import { Audit } from "../../src/proxy/audit";
+import { canMove, Memory, open, STATUSES, Tasks } from "../../src/store";
+import { MIGRATIONS } from "../../src/store/migrations";
+import type { LazyError } from "../../src/util/errors";
 
 const fresh = () => open(join(mkdtempSync(join(tmpdir(), "lazy-store-")), "store.db"));
 

@@ -4,9 +4,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { Project, cleanupAll, until } from "../helpers/lazy";
-import type * as Mock from "../helpers/providers";
 import { anthropicHost, watching } from "../helpers/fixtures";
+import { cleanupAll, Project, until } from "../helpers/lazy";
+import type * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-WATCH-" + "w".repeat(76) + "AA";
 const BIN = join(import.meta.dir, "..", "..", "dist", "lazy");

@@ -1,6 +1,6 @@
-import { command, print, printJson, jsonArg } from "../command";
-import * as Client from "../client";
 import { findProjectRoot } from "../../util/paths";
+import * as Client from "../client";
+import { command, jsonArg, print, printJson } from "../command";
 import { promptArgs, promptFrom } from "../prompt-input";
 
 export const ask = command({

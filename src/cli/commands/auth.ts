@@ -1,11 +1,11 @@
-import { command, print, printJson, table, jsonArg } from "../command";
-import * as Client from "../client";
-import { findProjectRoot } from "../../util/paths";
+import { type CredentialInfo, fromClaudeJson, STANDARD, setWarnings } from "../../credentials";
 import { LazyError } from "../../util/errors";
-import { STANDARD, fromClaudeJson, setWarnings, type CredentialInfo } from "../../credentials";
+import { findProjectRoot } from "../../util/paths";
+import * as Client from "../client";
+import { command, jsonArg, print, printJson, table } from "../command";
 import { suggest } from "../help";
-import { say } from "../voice";
 import { err } from "../out";
+import { say } from "../voice";
 
 /** The secret, from a hidden prompt on a terminal or from stdin when piped; never from argv. */
 async function readSecret(name: string): Promise<string> {

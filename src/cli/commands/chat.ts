@@ -1,15 +1,15 @@
-import { join } from "node:path";
 import { spawn } from "node:child_process";
 import { constants } from "node:os";
-import { command, setExitCode } from "../command";
-import * as Client from "../client";
-import { findProjectRoot } from "../../util/paths";
-import { LazyError } from "../../util/errors";
+import { join } from "node:path";
+import type { ResolvedProfile } from "../../config";
 import { State } from "../../daemon";
 import * as Harness from "../../harness";
-import type { ResolvedProfile } from "../../config";
-import { say } from "../voice";
+import { LazyError } from "../../util/errors";
+import { findProjectRoot } from "../../util/paths";
+import * as Client from "../client";
+import { command, setExitCode } from "../command";
 import { err } from "../out";
+import { say } from "../voice";
 
 interface GrantAnswer {
   envVar: string;

@@ -3,15 +3,16 @@
  * check run first on those without a verdict), and what `lazy run --profiles` / `lazy task add
  * --profiles` do with a group: make it, start every candidate at once, wait for all, compare.
  */
-import { command, print, printJson, setExitCode, table, duration } from "../command";
-import * as Client from "../client";
-import { findProjectRoot } from "../../util/paths";
-import { LazyError, type ErrorCode } from "../../util/errors";
-import type { Task, TaskEvent } from "../../store";
+
 import type { Comparison } from "../../dashboard";
-import { say } from "../voice";
 import { line } from "../../lines";
+import type { Task, TaskEvent } from "../../store";
+import { type ErrorCode, LazyError } from "../../util/errors";
+import { findProjectRoot } from "../../util/paths";
+import * as Client from "../client";
+import { command, duration, print, printJson, setExitCode, table } from "../command";
 import { promptFrom } from "../prompt-input";
+import { say } from "../voice";
 
 const enc = encodeURIComponent;
 

@@ -7,10 +7,11 @@
  * what a code may be (store/tasks.ts CODE_RE) or 8 hex digits of an id, so a shell that expands
  * its candidates (bash's compgen -W) finds nothing in them to run, whatever the store holds.
  */
-import { command, print } from "../command";
-import * as Client from "../client";
+
+import { type Action, actions, isStatus, type Task, Tasks } from "../../store";
 import { findProjectRoot } from "../../util/paths";
-import { Tasks, actions, isStatus, type Action, type Task } from "../../store";
+import * as Client from "../client";
+import { command, print } from "../command";
 
 /** Commands whose positional is a task and that act on it: only tasks that allow the action are offered. */
 const ACTION: Record<string, Action> = {

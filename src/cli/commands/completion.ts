@@ -3,9 +3,9 @@
  * root) so this file does not import the CLI's entry, which loads it.
  */
 import type { CommandDef } from "citty";
+import { LazyError } from "../../util/errors";
 import { command } from "../command";
 import * as Completion from "../completion";
-import { LazyError } from "../../util/errors";
 import { out } from "../out";
 
 export const completion = (root: CommandDef<any>) =>

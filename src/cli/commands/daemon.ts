@@ -1,12 +1,12 @@
-import { existsSync, readFileSync, openSync, readSync, statSync, closeSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { StringDecoder } from "node:string_decoder";
-import { command, print, printJson, printJsonLine, duration, jsonArg } from "../command";
-import * as Client from "../client";
-import { findProjectRoot } from "../../util/paths";
-import { State, Keeper, run as runDaemon, type DaemonStatus } from "../../daemon";
-import { say } from "../voice";
+import { type DaemonStatus, Keeper, run as runDaemon, State } from "../../daemon";
 import { LazyError } from "../../util/errors";
+import { findProjectRoot } from "../../util/paths";
 import { VERSION } from "../../version";
+import * as Client from "../client";
+import { command, duration, jsonArg, print, printJson, printJsonLine } from "../command";
+import { say } from "../voice";
 
 function render(s: DaemonStatus): string {
   const lines = [

@@ -1,8 +1,8 @@
-import { command, print, printJson } from "../command";
-import * as Client from "../client";
-import { findProjectRoot } from "../../util/paths";
-import { LazyError } from "../../util/errors";
 import type { DaemonStatus } from "../../daemon";
+import { LazyError } from "../../util/errors";
+import { findProjectRoot } from "../../util/paths";
+import * as Client from "../client";
+import { command, print, printJson } from "../command";
 
 export const dashboard = command({
   meta: { name: "dashboard", description: "Print the dashboard's address, signed in (the token rides in the URL fragment)" },

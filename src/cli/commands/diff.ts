@@ -5,12 +5,13 @@
  * external diff or textconv). File names and lines are the agent's: shown through visible(), so
  * a control byte in them is shown, never obeyed by the terminal.
  */
-import { command, print, printJson } from "../command";
-import * as Client from "../client";
-import { findProjectRoot } from "../../util/paths";
+
 import type { Diff } from "../../dashboard";
-import { colours, visible } from "../terminal";
+import { findProjectRoot } from "../../util/paths";
+import * as Client from "../client";
+import { command, print, printJson } from "../command";
 import { out } from "../out";
+import { colours, visible } from "../terminal";
 
 export type TaskDiff = Diff & { task: { id: string; code: string | null; status: string } };
 

@@ -4,9 +4,10 @@
  * daemon's containers run on against the one this shell points at. Kept apart from doctor.ts's
  * other checks so each reads on its own.
  */
-import { STANDARD, type CredentialInfo } from "../../credentials";
+
 import { realpathSync } from "node:fs";
 import type { Engine } from "../../containers";
+import { type CredentialInfo, STANDARD } from "../../credentials";
 
 /** One line of lazy doctor (doctor.ts's Finding; said here too so neither file imports the other). */
 interface Finding {

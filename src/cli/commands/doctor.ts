@@ -1,17 +1,16 @@
-import { command, print, printJson, jsonArg } from "../command";
-import * as Client from "../client";
-import { findProjectRoot } from "../../util/paths";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { load, formatProblem, Trust, secretUrls, readConfigText, FILE } from "../../config";
+import { FILE, formatProblem, load, readConfigText, secretUrls, Trust } from "../../config";
 import { Engine } from "../../containers";
+import { type DaemonStatus, Keeper, State } from "../../daemon";
 import { desktopTool } from "../../notify";
-import { LazyError } from "../../util/errors";
-import { defaultCredentialFinding, engineFinding, type AuthAnswer } from "./doctor-truths";
 import { Plugins } from "../../proxy";
-import { lazyHome } from "../../util/paths";
-import { State, Keeper, type DaemonStatus } from "../../daemon";
+import { LazyError } from "../../util/errors";
+import { findProjectRoot, lazyHome } from "../../util/paths";
+import * as Client from "../client";
+import { command, jsonArg, print, printJson } from "../command";
 import { networkFindings } from "../doctor-network";
+import { type AuthAnswer, defaultCredentialFinding, engineFinding } from "./doctor-truths";
 
 export interface Finding {
   check: string;

@@ -5,11 +5,12 @@
  * "allowlist" with what this prints. Refused hosts are listed too, marked, so a person can see
  * what tasks tried under the allowlist. Reads the latest 10,000 rows of the trail.
  */
-import { command, print, printJson } from "../command";
-import * as Client from "../client";
-import { findProjectRoot } from "../../util/paths";
+
+import { type AllowEntry, allows, DEFAULT_ALLOW, load, parseAllow } from "../../config";
 import type { AuditRow } from "../../proxy";
-import { load, allows, parseAllow, DEFAULT_ALLOW, type AllowEntry } from "../../config";
+import { findProjectRoot } from "../../util/paths";
+import * as Client from "../client";
+import { command, print, printJson } from "../command";
 
 interface Seen {
   entry: string;

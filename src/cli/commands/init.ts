@@ -1,10 +1,10 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { command, print } from "../command";
-import { starter, FILE, Trust } from "../../config";
-import { findProjectRoot } from "../../util/paths";
+import { FILE, starter, Trust } from "../../config";
 import { LazyError } from "../../util/errors";
 import { writeFileAtomic } from "../../util/files";
+import { findProjectRoot } from "../../util/paths";
+import { command, print } from "../command";
 import { say } from "../voice";
 
 export const init = command({

@@ -1,7 +1,7 @@
-import { command, print, printJson, jsonArg } from "../command";
-import * as Client from "../client";
-import { findProjectRoot } from "../../util/paths";
 import type { Note } from "../../store";
+import { findProjectRoot } from "../../util/paths";
+import * as Client from "../client";
+import { command, jsonArg, print, printJson } from "../command";
 import { say } from "../voice";
 
 const list = async (asJson: boolean) => {

@@ -3,10 +3,11 @@
  * so it asks first (y/N on a terminal), takes --yes in scripts, and without a terminal and
  * without --yes refuses, saying so. `lazy close` ends a task and keeps its branch.
  */
-import { command, print, printJson, jsonArg } from "../command";
-import * as Client from "../client";
-import { findProjectRoot } from "../../util/paths";
+
 import type { Task } from "../../store";
+import { findProjectRoot } from "../../util/paths";
+import * as Client from "../client";
+import { command, jsonArg, print, printJson } from "../command";
 import { confirm } from "../confirm";
 import { say } from "../voice";
 

@@ -1,10 +1,10 @@
-import { command, print, printJson, table, jsonArg } from "../command";
-import * as Client from "../client";
-import { findProjectRoot } from "../../util/paths";
+import { FAILURE_KINDS } from "../../config";
 // Types only from the proxy: loading its modules would cost every stats command tens of ms.
 import type { AuditRow, LimitView, ProviderHealth } from "../../proxy";
-import { FAILURE_KINDS } from "../../config";
 import type { BudgetReport, Pause } from "../../spending";
+import { findProjectRoot } from "../../util/paths";
+import * as Client from "../client";
+import { command, jsonArg, print, printJson, table } from "../command";
 
 const ms = (v: number | null) => (v === null ? "-" : v.toFixed(2));
 const audit = command({

@@ -1,6 +1,6 @@
-import { command, print, setExitCode } from "../command";
 import * as Supervisor from "../../supervisor";
 import { LazyError } from "../../util/errors";
+import { command, print, setExitCode } from "../command";
 
 export const supervise = command({
   meta: { name: "supervise", description: "Run next to an agent inside its task container (lazy starts it; not for people)", hidden: true },

@@ -1,12 +1,12 @@
-import { command, print, printJson, table, jsonArg } from "../command";
-import * as Client from "../client";
-import { findProjectRoot } from "../../util/paths";
 import type { Task, TaskEvent } from "../../store";
-import { say } from "../voice";
 import { LazyError } from "../../util/errors";
+import { findProjectRoot } from "../../util/paths";
+import * as Client from "../client";
+import { command, jsonArg, print, printJson, table } from "../command";
 import { promptArgs } from "../prompt-input";
-import { fetchDiff, statLines } from "./diff";
+import { say } from "../voice";
 import { addGroup, groupAndPrompt, groupArgs } from "./compare";
+import { fetchDiff, statLines } from "./diff";
 
 const add = command({
   meta: { name: "task add", description: "Add a task" },

@@ -3,9 +3,10 @@
  * lazy.toml that sets keys deciding where credentials go or what runs is refused, before any
  * daemon starts for it (config/trust.ts). `--show` lists what is trusted.
  */
-import { command, print, printJson, jsonArg } from "../command";
+
 import { Trust } from "../../config";
 import { findProjectRoot } from "../../util/paths";
+import { command, jsonArg, print, printJson } from "../command";
 import { say } from "../voice";
 
 export const trust = command({

@@ -1,13 +1,13 @@
-import { command, print, printJson, printJsonLine, setExitCode, jsonArg } from "../command";
-import * as Client from "../client";
-import { findProjectRoot } from "../../util/paths";
-import { LazyError, type ErrorCode } from "../../util/errors";
-import type { Task, TaskEvent } from "../../store";
-import { say } from "../voice";
-import { whileLaunching } from "../progress";
 import { line } from "../../lines";
+import type { Task, TaskEvent } from "../../store";
+import { type ErrorCode, LazyError } from "../../util/errors";
+import { findProjectRoot } from "../../util/paths";
+import * as Client from "../client";
+import { command, jsonArg, print, printJson, printJsonLine, setExitCode } from "../command";
+import { whileLaunching } from "../progress";
 import { promptArgs, promptFrom } from "../prompt-input";
-import { reviewArg, reviewFile, type Reviewed } from "../review";
+import { type Reviewed, reviewArg, reviewFile } from "../review";
+import { say } from "../voice";
 import { groupAndPrompt, groupArgs, runGroup } from "./compare";
 
 const taskArg = { task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true } } as const;

@@ -1,9 +1,9 @@
-import { command, print } from "../command";
-import * as Client from "../client";
-import { findProjectRoot } from "../../util/paths";
-import { LazyError } from "../../util/errors";
-import type { WatchItem } from "../../watch";
 import { watchLine } from "../../lines";
+import { LazyError } from "../../util/errors";
+import { findProjectRoot } from "../../util/paths";
+import type { WatchItem } from "../../watch";
+import * as Client from "../client";
+import { command, print } from "../command";
 
 /** Every `--task X` / `--task=X` given (citty keeps only the last). */
 function taskFlags(raw: string[]): string[] | null {

@@ -4,10 +4,10 @@
  * writing a line for it.
  */
 import type { CommandDef } from "citty";
-import { walk } from "./tree";
 import { bash } from "./bash";
-import { zsh } from "./zsh";
 import { fish } from "./fish";
+import { walk } from "./tree";
+import { zsh } from "./zsh";
 
 export const SHELLS = ["bash", "zsh", "fish"] as const;
 export type Shell = (typeof SHELLS)[number];

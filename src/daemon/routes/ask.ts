@@ -5,12 +5,12 @@
  */
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
-import { body } from "./input";
 import { z } from "zod";
-import { Tasks } from "../../store";
-import type { Runner } from "../../runner";
 import { askPrompt, reportPrompt } from "../../own-calls";
+import type { Runner } from "../../runner";
+import { Tasks } from "../../store";
 import { promptSchema } from "../../util/prompt";
+import { body } from "./input";
 import { parseSince } from "./watch";
 
 export interface AskDeps {

@@ -1,12 +1,12 @@
 /** The credential routes behind `lazy auth`: list (with the proxy's findings), set, remove. */
 import { Elysia } from "elysia";
-import { body } from "./input";
 import { z } from "zod";
-import { LazyError } from "../../util/errors";
-import type { Logger } from "../../util/log";
+import { type Config, defaultProfile } from "../../config";
 import type { CredentialStore, ExpiryWarnings } from "../../credentials";
 import type { ModelProxy } from "../../proxy";
-import { defaultProfile, type Config } from "../../config";
+import { LazyError } from "../../util/errors";
+import type { Logger } from "../../util/log";
+import { body } from "./input";
 
 export const SetCredential = z.strictObject({ value: z.string().describe("The secret; it travels over the loopback API only.") });
 

@@ -5,12 +5,12 @@
  */
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
-import { LazyError } from "../../util/errors";
-import { Tasks, STATUSES, isStatus, type Status } from "../../store";
+import { type Config, defaultProfile, profileNames } from "../../config";
 import { rows } from "../../dashboard";
-import { spentOnDay, taskLimit, dayOver } from "../../spending";
-import { defaultProfile, profileNames, type Config } from "../../config";
 import type { ModelProxy } from "../../proxy";
+import { dayOver, spentOnDay, taskLimit } from "../../spending";
+import { isStatus, STATUSES, type Status, Tasks } from "../../store";
+import { LazyError } from "../../util/errors";
 import { taskRef } from "./input";
 
 export interface BoardDeps {

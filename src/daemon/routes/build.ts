@@ -5,16 +5,16 @@
  * builder-sessions.ts also ends a session whose `lazy build` was killed). Builder grants are
  * capped, oldest first (proxy/identity/grants.ts).
  */
-import { Elysia } from "elysia";
-import { body } from "./input";
-import { z } from "zod";
+
 import { randomBytes } from "node:crypto";
-import type { Config } from "../../config";
-import { defaultProfile } from "../../config";
-import { LazyError } from "../../util/errors";
-import { MCP_PATH, Pid, type ModelProxy } from "../../proxy";
+import { Elysia } from "elysia";
+import { z } from "zod";
+import { type Config, defaultProfile } from "../../config";
 import type { McpTokens } from "../../mcp";
+import { MCP_PATH, type ModelProxy, Pid } from "../../proxy";
+import { LazyError } from "../../util/errors";
 import { urlHost } from "../../util/url";
+import { body } from "./input";
 
 export interface BuildDeps {
   config: () => Config;

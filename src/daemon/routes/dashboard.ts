@@ -4,7 +4,7 @@
  * get a Content-Security-Policy that allows this origin only and no inline script.
  */
 import { Elysia } from "elysia";
-import { page, pageFor, asset, CSP } from "../../dashboard";
+import { asset, CSP, page, pageFor } from "../../dashboard";
 
 export interface DashboardDeps {
   /** [server] web in the config in force now. */

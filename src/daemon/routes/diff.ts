@@ -1,8 +1,8 @@
 /** A task's diff against the project's branch (dashboard/diff.ts: host-side hardened git in the project root, bounded). */
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
-import { Tasks } from "../../store";
 import { taskDiff } from "../../dashboard";
+import { Tasks } from "../../store";
 import { taskRef } from "./input";
 
 export interface DiffDeps {

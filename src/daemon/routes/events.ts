@@ -9,10 +9,10 @@
  */
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
-import { Tasks } from "../../store";
 import type { Bus } from "../../bus";
 import type { Config } from "../../config";
 import { rows } from "../../dashboard";
+import { Tasks } from "../../store";
 import { follow, sourceOf, type WatchItem } from "../../watch";
 import type { WatchDeps } from "./watch";
 

@@ -4,15 +4,13 @@
  */
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
-import { body } from "./input";
 import { z } from "zod";
-import { LazyError } from "../../util/errors";
-import type { Config } from "../../config";
-import { defaultProfile } from "../../config";
-import type { Runner } from "../../runner";
-import { MAX_CANDIDATES } from "../../runner";
+import { type Config, defaultProfile } from "../../config";
 import { compare } from "../../dashboard";
+import { MAX_CANDIDATES, type Runner } from "../../runner";
+import { LazyError } from "../../util/errors";
 import { PROMPT_MAX_BYTES, promptSchema } from "../../util/prompt";
+import { body } from "./input";
 
 export const AddGroup = z.strictObject({
   prompt: promptSchema("prompt").describe(`What every candidate should do (not empty; at most ${PROMPT_MAX_BYTES} bytes).`),

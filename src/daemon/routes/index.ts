@@ -2,21 +2,22 @@
  * The daemon API's routes, one file per resource. Each is a small Elysia plugin that takes only
  * what it uses (its `...Deps`); api.ts puts them behind the guard and the token check.
  */
-export { taskRoutes, type TaskDeps } from "./tasks";
-export { authRoutes, type AuthDeps } from "./auth";
-export { proxyRoutes, type GrantDeps } from "./proxy";
-export { statsRoutes, type StatsDeps } from "./stats";
-export { eventRoutes, type EventDeps } from "./events";
-export { daemonRoutes, type DaemonDeps } from "./daemon";
-export type { DaemonStatus, Busy } from "./status";
-export { dashboardRoutes, type DashboardDeps, SESSION_COOKIE } from "./dashboard";
-export { watchRoutes, type WatchDeps } from "./watch";
-export { memoryRoutes, type MemoryDeps } from "./memory";
-export { askRoutes, type AskDeps } from "./ask";
-export { boardRoutes, type BoardDeps } from "./board";
-export { diffRoutes, type DiffDeps } from "./diff";
-export { buildRoutes, type BuildDeps } from "./build";
-export { reviewRoutes, type ReviewDeps } from "./review";
-export { groupRoutes, type GroupDeps } from "./groups";
-export { badBody, issuesOf } from "./input";
+
 export type * as Answers from "./answers";
+export { type AskDeps, askRoutes } from "./ask";
+export { type AuthDeps, authRoutes } from "./auth";
+export { type BoardDeps, boardRoutes } from "./board";
+export { type BuildDeps, buildRoutes } from "./build";
+export { type DaemonDeps, daemonRoutes } from "./daemon";
+export { type DashboardDeps, dashboardRoutes, SESSION_COOKIE } from "./dashboard";
+export { type DiffDeps, diffRoutes } from "./diff";
+export { type EventDeps, eventRoutes } from "./events";
+export { type GroupDeps, groupRoutes } from "./groups";
+export { badBody, issuesOf } from "./input";
+export { type MemoryDeps, memoryRoutes } from "./memory";
+export { type GrantDeps, proxyRoutes } from "./proxy";
+export { type ReviewDeps, reviewRoutes } from "./review";
+export { type StatsDeps, statsRoutes } from "./stats";
+export type { Busy, DaemonStatus } from "./status";
+export { type TaskDeps, taskRoutes } from "./tasks";
+export { type WatchDeps, watchRoutes } from "./watch";

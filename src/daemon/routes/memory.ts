@@ -1,10 +1,10 @@
 /** Project memory for people: list, add and remove notes (`lazy memory`). Agents use the MCP tools. */
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
-import { body } from "./input";
 import { z } from "zod";
 import { Memory } from "../../store";
 import { LazyError } from "../../util/errors";
+import { body } from "./input";
 
 export interface MemoryDeps {
   db: Database;

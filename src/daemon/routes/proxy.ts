@@ -1,13 +1,13 @@
 /** The proxy's route: a grant (placeholder credential and proxy address) for a launch. */
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
-import { body } from "./input";
 import { z } from "zod";
+import { type Config, defaultProfile } from "../../config";
+import { liveKey, type ModelProxy, Pid } from "../../proxy";
+import { isFinal, Tasks } from "../../store";
 import { LazyError } from "../../util/errors";
-import { Tasks, isFinal } from "../../store";
-import { defaultProfile, type Config } from "../../config";
-import { liveKey, Pid, type ModelProxy } from "../../proxy";
 import { urlHost } from "../../util/url";
+import { body } from "./input";
 
 export const MintGrant = z.strictObject({
   role: z.enum(["agent", "host", "lazy"]).describe("agent: a task's turns; host: lazy chat/pair; lazy: lazy's own calls"),

@@ -9,13 +9,13 @@
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
 import { z } from "zod";
+import type { Config } from "../../config";
+import { rows, taskDiff } from "../../dashboard";
+import * as Review from "../../review";
+import type { Runner } from "../../runner";
+import { actions, Runs, Tasks } from "../../store";
 import { LazyError } from "../../util/errors";
 import { checkPrompt } from "../../util/prompt";
-import { Tasks, Runs, actions } from "../../store";
-import { rows, taskDiff } from "../../dashboard";
-import type { Config } from "../../config";
-import type { Runner } from "../../runner";
-import * as Review from "../../review";
 import { body, taskRef } from "./input";
 
 export interface ReviewDeps {

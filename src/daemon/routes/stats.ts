@@ -1,10 +1,10 @@
 /** The stats routes behind `lazy stats`: the audit trail (rows and a task's totals) and the proxy's readings. */
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
-import { Tasks } from "../../store";
-import type { ModelProxy } from "../../proxy";
 import type { Config } from "../../config";
-import { pauseOf, report, type Pause } from "../../spending";
+import type { ModelProxy } from "../../proxy";
+import { type Pause, pauseOf, report } from "../../spending";
+import { Tasks } from "../../store";
 
 export interface StatsDeps {
   db: Database;

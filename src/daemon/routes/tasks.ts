@@ -2,13 +2,13 @@
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
 import { z } from "zod";
-import { LazyError } from "../../util/errors";
-import { Tasks, STATUSES, isStatus, type Status } from "../../store";
+import type { Bus } from "../../bus";
 import type { Config } from "../../config";
 import type { Runner } from "../../runner";
-import type { Bus } from "../../bus";
-import { body, taskRef } from "./input";
+import { isStatus, STATUSES, type Status, Tasks } from "../../store";
+import { LazyError } from "../../util/errors";
 import { PROMPT_MAX_BYTES, promptSchema } from "../../util/prompt";
+import { body, taskRef } from "./input";
 
 export const AddTask = z.strictObject({
   prompt: promptSchema("prompt").describe(`What the agent should do (not empty; at most ${PROMPT_MAX_BYTES} bytes).`),

@@ -6,11 +6,11 @@
  */
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
+import type { Bus } from "../../bus";
+import type { ModelProxy } from "../../proxy";
 import { Tasks } from "../../store";
 import { LazyError } from "../../util/errors";
 import { follow, sourceOf, type WatchItem, type WatchSource } from "../../watch";
-import type { Bus } from "../../bus";
-import type { ModelProxy } from "../../proxy";
 
 export interface WatchDeps {
   db: Database;

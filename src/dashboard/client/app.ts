@@ -2,14 +2,15 @@
  * The dashboard's client script (bundled for the browser at build time, dashboard/bundle.ts):
  * signs in once with the token from the URL fragment, then runs the page the body names.
  */
-import { $ } from "./dom";
-import { home } from "./home";
-import { tasks } from "./tasks";
-import { task } from "./task";
-import { watch } from "./watch";
-import { usage } from "./usage";
+
 import { group } from "./compare";
+import { $ } from "./dom";
 import { expiryBanner } from "./expiry-banner";
+import { home } from "./home";
+import { task } from "./task";
+import { tasks } from "./tasks";
+import { usage } from "./usage";
+import { watch } from "./watch";
 
 const PAGES: Record<string, () => Promise<void>> = { home, tasks, task, watch, usage, group };
 

@@ -6,7 +6,7 @@
  * text only, never HTML.
  */
 import type { Answers } from "../../daemon";
-import { $, api, fill, h, num, usd, debounce, showError, table } from "./dom";
+import { $, api, debounce, fill, h, num, showError, table, usd } from "./dom";
 import { live } from "./live";
 
 type Comparison = Answers.Comparison;

@@ -4,7 +4,7 @@
  * replaces the token. Kept apart from home.ts so the page's own code stays its own.
  */
 import type { Answers } from "../../daemon";
-import { api, h, fill } from "./dom";
+import { api, fill, h } from "./dom";
 
 type Notice = Answers.Auth["expiry"][number];
 

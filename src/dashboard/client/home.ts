@@ -1,9 +1,9 @@
 /** Home: tasks by status, what runs or waits and why, today's tokens against [budget], provider health. */
 import type { Answers } from "../../daemon";
-import { $, api, fill, h, num, usd, debounce, showError } from "./dom";
+import { $, api, debounce, fill, h, num, showError, usd } from "./dom";
+import { inbox } from "./inbox";
 import { live } from "./live";
 import { rowItem } from "./rows";
-import { inbox } from "./inbox";
 
 type Home = Answers.Home;
 type Health = Home["health"][number];

@@ -7,8 +7,8 @@
  * as one element a line with one listener for all (bench/review.ts).
  */
 import type { Answers } from "../../daemon";
-import { api, h } from "./dom";
 import { type Comment, type Side, where } from "../../review";
+import { api, h } from "./dom";
 
 /** A task's diff as the API answers it (dashboard/diff.ts). */
 export type Diff = Answers.Diff;

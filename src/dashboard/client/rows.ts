@@ -1,6 +1,6 @@
 /** A task as a row of a list (home, tasks): its status and why first, then profile, tokens, age, last message. */
 import type { Answers } from "../../daemon";
-import { h, badge, num, usd, ago } from "./dom";
+import { ago, badge, h, num, usd } from "./dom";
 
 /** A row as the API answers it (daemon/routes/board.ts). */
 export type Row = Answers.Row;

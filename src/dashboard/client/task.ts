@@ -3,16 +3,18 @@
  * error texts), the prompt, the live event stream as `lazy logs` prints it, the diff of its
  * branch, and its audit rows.
  */
-import { $, api, fill, h, num, usd, debounce, showError, ApiError, table } from "./dom";
-import { live } from "./live";
-import { line } from "../../lines";
+
 import type { Answers } from "../../daemon";
+import { line } from "../../lines";
 import type { TaskEvent } from "../../store";
+import { $, ApiError, api, debounce, fill, h, num, showError, table, usd } from "./dom";
+import { live } from "./live";
 
 type EventLike = Pick<TaskEvent, "at" | "kind" | "data">;
-import { refOf, type Row } from "./rows";
-import { ReviewView, type Diff } from "./review";
+
+import { type Diff, ReviewView } from "./review";
 import { diffFirst } from "./review-order";
+import { type Row, refOf } from "./rows";
 
 interface Ev extends EventLike {
   id: number;

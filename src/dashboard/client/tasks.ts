@@ -1,8 +1,8 @@
 /** Tasks: every task a page at a time (newest first), by status and by text; add one. */
 import type { Answers } from "../../daemon";
-import { $, api, fill, h, debounce, showError, num } from "./dom";
+import { $, api, debounce, fill, h, num, showError } from "./dom";
 import { live } from "./live";
-import { rowItem, type Row } from "./rows";
+import { type Row, rowItem } from "./rows";
 
 type Page = Answers.TaskPage;
 

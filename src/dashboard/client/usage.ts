@@ -1,8 +1,8 @@
 /** Usage: each credential's windows as used-percent bars with a countdown to each reset, PAUSED marks, budgets, and the days. */
 import type { Answers } from "../../daemon";
-import { $, api, fill, h, num, usd, countdown, debounce, showError, table } from "./dom";
-import { live } from "./live";
+import { $, api, countdown, debounce, fill, h, num, showError, table, usd } from "./dom";
 import { healthList } from "./home";
+import { live } from "./live";
 
 type Limits = Answers.Limits;
 type Limit = Limits["limits"][number];

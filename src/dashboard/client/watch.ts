@@ -1,8 +1,9 @@
 /** Watch: the `lazy watch` stream, live, with its task filter (the same rules: codes or id prefixes, never empty). */
-import { $, api, h, showError } from "./dom";
-import { live } from "./live";
+
 import { watchLine } from "../../lines";
 import type { WatchItem as Item } from "../../watch";
+import { $, api, h, showError } from "./dom";
+import { live } from "./live";
 
 const MAX_LINES = 2_000;
 

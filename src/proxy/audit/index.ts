@@ -7,6 +7,6 @@
  * only, and a Cursor path without its placeholder segment.
  */
 export { Recorder } from "./recorder";
-export { Audit } from "./trail";
-export { buffers, type Batch, type Bounds, type Row } from "./store";
 export { auditRow, type Outcome, type RowHead } from "./row";
+export { type Batch, type Bounds, buffers, type Row } from "./store";
+export { Audit } from "./trail";

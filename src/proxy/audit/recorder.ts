@@ -5,15 +5,14 @@
  * the proxy's threads 2-3 µs a request (bench/README.md).
  */
 import * as Store from "./store";
-import type { Batch, Row } from "./store";
 
 export class Recorder {
   private batch = new Store.Builder();
   private timer: Timer | undefined;
 
-  constructor(private sink: (batch: Batch) => void) {}
+  constructor(private sink: (batch: Store.Batch) => void) {}
 
-  record(r: Row): void {
+  record(r: Store.Row): void {
     if (this.batch.add(r)) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), 50);
   }

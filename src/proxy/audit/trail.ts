@@ -4,12 +4,11 @@
  * recorded before them, live readers (lazy watch) and budget checks hear of new rows.
  */
 import type { Database } from "bun:sqlite";
-import type { Logger } from "../../util/log";
-import type { ToWriter, FromWriter } from "./writer";
-import { workerUrl } from "../../util/worker-url";
 import { Usage } from "../../store";
+import type { Logger } from "../../util/log";
+import { workerUrl } from "../../util/worker-url";
 import * as Store from "./store";
-import type { Batch, Bounds, Row } from "./store";
+import type { FromWriter, ToWriter } from "./writer";
 
 /**
  * The trail itself, on the daemon's main thread: batches from the proxy's thread go to the
@@ -23,14 +22,14 @@ export class Audit {
   private written = 0;
   private waiters: { id: number; resolve: () => void }[] = [];
   private respawns = 0;
-  private live = new Set<(rows: Row[]) => void>();
+  private live = new Set<(rows: Store.Row[]) => void>();
   private written_ = new Set<(taskIds: ReadonlySet<string>) => void>();
   /** Batches posted and not yet written → the tasks whose tokens they carry. */
   private spent = new Map<number, Set<string>>();
 
   constructor(
     private db: Database,
-    private bounds: () => Bounds,
+    private bounds: () => Store.Bounds,
     private log: Logger,
     private pending: () => Promise<void> = async () => {},
   ) {
@@ -92,7 +91,7 @@ export class Audit {
   }
 
   /** A batch of rows (from a Recorder): written in one transaction, off this thread. */
-  write(batch: Batch): void {
+  write(batch: Store.Batch): void {
     // Live readers (lazy watch) get the rows first: posting hands the batch's buffers over.
     if (this.live.size) {
       const rows = Array.from({ length: batch.n }, (_, i) => Store.rowOf(batch, i));
@@ -124,7 +123,7 @@ export class Audit {
   }
 
   /** Rows as they are recorded (after the proxy's thread hands them over, within ~50 ms). */
-  onRows(listener: (rows: Row[]) => void): () => void {
+  onRows(listener: (rows: Store.Row[]) => void): () => void {
     this.live.add(listener);
     return () => this.live.delete(listener);
   }
@@ -145,11 +144,11 @@ export class Audit {
   }
 
   /** The newest `limit` rows (of one task; recorded at or after `since`), oldest first. */
-  async query(opts: { taskId?: string; limit?: number; since?: number } = {}): Promise<(Row & { id: number })[]> {
+  async query(opts: { taskId?: string; limit?: number; since?: number } = {}): Promise<(Store.Row & { id: number })[]> {
     await this.settled();
     const limit = opts.limit ?? 100;
     const since = opts.since ?? 0;
-    const out: (Row & { id: number })[] = [];
+    const out: (Store.Row & { id: number })[] = [];
     scan: for (const { id, batch } of Store.newestFirst(this.db)) {
       // A task's rows hold its id's index in the batch's strings; a batch without it has none.
       const task = opts.taskId === undefined ? undefined : batch.table.indexOf(opts.taskId);

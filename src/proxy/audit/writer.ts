@@ -7,12 +7,11 @@
 import type { Database } from "bun:sqlite";
 import { AuditBatches, connect, Usage } from "../../store";
 import * as Store from "./store";
-import { NUM, type Batch, type Bounds } from "./store";
 
 export type ToWriter =
   | { type: "open"; path: string }
-  | { type: "rows"; id: number; batch: Batch; bounds: Bounds }
-  | { type: "prune"; id: number; bounds: Bounds }
+  | { type: "rows"; id: number; batch: Store.Batch; bounds: Store.Bounds }
+  | { type: "prune"; id: number; bounds: Store.Bounds }
   | { type: "close"; id: number };
 export type FromWriter = { type: "done"; id: number; error?: string };
 
@@ -23,9 +22,9 @@ let db: Database | undefined;
 let next = 1;
 let sinceBound = 0;
 
-const TOKENS = [NUM.input_tokens, NUM.output_tokens, NUM.cache_read, NUM.cache_write];
+const TOKENS = [Store.NUM.input_tokens, Store.NUM.output_tokens, Store.NUM.cache_read, Store.NUM.cache_write];
 
-function write(batch: Batch, bounds: Bounds): void {
+function write(batch: Store.Batch, bounds: Store.Bounds): void {
   const d = db!;
   // Token counters per task: summed over the batch, one upsert per task.
   const totals = new Map<number, Usage.Counts>();
@@ -43,8 +42,8 @@ function write(batch: Batch, bounds: Bounds): void {
   // And per UTC day, task, profile and credential, for budgets (lazy stats budget).
   const days = new Map<string, { key: readonly [string, string, string, string]; counts: Usage.Counts }>();
   for (let i = 0; i < batch.n; i++) {
-    const input = Store.numberOf(batch, i, NUM.input_tokens);
-    const output = Store.numberOf(batch, i, NUM.output_tokens);
+    const input = Store.numberOf(batch, i, Store.NUM.input_tokens);
+    const output = Store.numberOf(batch, i, Store.NUM.output_tokens);
     if (Number.isNaN(input) && Number.isNaN(output)) continue;
     const day = new Date(Store.atOf(batch, i)).toISOString().slice(0, 10);
     const key = [
@@ -86,7 +85,7 @@ function trim(maxRows: number): void {
 }
 
 /** Both bounds (once a minute). */
-function prune({ maxRows, maxAgeDays }: Bounds): void {
+function prune({ maxRows, maxAgeDays }: Store.Bounds): void {
   const d = db!;
   const cutoff = Date.now() - maxAgeDays * 86_400_000;
   d.transaction(() => {

@@ -15,12 +15,12 @@
 import { chmodSync, existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
+import { LazyError } from "../../util/errors";
 import * as Files from "../../util/files";
 import * as Log from "../../util/log";
-import { LazyError } from "../../util/errors";
-import * as Placeholders from "./placeholders";
 import { McpToken, McpTokens, readOld } from "./mcp-tokens";
 import { Pin } from "./pin";
+import * as Placeholders from "./placeholders";
 
 const log = Log.create("grants");
 

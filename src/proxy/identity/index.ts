@@ -6,9 +6,9 @@
  * from (the pin), which tasks' grants redeem now (the live set). Everything here is owned by the
  * daemon's main thread; the proxy threads get copies of the placeholders.
  */
-export { Grants, Grant, Role, type Identity, type Options as GrantOptions, liveKey, notLive, FILE_NAME as GRANTS_FILE } from "./grants";
-export * as Placeholders from "./placeholders";
-export { Targets, type Target, BUILTIN, inferCredential, type UpstreamKind, type Wire } from "./targets";
-export { isLoopback, offPin, offPinFrom, pinnedTo, pinOwner } from "./pin";
+export { FILE_NAME as GRANTS_FILE, Grant, Grants, type Identity, liveKey, notLive, type Options as GrantOptions, Role } from "./grants";
 export { Live, PIDS_FILE } from "./live";
-export { McpTokens, McpToken, Pid } from "./mcp-tokens";
+export { McpToken, McpTokens, Pid } from "./mcp-tokens";
+export { isLoopback, offPin, offPinFrom, pinnedTo, pinOwner } from "./pin";
+export * as Placeholders from "./placeholders";
+export { BUILTIN, inferCredential, type Target, Targets, type UpstreamKind, type Wire } from "./targets";

@@ -7,9 +7,10 @@
  * MCP route's view of them (`McpTokens`), and the way forward from mcp-tokens.json, the file
  * of their own they had before (`readOld`).
  */
+
+import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import * as Log from "../../util/log";
 import { Pin } from "./pin";

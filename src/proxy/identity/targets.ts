@@ -6,8 +6,7 @@
  * from its hostname. An origin declared `credential = "none"` that is already credentialed
  * stops the daemon from starting: that map would not mean what it says.
  */
-import type { Config } from "../../config";
-import { resolveProfile, profileNames, type ResolvedProfile } from "../../config";
+import { type Config, profileNames, type ResolvedProfile, resolveProfile } from "../../config";
 import { LazyError } from "../../util/errors";
 
 /** The two wire formats the proxy speaks (the forwarding surface, request/surface.ts, is per kind). */

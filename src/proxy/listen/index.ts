@@ -4,7 +4,8 @@
  * bounds what a container can make a thread hold (gate.ts), and the routes the listeners answer
  * themselves (roots.ts: a 404 for the daemon's API).
  */
-export * from "./server";
-export * from "./shared-port";
+
 export * from "./gate";
 export * from "./roots";
+export * from "./server";
+export * from "./shared-port";

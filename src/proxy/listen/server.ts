@@ -4,8 +4,8 @@
  * whole is up (for status and doctor) is the ModelProxy's to say (main/model-proxy.ts), from these answers.
  */
 import type { Server } from "bun";
-import type { Logger } from "../../util/log";
 import { listen } from "../../util/listen";
+import type { Logger } from "../../util/log";
 import { IDLE_SECONDS, SERVER_MAX_BODY } from "./gate";
 
 export class ProxyServer {

@@ -3,4 +3,4 @@
  * is durable (grants, the live set, the audit trail), starts the proxy threads and keeps their
  * copies current, and answers what they ask (Cursor sessions, the MCP route).
  */
-export { ModelProxy, type LaunchGrant, type ProxyState } from "./model-proxy";
+export { type LaunchGrant, ModelProxy, type ProxyState } from "./model-proxy";

@@ -10,21 +10,20 @@
  */
 import type { Database } from "bun:sqlite";
 import { join } from "node:path";
-import type { Config, ResolvedProfile } from "../../config";
-import { resolveProfile } from "../../config";
+import { type Config, type ResolvedProfile, resolveProfile } from "../../config";
 import type { CredentialStore } from "../../credentials";
+import * as Harness from "../../harness";
 import { LazyError } from "../../util/errors";
 import * as Log from "../../util/log";
-import { mergeStats, Thread, type Ask, type Call, type Init, type Stats, type ToThread } from "../thread";
-import * as Harness from "../../harness";
-import { Grants, Live, Targets, type Role, type Target } from "../identity";
 import { Audit } from "../audit";
-import { CursorSessions } from "../request";
+import { Grants, Live, type Role, type Target, Targets } from "../identity";
 import { threadCount } from "../listen";
-import { Ports } from "./ports";
 import { admitMcp, answerMcp, type McpHandler } from "../mcp-bridge";
-import { UPSTREAM } from "../upstream";
 import * as Plugins from "../plugins";
+import { CursorSessions } from "../request";
+import { type Ask, type Call, type Init, mergeStats, type Stats, Thread, type ToThread } from "../thread";
+import { UPSTREAM } from "../upstream";
+import { Ports } from "./ports";
 
 export interface LaunchGrant {
   /** The variable the harness reads its credential from, holding the placeholder. */

@@ -6,7 +6,7 @@
 import type { Server } from "bun";
 import type * as Log from "../../util/log";
 import { auditRow, type Recorder } from "../audit";
-import { dropBody, readAtMost, type Pass } from "../listen";
+import { dropBody, type Pass, readAtMost } from "../listen";
 import type { Ask, McpAdmit, McpAnswer, McpWho } from "../thread";
 import { MCP_NO_TOKEN, MCP_PATH } from "./names";
 

@@ -5,9 +5,10 @@
  * own refusals read back from the audit (refusals.ts). Meters only measure: what a reading or
  * a count means for the next turn (a pause, a hold, a budget) is decided in src/spending/.
  */
-export * from "./limits";
-export * from "./readings";
-export * from "./quota";
-export * from "./usage";
+
 export * from "./health";
+export * from "./limits";
+export * from "./quota";
+export * from "./readings";
 export * from "./refusals";
+export * from "./usage";

@@ -3,10 +3,10 @@
  * held in memory for `lazy stats limits` and persisted (debounced) so they survive a restart.
  */
 import type { Database } from "bun:sqlite";
-import { windows, type Window } from "./readings";
-import type { Refusal } from "./quota";
 import { Readings } from "../../store";
 import * as Log from "../../util/log";
+import type { Refusal } from "./quota";
+import { type Window, windows } from "./readings";
 
 const log = Log.create("proxy");
 

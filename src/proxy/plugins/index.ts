@@ -6,6 +6,7 @@
  * contract a plugin is written against. With no plugin configured the request path never
  * reaches this room.
  */
-export { resolve, folder } from "./place";
-export { Chain, load, problems, type Outcome } from "./chain";
+
+export { Chain, load, type Outcome, problems } from "./chain";
+export { folder, resolve } from "./place";
 export type { PluginFunction, PluginRequest, PluginResult, Spec } from "./types";

@@ -7,11 +7,10 @@
  */
 import { endOfTurn } from "../../util/turn";
 import * as Meters from "../meters";
-import { UsageTap, kindOfStatus } from "../meters";
 import { relay } from "../upstream";
+import { hostOf } from "./address";
 import type { Call } from "./call";
 import type { Context } from "./context";
-import { hostOf } from "./address";
 import { errorResponse } from "./errors";
 import type { Answered } from "./send";
 import type { Wire } from "./surface";
@@ -32,7 +31,7 @@ export async function answer(ctx: Context, call: Call, a: Answered, wire: Wire, 
 
   // Provider health; a refusal is told apart (quota or a short rate limit) once its body, when
   // small and whole, can be read. The agent gets the answer unchanged either way.
-  const failure = kindOfStatus(res.status);
+  const failure = Meters.kindOfStatus(res.status);
   const maybeRefusal = res.status === 429 || res.status === 402 || res.status === 403;
   if (!maybeRefusal) ctx.health.record(upstream.provider, failure, failure ? `${upstream.provider} answered ${res.status}` : undefined);
   const settle = (body?: Uint8Array): string | null => {
@@ -70,14 +69,14 @@ export async function answer(ctx: Context, call: Call, a: Answered, wire: Wire, 
     // through a JS stream costs more than the rest of the request path together.
     const bytes = await res.bytes().catch(() => null);
     if (bytes) {
-      const usage = res.headers.get("content-encoding") ? null : UsageTap.of(wire, contentType, bytes);
+      const usage = res.headers.get("content-encoding") ? null : Meters.UsageTap.of(wire, contentType, bytes);
       call.record({ status: res.status, ttfbMs: ttfb, bytesIn, bytesOut: bytes.length, usage, retries, note: settle(bytes) });
       // Answered with the others that are ready this turn (util/turn.ts).
       await endOfTurn();
       return new Response(bytes, { status: res.status, statusText: res.statusText, headers: outHeaders });
     }
   }
-  const tap = res.headers.get("content-encoding") ? null : new UsageTap(wire, contentType);
+  const tap = res.headers.get("content-encoding") ? null : new Meters.UsageTap(wire, contentType);
   const refusal = settle();
   pass.held = true;
   const lazyOutMs = performance.now() - call.back;

@@ -4,7 +4,7 @@
  * agent that went away is a 499 row.
  */
 import type { Target } from "../identity";
-import { MAX_BODY, type Body } from "../listen";
+import { type Body, MAX_BODY } from "../listen";
 import type { Call } from "./call";
 import { errorResponse } from "./errors";
 import type { Wire } from "./surface";

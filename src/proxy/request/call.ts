@@ -7,8 +7,8 @@
  */
 import type { Server } from "bun";
 import { pathOf } from "../../util/url";
-import type { Grant } from "../identity";
 import { auditRow, type Outcome, type RowHead } from "../audit";
+import type { Grant } from "../identity";
 import { dropBody, type Pass } from "../listen";
 import type { Context } from "./context";
 import { presented } from "./headers";

@@ -4,7 +4,7 @@
  * (forward.ts) and the Cursor route decide with these.
  */
 import type { Server } from "bun";
-import { isLoopback, liveKey, notLive, offPin, pinnedTo, pinOwner, Placeholders, type Grant } from "../identity";
+import { type Grant, isLoopback, liveKey, notLive, offPin, Placeholders, pinnedTo, pinOwner } from "../identity";
 import { NOTE } from "../meters";
 import type { Call } from "./call";
 import type { Context } from "./context";

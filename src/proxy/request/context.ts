@@ -5,8 +5,8 @@
  */
 import type { CredentialStore } from "../../credentials";
 import type { Logger } from "../../util/log";
-import type { Grants, Targets } from "../identity";
 import type { Recorder } from "../audit";
+import type { Grants, Targets } from "../identity";
 import type { Health, Limits } from "../meters";
 import type { Chain } from "../plugins";
 import type { Fallbacks } from "./fallback";

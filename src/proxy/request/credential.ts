@@ -4,9 +4,9 @@
  * Only a caller with a grant gets one; a host session's own credential goes on as it came.
  */
 import type { Target } from "../identity";
+import { hostOf, OAUTH_BETA, withBeta } from "./address";
 import type { Call } from "./call";
 import type { Context } from "./context";
-import { OAUTH_BETA, hostOf, withBeta } from "./address";
 import { errorResponse } from "./errors";
 import type { Wire } from "./surface";
 

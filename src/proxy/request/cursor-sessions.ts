@@ -4,7 +4,7 @@
  * a placeholder of lazy's own, and back in later requests. The table lives on the main thread
  * (both proxy threads need what either learned); a thread reaches it through `Sessions`.
  */
-import { Placeholders, type Grant } from "../identity";
+import { type Grant, Placeholders } from "../identity";
 
 interface Session {
   real: string;

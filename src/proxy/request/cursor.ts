@@ -21,17 +21,17 @@
  * credential reaches the agent.
  */
 import type { Server } from "bun";
-import { liveKey, notLive, offPin, pinnedTo, pinOwner, Placeholders, type Grant } from "../identity";
-import type { Sessions } from "./cursor-sessions";
-import { NO_RETRY } from "./errors";
-import type { Context } from "./context";
-import { HOP, presented } from "./headers";
-import { bounded, MAX_BODY, type Pass } from "../listen";
-import { Scrubber, scrubStream } from "./cursor-scrub";
+import { pathOf } from "../../util/url";
 import { auditRow, type Outcome, type RowHead } from "../audit";
+import { type Grant, liveKey, notLive, offPin, Placeholders, pinnedTo, pinOwner } from "../identity";
+import { bounded, MAX_BODY, type Pass } from "../listen";
 import { kindOfStatus, NOTE } from "../meters";
 import { healthKind, providerFailure, relay, send } from "../upstream";
-import { pathOf } from "../../util/url";
+import type { Context } from "./context";
+import { Scrubber, scrubStream } from "./cursor-scrub";
+import type { Sessions } from "./cursor-sessions";
+import { NO_RETRY } from "./errors";
+import { HOP, presented } from "./headers";
 
 export const PREFIX = "/_lazy/cursor/";
 /**

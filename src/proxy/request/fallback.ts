@@ -9,14 +9,13 @@
  * lazy chooses the credential, so it must be lazy's to choose.
  */
 import type { Config, Fallback as FallbackConfig } from "../../config";
-import * as Surface from "./surface";
-import { errorResponse } from "./errors";
-import { inferCredential, type Target } from "../identity";
-import { OAUTH_BETA, hostOf, joinUrl, withBeta } from "./address";
 import type { Outcome } from "../audit";
+import { inferCredential, type Target } from "../identity";
 import * as Quota from "../meters";
-import { kindOfStatus, type FailureKind, type Health } from "../meters";
-import { healthKind, providerFailure, send, type Sent, type UpstreamResponse } from "../upstream";
+import { healthKind, providerFailure, type Sent, send, type UpstreamResponse } from "../upstream";
+import { hostOf, joinUrl, OAUTH_BETA, withBeta } from "./address";
+import { errorResponse } from "./errors";
+import * as Surface from "./surface";
 
 export interface Hop {
   name: string;
@@ -71,7 +70,7 @@ export function mayReroute(sent: Sent): boolean {
 export interface Reroute {
   ctx: {
     credentials: { get(name: string): { value: string; kind: string } | undefined };
-    health: Health;
+    health: Quota.Health;
     firstByteTimeoutMs: () => number;
   };
   req: Request;
@@ -106,7 +105,7 @@ export interface Leg {
 export type Rerouted = Leg | { response: Response };
 
 interface Failed {
-  kind: FailureKind;
+  kind: Quota.FailureKind;
   /** The hop's failure in words, naming the party. */
   sentence: string;
   status: number;
@@ -215,7 +214,7 @@ async function failureOf(r: Reroute, cur: Leg, wantsQuota: boolean): Promise<{ s
   }
   const res = sent.res;
   const answered = (detail?: string) => `${partyOf(who)} answered ${res.status}${detail ? ` (${detail})` : ""}`;
-  const kind = kindOfStatus(res.status);
+  const kind = Quota.kindOfStatus(res.status);
   if (kind === "5xx" || kind === "529") return { sent, failure: { kind, sentence: answered(), status: res.status } };
   if (!wantsQuota || (res.status !== 429 && res.status !== 402 && res.status !== 403)) return { sent, failure: null };
   // Whole only when small: a refusal's JSON body says whether a quota is used up (quota.ts).

@@ -7,7 +7,7 @@
  * own answer, its row written (call.ts).
  */
 import type { Server } from "bun";
-import { readBody, type Pass } from "../listen";
+import { type Pass, readBody } from "../listen";
 import { answer } from "./answer";
 import { body } from "./body";
 import { Call } from "./call";

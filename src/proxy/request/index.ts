@@ -5,14 +5,15 @@
  * verbatim and scrubs the answer. The forwarding surface, the proxy's own error shapes, the
  * fallbacks and the upstream addressing live here too, one concept a file.
  */
-export { handle } from "./forward";
+
+export { hostOf, joinUrl, OAUTH_BETA, withBeta } from "./address";
 export type { Context } from "./context";
-export { HOP, headerLines, presented, presentedBearer } from "./headers";
-export * as Surface from "./surface";
-export { errorResponse, NO_RETRY } from "./errors";
-export { Fallbacks, mayReroute, reroute, withModel, type Hop } from "./fallback";
-export { OAUTH_BETA, hostOf, joinUrl, withBeta } from "./address";
-export { applyPlugins } from "./plugins";
 export { handleCursor, PREFIX as CURSOR_PREFIX } from "./cursor";
-export { CursorSessions, type Sessions } from "./cursor-sessions";
 export { Scrubber, scrubStream } from "./cursor-scrub";
+export { CursorSessions, type Sessions } from "./cursor-sessions";
+export { errorResponse, NO_RETRY } from "./errors";
+export { Fallbacks, type Hop, mayReroute, reroute, withModel } from "./fallback";
+export { handle } from "./forward";
+export { HOP, headerLines, presented, presentedBearer } from "./headers";
+export { applyPlugins } from "./plugins";
+export * as Surface from "./surface";

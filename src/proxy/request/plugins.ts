@@ -4,10 +4,11 @@
  * rewritten path or headers meet the forwarding surface again, so no plugin opens a path lazy
  * does not forward; a throw, a timeout or a plugin that did not load fails the request loudly.
  */
-import * as Surface from "./surface";
-import { errorResponse } from "./errors";
+
 import { MAX_BODY } from "../listen";
 import type { Chain } from "../plugins";
+import { errorResponse } from "./errors";
+import * as Surface from "./surface";
 
 export type Applied =
   | { ok: true; note: string | null; path: string; query: string; headers?: Headers; body: Uint8Array | undefined }

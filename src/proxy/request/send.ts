@@ -5,11 +5,12 @@
  * model; only lazy's credentials reroute). A send that failed for good is answered here, in the
  * wire's error shape, naming the provider and how far the request got.
  */
-import { healthKind, providerFailure, send, type UpstreamResponse } from "../upstream";
+
 import type { Target, Targets } from "../identity";
+import { healthKind, providerFailure, send, type UpstreamResponse } from "../upstream";
+import { hostOf, joinUrl } from "./address";
 import type { Call } from "./call";
 import type { Context } from "./context";
-import { hostOf, joinUrl } from "./address";
 import { errorResponse } from "./errors";
 import { mayReroute, reroute } from "./fallback";
 import { headerLines } from "./headers";

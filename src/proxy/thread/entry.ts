@@ -13,22 +13,19 @@
  * (Cursor's session tokens) is kept on the main thread and asked for.
  */
 import type { Database } from "bun:sqlite";
-import { connect } from "../../store";
 import type { Server } from "bun";
 import type { Config } from "../../config";
 import type { Resolved } from "../../credentials";
+import { connect } from "../../store";
 import * as Log from "../../util/log";
 import { pathOf } from "../../util/url";
-import { ProxyServer } from "../listen";
-import { Targets, type Grant } from "../identity";
-import { Limits } from "../meters";
-import { Health } from "../meters";
-import { under } from "../listen";
+import { buffers, Recorder } from "../audit";
+import { type Grant, Targets } from "../identity";
+import { Gate, Pass, ProxyServer, tooMany, under } from "../listen";
 import { MCP_PATH, serveMcp } from "../mcp-bridge";
-import { Recorder, buffers } from "../audit";
-import { CURSOR_PREFIX, Fallbacks, handle, handleCursor, type Context, type Sessions } from "../request";
-import { Gate, Pass, tooMany } from "../listen";
+import { Health, Limits } from "../meters";
 import { Chain, type Spec as PluginSpec } from "../plugins";
+import { type Context, CURSOR_PREFIX, Fallbacks, handle, handleCursor, type Sessions } from "../request";
 import type { Ask, Call, FromThread, Init, Listening, Stats, ToThread } from "./messages";
 
 declare const self: Worker;

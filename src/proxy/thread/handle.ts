@@ -3,10 +3,11 @@
  * waiting on it, and its restarts when it dies. What it needs of the proxy it belongs to is
  * the Owner below (the ModelProxy in main/model-proxy.ts), so this file does not import the facade.
  */
-import type { Audit } from "../audit";
+
 import { LazyError } from "../../util/errors";
 import type { Logger } from "../../util/log";
 import { workerUrl } from "../../util/worker-url";
+import type { Audit } from "../audit";
 import type { Ask, Call, FromThread, Init, ToThread } from "./messages";
 
 /** What a thread asks of the proxy that owns it. */

@@ -8,8 +8,7 @@ import type { Resolved } from "../../credentials";
 import type * as Log from "../../util/log";
 import type { Batch } from "../audit";
 import type { Grant } from "../identity";
-import type { ProviderHealth } from "../meters";
-import type { LimitView } from "../meters";
+import type { LimitView, ProviderHealth } from "../meters";
 import type { Spec as PluginSpec } from "../plugins";
 
 export type Init = {

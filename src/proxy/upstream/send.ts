@@ -7,8 +7,8 @@
  */
 import { handles, request, toLines } from "./client";
 import type { UpstreamResponse } from "./exchange";
-import { viaFetch } from "./fetch";
 import { classify, firstSentence, type NetFailure } from "./failures";
+import { viaFetch } from "./fetch";
 
 export type Sent =
   | { ok: true; res: UpstreamResponse; retries: number }
