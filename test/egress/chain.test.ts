@@ -12,7 +12,7 @@ import { loadText } from "../../src/config";
 import { Egress } from "../../src/egress";
 import type { Lookup } from "../../src/egress/policy";
 import * as Log from "../../src/util/log";
-import { type CompanyProxy, companyProxy } from "../helpers/company-proxy";
+import { type CompanyProxy, companyProxy, heldStream } from "../helpers/company-proxy";
 
 const PASSWORD = `pw-${crypto.randomUUID()}`;
 let corp: CompanyProxy;
@@ -30,21 +30,9 @@ beforeAll(() => {
       const u = new URL(req.url);
       got.push({ method: req.method, path: `${u.pathname}${u.search}`, key: req.headers.get("x-api-key"), body: await req.text() });
       if (u.pathname !== "/stream") return new Response(`hello from ${u.pathname}`);
-      const held = new Promise<void>((r) => {
-        release = r;
-      });
-      const enc = new TextEncoder();
-      return new Response(
-        new ReadableStream({
-          async start(c) {
-            c.enqueue(enc.encode("data: first\n\n"));
-            await held;
-            c.enqueue(enc.encode("data: second\n\n"));
-            c.close();
-          },
-        }),
-        { headers: { "content-type": "text/event-stream" } },
-      );
+      const stream = heldStream("data: first\n\n", "data: second\n\n");
+      release = stream.release;
+      return stream.response;
     },
   });
   // A name only the company's side resolves, to the upstream.

@@ -72,3 +72,21 @@ export function companyProxy(user: string, password: string, names: Record<strin
   });
   return { url: `http://${user}:${password}@127.0.0.1:${listener.port}`, received, lines, stop: () => listener.stop(true) };
 }
+
+/** An event stream whose second event waits for `release()`: what a proxy streams shows before the answer ends. */
+export function heldStream(first: string, second: string): { response: Response; release: () => void } {
+  let release = () => {};
+  const held = new Promise<void>((r) => {
+    release = r;
+  });
+  const enc = new TextEncoder();
+  const body = new ReadableStream({
+    async start(c) {
+      c.enqueue(enc.encode(first));
+      await held;
+      c.enqueue(enc.encode(second));
+      c.close();
+    },
+  });
+  return { response: new Response(body, { headers: { "content-type": "text/event-stream" } }), release };
+}

@@ -9,7 +9,7 @@
  * NO_PROXY CIDR block naming the provider sends it around the company proxy.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type CompanyProxy, companyProxy } from "../helpers/company-proxy";
+import { type CompanyProxy, companyProxy, heldStream } from "../helpers/company-proxy";
 import { keyedProject, upstream } from "../helpers/fixtures";
 import { cleanupAll, type Project } from "../helpers/lazy";
 
@@ -27,21 +27,12 @@ beforeAll(() => {
     fetch: async (req) => {
       await req.arrayBuffer();
       seen.push({ path: new URL(req.url).pathname, key: req.headers.get("x-api-key") });
-      const held = new Promise<void>((r) => {
-        release = r;
-      });
-      const enc = new TextEncoder();
-      return new Response(
-        new ReadableStream({
-          async start(c) {
-            c.enqueue(enc.encode('event: message_start\ndata: {"type":"message_start"}\n\n'));
-            await held;
-            c.enqueue(enc.encode('event: message_stop\ndata: {"type":"message_stop"}\n\n'));
-            c.close();
-          },
-        }),
-        { headers: { "content-type": "text/event-stream" } },
+      const stream = heldStream(
+        'event: message_start\ndata: {"type":"message_start"}\n\n',
+        'event: message_stop\ndata: {"type":"message_stop"}\n\n',
       );
+      release = stream.release;
+      return stream.response;
     },
   });
 });
