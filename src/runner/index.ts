@@ -23,7 +23,7 @@ import { Launcher } from "./launch";
 import { Ledger } from "./ledger";
 import { Reconciler } from "./reconcile";
 import { RemoteTasks } from "./remote-tasks";
-import type { TaskAccess } from "./task-access";
+import type { Lifecycle, TaskAccess } from "./task-access";
 import { TurnWatch } from "./turn-watch";
 import { type PairWorkspace, Workspaces } from "./workspace";
 
@@ -131,13 +131,12 @@ export class Runner {
     for (const t of Tasks.list(d.db, { status: "running" }))
       void d.proxy.hold(t.id, "turn").catch((e: unknown) => d.log.warn(`task ${t.id}'s grant: ${(e as Error).message}`));
     // What housekeeping and launching both take.
-    const lifecycle = {
+    const lifecycle: Lifecycle = {
       slug: d.slug,
       db: d.db,
       log: d.log,
       config: d.config,
       proxy: d.proxy,
-      mcp: d.mcp,
       ledger,
       project: this.project,
       remote: this.remote,
@@ -163,6 +162,7 @@ export class Runner {
     });
     this.launcher = new Launcher({
       ...lifecycle,
+      mcp: d.mcp,
       root: d.root,
       ws: this.ws,
       turns: this.turns,

@@ -4,45 +4,32 @@
  * (prepareTurn), and starts the harness under the supervisor inside the container (launch);
  * turn-watch.ts then reads the turn's events. A launch refused before its turn ran says why.
  */
-import type { Database } from "bun:sqlite";
 import { lchownSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { type Config, type ResolvedProfile, resolveLimits, resolveProfile } from "../config";
-import { BIN, containerEnvOf, Engine, Image, type ProjectContainers, type Runtime, taskMounts } from "../containers";
+import { BIN, containerEnvOf, Engine, Image, type Runtime, taskMounts } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
 import type { McpTokens } from "../mcp";
 import { withMemory } from "../own-calls";
-import { MCP_PATH, type ModelProxy } from "../proxy";
+import { MCP_PATH } from "../proxy";
 import type { Budgets, Holds } from "../spending";
 import { canMove, isFinal, Runs, type Task, Tasks } from "../store";
 import * as AgentDir from "../util/agent-dir";
 import { LazyError } from "../util/errors";
-import type { Logger } from "../util/log";
 import { argvProblem } from "../util/prompt";
-import type { Ledger } from "./ledger";
 import * as Remote from "./remote";
-import type { RemoteTasks } from "./remote-tasks";
+import type { Lifecycle } from "./task-access";
 import type { TurnWatch } from "./turn-watch";
 import type { Workspaces } from "./workspace";
 
-export interface LaunchDeps {
+export interface LaunchDeps extends Lifecycle {
   root: string;
-  slug: string;
-  db: Database;
-  log: Logger;
-  config: () => Config;
-  proxy: ModelProxy;
   mcp: Pick<McpTokens, "forTask">;
-  ledger: Ledger;
-  project: ProjectContainers;
   ws: Workspaces;
   turns: TurnWatch;
-  remote: RemoteTasks;
   holds: () => Pick<Holds, "pauseFor" | "hold">;
   budgets: Pick<Budgets, "mayStart">;
-  /** Tasks whose turn (or check) is being set up: housekeeping leaves their containers be. */
-  starting: Set<string>;
 }
 
 export class Launcher {

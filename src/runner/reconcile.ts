@@ -4,33 +4,18 @@
  * container is gone fails, containers of ended or unknown tasks go), periodically too; a turn's
  * container is halted when the turn ends; `lazy daemon stop` leaves nothing of the project running.
  */
-import type { Database } from "bun:sqlite";
-import type { Config } from "../config";
-import type { ProjectContainers, Runtime } from "../containers";
+import type { Runtime } from "../containers";
 import type { Egress } from "../egress";
 import type { OwnCalls } from "../own-calls";
-import type { ModelProxy } from "../proxy";
 import { isFinal, Runs, type Task, Tasks } from "../store";
 import type { LazyError } from "../util/errors";
-import type { Logger } from "../util/log";
-import type { Ledger } from "./ledger";
-import type { RemoteTasks } from "./remote-tasks";
+import type { Lifecycle } from "./task-access";
 import type { TurnWatch } from "./turn-watch";
 
-export interface ReconcileDeps {
-  slug: string;
-  db: Database;
-  log: Logger;
-  config: () => Config;
-  proxy: ModelProxy;
+export interface ReconcileDeps extends Lifecycle {
   egress: Pick<Egress, "unlisten">;
-  ledger: Ledger;
-  project: ProjectContainers;
   turns: () => TurnWatch;
-  remote: RemoteTasks;
   calls: OwnCalls;
-  /** Tasks whose turn (or check) is being set up: their containers are left be. */
-  starting: Set<string>;
 }
 
 export class Reconciler {
