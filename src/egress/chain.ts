@@ -105,7 +105,9 @@ export class OneRequest {
       i = end;
       if (this.line.length > MAX_LINE) throw new Error("a chunk line over 4 KiB");
       if (nl < 0) break;
-      const line = this.line.replace(/\r?\n$/, "");
+      // CRLF only, and no CR inside: a line the next proxy could end elsewhere is refused.
+      if (!this.line.endsWith("\r\n") || this.line.slice(0, -2).includes("\r")) throw new Error("a chunk line not ended by CRLF");
+      const line = this.line.slice(0, -2);
       this.line = "";
       if (this.state === "crlf") {
         if (line !== "") throw new Error("a chunk not followed by CRLF");

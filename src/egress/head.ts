@@ -29,12 +29,17 @@ export function headEnd(buf: Buffer): number {
 }
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const HEADER = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+:/;
 
 /** Parse a complete head (latin1, ending in CRLF CRLF). */
 export function parse(raw: string): Head {
   const lines = raw.slice(0, -4).split("\r\n");
   const m = /^(\S+) (\S+) (HTTP\/1\.[01])$/.exec(lines[0] ?? "");
   if (!m || !TOKEN.test(m[1]!)) return { kind: "bad", status: 400, why: "not an HTTP/1.x request line", raw };
+  // A bare CR or LF, a NUL, or a header line that is not `name:` (obs-fold, a space before the
+  // colon) is where lazy and the next proxy could read two different requests: refused.
+  if (/[\r\n\0]/.test(lines.join("")) || lines.slice(1).some((l) => !HEADER.test(l)))
+    return { kind: "bad", status: 400, why: "a malformed header line (bare CR or LF, or not name: value)", raw };
   const [, method, target, version] = m as unknown as [string, string, string, string];
   if (method === "CONNECT") {
     const a = /^([^:/?#@[\]\s]+):(\d{1,5})$/.exec(target);

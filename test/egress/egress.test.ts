@@ -64,6 +64,19 @@ describe("the request head", () => {
     expect(parse("GET https://example.org/ HTTP/1.1\r\n\r\n")).toMatchObject({ kind: "bad" });
     expect(parse("CONNECT [::1]:443 HTTP/1.1\r\n\r\n")).toMatchObject({ kind: "bad" });
   });
+
+  test("a head the next proxy could read as two requests is refused: a bare LF or CR, a header line not `name:`", () => {
+    // Behind the host's proxy (which may end a line at a bare LF) this would be a second request, to evil.
+    const smuggled = "GET http://allowed.example/ HTTP/1.1\r\nX: a\n\nGET http://evil.example/ HTTP/1.1\r\nHost: evil.example\r\n\r\n";
+    expect(parse(smuggled)).toMatchObject({ kind: "bad", status: 400 });
+    expect(parse("GET http://a.example/ HTTP/1.1\r\nX: a\rY: b\r\n\r\n")).toMatchObject({ kind: "bad", status: 400 });
+    expect(parse("POST http://a.example/ HTTP/1.1\r\nTransfer-Encoding : chunked\r\nContent-Length: 3\r\n\r\n")).toMatchObject({
+      kind: "bad",
+      status: 400,
+    });
+    expect(parse("GET http://a.example/ HTTP/1.1\r\nX: a\r\n folded\r\n\r\n")).toMatchObject({ kind: "bad", status: 400 });
+    expect(parse("GET http://a.example/ HTTP/1.1\r\nHost: a.example\r\nX-Ok: 1\r\n\r\n")).toMatchObject({ kind: "http" });
+  });
 });
 
 describe("the policy", () => {
