@@ -114,7 +114,11 @@ export const hasCredentials = (url: string): boolean => {
 };
 
 /** A proxy URL as it may be shown (its password, if any, replaced). */
-export const shown = (url: string): string => url.replace(/\/\/([^@/]*)@/, (_m, who: string) => `//${who.split(":")[0]}:***@`);
+export const shown = (url: string): string =>
+  url.replace(
+    /^([a-z][\w+.-]*:\/\/)?([^@/]*)@/i,
+    (_m, scheme: string | undefined, who: string) => `${scheme ?? ""}${who.split(":")[0]}:***@`,
+  );
 
 /**
  * A Dockerfile as built with the host's certificates: after each FROM, the bundle copied in and

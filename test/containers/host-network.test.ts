@@ -15,6 +15,10 @@ describe("the host's proxy", () => {
     expect(via.port).toBe(3128);
     expect(via.auth).toBe(`Basic ${Buffer.from("al@corp:p:ss").toString("base64")}`);
     expect(via.shown).toBe("http://al%40corp:***@proxy.corp:3128");
+    // Written without a scheme, as many proxy settings are: still shown without its password.
+    const bare = HostNet.proxyFor("registry.npmjs.org", { HTTPS_PROXY: "bob:hunter2@proxy.corp:3128" })!;
+    expect(bare.shown).toBe("bob:***@proxy.corp:3128");
+    expect(bare.auth).toBe(`Basic ${Buffer.from("bob:hunter2").toString("base64")}`);
     expect(HostNet.proxyFor("localhost", env)).toBeNull();
     expect(HostNet.proxyFor("git.internal.corp", env)).toBeNull();
     // "10.0.0.1:8080" is that port only (curl, Bun's fetch).
