@@ -130,7 +130,8 @@ export async function keep(root: string, daemon: string[]): Promise<number> {
       // takes its ports (another project's daemon probing upward, a process posing as lazy's
       // proxy). Each connection is closed, so an agent's request fails fast and its retry finds
       // the new daemon. A process quicker still is refused by the new daemon (proxy listenFor).
-      held = hold(p, log);
+      // A daemon that died before asking for them leaves them held: those are the ones to keep.
+      if (!held.length) held = hold(p, log);
       const exit = child.signalCode ? `signal ${child.signalCode}` : `exit code ${code}`;
       let record: State.DaemonRecord | undefined;
       try {

@@ -365,6 +365,11 @@ export class Listener {
   /** The upstream is there (directly, or through the host's proxy): the tunnel opens. */
   private established(client: Socket<Conn>, up: Socket<Up>): void {
     const c = client.data;
+    // The client left while the host's proxy was still answering a CONNECT: finished already.
+    if (c.phase === "closed") {
+      up.end();
+      return;
+    }
     c.up = up;
     c.phase = "open";
     c.status = 200;
