@@ -33,6 +33,13 @@ export function watchBranches(root: string, moved: (ref: string) => void): void 
   let w: FSWatcher;
   try {
     w = watch(dir, { persistent: false }, (_event, name) => {
+      // git removes the folder with its last branch (reject, pack-refs); Bun says so as a rename
+      // of the folder itself and sees nothing once it is made again: the next reading re-arms.
+      if (!existsSync(dir)) {
+        w.close();
+        watching.delete(root);
+        return;
+      }
       const ref = String(name ?? "").replace(/\.lock$/, "");
       if (!REF.test(ref)) return;
       due.add(ref);
