@@ -47,8 +47,8 @@ if ! $SUDO curl -sf --max-time 3 --unix-socket "$SOCK" http://engine/_ping >/dev
 fi
 
 # Keys and config, made once.
-[ -f "$DIR/host_ed25519" ] || $SUDO ssh-keygen -q -t ed25519 -N "" -C lazy-engine2-host -f "$DIR/host_ed25519"
-[ -f "$DIR/client_ed25519" ] || $SUDO ssh-keygen -q -t ed25519 -N "" -C lazy-engine2-client -f "$DIR/client_ed25519"
+$SUDO test -f "$DIR/host_ed25519" || $SUDO ssh-keygen -q -t ed25519 -N "" -C lazy-engine2-host -f "$DIR/host_ed25519"
+$SUDO test -f "$DIR/client_ed25519" || $SUDO ssh-keygen -q -t ed25519 -N "" -C lazy-engine2-client -f "$DIR/client_ed25519"
 $SUDO cp "$DIR/client_ed25519.pub" "$DIR/authorized_keys"
 $SUDO tee "$DIR/sshd_config" >/dev/null <<EOF
 Port $PORT

@@ -30,7 +30,7 @@ if ! up; then
   command -v dockerd >/dev/null || die "dockerd is missing (scripts/ensure-docker.sh installs it)"
   $SUDO mkdir -p "$DIR" "$EXEC_ROOT"
   # A pid file left by an engine that died would stop a new one starting.
-  if [ -f "$EXEC_ROOT/dockerd.pid" ] && ! kill -0 "$(cat "$EXEC_ROOT/dockerd.pid")" 2>/dev/null; then
+  if [ -f "$EXEC_ROOT/dockerd.pid" ] && ! $SUDO kill -0 "$($SUDO cat "$EXEC_ROOT/dockerd.pid")" 2>/dev/null; then
     $SUDO rm -f "$EXEC_ROOT/dockerd.pid"
   fi
   log "starting dockerd on $HOST (log: $LOG)"

@@ -10,13 +10,7 @@ export type Presence = { state: "present" } | { state: "pullable" } | { state: "
 
 export async function presence(ep: Engine.Endpoint, name: string, timeoutMs = 10_000): Promise<Presence> {
   const d = await Engine.client(ep);
-  const bounded = <T>(p: Promise<T>) =>
-    Promise.race([
-      p,
-      Bun.sleep(timeoutMs).then(() => {
-        throw new Error(`no answer within ${timeoutMs / 1000} s`);
-      }),
-    ]);
+  const bounded = <T>(p: Promise<T>) => Engine.bounded(p, timeoutMs);
   try {
     await bounded(d.getImage(name).inspect());
     return { state: "present" };

@@ -109,10 +109,24 @@ export const isSsh = (ep: Endpoint) => ep.host.startsWith("ssh://");
 
 /** An engine that did not answer, worded once with the remedy (the launch, lazy doctor). */
 export function unreachable(ep: Endpoint, error: string): string {
-  const from = ep.source === "DOCKER_HOST" ? "DOCKER_HOST" : ep.source;
   return isRemote(ep)
-    ? `The Docker engine at ${ep.host} (from ${from}) does not answer (${error}): start it or fix the address, or unset DOCKER_HOST to use this machine's engine. No task was touched.`
+    ? `The Docker engine at ${ep.host} (from ${ep.source}) does not answer (${error}): start it or fix the address, or unset DOCKER_HOST to use this machine's engine. No task was touched.`
     : `Cannot reach the Docker engine at ${ep.host} (${error}): start Docker (Linux: sudo systemctl start docker, or dockerd); run lazy doctor.`;
+}
+
+/** `p`, or an error saying the engine did not answer within `ms` (the timer does not outlive it). */
+export async function bounded<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${ms >= 1000 ? `${ms / 1000} s` : `${ms} ms`}`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export async function ping(
@@ -121,12 +135,7 @@ export async function ping(
 ): Promise<{ ok: true; version: string; os: string } | { ok: false; error: string }> {
   try {
     const d = await client(ep);
-    const v = (await Promise.race([
-      d.version(),
-      Bun.sleep(timeoutMs).then(() => {
-        throw new Error(`no answer within ${timeoutMs} ms`);
-      }),
-    ])) as { Version: string; Os: string };
+    const v = (await bounded(d.version(), timeoutMs)) as { Version: string; Os: string };
     return { ok: true, version: v.Version, os: v.Os };
   } catch (e) {
     return { ok: false, error: (e as Error).message };
@@ -140,15 +149,10 @@ export type EngineKind = "native" | "desktop" | "rootless" | "remote";
  * placeholder can be pinned to its container's address (only where the container's gateway
  * is an address of this host: native Linux Docker).
  */
-export async function kind(ep: Endpoint): Promise<{ kind: EngineKind; detail: string }> {
+export async function kind(ep: Endpoint, docker?: Docker): Promise<{ kind: EngineKind; detail: string }> {
   const remote = isRemote(ep);
-  const d = await client(ep);
-  const info = (await Promise.race([
-    d.info(),
-    Bun.sleep(5000).then(() => {
-      throw new Error("no answer within 5 s");
-    }),
-  ])) as { OperatingSystem?: string; SecurityOptions?: string[]; Name?: string };
+  const d = docker ?? (await client(ep));
+  const info = (await bounded(d.info(), 5000)) as { OperatingSystem?: string; SecurityOptions?: string[]; Name?: string };
   const os = info.OperatingSystem ?? "";
   if (/docker desktop/i.test(os) || /orbstack|colima/i.test(os) || (process.platform === "darwin" && !remote))
     return { kind: "desktop", detail: os || "Docker Desktop" };

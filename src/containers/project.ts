@@ -51,12 +51,12 @@ export interface Gateway {
  * Where a remote engine's containers reach the proxy: `[proxy] remote_bind` (trusted config),
  * which must be set; loopback is this host's own and means nothing over there.
  */
-export function bindFor(docker: Runtime, config: Config): string {
+export function bindFor(endpoint: Engine.Endpoint, config: Config): string {
   const bind = config.proxy.remote_bind;
   if (!bind)
     throw new LazyError(
       "launch_refused",
-      `The Docker engine at ${docker.endpoint.host} (${docker.endpoint.source}) is remote: its containers cannot reach lazy's proxy on this host's loopback. Set [proxy] remote_bind in lazy.toml to an address of this host that engine can route to (then lazy trust), or unset DOCKER_HOST to use the local engine.`,
+      `The Docker engine at ${endpoint.host} (${endpoint.source}) is remote: its containers cannot reach lazy's proxy on this host's loopback. Set [proxy] remote_bind in lazy.toml to an address of this host that engine can route to (then lazy trust), or unset DOCKER_HOST to use the local engine.`,
     );
   if (bind.startsWith("127.") || bind === "0.0.0.0")
     throw new LazyError(
@@ -169,7 +169,7 @@ export class ProjectContainers {
    */
   async gateway(docker: Runtime, config: Config): Promise<Gateway> {
     // A remote engine's network is not this host's: its containers reach the proxy at [proxy] remote_bind.
-    const bind = docker.remote ? bindFor(docker, config) : undefined;
+    const bind = docker.remote ? bindFor(docker.endpoint, config) : undefined;
     const net = await this.ensureNetwork(docker, config);
     // A remote engine's containers get neither the egress proxy nor the host's CA file (nothing
     // of this host is mounted there).

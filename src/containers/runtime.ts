@@ -67,7 +67,7 @@ export class Runtime {
   static async connect(log: Logger, endpoint = Engine.resolve()): Promise<Runtime> {
     const docker = await Engine.client(endpoint);
     try {
-      const k = await Engine.kind(endpoint);
+      const k = await Engine.kind(endpoint, docker);
       return new Runtime(endpoint, docker, k.kind, k.detail, log);
     } catch (e) {
       if (e instanceof LazyError) throw e;

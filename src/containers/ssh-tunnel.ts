@@ -199,7 +199,7 @@ class Tunnel {
       process.platform === "linux" && existsSync("/usr/bin/setpriv") ? ["/usr/bin/setpriv", "--pdeathsig", "KILL", ...args] : args;
     let proc: Subprocess<"ignore", "ignore", "pipe">;
     try {
-      proc = Bun.spawn(cmd, { stdin: "ignore", stdout: "ignore", stderr: "pipe", env: { ...process.env } });
+      proc = Bun.spawn(cmd, { stdin: "ignore", stdout: "ignore", stderr: "pipe", env: { ...process.env } }); // today's env: Bun.spawn alone passes the one the process started with
     } catch (e) {
       throw noClient(this.d, (e as Error).message);
     }
@@ -234,10 +234,10 @@ class Tunnel {
       .catch(() => false);
     if (!answer) {
       await Bun.sleep(100);
-      const said = diagnose(this.d, this.stderr);
+      const why = diagnose(this.d, this.stderr);
       this.proc = undefined;
       proc.kill("SIGKILL");
-      throw new LazyError("launch_refused", `${said ?? socketMissing(this.d)} No task was touched.`);
+      throw new LazyError("launch_refused", `${why ?? socketMissing(this.d)} No task was touched.`);
     }
     this.ready = true;
     if (said) log.info(`connected to ${this.d.address} after ${((Date.now() - began) / 1000).toFixed(1)} s`);
@@ -247,11 +247,11 @@ class Tunnel {
   private failure(what: string): LazyError {
     // setpriv could not find ssh on PATH.
     if (/failed to execute ssh/.test(this.stderr)) return noClient(this.d, "not found on PATH");
-    const said = diagnose(this.d, this.stderr);
+    const why = diagnose(this.d, this.stderr);
     const tail = this.stderr.trim().split("\n").slice(-3).join(" / ");
     return new LazyError(
       "launch_refused",
-      `${said ?? `ssh to ${this.d.address} failed (${what}${tail ? `: ${shown(tail.slice(0, 300))}` : ""}): check that ${command(this.d)} works from this shell without a prompt, or unset DOCKER_HOST.`} No task was touched.`,
+      `${why ?? `ssh to ${this.d.address} failed (${what}${tail ? `: ${shown(tail.slice(0, 300))}` : ""}): check that ${command(this.d)} works from this shell without a prompt, or unset DOCKER_HOST.`} No task was touched.`,
     );
   }
 

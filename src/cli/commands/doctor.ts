@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { FILE, formatProblem, load, readConfigText, secretUrls, Trust } from "../../config";
-import { Engine } from "../../containers";
+import { bindFor, Engine } from "../../containers";
 import { type DaemonStatus, Keeper, State } from "../../daemon";
 import { desktopTool } from "../../notify";
 import { Plugins } from "../../proxy";
@@ -166,9 +166,16 @@ async function findings(root: string): Promise<Finding[]> {
         remedy: "a placeholder is still revoked when its task ends; pinning needs native Linux Docker",
       });
     if (k?.kind === "remote" && loaded.ok) {
-      const bind = loaded.config.proxy.remote_bind;
+      // The launch's own rule (containers/project.ts bindFor), so doctor passes only what a launch takes.
+      let refused: string | undefined;
+      let bind = "";
+      try {
+        bind = bindFor(ep, loaded.config);
+      } catch (e) {
+        refused = (e as Error).message;
+      }
       out.push(
-        bind
+        refused === undefined
           ? {
               check: "docker",
               ok: true,
@@ -179,7 +186,9 @@ async function findings(root: string): Promise<Finding[]> {
               check: "docker",
               ok: false,
               blocking: true,
-              summary: `${ep.host} is a remote engine and [proxy] remote_bind is not set: its containers cannot reach lazy's proxy`,
+              summary: loaded.config.proxy.remote_bind
+                ? refused
+                : `${ep.host} is a remote engine and [proxy] remote_bind is not set: its containers cannot reach lazy's proxy`,
               remedy: "set [proxy] remote_bind to an address of this host that engine routes to (then lazy trust), or unset DOCKER_HOST",
             },
       );
