@@ -121,6 +121,21 @@ describe("the registry opened over an older daemon's files", () => {
     db.close();
   });
 
+  test("an older daemon run in between (it minted and revoked in mcp-tokens.json): its word wins, nothing it revoked comes back", () => {
+    const tok = (n: number, taskId: string) => ({ token: mcpToken(n), kind: "task", taskId, session: null, createdAt: at });
+    // This release wrote token 5 into the registry; the older daemon, run after it, revoked 5 and minted 6.
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    writeFileSync(join(dir, "proxy-tokens.json"), JSON.stringify({ version: 1, grants: [], mcpTokens: [tok(5, "t-ended")] }), {
+      mode: 0o600,
+    });
+    writeFileSync(join(dir, "mcp-tokens.json"), JSON.stringify({ version: 1, tokens: [tok(6, "t-new")] }), { mode: 0o600 });
+    const db = open(join(dir, "store.db"));
+    const deps = { db, tokens: Grants.open(dir).mcp, live: () => true };
+    expect(admit(deps, mcpToken(5), "10.0.0.1")).toMatchObject({ ok: false });
+    expect(admit(deps, mcpToken(6), "10.0.0.1")).toMatchObject({ ok: true, who: { taskId: "t-new" } });
+    db.close();
+  });
+
   test("a broken mcp-tokens.json strands nothing: the placeholders load, the file goes, its tokens are minted anew", () => {
     const placeholder = Placeholders.mint("anthropic-api-key");
     oldFiles(dir, [], []);

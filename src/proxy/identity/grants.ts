@@ -342,7 +342,11 @@ export class Grants {
   #migrate(stateDir: string): void {
     const old = readOld(stateDir);
     if (!old) return;
-    for (const t of old.tokens) if (!this.#mcp.has(t.token)) this.#mcp.set(t.token, Object.freeze(t));
+    // That file, where it exists, is the newest word on MCP tokens (a first upgrade, a crash
+    // before it was removed, or an older daemon run in between that minted and revoked there):
+    // what this file held of them is replaced, so nothing that daemon revoked comes back.
+    this.#mcp.clear();
+    for (const t of old.tokens) this.#mcp.set(t.token, Object.freeze(t));
     this.#save(false);
     old.done();
     log.info(`carried ${old.tokens.length} MCP token(s) from mcp-tokens.json into ${FILE_NAME}`);
