@@ -12,7 +12,7 @@ import { VERSION } from "../version";
 import { type BuilderToolDeps, registerBuilderTools } from "./builder-tools";
 import { registerTaskTools, type TaskToolDeps } from "./tools";
 
-export { GRANTS_FILE as MCP_TOKENS_FILE, MCP_PATH, type McpToken, type McpTokens } from "../proxy";
+export { MCP_PATH, type McpToken, type McpTokens } from "../proxy";
 export { MEMORY_PER_TURN, PROGRESS_PER_MINUTE } from "./bounds";
 
 import { MCP_NO_TOKEN, type McpToken, type McpTokens, notLive, offPinFrom, pinnedTo } from "../proxy";

@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { loadText } from "../../src/config";
-import { admit, MCP_PATH, MCP_TOKENS_FILE, MEMORY_PER_TURN, PROGRESS_PER_MINUTE, serve } from "../../src/mcp";
+import { admit, MCP_PATH, MEMORY_PER_TURN, PROGRESS_PER_MINUTE, serve } from "../../src/mcp";
+import { GRANTS_FILE } from "../../src/proxy";
 import { Grants } from "../../src/proxy/identity/grants";
 import { Memory, open, Runs, Tasks } from "../../src/store";
 
@@ -117,7 +118,7 @@ describe("MCP tools for a task's agent", () => {
     const t = Tasks.add(db, { prompt: "short", code: "revoked", profile: "claude" });
     const token = tokens.forTask(t.id).token;
     expect(tokens.forTask(t.id).token).toBe(token); // the same token across turns
-    expect(statSync(join(dir, MCP_TOKENS_FILE)).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dir, GRANTS_FILE)).mode & 0o777).toBe(0o600);
     registry.revokeTask(t.id);
     const before = events.length;
     for (const bearer of [token, "lazy-mcp-" + "0".repeat(48), ""]) {

@@ -33,9 +33,11 @@ export function badBody(issues: readonly Issue[]): LazyError {
   return new LazyError(
     "invalid_input",
     // A problem said as a whole sentence (a prompt's bound) is said as it is.
-    issues.every((i) => i.code === "custom" && i.message.endsWith("."))
-      ? issues.map((i) => i.message).join(" ")
-      : `Bad request: ${issues.map((i) => `${path(i) || "body"} ${i.message}`).join("; ")}.`,
+    !issues.length
+      ? "Bad request: the body is not what this route takes."
+      : issues.every((i) => i.code === "custom" && i.message.endsWith("."))
+        ? issues.map((i) => i.message).join(" ")
+        : `Bad request: ${issues.map((i) => `${path(i) || "body"} ${i.message}`).join("; ")}.`,
   );
 }
 
