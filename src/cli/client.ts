@@ -334,7 +334,7 @@ export async function stop(root: string, { containers = true } = {}): Promise<{ 
   if (!record || !State.isAlive(record.pid)) {
     if (record) State.clearRecord(p, record.pid);
     // A keeper between two daemons (or giving up): told to stop, it starts none.
-    if (keeper) process.kill(keeper.pid, "SIGTERM");
+    if (keeper) signal(keeper.pid, "SIGTERM");
     if (keeper) await gone(keeper.pid);
     return undefined;
   }
@@ -343,14 +343,14 @@ export async function stop(root: string, { containers = true } = {}): Promise<{ 
   if (c) await c.request("POST", "/api/daemon/stop", { containers: containers ? "stop" : "leave" }, 30_000).catch(() => {});
   else {
     // Told to stop first, the keeper takes the daemon's end for no crash (keeper.ts).
-    if (keeper) process.kill(keeper.pid, "SIGTERM");
-    process.kill(record.pid, "SIGTERM");
+    if (keeper) signal(keeper.pid, "SIGTERM");
+    signal(record.pid, "SIGTERM");
   }
   const deadline = Date.now() + (containers ? 30_000 : 10_000);
   while (State.isAlive(record.pid) && Date.now() < deadline) await Bun.sleep(20);
   if (State.isAlive(record.pid)) {
-    if (keeper && State.isAlive(keeper.pid)) process.kill(keeper.pid, "SIGTERM");
-    process.kill(record.pid, "SIGKILL");
+    if (keeper) signal(keeper.pid, "SIGTERM");
+    signal(record.pid, "SIGKILL");
     const hard = Date.now() + 5_000;
     while (State.isAlive(record.pid) && Date.now() < hard) await Bun.sleep(20);
   }
@@ -364,7 +364,16 @@ export async function stop(root: string, { containers = true } = {}): Promise<{ 
 async function gone(pid: number): Promise<void> {
   const deadline = Date.now() + 10_000;
   while (State.isAlive(pid) && Date.now() < deadline) await Bun.sleep(20);
-  if (State.isAlive(pid)) process.kill(pid, "SIGKILL");
+  if (State.isAlive(pid)) signal(pid, "SIGKILL");
+}
+
+/** Signal a process that may have ended meanwhile (a keeper ends with its daemon): gone is no error. */
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ESRCH") throw e;
+  }
 }
 
 /**
