@@ -26,16 +26,21 @@ afterAll(() => cleanupAll(mock));
 
 const slugOf = (p: Project) => p.stateDir.split("/").at(-1)!;
 
-/** lazy's networks (by label) that no container of any state is attached to or names. */
+/**
+ * This test's projects' lazy networks (by label) that no container of any state names. Listed
+ * with their labels in one call: another suite's daemon may remove its own network between a
+ * listing and an inspect (housekeeping drops it once no task runs), which is none of this test's.
+ */
 function emptyLazyNetworks(slugs: Set<string>): string[] {
-  const nets = sh("/", `docker network ls -q --filter label=dev.lazy.project`).out.split("\n").filter(Boolean);
+  const nets = sh("/", `docker network ls --filter label=dev.lazy.project --format '{{.Name}} {{.Label "dev.lazy.project"}}'`)
+    .out.split("\n")
+    .filter(Boolean)
+    .map((line) => line.split(" "));
   const out: string[] = [];
-  for (const id of nets) {
-    const n = JSON.parse(sh("/", `docker network inspect ${id}`).out)[0];
-    const project = n.Labels?.["dev.lazy.project"];
-    if (!slugs.has(project)) continue; // another suite's or another helper's
+  for (const [name, project] of nets) {
+    if (!name || !project || !slugs.has(project)) continue; // another suite's or another helper's
     const containers = sh("/", `docker ps -aq --filter label=dev.lazy.project=${project}`).out.trim();
-    if (!containers) out.push(n.Name);
+    if (!containers) out.push(name);
   }
   return out;
 }
