@@ -28,6 +28,16 @@ count() {
 }
 pass=$(count pass); fail=$(count fail); skip=$(count skip); errors=$(count error)
 
+# A failure's cause is printed above its "(fail)" line, often thousands of lines before the end;
+# CI shows only the tail, so each failed test's output is printed again here (60 lines at most).
+if [ "$fail" -gt 0 ]; then
+  echo "--- failed tests, with what they printed ---"
+  sed -E 's/\x1b\[[0-9;]*m//g' "$out" | awk '
+    /^\(pass\)|^\(skip\)|^\(todo\)|^[^ ]+\.test\.tsx?:$/ { n = 0; next }
+    /^\(fail\)/ { if (n > 0 && !seen[$0]++) { s = n > 60 ? n - 60 : 0; for (i = s + 1; i <= n; i++) print buf[i]; print $0; print "" } n = 0; next }
+    { buf[++n] = $0 }'
+fi
+
 line="tests: $pass passed, $fail failed"
 [ "$skip" -gt 0 ] && line="$line, $skip skipped"
 # " N error": errors thrown outside any test (bun exits 1 for them even with 0 failed).
