@@ -15,7 +15,7 @@ import { registerTaskTools, type TaskToolDeps } from "./tools";
 export { MCP_PATH, type McpToken, type McpTokens } from "../proxy";
 export { MEMORY_PER_TURN, PROGRESS_PER_MINUTE } from "./bounds";
 
-import { MCP_NO_TOKEN, type McpToken, type McpTokens, notLive, offPinFrom, pinnedTo } from "../proxy";
+import { MCP_NO_TOKEN, type McpToken, type McpTokens, notLive, pinnedTo, refusedFrom } from "../proxy";
 
 export interface McpDeps extends TaskToolDeps, BuilderToolDeps {
   /** The grant registry's MCP tokens (proxy/identity): their pins and revocations are the registry's. */
@@ -59,12 +59,18 @@ export function admit(
     if (!d.live(holder.taskId))
       return { ok: false, message: `lazy refused this MCP token: ${notLive({ ...who, role: "agent" })}`, note: "no running turn" };
   }
-  if (offPinFrom(holder, from)) {
+  // A builder session runs on this machine (lazy build): its token, pinned to no container, is
+  // accepted from loopback only, as its placeholder is.
+  if (refusedFrom(holder, holder.kind === "builder", from)) {
     const at = pinnedTo(holder)?.join(", ");
+    const owner =
+      holder.kind === "builder" && !at
+        ? `${holder.session ? `builder session ${holder.session}` : "a builder session"} on this machine, usable from this machine only,`
+        : `task ${holder.taskId}'s container (${at || "none running now"})`;
     return {
       ok: false,
-      message: `lazy's MCP route refused this token: it belongs to task ${holder.taskId}'s container (${at || "none running now"}) and was presented from ${from}.`,
-      note: `MCP token presented from ${from}, pinned to ${at || "none"}`,
+      message: `lazy's MCP route refused this token: it belongs to ${owner} and was presented from ${from}.`,
+      note: `MCP token presented from ${from}, pinned to ${at || (holder.kind === "builder" ? "this machine" : "none")}`,
     };
   }
   return { ok: true, holder, who };

@@ -22,6 +22,7 @@ export {
   type McpTokens,
   notLive,
   offPinFrom,
+  refusedFrom,
   Pid,
   pinnedTo,
   type Target,

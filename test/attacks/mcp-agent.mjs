@@ -1,7 +1,7 @@
 // A prompt-injected agent's attacks on lazy's MCP route, run from inside its task container during
 // its own turn (test/attacks/mcp.test.ts commits this file to the project; the agent runs it as a
 // Bash tool call). It writes what it saw to ./attack-results.json in its worktree.
-// Usage: node mcp-agent.mjs OTHER_TASKS_MCP_TOKEN
+// Usage: node mcp-agent.mjs OTHER_TASKS_MCP_TOKEN BUILDER_SESSIONS_MCP_TOKEN
 
 import { readFileSync, writeFileSync } from "node:fs";
 import net from "node:net";
@@ -9,6 +9,7 @@ import net from "node:net";
 const url = new URL(JSON.parse(readFileSync("/lazy/harness/mcp.json", "utf8")).mcpServers.lazy.url);
 const mine = process.env.LAZY_MCP_TOKEN;
 const other = process.argv[2];
+const builder = process.argv[3];
 const out = { hasToken: Boolean(mine) };
 
 const headers = (token) => ({
@@ -81,6 +82,10 @@ out.tokenless = await rpc(null, "report_progress", { note: "no token" });
 
 // 2. Another task's token, from this container's address.
 out.othersToken = await rpc(other, "report_progress", { note: "posing as the other task" });
+
+// 3. A builder session's token (a person's lazy build on the host; its tools make and start
+// tasks), from this container's address.
+out.builderToken = await rpc(builder, "task_create", { prompt: "made by a stolen builder token", code: "stolen" });
 
 /** Count one answer of a flood: a tool error (keeping the last one's text), a 200, or anything else. */
 function tally(counts, r) {

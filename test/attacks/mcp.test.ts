@@ -234,10 +234,17 @@ describe("tools on a task that is not running, and a token from another address"
     let results: any;
     let flooder: { id: string };
 
+    let builder: string;
+
     beforeAll(async () => {
+      // A person's builder session on this machine (lazy build): its token makes and starts tasks.
+      builder = (await p.api<{ mcp: { token: string } }>("POST", "/api/build/session", { name: "person", pid: process.pid })).mcp.token;
       anthropic.answer({
         text: "done.",
-        toolUse: { name: "Bash", input: { command: `node mcp-agent.mjs ${finisher.token}`, description: "attack", timeout: 300000 } },
+        toolUse: {
+          name: "Bash",
+          input: { command: `node mcp-agent.mjs ${finisher.token} ${builder}`, description: "attack", timeout: 300000 },
+        },
       });
       flooder = await p.json(["task", "add", "Attack the MCP route", "--code", "flooder"]);
       await p.ok(["start", "flooder"]);
@@ -268,6 +275,15 @@ describe("tools on a task that is not running, and a token from another address"
       expect(results.othersToken.body).toContain("task finisher has no running turn");
       const s = await p.json(["task", "show", "finisher"]);
       expect(s.events.some((e: any) => e.kind === "progress")).toBe(false);
+    });
+
+    test("a builder session's token from this container's address: 401, usable from this machine only; no task made", async () => {
+      expect(results.builderToken.status).toBe(401);
+      expect(results.builderToken.body).toContain("builder session person on this machine, usable from this machine only");
+      expect((await p.json<any[]>(["task", "list"])).some((t) => t.code === "stolen")).toBe(false);
+      // From this machine the same token still works: the refusal is the address, not the token.
+      const res = await fetch(mcpUrl(), { method: "POST", headers: rpcHeaders(builder), body: rpcBody("task_list", {}) });
+      expect(res.status).toBe(200);
     });
 
     test("a report_progress flood: at most 30 stored, the rest counted once as dropped and shown in lazy logs", async () => {

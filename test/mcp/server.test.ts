@@ -185,6 +185,16 @@ describe("MCP tools for a task's agent", () => {
     expect(admit({ db, tokens, live: () => true }, "", "172.30.0.5")).toMatchObject({ ok: false, note: "no MCP token" });
   });
 
+  test("a builder session's token is admitted from this machine only (loopback), like its placeholder", () => {
+    const token = tokens.forBuilder("planner").token;
+    for (const from of ["127.0.0.1", "::1"]) expect(admit({ db, tokens, live: () => false }, token, from)).toMatchObject({ ok: true });
+    const off = admit({ db, tokens, live: () => true }, token, "172.30.0.5");
+    expect(off).toMatchObject({ ok: false, note: "MCP token presented from 172.30.0.5, pinned to this machine" });
+    expect((off as { message: string }).message).toBe(
+      "lazy's MCP route refused this token: it belongs to builder session planner on this machine, usable from this machine only, and was presented from 172.30.0.5.",
+    );
+  });
+
   test("a task's token is refused while the task has no running turn, naming why", () => {
     const t = Tasks.add(db, { prompt: "Between turns", code: "between", profile: "claude" });
     const token = tokens.forTask(t.id).token;

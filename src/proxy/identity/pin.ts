@@ -40,15 +40,22 @@ export function offPinFrom(p: Pin, from: string): boolean {
   return (!!p.pinnedIp || !!p.callIps) && from !== p.pinnedIp && !p.callIps?.includes(from);
 }
 
+/**
+ * Whether a secret presented from `from` is refused: a pinned one off its addresses; one of a
+ * session on this machine (lazy chat, pair, build: `onHost`), pinned to no container and so to
+ * this machine, from anywhere but loopback, like a stolen one.
+ */
+export function refusedFrom(p: Pin, onHost: boolean, from: string): boolean {
+  if (!p.pinnedIp && !p.callIps) return onHost && !isLoopback(from);
+  return offPinFrom(p, from);
+}
+
 /** Where a pinned placeholder was presented from, when that is not one of its containers' addresses; undefined when it may be used. */
 export function offPin(grant: Pin & { role: string }, req: Request, server: Server<undefined>): string | undefined {
-  const pinned = !!grant.pinnedIp || !!grant.callIps;
-  // A session on this machine (lazy chat, pair, build) is pinned to no container, and so to
-  // this machine: its placeholder from a container's address is refused like a stolen one.
-  if (!pinned && !ON_HOST.has(grant.role)) return undefined;
+  const onHost = ON_HOST.has(grant.role);
+  if (!grant.pinnedIp && !grant.callIps && !onHost) return undefined;
   const from = (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, "");
-  if (!pinned) return isLoopback(from) ? undefined : from;
-  return offPinFrom(grant, from) ? from : undefined;
+  return refusedFrom(grant, onHost, from) ? from : undefined;
 }
 
 /** Roles whose grants are used on this machine only: a host session's and a builder session's. */
