@@ -22,9 +22,9 @@ export {
   type McpTokens,
   notLive,
   offPinFrom,
-  refusedFrom,
   Pid,
   pinnedTo,
+  refusedFrom,
   type Target,
   Targets,
 } from "./identity";
