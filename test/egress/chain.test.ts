@@ -50,7 +50,7 @@ function egress(env: Record<string, string>, lookup?: Lookup): { port: number; s
   if (!loaded.ok) throw new Error("lazy.toml");
   const e = new Egress({
     config: () => loaded.config,
-    grants: { all: () => [] },
+    grants: { all: () => [], allMcp: () => [] },
     audit: { write() {} },
     log: Log.create("egress"),
     onLeak() {},

@@ -369,6 +369,11 @@ export class Grants {
   all(): Grant[] {
     return [...this.#byToken.values()];
   }
+
+  /** Every MCP token, oldest first. */
+  allMcp(): Readonly<McpToken>[] {
+    return [...this.#mcp.values()];
+  }
 }
 
 function validate(identity: Identity): void {
