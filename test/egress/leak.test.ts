@@ -10,6 +10,7 @@ import { loadText } from "../../src/config";
 import { Egress } from "../../src/egress";
 import type { AuditBatch, Grant, McpToken } from "../../src/proxy";
 import * as Log from "../../src/util/log";
+import { raw } from "../helpers/raw-http";
 
 const PLACEHOLDER = `sk-ant-api03-lazy-${"p".repeat(60)}`;
 const MCP_TOKEN = `lazy-mcp-${"m".repeat(48)}`;
@@ -66,23 +67,8 @@ afterAll(() => {
   upstream?.stop(true);
 });
 
-function raw(bytes: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let text = "";
-    void Bun.connect({
-      hostname: "127.0.0.1",
-      port,
-      socket: {
-        open: (s) => void s.write(bytes),
-        data: (_s, d) => {
-          text += d.toString("latin1");
-        },
-        close: () => resolve(text),
-        error: (_s, err) => reject(err),
-      },
-    });
-  });
-}
+/** Bytes to the egress proxy, as a container's tool sends them; what came back until it closed. */
+const send = async (bytes: string) => (await raw(port, (s) => void s.write(bytes))).data;
 
 const target = () => `127.0.0.1:${upstream.port}`;
 const get = (path: string, header = "") =>
@@ -92,13 +78,13 @@ const post = (body: string) =>
 
 describe("lazy's secrets on their way out through the egress proxy", () => {
   test("a request without any passes (the control)", async () => {
-    expect(await raw(get("/plain"))).toContain("reached");
+    expect(await send(get("/plain"))).toContain("reached");
     expect(hits).toBe(1);
   });
 
   test("the task's MCP token, in the path, a header or the body: 403 naming it, nothing reaches the host, the task stopped once", async () => {
     for (const req of [get(`/c?t=${MCP_TOKEN}`), get("/h", `x-token: ${MCP_TOKEN}\r\n`), post(JSON.stringify({ stolen: MCP_TOKEN }))]) {
-      const got = await raw(req);
+      const got = await send(req);
       expect(got).toStartWith("HTTP/1.1 403");
       expect(got).toContain(
         "the request carries task leaker's MCP token (its key to lazy's tools), which never leaves through the egress proxy",
@@ -110,10 +96,10 @@ describe("lazy's secrets on their way out through the egress proxy", () => {
   });
 
   test("a builder session's MCP token and the task's placeholder are refused too; no secret is in the audit", async () => {
-    const b = await raw(get(`/b?t=${BUILDER_TOKEN}`));
+    const b = await send(get(`/b?t=${BUILDER_TOKEN}`));
     expect(b).toStartWith("HTTP/1.1 403");
     expect(b).toContain("the request carries builder session planner's MCP token");
-    const p = await raw(`CONNECT ${target()} HTTP/1.1\r\nHost: ${target()}\r\nx-k: ${PLACEHOLDER}\r\n\r\n`);
+    const p = await send(`CONNECT ${target()} HTTP/1.1\r\nHost: ${target()}\r\nx-k: ${PLACEHOLDER}\r\n\r\n`);
     expect(p).toStartWith("HTTP/1.1 403");
     expect(p).toContain("the request carries task leaker's placeholder (its stand-in for a credential)");
     expect(hits).toBe(1);
