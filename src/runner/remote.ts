@@ -138,8 +138,13 @@ const lazyDirs = (uid: number): Tar.Entry[] => [
 export function shipment(s: Shipment): Tar.Entry[] {
   const { g, uid } = s;
   const common = g.commonDir;
+  // Left out besides the objects (a volume of their own) and what is the agent's: other
+  // checkouts' worktrees, hooks (run on the host only), and stores a linked worktree never
+  // reads — Git LFS's and git-annex's file contents (the worktree's files are already checked
+  // out) and the main checkout's submodules (a worktree's own live under worktrees/) — which
+  // can be gigabytes, sent for every task.
   const gitSkip = (rel: string) =>
-    /^(objects|worktrees|logs|hooks|index|lazy-[^/]*|refs\/heads\/lazy)$/.test(rel) || rel.startsWith("refs/heads/lazy/");
+    /^(objects|worktrees|logs|hooks|index|lfs|annex|modules|lazy-[^/]*|refs\/heads\/lazy)$/.test(rel) || rel.startsWith("refs/heads/lazy/");
   const ref = AgentDir.readText(g.privateRefs, s.ref, 256) ?? "";
   return [
     ...lazyDirs(uid),

@@ -40,6 +40,14 @@ describe("a task on a remote engine", () => {
         },
       },
     };
+    // Stores a linked worktree never reads stay on this machine (Git LFS's contents, the main
+    // checkout's submodules): they can be gigabytes, and would travel for every task.
+    for (const [dir, file] of [
+      ["lfs/objects/ab/cd", "abcd".padEnd(64, "0")],
+      ["modules/vendored", "HEAD"],
+    ]) {
+      sh(p.root, `mkdir -p .git/${dir} && head -c 1048576 /dev/zero > .git/${dir}/${file}`);
+    }
     await p.ok(["task", "add", "Add remote.txt and commit it", "--code", "far"]);
     const started = await p.run(["start", "far"]);
     expect(
@@ -84,6 +92,9 @@ describe("a task on a remote engine", () => {
       `exec -u 0 ${id} sh -c 'grep -rl --exclude=lazy REMOTEENGINE /lazy /tmp /etc /home /root ${p.stateDir} 2>/dev/null; cat /proc/1/environ | grep -c REMOTEENGINE; echo scanned'`,
     );
     expect(scan.out.trim(), scan.err).toBe("0\nscanned");
+    expect(
+      two.d2(`exec -u 0 ${id} sh -c 'ls -d ${p.root}/.git/HEAD ${p.root}/.git/lfs ${p.root}/.git/modules 2>/dev/null'`).out.trim(),
+    ).toBe(`${p.root}/.git/HEAD`);
     two.d2(`stop -t 0 ${id}`);
 
     // A second turn resumes the same session: its transcript came back with the commit.
