@@ -52,8 +52,26 @@ export class Client {
   async request<T>(method: string, path: string, body?: unknown, timeoutMs = 30_000): Promise<T> {
     let res: Response | undefined;
     if (!this.verified) {
-      res = await this.send(method, path, body, timeoutMs).catch(() => undefined);
-      if (!res || res.headers.get("x-lazy-pid") !== String(this.record.pid)) {
+      let failed: unknown;
+      res = await this.send(method, path, body, timeoutMs).catch((e: unknown) => {
+        failed = e;
+        return undefined;
+      });
+      const pid = res?.headers.get("x-lazy-pid");
+      // A write is sent twice only when the first surely did nothing: nothing listened, or what
+      // answered was no daemon of this project (no pid of lazy's, or our token refused). A
+      // daemon that died while it worked on it (lazy ask's call had begun), or one that came
+      // back since the record was read and took it, has done it or part of it: its word stands.
+      const write = method !== "GET" && method !== "HEAD";
+      const taken = res ? !!pid && res.status !== 401 : !(failed as { refused?: boolean } | undefined)?.refused;
+      if (write && taken && pid !== String(this.record.pid)) {
+        if (!res)
+          throw new LazyError(
+            "daemon_unavailable",
+            `${(failed as Error).message} lazy did not send it again: the daemon may have done it, or part of it, before it stopped; look (lazy task list), then run the command again if it is still wanted.`,
+          );
+        this.record = State.readRecord(State.paths(this.root)) ?? this.record;
+      } else if (!res || pid !== String(this.record.pid)) {
         await res?.arrayBuffer();
         const fresh = await start(this.root);
         this.record = fresh.record;
@@ -94,10 +112,12 @@ export class Client {
       // not skip loopback by itself), which would get the API token and could not reach it.
       proxy: false,
     }).catch((e) => {
-      throw new LazyError(
+      const err = new LazyError(
         "daemon_unavailable",
         `The daemon stopped answering (${(e as Error).message}); run lazy daemon status, or lazy daemon logs.`,
       );
+      // Nothing listened: the request never reached a daemon (request() may send it again).
+      return Promise.reject(Object.assign(err, { refused: (e as { code?: string }).code === "ECONNREFUSED" }));
     });
   }
 
