@@ -1,6 +1,6 @@
 /**
  * What the egress proxy's listener (server.ts) asks its owner (index.ts) about each connection,
- * and what it tells it: admitted, allowed and where to, a placeholder in the bytes, the row.
+ * and what it tells it: admitted, allowed and where to, a secret of lazy's in the bytes, the row.
  */
 import type { Via } from "./chain";
 import type { Head } from "./head";
@@ -11,7 +11,7 @@ export interface Hooks {
   admit(src: string): boolean;
   /** Allowed? If so, where to dial. */
   decide(src: string, head: Extract<Head, { kind: "connect" | "http" }>): Promise<{ address: string; via?: Via } | Refusal>;
-  /** A placeholder in these bytes (head or plain-HTTP body), if any: the connection is refused. */
+  /** A placeholder or MCP token in these bytes (head or plain-HTTP body), if any: the connection is refused. */
   leak(src: string, text: string): Refusal | null;
   /** The connection is over: one audit row. */
   done(c: Done): void;

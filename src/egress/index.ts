@@ -36,8 +36,11 @@ const PROXIED_RESOLVE_MS = 3_000;
 
 export interface EgressDeps {
   config: () => Config;
-  /** The proxy's grants: placeholders and MCP tokens to look for, and which task a container address is. */
-  grants: { all(): Grant[]; allMcp(): readonly Readonly<McpToken>[] };
+  /**
+   * The proxy's grants: placeholders and MCP tokens to look for, and which task a container
+   * address is; `version` moves whenever they change.
+   */
+  grants: { all(): Grant[]; allMcp(): readonly Readonly<McpToken>[]; version(): number };
   /** The proxy's audit trail. */
   audit: { write(batch: AuditBatch): void };
   log: Logger;
@@ -54,6 +57,9 @@ export interface EgressDeps {
   /** How names are resolved (node:dns; a test's own, so no query leaves the machine). */
   lookup?: Lookup;
 }
+
+/** A secret lazy gave out, whose it is (for the refusal), and the task a leak of it stops. */
+type Secret = { token: string; taskId: string | null; who: string; what: string };
 
 /** The environment a fenced task container gets: its egress proxy, and the gateway reached directly. */
 export function proxyEnv(gateway: string, port: number): Record<string, string> {
@@ -174,9 +180,10 @@ export class Egress {
     this.recorder.flush();
   }
 
+  /** The longest secret: what a body scan carries over from one chunk to the next. */
   private maxToken(): number {
     let n = 0;
-    for (const g of this.d.grants.all()) n = Math.max(n, g.token.length);
+    for (const x of this.secrets()) n = Math.max(n, x.token.length);
     return n;
   }
 
@@ -223,10 +230,13 @@ export class Egress {
    * The secrets lazy gave out that never leave through here: every placeholder and MCP token,
    * with whose it is (for the refusal) and the task a leak stops.
    */
-  private secrets(): { token: string; taskId: string | null; who: string; what: string }[] {
+  private secrets(): Secret[] {
+    // Made again only when the registry changed: it is asked for every head and body chunk.
+    const version = this.d.grants.version();
+    if (this.secretsAt?.version === version) return this.secretsAt.list;
     const grants = this.d.grants.all();
-    const ref = (taskId: string) => grants.find((g) => g.taskId === taskId && g.taskRef)?.taskRef ?? taskId;
-    return [
+    const refs = new Map(grants.flatMap((g) => (g.taskId && g.taskRef ? [[g.taskId, g.taskRef] as const] : [])));
+    const list: Secret[] = [
       ...grants.map((g) => ({
         token: g.token,
         taskId: g.taskId,
@@ -236,11 +246,14 @@ export class Egress {
       ...this.d.grants.allMcp().map((t) => ({
         token: t.token,
         taskId: t.taskId,
-        who: t.kind === "task" && t.taskId ? `task ${ref(t.taskId)}'s` : `builder session ${t.session}'s`,
+        who: t.kind === "task" && t.taskId ? `task ${refs.get(t.taskId) ?? t.taskId}'s` : `builder session ${t.session}'s`,
         what: "MCP token (its key to lazy's tools)",
       })),
     ];
+    this.secretsAt = { version, list };
+    return list;
   }
+  private secretsAt: { version: number; list: Secret[] } | undefined;
 
   private record(c: Done): void {
     const grants = this.d.grants.all();

@@ -237,7 +237,7 @@ export class Listener {
     }
   }
 
-  /** Plain HTTP: refuse the connection when these bytes (with the last chunk's tail) carry a placeholder. */
+  /** Plain HTTP: refuse the connection when these bytes (with the last chunk's tail) carry a placeholder or MCP token. */
   private scan(s: Socket<Conn>, d: Buffer): boolean {
     const c = s.data;
     const text = c.scanTail + d.toString("latin1");

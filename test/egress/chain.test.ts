@@ -50,7 +50,7 @@ function egress(env: Record<string, string>, lookup?: Lookup): { port: number; s
   if (!loaded.ok) throw new Error("lazy.toml");
   const e = new Egress({
     config: () => loaded.config,
-    grants: { all: () => [], allMcp: () => [] },
+    grants: { all: () => [], allMcp: () => [], version: () => 0 },
     audit: { write() {} },
     log: Log.create("egress"),
     onLeak() {},

@@ -54,7 +54,7 @@ beforeAll(() => {
   if (!loaded.ok) throw new Error("lazy.toml");
   e = new Egress({
     config: () => loaded.config,
-    grants: { all: () => grants, allMcp: () => mcp },
+    grants: { all: () => grants, allMcp: () => mcp, version: () => 0 },
     audit: { write: (b: AuditBatch) => rows.push(JSON.stringify(b)) },
     log: Log.create("egress"),
     onLeak: (taskId, why) => leaks.push({ taskId, why }),

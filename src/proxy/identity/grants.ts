@@ -357,6 +357,7 @@ export class Grants {
    * even when the write fails, so a revocation holds in memory whatever the disk does.
    */
   #save(placeholders = true): void {
+    this.#version++;
     const registry = { version: 1 as const, grants: this.all(), mcpTokens: [...this.#mcp.values()] };
     try {
       Files.writeFileAtomic(this.#path, `${JSON.stringify(registry, null, 2)}\n`, 0o600);
@@ -369,6 +370,12 @@ export class Grants {
   all(): Grant[] {
     return [...this.#byToken.values()];
   }
+
+  /** Moves with every change of the registry (a save): what a cache of its tokens is keyed by. */
+  version(): number {
+    return this.#version;
+  }
+  #version = 0;
 
   /** Every MCP token, oldest first. */
   allMcp(): Readonly<McpToken>[] {
