@@ -20,6 +20,9 @@ import { VERSION } from "../version";
 import * as Versions from "./versions";
 import { say } from "./voice";
 
+/** fetch's codes for a connection that was never made: whatever was asked reached no one. */
+const NOT_CONNECTED = new Set(["ECONNREFUSED", "ConnectionRefused", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL"]);
+
 /** The config warning is said once per command, however many requests it makes. */
 let configNoted = false;
 
@@ -59,7 +62,8 @@ export class Client {
       });
       const pid = res?.headers.get("x-lazy-pid");
       // A write is sent twice only when the first surely did nothing: nothing listened, or what
-      // answered was no daemon of this project (no pid of lazy's, or our token refused). A
+      // answered was no daemon of this project (no pid of lazy's, or our token refused; the
+      // keeper holding the port while a daemon comes back answers 503 without a pid). A
       // daemon that died while it worked on it (lazy ask's call had begun), or one that came
       // back since the record was read and took it, has done it or part of it: its word stands.
       const write = method !== "GET" && method !== "HEAD";
@@ -116,8 +120,8 @@ export class Client {
         "daemon_unavailable",
         `The daemon stopped answering (${(e as Error).message}); run lazy daemon status, or lazy daemon logs.`,
       );
-      // Nothing listened: the request never reached a daemon (request() may send it again).
-      return Promise.reject(Object.assign(err, { refused: (e as { code?: string }).code === "ECONNREFUSED" }));
+      // No connection was made: the request never reached a daemon (request() may send it again).
+      return Promise.reject(Object.assign(err, { refused: NOT_CONNECTED.has((e as { code?: string }).code ?? "") }));
     });
   }
 

@@ -194,7 +194,7 @@ function hold(p: State.StatePaths, log: Log.Logger): { stop(): void }[] {
   const out: { stop(): void }[] = [];
   for (const a of want)
     try {
-      const l = Bun.listen({ hostname: a.host, port: a.port, socket: { open: (s) => void s.end(), data() {} } });
+      const l = Bun.listen({ hostname: a.host, port: a.port, socket: { open: (s) => void s.end(HELD), data() {} } });
       out.push({ stop: () => l.stop(true) });
     } catch (e) {
       // Gone with its network, or someone took it in the instant after the crash: the new
@@ -203,6 +203,13 @@ function hold(p: State.StatePaths, log: Log.Logger): { stop(): void }[] {
     }
   return out;
 }
+
+/**
+ * What a held port answers, whatever was asked: a 503 that says no daemon took the request, so
+ * the CLI sends a write again to the next daemon (cli/client.ts) and a harness retries.
+ */
+export const HELD =
+  "HTTP/1.1 503 Service Unavailable\r\nx-lazy-keeper: 1\r\ncontent-type: text/plain\r\ncontent-length: 58\r\nconnection: close\r\n\r\nlazy's daemon is coming back; nothing was done. Try again.";
 
 /**
  * In the daemon (the keeper's child), just before it listens: the keeper lets go of the ports

@@ -9,6 +9,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { HELD } from "../../src/daemon/keeper";
 import { cleanupAll, Project } from "../helpers/lazy";
 
 afterAll(() => cleanupAll());
@@ -53,5 +54,22 @@ describe("a write whose daemon went away", () => {
     const tasks = await p.json<{ code: string; prompt: string }[]>(["task", "list"]);
     expect(tasks.map((t) => t.code)).toEqual(["once"]);
     expect(p.runtime()!.pid).not.toBe(process.pid);
+  }, 120_000);
+
+  test("the keeper holding the port while a daemon comes back answers that nothing was done: the write goes to a daemon, once", async () => {
+    const p = new Project();
+    await p.ok(["task", "list"]);
+    const record = p.runtime()!;
+    await p.ok(["daemon", "stop"]);
+    // What the keeper answers on a port it holds (daemon/keeper.ts), on the record's port.
+    const held = Bun.listen({ hostname: record.api.host, port: record.api.port, socket: { open: (s) => void s.end(HELD), data() {} } });
+    writeFileSync(join(p.stateDir, "daemon.json"), JSON.stringify({ ...record, pid: process.pid }), { mode: 0o600 });
+    try {
+      const added = await p.run(["task", "add", "made in the gap", "--code", "gap"]);
+      expect(added.code, added.stderr).toBe(0);
+    } finally {
+      held.stop(true);
+    }
+    expect((await p.json<{ code: string }[]>(["task", "list"])).map((t) => t.code)).toEqual(["gap"]);
   }, 120_000);
 });
