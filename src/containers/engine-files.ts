@@ -118,6 +118,25 @@ export class EngineFiles {
   }
 
   /**
+   * What the engine says of `path` in the container (running or not): its size and change
+   * time, without its bytes (a HEAD of the archive). undefined when the path does not exist.
+   */
+  async stat(id: string, path: string): Promise<{ size: number; mtime: string } | undefined> {
+    let res: { headers: Record<string, string | undefined>; resume?: () => void };
+    try {
+      res = (await this.docker.getContainer(id).infoArchive({ path })) as typeof res;
+    } catch (e) {
+      if ((e as { statusCode?: number }).statusCode === 404) return undefined;
+      throw e;
+    }
+    res.resume?.();
+    const header = res.headers["x-docker-container-path-stat"];
+    if (!header) return undefined;
+    const st = JSON.parse(Buffer.from(header, "base64").toString("utf8")) as { size?: unknown; mtime?: unknown };
+    return { size: Number(st.size ?? 0), mtime: String(st.mtime ?? "") };
+  }
+
+  /**
    * A tar of `path` in the container (running or not), read to at most `maxBytes`: past that
    * the read stops and the answer is a refusal, so an agent cannot make lazy read without end.
    * undefined when the path does not exist.

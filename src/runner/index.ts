@@ -126,6 +126,7 @@ export class Runner {
       release: (id) => d.proxy.release(id, "turn"),
       halt: (t) => this.reconciler.halt(t),
       bringBack: (t) => this.remote.bringBack(t),
+      readTurn: (t, id, turn) => this.remote.readTurn(t, id, turn),
     });
     // A daemon restarted mid-turn: those turns' grants redeem until their turns end.
     for (const t of Tasks.list(d.db, { status: "running" }))

@@ -85,13 +85,17 @@ export class RemoteTasks {
     this.reached.add(key);
   }
 
-  /** Turns on a remote engine whose folder is being mirrored to the host. */
+  /**
+   * Turns on a remote engine whose folder is being mirrored to the host, by task and turn: a
+   * next turn launched while the last one's mirror still winds down gets a mirror of its own.
+   */
   private mirrors = new Set<string>();
 
   /** Mirror a remote turn's folder to the host while this daemon follows the turn (turn-watch reads it there). */
   mirror(task: Task, id: string, turn: number): void {
-    if (this.mirrors.has(task.id)) return;
-    this.mirrors.add(task.id);
+    const key = `${task.id} ${turn}`;
+    if (this.mirrors.has(key)) return;
+    this.mirrors.add(key);
     const turns = join(this.d.taskDir(task), "turns");
     void (async () => {
       const docker = await this.d.docker();
@@ -101,7 +105,12 @@ export class RemoteTasks {
       });
     })()
       .catch((e: unknown) => this.d.log.warn(`task ${this.d.ledger.ref(task)}: ${(e as Error).message}`))
-      .finally(() => this.mirrors.delete(task.id));
+      .finally(() => this.mirrors.delete(key));
+  }
+
+  /** The turn's folder from its container to the host, once (turn-watch, before it calls a turn lost). */
+  async readTurn(task: Task, id: string, turn: number): Promise<void> {
+    await pullTurn(await this.d.docker(), id, turn, join(this.d.taskDir(task), "turns"));
   }
 
   /**

@@ -289,10 +289,25 @@ export async function mirrorTurn(
   hostTurns: string,
   opts: { going: () => boolean; warn: (why: string) => void; uid?: number },
 ): Promise<void> {
-  while (opts.going()) {
-    await pullTurn(docker, id, turn, hostTurns, opts.uid).catch((e: unknown) =>
-      opts.warn(`reading its turn from ${docker.endpoint.host}: ${(e as Error).message}`),
-    );
+  let last = "";
+  for (let poll = 0; opts.going(); poll++) {
+    try {
+      // The folder is read again only when it changed: the two logs grow, started.json and
+      // exit.json appear (each stat'ed itself: a folder's time can miss a rename in the same
+      // clock tick as the file's making), and every 10th poll whatever the stats say. While a
+      // tool runs for minutes, five stats a poll go, where a whole folder (up to MAX_TURN) did.
+      const dir = `/lazy/turns/${turn}`;
+      const stats = await Promise.all(
+        [dir, ...[FILES.events, FILES.stderr, FILES.started, FILES.exit].map((f) => `${dir}/${f}`)].map((p) => docker.files.stat(id, p)),
+      );
+      const now = JSON.stringify(stats);
+      if (now !== last || poll % 10 === 0) {
+        await pullTurn(docker, id, turn, hostTurns, opts.uid);
+        last = now;
+      }
+    } catch (e) {
+      opts.warn(`reading its turn from ${docker.endpoint.host}: ${(e as Error).message}`);
+    }
     await Bun.sleep(500);
   }
 }

@@ -45,6 +45,8 @@ export interface TurnWatchDeps extends TaskAccess {
   halt: (task: Task) => Promise<string | undefined>;
   /** The turn ended on a remote engine: its objects and ref come to the host first (runner/remote.ts); what was not. */
   bringBack: (task: Task) => Promise<string[]>;
+  /** A remote turn's folder, read to the host once more now (its mirror polls every 500 ms). */
+  readTurn: (task: Task, containerId: string, turn: number) => Promise<void>;
 }
 
 export class TurnWatch {
@@ -120,6 +122,11 @@ export class TurnWatch {
         error = "the turn's supervisor never started (no turn folder a minute after the launch)";
     if (!error) return;
     await Bun.sleep(500); // an exit.json written just before the end is read first
+    // On a remote engine the host has what the mirror last brought: the end may be there, unread.
+    if (docker.remote && run.container_id)
+      await this.d
+        .readTurn(Tasks.resolve(this.d.db, taskId), run.container_id, run.turn)
+        .catch((e: unknown) => this.d.log.warn(`reading task ${taskId}'s turn once more: ${(e as Error).message}`));
     if (this.poll(taskId)) return this.unwatch(taskId);
     const task = Tasks.resolve(this.d.db, taskId);
     if (task.status !== "running") return this.unwatch(taskId);
