@@ -88,6 +88,12 @@ export const ProxyConfig = z
     remote_bind: z
       .string()
       .regex(/^\d{1,3}(\.\d{1,3}){3}$/, "expected an IPv4 address of this host")
+      // A container that reached the proxy from loopback would pass for a session on this
+      // machine (a host or builder placeholder, a builder's MCP token, proxy/identity/pin.ts).
+      .refine(
+        (a) => !a.startsWith("127."),
+        "a loopback address: containers reaching the proxy there would pass for sessions on this machine; give an address of this host that the engine's containers route to",
+      )
       .optional()
       .describe(
         "An IPv4 address of this host that a remote Docker engine's containers can route to (DOCKER_HOST=tcp://…): the proxy and MCP listen there for them. Needed only for a remote engine; placeholders are not pinned to containers there.",

@@ -37,6 +37,13 @@ describe("lazy.toml", () => {
     ]);
   });
 
+  test("[proxy] remote_bind on loopback is refused: containers arriving there would pass for sessions on this machine", () => {
+    expect(problems('[proxy]\nremote_bind = "127.0.0.1"\n')).toEqual([
+      "lazy.toml:2:15 proxy.remote_bind — a loopback address: containers reaching the proxy there would pass for sessions on this machine; give an address of this host that the engine's containers route to",
+    ]);
+    expect(loadText('[proxy]\nremote_bind = "10.213.0.1"\n').ok).toBe(true);
+  });
+
   test("[usage_pause]: thresholds 1–100, windows 5h and 7d only, each problem at its place", () => {
     const lines = problems('[usage_pause]\nthreshold = 150\n"5h" = "90%"\n"1h" = 50\n');
     expect(lines[0]).toStartWith("lazy.toml:2:13 usage_pause.threshold — ");

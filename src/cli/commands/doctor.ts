@@ -163,7 +163,10 @@ async function findings(root: string): Promise<Finding[]> {
         ok: false,
         blocking: false,
         summary: `${k.kind === "desktop" ? "Docker Desktop" : k.kind === "rootless" ? "rootless Docker" : "a remote Docker engine"} (${k.detail}): placeholders are not pinned to their containers`,
-        remedy: "a placeholder is still revoked when its task ends; pinning needs native Linux Docker",
+        remedy:
+          k.kind === "remote"
+            ? "a placeholder is still revoked when its task ends; pinning needs native Linux Docker"
+            : "a placeholder is still revoked when its task ends; pinning needs native Linux Docker. Containers here reach the proxy from this machine's loopback, as host sessions do: keep lazy chat, pair and build sessions' keys out of task worktrees",
       });
     if (k?.kind === "remote" && loaded.ok) {
       // The launch's own rule (containers/project.ts bindFor), so doctor passes only what a launch takes.
