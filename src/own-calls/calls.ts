@@ -126,6 +126,8 @@ export class OwnCalls {
   private closed = false;
   /** Calls from their first step (the plan ensures the network) to their last. */
   private asking = 0;
+  /** The containers of calls in flight, and each call's end: close() removes them and waits. */
+  private inFlight = new Map<Vessel, { docker: Runtime; ended: Promise<unknown> }>();
 
   constructor(private d: OwnCallDeps) {}
 
@@ -172,9 +174,12 @@ export class OwnCalls {
     let vessel = opts.task ? undefined : await this.takeSpare(plan);
     // The next call about no task finds one ready (made while this one runs).
     if (!opts.task) this.keepWarm(plan);
+    let ended = () => {};
     try {
       if (vessel) await this.pin(vessel);
       vessel ??= await this.vessel(plan, false);
+      this.inFlight.set(vessel, { docker: plan.docker, ended: new Promise<void>((resolve) => (ended = resolve)) });
+      if (this.closed) throw new LazyError("daemon_unavailable", "lazy's daemon is stopping.");
       const turns = join(vessel.dir, "turns");
       let exec = vessel.exec;
       const stdin = exec ? Harness.stdinPrompt(profile.harness, prompt) : undefined;
@@ -194,8 +199,20 @@ export class OwnCalls {
           `lazy's own model call (${opts.purpose}, profile ${profile.name}) failed: ${exit.error ?? (text ? `exit code ${exit.code}` : "the model gave no answer")}; lazy stats audit shows the call.`,
         );
       return { text, profile: profile.name };
+    } catch (e) {
+      // Its container went with the daemon's stop (close()), not with someone outside lazy.
+      if (this.closed)
+        throw new LazyError(
+          "daemon_unavailable",
+          `lazy's daemon stopped during the call (${opts.purpose}); nothing was answered. Ask again.`,
+        );
+      throw e;
     } finally {
-      if (vessel) await this.discard(plan.docker, vessel);
+      if (vessel) {
+        await this.discard(plan.docker, vessel);
+        this.inFlight.delete(vessel);
+      }
+      ended();
     }
   }
 
@@ -224,9 +241,15 @@ export class OwnCalls {
     }
   }
 
-  /** Remove the warm container (the daemon stops). */
+  /**
+   * The daemon stops: remove the warm container and the containers of calls in flight (each
+   * call then fails, naming its container, and cleans up after itself), and wait for both.
+   */
   async close(): Promise<void> {
     this.closed = true;
+    const calls = [...this.inFlight];
+    await Promise.all(calls.map(([v, c]) => c.docker.remove(v.container)));
+    await Promise.all(calls.map(([, c]) => c.ended));
     await this.filling;
     const spare = this.spare;
     this.spare = undefined;

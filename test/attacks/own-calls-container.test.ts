@@ -205,12 +205,17 @@ describe("a call container that goes away mid-call", () => {
     expect(r.stderr).toContain("was stopped or removed outside lazy");
   }, 600_000);
 
-  test("lazy daemon stop during a call removes the call's container", async () => {
+  test("lazy daemon stop during a call removes the call's container; the ask says the daemon stopped, and is not asked again", async () => {
     const { asking, id } = await slowCall();
     await q.ok(["daemon", "stop"]);
-    anthropic.behavior = { kind: "ok" };
-    await asking;
+    // Gone when the stop returns, not when some later daemon's housekeeping gets to it.
     expect(sh("/", `docker ps -aq --filter id=${id}`).out.trim()).toBe("");
     expect(calls(q)).toEqual([]);
+    anthropic.behavior = { kind: "ok" };
+    const r = await asking;
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain("lazy's daemon stopped during the call");
+    expect(anthropic.received.filter((x) => x.method === "POST")).toHaveLength(1);
+    expect(q.runtime()).toBeUndefined(); // the CLI started no daemon to ask again
   }, 600_000);
 });
