@@ -59,7 +59,12 @@ export interface EgressDeps {
 }
 
 /** A secret lazy gave out, whose it is (for the refusal), and the task a leak of it stops. */
-type Secret = { token: string; taskId: string | null; who: string; what: string };
+type Secret = { token: string; taskId: string | null; who: string; kind: keyof typeof KINDS };
+/** Each kind of secret: what it is called, what it is for (in a refusal), and what stands for it in a record. */
+const KINDS = {
+  placeholder: { name: "placeholder", for: "its stand-in for a credential", mark: "[placeholder]" },
+  mcp: { name: "MCP token", for: "its key to lazy's tools", mark: "[mcp-token]" },
+} as const;
 
 /** The environment a fenced task container gets: its egress proxy, and the gateway reached directly. */
 export function proxyEnv(gateway: string, port: number): Record<string, string> {
@@ -212,12 +217,13 @@ export class Egress {
       leak: (_src: string, text: string): Refusal | null => {
         const s = this.secrets().find((x) => text.includes(x.token));
         if (!s) return null;
-        const why = `the request carries ${s.who} ${s.what}, which never leaves through the egress proxy`;
+        const kind = KINDS[s.kind];
+        const why = `the request carries ${s.who} ${kind.name} (${kind.for}), which never leaves through the egress proxy`;
         if (s.taskId) {
           const last = this.leaked.get(s.taskId) ?? 0;
           if (Date.now() - last > 5_000) {
             this.leaked.set(s.taskId, Date.now());
-            this.d.onLeak(s.taskId, `its ${s.what.replace(/ \(.*\)$/, "")} was sent towards the network through lazy's egress proxy`);
+            this.d.onLeak(s.taskId, `its ${kind.name} was sent towards the network through lazy's egress proxy`);
           }
         }
         return { status: 403, why, remedy: s.taskId ? "nothing to allow: lazy stopped the task" : "nothing to allow" };
@@ -241,13 +247,13 @@ export class Egress {
         token: g.token,
         taskId: g.taskId,
         who: g.taskRef ? `task ${g.taskRef}'s` : `lazy's ${g.role}`,
-        what: "placeholder (its stand-in for a credential)",
+        kind: "placeholder" as const,
       })),
       ...this.d.grants.allMcp().map((t) => ({
         token: t.token,
         taskId: t.taskId,
         who: t.kind === "task" && t.taskId ? `task ${refs.get(t.taskId) ?? t.taskId}'s` : `builder session ${t.session}'s`,
-        what: "MCP token (its key to lazy's tools)",
+        kind: "mcp" as const,
       })),
     ];
     this.secretsAt = { version, list };
@@ -260,11 +266,7 @@ export class Egress {
     const who = grants.find((g) => g.role === "agent" && g.pinnedIp === c.src) ?? grants.find((g) => g.callIps?.includes(c.src));
     // A placeholder or MCP token in the path or host is never recorded.
     const secrets = this.secrets();
-    const clean = (s: string) =>
-      secrets.reduce(
-        (t, x) => (t.includes(x.token) ? t.split(x.token).join(x.what.startsWith("MCP") ? "[mcp-token]" : "[placeholder]") : t),
-        s,
-      );
+    const clean = (s: string) => secrets.reduce((t, x) => (t.includes(x.token) ? t.split(x.token).join(KINDS[x.kind].mark) : t), s);
     this.recorder.record({
       at: c.at,
       taskId: who?.taskId ?? null,
