@@ -27,8 +27,10 @@ async function probe(url: string): Promise<number> {
     await (await fetch(url, { signal: AbortSignal.timeout(5000), redirect: "manual" })).arrayBuffer();
     return 0;
   } catch (e) {
-    const err = e as Error & { code?: string; cause?: { code?: string } };
-    print(err.cause?.code ?? err.code ?? err.name);
+    // A timeout is a DOMException, whose `code` is a number: the cause is said in words.
+    const err = e as Error & { code?: unknown; cause?: { code?: unknown } };
+    const code = [err.cause?.code, err.code].find((c) => typeof c === "string");
+    print(code ?? (err.name === "TimeoutError" ? "no answer within 5 s" : err.name));
     return 1;
   }
 }
