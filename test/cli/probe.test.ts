@@ -26,7 +26,7 @@ describe("lazy supervise --probe", () => {
       expect(await probe(`http://127.0.0.1:${answering.port}/mcp`)).toEqual({ code: 0, out: "", err: "" });
       expect(await probe(`http://127.0.0.1:${closedPort}/mcp`)).toMatchObject({ code: 1, out: "ECONNREFUSED" });
       const quiet = await probe(`http://127.0.0.1:${silent.port}/mcp`);
-      expect(quiet).toMatchObject({ code: 1, out: "no answer within 5 s" });
+      expect(quiet).toMatchObject({ code: 1, out: "no answer within 10 s" });
       expect(quiet.err).not.toContain("unexpected error");
     } finally {
       answering.stop(true);

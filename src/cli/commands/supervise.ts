@@ -21,16 +21,21 @@ export const supervise = command({
   },
 });
 
-/** Any HTTP answer within 5 s is a reach; otherwise the cause on stdout (for the launch's refusal) and 1. */
+/**
+ * Any HTTP answer within PROBE_MS is a reach; otherwise the cause on stdout (for the launch's
+ * refusal) and 1. A first connection to a proxy across a freshly made network has taken over 5 s
+ * on a loaded machine (CI): 10 s, inside the 20 s the launch gives the whole probe container.
+ */
+const PROBE_MS = 10_000;
 async function probe(url: string): Promise<number> {
   try {
-    await (await fetch(url, { signal: AbortSignal.timeout(5000), redirect: "manual" })).arrayBuffer();
+    await (await fetch(url, { signal: AbortSignal.timeout(PROBE_MS), redirect: "manual" })).arrayBuffer();
     return 0;
   } catch (e) {
     // A timeout is a DOMException, whose `code` is a number: the cause is said in words.
     const err = e as Error & { code?: unknown; cause?: { code?: unknown } };
     const code = [err.cause?.code, err.code].find((c) => typeof c === "string");
-    print(code ?? (err.name === "TimeoutError" ? "no answer within 5 s" : err.name));
+    print(code ?? (err.name === "TimeoutError" ? `no answer within ${PROBE_MS / 1000} s` : err.name));
     return 1;
   }
 }
