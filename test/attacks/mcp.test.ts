@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { anthropicProject, copying, launched, settled } from "../helpers/fixtures";
+import { anthropicProject, copying, launched, settledAs } from "../helpers/fixtures";
 import { cleanupAll, type Project, sh, until } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 
@@ -188,7 +188,7 @@ describe("tools on a task that is not running, and a token from another address"
     anthropic.answer({ text: "Finished.", toolUse: { name: "mcp__lazy__finish", input: { summary: "The real summary." } } });
     const t = await p.json(["task", "add", "Finish honestly", "--code", "finisher"]);
     await p.ok(["start", "finisher"]);
-    expect((await settled(p, "finisher")).task.status).toBe("done");
+    await settledAs(p, "finisher");
     const h = tokenOf(t.id);
     // A turn's end stops the task's container: it is there, stopped.
     const container = sh("/", `docker ps -aq --filter label=dev.lazy.task=${t.id}`).out.trim();
@@ -248,7 +248,7 @@ describe("tools on a task that is not running, and a token from another address"
       });
       flooder = await p.json(["task", "add", "Attack the MCP route", "--code", "flooder"]);
       await p.ok(["start", "flooder"]);
-      expect((await settled(p, "flooder")).task.status).toBe("done");
+      await settledAs(p, "flooder");
       results = JSON.parse(readFileSync(join(p.stateDir, "worktrees", "flooder", "attack-results.json"), "utf8"));
       expect(results.hasToken).toBe(true);
     }, 600_000);
@@ -320,7 +320,7 @@ describe("tools on a task that is not running, and a token from another address"
       // The next task's first prompt carries the person's note as is, and agents' notes marked.
       anthropic.answer({ text: "Read it." });
       await launched(p, "reader", "Read the memory");
-      expect((await settled(p, "reader")).task.status).toBe("done");
+      await settledAs(p, "reader");
       const first = anthropic.received.find((r) => r.method === "POST" && r.path.startsWith("/v1/messages"))!.body;
       expect(first).toContain(PERSON);
       expect(first).toContain("(unverified, written by an agent) agent fact");

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
+import { settled, settledAs } from "../helpers/fixtures";
 import { cleanupAll, Project, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
@@ -74,16 +75,6 @@ async function probe(
     throw new Error(`the probe printed: ${out}`);
   }
 }
-async function settled(p: Project, ref: string, timeoutMs = 300_000): Promise<any> {
-  return until(
-    async () => {
-      const s = await p.json(["task", "show", ref]);
-      return s.task.status !== "running" && s.task.status !== "queued" ? s : undefined;
-    },
-    timeoutMs,
-    `task ${ref} to end its turn`,
-  );
-}
 const toml = (mock: string, extra: string[] = []) =>
   [`[container]`, `base = "${TEST_IMAGES.node}"`, ...extra, ``, `[proxy.upstreams]`, `anthropic = "${mock}"`].join("\n");
 const netLines = async () => {
@@ -125,7 +116,7 @@ beforeAll(async () => {
   anthropic.reply = { text: "done." };
   await b.ok(["task", "add", "idle", "--code", "fence-b"]);
   await b.ok(["start", "fence-b"]);
-  expect((await settled(b, "fence-b")).task.status).toBe("done");
+  await settledAs(b, "fence-b");
   await a.ok(["task", "add", "idle", "--code", "fence-a"]);
   await hold();
 }, 900_000);

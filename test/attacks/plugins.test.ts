@@ -17,7 +17,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileS
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TEST_IMAGES } from "../helpers/env";
-import { bash, containerProject, launched, settled } from "../helpers/fixtures";
+import { bash, containerProject, launched, settledAs } from "../helpers/fixtures";
 import { cleanupAll, Project } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
@@ -56,7 +56,7 @@ describe("request plugins, attacked", () => {
       "add a plugin",
     );
     await launched(p, "plugin-drop", "Add a helper");
-    expect((await settled(p, "plugin-drop")).task.status).toBe("done");
+    await settledAs(p, "plugin-drop");
     const wt = join(p.stateDir, "worktrees", "plugin-drop");
     expect(readFileSync(join(wt, "lazy.toml"), "utf8")).toContain("evil-plugin.ts");
     // What accept --with-config and the user's lazy trust would make of it.

@@ -15,7 +15,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { containerProject, copying, launched, settled } from "../helpers/fixtures";
+import { containerProject, copying, launched, settledAs } from "../helpers/fixtures";
 import { cleanupAll, type Project } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
@@ -41,7 +41,7 @@ beforeAll(async () => {
   anthropic.reply = { text: "Nothing to do." };
   const v = await p.json(["task", "add", "An honest task", "--code", "victim"]);
   await p.ok(["start", "victim"]);
-  expect((await settled(p, "victim")).task.status).toBe("done");
+  await settledAs(p, "victim");
   const tokens = JSON.parse(readFileSync(join(p.stateDir, "proxy-tokens.json"), "utf8")).mcpTokens;
   victim = { id: v.id, token: tokens.find((h: any) => h.taskId === v.id).token };
   victimRows = (await mcpRowsOf("victim")).length;
@@ -50,7 +50,7 @@ beforeAll(async () => {
     toolUse: { name: "Bash", input: { command: `node probe-mcp-agent.mjs ${victim.token}`, description: "probe", timeout: 120000 } },
   });
   await launched(p, "prober", "Probe the MCP route");
-  expect((await settled(p, "prober")).task.status).toBe("done");
+  await settledAs(p, "prober");
   results = JSON.parse(readFileSync(join(p.stateDir, "worktrees", "prober", "probe-results.json"), "utf8"));
   expect(results.hasToken).toBe(true);
 }, 900_000);

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { TEST_IMAGES } from "../helpers/env";
-import { containerProject, copying, launched, settled } from "../helpers/fixtures";
+import { containerProject, copying, launched, settledAs } from "../helpers/fixtures";
 import { cleanupAll, type Project } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
@@ -43,7 +43,7 @@ describe("provider profiles, attacked from a container", () => {
   test("Ollama's admin API through the proxy: 403 for every spelling, and the model server never sees one", async () => {
     local.answer({ text: "done.", toolUse: probe() });
     await launched(p, "ollama-admin", "Probe the model server", "--profile", "local");
-    expect((await settled(p, "ollama-admin")).task.status).toBe("done");
+    await settledAs(p, "ollama-admin");
     const r = result("ollama-admin");
     expect(r.base && r.placeholder).toBe(true);
     expect(r.admin).toHaveLength(10);
@@ -60,7 +60,7 @@ describe("provider profiles, attacked from a container", () => {
     expect(host.placeholder).toMatch(/^sk-or-v1-lazy-/);
     openrouter.reply = { text: "done.", toolUse: probe(`${FORGED} ${host.placeholder}`) };
     await launched(p, "router-probe", "Probe OpenRouter", "--profile", "router");
-    expect((await settled(p, "router-probe")).task.status).toBe("done");
+    await settledAs(p, "router-probe");
     const r = result("router-probe");
     expect(r.forged.status).toBe(401);
     expect(r.forged.text).toContain("only a session on this machine may bring its own");

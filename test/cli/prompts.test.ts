@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { anthropicProject, hanging, launched, settled, teardown } from "../helpers/fixtures";
+import { anthropicProject, hanging, launched, settled, settledAs, teardown } from "../helpers/fixtures";
 import type { Project } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 
@@ -110,7 +110,7 @@ test("lazy task show gives the agent's finish summary after a real turn (Claude 
     toolUse: { name: "mcp__lazy__finish", input: { summary: "Renamed the login form's fields; tests pass." } },
   });
   await launched(p, "fin", "Finish with a summary");
-  expect((await settled(p, "fin")).task.status).toBe("done");
+  await settledAs(p, "fin");
   const show = await p.ok(["task", "show", "fin"]);
   expect(show.stdout).toContain("Summary (the agent's finish):\n  Renamed the login form's fields; tests pass.");
   expect(show.stdout).toContain("Branch:  lazy/fin (tip ");

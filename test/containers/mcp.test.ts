@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { TEST_IMAGES } from "../helpers/env";
-import { codexProject, launched, teardown } from "../helpers/fixtures";
+import { codexProject, launched, settled, settledAs, teardown } from "../helpers/fixtures";
 import { Project, sh, until } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 
@@ -19,17 +19,6 @@ let p: Project;
 
 beforeAll(async () => ({ anthropic, openai, p } = await codexProject(KEY, OPENAI_KEY, { firstCommit: "empty" })), 120_000);
 afterAll(() => teardown(p, anthropic, openai));
-
-async function settled(code: string): Promise<any> {
-  return until(
-    async () => {
-      const s = await p.json(["task", "show", code]);
-      return s.task.status !== "running" && s.task.status !== "queued" ? s : undefined;
-    },
-    300_000,
-    `task ${code}'s turn`,
-  );
-}
 
 describe("MCP tools in task containers", () => {
   test("real Claude Code calls lazy's report_progress: the note is in the task's events and in lazy watch", async () => {
@@ -43,7 +32,7 @@ describe("MCP tools in task containers", () => {
       stdout: "pipe",
     });
     await launched(p, "reporter", "Report progress");
-    const s = await settled("reporter");
+    const s = await settled(p, "reporter");
     expect(s.task.status).toBe("done");
     expect(s.events.find((e: any) => e.kind === "progress")?.data.text).toBe("Halfway through the login form.");
     // The model saw lazy's tool (loaded up front, not behind ToolSearch).
@@ -65,12 +54,12 @@ describe("MCP tools in task containers", () => {
   test('ask_human leaves the task waiting with the question; lazy send T "blue" runs the next turn with the answer', async () => {
     anthropic.answer({ text: "I asked.", toolUse: { name: "mcp__lazy__ask_human", input: { question: "Which colour?" } } });
     await launched(p, "asker", "Paint it");
-    const s = await settled("asker");
+    const s = await settled(p, "asker");
     expect(s.task.status).toBe("waiting");
     expect(s.events.filter((e: any) => e.kind === "status").at(-1).data).toMatchObject({ reason: "question", question: "Which colour?" });
     anthropic.answer({ text: "Painted it blue." });
     await p.ok(["send", "asker", "blue"]);
-    const next = await settled("asker");
+    const next = await settled(p, "asker");
     expect(next.task.status).toBe("done");
     expect(anthropic.received.filter((r) => r.method === "POST").some((r) => r.body.includes("blue"))).toBe(true);
   }, 600_000);
@@ -78,14 +67,14 @@ describe("MCP tools in task containers", () => {
   test("real Codex lists lazy's tools; real Pi calls report_progress through lazy's extension", async () => {
     openai.answer({ text: "Codex here." });
     await launched(p, "codex-tools", "Codex with tools", "--profile", "codex");
-    expect((await settled("codex-tools")).task.status).toBe("done");
+    await settledAs(p, "codex-tools");
     const req = openai.received.find((r) => r.path === "/v1/responses")!;
     expect(req.body).toContain('"mcp__lazy"');
     expect(req.body).toContain("report_progress");
 
     anthropic.answer({ text: "Pi reported.", toolUse: { name: "mcp__lazy__report_progress", input: { note: "Pi was here." } } });
     await launched(p, "pi-tools", "Pi with tools", "--profile", "pi");
-    const s = await settled("pi-tools");
+    const s = await settled(p, "pi-tools");
     expect(s.task.status).toBe("done");
     expect(s.events.find((e: any) => e.kind === "progress")?.data.text).toBe("Pi was here.");
   }, 600_000);
@@ -126,7 +115,7 @@ describe("MCP tools in task containers", () => {
       `docker exec -e T=${mine} ${container} node -e 'fetch(${JSON.stringify(url)},{method:"POST",headers:{"content-type":"application/json",accept:"application/json, text/event-stream",authorization:"Bearer "+process.env.T},body:${JSON.stringify(list)}}).then(r=>console.log(r.status))'`,
     );
     expect(fromContainer.out.trim()).toBe("200");
-    expect((await settled("closer")).task.status).toBe("done");
+    await settledAs(p, "closer");
     await p.ok(["close", "closer"]);
     expect((await call()).status).toBe(401);
     const r = await fetch(`${p.runtimeProxyUrl()}/v1/messages`, {
@@ -188,7 +177,7 @@ describe("MCP tools in task containers", () => {
     for (const [code, broken] of [["break-grants", "proxy-tokens.json"]] as const) {
       anthropic.answer({ text: "ok." });
       await launched(p, code, "Say ok");
-      expect((await settled(code)).task.status).toBe("done");
+      await settledAs(p, code);
       const id = (await p.json(["task", "show", code])).task.id;
       const mine = JSON.parse(readFileSync(join(p.stateDir, "proxy-tokens.json"), "utf8")).mcpTokens.find(
         (t: any) => t.taskId === id,

@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { bash, containerProject, launched, removeContainers, settled } from "../helpers/fixtures";
+import { bash, containerProject, launched, removeContainers, settled, settledAs } from "../helpers/fixtures";
 import { cleanupAll, isAlive, type Project, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
@@ -48,7 +48,7 @@ describe("kill -9 of the daemon mid-turn, the egress proxy on a port that is not
     // A first turn makes the project's network (and its gateway, known only then).
     mock.answer({ text: "Nothing to do." });
     await launched(p, "first", "make the network");
-    expect((await settled(p, "first")).task.status).toBe("done");
+    await settledAs(p, "first");
     const gateway = gatewayOf("first");
     // A new daemon (the network stays: the task's container is there), and another process on
     // the egress proxy's first port when the next turn begins.

@@ -5,7 +5,7 @@
  * in its task container; `lazy logs` shows the command, then what it printed under it.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { codexProject, launched, settled, teardown } from "../helpers/fixtures";
+import { codexProject, launched, settledAs, teardown } from "../helpers/fixtures";
 import type { Project } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 
@@ -31,7 +31,7 @@ describe("tool outputs from Pi and Codex", () => {
   test("real Pi's bash call: its command, then its output, in lazy logs", async () => {
     anthropic.answer({ text: "Pi ran it.", toolUse: { name: "bash", input: { command: "echo PI-SAYS-$((40+2))" } } });
     await launched(p, "pi-out", "Run a command", "--profile", "pi");
-    expect((await settled(p, "pi-out")).task.status).toBe("done");
+    await settledAs(p, "pi-out");
     const log = (await p.ok(["logs", "pi-out"])).stdout;
     callThenOutput(log, /\[bash\] echo PI-SAYS-\$\(\(40\+2\)\)$/, /^\d\d:\d\d:\d\d {2}└ PI-SAYS-42$/);
   }, 600_000);
@@ -39,7 +39,7 @@ describe("tool outputs from Pi and Codex", () => {
   test("real Codex's exec_command call: its command, then its output, in lazy logs", async () => {
     openai.answer({ text: "Codex ran it.", toolUse: { name: "exec_command", input: { cmd: "echo CODEX-SAYS-$((40+2))" } } });
     await launched(p, "codex-out", "Run a command", "--profile", "codex");
-    expect((await settled(p, "codex-out")).task.status).toBe("done");
+    await settledAs(p, "codex-out");
     const log = (await p.ok(["logs", "codex-out"])).stdout;
     callThenOutput(log, /\[shell\] .*echo CODEX-SAYS-\$\(\(40\+2\)\)/, /^\d\d:\d\d:\d\d {2}└ CODEX-SAYS-42$/);
   }, 600_000);

@@ -13,7 +13,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { anthropicProject, bash, launched, settled, teardown } from "../helpers/fixtures";
+import { anthropicProject, bash, launched, settled, settledAs, teardown } from "../helpers/fixtures";
 import type { Project } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 import { closeBrowser, shot, signedIn } from "./browser";
@@ -36,7 +36,7 @@ describe("reviewing a task's work", () => {
       ),
     );
     await launched(p, "notes", "Write notes.txt");
-    expect((await settled(p, "notes")).task.status).toBe("done");
+    await settledAs(p, "notes");
 
     // lazy logs: the call readable (its command, not JSON), its output under it, indented.
     const log = (await p.ok(["logs", "notes"])).stdout;
@@ -115,7 +115,7 @@ describe("reviewing a task's work", () => {
     const sent = await p.run(["send", "notes", "--review", good, "Thanks."]);
     expect(sent.code, sent.stderr).toBe(0);
     expect(sent.stdout).toContain("Sent 1 review comment(s) to notes");
-    expect((await settled(p, "notes")).task.status).toBe("done");
+    await settledAs(p, "notes");
     expect(
       posts().some((r) => r.body.includes("notes.txt:2: beta is fine,\\n  but say why it is here") && r.body.includes("Thanks.")),
     ).toBe(true);
@@ -138,7 +138,7 @@ describe("reviewing a task's work", () => {
     await pg.locator(`#inbox-questions li:has-text("Paint the button")`).getByRole("button", { name: "Reply" }).click();
     // Answered: the question leaves Home, and the agent's next turn has the reply.
     await pg.waitForSelector('#inbox-questions li:has-text("Paint the button")', { state: "detached", timeout: 120_000 });
-    expect((await settled(p, "asker")).task.status).toBe("done");
+    await settledAs(p, "asker");
     expect(posts().some((r) => r.body.includes("red, the mock-up wins"))).toBe(true);
     expect(page.problems).toEqual([]);
     await ctx.close();

@@ -196,6 +196,20 @@ export async function settled(p: Project, ref: string, timeoutMs = 300_000): Pro
   );
 }
 
+/**
+ * `settled`, asserting the status the turn ended in. When it is another, the failure carries
+ * the task's last log lines (`lazy logs`), so a CI log says why the turn ended as it did.
+ */
+export async function settledAs(p: Project, ref: string, want = "done", timeoutMs?: number): Promise<any> {
+  const s = await settled(p, ref, timeoutMs);
+  if (s.task.status !== want) {
+    const logs = await p.run(["logs", ref]);
+    const tail = `${logs.stdout}${logs.stderr}`.trimEnd().split("\n").slice(-40).join("\n");
+    expect(`${s.task.status}\n--- lazy logs ${ref}, its last lines:\n${tail}`).toBe(want);
+  }
+  return s;
+}
+
 /** `lazy task add PROMPT --code CODE FLAGS…`, then `lazy start CODE`: a task launched as a person does it. */
 export async function launched(p: Project, code: string, prompt: string, ...flags: string[]): Promise<void> {
   await p.ok(["task", "add", prompt, "--code", code, ...flags]);
