@@ -1,11 +1,12 @@
 /**
  * An image on the engine: whether a tag is there, and building one from an in-memory context
- * (image.ts's tar), its progress lines passed on as they come and a failure worded with the
+ * (tar.ts's archive), its progress lines passed on as they come and a failure worded with the
  * lines that led to it (image.ts's BuildLog).
  */
 import type Docker from "dockerode";
 import * as HostNet from "./host-network";
 import * as Image from "./image";
+import * as Tar from "./tar";
 
 export async function imageExists(docker: Docker, tag: string): Promise<boolean> {
   try {
@@ -20,6 +21,8 @@ export async function imageExists(docker: Docker, tag: string): Promise<boolean>
 export interface Job {
   tag: string;
   files: Record<string, string | Uint8Array>;
+  /** The files of `files` that are executable (mode 755 in the context). */
+  executable?: ReadonlySet<string>;
   buildArgs: Record<string, string>;
   /** "host": the build's RUN steps see the host's network (its loopback proxy, its own servers). */
   network?: "host";
@@ -28,8 +31,11 @@ export interface Job {
 /** Build `job.tag`, passing each progress line on as it comes. */
 export async function build(docker: Docker, job: Job, progress: (line: string) => void): Promise<void> {
   const { tag, files, buildArgs, network } = job;
-  const archive = Image.tar(files);
-  const stream = await docker.buildImage(Buffer.from(archive) as unknown as NodeJS.ReadableStream, {
+  const entries = Object.entries(files).map(([name, data]): Tar.Entry => {
+    const bytes = typeof data === "string" ? Buffer.from(data) : data;
+    return { name, type: "file", mode: job.executable?.has(name) ? 0o755 : 0o644, uid: 0, data: bytes };
+  });
+  const stream = await docker.buildImage(Buffer.concat(Tar.write(entries)) as unknown as NodeJS.ReadableStream, {
     t: tag,
     buildargs: buildArgs,
     ...(network ? { networkmode: network } : {}),

@@ -7,10 +7,11 @@
  * packages in its own container; lazy's binary is mounted at run time, never baked in.
  */
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { DEFAULT_BASE } from "../config";
-import { readRegular } from "../util/bounded-read";
+import * as Git from "../git";
+import { readRegular, readRegularBytes } from "../util/bounded-read";
 import { LazyError } from "../util/errors";
 import { VERSION } from "../version";
 
@@ -107,62 +108,54 @@ const slugOf = (root: string) =>
     .replace(/[^a-z0-9._-]+/g, "-")
     .slice(0, 40) || "project";
 
-/** A minimal tar archive (ustar) of in-memory files: the build context for a Dockerfile given as text. */
-export function tar(files: Record<string, string | Uint8Array>): Uint8Array {
-  const blocks: Uint8Array[] = [];
-  const enc = new TextEncoder();
-  for (const [name, content] of Object.entries(files)) {
-    const data = typeof content === "string" ? enc.encode(content) : content;
-    const h = new Uint8Array(512);
-    const put = (s: string, off: number, len: number) => h.set(enc.encode(s).slice(0, len), off);
-    // ustar keeps long paths as prefix (155) + name (100), split at a slash.
-    let short = name;
-    if (enc.encode(name).length > 100) {
-      const at = [...name.matchAll(/\//g)].map((m) => m.index!).find((i) => name.length - i - 1 <= 100 && i <= 155);
-      if (at === undefined)
-        throw new LazyError("invalid_input", `A file path in the Docker build context is too long for the archive: ${name}`);
-      put(name.slice(0, at), 345, 155);
-      short = name.slice(at + 1);
-    }
-    put(short, 0, 100);
-    put("0000644\0", 100, 8);
-    put("0000000\0", 108, 8);
-    put("0000000\0", 116, 8);
-    put(data.length.toString(8).padStart(11, "0") + "\0", 124, 12);
-    put(
-      Math.floor(Date.now() / 1000)
-        .toString(8)
-        .padStart(11, "0") + "\0",
-      136,
-      12,
-    );
-    put("        ", 148, 8);
-    put("0", 156, 1);
-    put("ustar\0", 257, 6);
-    put("00", 263, 2);
-    let sum = 0;
-    for (const b of h) sum += b;
-    put(sum.toString(8).padStart(6, "0") + "\0 ", 148, 8);
-    blocks.push(h, data, new Uint8Array((512 - (data.length % 512)) % 512));
-  }
-  blocks.push(new Uint8Array(1024));
-  return Buffer.concat(blocks);
-}
+/** The most a Dockerfile's build context may hold: it is read into memory and sent whole. */
+export const CONTEXT_MAX_BYTES = 512 * 1024 * 1024;
 
-/** The build context of a project Dockerfile: every file under its folder but .git. */
-export function contextOf(dir: string, dockerfile: string): Record<string, Uint8Array | string> {
+/**
+ * The build context of a project Dockerfile: the files under its folder that git tracks or
+ * would track (untracked, not ignored), as the agent's worktree has them. Ignored files stay
+ * out: a `.env`, a key file or `node_modules` in the checkout is no business of an image the
+ * agent runs in. Symlinks and submodules are left out; an executable keeps its mode.
+ */
+export async function contextOf(
+  root: string,
+  dir: string,
+  dockerfile: string,
+): Promise<{ files: Record<string, Uint8Array | string>; executable: Set<string> }> {
+  const rel = relative(root, dir);
+  const listed = await Git.gitRead(
+    root,
+    ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", rel ? `:(literal)${rel}` : "."],
+    64 * 1024 * 1024,
+  );
+  if (listed === null)
+    throw new LazyError(
+      "launch_refused",
+      `git could not list the files of the Docker build context (${dir}). Run git status there to see why.`,
+    );
   const files: Record<string, Uint8Array | string> = {};
-  const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      if (e.name === ".git") continue;
-      const p = join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.isFile()) files[relative(dir, p)] = readFileSync(p);
+  const executable = new Set<string>();
+  let total = 0;
+  for (const path of new Set(listed.split("\0").filter(Boolean))) {
+    const full = join(root, path);
+    const name = relative(dir, full);
+    // Not followed: a link (tracked or swapped in) could name any file of the host.
+    const read = existsSync(full) ? readRegularBytes(full, CONTEXT_MAX_BYTES - total, { follow: false }) : undefined;
+    if (!read) continue; // deleted since it was listed
+    if ("why" in read) {
+      if (!read.why.startsWith("is larger")) continue; // a link, a submodule, a nested repository
+      throw new LazyError(
+        "launch_refused",
+        `The Docker build context (${dir}) holds over ${CONTEXT_MAX_BYTES / 1024 / 1024} MiB of files git tracks or would track (the limit was reached at ${name}). Move the Dockerfile into a folder of its own with what it copies, or add the large files to .gitignore.`,
+      );
     }
-  };
-  walk(dir);
+    total += read.bytes.length;
+    files[name] = read.bytes;
+    if (read.mode & 0o111) executable.add(name);
+  }
   files.Dockerfile = dockerfile;
-  return files;
+  executable.delete("Dockerfile");
+  return { files, executable };
 }
 
 /**

@@ -283,12 +283,14 @@ export class ProjectContainers {
     if (config.container.dockerfile) Trust.checkDockerfile(this.d.root, config.container.dockerfile, approved);
     say?.({ image: image.tag, what: image.what });
     this.d.log.info(`building ${image.what} as ${image.tag}${HostNet.describe(host)}`);
-    const files = image.context ? Image.contextOf(image.context, image.dockerfile) : { Dockerfile: image.dockerfile };
+    const { files, executable } = image.context
+      ? await Image.contextOf(this.d.root, image.context, image.dockerfile)
+      : { files: { Dockerfile: image.dockerfile } as Record<string, string | Uint8Array>, executable: undefined };
     if (host.ca) files[HostNet.CA_CONTEXT_NAME] = host.ca.pem;
     let last = 0;
     // On the host's network: a company proxy often listens on the host's loopback (cntlm,
     // px), and what a build runs is what the person approved (the Dockerfile is trusted).
-    await docker.build({ tag: image.tag, files, buildArgs: image.buildArgs, network: "host" }, (line) => {
+    await docker.build({ tag: image.tag, files, executable, buildArgs: image.buildArgs, network: "host" }, (line) => {
       this.d.log.info(`build: ${line}`);
       // Every step is recorded; what a step prints only now and then, for the live line.
       const step = /^Step \d+\/\d+/.test(line);

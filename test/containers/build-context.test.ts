@@ -1,0 +1,61 @@
+/**
+ * The build context of a project's Dockerfile (containers/image.ts contextOf): what git tracks
+ * or would track under the Dockerfile's folder, as the agent's worktree has it. Before, every
+ * file under the folder went in: a person's ignored `.env`, key files and `node_modules` were
+ * sent to the engine, and a Dockerfile's `COPY . /app` put them in the image the agent runs in.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Image } from "../../src/containers";
+import { sh } from "../helpers/lazy";
+
+const root = mkdtempSync(join(tmpdir(), "lazy-context-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const put = (path: string, text: string) => {
+  mkdirSync(join(root, path, ".."), { recursive: true });
+  writeFileSync(join(root, path), text);
+};
+put(".gitignore", ".env\nnode_modules/\n*.pem\n");
+put("app.txt", "tracked\n");
+put("run.sh", "#!/bin/sh\necho hi\n");
+chmodSync(join(root, "run.sh"), 0o755);
+put("sub/inner.txt", "inner\n");
+put(`${"deep/".repeat(25)}far.txt`, "far down\n");
+expect(sh(root, "git init -q && git add -A && git -c user.name=Dev -c user.email=dev@example.com commit -qm init").code).toBe(0);
+put("notes.txt", "untracked, not ignored\n");
+put(".env", "AWS_SECRET_ACCESS_KEY=a-persons-secret\n");
+put("deploy.pem", "-----BEGIN PRIVATE KEY-----\n");
+put("node_modules/dep/index.js", "module.exports = 1;\n");
+symlinkSync("/etc/passwd", join(root, "passwd-link"));
+
+describe("a project Dockerfile's build context", () => {
+  test("holds what git tracks or would track, executables as such; ignored files, links and .git stay out", async () => {
+    const { files, executable } = await Image.contextOf(root, root, "FROM scratch\n");
+    const names = Object.keys(files).sort();
+    expect(names).toEqual(
+      [".gitignore", "Dockerfile", "app.txt", "notes.txt", "run.sh", "sub/inner.txt", `${"deep/".repeat(25)}far.txt`].sort(),
+    );
+    expect(Buffer.from(files["app.txt"] as Uint8Array).toString()).toBe("tracked\n");
+    expect(files.Dockerfile).toBe("FROM scratch\n");
+    expect([...executable]).toEqual(["run.sh"]);
+    expect(JSON.stringify(names)).not.toContain("secret");
+  });
+
+  test("a Dockerfile in a folder has that folder's files only, named from it", async () => {
+    const { files } = await Image.contextOf(root, join(root, "sub"), "FROM scratch\n");
+    expect(Object.keys(files).sort()).toEqual(["Dockerfile", "inner.txt"]);
+  });
+
+  test("a tracked file deleted since is left out, not an error", async () => {
+    rmSync(join(root, "app.txt"));
+    try {
+      const { files } = await Image.contextOf(root, root, "FROM scratch\n");
+      expect(Object.keys(files)).not.toContain("app.txt");
+    } finally {
+      put("app.txt", "tracked\n");
+    }
+  });
+});
