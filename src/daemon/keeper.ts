@@ -12,7 +12,6 @@
  * exit at once. `lazy daemon stop` signals the keeper first, so its stop is never a crash.
  */
 import { existsSync, readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
 import { readOwn, writeFileAtomic } from "../util/files";
 import * as Log from "../util/log";
 import { isAlive } from "../util/process";
@@ -186,7 +185,7 @@ function hold(p: State.StatePaths, log: Log.Logger): { stop(): void }[] {
     if (r) want.push(r.api, ...(r.proxy ? [r.proxy] : []));
   } catch {}
   // The model proxy's and the egress proxy's: containers were started with both in their env.
-  for (const file of [join(p.dir, "gateway-ports.json"), p.egressPorts])
+  for (const file of [p.gatewayPorts, p.egressPorts])
     try {
       const g = JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
       for (const [host, port] of Object.entries(g)) if (typeof port === "number") want.push({ host, port });

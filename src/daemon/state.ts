@@ -9,7 +9,7 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { LazyError } from "../util/errors";
 import { ensurePrivateDir, readOwn, writeFileAtomic } from "../util/files";
-import { projectSlug, stateDir } from "../util/paths";
+import { GATEWAY_PORTS_FILE, projectSlug, stateDir } from "../util/paths";
 
 /** The record a ready daemon leaves for the CLI (daemon.json). No zod here: every command reads it, and start-up time counts. */
 export interface DaemonRecord {
@@ -49,6 +49,8 @@ export interface StatePaths {
   crashes: string;
   /** egress-ports.json: the egress proxy's port on each gateway, kept across a crash (egress/index.ts). */
   egressPorts: string;
+  /** gateway-ports.json: the model proxy's port on each gateway, kept across a crash (proxy/main/ports.ts). */
+  gatewayPorts: string;
 }
 
 export function paths(root: string): StatePaths {
@@ -67,6 +69,7 @@ export function paths(root: string): StatePaths {
     keeperLock: join(dir, "keeper.lock"),
     crashes: join(dir, "crashes.json"),
     egressPorts: join(dir, "egress-ports.json"),
+    gatewayPorts: join(dir, GATEWAY_PORTS_FILE),
   };
 }
 

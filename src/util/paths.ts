@@ -25,6 +25,9 @@ export function projectSlug(root: string): string {
   return `${name}-${hash}`;
 }
 
+/** The file, in a daemon's state folder, that keeps the model proxy's port on each gateway (proxy/main/ports.ts; the keeper holds them). */
+export const GATEWAY_PORTS_FILE = "gateway-ports.json";
+
 export function stateDir(root: string): string {
   return join(lazyHome(), "daemon", projectSlug(root));
 }

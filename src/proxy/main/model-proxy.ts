@@ -15,6 +15,7 @@ import type { CredentialStore } from "../../credentials";
 import * as Harness from "../../harness";
 import { LazyError } from "../../util/errors";
 import * as Log from "../../util/log";
+import { GATEWAY_PORTS_FILE } from "../../util/paths";
 import { Audit } from "../audit";
 import { Grants, Live, type Role, type Target, Targets } from "../identity";
 import { threadCount } from "../listen";
@@ -67,7 +68,7 @@ export class ModelProxy {
   ) {
     this.grants = Grants.open(stateDir, { onChange: (grants) => this.post({ type: "grants", grants }) });
     this.live = new Live(stateDir, (live) => this.post({ type: "live", live }));
-    this.ports = new Ports(join(stateDir, "gateway-ports.json"), this.threads, log, (why) => this.lost(why));
+    this.ports = new Ports(join(stateDir, GATEWAY_PORTS_FILE), this.threads, log, (why) => this.lost(why));
     this.targets = Targets.build(config());
     this.audit = new Audit(
       db,
