@@ -123,16 +123,22 @@ export async function contextOf(
   dockerfile: string,
 ): Promise<{ files: Record<string, Uint8Array | string>; executable: Set<string> }> {
   const rel = relative(root, dir);
-  const listed = await Git.gitRead(
+  const out = await Git.gitBytes(
     root,
     ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", rel ? `:(literal)${rel}` : "."],
     64 * 1024 * 1024,
   );
-  if (listed === null)
+  if (out === null)
     throw new LazyError(
       "launch_refused",
       `git could not list the files of the Docker build context (${dir}). Run git status there to see why.`,
     );
+  if (out === "over")
+    throw new LazyError(
+      "launch_refused",
+      `The Docker build context (${dir}) names over 64 MiB of file paths. Move the Dockerfile into a folder of its own with what it copies.`,
+    );
+  const listed = Buffer.from(out).toString("utf8");
   const files: Record<string, Uint8Array | string> = {};
   const executable = new Set<string>();
   let total = 0;

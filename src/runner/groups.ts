@@ -137,7 +137,9 @@ export class Groups {
     // An ended session's worktree is gone (a verdict from before its end stays shown).
     if (isFinal(task.status)) return `it is ${task.status}: its worktree is gone`;
     const branch = `${Git.BRANCH_PREFIX}${this.d.ledger.ref(task)}`;
-    const tip = Git.git(this.d.root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}^{commit}`], { allowFail: true }).out.trim();
+    const tip = (
+      await Git.gitAsync(this.d.root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}^{commit}`], { allowFail: true })
+    ).out.trim();
     if (!tip) return `it has no branch ${branch}`;
     const last = Tasks.lastEvent(this.d.db, task.id, "check")?.data;
     if (!force && last?.tip === tip && last.command === command) return undefined; // this tip was judged by this command

@@ -49,6 +49,19 @@ describe("a project Dockerfile's build context", () => {
     expect(Object.keys(files).sort()).toEqual(["Dockerfile", "inner.txt"]);
   });
 
+  test("a Dockerfile's folder that is a link out of the checkout brings nothing of where it points", async () => {
+    const outside = mkdtempSync(join(tmpdir(), "lazy-outside-"));
+    try {
+      writeFileSync(join(outside, "id_ed25519"), "-----BEGIN OPENSSH PRIVATE KEY-----\n");
+      symlinkSync(outside, join(root, "ci"));
+      const { files } = await Image.contextOf(root, join(root, "ci"), "FROM scratch\n");
+      expect(Object.keys(files)).toEqual(["Dockerfile"]);
+    } finally {
+      rmSync(join(root, "ci"));
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
   test("a tracked file deleted since is left out, not an error", async () => {
     rmSync(join(root, "app.txt"));
     try {
