@@ -204,9 +204,14 @@ export class BuildLog {
     const step = this.step.replace(/^Step (\d+\/\d+) : /, "step $1 (") + (this.step ? ")" : "");
     const where = step ? ` at ${step.length > 160 ? `${step.slice(0, 160)}…)` : step}` : "";
     const why = telling ? `${telling.trim()} — ${error.trim()}` : error.trim();
+    // A COPY of a file the context lacks: most likely one git ignores (contextOf keeps those out).
+    const missing =
+      /^Step \d+\/\d+ : (COPY|ADD)\s/i.test(this.step) && /not found in build context|no such file|does not exist/i.test(error)
+        ? " lazy's build context holds only the files git tracks or would track under the Dockerfile's folder: ignored files (.env, keys, node_modules) stay out of the agent's image. Commit the file, take it out of .gitignore, or make it in a RUN step."
+        : "";
     return new LazyError(
       "launch_refused",
-      `Building the task image ${tag} failed${where}: ${why}. Fix the Dockerfile (or [container] in lazy.toml) and run again.`,
+      `Building the task image ${tag} failed${where}: ${why}.${missing} Fix the Dockerfile (or [container] in lazy.toml) and run again.`,
       ["the build's last lines:", ...lines.slice(-12).map((l) => `  ${l}`)],
     );
   }

@@ -21,16 +21,17 @@ const SECRET = "AWS_SECRET_ACCESS_KEY=a-persons-own-" + crypto.randomUUID();
 let anthropic: Mock.MockProvider | undefined;
 let p: Project | undefined;
 afterAll(() => teardown(p, anthropic));
+const putIn = (q: Project, path: string, text: string) => {
+  mkdirSync(join(q.root, path, ".."), { recursive: true });
+  writeFileSync(join(q.root, path), text);
+};
 
 describe("a project Dockerfile's COPY . of a checkout with ignored secrets", () => {
   test("the image has what git tracks or would track, executables runnable; not .env, the key file, node_modules or .git", async () => {
     await needDocker();
     anthropic = await Mock.anthropic();
     p = new Project();
-    const put = (path: string, text: string) => {
-      mkdirSync(join(p!.root, path, ".."), { recursive: true });
-      writeFileSync(join(p!.root, path), text);
-    };
+    const put = (path: string, text: string) => putIn(p!, path, text);
     put(
       "Dockerfile.lazy",
       `FROM ${TEST_IMAGES.node}\nCOPY . /ctx\nRUN /ctx/run.sh > /ctx-ran && ls -A /ctx > /ctx-list && ls -A /ctx/${"deep/".repeat(25)} >> /ctx-list\n`,
@@ -65,5 +66,17 @@ describe("a project Dockerfile's COPY . of a checkout with ignored secrets", () 
     // Nowhere in the image's /ctx, whatever its name.
     const grep = sh("/", `docker run --rm --entrypoint grep ${tag} -r -l a-persons-own /ctx`);
     expect(grep.out).toBe("");
+  }, 300_000);
+
+  test("a COPY of the ignored .env fails the launch, saying ignored files stay out and what to do", async () => {
+    putIn(p!, "Dockerfile.lazy", `FROM ${TEST_IMAGES.node}\nCOPY .env /ctx/.env\n`);
+    p!.writeToml(`[container]\ndockerfile = "Dockerfile.lazy"\n\n${upstream(anthropic!.url)}`);
+    await p!.ok(["task", "add", "copy the secrets", "--code", "env"]);
+    const r = await p!.run(["start", "env"]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain("(COPY .env /ctx/.env)");
+    expect(r.stderr).toContain("ignored files (.env, keys, node_modules) stay out of the agent's image");
+    expect(r.stderr).not.toContain(SECRET);
+    expect((await settled(p!, "env", 60_000)).task.status).toBe("failed");
   }, 300_000);
 });
