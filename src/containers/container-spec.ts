@@ -11,13 +11,11 @@ import * as HostNet from "./host-network";
 
 export const BIN = "/lazy/bin/lazy";
 
-/** The container's environment: addresses and settings only, never a credential. */
-export function containerEnv(root: string): Record<string, string> {
-  const [name, email] = IDENTITY.map((key) => Git.git(root, ["config", key], { allowFail: true }).out);
-  return envWith(name!, email!);
-}
-
-/** containerEnv() without blocking the daemon's thread: a launch asks it once, beside its other steps. */
+/**
+ * The container's environment: addresses and settings only, never a credential. The person's
+ * git identity is asked without blocking the daemon's thread; a launch asks once, beside its
+ * other steps.
+ */
 export async function containerEnvOf(root: string): Promise<Record<string, string>> {
   const [name, email] = await Promise.all(
     IDENTITY.map(async (key) => (await Git.gitAsync(root, ["config", key], { allowFail: true })).out),

@@ -31,7 +31,7 @@ import { randomBytes } from "node:crypto";
 import { lchownSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { defaultProfile, type ResolvedProfile, resolveLimits, resolveProfile } from "../config";
-import { BIN, containerEnv, Image, linuxBinary, type Runtime } from "../containers";
+import { BIN, containerEnvOf, Image, linuxBinary, type Runtime } from "../containers";
 import * as Harness from "../harness";
 import type { Task } from "../store";
 import { FILES } from "../supervisor";
@@ -273,7 +273,7 @@ export class OwnCalls {
           root: this.d.root,
           taskId: "",
           user: `${uid}:${uid}`,
-          env: containerEnv(this.d.root),
+          env: await containerEnvOf(this.d.root),
           mounts: remote
             ? []
             : [

@@ -17,7 +17,7 @@ import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { type Config, resolveLimits, resolveProfile } from "../config";
-import { BIN, containerEnv, Image, type ProjectContainers, taskMounts } from "../containers";
+import { BIN, containerEnvOf, Image, type ProjectContainers, taskMounts } from "../containers";
 import * as Git from "../git";
 import { isFinal, type Task, Tasks } from "../store";
 import { LazyError } from "../util/errors";
@@ -154,6 +154,7 @@ export class Groups {
       const uid = Image.agentUid();
       const tdir = this.d.taskDir(task);
       const started = Date.now();
+      const env = { ...(await containerEnvOf(this.d.root)), ...this.d.project.netEnv() };
       const id = await docker.create({
         name: `lazy-${this.d.slug}-${task.id}-check-${randomBytes(3).toString("hex")}`,
         image: image.tag,
@@ -161,7 +162,7 @@ export class Groups {
         root: this.d.root,
         taskId: task.id,
         user: `${uid}:${uid}`,
-        env: { ...containerEnv(this.d.root), ...this.d.project.netEnv() },
+        env,
         // Its worktree and git folders and a home; not the harness folder or the turns (nothing runs the agent here).
         mounts: taskMounts(this.d.root, g, tdir, this.d.project.hostCa(config)).filter(
           (m) => m.container !== "/lazy/harness" && m.container !== "/lazy/turns",
@@ -178,13 +179,7 @@ export class Groups {
       }, CHECK_TIMEOUT_MS);
       let r: { code: number; output: string };
       try {
-        r = await docker.exec(
-          id,
-          ["sh", "-c", command],
-          `${uid}:${uid}`,
-          { ...containerEnv(this.d.root), ...this.d.project.netEnv() },
-          g.worktree,
-        );
+        r = await docker.exec(id, ["sh", "-c", command], `${uid}:${uid}`, env, g.worktree);
       } catch (e) {
         r = { code: -1, output: (e as Error).message };
       } finally {
