@@ -168,7 +168,9 @@ export const Container = z
       .string()
       .min(1)
       .optional()
-      .describe("Project Dockerfile to build the task image from, instead of lazy's default (path relative to the project root)."),
+      .describe(
+        "Project Dockerfile to build the task image from, instead of lazy's default (path relative to the project root). Its build context is the files of its folder that git tracks or would track: ignored files stay out.",
+      ),
     base: z
       .string()
       .min(1)
