@@ -149,7 +149,7 @@ export async function contextOf(
     const read = existsSync(full) ? readRegularBytes(full, CONTEXT_MAX_BYTES - total, { follow: false }) : undefined;
     if (!read) continue; // deleted since it was listed
     if ("why" in read) {
-      if (!read.why.startsWith("is larger")) continue; // a link, a submodule, a nested repository
+      if (!read.larger) continue; // a link, a submodule, a nested repository
       throw new LazyError(
         "launch_refused",
         `The Docker build context (${dir}) holds over ${CONTEXT_MAX_BYTES / 1024 / 1024} MiB of files git tracks or would track (the limit was reached at ${name}). Move the Dockerfile into a folder of its own with what it copies, or add the large files to .gitignore.`,

@@ -21,7 +21,6 @@ export {
   type McpToken,
   type McpTokens,
   notLive,
-  offPinFrom,
   Pid,
   pinnedTo,
   refusedFrom,

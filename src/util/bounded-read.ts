@@ -13,13 +13,14 @@ export function readRegular(file: string, max: number): { text: string } | { why
 
 /**
  * The file's bytes and mode if it is a regular file of at most `max` bytes; else why not, as a
- * clause. `follow: false`: a link is not followed but refused ("is a link").
+ * clause (`larger` when it is only too large). `follow: false`: a link is not followed but
+ * refused ("is a link").
  */
 export function readRegularBytes(
   file: string,
   max: number,
   opts: { follow?: boolean } = {},
-): { bytes: Buffer; mode: number } | { why: string } {
+): { bytes: Buffer; mode: number } | { why: string; larger?: true } {
   // O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one.
   let fd: number;
   try {
@@ -42,7 +43,7 @@ export function readRegularBytes(
       }
       got = readSync(fd, buf, n, buf.length - n, n);
     }
-    if (n > max) return { why: `is larger than ${max} bytes` };
+    if (n > max) return { why: `is larger than ${max} bytes`, larger: true };
     return { bytes: buf.subarray(0, n), mode: st.mode };
   } finally {
     closeSync(fd);

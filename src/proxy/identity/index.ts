@@ -9,6 +9,6 @@
 export { FILE_NAME as GRANTS_FILE, Grant, Grants, type Identity, liveKey, notLive, type Options as GrantOptions, Role } from "./grants";
 export { Live, PIDS_FILE } from "./live";
 export { McpToken, McpTokens, Pid } from "./mcp-tokens";
-export { isLoopback, offPin, offPinFrom, pinnedTo, pinOwner, refusedFrom } from "./pin";
+export { isLoopback, offPin, pinnedTo, pinOwner, refusedFrom } from "./pin";
 export * as Placeholders from "./placeholders";
 export { BUILTIN, inferCredential, type Target, Targets, type UpstreamKind, type Wire } from "./targets";
