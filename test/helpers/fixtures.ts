@@ -197,16 +197,62 @@ export async function settled(p: Project, ref: string, timeoutMs = 300_000): Pro
 }
 
 /**
+ * Why a task's turn ended as it did, for a failed assertion in a CI log: the task's last lines of
+ * `lazy logs`, its MCP requests as lazy's audit saw them, and the daemon log's warnings and errors.
+ */
+export async function whyEnded(p: Project, ref: string): Promise<string> {
+  const logs = await p.run(["logs", ref]);
+  const tail = `${logs.stdout}${logs.stderr}`.trimEnd().split("\n").slice(-40).join("\n");
+  const audit = await p.run(["stats", "audit", "--task", ref, "--json"]);
+  let mcp = "";
+  try {
+    mcp = (JSON.parse(audit.stdout).rows as any[])
+      .filter((r) => r.path === "/mcp")
+      .map((r) => `${new Date(r.at).toISOString().slice(11, 23)} ${r.method} ${r.status} ${Math.round(r.durationMs)} ms ${r.note ?? ""}`)
+      .join("\n");
+  } catch {
+    mcp = `(lazy stats audit: ${audit.stderr.trim()})`;
+  }
+  const daemon = p.log().trimEnd().split("\n").slice(-40).join("\n");
+  const harness = claudeMcpLog(p);
+  // The sockets on the port the harness was told (ss names each one's process).
+  const port = /transport to http:\/\/[^/]*:(\d+)\//.exec(harness)?.[1];
+  const sockets = port ? sh("/", `ss -tanpH '( sport = :${port} or dport = :${port} )' 2>&1 | head -30`).out.trim() : "";
+  return [
+    `--- lazy logs ${ref}, its last lines:\n${tail}`,
+    `--- its MCP requests (audit):\n${mcp || "none"}`,
+    `--- the daemon log's last lines:\n${daemon || "none"}`,
+    `--- Claude Code's MCP log:\n${harness || "none"}`,
+    ...(port ? [`--- sockets on port ${port} now:\n${sockets || "none"}`] : []),
+  ].join("\n");
+}
+
+/**
+ * Claude Code's own MCP log lines (it keeps them in the task's home, under .cache), the last 30
+ * across the project's tasks: what it tried and why it gave up, in its words.
+ */
+function claudeMcpLog(p: Project): string {
+  const found = sh(p.stateDir, "find tasks -path '*mcp-logs-*' -name '*.jsonl' -type f 2>/dev/null | sort").out.split("\n").filter(Boolean);
+  const lines: string[] = [];
+  for (const f of found)
+    for (const l of readFileSync(join(p.stateDir, f), "utf8").split("\n").filter(Boolean)) {
+      try {
+        const j = JSON.parse(l);
+        lines.push(`${String(j.timestamp).slice(11, 23)} ${f.split("/")[1]} ${j.debug ?? j.error ?? l}`.slice(0, 400));
+      } catch {
+        lines.push(l.slice(0, 400));
+      }
+    }
+  return lines.slice(-30).join("\n");
+}
+
+/**
  * `settled`, asserting the status the turn ended in. When it is another, the failure carries
- * the task's last log lines (`lazy logs`), so a CI log says why the turn ended as it did.
+ * why (whyEnded), so a CI log says why the turn ended as it did.
  */
 export async function settledAs(p: Project, ref: string, want = "done", timeoutMs?: number): Promise<any> {
   const s = await settled(p, ref, timeoutMs);
-  if (s.task.status !== want) {
-    const logs = await p.run(["logs", ref]);
-    const tail = `${logs.stdout}${logs.stderr}`.trimEnd().split("\n").slice(-40).join("\n");
-    expect(`${s.task.status}\n--- lazy logs ${ref}, its last lines:\n${tail}`).toBe(want);
-  }
+  if (s.task.status !== want) expect(`${s.task.status}\n${await whyEnded(p, ref)}`).toBe(want);
   return s;
 }
 
