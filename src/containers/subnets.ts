@@ -4,9 +4,11 @@
  * seen thirty projects (a CI runner making a checkout per job) could launch nothing more. Each
  * project network is a /24 of 10.213.0.0/16 instead (256 at once; a network lives only while
  * its project has containers, and lazy daemon stop removes it), picked to overlap no other
- * Docker network and no address of this host. Only when all are taken does Docker's own pool
+ * Docker network and no network of this host: its addresses, and every route in its table,
+ * those of interfaces that are down included. Only when all are taken does Docker's own pool
  * decide, and its refusal is worded with the cause and the remedy (errors here, once).
  */
+import { readFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { LazyError } from "../util/errors";
 
@@ -36,9 +38,12 @@ function overlap(a: { start: number; size: number }, b: { start: number; size: n
   return a.start < b.start + b.size && b.start < a.start + a.size;
 }
 
-/** The project's /24s to try, in order: starting from one of its own (by name), so projects rarely race for one. */
-export function candidates(project: string, taken: string[]): { subnet: string; gateway: string }[] {
-  const used = [...taken, ...hostAddresses()].map(cidr).filter((c): c is { start: number; size: number } => !!c);
+/**
+ * The project's /24s to try, in order: starting from one of its own (by name), so projects rarely
+ * race for one. `host`: this host's own networks (hostNetworks), which no bridge may shadow.
+ */
+export function candidates(project: string, taken: string[], host: string[] = hostNetworks()): { subnet: string; gateway: string }[] {
+  const used = [...taken, ...host].map(cidr).filter((c): c is { start: number; size: number } => !!c);
   let h = 0;
   for (const ch of project) h = (h * 31 + ch.charCodeAt(0)) >>> 0;
   const out: { subnet: string; gateway: string }[] = [];
@@ -51,12 +56,49 @@ export function candidates(project: string, taken: string[]): { subnet: string; 
   return out;
 }
 
-/** This host's own IPv4 networks (a VPN's 10.x route, say): never given to a project's bridge. */
-function hostAddresses(): string[] {
-  return Object.values(networkInterfaces())
+/**
+ * This host's own IPv4 networks, never given to a project's bridge: its addresses, and on Linux
+ * every route of its main table (a VPN's 10.x route, say). The routes matter most: the
+ * interface list skips interfaces that are down, and a bridge with no container attached is
+ * down — another Docker engine's, a VM's. A project bridge on the same /24 as one of those left
+ * the host two routes to it; the host answered the container's connection out of the other
+ * bridge, and the agent's first connection to lazy's proxy hung until its harness gave up.
+ */
+export function hostNetworks(routes: () => string = () => readFileSync("/proc/net/route", "utf8")): string[] {
+  const addresses = Object.values(networkInterfaces())
     .flat()
     .flatMap((a) => (a && a.family === "IPv4" && a.cidr ? [a.cidr] : []));
+  let table = "";
+  try {
+    table = routes();
+  } catch {} // not Linux: the addresses are what there is
+  return [...addresses, ...routesOf(table)];
 }
+
+/**
+ * The networks of /proc/net/route's lines ("Iface Destination Gateway Flags … Mask …", the
+ * addresses in hex, in the machine's byte order: little-endian on every platform lazy ships
+ * for). The default route (mask 0) is no network of the host's own.
+ */
+export function routesOf(table: string): string[] {
+  const out: string[] = [];
+  for (const line of table.split("\n").slice(1, 100_001)) {
+    const f = line.trim().split(/\s+/);
+    if (f.length < 8 || !/^[0-9A-Fa-f]{8}$/.test(f[1]!) || !/^[0-9A-Fa-f]{8}$/.test(f[7]!)) continue;
+    const dest = quad(f[1]!);
+    const mask = Number.parseInt(f[7]!, 16);
+    if (mask === 0) continue;
+    const bits = (mask >>> 0).toString(2).replace(/0/g, "").length;
+    out.push(`${dest}/${bits}`);
+  }
+  return out;
+}
+
+/** A little-endian hex word of /proc/net/route as a dotted quad. */
+const quad = (hex: string): string => {
+  const n = Number.parseInt(hex, 16);
+  return [n & 255, (n >>> 8) & 255, (n >>> 16) & 255, (n >>> 24) & 255].join(".");
+};
 
 /** The engine had no address left for the project's network: why, and what to do. */
 export function exhausted(name: string, message: string): LazyError {

@@ -1,11 +1,23 @@
 /**
  * Where project networks take their addresses (containers/subnets.ts): a /24 of lazy's range
  * that overlaps no Docker network and no address of this host, and Docker's refusal, when it
- * has none left, worded with the cause and the remedy. Pure functions: no engine needed.
+ * has none left, worded with the cause and the remedy. No engine needed; one test makes a
+ * bridge interface of its own (root, as CI runs).
  */
 import { describe, expect, test } from "bun:test";
 import { networkInterfaces } from "node:os";
 import { Subnets } from "../../src/containers";
+import { sh } from "../helpers/lazy";
+
+/** /proc/net/route as this machine wrote it: a default route, a bridge that is down (another engine's docker0), a VPN's /8. */
+const ROUTES = [
+  "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT",
+  "eth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\t0\t0\t0",
+  "docker0\t0000D50A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0",
+  "tun0\t0000000A\t00000000\t0001\t0\t0\t0\t000000FF\t0\t0\t0",
+  "eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0",
+  "junk line",
+].join("\n");
 
 describe("project subnets", () => {
   test("a /24 of 10.213.0.0/16 that no Docker network and no host address overlaps", () => {
@@ -25,6 +37,48 @@ describe("project subnets", () => {
       .flat()
       .flatMap((a) => (a?.family === "IPv4" && a.cidr?.startsWith("10.213.") ? [a.cidr] : []));
     for (const c of Subnets.candidates("proj-a", [])) expect(mine).not.toContain(c.subnet);
+  });
+
+  test("this host's routes are its networks, those of interfaces that are down too; the default route is not", () => {
+    expect(Subnets.routesOf(ROUTES)).toEqual(["10.213.0.0/24", "10.0.0.0/8", "192.0.2.0/24"]);
+    const hostNets = Subnets.hostNetworks(() => ROUTES.split("\n").slice(0, 3).join("\n"));
+    expect(hostNets).toContain("10.213.0.0/24");
+    const offered = Subnets.candidates("proj-a", [], hostNets).map((c) => c.subnet);
+    expect(offered).not.toContain("10.213.0.0/24");
+    expect(offered.length).toBe(255);
+    // No route table to read (not Linux): the addresses alone.
+    expect(
+      Subnets.hostNetworks(() => {
+        throw new Error("ENOENT");
+      }).every((n) => !n.startsWith("10.213.0.0/")),
+    ).toBe(true);
+  });
+
+  test("a bridge of this host that is down, on the block a project would take first, is passed over (real interface)", () => {
+    const project = "proj-bridge-down";
+    const first = Subnets.candidates(project, [])[0]!;
+    const name = `lazyt${process.pid % 100000}`;
+    // As Docker leaves a bridge whose containers are gone: up, its one port without a peer, so
+    // no carrier ("linkdown" in ip route).
+    const made = sh(
+      "/",
+      `ip link add ${name} type bridge && ip addr add ${first.gateway}/24 dev ${name} && ip link add ${name}v type veth peer name ${name}p && ip link set ${name}v master ${name} && ip link set ${name}v up && ip link set ${name} up`,
+    );
+    try {
+      expect(made.code, made.err).toBe(0);
+      expect(sh("/", `ip route show dev ${name}`).out).toContain("linkdown");
+      // The interface list does not show it.
+      const listed = Object.values(networkInterfaces())
+        .flat()
+        .some((a) => a?.address === first.gateway);
+      expect(listed).toBe(false);
+      const now = Subnets.candidates(project, []).map((c) => c.subnet);
+      expect(now).not.toContain(first.subnet);
+      expect(now[0]).not.toBe(first.subnet);
+    } finally {
+      sh("/", `ip link del ${name}v; ip link del ${name}`);
+    }
+    expect(Subnets.candidates(project, [])[0]!.subnet).toBe(first.subnet);
   });
 
   test("projects start from different blocks", () => {
