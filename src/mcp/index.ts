@@ -86,6 +86,18 @@ export async function serve(d: McpDeps, req: Request, from: string): Promise<{ r
   const token = auth && /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, "").trim() : "";
   const a = admit(d, token, from);
   if (!a.ok) return { response: refuse(401, a.message), who: null, note: a.note };
+  // lazy's tools never speak first, so there is no stream to hold open: 405 is the spec's "no
+  // SSE stream here". A stream that closed at once (the SDK's stateless answer) had clients
+  // open another about every second for the whole turn.
+  if (req.method === "GET")
+    return {
+      response: Response.json(
+        { jsonrpc: "2.0", error: { code: -32000, message: "lazy's MCP server offers no SSE stream: send requests with POST." }, id: null },
+        { status: 405, headers: { allow: "POST, DELETE", "cache-control": "no-store" } },
+      ),
+      who: a.who,
+      note: "no SSE stream (GET)",
+    };
   let note: string | null = null;
   // The body is read once, here: its method names the audit row, and the SDK is handed it parsed.
   // Not JSON: the SDK gets the text back and refuses it in its own words.
@@ -128,7 +140,7 @@ function serverFor(d: McpDeps, token: string, holder: McpToken): { server: McpSe
   return entry;
 }
 
-/** Answer one admitted MCP request (POST, GET or DELETE on MCP_PATH); `parsedBody`: a POST's body, already read. */
+/** Answer one admitted MCP request (POST or DELETE on MCP_PATH); `parsedBody`: a POST's body, already read. */
 async function handle(d: McpDeps, token: string, holder: McpToken, req: Request, parsedBody?: unknown): Promise<Response> {
   const entry = serverFor(d, token, holder);
   const run = entry.chain.then(async () => {

@@ -27,6 +27,8 @@ const loaded = loadText("[budget]\nper_task_tokens = 5000\n");
 if (!loaded.ok) throw new Error("config");
 const config = loaded.config;
 let server: ReturnType<typeof Bun.serve>;
+/** The method of every request the server was sent, in order. */
+const methods: string[] = [];
 const events: { taskId: string; kind: string; data: Record<string, unknown> }[] = [];
 
 beforeAll(() => {
@@ -34,7 +36,7 @@ beforeAll(() => {
     hostname: "127.0.0.1",
     port: 0,
     fetch: (req) =>
-      new URL(req.url).pathname === MCP_PATH
+      methods.push(req.method) && new URL(req.url).pathname === MCP_PATH
         ? serve(
             {
               db,
@@ -112,6 +114,28 @@ describe("MCP tools for a task's agent", () => {
     expect(notes.at(-1)).toMatchObject({ text: "Emails are validated in src/auth/email.ts.", taskId: a.id, by: "agent" });
     expect(textOf(await client.callTool({ name: "memory_read", arguments: {} }))).toContain("Emails are validated in src/auth/email.ts.");
     await client.close();
+  });
+
+  test("a GET is 405 (no SSE stream), after the token is checked: the SDK's client asks once a session, not every second", async () => {
+    const t = Tasks.add(db, { prompt: "Watch the stream", code: "no-stream", profile: "claude" });
+    const token = tokens.forTask(t.id).token;
+    const url = `http://127.0.0.1:${server.port}${MCP_PATH}`;
+    const get = (bearer: string) =>
+      fetch(url, { headers: { accept: "text/event-stream", ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) } });
+    const anon = await get("");
+    expect(anon.status).toBe(401);
+    const res = await get(token);
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("POST, DELETE");
+    expect((await res.json()).error.message).toContain("no SSE stream");
+    // The real client: one GET after initialize; a stream that closed at once was opened again
+    // about every second (reconnection), for as long as the session lasted.
+    const from = methods.length;
+    const client = await connect(token);
+    await Bun.sleep(2500);
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    await client.close();
+    expect(methods.slice(from).filter((m) => m === "GET")).toEqual(["GET"]);
   });
 
   test("an unknown or revoked token gets 401 and reaches no tool; the registry is 0600", async () => {
