@@ -120,9 +120,24 @@ export class Ports {
    * Also listen on an address the project's containers can reach (on native Linux, the gateway
    * of the project's Docker network), preferring `preferred` (the loopback listener's port).
    */
-  async listenFor(host: string, preferred: number): Promise<{ host: string; port: number }> {
+  listenFor(host: string, preferred: number): Promise<{ host: string; port: number }> {
     const port = this.listening.get(host);
-    if (port !== undefined) return { host, port };
+    if (port !== undefined) return Promise.resolve({ host, port });
+    // Callers at once (a launch and one of lazy's own calls, housekeeping) share one try: two
+    // would each probe and bind, and the one that lost would unlisten the address under the
+    // other, which had already told containers (and the network fence) its port.
+    let under = this.claiming.get(host);
+    if (!under) {
+      under = this.claim(host, preferred).finally(() => this.claiming.delete(host));
+      this.claiming.set(host, under);
+    }
+    return under;
+  }
+
+  /** Addresses being claimed right now (listenFor), each by one try that every caller shares. */
+  private claiming = new Map<string, Promise<{ host: string; port: number }>>();
+
+  private async claim(host: string, preferred: number): Promise<{ host: string; port: number }> {
     // The port running containers were given, if a daemon before this one listened here: the
     // loopback port may have gone to another process meanwhile, and the network fence drops
     // any other port (containers/fence.ts).
