@@ -81,17 +81,38 @@ export function hostNetworks(routes: () => string = () => readFileSync("/proc/ne
  * for). The default route (mask 0) is no network of the host's own.
  */
 export function routesOf(table: string): string[] {
-  const out: string[] = [];
+  return routeEntries(table).map((r) => r.cidr);
+}
+
+function routeEntries(table: string): { iface: string; cidr: string }[] {
+  const out: { iface: string; cidr: string }[] = [];
   for (const line of table.split("\n").slice(1, 100_001)) {
     const f = line.trim().split(/\s+/);
     if (f.length < 8 || !/^[0-9A-Fa-f]{8}$/.test(f[1]!) || !/^[0-9A-Fa-f]{8}$/.test(f[7]!)) continue;
-    const dest = quad(f[1]!);
     const mask = Number.parseInt(f[7]!, 16);
     if (mask === 0) continue;
     const bits = (mask >>> 0).toString(2).replace(/0/g, "").length;
-    out.push(`${dest}/${bits}`);
+    out.push({ iface: f[0]!, cidr: `${quad(f[1]!)}/${bits}` });
   }
   return out;
+}
+
+/**
+ * The routes of other interfaces that overlap `bridge`'s own ("iface cidr" each): a project
+ * network made before lazy looked at routes, or another bridge made on its block since. The
+ * host then answers the project's containers out of the other interface, and their connections
+ * to lazy's proxy hang. Empty where there is no route table (not Linux) or the bridge has no route.
+ */
+export function sharedWith(bridge: string, routes: () => string = () => readFileSync("/proc/net/route", "utf8")): string[] {
+  let table = "";
+  try {
+    table = routes();
+  } catch {
+    return [];
+  }
+  const all = routeEntries(table);
+  const own = all.filter((r) => r.iface === bridge).flatMap((r) => cidr(r.cidr) ?? []);
+  return all.filter((r) => r.iface !== bridge && own.some((o) => overlap(o, cidr(r.cidr)!))).map((r) => `${r.iface} ${r.cidr}`);
 }
 
 /** A little-endian hex word of /proc/net/route as a dotted quad. */

@@ -112,8 +112,21 @@ describe("another engine's idle bridge on lazy's range", () => {
       const subnet = sh("/", `docker network inspect -f '{{range .IPAM.Config}}{{.Subnet}}{{end}}' lazy-${slug}`).out.trim();
       expect(subnet).toMatch(/^10\.213\.\d+\.0\/24$/);
       expect(subnet).not.toBe(first.subnet);
+      const subnetFinding = async () =>
+        JSON.parse((await p.run(["doctor", "--json"])).stdout).findings.find((f: any) => f.check === "subnet");
+      expect(await subnetFinding()).toMatchObject({ ok: true });
+      // A bridge made on the project's block since (a VM's, another engine's): lazy doctor names it.
+      const made2 = sh(
+        "/",
+        `ip link add ${name}c type bridge && ip addr add ${subnet.replace(".0/24", ".254")}/24 dev ${name}c && ip link set ${name}c up`,
+      );
+      expect(made2.code, made2.err).toBe(0);
+      const found = await subnetFinding();
+      expect(found).toMatchObject({ ok: false, blocking: true });
+      expect(found.summary).toContain(`shares its addresses with ${name}c ${subnet}`);
+      expect(found.remedy).toContain("lazy daemon stop");
     } finally {
-      sh("/", `ip link del ${name}v; ip link del ${name}`);
+      sh("/", `ip link del ${name}c 2>/dev/null; ip link del ${name}v; ip link del ${name}`);
       await p.cleanup();
     }
   }, 300_000);

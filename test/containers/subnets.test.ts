@@ -54,6 +54,23 @@ describe("project subnets", () => {
     ).toBe(true);
   });
 
+  test("a bridge's block shared with another interface's route is named (lazy doctor's subnet check)", () => {
+    const table = [
+      ...ROUTES.split("\n"),
+      "br-abc\t0000D50A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0",
+      "br-def\t0001D50A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0",
+    ].join("\n");
+    // br-abc sits on docker0's 10.213.0.0/24 (and inside tun0's 10.0.0.0/8); br-def only inside the /8.
+    expect(Subnets.sharedWith("br-abc", () => table)).toEqual(["docker0 10.213.0.0/24", "tun0 10.0.0.0/8"]);
+    expect(Subnets.sharedWith("br-def", () => table)).toEqual(["tun0 10.0.0.0/8"]);
+    expect(Subnets.sharedWith("br-none", () => table)).toEqual([]);
+    expect(
+      Subnets.sharedWith("br-abc", () => {
+        throw new Error("ENOENT");
+      }),
+    ).toEqual([]);
+  });
+
   test("a bridge of this host that is down, on the block a project would take first, is passed over (real interface)", () => {
     const project = "proj-bridge-down";
     const first = Subnets.candidates(project, [])[0]!;

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { FILE, formatProblem, load, readConfigText, secretUrls, Trust } from "../../config";
-import { bindFor, Engine } from "../../containers";
+import { bindFor, Engine, Subnets } from "../../containers";
 import { type DaemonStatus, Keeper, State } from "../../daemon";
 import { desktopTool } from "../../notify";
 import { Plugins } from "../../proxy";
@@ -198,6 +198,7 @@ async function findings(root: string): Promise<Finding[]> {
     }
     if (k) out.push(metadataFinding(k.kind, status, loaded.ok ? loaded.config.container.allow_metadata : undefined));
     if (k) out.push(fenceFinding(status, loaded.ok ? loaded.config.container.network : undefined));
+    if (k?.kind === "native") out.push(...sharedFinding(status));
   } else if (Engine.isSsh(ep))
     // The tunnel's refusal is already cause and remedy (containers/ssh-tunnel.ts).
     out.push({
@@ -365,6 +366,34 @@ function fenceFinding(status: DaemonStatus | undefined, mode: string | undefined
     );
   if (f?.state === "unfenced") return warn("fence", `the network fence is not set: ${f.reason}`, f.remedy);
   return fine("fence", "the network fence is set when a task's network is set up (none yet)");
+}
+
+/**
+ * Whether the project's bridge shares its addresses with another interface of this host (its
+ * containers' connections to lazy's proxy then hang: containers/subnets.ts sharedWith). Said
+ * only once the daemon has set up a network.
+ */
+function sharedFinding(status: DaemonStatus | undefined): Finding[] {
+  const bridge =
+    status?.fence && "bridge" in status.fence
+      ? status.fence.bridge
+      : status?.metadata && "bridge" in status.metadata
+        ? status.metadata.bridge
+        : undefined;
+  if (!bridge) return [];
+  const shared = Subnets.sharedWith(bridge);
+  if (!shared.length)
+    return [fine("subnet", `the project's network (${bridge}) shares its addresses with no other interface of this host`)];
+  return [
+    {
+      check: "subnet",
+      ok: false,
+      blocking: true,
+      summary: `the project's network (${bridge}) shares its addresses with ${shared.join(", ")}: this host answers its containers out of the other interface, so their connections to lazy's proxy hang (an MCP server that does not connect, model calls that time out)`,
+      remedy:
+        "stop the project's tasks, then lazy daemon stop and start again: lazy makes its network anew on a block no interface of this host holds",
+    },
+  ];
 }
 
 export const doctor = command({
