@@ -133,6 +133,7 @@ export class Daemon {
         bus,
         log: Log.create("runner"),
         egress,
+        mcpHeard: (id) => Mcp.lastHeard(id),
       });
       const notifier = new Notifier({
         db,

@@ -39,6 +39,36 @@ export function admit(
   token: string,
   from: string,
 ): { ok: true; who: Who; holder: McpToken } | { ok: false; message: string; note: string } {
+  const a = decide(d, token, from);
+  const taskId = a.ok ? a.who.taskId : token ? d.tokens.lookup(token)?.taskId : undefined;
+  if (taskId) hear(taskId, a.ok ? undefined : a.message);
+  return a;
+}
+
+/**
+ * When lazy's MCP route last heard from each task's token, and what it refused then, if it did:
+ * a turn stopped because its harness says lazy's MCP server did not connect tells the person
+ * whether the container reached lazy at all (runner/turn-watch.ts). Kept for the newest HEARD tasks.
+ */
+const heard = new Map<string, { at: number; refused?: string }>();
+const HEARD = 4096;
+
+function hear(taskId: string, refused?: string): void {
+  heard.delete(taskId);
+  heard.set(taskId, { at: Date.now(), ...(refused ? { refused } : {}) });
+  if (heard.size > HEARD) heard.delete(heard.keys().next().value!);
+}
+
+/** When lazy's MCP route last heard from the task's token (epoch ms), and what it refused then; undefined when never. */
+export function lastHeard(taskId: string): { at: number; refused?: string } | undefined {
+  return heard.get(taskId);
+}
+
+function decide(
+  d: Pick<McpDeps, "tokens" | "db" | "live">,
+  token: string,
+  from: string,
+): { ok: true; who: Who; holder: McpToken } | { ok: false; message: string; note: string } {
   if (!token) return { ok: false, ...MCP_NO_TOKEN };
   const holder = d.tokens.lookup(token);
   if (!holder) {

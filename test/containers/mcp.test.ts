@@ -161,7 +161,10 @@ describe("MCP tools in task containers", () => {
       expect(Date.now() - started).toBeLessThan(20_000); // stopped, not answered
       const why =
         "lazy's MCP server did not connect in claude (status: failed), so the turn was stopped rather than run without lazy's tools";
-      expect(s.events.find((e: any) => e.kind === "refused")?.data.reason).toContain(why);
+      const reason = s.events.find((e: any) => e.kind === "refused")?.data.reason;
+      expect(reason).toContain(why);
+      // lazy says what its side saw: the container's requests came without the task's token.
+      expect(reason).toContain("lazy's MCP route got no request with the task's token this turn");
       expect((await q.ok(["logs", "blind"])).stdout).toContain(why);
       // The MCP route saw the wrong token and refused it (audited).
       const mcpRows = (await q.json(["stats", "audit"])).rows.filter((x: any) => x.path === "/mcp");

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { loadText } from "../../src/config";
-import { admit, MCP_PATH, MEMORY_PER_TURN, PROGRESS_PER_MINUTE, serve } from "../../src/mcp";
+import { admit, lastHeard, MCP_PATH, MEMORY_PER_TURN, PROGRESS_PER_MINUTE, serve } from "../../src/mcp";
 import { GRANTS_FILE } from "../../src/proxy";
 import { Grants } from "../../src/proxy/identity/grants";
 import { Memory, open, Runs, Tasks } from "../../src/store";
@@ -206,7 +206,13 @@ describe("MCP tools for a task's agent", () => {
     const off = admit({ db, tokens, live: () => true }, token, "172.30.0.9");
     expect(off).toMatchObject({ ok: false, note: "MCP token presented from 172.30.0.9, pinned to 172.30.0.5" });
     expect((off as { message: string }).message).toContain("belongs to task");
+    // What the route last heard from the task's token, for a blind turn's refusal (turn-watch.ts).
+    expect(lastHeard(t.id)?.refused).toBe((off as { message: string }).message);
     expect(admit({ db, tokens, live: () => true }, "", "172.30.0.5")).toMatchObject({ ok: false, note: "no MCP token" });
+    admit({ db, tokens, live: () => true }, token, "172.30.0.5");
+    expect(lastHeard(t.id)).toEqual({ at: expect.any(Number) });
+    expect(Date.now() - lastHeard(t.id)!.at).toBeLessThan(60_000);
+    expect(lastHeard("never-heard")).toBeUndefined();
   });
 
   test("a builder session's token is admitted from this machine only (loopback), like its placeholder", () => {
