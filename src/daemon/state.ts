@@ -133,4 +133,4 @@ export function clearRecord(p: StatePaths, pid: number): void {
   rmSync(p.pid, { force: true });
 }
 
-export { isAlive } from "../util/process";
+export { isAlive, isOurs } from "../util/process";

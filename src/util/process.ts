@@ -1,5 +1,25 @@
 /** Whether a process of this machine is still there: the daemon's record, a credential writer, a builder session's `lazy build`. */
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
+
+/**
+ * Whether `pid` is a live process of this user: the pid a daemon record names may have been
+ * reused since the daemon died, by another user's process that has meanwhile taken the
+ * daemon's port and answers in its name. Such a process gets neither the API token nor a signal.
+ */
+export function isOurs(pid: number): boolean {
+  if (!isAlive(pid)) return false;
+  try {
+    process.kill(pid, 0); // another user's: EPERM, unless this is root
+  } catch {
+    return false;
+  }
+  if (process.platform !== "linux") return true;
+  try {
+    return statSync(`/proc/${pid}`).uid === process.getuid?.();
+  } catch {
+    return false;
+  }
+}
 
 /** One of another user counts (it exists); a zombie does not (a killed process its parent never reaped). */
 export function isAlive(pid: number): boolean {
