@@ -185,8 +185,8 @@ export function selfCommand(): string[] {
 async function reachable(root: string, p: State.StatePaths): Promise<Client | undefined> {
   const record = State.readRecord(p);
   const token = State.readToken(p);
-  // A pid reused by another user's process names no daemon of ours: it gets no token (isOurs).
-  if (!record || !token || !State.isOurs(record.pid)) return undefined;
+  // A pid reused since the daemon died names no daemon of ours: it gets no token (isDaemon).
+  if (!record || !token || !State.isDaemon(p, record.pid)) return undefined;
   const c = new Client(root, record, token);
   try {
     // Every answer names the daemon's pid: a port reused by another process is not ours.
@@ -208,7 +208,7 @@ export async function connect(root: string): Promise<Client> {
   const p = State.paths(root);
   const record = State.readRecord(p);
   const token = State.readToken(p);
-  if (record && token && State.isOurs(record.pid)) {
+  if (record && token && State.isDaemon(p, record.pid)) {
     // The version is in the record already read: the usual path adds no round trip.
     if (record.version !== VERSION) return meetVersion(root, p, record, token);
     return new Client(root, record, token, false);
@@ -272,7 +272,7 @@ async function meetVersion(root: string, p: State.StatePaths, record: DaemonReco
   });
   try {
     const now = State.readRecord(p);
-    if (now && now.pid !== record.pid && now.version === VERSION && State.isOurs(now.pid)) return new Client(root, now, token, false);
+    if (now && now.pid !== record.pid && now.version === VERSION && State.isDaemon(p, now.pid)) return new Client(root, now, token, false);
     if (now?.pid === record.pid) await stop(root, { containers: false });
     const fresh = await start(root);
     say.info(`The daemon is now lazy ${VERSION} (pid ${fresh.record.pid}); its tasks and state carried over.`);
@@ -356,8 +356,8 @@ export async function stop(root: string, { containers = true } = {}): Promise<{ 
   const p = State.paths(root);
   const keeper = await Keeper.running(p);
   const record = State.readRecord(p);
-  // Another user's process with the record's pid (reused) is no daemon to stop: it gets no signal.
-  if (!record || !State.isOurs(record.pid)) {
+  // A process that got the record's pid since the daemon died is no daemon to stop: no signal.
+  if (!record || !State.isDaemon(p, record.pid)) {
     if (record) State.clearRecord(p, record.pid);
     // A keeper between two daemons (or giving up): told to stop, it starts none.
     if (keeper) signal(keeper.pid, "SIGTERM");

@@ -9,7 +9,9 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { LazyError } from "../util/errors";
 import { ensurePrivateDir, readOwn, writeFileAtomic } from "../util/files";
+import { flockHolder } from "../util/lock-holder";
 import { GATEWAY_PORTS_FILE, projectSlug, stateDir } from "../util/paths";
+import { isOurs } from "../util/process";
 
 /** The record a ready daemon leaves for the CLI (daemon.json). No zod here: every command reads it, and start-up time counts. */
 export interface DaemonRecord {
@@ -134,3 +136,16 @@ export function clearRecord(p: StatePaths, pid: number): void {
 }
 
 export { isAlive, isOurs } from "../util/process";
+
+/**
+ * Whether `pid` (as daemon.json names it) is the project's daemon now: a live process of this
+ * user that holds the daemon's single-instance lock. A daemon that died leaves its record
+ * behind; its pid may since be another process's — this user's shell, or another user's that
+ * took the daemon's port to collect what the CLI sends there. Where the lock's holder cannot be
+ * read (not Linux), a live process of this user.
+ */
+export function isDaemon(p: StatePaths, pid: number): boolean {
+  if (!isOurs(pid)) return false;
+  const holder = flockHolder(p.lock);
+  return holder === undefined || holder === pid;
+}
