@@ -5,7 +5,7 @@
  * project network is a /24 of 10.213.0.0/16 instead (256 at once; a network lives only while
  * its project has containers, and lazy daemon stop removes it), picked to overlap no other
  * Docker network and no network of this host: its addresses, and every route in its table,
- * those of interfaces that are down included. Only when all are taken does Docker's own pool
+ * those of bridges without a carrier included. Only when all are taken does Docker's own pool
  * decide, and its refusal is worded with the cause and the remedy (errors here, once).
  */
 import { readFileSync } from "node:fs";
@@ -59,8 +59,10 @@ export function candidates(project: string, taken: string[], host: string[] = ho
 /**
  * This host's own IPv4 networks, never given to a project's bridge: its addresses, and on Linux
  * every route of its main table (a VPN's 10.x route, say). The routes matter most: the
- * interface list skips interfaces that are down, and a bridge with no container attached is
- * down — another Docker engine's, a VM's. A project bridge on the same /24 as one of those left
+ * interface list skips interfaces without a carrier, and a bridge with no container attached
+ * has none — another Docker engine's, a VM's — while its route stays ("linkdown"). (An
+ * interface set down by hand has neither: its block is free until it comes up.) A project
+ * bridge on the same /24 as one of those left
  * the host two routes to it; the host answered the container's connection out of the other
  * bridge, and the agent's first connection to lazy's proxy hung until its harness gave up.
  */
@@ -98,10 +100,12 @@ function routeEntries(table: string): { iface: string; cidr: string }[] {
 }
 
 /**
- * The routes of other interfaces that overlap `bridge`'s own ("iface cidr" each): a project
- * network made before lazy looked at routes, or another bridge made on its block since. The
- * host then answers the project's containers out of the other interface, and their connections
- * to lazy's proxy hang. Empty where there is no route table (not Linux) or the bridge has no route.
+ * The routes of other interfaces that take addresses of `bridge`'s own ("iface cidr" each): as
+ * specific as the bridge's route or more (a wider one, a VPN's 10.0.0.0/8, loses to it). A
+ * project network made before lazy looked at routes, or another bridge made on its block since:
+ * the host may answer the project's containers out of the other interface, and their
+ * connections to lazy's proxy hang. Empty where there is no route table (not Linux) or the
+ * bridge has no route.
  */
 export function sharedWith(bridge: string, routes: () => string = () => readFileSync("/proc/net/route", "utf8")): string[] {
   let table = "";
@@ -112,7 +116,12 @@ export function sharedWith(bridge: string, routes: () => string = () => readFile
   }
   const all = routeEntries(table);
   const own = all.filter((r) => r.iface === bridge).flatMap((r) => cidr(r.cidr) ?? []);
-  return all.filter((r) => r.iface !== bridge && own.some((o) => overlap(o, cidr(r.cidr)!))).map((r) => `${r.iface} ${r.cidr}`);
+  return all
+    .filter((r) => {
+      const c = cidr(r.cidr)!;
+      return r.iface !== bridge && own.some((o) => overlap(o, c) && c.size <= o.size);
+    })
+    .map((r) => `${r.iface} ${r.cidr}`);
 }
 
 /** A little-endian hex word of /proc/net/route as a dotted quad. */
