@@ -133,7 +133,7 @@ export class Daemon {
         bus,
         log: Log.create("runner"),
         egress,
-        mcpHeard: (id) => Mcp.lastHeard(id),
+        mcpHeard: (id) => ({ last: Mcp.lastHeard(id), since: Mcp.HEARD_SINCE }),
       });
       const notifier = new Notifier({
         db,

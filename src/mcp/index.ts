@@ -41,26 +41,35 @@ export function admit(
 ): { ok: true; who: Who; holder: McpToken } | { ok: false; message: string; note: string } {
   const a = decide(d, token, from);
   const taskId = a.ok ? a.who.taskId : token ? d.tokens.lookup(token)?.taskId : undefined;
-  if (taskId) hear(taskId, a.ok ? undefined : a.message);
+  if (taskId) hear(taskId, a.ok ? {} : { refused: a.message });
   return a;
 }
 
-/**
- * When lazy's MCP route last heard from each task's token, and what it refused then, if it did:
- * a turn stopped because its harness says lazy's MCP server did not connect tells the person
- * whether the container reached lazy at all (runner/turn-watch.ts). Kept for the newest HEARD tasks.
- */
-const heard = new Map<string, { at: number; refused?: string }>();
-const HEARD = 4096;
+/** What lazy's MCP route last did with a task's token: refused it (why), or answered it (the HTTP status; none yet while it works). */
+export interface Heard {
+  at: number;
+  refused?: string;
+  status?: number;
+}
 
-function hear(taskId: string, refused?: string): void {
+/**
+ * When lazy's MCP route last heard from each task's token, and what came of it: a turn stopped
+ * because its harness says lazy's MCP server did not connect tells the person whether the
+ * container reached lazy at all (runner/turn-watch.ts). Kept for the newest HEARD tasks, since
+ * HEARD_SINCE (this process's start: a daemon restarted mid-turn heard nothing before it).
+ */
+const heard = new Map<string, Heard>();
+const HEARD = 4096;
+export const HEARD_SINCE = Date.now();
+
+function hear(taskId: string, what: { refused?: string; status?: number }): void {
   heard.delete(taskId);
-  heard.set(taskId, { at: Date.now(), ...(refused ? { refused } : {}) });
+  heard.set(taskId, { at: Date.now(), ...what });
   if (heard.size > HEARD) heard.delete(heard.keys().next().value!);
 }
 
-/** When lazy's MCP route last heard from the task's token (epoch ms), and what it refused then; undefined when never. */
-export function lastHeard(taskId: string): { at: number; refused?: string } | undefined {
+/** What lazy's MCP route last did with the task's token, and when (epoch ms); undefined when nothing since HEARD_SINCE. */
+export function lastHeard(taskId: string): Heard | undefined {
   return heard.get(taskId);
 }
 
@@ -119,7 +128,8 @@ export async function serve(d: McpDeps, req: Request, from: string): Promise<{ r
   // lazy's tools never speak first, so there is no stream to hold open: 405 is the spec's "no
   // SSE stream here". A stream that closed at once (the SDK's stateless answer) had clients
   // open another about every second for the whole turn.
-  if (req.method === "GET")
+  if (req.method === "GET") {
+    if (a.who.taskId) hear(a.who.taskId, { status: 405 });
     return {
       response: Response.json(
         { jsonrpc: "2.0", error: { code: -32000, message: "lazy's MCP server offers no SSE stream: send requests with POST." }, id: null },
@@ -128,6 +138,7 @@ export async function serve(d: McpDeps, req: Request, from: string): Promise<{ r
       who: a.who,
       note: "no SSE stream (GET)",
     };
+  }
   let note: string | null = null;
   // The body is read once, here: its method names the audit row, and the SDK is handed it parsed.
   // Not JSON: the SDK gets the text back and refuses it in its own words.
@@ -143,7 +154,9 @@ export async function serve(d: McpDeps, req: Request, from: string): Promise<{ r
     if (body && typeof body.method === "string")
       note = body.method === "tools/call" && typeof body.params?.name === "string" ? `tools/call ${body.params.name}` : body.method;
   }
-  return { response: await handle(d, token, a.holder, req, parsed), who: a.who, note };
+  const response = await handle(d, token, a.holder, req, parsed);
+  if (a.who.taskId) hear(a.who.taskId, { status: response.status });
+  return { response, who: a.who, note };
 }
 
 /**

@@ -41,7 +41,7 @@ export interface RunnerDeps {
   /** The egress proxy: the fence's ports, and the proxy variables a fenced container gets. */
   egress: Pick<Egress, "fenceFor" | "envFor" | "unlisten">;
   /** When lazy's MCP route last heard from a task's token, and what it refused then (mcp lastHeard). */
-  mcpHeard?: (taskId: string) => { at: number; refused?: string } | undefined;
+  mcpHeard?: (taskId: string) => { last: { at: number; refused?: string; status?: number } | undefined; since: number };
 }
 
 export class Runner {
@@ -129,7 +129,7 @@ export class Runner {
       halt: (t) => this.reconciler.halt(t),
       bringBack: (t) => this.remote.bringBack(t),
       readTurn: (t, id, turn) => this.remote.readTurn(t, id, turn),
-      heard: (id) => d.mcpHeard?.(id),
+      heard: (id) => d.mcpHeard?.(id) ?? { last: undefined, since: 0 },
     });
     // A daemon restarted mid-turn: those turns' grants redeem until their turns end.
     for (const t of Tasks.list(d.db, { status: "running" }))

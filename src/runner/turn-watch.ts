@@ -47,8 +47,8 @@ export interface TurnWatchDeps extends TaskAccess {
   bringBack: (task: Task) => Promise<string[]>;
   /** A remote turn's folder, read to the host once more now (its mirror polls every 500 ms). */
   readTurn: (task: Task, containerId: string, turn: number) => Promise<void>;
-  /** When lazy's MCP route last heard from the task's token (epoch ms), and what it refused then. */
-  heard: (taskId: string) => { at: number; refused?: string } | undefined;
+  /** What lazy's MCP route last did with the task's token (mcp lastHeard), and since when it has kept count (its process's start). */
+  heard: (taskId: string) => { last: { at: number; refused?: string; status?: number } | undefined; since: number };
 }
 
 export class TurnWatch {
@@ -265,13 +265,19 @@ export class TurnWatch {
   private blind(task: Task, run: Run, harness: string, status: string): void {
     // What lazy's side saw of it this turn: nothing at all is a network that does not reach the proxy.
     const started = Tasks.events(this.d.db, task.id).findLast((e) => e.kind === "status" && e.data.to === "running")?.at;
-    const h = this.d.heard(task.id);
+    const { last: h, since } = this.d.heard(task.id);
+    const began = started === undefined ? undefined : Date.parse(started);
+    const at = (ms: number) => `${new Date(ms).toISOString().slice(11, 19)} UTC`;
     const seen =
-      !h || (started !== undefined && h.at < Date.parse(started))
-        ? "lazy's MCP route got no request with the task's token this turn: the container's connections did not reach lazy's proxy, or came without that token"
+      !h || (began !== undefined && h.at < began)
+        ? `lazy's MCP route got no request with the task's token ${began !== undefined && since > began ? `since lazy's daemon started at ${at(since)}, after this turn began` : "this turn"}: the container's connections did not reach lazy's proxy, or came without that token`
         : h.refused
           ? `lazy's MCP route refused the task's token: ${h.refused.replace(/\.$/, "")}`
-          : `lazy's MCP route answered the task's token (last at ${new Date(h.at).toISOString().slice(11, 19)} UTC), so ${harness} gave up on its side`;
+          : h.status === undefined
+            ? `lazy's MCP route admitted the task's token at ${at(h.at)} and had not answered it yet`
+            : h.status >= 400
+              ? `lazy's MCP route last answered the task's token with HTTP ${h.status}, at ${at(h.at)}`
+              : `lazy's MCP route answered the task's token (HTTP ${h.status}, last at ${at(h.at)}), so ${harness} gave up on its side`;
     const reason = `lazy's MCP server did not connect in ${harness} (status: ${status}), so the turn was stopped rather than run without lazy's tools. ${seen}. lazy doctor says whether the proxy's listener is up and the project's network reaches it; then run the turn again (lazy send ${this.d.ledger.ref(task)} "…").`;
     this.d.ledger.event(task, "refused", { reason, mcp: true });
     this.d.log.warn(`task ${this.d.ledger.ref(task)}: ${reason}`);

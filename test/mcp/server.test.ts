@@ -128,6 +128,8 @@ describe("MCP tools for a task's agent", () => {
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toBe("POST, DELETE");
     expect((await res.json()).error.message).toContain("no SSE stream");
+    // What the route last did with the task's token, for a blind turn's refusal (turn-watch.ts).
+    expect(lastHeard(t.id)).toMatchObject({ status: 405 });
     // The real client: one GET after initialize; a stream that closed at once was opened again
     // about every second (reconnection), for as long as the session lasted.
     const from = methods.length;
@@ -136,6 +138,7 @@ describe("MCP tools for a task's agent", () => {
     expect((await client.listTools()).tools.length).toBeGreaterThan(0);
     await client.close();
     expect(methods.slice(from).filter((m) => m === "GET")).toEqual(["GET"]);
+    expect(lastHeard(t.id)?.status).toBeLessThan(300);
   });
 
   test("an unknown or revoked token gets 401 and reaches no tool; the registry is 0600", async () => {
