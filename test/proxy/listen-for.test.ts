@@ -21,7 +21,7 @@ const dir = mkdtempSync(join(tmpdir(), "lazy-listenfor-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("the proxy listening for containers on another address", () => {
-  test("five callers at once get one port; both threads listen there, and nothing else on that address", async () => {
+  test("five callers at once get one port, both threads on it and nothing else there; an address removed while being claimed is left with no listener", async () => {
     const db = open(join(dir, "store.db"));
     const credentials = await CredentialStore.open({ home: dir, backend: "file" });
     const config = Config.parse({ proxy: { port: 0 } });
@@ -41,6 +41,27 @@ describe("the proxy listening for containers on another address", () => {
       for (let p = port - 3; p <= port + 3; p++) if (p !== port) expect(listeners(host, p)).toBe(0);
       // And later callers get the same port without trying again.
       expect(await proxy.listenFor(host)).toEqual({ host, port });
+
+      // The address goes away (its network removed) while a claim is under way: the claim
+      // fails, and no thread is left listening on a port nobody was told.
+      const gone = "127.0.0.10";
+      const claim = proxy.listenFor(gone);
+      proxy.unlisten(gone);
+      expect(
+        await claim.then(
+          () => "listening",
+          (e: Error) => e.message,
+        ),
+      ).toContain("was removed while lazy's proxy began to listen there");
+      await Bun.sleep(200);
+      expect(
+        Bun.spawnSync(["ss", "-Hltn", `src ${gone}`])
+          .stdout.toString()
+          .trim(),
+      ).toBe("");
+      // Asked again, it listens.
+      const again = await proxy.listenFor(gone);
+      expect(listeners(gone, again.port)).toBe(2);
     } finally {
       await proxy.stop();
     }

@@ -128,7 +128,11 @@ export class Ports {
     // other, which had already told containers (and the network fence) its port.
     let under = this.claiming.get(host);
     if (!under) {
-      under = this.claim(host, preferred).finally(() => this.claiming.delete(host));
+      const mine: Promise<{ host: string; port: number }> = this.claim(host, preferred).finally(() => {
+        // An unlisten meanwhile may have let a newer claim in: that one's entry stays.
+        if (this.claiming.get(host) === mine) this.claiming.delete(host);
+      });
+      under = mine;
       this.claiming.set(host, under);
     }
     return under;
@@ -137,7 +141,26 @@ export class Ports {
   /** Addresses being claimed right now (listenFor), each by one try that every caller shares. */
   private claiming = new Map<string, Promise<{ host: string; port: number }>>();
 
+  /** Per address, how many times it was unlistened: a claim under way when that changes is void. */
+  private generations = new Map<string, number>();
+
   private async claim(host: string, preferred: number): Promise<{ host: string; port: number }> {
+    const generation = this.generations.get(host) ?? 0;
+    const address = await this.claimOnce(host, preferred);
+    // The address went away while it was being claimed (its network removed): what the threads
+    // bound there may have come after the unlisten, so it goes now, and nobody is told the port.
+    if ((this.generations.get(host) ?? 0) !== generation) {
+      this.listening.delete(host);
+      await this.all({ op: "unlisten", host }).catch(() => {});
+      throw new LazyError(
+        "proxy_unavailable",
+        `The project's network at ${host} was removed while lazy's proxy began to listen there; launch again.`,
+      );
+    }
+    return address;
+  }
+
+  private async claimOnce(host: string, preferred: number): Promise<{ host: string; port: number }> {
     // The port running containers were given, if a daemon before this one listened here: the
     // loopback port may have gone to another process meanwhile, and the network fence drops
     // any other port (containers/fence.ts).
@@ -174,6 +197,8 @@ export class Ports {
   /** Stop listening on an address that is going away (the project's network was removed). */
   unlisten(host: string): void {
     this.listening.delete(host);
+    this.claiming.delete(host);
+    this.generations.set(host, (this.generations.get(host) ?? 0) + 1);
     void this.all({ op: "unlisten", host }).catch(() => {});
   }
 }
