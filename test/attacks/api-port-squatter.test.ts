@@ -29,17 +29,24 @@ const SQUATTER = `
 const [host, port, out] = process.argv.slice(2);
 const { appendFileSync } = require("node:fs");
 const body = JSON.stringify([]);
-Bun.listen({
-  hostname: host,
-  port: Number(port),
-  socket: {
+// The port is free once the daemon's socket is closed; a few tries cover the kernel's moment.
+let listener;
+for (let i = 0; !listener; i++) {
+  try {
+    listener = Bun.listen({ hostname: host, port: Number(port), socket: handlers() });
+  } catch (e) {
+    if (i >= 50) throw e;
+    Bun.sleepSync(100);
+  }
+}
+function handlers() { return {
     data(s, d) {
       appendFileSync(out, Buffer.from(d).toString("latin1"));
       s.write("HTTP/1.1 200 OK\\r\\nx-lazy-pid: " + process.pid + "\\r\\ncontent-type: application/json\\r\\ncontent-length: " + body.length + "\\r\\nconnection: close\\r\\n\\r\\n" + body);
       s.end();
     },
-  },
-});
+  };
+}
 appendFileSync(out, "");
 setInterval(() => {}, 1000);
 `;
@@ -51,11 +58,12 @@ describe("another user's process on the daemon's API port, with the pid daemon.j
       const p = new Project();
       await p.ok(["task", "add", "Mine", "--code", "mine"]);
       const record = p.runtime()!;
-      // The daemon dies, its keeper with it (a keeper that gave up): nothing holds the port.
-      const keeper = keeperPid(p);
-      if (keeper) process.kill(keeper, "SIGKILL");
+      // The daemon dies, its keeper with it (a keeper that gave up): nothing holds the port. The
+      // keeper first: one left alive would hold the port itself while it starts another daemon.
+      const keeper = await until(() => keeperPid(p), 10_000, "the daemon's keeper");
+      process.kill(keeper, "SIGKILL");
       process.kill(record.pid, "SIGKILL");
-      await until(() => !isAlive(record.pid) && (!keeper || !isAlive(keeper)), 10_000, "the daemon and its keeper to end");
+      await until(() => !isAlive(record.pid) && !isAlive(keeper), 10_000, "the daemon and its keeper to end");
 
       const script = join(dir, "squatter.js");
       writeFileSync(script, SQUATTER, { mode: 0o644 });

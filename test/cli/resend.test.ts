@@ -4,12 +4,14 @@
  * fails, a read may be asked again of a fresh daemon, but a write (lazy task add, lazy run,
  * lazy ask) whose connection was cut after it was sent may have been done — a second `lazy ask`
  * call, a second task — so it is said, not sent again. Nothing listening at all is the one case
- * a write goes to a fresh daemon.
+ * a write goes to a fresh daemon. The record is believed only while its pid holds the daemon's
+ * lock (daemon/state.ts isDaemon), so this test, playing the daemon, holds it.
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { HELD } from "../../src/daemon/keeper";
+import { tryLock } from "../../src/util/flock";
 import { cleanupAll, Project } from "../helpers/lazy";
 
 afterAll(() => cleanupAll());
@@ -22,8 +24,11 @@ describe("a write whose daemon went away", () => {
     await p.ok(["daemon", "stop"]);
 
     // Where the record says the daemon is, something takes the request and drops the connection,
-    // as a daemon killed while it worked on it does; the record's pid is alive (this test's).
+    // as a daemon killed while it worked on it does; the record's pid is alive (this test's) and
+    // holds the daemon's lock.
     let posts = 0;
+    const lock = tryLock(join(p.stateDir, "lock"))!;
+    expect(lock).toBeDefined();
     const cut = Bun.listen({
       hostname: record.api.host,
       port: record.api.port,
@@ -45,9 +50,10 @@ describe("a write whose daemon went away", () => {
       expect(posts).toBe(1);
     } finally {
       cut.stop(true);
+      lock.release();
     }
-    // The record still names a live pid, but nothing listens: the write reached no daemon, so
-    // the CLI starts one and sends it there.
+    // The record still names a live pid, but it is no daemon (it holds no lock) and nothing
+    // listens: the write reached no daemon, so the CLI starts one and sends it there.
     writeRecord();
     const added = await p.run(["task", "add", "made once", "--code", "once"]);
     expect(added.code, added.stderr).toBe(0);
@@ -61,15 +67,33 @@ describe("a write whose daemon went away", () => {
     await p.ok(["task", "list"]);
     const record = p.runtime()!;
     await p.ok(["daemon", "stop"]);
-    // What the keeper answers on a port it holds (daemon/keeper.ts), on the record's port.
-    const held = Bun.listen({ hostname: record.api.host, port: record.api.port, socket: { open: (s) => void s.end(HELD), data() {} } });
+    // What the keeper answers on a port it holds (daemon/keeper.ts), on the record's port. The
+    // daemon the record names died just after the CLI found it holding its lock: the lock goes
+    // as the keeper's answer goes out.
+    const lock = tryLock(join(p.stateDir, "lock"))!;
+    expect(lock).toBeDefined();
+    let answered = 0;
+    const held = Bun.listen({
+      hostname: record.api.host,
+      port: record.api.port,
+      socket: {
+        open: (s) => {
+          answered++;
+          lock.release();
+          s.end(HELD);
+        },
+        data() {},
+      },
+    });
     writeFileSync(join(p.stateDir, "daemon.json"), JSON.stringify({ ...record, pid: process.pid }), { mode: 0o600 });
     try {
       const added = await p.run(["task", "add", "made in the gap", "--code", "gap"]);
       expect(added.code, added.stderr).toBe(0);
     } finally {
       held.stop(true);
+      lock.release();
     }
+    expect(answered).toBe(1);
     expect((await p.json<{ code: string }[]>(["task", "list"])).map((t) => t.code)).toEqual(["gap"]);
   }, 120_000);
 });
