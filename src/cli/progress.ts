@@ -21,7 +21,9 @@ export class LaunchProgress {
   show(e: TaskEvent): boolean {
     const d = e.data as Record<string, unknown>;
     if (e.kind === "build") {
-      if (typeof d.what === "string") this.line(`Building the task image from ${d.what} (once per Dockerfile; later launches reuse it)…`);
+      if (typeof d.rebuild === "string") this.line(`The task image is out of date: ${d.rebuild}.`);
+      else if (typeof d.what === "string")
+        this.line(`Building the task image from ${d.what} (once per Dockerfile and the files it copies; later launches reuse it)…`);
       else if (typeof d.progress === "string") this.step(`  ${d.progress}`);
       else if (typeof d.output === "string") this.tty && this.step(`    ${d.output}`);
       else if (typeof d.done === "string") this.line(`Built ${d.done}.`);

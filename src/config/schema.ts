@@ -169,7 +169,7 @@ export const Container = z
       .min(1)
       .optional()
       .describe(
-        "Project Dockerfile to build the task image from, instead of lazy's default (path relative to the project root). Its build context is the files of its folder that git tracks or would track: ignored files stay out.",
+        "Project Dockerfile to build the task image from, instead of lazy's default (path relative to the project root). Its build context is the files of its folder that git tracks or would track: ignored files stay out. The image is built again when the Dockerfile or a file of its context changes.",
       ),
     base: z
       .string()

@@ -9,11 +9,16 @@ import * as Image from "./image";
 import * as Tar from "./tar";
 
 export async function imageExists(docker: Docker, tag: string): Promise<boolean> {
+  return (await imageLabels(docker, tag)) !== undefined;
+}
+
+/** An image's labels ({} when it has none); undefined when there is no such image. */
+export async function imageLabels(docker: Docker, tag: string): Promise<Record<string, string> | undefined> {
   try {
-    await docker.getImage(tag).inspect();
-    return true;
+    const i = (await docker.getImage(tag).inspect()) as { Config?: { Labels?: Record<string, string> | null } };
+    return i.Config?.Labels ?? {};
   } catch {
-    return false;
+    return undefined;
   }
 }
 
@@ -26,6 +31,8 @@ export interface Job {
   buildArgs: Record<string, string>;
   /** "host": the build's RUN steps see the host's network (its loopback proxy, its own servers). */
   network?: "host";
+  /** Labels for the image, besides lazy's own mark. */
+  labels?: Record<string, string>;
 }
 
 /** Build `job.tag`, passing each progress line on as it comes. */
@@ -41,7 +48,7 @@ export async function build(docker: Docker, job: Job, progress: (line: string) =
     ...(network ? { networkmode: network } : {}),
     rm: true,
     forcerm: true,
-    labels: { "dev.lazy.image": "1" },
+    labels: { ...job.labels, "dev.lazy.image": "1" },
   });
   const log = new Image.BuildLog(buildArgs);
   const steps = new HostNet.StepNumbers(String(files.Dockerfile ?? ""));

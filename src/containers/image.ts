@@ -7,7 +7,7 @@
  * packages in its own container; lazy's binary is mounted at run time, never baked in.
  */
 import { createHash } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, lstatSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { DEFAULT_BASE } from "../config";
 import * as Git from "../git";
@@ -122,27 +122,10 @@ export async function contextOf(
   dir: string,
   dockerfile: string,
 ): Promise<{ files: Record<string, Uint8Array | string>; executable: Set<string> }> {
-  const rel = relative(root, dir);
-  const out = await Git.gitBytes(
-    root,
-    ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", rel ? `:(literal)${rel}` : "."],
-    64 * 1024 * 1024,
-  );
-  if (out === null)
-    throw new LazyError(
-      "launch_refused",
-      `git could not list the files of the Docker build context (${dir}). Run git status there to see why.`,
-    );
-  if (out === "over")
-    throw new LazyError(
-      "launch_refused",
-      `The Docker build context (${dir}) names over 64 MiB of file paths. Move the Dockerfile into a folder of its own with what it copies.`,
-    );
-  const listed = Buffer.from(out).toString("utf8");
   const files: Record<string, Uint8Array | string> = {};
   const executable = new Set<string>();
   let total = 0;
-  for (const path of new Set(listed.split("\0").filter(Boolean))) {
+  for (const path of await contextPaths(root, dir)) {
     const full = join(root, path);
     const name = relative(dir, full);
     // Not followed: a link (tracked or swapped in) could name any file of the host.
@@ -162,6 +145,48 @@ export async function contextOf(
   files.Dockerfile = dockerfile;
   executable.delete("Dockerfile");
   return { files, executable };
+}
+
+/** Whether a Dockerfile takes files from its build context (a COPY or ADD not from another stage). */
+export function copiesContext(dockerfile: string): boolean {
+  return /^[ \t]*(COPY|ADD)[ \t]+(?!.*--from=)/im.test(dockerfile);
+}
+
+/**
+ * A stamp of the build context as it is now: each file's path, size, mode and modification time
+ * (no content read). An image built from another stamp was built from other files: the launch
+ * builds it again (Docker's own cache keeps the steps whose files did not change).
+ */
+export async function contextStamp(root: string, dir: string): Promise<string> {
+  const h = createHash("sha256");
+  for (const path of (await contextPaths(root, dir)).sort()) {
+    const st = lstatSync(join(root, path), { throwIfNoEntry: false });
+    // As contextOf takes them: regular files only.
+    if (!st?.isFile()) continue;
+    h.update(`${path}\0${st.size}\0${st.mode & 0o111 ? "x" : "-"}\0${st.mtimeMs}\n`);
+  }
+  return h.digest("hex").slice(0, 16);
+}
+
+/** The files of a build context, as paths from the project's root: what git tracks or would track under `dir`. */
+async function contextPaths(root: string, dir: string): Promise<string[]> {
+  const rel = relative(root, dir);
+  const out = await Git.gitBytes(
+    root,
+    ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", rel ? `:(literal)${rel}` : "."],
+    64 * 1024 * 1024,
+  );
+  if (out === null)
+    throw new LazyError(
+      "launch_refused",
+      `git could not list the files of the Docker build context (${dir}). Run git status there to see why.`,
+    );
+  if (out === "over")
+    throw new LazyError(
+      "launch_refused",
+      `The Docker build context (${dir}) names over 64 MiB of file paths. Move the Dockerfile into a folder of its own with what it copies.`,
+    );
+  return [...new Set(Buffer.from(out).toString("utf8").split("\0").filter(Boolean))];
 }
 
 /**

@@ -5,3 +5,5 @@
 export const LABEL_PROJECT = "dev.lazy.project";
 export const LABEL_TASK = "dev.lazy.task";
 export const LABEL_ROOT = "dev.lazy.root";
+/** On a project image: the stamp of the build context it was built from (image.ts contextStamp). */
+export const LABEL_CONTEXT = "dev.lazy.context";

@@ -15,6 +15,7 @@ import type * as Fence from "./fence";
 import type { NetworkOptions } from "./firewall";
 import * as HostNet from "./host-network";
 import * as Image from "./image";
+import { LABEL_CONTEXT } from "./labels";
 import type { Guard as LinkLocalGuard } from "./link-local";
 import type { Network } from "./network";
 import { Runtime } from "./runtime";
@@ -252,7 +253,23 @@ export class ProjectContainers {
       say?.({ image: image.tag, what: "the image another task's launch is building (waiting for it)" });
       await under;
     }
-    if (image.kind === "build" && raw.kind === "build" && !(await docker.imageExists(image.tag))) {
+    if (image.kind !== "build" || raw.kind !== "build") return image;
+    // A project Dockerfile that copies from its context: an image built from other files of it
+    // (a changed package.json, script or lockfile) is built again, under the same tag.
+    const stamp = image.context && Image.copiesContext(raw.dockerfile) ? await Image.contextStamp(this.d.root, image.context) : undefined;
+    const labels = await docker.imageLabels(image.tag);
+    const stale = labels !== undefined && stamp !== undefined && labels[LABEL_CONTEXT] !== stamp;
+    if (labels === undefined || stale) {
+      if (stale) {
+        this.d.log.info(`the files ${image.what} copies changed since ${image.tag} was built: building it again`);
+        say?.({ image: image.tag, rebuild: "the files its Dockerfile copies changed since it was built" });
+      }
+      // Another launch began building it meanwhile: that build is this one's.
+      const other = this.building.get(image.tag);
+      if (other) {
+        await other;
+        return image;
+      }
       let done = () => {};
       this.building.set(
         image.tag,
@@ -261,7 +278,7 @@ export class ProjectContainers {
         }),
       );
       try {
-        await this.buildImage(docker, config, image, raw.dockerfile, host, say);
+        await this.buildImage(docker, config, image, raw.dockerfile, host, say, stamp);
       } finally {
         this.building.delete(image.tag);
         done();
@@ -277,6 +294,7 @@ export class ProjectContainers {
     approved: string,
     host: HostNet.HostNetwork,
     say?: (data: Record<string, unknown>) => void,
+    stamp?: string,
   ): Promise<void> {
     // What runs at build is what the person approved (config/trust.ts): the Dockerfile as
     // written, before lazy adds the host's CA steps.
@@ -290,7 +308,8 @@ export class ProjectContainers {
     let last = 0;
     // On the host's network: a company proxy often listens on the host's loopback (cntlm,
     // px), and what a build runs is what the person approved (the Dockerfile is trusted).
-    await docker.build({ tag: image.tag, files, executable, buildArgs: image.buildArgs, network: "host" }, (line) => {
+    const labels = stamp ? { [LABEL_CONTEXT]: stamp } : undefined;
+    await docker.build({ tag: image.tag, files, executable, buildArgs: image.buildArgs, network: "host", labels }, (line) => {
       this.d.log.info(`build: ${line}`);
       // Every step is recorded; what a step prints only now and then, for the live line.
       const step = /^Step \d+\/\d+/.test(line);

@@ -102,6 +102,11 @@ export class Runtime {
     return ImageBuild.imageExists(this.docker, tag);
   }
 
+  /** An image's labels; undefined when there is no such image. */
+  imageLabels(tag: string): Promise<Record<string, string> | undefined> {
+    return ImageBuild.imageLabels(this.docker, tag);
+  }
+
   /** Build an image from an in-memory context, reporting progress lines as they come (image-build.ts). */
   build(job: ImageBuild.Job, progress: (line: string) => void): Promise<void> {
     return ImageBuild.build(this.docker, job, progress);

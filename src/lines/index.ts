@@ -45,6 +45,7 @@ function eventText(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
       if (d.command !== undefined) return `${t}  -- [container] setup: ${d.command}`;
       return `${t}  -- setup exited ${d.code}${d.output ? `\n  ${String(d.output).replace(/\s+$/, "").split(LINE_BREAK).join("\n  ")}` : ""}`;
     case "build":
+      if (d.rebuild) return `${t}  -- ${d.image} is out of date: ${d.rebuild}`;
       if (d.image) return `${t}  -- building ${d.what ?? "the task image"} as ${d.image}`;
       if (d.done) return `${t}  -- built ${d.done}`;
       return `${t}  -- build: ${d.progress ?? d.output ?? ""}`;

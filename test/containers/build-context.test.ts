@@ -72,3 +72,34 @@ describe("a project Dockerfile's build context", () => {
     }
   });
 });
+
+describe("whether a project image is out of date (contextStamp, copiesContext)", () => {
+  test("a Dockerfile that COPYs or ADDs from its context says so; one that copies only from another stage does not", () => {
+    expect(Image.copiesContext("FROM node\nCOPY . /app\n")).toBe(true);
+    expect(Image.copiesContext("FROM node\n  add --chown=1000 x /x\n")).toBe(true);
+    expect(Image.copiesContext("FROM node AS b\nRUN make\nFROM node\nCOPY --from=b /out /out\n")).toBe(false);
+    expect(Image.copiesContext("FROM node\nRUN echo COPY . /app\n")).toBe(false);
+  });
+
+  test("the stamp changes with a file the context holds (content, mode, a new file), not with an ignored one", async () => {
+    const stamp = () => Image.contextStamp(root, root);
+    const before = await stamp();
+    expect(await stamp()).toBe(before);
+    // Ignored files are not in the context: a person's .env changing rebuilds nothing.
+    put(".env", "AWS_SECRET_ACCESS_KEY=rotated\n");
+    put("node_modules/dep/index.js", "module.exports = 2;\n");
+    expect(await stamp()).toBe(before);
+    put("app.txt", "tracked, edited\n");
+    const edited = await stamp();
+    expect(edited).not.toBe(before);
+    chmodSync(join(root, "app.txt"), 0o755);
+    const moded = await stamp();
+    expect(moded).not.toBe(edited);
+    put("sub/new.txt", "new\n");
+    expect(await stamp()).not.toBe(moded);
+    // Another folder's context is another stamp: only what is under the Dockerfile's folder counts.
+    const sub = await Image.contextStamp(root, join(root, "sub"));
+    put("app.txt", "edited again, outside sub/\n");
+    expect(await Image.contextStamp(root, join(root, "sub"))).toBe(sub);
+  });
+});

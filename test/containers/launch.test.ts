@@ -170,6 +170,39 @@ describe("launching a turn", () => {
     expect(last.data.error).toContain("claude");
   }, 300_000);
 
+  test("a project Dockerfile's image is built again when a file it COPYs changes, and reused while none does", async () => {
+    const p = project();
+    await Bun.write(`${p.root}/Dockerfile.copy`, `FROM ${TEST_IMAGES.node}\nCOPY greeting.txt /greeting.txt\n`);
+    await Bun.write(`${p.root}/greeting.txt`, "one\n");
+    sh(p.root, "git add -A && git -c user.name=Dev -c user.email=dev@example.com commit -qm copy");
+    p.writeToml(`[container]\ndockerfile = "Dockerfile.copy"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n`);
+    await p.setCredential("anthropic", KEY);
+    const start = async (code: string) => {
+      await p.ok(["task", "add", "the image has no claude", "--code", code]);
+      const r = await p.run(["start", code]);
+      expect(r.code, r.stderr).toBe(0);
+      await settled(p, code, 120_000);
+      return r.stderr;
+    };
+    const first = await start("copy-one");
+    expect(first).toContain("Building the task image from the project's Dockerfile.copy");
+    const tag = (await p.json(["task", "show", "copy-one"])).events.find((e: any) => e.kind === "build" && e.data.image)?.data.image;
+    expect(tag).toMatch(/^lazy-project\//);
+    const greeting = () => sh("/", `docker run --rm --entrypoint cat ${tag} /greeting.txt`).out.trim();
+    expect(greeting()).toBe("one");
+    // Nothing it copies changed: the image is reused, nothing is built.
+    expect(await start("copy-same")).not.toContain("Building the task image");
+    // The file it copies changed (not committed: the context is the checkout as it is).
+    await Bun.write(`${p.root}/greeting.txt`, "two\n");
+    const third = await start("copy-two");
+    expect(third).toContain("The task image is out of date: the files its Dockerfile copies changed since it was built.");
+    expect(third).toContain("Building the task image from the project's Dockerfile.copy");
+    expect(greeting()).toBe("two");
+    expect((await p.ok(["logs", "copy-two"])).stdout).toContain(
+      `${tag} is out of date: the files its Dockerfile copies changed since it was built`,
+    );
+  }, 300_000);
+
   test("lazy pair runs the task's harness on the host in its worktree, resuming its session", async () => {
     const p = project();
     await p.setCredential("anthropic", KEY);
