@@ -80,7 +80,7 @@ describe("lazy build", () => {
   }, 60_000);
 
   test("a lazy build killed outright (SIGKILL) still ends its session: its grant and MCP token are revoked", async () => {
-    const { mkdtempSync, writeFileSync, chmodSync, existsSync } = await import("node:fs");
+    const { mkdtempSync, writeFileSync, chmodSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");
     const p = new Project({ toml: `[proxy.upstreams]\nanthropic = "${anthropic.url}"\n` });
     await p.setCredential("anthropic", KEY);
@@ -99,8 +99,18 @@ describe("lazy build", () => {
       stdout: "ignore",
       stderr: "ignore",
     });
-    await until(() => existsSync(kept) || undefined, 30_000, "the builder session's harness");
-    const { key, mcp } = JSON.parse(readFileSync(kept, "utf8"));
+    // The shell makes the file before printf fills it: wait for what it wrote, whole.
+    const { key, mcp } = await until(
+      () => {
+        try {
+          return JSON.parse(readFileSync(kept, "utf8")) as { key: string; mcp: string };
+        } catch {
+          return undefined;
+        }
+      },
+      30_000,
+      "the builder session's harness",
+    );
     const status = async () => {
       const proxy = p.runtimeProxyUrl();
       const model = await fetch(`${proxy}/v1/messages`, {
