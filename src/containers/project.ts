@@ -247,12 +247,6 @@ export class ProjectContainers {
    */
   async image(docker: Runtime, config: Config, say?: (data: Record<string, unknown>) => void): Promise<Image.ImagePlan> {
     const { image, host, raw } = this.plan(config);
-    // A build of this tag under way (another launch's): wait for it, then look again.
-    const under = this.building.get(image.tag);
-    if (under) {
-      say?.({ image: image.tag, what: "the image another task's launch is building (waiting for it)" });
-      await under;
-    }
     if (image.kind !== "build" || raw.kind !== "build") return image;
     // A project Dockerfile that copies from its context: an image built from other files of it
     // (a changed package.json, script or lockfile) is built again, under the same tag.
@@ -264,11 +258,13 @@ export class ProjectContainers {
         this.d.log.info(`the files ${image.what} copies changed since ${image.tag} was built: building it again`);
         say?.({ image: image.tag, rebuild: "the files its Dockerfile copies changed since it was built" });
       }
-      // Another launch began building it meanwhile: that build is this one's.
-      const other = this.building.get(image.tag);
-      if (other) {
-        await other;
-        return image;
+      // Another launch is building it (it found the same): wait for that build, then look again
+      // (one that failed is tried anew, and its failure said here too).
+      const under = this.building.get(image.tag);
+      if (under) {
+        say?.({ image: image.tag, what: "the image another task's launch is building (waiting for it)" });
+        await under;
+        return this.image(docker, config, say);
       }
       let done = () => {};
       this.building.set(

@@ -62,19 +62,27 @@ export function candidates(project: string, taken: string[], host: string[] = ho
  * interface list skips interfaces without a carrier, and a bridge with no container attached
  * has none — another Docker engine's, a VM's — while its route stays ("linkdown"). (An
  * interface set down by hand has neither: its block is free until it comes up.) A project
- * bridge on the same /24 as one of those left
- * the host two routes to it; the host answered the container's connection out of the other
- * bridge, and the agent's first connection to lazy's proxy hung until its harness gave up.
+ * bridge on the same /24 as one of those left the host two routes to it; the host answered the
+ * container's connection out of the other bridge, and the agent's first connection to lazy's
+ * proxy hung until its harness gave up.
  */
-export function hostNetworks(routes: () => string = () => readFileSync("/proc/net/route", "utf8")): string[] {
+export function hostNetworks(routes: RouteTable = readRoutes): string[] {
   const addresses = Object.values(networkInterfaces())
     .flat()
     .flatMap((a) => (a && a.family === "IPv4" && a.cidr ? [a.cidr] : []));
-  let table = "";
+  return [...addresses, ...routesOf(tableOf(routes))];
+}
+
+/** Where the route table is read from: /proc/net/route, or a test's own text. */
+type RouteTable = () => string;
+const readRoutes: RouteTable = () => readFileSync("/proc/net/route", "utf8");
+/** The table's text; empty where there is none (not Linux: the addresses are what there is). */
+function tableOf(routes: RouteTable): string {
   try {
-    table = routes();
-  } catch {} // not Linux: the addresses are what there is
-  return [...addresses, ...routesOf(table)];
+    return routes();
+  } catch {
+    return "";
+  }
 }
 
 /**
@@ -107,14 +115,8 @@ function routeEntries(table: string): { iface: string; cidr: string }[] {
  * connections to lazy's proxy hang. Empty where there is no route table (not Linux) or the
  * bridge has no route.
  */
-export function sharedWith(bridge: string, routes: () => string = () => readFileSync("/proc/net/route", "utf8")): string[] {
-  let table = "";
-  try {
-    table = routes();
-  } catch {
-    return [];
-  }
-  const all = routeEntries(table);
+export function sharedWith(bridge: string, routes: RouteTable = readRoutes): string[] {
+  const all = routeEntries(tableOf(routes));
   const own = all.filter((r) => r.iface === bridge).flatMap((r) => cidr(r.cidr) ?? []);
   return all
     .filter((r) => {

@@ -135,7 +135,7 @@ export function clearRecord(p: StatePaths, pid: number): void {
   rmSync(p.pid, { force: true });
 }
 
-export { isAlive, isOurs } from "../util/process";
+export { isAlive } from "../util/process";
 
 /**
  * Whether `pid` (as daemon.json names it) is the project's daemon now: a live process of this

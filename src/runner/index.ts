@@ -10,7 +10,7 @@ import type { Bus } from "../bus";
 import { type Config, defaultProfile, resolveProfile } from "../config";
 import { type Engine, type Fence, type LinkLocalGuard, ProjectContainers } from "../containers";
 import type { Egress } from "../egress";
-import type { McpTokens } from "../mcp";
+import type { Heard, McpTokens } from "../mcp";
 import { Compactor, OwnCalls } from "../own-calls";
 import type { ModelProxy } from "../proxy";
 import { Budgets, Holds } from "../spending";
@@ -41,7 +41,7 @@ export interface RunnerDeps {
   /** The egress proxy: the fence's ports, and the proxy variables a fenced container gets. */
   egress: Pick<Egress, "fenceFor" | "envFor" | "unlisten">;
   /** When lazy's MCP route last heard from a task's token, and what it refused then (mcp lastHeard). */
-  mcpHeard?: (taskId: string) => { last: { at: number; refused?: string; status?: number } | undefined; since: number };
+  mcpHeard?: (taskId: string) => { last: Heard | undefined; since: number };
 }
 
 export class Runner {

@@ -12,6 +12,7 @@ import { type Config, resolveProfile } from "../config";
 import { BIN, Image } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
+import type { Heard } from "../mcp";
 import type { Budgets } from "../spending";
 import { type Run, Runs, type Status, type Task, Tasks } from "../store";
 import { type Exit, FILES } from "../supervisor";
@@ -48,7 +49,7 @@ export interface TurnWatchDeps extends TaskAccess {
   /** A remote turn's folder, read to the host once more now (its mirror polls every 500 ms). */
   readTurn: (task: Task, containerId: string, turn: number) => Promise<void>;
   /** What lazy's MCP route last did with the task's token (mcp lastHeard), and since when it has kept count (its process's start). */
-  heard: (taskId: string) => { last: { at: number; refused?: string; status?: number } | undefined; since: number };
+  heard: (taskId: string) => { last: Heard | undefined; since: number };
 }
 
 export class TurnWatch {

@@ -7,19 +7,24 @@ import { readFileSync, statSync } from "node:fs";
  * daemon's port and answers in its name. Such a process gets neither the API token nor a signal.
  */
 export function isOurs(pid: number): boolean {
+  // Another user's answers EPERM (isAlive's "exists"), unless this is root: /proc's owner says.
   if (!isAlive(pid)) return false;
-  try {
-    process.kill(pid, 0); // another user's: EPERM, unless this is root
-  } catch {
-    return false;
-  }
-  if (process.platform !== "linux") return true;
+  if (process.platform !== "linux") return signalable(pid);
   try {
     return statSync(`/proc/${pid}`).uid === process.getuid?.();
   } catch {
     return false;
   }
 }
+
+const signalable = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 /** One of another user counts (it exists); a zombie does not (a killed process its parent never reaped). */
 export function isAlive(pid: number): boolean {

@@ -12,7 +12,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { Subnets } from "../../src/containers";
 import { containerProject, whyEnded } from "../helpers/fixtures";
-import { cleanupAll, type Project, sh } from "../helpers/lazy";
+import { cleanupAll, hostBridge, type Project, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-MANYPROJECTS-" + "m".repeat(68) + "AA";
@@ -96,12 +96,9 @@ describe("another engine's idle bridge on lazy's range", () => {
       .filter(Boolean);
     const first = Subnets.candidates(slug, taken)[0]!;
     const name = `lazyb${process.pid % 100000}`;
-    const made = sh(
-      "/",
-      `ip link add ${name} type bridge && ip addr add ${first.gateway}/24 dev ${name} && ip link add ${name}v type veth peer name ${name}p && ip link set ${name}v master ${name} && ip link set ${name}v up && ip link set ${name} up`,
-    );
+    const idle = hostBridge(name, `${first.gateway}/24`);
+    let since: { remove(): void } | undefined;
     try {
-      expect(made.code, made.err).toBe(0);
       // Before, the project's bridge took that block too: the host answered the container out of
       // the other bridge, and Claude Code's connection to lazy's MCP route hung for 30 s.
       const r = await p.run(["run", "Say ok"]);
@@ -116,17 +113,14 @@ describe("another engine's idle bridge on lazy's range", () => {
         JSON.parse((await p.run(["doctor", "--json"])).stdout).findings.find((f: any) => f.check === "subnet");
       expect(await subnetFinding()).toMatchObject({ ok: true });
       // A bridge made on the project's block since (a VM's, another engine's): lazy doctor names it.
-      const made2 = sh(
-        "/",
-        `ip link add ${name}c type bridge && ip addr add ${subnet.replace(".0/24", ".254")}/24 dev ${name}c && ip link set ${name}c up`,
-      );
-      expect(made2.code, made2.err).toBe(0);
+      since = hostBridge(`${name}c`, `${subnet.replace(".0/24", ".254")}/24`, { carrier: true });
       const found = await subnetFinding();
       expect(found).toMatchObject({ ok: false, blocking: true });
       expect(found.summary).toContain(`shares its addresses with ${name}c ${subnet}`);
       expect(found.remedy).toContain("lazy daemon stop");
     } finally {
-      sh("/", `ip link del ${name}c 2>/dev/null; ip link del ${name}v; ip link del ${name}`);
+      since?.remove();
+      idle.remove();
       await p.cleanup();
     }
   }, 300_000);

@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import { networkInterfaces } from "node:os";
 import { Subnets } from "../../src/containers";
-import { sh } from "../helpers/lazy";
+import { hostBridge, sh } from "../helpers/lazy";
 
 /** /proc/net/route as this machine wrote it: a default route, a bridge that is down (another engine's docker0), a VPN's /8. */
 const ROUTES = [
@@ -83,14 +83,9 @@ describe("project subnets", () => {
     const project = "proj-bridge-down";
     const first = Subnets.candidates(project, [])[0]!;
     const name = `lazyt${process.pid % 100000}`;
-    // As Docker leaves a bridge whose containers are gone: up, its one port without a peer, so
-    // no carrier ("linkdown" in ip route).
-    const made = sh(
-      "/",
-      `ip link add ${name} type bridge && ip addr add ${first.gateway}/24 dev ${name} && ip link add ${name}v type veth peer name ${name}p && ip link set ${name}v master ${name} && ip link set ${name}v up && ip link set ${name} up`,
-    );
+    // As Docker leaves a bridge whose containers are gone: no carrier ("linkdown" in ip route).
+    const bridge = hostBridge(name, `${first.gateway}/24`);
     try {
-      expect(made.code, made.err).toBe(0);
       expect(sh("/", `ip route show dev ${name}`).out).toContain("linkdown");
       // The interface list does not show it.
       const listed = Object.values(networkInterfaces())
@@ -101,7 +96,7 @@ describe("project subnets", () => {
       expect(now).not.toContain(first.subnet);
       expect(now[0]).not.toBe(first.subnet);
     } finally {
-      sh("/", `ip link del ${name}v; ip link del ${name}`);
+      bridge.remove();
     }
     expect(Subnets.candidates(project, [])[0]!.subnet).toBe(first.subnet);
   });

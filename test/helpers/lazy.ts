@@ -286,3 +286,22 @@ export const sh = (cwd: string, cmd: string) => {
   const r = Bun.spawnSync(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
   return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
 };
+
+/**
+ * A bridge interface of this host at `address` (a.b.c.d/len), as Docker leaves one whose
+ * containers are gone: up, its one port a veth without a peer, so no carrier ("linkdown" in ip
+ * route; os.networkInterfaces() skips it). `carrier: true`: a plain bridge set up (it counts as
+ * up). Needs root. `remove()` deletes it and its port; safe to call twice.
+ */
+export function hostBridge(name: string, address: string, { carrier = false } = {}): { remove(): void } {
+  const port = carrier
+    ? ""
+    : ` && ip link add ${name}v type veth peer name ${name}p && ip link set ${name}v master ${name} && ip link set ${name}v up`;
+  const made = sh("/", `ip link add ${name} type bridge && ip addr add ${address} dev ${name}${port} && ip link set ${name} up`);
+  const remove = () => void sh("/", `ip link del ${name}v 2>/dev/null; ip link del ${name} 2>/dev/null`);
+  if (made.code !== 0) {
+    remove();
+    throw new Error(`could not make bridge ${name} at ${address} (root is needed): ${made.err}`);
+  }
+  return { remove };
+}
