@@ -17,6 +17,9 @@
  */
 import { lookup } from "node:dns/promises";
 import { type AllowEntry, allows, type Config, DEFAULT_ALLOW, hostOf, parseAllow } from "../config";
+import { isHostOwn } from "../util/own-address";
+
+export { isHostOwn };
 
 export type Decision =
   | { ok: true; address: string; family: 4 | 6; byName?: true }
@@ -60,22 +63,6 @@ const remedyFor = (host: string, port: number) =>
 
 function isLinkLocal(a: string): boolean {
   return /^169\.254\./.test(a) || /^fe[89ab][0-9a-f]:/i.test(a) || /^fd00:ec2::254$/i.test(a);
-}
-
-/**
- * This host's own addresses: loopback, unspecified, and any address a socket can be bound to
- * here (every interface's, each project's gateway, a bridge with no container yet: Node's
- * interface list leaves out interfaces that are not up and running). With
- * net.ipv4.ip_nonlocal_bind set every address binds: all are treated as the host's (closed).
- */
-export function isHostOwn(a: string): boolean {
-  if (/^127\./.test(a) || a === "0.0.0.0" || a === "::1" || a === "::" || /^::ffff:127\./i.test(a)) return true;
-  try {
-    Bun.listen({ hostname: a, port: 0, socket: { data() {} } }).stop(true);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Decide, resolving the name when it is allowed. */
