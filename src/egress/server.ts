@@ -174,6 +174,7 @@ export class Listener {
     }
     clearTimeout(c.timer);
     const head = parse(buf.subarray(0, end).toString("latin1"));
+    if (head.kind !== "bad") c.head = head; // its row names what it asked for, refused or not
     // The head as sent, and its header values run together (a secret cut across two fields);
     // looked at first, so a refused head that carries a secret still stops its task.
     const leak = this.hooks.leak(c.src, `${head.raw}\n${joined(head.raw)}`);
@@ -189,7 +190,6 @@ export class Listener {
       });
       return;
     }
-    c.head = head;
     c.phase = "deciding";
     const rest = buf.subarray(end);
     c.chunks = [];
