@@ -1,8 +1,8 @@
 /**
  * Sending one request upstream, the way way.ts decided for its origin (direct, through the
  * host's proxy, or refused: never a plain-http request through a proxy): through lazy's client
- * (client.ts) when it can carry it, else fetch (fetch.ts); once more on a fresh connection when the upstream resets before answering
- * and the body can be sent again. Only the wait for response headers is bounded: a flowing
+ * (client.ts) when it can carry it, else fetch (fetch.ts); once more on a fresh connection when
+ * the upstream resets before answering and the body can be sent again. Only the wait for response headers is bounded: a flowing
  * stream is never cut. The agent disconnecting aborts the upstream call, which would otherwise
  * go on billing. A failure comes back classified (failures.ts), never thrown.
  */
@@ -25,8 +25,8 @@ export async function send(
 ): Promise<Sent> {
   const replayable = body === undefined || body instanceof Uint8Array;
   const way = wayTo(originOf(url));
-  // The request path refuses such a target before it reads the body (forward.ts, fallback.ts,
-  // cursor.ts): this is the last line, so that nothing can send one.
+  // The request path refuses such a target before it reads the body (request/route.ts,
+  // fallback.ts, cursor.ts): this is the last line, so that nothing can send one.
   if (way.via === "refused") return { ok: false, failure: "other", detail: refusal(way, "the upstream"), retries: 0 };
   const viaClient = replayable && way.via === "direct" && way.client && !UPSTREAM.fetch;
   let retries = 0;
