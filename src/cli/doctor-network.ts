@@ -6,8 +6,9 @@
  */
 import { connect } from "node:net";
 import { resolve } from "node:path";
-import type { Config } from "../config";
+import { type Config, profileNames, resolveProfile } from "../config";
 import { BaseImage, type Engine, HostNet } from "../containers";
+import { decideWay } from "../proxy";
 import { readRegular } from "../util/bounded-read";
 
 export interface NetworkFinding {
@@ -92,6 +93,41 @@ export async function networkFindings(root: string, config: Config, ep: Engine.E
             summary: `base image ${base}: ${p.state === "present" ? "on the engine" : "pullable"}`,
           },
     );
+  }
+  return out;
+}
+
+/**
+ * Each upstream lazy.toml names (an [proxy.upstreams] override, a profile's endpoint, a
+ * fallback) that is plain http:// and that this environment's proxy would carry: the model
+ * proxy refuses every request to it (proxy/upstream/way.ts), so doctor says so before a turn does.
+ */
+export function upstreamWayFindings(config: Config, env: Record<string, string | undefined> = process.env): NetworkFinding[] {
+  const named: [string, string][] = [
+    ...Object.entries(config.proxy.upstreams).flatMap(([k, v]): [string, string][] => (v ? [[`[proxy.upstreams] ${k}`, v]] : [])),
+    ...profileNames(config).flatMap((n): [string, string][] => {
+      const e = resolveProfile(config, n).endpoint;
+      return e ? [[`profile ${n}`, e]] : [];
+    }),
+    ...config.proxy.fallback.map((f): [string, string] => [`fallback ${f.name}`, f.endpoint]),
+  ];
+  const out: NetworkFinding[] = [];
+  for (const [who, url] of named) {
+    let origin: string;
+    try {
+      origin = new URL(url).origin;
+    } catch {
+      continue;
+    }
+    const way = decideWay(origin, env);
+    if (way.via === "refused")
+      out.push({
+        check: "proxy",
+        ok: false,
+        blocking: false,
+        summary: `${who} (${origin}) is plain http:// and would go through the host's proxy ${way.proxy}: lazy's proxy refuses every request to it rather than let that proxy read the credential, prompt and code`,
+        remedy: `use an https:// endpoint, or, if ${way.host.replace(/:\d+$/, "")} is reachable directly, add it to NO_PROXY, then lazy daemon restart from that shell`,
+      });
   }
   return out;
 }

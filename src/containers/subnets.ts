@@ -8,7 +8,7 @@
  * those of bridges without a carrier included. Only when all are taken does Docker's own pool
  * decide, and its refusal is worded with the cause and the remedy (errors here, once).
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { LazyError } from "../util/errors";
 
@@ -124,6 +124,25 @@ export function sharedWith(bridge: string, routes: RouteTable = readRoutes): str
       return r.iface !== bridge && own.some((o) => overlap(o, c) && c.size <= o.size);
     })
     .map((r) => `${r.iface} ${r.cidr}`);
+}
+
+/**
+ * The IPv4 networks of this host's bridges (docker0, every Docker network's br-…, lazy's project
+ * bridges, a VM host's virbr0): where other containers live. Read anew each time (a network may
+ * have been made a moment ago); empty where there is no route table.
+ */
+export function bridgeNetworks(
+  routes: RouteTable = readRoutes,
+  isBridge: (iface: string) => boolean = (i) => existsSync(`/sys/class/net/${i}/bridge`),
+): string[] {
+  const seen = new Map<string, boolean>();
+  return routeEntries(tableOf(routes))
+    .filter((r) => {
+      if (r.iface.includes("/") || r.iface.startsWith(".")) return false;
+      if (!seen.has(r.iface)) seen.set(r.iface, isBridge(r.iface));
+      return seen.get(r.iface)!;
+    })
+    .map((r) => r.cidr);
 }
 
 /** A little-endian hex word of /proc/net/route as a dotted quad. */

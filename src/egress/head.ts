@@ -5,7 +5,8 @@
  * Supported: `CONNECT host:port HTTP/1.x` (the bytes after it are tunnelled untouched: TLS
  * stays end to end) and an absolute-form plain-HTTP request (`GET http://host[:port]/path
  * HTTP/1.x`), whose request line is rewritten to origin-form and whose Proxy-* headers are
- * dropped before it is sent on. Not supported: origin-form requests (a client that does not
+ * dropped before it is sent on; its Host header must name the URL's host and port (one is
+ * added when there is none), so the host the policy allowed is the one the server serves. Not supported: origin-form requests (a client that does not
  * know it talks to a proxy), IPv6 literals, `https://` in absolute form, HTTP/2 prior
  * knowledge, half-closed connections (a client that shuts its sending side down after the
  * request has the whole connection closed: Bun's default). One upstream per client
@@ -20,7 +21,7 @@ export const MAX_HEAD = 16 * 1024;
 export type Head =
   | { kind: "connect"; host: string; port: number; raw: string }
   | { kind: "http"; method: string; host: string; port: number; path: string; raw: string; forward: string }
-  | { kind: "bad"; status: number; why: string; raw: string };
+  | { kind: "bad"; status: number; why: string; raw: string; remedy?: string };
 
 /** Where the head ends (after its blank line), or -1. */
 export function headEnd(buf: Buffer): number {
@@ -59,7 +60,30 @@ export function parse(raw: string): Head {
   const port = u[2] === undefined ? 80 : Number(u[2]);
   let path = u[3] ?? "/";
   if (path.startsWith("?")) path = `/${path}`;
+  const host = u[1]!;
   const headers = lines.slice(1).filter((l) => !/^proxy-(connection|authorization)\s*:/i.test(l));
+  // The Host the upstream reads must be the one the policy checked: a server behind an allowed
+  // address picks its virtual host by it (refused, not rewritten: no client sends another).
+  const named = headers.filter((l) => /^host:/i.test(l));
+  const authority = `${host}${port === 80 ? "" : `:${port}`}`;
+  if (named.length > 1) return { kind: "bad", status: 400, why: "more than one Host header", raw, remedy: "send one Host header" };
+  if (named.length === 1) {
+    const value = named[0]!.slice(5).trim();
+    if (!sameAuthority(value, host, port))
+      return {
+        kind: "bad",
+        status: 403,
+        why: `the Host header names ${JSON.stringify(value.slice(0, 200))} but the request goes to ${authority}`,
+        raw,
+        remedy: `send Host: ${authority} (the URL's own host), or ask for the host you mean in the URL`,
+      };
+  } else headers.unshift(`Host: ${authority}`);
   const forward = `${[`${method} ${path} ${version}`, ...headers].join("\r\n")}\r\n\r\n`;
-  return { kind: "http", method, host: u[1]!, port, path, raw, forward };
+  return { kind: "http", method, host, port, path, raw, forward };
+}
+
+/** Whether a Host value names `host:port` (case, a trailing dot and the default port aside). */
+function sameAuthority(value: string, host: string, port: number): boolean {
+  const m = /^([^:/?#@[\]\s]+?)\.?(?::(\d{1,5}))?$/.exec(value.toLowerCase());
+  return !!m && m[1] === host.toLowerCase().replace(/\.$/, "") && (m[2] === undefined ? 80 : Number(m[2])) === port;
 }

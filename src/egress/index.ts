@@ -6,7 +6,8 @@
  * (head.ts says what is and is not supported). Every connection, allowed or refused, is a row
  * in the proxy's audit trail (role "egress", upstream `egress:host:port`), so `lazy watch`
  * shows it as a `net>` line. A request carrying any of lazy's placeholders or MCP tokens (CONNECT
- * host, plain-HTTP request line, headers or body) is refused and its task stopped (`onLeak`).
+ * host, plain-HTTP request line, headers or body; as is, base64, hex, reversed, or cut across two
+ * header fields or two body chunks: canary.ts) is refused and its task stopped (`onLeak`).
  *
  * The firewall side (what else the bridge may reach) is containers/fence.ts; `fenceFor` gives
  * it the ports. It runs on the daemon's main thread: a download through it costs CPU in the
@@ -21,6 +22,7 @@ import { type AuditBatch, AuditRecorder, type Grant, type McpToken } from "../pr
 import { LazyError } from "../util/errors";
 import { writeFileAtomic } from "../util/files";
 import type { Logger } from "../util/log";
+import { type Form, formsOf } from "./canary";
 import { decide, isHostOwn, type Lookup, rulesOf } from "./policy";
 import { type Done, Listener, type Refusal, type Via } from "./server";
 
@@ -59,7 +61,7 @@ export interface EgressDeps {
 }
 
 /** A secret lazy gave out, whose it is (for the refusal), and the task a leak of it stops. */
-type Secret = { token: string; taskId: string | null; who: string; kind: keyof typeof KINDS };
+type Secret = { token: string; taskId: string | null; who: string; kind: keyof typeof KINDS; forms: Form[] };
 /** Each kind of secret: what it is called, what it is for (in a refusal), and what stands for it in a record. */
 const KINDS = {
   placeholder: { name: "placeholder", for: "its stand-in for a credential", mark: "[placeholder]" },
@@ -185,10 +187,10 @@ export class Egress {
     this.recorder.flush();
   }
 
-  /** The longest secret: what a body scan carries over from one chunk to the next. */
+  /** The longest form of a secret (canary.ts): what a body scan carries over from one chunk to the next. */
   private maxToken(): number {
     let n = 0;
-    for (const x of this.secrets()) n = Math.max(n, x.token.length);
+    for (const x of this.secrets()) for (const f of x.forms) n = Math.max(n, f.text.length);
     return n;
   }
 
@@ -215,10 +217,19 @@ export class Egress {
         return via ? { address: r.address, via } : { address: r.address };
       },
       leak: (_src: string, text: string): Refusal | null => {
-        const s = this.secrets().find((x) => text.includes(x.token));
-        if (!s) return null;
+        let s: Secret | undefined;
+        let form: Form | undefined;
+        for (const x of this.secrets()) {
+          form = x.forms.find((f) => text.includes(f.text));
+          if (form) {
+            s = x;
+            break;
+          }
+        }
+        if (!s || !form) return null;
         const kind = KINDS[s.kind];
-        const why = `the request carries ${s.who} ${kind.name} (${kind.for}), which never leaves through the egress proxy`;
+        const as = form.as === "as is" ? "" : ` (${form.as === "reversed" ? "reversed" : `${form.as}-encoded`})`;
+        const why = `the request carries ${s.who} ${kind.name}${as} (${kind.for}), which never leaves through the egress proxy`;
         if (s.taskId) {
           const last = this.leaked.get(s.taskId) ?? 0;
           if (Date.now() - last > 5_000) {
@@ -248,12 +259,14 @@ export class Egress {
         taskId: g.taskId,
         who: g.taskRef ? `task ${g.taskRef}'s` : `lazy's ${g.role}`,
         kind: "placeholder" as const,
+        forms: formsOf(g.token),
       })),
       ...this.d.grants.allMcp().map((t) => ({
         token: t.token,
         taskId: t.taskId,
         who: t.kind === "task" && t.taskId ? `task ${refs.get(t.taskId) ?? t.taskId}'s` : `builder session ${t.session}'s`,
         kind: "mcp" as const,
+        forms: formsOf(t.token),
       })),
     ];
     this.secretsAt = { version, list };
@@ -266,7 +279,8 @@ export class Egress {
     const who = grants.find((g) => g.role === "agent" && g.pinnedIp === c.src) ?? grants.find((g) => g.callIps?.includes(c.src));
     // A placeholder or MCP token in the path or host is never recorded.
     const secrets = this.secrets();
-    const clean = (s: string) => secrets.reduce((t, x) => (t.includes(x.token) ? t.split(x.token).join(KINDS[x.kind].mark) : t), s);
+    const clean = (s: string) =>
+      secrets.reduce((t, x) => x.forms.reduce((u, f) => (u.includes(f.text) ? u.split(f.text).join(KINDS[x.kind].mark) : u), t), s);
     this.recorder.record({
       at: c.at,
       taskId: who?.taskId ?? null,

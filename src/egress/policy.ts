@@ -6,17 +6,24 @@
  *
  * - "allowlist": only hosts an entry allows (the built-in list unless allow_defaults = false,
  *   plus `allow`).
- * - "observe": any host, but this host's own addresses and link-local ones only when an entry
- *   of `allow` names them.
+ * - "observe": any host, but this host's own addresses, its container networks and link-local
+ *   ones only when an entry of `allow` names them.
  * This host's own addresses (loopback, every interface's, so every project's gateway) and
  * link-local ones (cloud metadata) are reached only through an entry in `allow` that names
  * the host exactly (not a wildcard, not the built-in list); link-local only with
- * `allow_metadata` as well.
+ * `allow_metadata` as well. So are the networks of this host's bridges (docker0, other Docker
+ * networks, other projects'): the fence keeps a container off them directly, and the egress
+ * proxy, which dials from the host, must not take it there either ("observe" did).
  * Behind the host's own proxy, a name this host cannot resolve goes to that proxy by name: a
  * company network's DNS often answers only its own names, and the proxy resolves the rest.
  */
 import { lookup } from "node:dns/promises";
 import { type AllowEntry, allows, type Config, DEFAULT_ALLOW, hostOf, parseAllow } from "../config";
+import { Subnets } from "../containers";
+import * as NoProxy from "../util/no-proxy";
+import { isHostOwn } from "../util/own-address";
+
+export { isHostOwn };
 
 export type Decision =
   | { ok: true; address: string; family: 4 | 6; byName?: true }
@@ -62,22 +69,6 @@ function isLinkLocal(a: string): boolean {
   return /^169\.254\./.test(a) || /^fe[89ab][0-9a-f]:/i.test(a) || /^fd00:ec2::254$/i.test(a);
 }
 
-/**
- * This host's own addresses: loopback, unspecified, and any address a socket can be bound to
- * here (every interface's, each project's gateway, a bridge with no container yet: Node's
- * interface list leaves out interfaces that are not up and running). With
- * net.ipv4.ip_nonlocal_bind set every address binds: all are treated as the host's (closed).
- */
-export function isHostOwn(a: string): boolean {
-  if (/^127\./.test(a) || a === "0.0.0.0" || a === "::1" || a === "::" || /^::ffff:127\./i.test(a)) return true;
-  try {
-    Bun.listen({ hostname: a, port: 0, socket: { data() {} } }).stop(true);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** Decide, resolving the name when it is allowed. */
 export async function decide(rules: Rules, rawHost: string, port: number, how: Resolving = { timeoutMs: 10_000 }): Promise<Decision> {
   const host = hostOf(rawHost);
@@ -115,9 +106,16 @@ export async function decide(rules: Rules, rawHost: string, port: number, how: R
   } finally {
     clearTimeout(timer);
   }
+  // This host's container networks, read once a decision (only when an address is IPv4).
+  let bridges: string | undefined;
+  const onBridge = (a: string) => {
+    if (!/^\d+\.\d+\.\d+\.\d+$/.test(a)) return false;
+    bridges ??= Subnets.bridgeNetworks().join(",");
+    return bridges !== "" && NoProxy.bypass(a, 0, bridges);
+  };
   const usable = addrs.filter((a) => {
     if (isLinkLocal(a.address)) return exact && rules.allowMetadata;
-    if (isHostOwn(a.address)) return exact;
+    if (isHostOwn(a.address) || onBridge(a.address)) return exact;
     return true;
   });
   const pick = usable.find((a) => a.family === 4) ?? usable[0];
@@ -125,7 +123,7 @@ export async function decide(rules: Rules, rawHost: string, port: number, how: R
     return {
       ok: false,
       status: 403,
-      why: `${host} resolves to ${addrs.map((a) => a.address).join(", ")}: this host's own or a link-local address`,
+      why: `${host} resolves to ${addrs.map((a) => a.address).join(", ")}: this host's own, a container network's or a link-local address`,
       remedy: `name the host exactly in [container] allow in lazy.toml to reach it${addrs.some((a) => isLinkLocal(a.address)) ? " (and set allow_metadata = true for a link-local one)" : ""}`,
     };
   return { ok: true, address: pick.address, family: pick.family === 6 ? 6 : 4 };

@@ -5,6 +5,7 @@
  * that cannot take more pauses the other). Bun.listen/Bun.connect: Bun.serve cannot tunnel.
  */
 import type { Socket, TCPSocketListener } from "bun";
+import { joined } from "./canary";
 import { absoluteHead, connectLine, OneRequest, statusOf, type Via } from "./chain";
 import { type Head, headEnd, MAX_HEAD, parse } from "./head";
 import type { Hooks, Refusal } from "./hooks";
@@ -173,19 +174,25 @@ export class Listener {
     }
     clearTimeout(c.timer);
     const head = parse(buf.subarray(0, end).toString("latin1"));
-    if (head.kind === "bad") {
-      this.refuse(s, { status: head.status, why: head.why, remedy: "send CONNECT host:port, or an absolute http:// request" });
-      return;
-    }
-    c.head = head;
-    c.phase = "deciding";
-    const rest = buf.subarray(end);
-    c.chunks = [];
-    const leak = this.hooks.leak(c.src, head.raw);
+    if (head.kind !== "bad") c.head = head; // its row names what it asked for, refused or not
+    // The head as sent, and its header values run together (a secret cut across two fields);
+    // looked at first, so a refused head that carries a secret still stops its task.
+    const leak = this.hooks.leak(c.src, `${head.raw}\n${joined(head.raw)}`);
     if (leak) {
       this.refuse(s, leak);
       return;
     }
+    if (head.kind === "bad") {
+      this.refuse(s, {
+        status: head.status,
+        why: head.why,
+        remedy: head.remedy ?? "send CONNECT host:port, or an absolute http:// request",
+      });
+      return;
+    }
+    c.phase = "deciding";
+    const rest = buf.subarray(end);
+    c.chunks = [];
     if (head.kind === "http") {
       c.scanTail = "";
       if (rest.length && !this.scan(s, rest)) return;

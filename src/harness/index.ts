@@ -10,6 +10,7 @@ import { dirname, join } from "node:path";
 import * as AgentDir from "../util/agent-dir";
 import { LazyError } from "../util/errors";
 import { ensurePrivateDir, writeFileAtomic } from "../util/files";
+import * as NoProxy from "../util/no-proxy";
 import { claude } from "./claude";
 import { codex } from "./codex";
 import { cursor } from "./cursor";
@@ -87,19 +88,13 @@ export function writeFiles(configDir: string, files: Record<string, string>): vo
  * The environment a harness runs in: the base minus every credential variable, plus its own.
  * Behind the host's proxy (HTTP(S)_PROXY, ALL_PROXY) loopback joins NO_PROXY: a harness on the
  * host reaches lazy's proxy on 127.0.0.1, and most clients (Bun, curl, reqwest) would send that
- * through the company proxy, placeholder and all, where it cannot arrive.
+ * through the company proxy, placeholder and all, where it cannot arrive (util/no-proxy.ts:
+ * the same rule the daemon's own upstream requests follow).
  */
 export function environment(base: Record<string, string | undefined>, prepared: Prepared): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(base)) if (v !== undefined && !(CREDENTIAL_VARS as readonly string[]).includes(k)) env[k] = v;
-  const out = { ...env, ...prepared.env };
-  if (!PROXY_VARS.some((k) => out[k])) return out;
-  const list = (out.no_proxy || out.NO_PROXY || "").split(/[,\s]+/).filter(Boolean);
-  const no = [...list, ...LOOPBACK.filter((x) => !list.includes(x))].join(",");
-  return { ...out, NO_PROXY: no, no_proxy: no };
+  return NoProxy.withLoopback({ ...env, ...prepared.env });
 }
-
-const PROXY_VARS = ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"];
-const LOOPBACK = ["127.0.0.1", "localhost", "::1"];
 
 export { parse as parseEvent, type TaskEvent as HarnessEvent } from "./events";

@@ -14,8 +14,43 @@
  *
  * An entry that is none of these (`10.0.0.0/40`, an empty one) matches nothing. No entry
  * matches loopback by itself: unlike Go, a proxy set for loopback is used (as curl and Bun do).
+ *
+ * So lazy says it itself, one rule for every client of its own: loopback is never sent through
+ * the host's proxy (which cannot reach this host's loopback, and would get whatever credential
+ * the request carries). A harness on the host gets `LOOPBACK` added to its NO_PROXY
+ * (`withLoopback`); the model proxy's upstream requests skip the proxy for `isLoopback` hosts
+ * and this host's own addresses (proxy/upstream/way.ts).
  */
 import { isIP } from "node:net";
+
+/** What a harness's NO_PROXY gets: the names its clients use for lazy's proxy on loopback. */
+export const LOOPBACK = ["127.0.0.1", "localhost", "::1"] as const;
+
+/** Whether `host` (a name or an address, IPv6 with or without brackets) is loopback. */
+export function isLoopback(host: string): boolean {
+  const h = host
+    .toLowerCase()
+    .replace(/^\[|\]$/g, "")
+    .replace(/\.$/, "");
+  if (h === "localhost" || h.endsWith(".localhost")) return true;
+  const ip = bytesOf(h);
+  if (!ip) return false;
+  if (ip.length === 4) return ip[0] === 127;
+  if (ip.subarray(0, 15).every((x) => x === 0) && ip[15] === 1) return true; // ::1
+  return ip.subarray(0, 10).every((x) => x === 0) && ip[10] === 0xff && ip[11] === 0xff && ip[12] === 127; // ::ffff:127.x
+}
+
+const PROXY_VARS = ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"];
+
+/** An environment behind a proxy with `LOOPBACK` added to its NO_PROXY (both spellings); without one, as it was. */
+export function withLoopback(env: Record<string, string>): Record<string, string> {
+  if (!PROXY_VARS.some((k) => env[k])) return env;
+  const list = listOf(env)
+    .split(/[,\s]+/)
+    .filter(Boolean);
+  const no = [...list, ...LOOPBACK.filter((x) => !list.includes(x))].join(",");
+  return { ...env, NO_PROXY: no, no_proxy: no };
+}
 
 /** The host's NO_PROXY list: `no_proxy` first, `NO_PROXY` when that is unset or empty (curl, Bun). */
 export function listOf(env: Record<string, string | undefined>): string {

@@ -57,8 +57,8 @@ afterAll(async () => {
 describe("plain HTTP chained behind the host's proxy", () => {
   test("a second request pipelined behind an allowed one, naming an unlisted host, never leaves; the host's password never comes back", async () => {
     // Both requests in one write on one connection to the egress proxy (the container's HTTP_PROXY).
-    const a = `GET http://127.0.0.1:${allowed.port}/first HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nProxy-Authorization: Basic YWdlbnQ6b3du\\r\\n\\r\\n`;
-    const b = `GET http://127.0.0.1:${other.port}/smuggled HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n`;
+    const a = `GET http://127.0.0.1:${allowed.port}/first HTTP/1.1\\r\\nHost: 127.0.0.1:${allowed.port}\\r\\nProxy-Authorization: Basic YWdlbnQ6b3du\\r\\n\\r\\n`;
+    const b = `GET http://127.0.0.1:${other.port}/smuggled HTTP/1.1\\r\\nHost: 127.0.0.1:${other.port}\\r\\n\\r\\n`;
     const script = `const u=new URL(process.env.HTTP_PROXY);const s=require('net').connect(+u.port,u.hostname,()=>s.write('${a}${b}'));let d='';s.on('data',c=>d+=c);s.on('close',()=>console.log('ANSWER['+d.replace(/\\r?\\n/g,' | ')+']'));s.setTimeout(15000,()=>s.destroy())`;
     anthropic.answer(bash("Sent.", `node -e "${script}"`, "smuggle"));
     await launched(p, "smuggle", "send two requests");

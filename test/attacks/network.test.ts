@@ -376,15 +376,30 @@ describe("the network fence (allowlist)", () => {
   }, 180_000);
 
   test('network = "observe" lets a host through and records it; lazy egress suggest proposes it, and names what was refused', async () => {
-    // A host that is not this host's own: a container on a network the test makes.
-    const net = `lazy-fence-observe-${rand}`;
-    sh("/", `docker network create ${net}`);
-    const box = sh(
+    // A host that is neither this host's own nor on a container network: a server in a network
+    // namespace the test makes, behind a veth pair (no bridge), as another machine would be.
+    const ns = `lazyobs${rand}`;
+    const [hostIf, nsIf] = [`vh${rand}`, `vn${rand}`];
+    const ip = `10.251.${Number.parseInt(rand.slice(0, 2), 16)}.2`;
+    sh(
       "/",
-      `docker run -d --rm --network ${net} ${TEST_IMAGES.node} node -e "require('http').createServer((q, s) => s.end('observed-${rand}')).listen(8080)"`,
-    ).out.trim();
+      `ip netns add ${ns} && ip link add ${hostIf} type veth peer name ${nsIf} && ip link set ${nsIf} netns ${ns} && ` +
+        `ip addr add ${ip.replace(/\.2$/, ".1")}/30 dev ${hostIf} && ip link set ${hostIf} up && ` +
+        `ip netns exec ${ns} ip addr add ${ip}/30 dev ${nsIf} && ip netns exec ${ns} ip link set ${nsIf} up && ip netns exec ${ns} ip link set lo up`,
+    );
+    const box = Bun.spawn(
+      [
+        "ip",
+        "netns",
+        "exec",
+        ns,
+        "bun",
+        "-e",
+        `Bun.serve({ hostname: "${ip}", port: 8080, fetch: () => new Response("observed-${rand}") })`,
+      ],
+      { stdout: "ignore", stderr: "ignore" },
+    );
     try {
-      const ip = JSON.parse(sh("/", `docker inspect ${box}`).out)[0].NetworkSettings.Networks[net].IPAddress as string;
       await until(
         () => sh("/", `curl -s --max-time 2 http://${ip}:8080/`).out.includes(`observed-${rand}`),
         20_000,
@@ -412,10 +427,64 @@ describe("the network fence (allowlist)", () => {
       const text = (await a.ok(["egress", "suggest"])).stdout;
       expect(text).toContain(`allow = ["127.0.0.1:${allowed.srv.port}", `);
     } finally {
-      sh("/", `docker rm -f ${box}; docker network rm ${net}`);
+      box.kill();
+      sh("/", `ip link del ${hostIf}; ip netns del ${ns}`);
       a.writeToml(toml(anthropic.url, [`allow = ["127.0.0.1:${allowed.srv.port}"]`]));
     }
   }, 120_000);
+
+  test('network = "observe" keeps other containers out: one on the default bridge and one on another Docker network, directly and through the egress proxy', async () => {
+    // Issue 35, finding 10: observe let any address through the egress proxy that was not this
+    // host's own, and the proxy dials from the host, which reaches every Docker network.
+    const net = `lazy-fence-other-${rand}`;
+    sh("/", `docker network create ${net}`);
+    const serve = (marker: string) => `node -e "require('http').createServer((q, s) => s.end('${marker}')).listen(8080)"`;
+    const onBridge = sh("/", `docker run -d --rm ${TEST_IMAGES.node} ${serve(`bridge-${rand}`)}`).out.trim();
+    const onOther = sh("/", `docker run -d --rm --network ${net} ${TEST_IMAGES.node} ${serve(`other-${rand}`)}`).out.trim();
+    try {
+      const ipOf = (id: string, n: string) =>
+        JSON.parse(sh("/", `docker inspect ${id}`).out)[0].NetworkSettings.Networks[n].IPAddress as string;
+      const reachable = async (t: { ip: string; marker: string }, ms: number) =>
+        until(
+          () => sh("/", `curl -s --max-time 2 http://${t.ip}:8080/`).out.includes(t.marker) || undefined,
+          ms,
+          `the server at ${t.ip}`,
+        ).then(
+          () => true,
+          () => false,
+        );
+      const other = { ip: ipOf(onOther, net), marker: `other-${rand}` };
+      expect(await reachable(other, 20_000)).toBe(true);
+      const targets = [other];
+      // The default bridge, when this host reaches it: the suite's second engine (sharing this
+      // network namespace) takes docker0 over with its own address, and then the first engine's
+      // default-bridge containers are out of the host's reach, the egress proxy's included.
+      const bridged = { ip: ipOf(onBridge, "bridge"), marker: `bridge-${rand}` };
+      if (await reachable(bridged, 10_000)) targets.push(bridged);
+      else console.warn(`[test] the default bridge (${bridged.ip}) is not reachable from this host: only the other network is tried`);
+      a.writeToml(toml(anthropic.url, [`network = "observe"`, `allow = ["127.0.0.1:${allowed.srv.port}"]`]));
+      // Observe is in force once an unlisted host that is no container answers through it.
+      await until(
+        async () => ((await probe(["get", `http://127.0.0.1:${denied.srv.port}/`])).got?.includes("this host's own") ? true : undefined),
+        30_000,
+        "the config to reload with observe",
+      );
+      for (const t of targets) {
+        const tunnel = await probe(["connect", t.ip, "8080"]);
+        expect(tunnel.got).toContain("403 Forbidden");
+        expect(tunnel.got).toContain(`${t.ip} resolves to ${t.ip}: this host's own, a container network's or a link-local address`);
+        expect(tunnel.got).not.toContain(t.marker);
+        const get = await probe(["get", `http://${t.ip}:8080/`]);
+        expect(get.got).toContain("403 Forbidden");
+        expect(get.got).not.toContain(t.marker);
+        const direct = await probe(["direct", t.ip, "8080"]);
+        expect(direct.got ?? "").not.toContain(t.marker);
+      }
+    } finally {
+      sh("/", `docker rm -f ${onBridge} ${onOther}; docker network rm ${net}`);
+      a.writeToml(toml(anthropic.url, [`allow = ["127.0.0.1:${allowed.srv.port}"]`]));
+    }
+  }, 180_000);
 
   test('network = "none": the egress proxy is gone and its port dropped; the model proxy\'s port stays open', async () => {
     const proxyPort = JSON.parse(readFileSync(join(a.stateDir, "daemon.json"), "utf8")).proxy.port as number;

@@ -116,3 +116,23 @@ describe("project subnets", () => {
     expect(e.message).toContain("docker network prune");
   });
 });
+
+describe("this host's container networks (what the egress proxy keeps containers from)", () => {
+  test("are the routes of bridge interfaces only: docker0 and br-… yes, eth0 and a VPN no", () => {
+    const bridges = new Set(["docker0", "br-0123456789ab"]);
+    const table = [
+      "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT",
+      "eth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\t0\t0\t0",
+      "docker0\t000011AC\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0",
+      "br-0123456789ab\t00DCD50A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0",
+      "eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0",
+      "tun0\t0000000A\t00000000\t0001\t0\t0\t0\t000000FF\t0\t0\t0",
+    ].join("\n");
+    expect(
+      Subnets.bridgeNetworks(
+        () => table,
+        (i) => bridges.has(i),
+      ),
+    ).toEqual(["172.17.0.0/16", "10.213.220.0/24"]);
+  });
+});

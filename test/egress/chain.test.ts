@@ -131,7 +131,7 @@ describe("plain HTTP behind the host's proxy", () => {
     try {
       const at = corp.received.length;
       const req =
-        `PUT http://127.0.0.1:${upstream.port}/upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n` +
+        `PUT http://127.0.0.1:${upstream.port}/upload HTTP/1.1\r\nHost: 127.0.0.1:${upstream.port}\r\nTransfer-Encoding: chunked\r\n\r\n` +
         `5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n\r\nGET http://evil.example/ HTTP/1.1\r\n\r\n`;
       const answer = await raw(e.port, req);
       expect(answer).toStartWith("HTTP/1.1 200");
@@ -146,7 +146,7 @@ describe("plain HTTP behind the host's proxy", () => {
   test("a password the host's proxy refuses (407) is said by lazy, naming HTTP_PROXY", async () => {
     const e = egress({ HTTP_PROXY: corp.url.replace(PASSWORD, "wrong"), NO_PROXY: "" });
     try {
-      const answer = await raw(e.port, `GET http://127.0.0.1:${upstream.port}/x HTTP/1.1\r\nHost: x\r\n\r\n`);
+      const answer = await raw(e.port, `GET http://127.0.0.1:${upstream.port}/x HTTP/1.1\r\nHost: 127.0.0.1:${upstream.port}\r\n\r\n`);
       expect(answer).toStartWith("HTTP/1.1 502");
       expect(answer).toContain("answered 407");
       expect(answer).toContain("HTTP_PROXY");
@@ -162,7 +162,7 @@ describe("plain HTTP behind the host's proxy", () => {
       const at = corp.received.length;
       const answer = await raw(
         e.port,
-        `POST http://127.0.0.1:${upstream.port}/x HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`,
+        `POST http://127.0.0.1:${upstream.port}/x HTTP/1.1\r\nHost: 127.0.0.1:${upstream.port}\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`,
       );
       expect(answer).toStartWith("HTTP/1.1 400");
       expect(answer).toContain("both Content-Length and Transfer-Encoding");
@@ -206,7 +206,7 @@ describe("a name this host cannot resolve", () => {
     try {
       const at = corp.received.length;
       // Allowed by a wildcard entry, which never reaches this host's own addresses.
-      const answer = await raw(e.port, "GET http://sneaky.wild.test/ HTTP/1.1\r\nHost: x\r\n\r\n");
+      const answer = await raw(e.port, "GET http://sneaky.wild.test/ HTTP/1.1\r\nHost: sneaky.wild.test\r\n\r\n");
       expect(answer).toStartWith("HTTP/1.1 403");
       expect(answer).toContain("sneaky.wild.test resolves to 127.0.0.1: this host's own");
       expect(corp.received.slice(at)).toEqual([]);
@@ -221,7 +221,10 @@ describe("NO_PROXY", () => {
     const e = egress({ HTTP_PROXY: corp.url, HTTPS_PROXY: corp.url, NO_PROXY: "corp.example, 127.0.0.0/8" });
     try {
       const at = corp.received.length;
-      const answer = await raw(e.port, `GET http://127.0.0.1:${upstream.port}/direct HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      const answer = await raw(
+        e.port,
+        `GET http://127.0.0.1:${upstream.port}/direct HTTP/1.1\r\nHost: 127.0.0.1:${upstream.port}\r\nConnection: close\r\n\r\n`,
+      );
       expect(answer).toStartWith("HTTP/1.1 200");
       expect(answer).toContain("hello from /direct");
       expect(corp.received.slice(at)).toEqual([]);

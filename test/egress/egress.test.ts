@@ -56,10 +56,14 @@ describe("the request head", () => {
       port: 443,
     });
     const h = parse(
-      "GET http://example.org:8080/a?b=1 HTTP/1.1\r\nHost: example.org\r\nProxy-Authorization: x\r\nProxy-Connection: keep-alive\r\n\r\n",
+      "GET http://example.org:8080/a?b=1 HTTP/1.1\r\nHost: example.org:8080\r\nProxy-Authorization: x\r\nProxy-Connection: keep-alive\r\n\r\n",
     );
     expect(h).toMatchObject({ kind: "http", host: "example.org", port: 8080 });
-    expect(h.kind === "http" && h.forward).toBe("GET /a?b=1 HTTP/1.1\r\nHost: example.org\r\n\r\n");
+    expect(h.kind === "http" && h.forward).toBe("GET /a?b=1 HTTP/1.1\r\nHost: example.org:8080\r\n\r\n");
+    // The Host the server reads is the one the policy checked: another is refused, none is added.
+    expect(parse("GET http://example.org/ HTTP/1.1\r\nHost: intranet.example\r\n\r\n")).toMatchObject({ kind: "bad", status: 403 });
+    const bare = parse("GET http://example.org/ HTTP/1.0\r\n\r\n");
+    expect(bare.kind === "http" && bare.forward).toBe("GET / HTTP/1.0\r\nHost: example.org\r\n\r\n");
     expect(parse("GET /local HTTP/1.1\r\n\r\n")).toMatchObject({ kind: "bad", status: 400 });
     expect(parse("GET https://example.org/ HTTP/1.1\r\n\r\n")).toMatchObject({ kind: "bad" });
     expect(parse("CONNECT [::1]:443 HTTP/1.1\r\n\r\n")).toMatchObject({ kind: "bad" });

@@ -9,7 +9,7 @@ import { LazyError } from "../../util/errors";
 import { findProjectRoot, lazyHome } from "../../util/paths";
 import * as Client from "../client";
 import { command, jsonArg, print, printJson } from "../command";
-import { networkFindings } from "../doctor-network";
+import { networkFindings, upstreamWayFindings } from "../doctor-network";
 import { type AuthAnswer, defaultCredentialFinding, engineFinding } from "./doctor-truths";
 
 export interface Finding {
@@ -120,6 +120,7 @@ async function findings(root: string): Promise<Finding[]> {
   }
 
   if (loaded.ok) out.push(...(await pluginFindings(loaded.config.proxy.plugins, root)));
+  if (loaded.ok) out.push(...upstreamWayFindings(loaded.config));
 
   if (loaded.ok && loaded.config.notify.desktop) {
     const tool = desktopTool();

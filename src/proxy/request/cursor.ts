@@ -26,7 +26,7 @@ import { auditRow, type Outcome, type RowHead } from "../audit";
 import { type Grant, liveKey, notLive, offPin, Placeholders, pinnedTo, pinOwner } from "../identity";
 import { bounded, MAX_BODY, type Pass } from "../listen";
 import { kindOfStatus, NOTE } from "../meters";
-import { healthKind, providerFailure, relay, send } from "../upstream";
+import { healthKind, providerFailure, relay, send, wayRefusal, wayTo } from "../upstream";
 import type { Context } from "./context";
 import { Scrubber, scrubStream } from "./cursor-scrub";
 import type { Sessions } from "./cursor-sessions";
@@ -163,6 +163,10 @@ export async function handleCursor(
     headers.delete("connect-accept-encoding");
     headers.delete("grpc-accept-encoding");
   }
+
+  const way = wayTo(upstream.origin);
+  if (way.via === "refused")
+    return fail(403, wayRefusal(way, "Cursor"), grant, `refused: plain http:// through the host's proxy ${way.proxy}`);
 
   const exchange = rest.endsWith("/auth/exchange_user_api_key");
   const declared = Number(req.headers.get("content-length") ?? NaN);

@@ -22,3 +22,11 @@ export function errorResponse(
       : { type: "error", error: { type, message } };
   return Response.json(body, { status, headers: { ...NO_RETRY, ...extra } });
 }
+
+/**
+ * A plain-http upstream the host's proxy would carry (upstream/way.ts): refused before the body
+ * is read, naming the upstream, the proxy and the remedy. 403: lazy's rule, not a failure to retry.
+ */
+export function plainThroughProxy(wire: Wire | "cursor", sentence: string): Response {
+  return errorResponse(wire, 403, "permission_error", sentence);
+}

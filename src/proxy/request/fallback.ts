@@ -12,7 +12,7 @@ import type { Config, Fallback as FallbackConfig } from "../../config";
 import type { Outcome } from "../audit";
 import { inferCredential, type Target } from "../identity";
 import * as Quota from "../meters";
-import { healthKind, providerFailure, type Sent, send, type UpstreamResponse } from "../upstream";
+import { healthKind, providerFailure, type Sent, send, type UpstreamResponse, wayRefusal, wayTo } from "../upstream";
 import { hostOf, joinUrl, OAUTH_BETA, withBeta } from "./address";
 import { errorResponse } from "./errors";
 import * as Surface from "./surface";
@@ -181,6 +181,8 @@ function prepare(
   const verdict = Surface.check(t.kind, r.req.method, r.target, r.req.headers);
   if (!verdict.ok) return { skip: `it does not forward ${verdict.method} ${verdict.path}` };
   if (t.unmapped) return { skip: `no credential mapped: ${t.unmapped}` };
+  const way = wayTo(t.origin);
+  if (way.via === "refused") return { skip: wayRefusal(way, `fallback ${hop.name}`) };
   const set: Record<string, string> = { "accept-encoding": "identity" };
   let kind: string | null = null;
   if (t.credential) {

@@ -1,12 +1,14 @@
 /**
  * The request path's second stage, where it goes: the grant's profile decides the target;
  * traffic with no grant goes to the primary. A profile gone from lazy.toml, a Cursor profile's
- * placeholder off the Cursor route, and a task stopped at its budget end the request here.
+ * placeholder off the Cursor route, a plain-http target the host's proxy would carry
+ * (upstream/way.ts), and a task stopped at its budget end the request here.
  */
 import type { Target, Targets } from "../identity";
+import { wayRefusal, wayTo } from "../upstream";
 import type { Call } from "./call";
 import type { Context } from "./context";
-import { errorResponse } from "./errors";
+import { errorResponse, plainThroughProxy } from "./errors";
 
 /** Stage 2: the target the request goes to, or the refusal (its row and log line written). */
 export function route(ctx: Context, call: Call, targets: Targets): Target | Response {
@@ -24,6 +26,15 @@ export function route(ctx: Context, call: Call, targets: Targets): Target | Resp
       "",
     );
   call.base.upstream = upstream.origin;
+
+  // A plain-http upstream behind the host's proxy: the proxy would read it all (one Map lookup).
+  const way = wayTo(upstream.origin);
+  if (way.via === "refused")
+    return call.refuse(
+      plainThroughProxy(upstream.wire === "openai" ? "openai" : "anthropic", wayRefusal(way, upstream.provider)),
+      `refused: plain http:// through the host's proxy ${way.proxy}`,
+      upstream.origin,
+    );
 
   // A cursor-agent profile's placeholder redeems the Cursor key on the Cursor route only, where
   // the answer is scrubbed of it (cursor.ts); here it would go to Cursor's API unscrubbed.

@@ -11,9 +11,10 @@
  * decompression, no header rewriting beyond what the caller did.
  *
  * fetch stays for what this client does not do (fetch.ts): a request body that is itself a
- * stream (the Cursor route), and an HTTP(S)_PROXY in the environment (fetch honours it and
- * NO_PROXY). `LAZY_UPSTREAM=fetch` sends everything through fetch: the escape hatch that rules
- * this client out when an upstream's answers look wrong in the field.
+ * stream (the Cursor route), and an https:// upstream the host's proxy carries (way.ts decides
+ * that once per origin; loopback and this host's own addresses are always direct).
+ * `LAZY_UPSTREAM=fetch` sends everything through fetch: the escape hatch that rules this client
+ * out when an upstream's answers look wrong in the field.
  */
 import { pathOf } from "../../util/url";
 import { Exchange, type UpstreamResponse } from "./exchange";
@@ -51,12 +52,6 @@ function endpoint(origin: string): Endpoint | undefined {
   return e;
 }
 
-/** Whether a proxy is set for a scheme, read once: fetch honours it (and NO_PROXY), this client does not. */
-const PROXIED = {
-  "https:": Boolean(process.env.HTTPS_PROXY || process.env.https_proxy || process.env.ALL_PROXY || process.env.all_proxy),
-  "http:": Boolean(process.env.HTTP_PROXY || process.env.http_proxy || process.env.ALL_PROXY || process.env.all_proxy),
-};
-
 /**
  * `LAZY_UPSTREAM=fetch`: every upstream request goes through fetch, not this client. Read once,
  * when the proxy thread loads this module (so set it in the daemon's environment).
@@ -68,14 +63,6 @@ function upstreamMode(v: string | undefined): { fetch: boolean; problem?: string
   if (s === "fetch") return { fetch: true };
   if (s === "" || s === "lazy") return { fetch: false };
   return { fetch: false, problem: `LAZY_UPSTREAM=${JSON.stringify(v)} is not "fetch" or "lazy": lazy's own HTTP client is used` };
-}
-
-/** Whether this client carries requests to `url` (else fetch does). */
-export function handles(url: string): boolean {
-  if (UPSTREAM.fetch) return false;
-  if (url.startsWith("https:")) return !PROXIED["https:"];
-  if (url.startsWith("http:")) return !PROXIED["http:"];
-  return false;
 }
 
 export function request(out: Outgoing): Promise<UpstreamResponse> {

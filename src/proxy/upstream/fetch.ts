@@ -1,6 +1,6 @@
 /**
  * fetch, for what lazy's own client (client.ts) does not carry: a request body that is itself a
- * stream (the Cursor route), a route through an HTTP(S)_PROXY, and everything when
+ * stream (the Cursor route), an https:// upstream through the host's proxy, and everything when
  * `LAZY_UPSTREAM=fetch` says so. Its answer takes the client's shape (UpstreamResponse), and
  * its wait for headers the client's deadline.
  */
@@ -8,7 +8,10 @@ import type { UpstreamResponse } from "./exchange";
 import { NetError } from "./failures";
 import { HOP_BY_HOP } from "./http1";
 
-/** Send through fetch; `fresh` asks for a new connection (the retry after a reset). */
+/**
+ * Send through fetch; `fresh` asks for a new connection (the retry after a reset); `proxy` is the
+ * host's proxy way.ts chose for the origin, or false: direct, whatever the environment says.
+ */
 export async function viaFetch(
   timeoutMs: number,
   url: string,
@@ -16,6 +19,7 @@ export async function viaFetch(
   headers: Headers | string,
   body: Uint8Array | ReadableStream<Uint8Array> | undefined,
   fresh: boolean,
+  proxy: string | false,
 ): Promise<UpstreamResponse> {
   // Bun aborts a request whose connection got pipelined bytes or a FIN: it is never answered, so
   // it must not go upstream (and be billed) either.
@@ -37,6 +41,7 @@ export async function viaFetch(
       timeout: false,
       keepalive: !fresh,
       duplex: "half",
+      proxy,
     } as RequestInit);
     return fromFetch(res, req.method);
   } catch (e) {
