@@ -36,7 +36,10 @@ const row = (i: number, taskId: string | null = null): Row => ({
 
 function trail(db: Database, log: never, maxRows = 10_000) {
   let audit: Audit | undefined;
-  const recorder = new Recorder((rows) => audit!.write(rows));
+  const recorder = new Recorder(
+    (rows) => audit!.write(rows),
+    (tally) => audit!.refused(tally),
+  );
   audit = new Audit(
     db,
     () => ({ maxRows, maxAgeDays: 30 }),
