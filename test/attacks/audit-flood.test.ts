@@ -130,7 +130,10 @@ test(`${FLOOD.toLocaleString("en-US")} tokenless 401s leave the task's audit row
     const text = (await p.ok(["stats", "audit"])).stdout;
     const lines = text.split("\n").filter((l) => / refused [\d,]+ requests from 127\.0\.0\.1: no credential \(401\)$/.test(l));
     expect(lines).toHaveLength(refused.length);
-    for (const [i, l] of lines.entries()) expect(l).toStartWith(`${new Date(refused[i].minute).toISOString().slice(11, 16)} refused ${refused[i].count.toLocaleString("en-US")} requests`);
+    for (const [i, l] of lines.entries())
+      expect(l).toStartWith(
+        `${new Date(refused[i].minute).toISOString().slice(11, 16)} refused ${refused[i].count.toLocaleString("en-US")} requests`,
+      );
     // A task's view is its own rows: the tokenless refusals named no task.
     expect((await p.json(["stats", "audit", "--task", "real"])).refused).toEqual([]);
 
