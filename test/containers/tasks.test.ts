@@ -206,7 +206,7 @@ describe("a task in its container", () => {
     expect(inside("sudo -n true && id -u").out.trim()).not.toBe("0");
   }, 120_000);
 
-  test("a placeholder replayed from a second container gets a 401, audited with its cause", async () => {
+  test("a placeholder replayed from a second container gets a 401, counted with its cause", async () => {
     const t = await finishedTask("pi-hello", "pi");
     const name = `lazy-${p.stateDir.split("/").at(-1)}-${t.id}`;
     const env = readFileSync(join(p.stateDir, "tasks", t.id, "harness", "models.json"), "utf8");
