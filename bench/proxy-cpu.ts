@@ -65,7 +65,11 @@ if (process.argv[2] === "upstream") {
       targets: () => targets,
       audit: process.env.NOAUDIT
         ? { record() {} }
-        : ((a) => new Recorder((rows) => a.write(rows)))(new Audit(db, () => ({ maxRows: 100_000, maxAgeDays: 30 }), log)),
+        : ((a) =>
+            new Recorder(
+              (rows) => a.write(rows),
+              (tally) => a.refused(tally),
+            ))(new Audit(db, () => ({ maxRows: 100_000, maxAgeDays: 30 }), log)),
       limits: process.env.NOLIMITS ? { record() {} } : new Limits(db),
       health: new Health(),
       log,

@@ -129,8 +129,16 @@ export const ProxyConfig = z
       .strictObject({
         max_rows: z.number().int().min(100).default(100_000).describe("Audit rows kept; the oldest go first."),
         max_age_days: z.number().min(0.01).default(30).describe("Audit rows older than this are dropped."),
+        max_refusal_lines: z
+          .number()
+          .int()
+          .min(100)
+          .default(10_000)
+          .describe(
+            "Lines of refusals of callers lazy cannot attribute (no credential, an unknown placeholder, …) kept, each the count of one minute, source, reason and status; the oldest go first. They never count against max_rows.",
+          ),
       })
-      .default({ max_rows: 100_000, max_age_days: 30 })
+      .default({ max_rows: 100_000, max_age_days: 30, max_refusal_lines: 10_000 })
       .describe("Bounds of the proxy's audit trail. Token totals per task outlive it."),
   })
   .describe("The always-on model proxy every agent talks to.");

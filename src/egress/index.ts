@@ -18,7 +18,7 @@ import { readFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import type { Config } from "../config";
 import { type Fence, HostNet } from "../containers";
-import { type AuditBatch, AuditRecorder, type Grant, type McpToken } from "../proxy";
+import { type AuditBatch, AuditRecorder, type AuditRefusalTally, type Grant, type McpToken } from "../proxy";
 import { LazyError } from "../util/errors";
 import { writeFileAtomic } from "../util/files";
 import type { Logger } from "../util/log";
@@ -44,7 +44,7 @@ export interface EgressDeps {
    */
   grants: { all(): Grant[]; allMcp(): readonly Readonly<McpToken>[]; version(): number };
   /** The proxy's audit trail. */
-  audit: { write(batch: AuditBatch): void };
+  audit: { write(batch: AuditBatch): void; refused(tally: AuditRefusalTally): void };
   log: Logger;
   /** A task's placeholder was seen on its way out (`why` names where, never the value). */
   onLeak: (taskId: string, why: string) => void;
@@ -81,7 +81,10 @@ export class Egress {
   private leaked = new Map<string, number>();
 
   constructor(private d: EgressDeps) {
-    this.recorder = new AuditRecorder((b) => d.audit.write(b));
+    this.recorder = new AuditRecorder(
+      (b) => d.audit.write(b),
+      (t) => d.audit.refused(t),
+    );
   }
 
   /**
@@ -281,6 +284,21 @@ export class Egress {
     const secrets = this.secrets();
     const clean = (s: string) =>
       secrets.reduce((t, x) => x.forms.reduce((u, f) => (u.includes(f.text) ? u.split(f.text).join(KINDS[x.kind].mark) : u), t), s);
+    // A source no grant names, refused by lazy (another network's container, …): counted per
+    // minute, source and reason, not a row (proxy/audit/refusals.ts).
+    if (!who && c.status >= 400 && c.note?.startsWith("egress: ")) {
+      this.recorder.refused({
+        at: c.at,
+        from: c.src,
+        reason: clean(c.note),
+        status: c.status,
+        taskId: null,
+        taskRef: null,
+        method: c.method,
+        path: clean(`egress:${c.host}:${c.port}`),
+      });
+      return;
+    }
     this.recorder.record({
       at: c.at,
       taskId: who?.taskId ?? null,

@@ -84,6 +84,21 @@ function eventText(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
   }
 }
 
+/** One counted line of refusals: "21:10 refused 105,000 requests from 10.213.4.2: no credential (401)" (the minute in UTC, as rows' times). */
+export function refusedText(l: {
+  minute: number | string;
+  count: number;
+  source: string;
+  reason: string;
+  status: number;
+  taskRef?: string | null;
+}): string {
+  const when = new Date(l.minute).toISOString().slice(11, 16);
+  const n = `${l.count.toLocaleString("en-US")} request${l.count === 1 ? "" : "s"}`;
+  const whose = l.taskRef ? ` (presenting task ${l.taskRef}'s placeholder)` : "";
+  return `${when} refused ${n} from ${l.source}: ${l.reason} (${l.status})${whose}`;
+}
+
 /** A task as a watch line names it: its code, or the first 8 characters of its id. */
 export const tag = (t: { id: string; code: string | null } | null): string => (t ? (t.code ?? t.id.slice(0, 8)) : "-");
 
@@ -103,6 +118,8 @@ export function watchLine(item: WatchItem): string | null {
       return item.proxy ? `-- watching; ${item.proxy}: no net> lines until it is back` : null;
     case "dropped":
       return `-- ${item.count} line(s) dropped: this terminal fell behind`;
+    case "refused":
+      return `${item.at.slice(11, 19)}  ${tag(item.task)}  net> ${refusedText({ ...item, source: item.from })}`;
     case "expiry":
       return `-- ${item.expired ? "EXPIRED" : "expiring"}: ${item.message}`;
     case "event":

@@ -11,7 +11,7 @@
  * face to the rest of lazy, and holds nothing of its own.
  */
 
-export type { Batch as AuditBatch, Row as AuditRow } from "./audit";
+export type { Batch as AuditBatch, RefusalTally as AuditRefusalTally, Row as AuditRow } from "./audit";
 export { Recorder as AuditRecorder } from "./audit";
 export {
   GRANTS_FILE,

@@ -8,6 +8,7 @@ import { closeSync, existsSync, openSync } from "node:fs";
 import { MIGRATIONS } from "./migrations";
 
 export * as AuditBatches from "./audit";
+export * as AuditRefusals from "./audit-refusals";
 export type { Held } from "./held";
 export * as HeldTurns from "./held";
 export type { Note } from "./memory";

@@ -145,4 +145,22 @@ export const MIGRATIONS: readonly (string | ((db: Database) => void))[] = [
   // Best-of-N (issue 30): the candidates one prompt made are a group, named by the group's code.
   `ALTER TABLE tasks ADD COLUMN grp TEXT;
    CREATE INDEX tasks_grp ON tasks(grp);`,
+  // Refusals of callers lazy cannot attribute (no credential, an unknown placeholder, …) are
+  // counted per minute, source, reason and status, beside the audit trail and under a bound of
+  // their own: a flood of them never evicts a real row (src/proxy/audit/refusals.ts).
+  `CREATE TABLE audit_refusals (
+     minute   INTEGER NOT NULL,
+     source   TEXT NOT NULL,
+     reason   TEXT NOT NULL,
+     status   INTEGER NOT NULL,
+     task_id  TEXT NOT NULL,
+     task_ref TEXT NOT NULL,
+     count    INTEGER NOT NULL,
+     first_at INTEGER NOT NULL,
+     last_at  INTEGER NOT NULL,
+     method   TEXT NOT NULL,
+     path     TEXT NOT NULL,
+     PRIMARY KEY (minute, source, reason, status, task_id)
+   );
+   CREATE INDEX audit_refusals_task ON audit_refusals(task_id, minute);`,
 ];

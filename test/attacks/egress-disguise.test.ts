@@ -61,7 +61,7 @@ beforeAll(() => {
   e = new Egress({
     config: () => loaded.config,
     grants: { all: () => grants, allMcp: () => [], version: () => 0 },
-    audit: { write: (b: AuditBatch) => rows.push(JSON.stringify(b)) },
+    audit: { write: (b: AuditBatch) => rows.push(JSON.stringify(b)), refused: () => {} },
     log: Log.create("egress"),
     onLeak: (taskId) => leaks.push(taskId),
   });

@@ -124,8 +124,9 @@ describe("MCP tools in task containers", () => {
       body: "{}",
     });
     expect(r.status).toBe(401);
-    const audit = (await p.json(["stats", "audit"])).rows.filter((x: any) => x.path === "/mcp");
-    expect(audit.at(-1)).toMatchObject({ status: 401, note: "unknown or revoked MCP token" });
+    // A caller lazy cannot attribute: counted per minute, source and reason, not a row.
+    const counted = (await p.json(["stats", "audit"])).refused.filter((x: any) => x.path === "/mcp");
+    expect(counted.at(-1)).toMatchObject({ status: 401, reason: "unknown or revoked MCP token" });
     expect(existsSync(join(p.stateDir, "proxy-tokens.json"))).toBe(true);
   }, 300_000);
 
@@ -166,9 +167,9 @@ describe("MCP tools in task containers", () => {
       // lazy says what its side saw: the container's requests came without the task's token.
       expect(reason).toContain("lazy's MCP route got no request with the task's token this turn");
       expect((await q.ok(["logs", "blind"])).stdout).toContain(why);
-      // The MCP route saw the wrong token and refused it (audited).
-      const mcpRows = (await q.json(["stats", "audit"])).rows.filter((x: any) => x.path === "/mcp");
-      expect(mcpRows.some((x: any) => x.status === 401 && x.note === "unknown or revoked MCP token")).toBe(true);
+      // The MCP route saw the wrong token and refused it (counted: a caller lazy cannot attribute).
+      const counted = (await q.json(["stats", "audit"])).refused.filter((x: any) => x.path === "/mcp");
+      expect(counted.some((x: any) => x.status === 401 && x.reason === "unknown or revoked MCP token")).toBe(true);
     } finally {
       anthropic.behavior = { kind: "ok" };
     }

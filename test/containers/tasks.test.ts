@@ -206,7 +206,7 @@ describe("a task in its container", () => {
     expect(inside("sudo -n true && id -u").out.trim()).not.toBe("0");
   }, 120_000);
 
-  test("a placeholder replayed from a second container gets a 401, audited with its cause", async () => {
+  test("a placeholder replayed from a second container gets a 401, counted with its cause", async () => {
     const t = await finishedTask("pi-hello", "pi");
     const name = `lazy-${p.stateDir.split("/").at(-1)}-${t.id}`;
     const env = readFileSync(join(p.stateDir, "tasks", t.id, "harness", "models.json"), "utf8");
@@ -218,9 +218,10 @@ describe("a task in its container", () => {
     );
     expect(thief.out).toStartWith("401");
     expect(thief.out).toContain("was presented from");
-    const row = (await p.json(["stats", "audit"])).rows.at(-1);
-    expect(row).toMatchObject({ status: 401, taskRef: "pi-hello" });
-    expect(row.note).toContain("pinned placeholder presented from");
+    // Off its pin the placeholder redeems nothing: counted by source and reason, naming whose it was.
+    const counted = (await p.json(["stats", "audit"])).refused.at(-1);
+    expect(counted).toMatchObject({ status: 401, taskRef: "pi-hello" });
+    expect(counted.reason).toContain("pinned placeholder presented from");
   }, 120_000);
 
   test("reject leaves main untouched; after accept or reject the grant's next request gets a 401", async () => {

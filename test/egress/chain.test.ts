@@ -51,7 +51,7 @@ function egress(env: Record<string, string>, lookup?: Lookup): { port: number; s
   const e = new Egress({
     config: () => loaded.config,
     grants: { all: () => [], allMcp: () => [], version: () => 0 },
-    audit: { write() {} },
+    audit: { write() {}, refused() {} },
     log: Log.create("egress"),
     onLeak() {},
     env,

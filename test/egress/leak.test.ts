@@ -55,7 +55,7 @@ beforeAll(() => {
   e = new Egress({
     config: () => loaded.config,
     grants: { all: () => grants, allMcp: () => mcp, version: () => 0 },
-    audit: { write: (b: AuditBatch) => rows.push(JSON.stringify(b)) },
+    audit: { write: (b: AuditBatch) => rows.push(JSON.stringify(b)), refused: (t) => rows.push(JSON.stringify(t)) },
     log: Log.create("egress"),
     onLeak: (taskId, why) => leaks.push({ taskId, why }),
   });

@@ -34,12 +34,15 @@ const row = (i: number, taskId: string | null = null): Row => ({
   lazyOutMs: 0.02,
 });
 
-function trail(db: Database, log: never, maxRows = 10_000) {
+function trail(db: Database, log: never, maxRows = 10_000, maxRefusals = 10_000) {
   let audit: Audit | undefined;
-  const recorder = new Recorder((rows) => audit!.write(rows));
+  const recorder = new Recorder(
+    (rows) => audit!.write(rows),
+    (tally) => audit!.refused(tally),
+  );
   audit = new Audit(
     db,
-    () => ({ maxRows, maxAgeDays: 30 }),
+    () => ({ maxRows, maxAgeDays: 30, maxRefusals }),
     log,
     async () => recorder.flush(),
   );
@@ -161,6 +164,43 @@ test("the age bound drops old rows from a batch that also holds new ones, and wh
     const rows = await audit.query();
     expect(rows.map((r) => [r.note, r.durationMs])).toEqual([11, 13, 15, 17, 19].map((d) => ["new", d]));
     expect((db.query("SELECT COUNT(*) AS n FROM audit_batches").get() as { n: number }).n).toBe(1);
+    await audit.stop();
+  });
+});
+
+test("refusals of callers lazy cannot attribute are counted, never rows: a flood of them evicts no row, and their lines keep their own bound", async () => {
+  await inStore(async (db) => {
+    const { log } = logger();
+    const { audit, recorder } = trail(db, log, 100, 100);
+    for (let i = 0; i < 100; i++) recorder.record(row(i, "t1"));
+    const minute = Date.now() - (Date.now() % 60_000) - 180_000;
+    const at = minute + 5_000;
+    const refusal = (k: number) => ({
+      at: at + (k % 100_000),
+      from: "10.213.4.2",
+      reason: "no credential",
+      status: 401,
+      taskId: null,
+      taskRef: null,
+      method: "POST",
+      path: "/v1/messages",
+    });
+    for (let k = 0; k < 105_000; k++) recorder.refused(refusal(k));
+    expect((await audit.query({ taskId: "t1", limit: 1000 })).length).toBe(100);
+    expect(await audit.count()).toBe(100);
+    const lines = await audit.refusals({ since: at - 60_000 });
+    // Five seconds into a minute, over 100 s: that minute and the next, one line each.
+    expect(lines.map((l) => [l.minute, l.source, l.reason, l.status, l.count])).toEqual([
+      [minute, "10.213.4.2", "no credential", 401, 60_000],
+      [minute + 60_000, "10.213.4.2", "no credential", 401, 45_000],
+    ]);
+    // Distinct sources (a loopback process may use any 127.x address) fill only their own bound.
+    for (let k = 0; k < 300; k++) recorder.refused({ ...refusal(k), from: `127.0.${k >> 8}.${k & 255}` });
+    await audit.settled();
+    audit.prune();
+    await audit.settled();
+    expect(await audit.count()).toBe(100);
+    expect((await audit.refusals({ limit: 10_000 })).length).toBe(100);
     await audit.stop();
   });
 });

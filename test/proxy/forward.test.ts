@@ -184,7 +184,7 @@ describe("identity comes from the grant", () => {
 });
 
 describe("failure semantics", () => {
-  test("unknown or revoked placeholder: 401 authentication_error naming the remedy, audited with no role or task", async () => {
+  test("unknown or revoked placeholder: 401 authentication_error naming the remedy, counted with no role or task", async () => {
     anthropic.reset();
     const fake = "sk-ant-api03-lazy-" + "x".repeat(88) + "AA";
     const res = await messages(p.runtimeProxyUrl(), { "x-api-key": fake, "x-lazy-task-id": "deadbeef", "x-lazy-role": "agent" }, false);
@@ -194,8 +194,9 @@ describe("failure semantics", () => {
     expect(body.error.type).toBe("authentication_error");
     expect(body.error.message).toContain("Start the task again");
     expect(anthropic.received).toHaveLength(0);
-    const row = (await p.json(["stats", "audit"])).rows.at(-1);
-    expect(row).toMatchObject({ status: 401, role: null, taskId: null, note: "unknown or revoked placeholder" });
+    // A caller lazy cannot attribute: counted per minute, source and reason, not a row (audit/refusals.ts).
+    const counted = (await p.json(["stats", "audit"])).refused.at(-1);
+    expect(counted).toMatchObject({ status: 401, source: "127.0.0.1", taskId: "", reason: "unknown or revoked placeholder" });
     expect(p.log()).toContain("401 POST /v1/messages unknown or revoked placeholder");
     expect(p.log()).not.toContain(fake);
   });
@@ -225,7 +226,7 @@ describe("failure semantics", () => {
     });
   });
 
-  test("no credential: only the HEAD probes pass; anything else is 401, audited with no task or role. A real credential with no grant is forwarded as is, unattributed whatever its headers say", async () => {
+  test("no credential: only the HEAD probes pass; anything else is 401, counted with no task or role. A real credential with no grant is forwarded as is, unattributed whatever its headers say", async () => {
     anthropic.reset();
     const url = p.runtimeProxyUrl();
     const probe = await fetch(`${url}/api/hello`, { method: "HEAD" });
@@ -236,7 +237,7 @@ describe("failure semantics", () => {
     expect(bare.status).toBe(401);
     expect((await bare.json()).error.message).toContain("send the placeholder lazy gave the task");
     expect(anthropic.received).toHaveLength(1);
-    expect((await p.json(["stats", "audit"])).rows.at(-1)).toMatchObject({ status: 401, role: null, taskId: null, note: "no credential" });
+    expect((await p.json(["stats", "audit"])).refused.at(-1)).toMatchObject({ status: 401, taskId: "", reason: "no credential" });
     const own = "sk-ant-oat01-hostsession-" + "h".repeat(40);
     const res = await messages(url, { authorization: `Bearer ${own}`, "x-lazy-role": "builder" }, false);
     expect(res.status).toBe(200);

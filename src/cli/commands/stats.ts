@@ -1,6 +1,7 @@
 import { FAILURE_KINDS } from "../../config";
+import { refusedText } from "../../lines";
 // Types only from the proxy: loading its modules would cost every stats command tens of ms.
-import type { AuditRow, LimitView, ProviderHealth } from "../../proxy";
+import type { AuditRefusalTally, AuditRow, LimitView, ProviderHealth } from "../../proxy";
 import type { BudgetReport, Pause } from "../../spending";
 import { findProjectRoot } from "../../util/paths";
 import * as Client from "../client";
@@ -19,12 +20,13 @@ const audit = command({
     const q = new URLSearchParams();
     if (rawArgs.some((a) => a === "--task" || a.startsWith("--task="))) q.set("task", args.task ?? "");
     if (args.limit) q.set("limit", args.limit);
-    const r = await c.request<{ rows: (AuditRow & { id: number })[]; totals: Record<string, number> | null }>(
-      "GET",
-      `/api/stats/audit?${q}`,
-    );
+    const r = await c.request<{
+      rows: (AuditRow & { id: number })[];
+      totals: Record<string, number> | null;
+      refused: AuditRefusalTally;
+    }>("GET", `/api/stats/audit?${q}`);
     if (args.json) return printJson(r);
-    if (!r.rows.length) print("No proxied calls recorded.");
+    if (!r.rows.length) print(r.refused.length ? "No proxied calls recorded but refusals (below)." : "No proxied calls recorded.");
     else
       print(
         table([
@@ -63,6 +65,10 @@ const audit = command({
           ]),
         ]),
       );
+    if (r.refused.length) {
+      print("\nRefused callers lazy cannot attribute (counted per minute, source and reason; never rows):");
+      for (const l of r.refused) print(refusedText(l));
+    }
     if (r.totals)
       print(
         `\nTask totals (all time): ${r.totals.requests} requests, ${r.totals.input} input, ${r.totals.output} output, ${r.totals.cacheRead} cache read, ${r.totals.cacheWrite} cache write tokens`,

@@ -9,7 +9,7 @@ import { Tasks } from "../../store";
 export interface StatsDeps {
   db: Database;
   config: () => Config;
-  proxy: Pick<ModelProxy, "stats"> & { audit: Pick<ModelProxy["audit"], "query" | "totals" | "settled"> };
+  proxy: Pick<ModelProxy, "stats"> & { audit: Pick<ModelProxy["audit"], "query" | "totals" | "settled" | "refusals"> };
 }
 
 export function statsRoutes(d: StatsDeps) {
@@ -19,6 +19,9 @@ export function statsRoutes(d: StatsDeps) {
       const limit = Math.min(10_000, Math.max(1, Number(query.limit ?? 100) || 100));
       return {
         rows: await d.proxy.audit.query({ taskId: t?.id, limit }),
+        // Refusals of callers lazy cannot attribute: one counted line per minute, source, reason
+        // and status (with a task: those presenting its placeholder), never rows.
+        refused: await d.proxy.audit.refusals({ taskId: t?.id, limit }),
         totals: t ? await d.proxy.audit.totals(t.id) : null,
         task: t ?? null,
       };

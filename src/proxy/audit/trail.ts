@@ -4,11 +4,15 @@
  * recorded before them, live readers (lazy watch) and budget checks hear of new rows.
  */
 import type { Database } from "bun:sqlite";
-import { Usage } from "../../store";
+import { AuditRefusals, Usage } from "../../store";
 import type { Logger } from "../../util/log";
 import { workerUrl } from "../../util/worker-url";
+import type * as Refusals from "./refusals";
 import * as Store from "./store";
 import type { FromWriter, ToWriter } from "./writer";
+
+/** `[proxy.audit] max_refusal_lines`' default, for a trail made without it. */
+const MAX_REFUSALS = 10_000;
 
 /**
  * The trail itself, on the daemon's main thread: batches from the proxy's thread go to the
@@ -23,13 +27,14 @@ export class Audit {
   private waiters: { id: number; resolve: () => void }[] = [];
   private respawns = 0;
   private live = new Set<(rows: Store.Row[]) => void>();
+  private liveRefused = new Set<(tally: Refusals.Tally) => void>();
   private written_ = new Set<(taskIds: ReadonlySet<string>) => void>();
   /** Batches posted and not yet written → the tasks whose tokens they carry. */
   private spent = new Map<number, Set<string>>();
 
   constructor(
     private db: Database,
-    private bounds: () => Store.Bounds,
+    private bounds: () => Store.Bounds & Partial<Refusals.Bounds>,
     private log: Logger,
     private pending: () => Promise<void> = async () => {},
   ) {
@@ -87,7 +92,34 @@ export class Audit {
 
   /** Apply both bounds now (the trail does once a minute). */
   prune(): void {
-    this.post({ type: "prune", id: ++this.posted, bounds: this.bounds() });
+    const b = this.bounds();
+    this.post({ type: "prune", id: ++this.posted, bounds: { ...b, maxRefusals: b.maxRefusals ?? MAX_REFUSALS } });
+  }
+
+  /** Refusals of callers lazy cannot attribute, counted by a proxy thread (refusals.ts): stored beside the rows, never as rows. */
+  refused(tally: Refusals.Tally): void {
+    for (const l of this.liveRefused) {
+      try {
+        l(tally);
+      } catch (e) {
+        this.liveRefused.delete(l);
+        this.log.warn(`a live reader of refusals failed and was dropped: ${(e as Error).message}`);
+      }
+    }
+    const { maxAgeDays, maxRefusals = MAX_REFUSALS } = this.bounds();
+    this.post({ type: "refused", id: ++this.posted, tally, bounds: { maxAgeDays, maxRefusals } });
+  }
+
+  /** Counted refusals as they are handed over (within ~50 ms): lazy watch shows the first of each, then a count. */
+  onRefused(listener: (tally: Refusals.Tally) => void): () => void {
+    this.liveRefused.add(listener);
+    return () => this.liveRefused.delete(listener);
+  }
+
+  /** The newest `limit` counted lines (of one task's placeholder; from `since` on), oldest first. */
+  async refusals(opts: { taskId?: string; limit?: number; since?: number } = {}): Promise<Refusals.Tally> {
+    await this.settled();
+    return AuditRefusals.newest(this.db, { taskId: opts.taskId, since: opts.since, limit: opts.limit ?? 100 });
   }
 
   /** A batch of rows (from a Recorder): written in one transaction, off this thread. */

@@ -5,13 +5,15 @@
  * rows here (store.ts); readers first wait until what they posted is written (trail.ts).
  */
 import type { Database } from "bun:sqlite";
-import { AuditBatches, connect, Usage } from "../../store";
+import { AuditBatches, AuditRefusals, connect, Usage } from "../../store";
+import type * as Refusals from "./refusals";
 import * as Store from "./store";
 
 export type ToWriter =
   | { type: "open"; path: string }
   | { type: "rows"; id: number; batch: Store.Batch; bounds: Store.Bounds }
-  | { type: "prune"; id: number; bounds: Store.Bounds }
+  | { type: "prune"; id: number; bounds: Store.Bounds & Refusals.Bounds }
+  | { type: "refused"; id: number; tally: Refusals.Tally; bounds: Refusals.Bounds & Pick<Store.Bounds, "maxAgeDays"> }
   | { type: "close"; id: number };
 export type FromWriter = { type: "done"; id: number; error?: string };
 
@@ -84,14 +86,30 @@ function trim(maxRows: number): void {
   for (const cut of [...Store.newestFirst(d, { idAtMost: floor })]) Store.keepOnly(d, cut, (i) => cut.id + i > floor);
 }
 
-/** Both bounds (once a minute). */
-function prune({ maxRows, maxAgeDays }: Store.Bounds): void {
+/** Both bounds (once a minute), and the counted refusals' own. */
+function prune({ maxRows, maxAgeDays, maxRefusals }: Store.Bounds & Refusals.Bounds): void {
   const d = db!;
   const cutoff = Date.now() - maxAgeDays * 86_400_000;
   d.transaction(() => {
     AuditBatches.removeOlderThan(d, cutoff);
     for (const old of [...Store.newestFirst(d, { firstBefore: cutoff })]) Store.keepOnly(d, old, (i) => Store.atOf(old.batch, i) >= cutoff);
     trim(maxRows);
+    AuditRefusals.trim(d, maxRefusals, cutoff);
+  }).immediate();
+}
+
+/** Refusals counted on the proxy's threads (refusals.ts): added to their lines, kept within their own bound, never the rows'. */
+let refusalsSince = 0;
+function count(tally: Refusals.Tally, { maxRefusals, maxAgeDays }: Refusals.Bounds & Pick<Store.Bounds, "maxAgeDays">): void {
+  const d = db!;
+  d.transaction(() => {
+    AuditRefusals.add(d, tally);
+    refusalsSince += tally.length;
+    // Trimmed once a tenth of the bound's lines came in (most add to a line already stored).
+    if (refusalsSince >= Math.max(10, maxRefusals / 10)) {
+      refusalsSince = 0;
+      AuditRefusals.trim(d, maxRefusals, Date.now() - maxAgeDays * 86_400_000);
+    }
   }).immediate();
 }
 
@@ -106,13 +124,14 @@ self.onmessage = (e: MessageEvent<ToWriter>) => {
   let error: string | undefined;
   try {
     if (m.type === "rows") write(m.batch, m.bounds);
+    else if (m.type === "refused") count(m.tally, m.bounds);
     else if (m.type === "prune") prune(m.bounds);
     else {
       db?.close();
       db = undefined;
     }
   } catch (err) {
-    error = `${m.type === "rows" ? "a batch of audit rows was lost: " : ""}${(err as Error).message}`;
+    error = `${m.type === "rows" ? "a batch of audit rows was lost: " : m.type === "refused" ? "counts of refused callers were lost: " : ""}${(err as Error).message}`;
   }
   postMessage({ type: "done", id: m.id, ...(error ? { error } : {}) } satisfies FromWriter);
 };

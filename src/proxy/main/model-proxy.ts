@@ -72,7 +72,10 @@ export class ModelProxy {
     this.targets = Targets.build(config());
     this.audit = new Audit(
       db,
-      () => ({ maxRows: this.config().proxy.audit.max_rows, maxAgeDays: this.config().proxy.audit.max_age_days }),
+      () => {
+        const a = this.config().proxy.audit;
+        return { maxRows: a.max_rows, maxAgeDays: a.max_age_days, maxRefusals: a.max_refusal_lines };
+      },
       log,
       () => this.sync(),
     );

@@ -14,7 +14,7 @@ import { MCP_NO_TOKEN, MCP_PATH } from "./names";
 export interface ThreadSide {
   /** Ask the main thread (an answer comes back for every ask). */
   ask<T>(a: Ask): Promise<T>;
-  recorder: Pick<Recorder, "record">;
+  recorder: Pick<Recorder, "record" | "refused">;
   log: Log.Logger;
 }
 
@@ -83,9 +83,21 @@ export async function serveMcp(t: ThreadSide, req: Request, server: Server<undef
     admitted.set(key, { who: admit.who, until: started + ADMITTED_MS });
   } else if (!admit.ok) admitted.delete(key);
   if (!admit.ok) {
-    // Unknown to lazy: the row names no task or role (lazy cannot vouch for who sent it).
+    // Unknown to lazy (no token, an unknown one, one off its pin): counted per minute, source and
+    // reason, never a row, so a flood of them cannot push real rows out (audit/refusals.ts).
     dropBody(req, pass);
-    return refuse(rpcError(401, -32001, admit.message), admit.note);
+    recorder.refused({
+      at,
+      from: from || (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, ""),
+      reason: admit.note,
+      status: 401,
+      taskId: null,
+      taskRef: null,
+      method: req.method,
+      path: MCP_PATH,
+    });
+    log.repeated("warn", `401 mcp ${admit.note}`, `401 ${req.method} ${MCP_PATH} ${admit.note}`);
+    return rpcError(401, -32001, admit.message);
   }
   head.taskId = admit.who.taskId;
   head.taskRef = admit.who.taskRef;

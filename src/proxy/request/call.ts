@@ -3,7 +3,8 @@
  * to, never what it says about itself: no header names a task or a role; with no grant the row
  * names none), the audit row's head, and the two ways it ends early or late — `record` (a row,
  * with the hop, lazy's own time and what plugins noted) and `refuse` (a refusal, its row and a
- * rate-limited log line). Each stage (forward.ts) reads and writes it.
+ * rate-limited log line), or `refuseUnknown` for a caller lazy cannot attribute (counted, not a
+ * row: audit/refusals.ts). Each stage (forward.ts) reads and writes it.
  */
 import type { Server } from "bun";
 import { pathOf } from "../../util/url";
@@ -66,6 +67,31 @@ export class Call {
     if (this.unread) dropBody(this.req, this.pass);
     this.base.upstream = upstream;
     this.record({ status: res.status, note });
+    return this.logged(res, note);
+  }
+
+  /**
+   * Refuse a caller whose credential redeems no grant lazy can vouch for (caller.ts): counted per
+   * minute, source address and reason on this thread, never a row, so a flood of them cannot
+   * push a task's rows out of the trail's bound (audit/refusals.ts).
+   */
+  refuseUnknown(res: Response, note: string): Response {
+    if (this.unread) dropBody(this.req, this.pass);
+    const b = this.base;
+    this.ctx.audit.refused({
+      at: b.at,
+      from: sourceOf(this.req, this.server),
+      reason: note,
+      status: res.status,
+      taskId: b.taskId,
+      taskRef: b.taskRef,
+      method: b.method,
+      path: b.path,
+    });
+    return this.logged(res, note);
+  }
+
+  private logged(res: Response, note: string): Response {
     // A container can send refused requests by the thousand: one line a minute per kind.
     this.ctx.log.repeated(
       "warn",
@@ -75,6 +101,10 @@ export class Call {
     return res;
   }
 }
+
+/** The address a request came from, as a refusal counts it. */
+export const sourceOf = (req: Request, server: Server<undefined>): string =>
+  (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, "");
 
 function pathOnly(target: string): string {
   const q = target.indexOf("?");

@@ -62,12 +62,16 @@ export function callerRefusal(
   return undefined;
 }
 
-/** Stage 1: a refusal for a caller that may not go on (its row and log line written), or undefined. */
+/**
+ * Stage 1: a refusal for a caller that may not go on, or undefined. Every refusal here is of a
+ * caller whose credential redeems no grant lazy can vouch for: counted per minute, source and
+ * reason, not a row (audit/refusals.ts), with its rate-limited log line.
+ */
 export function checkCaller(ctx: Context, call: Call): Response | undefined {
   // No credential at all: only the surface's reachability probes (HEAD; Claude Code's
   // `HEAD /api/hello` comes before it authenticates) go on; anything else needs a placeholder.
   if (!call.token && call.req.method !== "HEAD")
-    return call.refuse(
+    return call.refuseUnknown(
       errorResponse(
         "anthropic",
         401,
@@ -75,15 +79,9 @@ export function checkCaller(ctx: Context, call: Call): Response | undefined {
         "lazy's proxy refused a request with no credential: send the placeholder lazy gave the task (in x-api-key or Authorization: Bearer). Only the HEAD reachability probes pass without one.",
       ),
       "no credential",
-      ctx.targets().primary().origin,
     );
   // Whose placeholder, from where, while which turn runs: one refusal per reason.
   const denied = callerRefusal(call.req, call.server, call.token, call.grant, ctx.live);
-  if (denied)
-    return call.refuse(
-      errorResponse("anthropic", 401, "authentication_error", denied.message),
-      denied.note,
-      ctx.targets().primary().origin,
-    );
+  if (denied) return call.refuseUnknown(errorResponse("anthropic", 401, "authentication_error", denied.message), denied.note);
   return undefined;
 }

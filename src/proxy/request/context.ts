@@ -19,7 +19,7 @@ export interface Context {
   live: (taskId: string) => boolean;
   credentials: Pick<CredentialStore, "get">;
   targets: () => Targets;
-  audit: Pick<Recorder, "record">;
+  audit: Pick<Recorder, "record" | "refused">;
   limits: Pick<Limits, "record" | "refused">;
   health: Health;
   log: Logger;

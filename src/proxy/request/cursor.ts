@@ -27,6 +27,7 @@ import { type Grant, liveKey, notLive, offPin, Placeholders, pinnedTo, pinOwner 
 import { bounded, MAX_BODY, type Pass } from "../listen";
 import { kindOfStatus, NOTE } from "../meters";
 import { healthKind, providerFailure, relay, send, wayRefusal, wayTo } from "../upstream";
+import { sourceOf } from "./call";
 import type { Context } from "./context";
 import { Scrubber, scrubStream } from "./cursor-scrub";
 import type { Sessions } from "./cursor-sessions";
@@ -81,11 +82,28 @@ export async function handleCursor(
     ctx.log.repeated("warn", `cursor ${status} ${note}`, `${status} ${req.method} cursor route: ${note}`);
     return connectError(status, message);
   };
+  // A caller lazy cannot attribute (a malformed route, no grant, one that does not redeem):
+  // counted per minute, source and reason, not a row (audit/refusals.ts).
+  const failUnknown = (status: number, message: string, note: string, grant?: Grant): Response => {
+    ctx.audit.refused({
+      at,
+      from: sourceOf(req, server),
+      reason: note,
+      status,
+      taskId: grant?.taskId ?? null,
+      taskRef: grant?.taskRef ?? null,
+      method: req.method,
+      path: segments.length < 5 ? `${PREFIX}(malformed)` : shownPath,
+    });
+    ctx.log.repeated("warn", `cursor ${status} ${note}`, `${status} ${req.method} cursor route: ${note}`);
+    return connectError(status, message);
+  };
 
   if (segments.length < 5 || !token || segments[4] === undefined)
-    return fail(
+    return failUnknown(
       400,
       `lazy's proxy got a malformed Cursor route (${segments.length - 1} path segments; expected /_lazy/cursor/<placeholder>/<upstream path>).`,
+      "malformed Cursor route",
     );
 
   const headers = new Headers(req.headers);
@@ -101,28 +119,28 @@ export async function handleCursor(
     // of them is redeemed on this route: one presented here is a container's trick, refused.
     const shown = presented(headers);
     if (shown && Placeholders.isPlaceholder(shown))
-      return fail(
+      return failUnknown(
         401,
         `lazy's proxy refused a lazy placeholder on the host-login Cursor route (/_lazy/cursor/-/): nothing is substituted there. A task's cursor-agent uses /_lazy/cursor/<its placeholder>/.`,
-        undefined,
         "placeholder presented on the host-login route",
       );
   } else {
     grant = ctx.grants.lookup(token);
     if (!grant)
-      return fail(
+      return failUnknown(
         401,
         "lazy's proxy does not know this Cursor placeholder: the task's grant is gone. Start the task again: lazy start TASK.",
+        NOTE.grantGone,
       );
     const held = liveKey(grant);
-    if (held && !ctx.live(held)) return fail(401, `lazy's proxy refused this placeholder: ${notLive(grant)}`, grant, "not live");
+    if (held && !ctx.live(held)) return failUnknown(401, `lazy's proxy refused this placeholder: ${notLive(grant)}`, "not live", grant);
     const from = offPin(grant, req, server);
     if (from)
-      return fail(
+      return failUnknown(
         401,
         `lazy's proxy refused this placeholder: it belongs to ${pinOwner(grant)} and was presented from ${from}.`,
-        grant,
         NOTE.pinned(from, pinnedTo(grant)?.join(",") || "none"),
+        grant,
       );
     // Only a Cursor profile's placeholder redeems the Cursor key: any other grant (a Claude or a
     // local-model profile) stands for another credential and another upstream.

@@ -54,7 +54,10 @@ const sessions: Sessions = {
 const servers = new Map<string, ProxyServer>();
 const log = Log.create("proxy");
 const post = (m: FromThread) => self.postMessage(m);
-const recorder = new Recorder((batch) => self.postMessage({ type: "audit", batch } satisfies FromThread, buffers(batch)));
+const recorder = new Recorder(
+  (batch) => self.postMessage({ type: "audit", batch } satisfies FromThread, buffers(batch)),
+  (tally) => post({ type: "refused", tally }),
+);
 const bridge = { ask, recorder, log };
 
 /** What a container can make this thread hold: requests in flight, bodies, time (gate.ts). */

@@ -12,7 +12,7 @@ import type { Ask, Call, FromThread, Init, ToThread } from "./messages";
 
 /** What a thread asks of the proxy that owns it. */
 export interface Owner {
-  readonly audit: Pick<Audit, "write">;
+  readonly audit: Pick<Audit, "write" | "refused">;
   readonly log: Logger;
   /** The proxy is stopping: a thread ending now is no failure. */
   readonly stopping: boolean;
@@ -46,6 +46,7 @@ export class Thread {
     worker.onmessage = (e: MessageEvent<FromThread>) => {
       const m = e.data;
       if (m.type === "audit") return this.owner.audit.write(m.batch);
+      if (m.type === "refused") return this.owner.audit.refused(m.tally);
       if (m.type === "ask") {
         const v = this.owner.answer(m.ask);
         if (v instanceof Promise) return void v.then((value) => this.post({ type: "answer", id: m.id, value }));

@@ -6,7 +6,7 @@
 import type { Config } from "../../config";
 import type { Resolved } from "../../credentials";
 import type * as Log from "../../util/log";
-import type { Batch } from "../audit";
+import type { Batch, RefusalTally } from "../audit";
 import type { Grant } from "../identity";
 import type { LimitView, ProviderHealth } from "../meters";
 import type { Spec as PluginSpec } from "../plugins";
@@ -53,6 +53,8 @@ export type Listening = { address: { host: string; port: number } | null; error?
 export type FromThread =
   | { type: "reply"; id: number; value?: unknown; error?: string }
   | { type: "audit"; batch: Batch }
+  /** Refusals of callers lazy cannot attribute, counted since the last hand-over (audit/refusals.ts). */
+  | { type: "refused"; tally: RefusalTally }
   | { type: "ask"; id: number; ask: Ask };
 
 /** What this thread asks the main thread: the Cursor session table lives there, shared by every proxy thread. */
