@@ -1,5 +1,6 @@
 import { FAILURE_KINDS } from "../../config";
 // Types only from the proxy: loading its modules would cost every stats command tens of ms.
+import { type Cost, costText } from "../../lines";
 import type { AuditRow, LimitView, ProviderHealth } from "../../proxy";
 import type { BudgetReport, Pause } from "../../spending";
 import { findProjectRoot } from "../../util/paths";
@@ -110,6 +111,8 @@ const limits = command({
 });
 
 const usd = (v: number | null) => (v === null ? "-" : `$${v.toFixed(2)}`);
+/** Spending's dollars, naming any model lazy has no price for. */
+const cost = (s: Cost) => costText(s);
 
 const budget = command({
   meta: {
@@ -132,9 +135,7 @@ const budget = command({
       b.per_day_usd !== undefined && `per day ${usd(b.per_day_usd)}`,
     ].filter(Boolean);
     print(`Budget: ${set.length ? set.join(", ") : "none set ([budget] in lazy.toml)"}`);
-    print(
-      `Today (${r.today.day}, UTC): ${r.today.tokens} tokens in ${r.today.requests} requests, ${usd(r.today.usd)}${r.today.usd === null ? " (a profile's model has no known price)" : ""}`,
-    );
+    print(`Today (${r.today.day}, UTC): ${r.today.tokens} tokens in ${r.today.requests} requests, ${cost(r.today)}`);
     print("\nCredentials:");
     if (!r.credentials.length && !r.limits.length) print("  none used yet");
     for (const cr of r.credentials) {
@@ -142,7 +143,7 @@ const budget = command({
         .filter((l) => (l.credential ?? "(none)") === cr.credential)
         .flatMap((l) => l.windows.filter((w) => w.usedPercent !== null && /five_hour|seven_day|primary|secondary/.test(w.name)));
       print(
-        `  ${cr.credential.padEnd(16)} ${String(cr.tokens).padStart(10)} tokens  ${usd(cr.usd).padStart(9)}  ${reading.length ? reading.map((w) => `${w.name} ${Math.round(w.usedPercent!)} %`).join(", ") : "no reading"}`,
+        `  ${cr.credential.padEnd(16)} ${String(cr.tokens).padStart(10)} tokens  ${cost(cr).padStart(9)}  ${reading.length ? reading.map((w) => `${w.name} ${Math.round(w.usedPercent!)} %`).join(", ") : "no reading"}`,
       );
     }
     print("\nTasks (most tokens first):");
@@ -154,7 +155,7 @@ const budget = command({
           ...r.tasks.map((t) => [
             `  ${t.code ?? t.taskId.slice(0, 8)}`,
             String(t.tokens),
-            usd(t.usd),
+            cost(t),
             [t.limit.tokens !== null ? `${t.limit.tokens} tokens` : "", t.limit.usd !== null ? usd(t.limit.usd) : ""]
               .filter(Boolean)
               .join(", ") || "-",
@@ -162,12 +163,15 @@ const budget = command({
         ]),
       );
     print("\nProfiles:");
-    for (const p of r.profiles)
+    for (const p of r.profiles) print(`  ${p.profile.padEnd(16)} ${String(p.tokens).padStart(10)} tokens  ${cost(p)}`);
+    // Priced by the model each request was served (else asked), never by a profile's config.
+    print("\nModels (as served):");
+    for (const m of r.models)
       print(
-        `  ${p.profile.padEnd(16)} ${String(p.tokens).padStart(10)} tokens  ${p.priced ? usd(p.usd) : `tokens only (${p.model ? `no price known for ${p.model}` : "the profile names no model"})`}`,
+        `  ${(m.model || "(none named)").padEnd(24)} ${String(m.tokens).padStart(10)} tokens  ${m.priced ? usd(m.usd) : `tokens only (${m.model ? `no price known for ${m.model}` : "no answer named its model"})`}`,
       );
     print("\nDays:");
-    for (const d of r.days) print(`  ${d.day}  ${String(d.tokens).padStart(10)} tokens  ${usd(d.usd)}`);
+    for (const d of r.days) print(`  ${d.day}  ${String(d.tokens).padStart(10)} tokens  ${cost(d)}`);
   },
 });
 
