@@ -110,7 +110,12 @@ describe("a profile that pins its models", () => {
     expect(refused.length).toBe(5);
     for (const r of refused) expect(r.note).toContain("model refused");
     expect(refused.some((r) => r.modelAsked === "claude-opus-4-1")).toBe(true);
-    expect(audit.filter((r) => r.status === 200).map((r) => r.modelServed).sort()).toEqual(["claude-haiku-4-5", "claude-sonnet-4-5-20250929"]);
+    expect(
+      audit
+        .filter((r) => r.status === 200)
+        .map((r) => r.modelServed)
+        .sort(),
+    ).toEqual(["claude-haiku-4-5", "claude-sonnet-4-5-20250929"]);
   }, 60_000);
 
   test("the OpenAI wire alike: a Responses request for another model is refused in OpenAI's error shape; the provider receives nothing", async () => {

@@ -42,6 +42,7 @@ const audit = command({
             "TTFB",
             "LAZY in/out",
             "TOKENS in/out/cache",
+            "MODEL",
             "NOTE",
           ],
           ...r.rows.map((x) => [
@@ -58,6 +59,8 @@ const audit = command({
             // lazy's own added time (ms): arrival → departure upstream, answer's head back → on to the agent.
             x.lazyInMs === null && x.lazyOutMs === null ? "-" : `${ms(x.lazyInMs)}/${ms(x.lazyOutMs)}`,
             x.usage ? `${x.usage.input}/${x.usage.output}/${x.usage.cacheRead + x.usage.cacheWrite}` : "-",
+            // The model served (what it is priced by), and the one asked when it differs or none was served.
+            modelText(x.modelAsked ?? null, x.modelServed ?? null),
             [x.hop ? `fallback hop ${x.hop} (${x.upstream})` : "", x.retries ? `retried ${x.retries}×` : "", x.note ?? ""]
               .filter(Boolean)
               .join("; ") || "-",
@@ -109,6 +112,12 @@ const limits = command({
     for (const [name, p] of Object.entries(r.problems)) print(`! ${name}: ${p}`);
   },
 });
+
+/** A row's model: the one served, "asked A, served B" when they differ, "asked A" when none was served. */
+function modelText(asked: string | null, served: string | null): string {
+  if (served) return asked && asked !== served ? `asked ${asked}, served ${served}` : served;
+  return asked ? `asked ${asked}` : "-";
+}
 
 const usd = (v: number | null) => (v === null ? "-" : `$${v.toFixed(2)}`);
 /** Spending's dollars, naming any model lazy has no price for. */

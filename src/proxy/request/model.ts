@@ -107,7 +107,7 @@ export function checkModel(
   else if (a.values.length === 0) why = `the request body names no model, so the upstream would choose one`;
   else if (a.values.length > 1) why = `the request body names its model ${a.values.length} times`;
   else if (typeof first !== "string") why = `the request body's model is not a string`;
-  else if (!allows(models, first)) why = `model ${JSON.stringify(first.length > 200 ? `${first.slice(0, 200)}…` : first)} is not allowed`;
+  else if (!allows(models, first)) why = `model "${shown(first)}" is not allowed`;
   if (!why) return undefined;
   return call.refuse(
     errorResponse(wire, 403, "permission_error", `lazy's proxy refused the request: ${why}; ${allowed}. To go on, ${remedy}.`, {
@@ -116,6 +116,12 @@ export function checkModel(
     `model refused: ${why} (${allowed})`.slice(0, 500),
     origin,
   );
+}
+
+/** An agent's model string as lazy repeats it: printable ASCII only (a terminal reads the rest), 200 characters at most. */
+function shown(model: string): string {
+  const s = model.replace(/[^\x20-\x7e]/g, "?").replaceAll('"', "'");
+  return s.length > 200 ? `${s.slice(0, 200)}…` : s;
 }
 
 /** A pinned model, or its dated snapshot (`claude-sonnet-4-5` allows `claude-sonnet-4-5-20250929`). */
