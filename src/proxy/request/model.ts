@@ -180,7 +180,15 @@ function skipValue(b: Buffer, i: number): number {
 /** Whether the key string `b[start..end]` (quotes included) reads as `model` in any case, escapes decoded. */
 function readsAsModel(b: Buffer, start: number, end: number): boolean {
   const len = end - start - 1;
-  if (len === 5) return (b.toString("latin1", start + 1, end) as string).toLowerCase() === "model";
+  // m, o, d, e, l in either case, compared in place (b | 0x20 folds ASCII letters only to these).
+  if (len === 5)
+    return (
+      (b[start + 1]! | 0x20) === 0x6d &&
+      (b[start + 2]! | 0x20) === 0x6f &&
+      (b[start + 3]! | 0x20) === 0x64 &&
+      (b[start + 4]! | 0x20) === 0x65 &&
+      (b[start + 5]! | 0x20) === 0x6c
+    );
   if (len < 5 || len > 5 * 6 || !escaped(b, start, end)) return false;
   const key = stringValue(b, start, end + 1);
   return key !== null && key.toLowerCase() === "model";
