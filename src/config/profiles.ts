@@ -14,6 +14,8 @@ export interface ResolvedProfile {
   endpoint?: string;
   wire: "anthropic" | "openai" | "cursor";
   credential?: string;
+  /** The only models its requests may ask for ([profiles.NAME] models); undefined: any. */
+  models?: readonly string[];
 }
 
 const defaultWire = (h: Harness) => (h === "codex" ? "openai" : h === "cursor" ? "cursor" : "anthropic");
@@ -31,7 +33,15 @@ export function resolveProfile(config: Config, name: string): ResolvedProfile {
       `No profile "${name}": use one of ${profileNames(config).join(", ")}, or add [profiles.${name}] to lazy.toml.`,
     );
   const harness = (p?.harness ?? name) as Harness;
-  return { name, harness, model: p?.model, endpoint: p?.endpoint, wire: p?.wire ?? defaultWire(harness), credential: p?.credential };
+  return {
+    name,
+    harness,
+    model: p?.model,
+    endpoint: p?.endpoint,
+    wire: p?.wire ?? defaultWire(harness),
+    credential: p?.credential,
+    models: p?.models,
+  };
 }
 
 export const defaultProfile = (config: Config): string => config.models.roles.agent ?? "claude";

@@ -150,6 +150,18 @@ export const Profile = z
       .optional()
       .describe("Which agent runs: claude, codex, cursor or pi. Required unless the profile is named after a built-in one."),
     model: z.string().min(1).optional().describe("Model the harness asks for."),
+    models: z
+      .array(
+        z
+          .string()
+          .regex(/^[\x21-\x7e]{1,128}$/, "expected a model id (printable characters, no spaces, at most 128)")
+          .describe("A model id, as the request body names it."),
+      )
+      .min(1)
+      .optional()
+      .describe(
+        "The only models this profile's requests may ask for (a dated snapshot of one, like claude-sonnet-4-5-20250929, counts as it). Any other is refused with 403 before it reaches the provider. List every model the harness asks for (Claude Code also asks a small one, e.g. claude-haiku-4-5). Not for cursor profiles.",
+      ),
     endpoint: origin("the profile endpoint")
       .optional()
       .describe("Upstream this profile's traffic goes to (a provider, or a model server you run)."),
@@ -348,6 +360,17 @@ export function crossCheck(raw: unknown): { path: (string | number)[]; message: 
     const harness = typeof p.harness === "string" ? p.harness : name;
     if (p.wire !== undefined && harness === "codex" && p.wire !== "openai")
       out.push({ path: ["profiles", name, "wire"], message: 'expected "openai": codex speaks only the OpenAI Responses wire' });
+    if (Array.isArray(p.models) && harness === "cursor")
+      out.push({
+        path: ["profiles", name, "models"],
+        message: "cursor-agent speaks Cursor's own protocol, whose model lazy does not read: remove models",
+      });
+    if (
+      Array.isArray(p.models) &&
+      typeof p.model === "string" &&
+      !p.models.some((m) => m === p.model || m === String(p.model).replace(/-\d{8}$/, ""))
+    )
+      out.push({ path: ["profiles", name, "models"], message: `expected the profile's model "${p.model}" among its models` });
     if (p.wire !== undefined && harness === "claude" && p.wire !== "anthropic")
       out.push({ path: ["profiles", name, "wire"], message: 'expected "anthropic": Claude Code speaks only the Anthropic wire' });
   }

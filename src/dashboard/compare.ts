@@ -36,7 +36,10 @@ export interface Candidate {
   checkNote: string | null;
   tokens: number;
   requests: number;
+  /** Dollars, priced by the models served (null when one has no price: `unpriced` names it). */
   usd: number | null;
+  knownUsd: number;
+  unpriced: string[];
   /** Milliseconds its turns ran (a running turn counts to now). */
   wallMs: number;
   /** The agent's finish summary, or its last message (first 240 characters). */
@@ -118,6 +121,8 @@ export async function compare(db: Database, config: Config, root: string, group:
       tokens: s.tokens,
       requests: s.requests,
       usd: s.usd,
+      knownUsd: s.knownUsd,
+      unpriced: s.unpriced,
       wallMs: wallTime(events),
       summary: typeof finish === "string" ? finish.slice(0, 240) : null,
     });

@@ -12,7 +12,10 @@ export interface TaskRow extends Task {
   /** What the task is doing or waiting for, in a sentence. */
   why: string;
   tokens: number;
+  /** Dollars, priced by the models served (null when one has no price: `unpriced` names it). */
   usd: number | null;
+  knownUsd: number;
+  unpriced: string[];
   /** The agent's newest message (its first 240 characters), if any. */
   lastMessage: string | null;
   /** What a person can do to it now (its status's moves): the page offers only these. */
@@ -60,6 +63,8 @@ export function rows(db: Database, config: Config, tasks: readonly Task[]): Task
       why: why(t, status.get(t.id)),
       tokens: s.tokens,
       usd: s.usd,
+      knownUsd: s.knownUsd,
+      unpriced: s.unpriced,
       lastMessage: typeof m === "string" ? m.slice(0, 240) : null,
       actions: actions(t.status),
     };

@@ -135,3 +135,25 @@ export function watchLine(item: WatchItem): string | null {
     }
   }
 }
+
+/** What a figure of spending needs for its dollars (spending/budget.ts Spent). */
+export interface Cost {
+  usd: number | null;
+  knownUsd: number;
+  unpriced: string[];
+}
+
+/**
+ * Dollars as people read them, naming what has no price: "$0.1234", "$0.12 + no price known
+ * for MODEL" or "no price known for MODEL" — never a dash or $0 that hides a model lazy cannot
+ * price. `digits` is the cents' precision (more below a dollar when `fine`).
+ */
+export function costText(c: Cost, fine = false): string {
+  const money = (n: number) => `$${n.toFixed(fine && n < 1 ? 4 : 2)}`;
+  if (!c.unpriced.length) return money(c.usd ?? c.knownUsd);
+  const named = c.unpriced.filter(Boolean);
+  const why = [named.length ? `no price known for ${named.join(", ")}` : "", c.unpriced.includes("") ? "tokens of no named model" : ""]
+    .filter(Boolean)
+    .join("; ");
+  return c.knownUsd > 0 ? `${money(c.knownUsd)} + ${why}` : why;
+}

@@ -82,8 +82,10 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
           },
           usd: {
             limit: limit.usd,
-            spent: spent.usd,
-            left: limit.usd === null || spent.usd === null ? null : Math.max(0, limit.usd - spent.usd),
+            // What the models with a known price cost; `unpriced` names those without one.
+            spent: spent.knownUsd,
+            left: limit.usd === null ? null : Math.max(0, limit.usd - spent.knownUsd),
+            unpriced: spent.unpriced,
           },
           reached: over?.message ?? null,
         },

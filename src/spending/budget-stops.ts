@@ -10,7 +10,7 @@ import type { ModelProxy } from "../proxy";
 import { canMove, isFinal, Runs, type Status, type Task, Tasks } from "../store";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
-import { dayOver, type Over, overFor, spentByTask, taskLimit, taskOver } from "./budget";
+import { dayOver, type Over, overFor, spentByTask, stampLegacy, taskLimit, taskOver } from "./budget";
 
 export interface BudgetDeps {
   db: Database;
@@ -27,6 +27,7 @@ export class Budgets {
   constructor(private d: BudgetDeps) {}
 
   start(): void {
+    stampLegacy(this.d.db, this.d.config());
     this.off = this.d.proxy.audit.onWritten((ids) => {
       const b = this.d.config().budget;
       const none = Object.values(b).every((v) => v === undefined);

@@ -1,8 +1,13 @@
 /**
- * Budgets ([budget]) and what was spent: tokens per task, profile, credential and UTC day from
- * the usage_days counters (the audit's row bound never erases them), priced where the profile
- * names a model lazy knows (prices.ts). A task that reaches its budget is stopped at its next
- * request and waits with reason `budget`; never a silent cap, never a silent overrun.
+ * Budgets ([budget]) and what was spent: tokens per task, profile, credential, model and UTC
+ * day from the usage_days counters (the audit's row bound never erases them), priced by the
+ * model each request was served (else the one it asked for), never by what a profile's config
+ * says: an agent asking for a dearer model than its profile's is charged for that model, and
+ * editing the config later re-prices nothing. The counters keep tokens, not dollars, so the
+ * figures stay the provider's own and a corrected price table corrects them; a model lazy has
+ * no price for is named ("no price known for MODEL"), never counted as $0. A task that reaches
+ * its budget is stopped at its next request and waits with reason `budget`; never a silent cap,
+ * never a silent overrun.
  */
 import type { Database } from "bun:sqlite";
 import { type Config, resolveProfile } from "../config";
@@ -12,8 +17,12 @@ import { costOf, priceOf, type Tokens, tokensOf } from "./prices";
 export interface Spent extends Tokens {
   requests: number;
   tokens: number;
-  /** Dollars, where every profile involved has a known price; null otherwise. */
+  /** Dollars, where every model involved has a known price; null otherwise (`unpriced` names them). */
   usd: number | null;
+  /** Dollars of the models that have a price: what a dollar budget is held to (at least this was spent). */
+  knownUsd: number;
+  /** The models with tokens and no known price ("" for tokens whose model no answer named), sorted. */
+  unpriced: string[];
 }
 
 export interface Over {
@@ -26,41 +35,83 @@ export interface Over {
   message: string;
 }
 
-type Sums = Usage.Sums & { profile: string };
+type Sums = Usage.Sums & { model: string };
 
 export const today = (now = Date.now()) => new Date(now).toISOString().slice(0, 10);
 
-/** Add up rows grouped by profile into tokens and, where every profile is priced, dollars. */
-export function total(config: Config, rows: readonly Sums[]): Spent {
-  const out: Spent = { requests: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, tokens: 0, usd: 0 };
-  for (const r of rows) {
-    out.requests += r.requests;
-    out.input += r.input;
-    out.output += r.output;
-    out.cacheRead += r.cacheRead;
-    out.cacheWrite += r.cacheWrite;
-    const cost = costOf(priceOf(modelOf(config, r.profile)), r);
-    out.usd = out.usd === null || cost === null ? null : out.usd + cost;
+/** A counter that adds up rows of any grouping, each priced by its own model. */
+class Counter implements Spent {
+  requests = 0;
+  input = 0;
+  output = 0;
+  cacheRead = 0;
+  cacheWrite = 0;
+  knownUsd = 0;
+  private missing: Set<string> | undefined;
+
+  add(r: Sums, price: ReturnType<typeof priceOf>): void {
+    this.requests += r.requests;
+    this.input += r.input;
+    this.output += r.output;
+    this.cacheRead += r.cacheRead;
+    this.cacheWrite += r.cacheWrite;
+    const cost = costOf(price, r);
+    if (cost !== null) this.knownUsd += cost;
+    else if (tokensOf(r) > 0) {
+      this.missing ??= new Set();
+      this.missing.add(r.model);
+    }
   }
-  out.tokens = tokensOf(out);
-  if (!rows.length) out.usd = 0;
-  return out;
+
+  get tokens(): number {
+    return tokensOf(this);
+  }
+
+  get usd(): number | null {
+    return this.missing ? null : this.knownUsd;
+  }
+
+  get unpriced(): string[] {
+    return this.missing ? [...this.missing].sort() : [];
+  }
+
+  /** As plain data (for JSON). */
+  spent(): Spent {
+    const { requests, input, output, cacheRead, cacheWrite, tokens, usd, knownUsd, unpriced } = this;
+    return { requests, input, output, cacheRead, cacheWrite, tokens, usd, knownUsd, unpriced };
+  }
 }
 
+/** Add up rows, each priced by its model, into tokens and dollars. */
+export function total(rows: readonly Sums[]): Spent {
+  const c = new Counter();
+  for (const r of rows) c.add(r, priceOf(r.model));
+  return c.spent();
+}
+
+/** A profile's model as configured now (undefined: none, or a profile since removed). */
 function modelOf(config: Config, profile: string): string | undefined {
   try {
     return resolveProfile(config, profile).model;
   } catch {
-    return undefined; // a profile since removed from lazy.toml: no price
+    return undefined;
   }
 }
 
-export function spentByTask(db: Database, config: Config, taskId: string): Spent {
-  return total(config, Usage.taskByProfile(db, taskId));
+/**
+ * Counters kept before models were (Usage.LEGACY) are given the model their profile names now,
+ * once, at the daemon's first start on this version: from then on no config edit moves them.
+ */
+export function stampLegacy(db: Database, config: Config): void {
+  for (const profile of Usage.legacyProfiles(db)) Usage.stampLegacy(db, profile, modelOf(config, profile) ?? "");
 }
 
-export function spentOnDay(db: Database, config: Config, day = today()): Spent {
-  return total(config, Usage.dayByProfile(db, day));
+export function spentByTask(db: Database, _config: Config, taskId: string): Spent {
+  return total(Usage.taskByModel(db, taskId));
+}
+
+export function spentOnDay(db: Database, _config: Config, day = today()): Spent {
+  return total(Usage.dayByModel(db, day));
 }
 
 /** A task's budget: [budget] per_task_* plus what a human added (lazy task budget). */
@@ -118,8 +169,9 @@ function reached(
   const s = spent();
   for (const unit of ["tokens", "usd"] as const) {
     const l = limit[unit];
-    const n = s[unit];
-    if (l !== null && n !== null && n >= l) return { scope, unit, spent: n, limit: l, message: say(unit, n, l) };
+    // Dollars: what the priced models cost, at least (a model with no price must not escape a dollar budget unseen).
+    const n = unit === "tokens" ? s.tokens : s.knownUsd;
+    if (l !== null && n >= l) return { scope, unit, spent: n, limit: l, message: say(unit, n, l) };
   }
   return null;
 }
@@ -129,51 +181,48 @@ export interface BudgetReport {
   today: Spent & { day: string };
   days: (Spent & { day: string })[];
   tasks: (Spent & { taskId: string; code: string | null; limit: { tokens: number | null; usd: number | null } })[];
-  profiles: (Spent & { profile: string; model: string | null; priced: boolean })[];
+  profiles: (Spent & { profile: string })[];
+  /** Per model served (else asked): the price is the model's, `priced` whether lazy knows it. */
+  models: (Spent & { model: string; priced: boolean })[];
   credentials: (Spent & { credential: string })[];
 }
 
 /** Everything lazy stats budget shows but the readings: one GROUP BY per view over the counters. */
 export function report(db: Database, config: Config, opts: { days?: number; tasks?: number } = {}): BudgetReport {
   const since = today(Date.now() - ((opts.days ?? 30) - 1) * 86_400_000);
-  // One scan of the counters, summed four ways here: four GROUP BYs cost twice as much
-  // (bench/README.md "lazy stats budget"). A profile's price is looked up once.
+  // One scan of the counters, summed five ways here: four GROUP BYs cost twice as much
+  // (bench/README.md "lazy stats budget"). A model's price is looked up once.
   const prices = new Map<string, ReturnType<typeof priceOf>>();
-  const priceFor = (profile: string) => {
-    if (!prices.has(profile)) prices.set(profile, priceOf(modelOf(config, profile)));
-    return prices.get(profile) ?? null;
+  const priceFor = (model: string) => {
+    if (!prices.has(model)) prices.set(model, priceOf(model));
+    return prices.get(model) ?? null;
   };
-  type Counter = Tokens & { requests: number; usd: number | null };
   const rows = Usage.days(db);
   const byDay = new Map<string, Counter>();
   const byTask = new Map<string, Counter>();
   const byProfile = new Map<string, Counter>();
+  const byModel = new Map<string, Counter>();
   const byCredential = new Map<string, Counter>();
-  const add = (m: Map<string, Counter>, k: string, r: Sums) => {
+  const add = (m: Map<string, Counter>, k: string, r: Usage.Day, price: ReturnType<typeof priceOf>) => {
     let c = m.get(k);
     if (!c) {
-      c = { requests: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, usd: 0 };
+      c = new Counter();
       m.set(k, c);
     }
-    c.requests += r.requests;
-    c.input += r.input;
-    c.output += r.output;
-    c.cacheRead += r.cacheRead;
-    c.cacheWrite += r.cacheWrite;
-    const cost = costOf(priceFor(r.profile), r);
-    c.usd = c.usd === null || cost === null ? null : c.usd + cost;
+    c.add(r, price);
   };
   for (const r of rows) {
-    if (r.day >= since) add(byDay, r.day, r);
-    if (r.task) add(byTask, r.task, r);
-    add(byProfile, r.profile, r);
-    add(byCredential, r.credential, r);
+    const price = priceFor(r.model);
+    if (r.day >= since) add(byDay, r.day, r, price);
+    if (r.task) add(byTask, r.task, r, price);
+    add(byProfile, r.profile, r, price);
+    add(byModel, r.model, r, price);
+    add(byCredential, r.credential, r, price);
   }
-  const spent = (c: Counter): Spent => ({ ...c, tokens: tokensOf(c) });
-  const days = [...byDay].map(([day, c]) => ({ day, ...spent(c) })).sort((a, b) => b.day.localeCompare(a.day));
+  const days = [...byDay].map(([day, c]) => ({ day, ...c.spent() })).sort((a, b) => b.day.localeCompare(a.day));
   // The most spending first; only the ones shown are looked up (10,000 point queries cost ~100 ms).
   const tasks = [...byTask]
-    .map(([k, c]) => ({ k, s: spent(c) }))
+    .map(([k, c]) => ({ k, s: c.spent() }))
     .sort((a, b) => b.s.tokens - a.s.tokens)
     .slice(0, opts.tasks ?? 50)
     .map(({ k, s }) => ({
@@ -182,18 +231,19 @@ export function report(db: Database, config: Config, opts: { days?: number; task
       limit: taskLimit(db, config, k),
       ...s,
     }));
-  const profiles = [...byProfile].map(([profile, c]) => {
-    const model = modelOf(config, profile) ?? null;
-    return { profile, model, priced: priceFor(profile) !== null, ...spent(c) };
-  });
-  const credentials = [...byCredential].map(([k, c]) => ({ credential: k || "(none)", ...spent(c) }));
+  const profiles = [...byProfile].map(([profile, c]) => ({ profile, ...c.spent() }));
+  const models = [...byModel]
+    .map(([model, c]) => ({ model, priced: priceFor(model) !== null, ...c.spent() }))
+    .sort((a, b) => b.tokens - a.tokens);
+  const credentials = [...byCredential].map(([k, c]) => ({ credential: k || "(none)", ...c.spent() }));
   const t = today();
   return {
     budget: config.budget,
-    today: days.find((d) => d.day === t) ?? { day: t, ...total(config, []) },
+    today: days.find((d) => d.day === t) ?? { day: t, ...total([]) },
     days,
     tasks,
     profiles,
+    models,
     credentials,
   };
 }

@@ -19,6 +19,7 @@ export {
   type Spent,
   spentByTask,
   spentOnDay,
+  stampLegacy,
   taskLimit,
   taskOver,
   today,

@@ -1,8 +1,8 @@
 /**
  * Prices of the models lazy's profiles name, in US dollars per million tokens, from the
  * providers' published price lists (checked 2026-12). A model not listed has no price: lazy
- * shows its tokens only and never makes one up. A profile's cost is priced by the model its
- * [profiles.NAME] table names; a built-in profile that names none is priced by nothing.
+ * shows its tokens only, says "no price known for MODEL", and never makes one up. A request is
+ * priced by the model the upstream served (else the one asked), never by a profile's config.
  */
 export interface Price {
   input: number;
@@ -30,10 +30,16 @@ export const PRICES: Readonly<Record<string, Price>> = {
   "gpt-5-nano": p(0.05, 0.4, 0.005, 0.05),
 };
 
-/** A model's price: exact name, or the name with a date suffix (claude-sonnet-4-5-20250929). */
+/**
+ * A model's price: exact name, or the name with a date suffix (claude-sonnet-4-5-20250929), or a
+ * router's spelling of it (OpenRouter's `anthropic/claude-opus-4.1`: the vendor and dots dropped).
+ */
 export function priceOf(model: string | undefined): Price | null {
   if (!model) return null;
-  return PRICES[model] ?? PRICES[model.replace(/-\d{8}$/, "")] ?? null;
+  const known = (m: string) => (Object.hasOwn(PRICES, m) ? PRICES[m]! : null);
+  const plain = model.replace(/-\d{8}$/, "");
+  const routed = plain.replace(/^(anthropic|openai)\//, "").replace(/\./g, "-");
+  return known(model) ?? known(plain) ?? known(routed);
 }
 
 export interface Tokens {

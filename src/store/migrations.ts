@@ -163,4 +163,19 @@ export const MIGRATIONS: readonly (string | ((db: Database) => void))[] = [
      PRIMARY KEY (minute, source, reason, status, task_id)
    );
    CREATE INDEX audit_refusals_task ON audit_refusals(task_id, minute);`,
+  // Spending priced by the model each request was served (issue 35), never by the profile's
+  // config of the day it is read: the counters keep the model. Those kept before are marked
+  // ' legacy' (no model name has a space) and priced once by the profile's model at the next
+  // start (Usage.stampLegacy).
+  `CREATE TABLE usage_days_models (
+     day TEXT NOT NULL, task_id TEXT NOT NULL, profile TEXT NOT NULL, credential TEXT NOT NULL, model TEXT NOT NULL,
+     requests INTEGER NOT NULL DEFAULT 0,
+     input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0,
+     cache_read INTEGER NOT NULL DEFAULT 0, cache_write INTEGER NOT NULL DEFAULT 0,
+     PRIMARY KEY (day, task_id, profile, credential, model)
+   ) WITHOUT ROWID;
+   INSERT INTO usage_days_models SELECT day, task_id, profile, credential, ' legacy', requests, input_tokens, output_tokens, cache_read, cache_write FROM usage_days;
+   DROP TABLE usage_days;
+   ALTER TABLE usage_days_models RENAME TO usage_days;
+   CREATE INDEX usage_days_task ON usage_days(task_id);`,
 ];

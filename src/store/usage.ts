@@ -1,7 +1,10 @@
 /**
  * The spending counters beside the audit trail, so they survive its eviction: tokens per task
- * (task_tokens) and per UTC day, task, profile and credential (usage_days). The audit's writer
- * adds to them a batch at a time; budgets and `lazy stats` read them.
+ * (task_tokens) and per UTC day, task, profile, credential and model (usage_days). The audit's
+ * writer adds to them a batch at a time; budgets and `lazy stats` read them. `model` is the model
+ * the upstream served (else the one asked), "" when neither was known, and LEGACY for counters
+ * kept before models were (priced once by the profile's model of the day they were upgraded:
+ * stampLegacy).
  */
 import type { Database } from "bun:sqlite";
 
@@ -15,7 +18,10 @@ export interface Sums {
 }
 
 /** One counter row of usage_days. */
-export type Day = Sums & { day: string; task: string; profile: string; credential: string };
+export type Day = Sums & { day: string; task: string; profile: string; credential: string; model: string };
+
+/** The model of counters kept before models were: no model name has a space (meters/usage.ts modelName). */
+export const LEGACY = " legacy";
 
 /** A batch's sums in the order the counters take them: requests, input, output, cache read, cache write. */
 export type Counts = [requests: number, input: number, output: number, cacheRead: number, cacheWrite: number];
@@ -33,12 +39,40 @@ export function addToTask(db: Database, taskId: string, counts: Counts): void {
   );
 }
 
-/** Add to one day's counter: day, task id ("" for none), profile, credential. */
-export function addToDay(db: Database, day: string, taskId: string, profile: string, credential: string, counts: Counts): void {
+/** Add to one day's counter: day, task id ("" for none), profile, credential, model ("" when unknown). */
+export function addToDay(
+  db: Database,
+  day: string,
+  taskId: string,
+  profile: string,
+  credential: string,
+  model: string,
+  counts: Counts,
+): void {
   db.query(
-    `INSERT INTO usage_days (day, task_id, profile, credential, ${COUNTS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT(day, task_id, profile, credential) DO UPDATE SET ${ADD}`,
-  ).run(day, taskId, profile, credential, ...counts);
+    `INSERT INTO usage_days (day, task_id, profile, credential, model, ${COUNTS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT(day, task_id, profile, credential, model) DO UPDATE SET ${ADD}`,
+  ).run(day, taskId, profile, credential, model, ...counts);
+}
+
+/** The profiles that still have LEGACY counters. */
+export function legacyProfiles(db: Database): string[] {
+  return (db.query("SELECT DISTINCT profile FROM usage_days WHERE model = ?").all(LEGACY) as { profile: string }[]).map((r) => r.profile);
+}
+
+/**
+ * Give a profile's LEGACY counters a model (the profile's, as configured when this runs; "" for
+ * none), once: they are priced by it from then on, whatever the config says later.
+ */
+export function stampLegacy(db: Database, profile: string, model: string): void {
+  db.transaction(() => {
+    db.query(
+      `INSERT INTO usage_days (day, task_id, profile, credential, model, ${COUNTS})
+       SELECT day, task_id, profile, credential, ?, ${COUNTS} FROM usage_days WHERE profile = ? AND model = ?
+       ON CONFLICT(day, task_id, profile, credential, model) DO UPDATE SET ${ADD}`,
+    ).run(model, profile, LEGACY);
+    db.query("DELETE FROM usage_days WHERE profile = ? AND model = ?").run(profile, LEGACY);
+  }).immediate();
 }
 
 /** A task's totals (all 0 when it made no request). */
@@ -56,23 +90,23 @@ export function ofTask(db: Database, taskId: string): Sums {
 const SUMS =
   "SUM(requests) AS requests, SUM(input_tokens) AS input, SUM(output_tokens) AS output, SUM(cache_read) AS cacheRead, SUM(cache_write) AS cacheWrite";
 
-/** One task's counters summed per profile. */
-export function taskByProfile(db: Database, taskId: string): (Sums & { profile: string })[] {
-  return db.query(`SELECT profile, ${SUMS} FROM usage_days WHERE task_id = ? GROUP BY profile`).all(taskId) as (Sums & {
-    profile: string;
+/** One task's counters summed per model. */
+export function taskByModel(db: Database, taskId: string): (Sums & { model: string })[] {
+  return db.query(`SELECT model, ${SUMS} FROM usage_days WHERE task_id = ? GROUP BY model`).all(taskId) as (Sums & {
+    model: string;
   })[];
 }
 
-/** One UTC day's counters (YYYY-MM-DD) summed per profile. */
-export function dayByProfile(db: Database, day: string): (Sums & { profile: string })[] {
-  return db.query(`SELECT profile, ${SUMS} FROM usage_days WHERE day = ? GROUP BY profile`).all(day) as (Sums & { profile: string })[];
+/** One UTC day's counters (YYYY-MM-DD) summed per model. */
+export function dayByModel(db: Database, day: string): (Sums & { model: string })[] {
+  return db.query(`SELECT model, ${SUMS} FROM usage_days WHERE day = ? GROUP BY model`).all(day) as (Sums & { model: string })[];
 }
 
 /** Every counter row, for one scan summed several ways (usage/budget.ts report). */
 export function days(db: Database): Day[] {
   return db
     .query(
-      "SELECT day, task_id AS task, profile, credential, requests, input_tokens AS input, output_tokens AS output, cache_read AS cacheRead, cache_write AS cacheWrite FROM usage_days",
+      "SELECT day, task_id AS task, profile, credential, model, requests, input_tokens AS input, output_tokens AS output, cache_read AS cacheRead, cache_write AS cacheWrite FROM usage_days",
     )
     .all() as Day[];
 }

@@ -29,11 +29,11 @@ async function project(budget: string): Promise<Project> {
   return p;
 }
 
-async function ask(url: string, placeholder: string) {
+async function ask(url: string, placeholder: string, model = "claude-sonnet-4-5") {
   const res = await fetch(`${url}/v1/messages`, {
     method: "POST",
     headers: { "content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": placeholder },
-    body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 10, messages: [{ role: "user", content: "hi" }] }),
+    body: JSON.stringify({ model, max_tokens: 10, messages: [{ role: "user", content: "hi" }] }),
   });
   return { status: res.status, text: await res.text() };
 }
@@ -69,7 +69,8 @@ describe("budgets", () => {
     expect(t.usd).toBeCloseTo((requests * (21 * 3 + 13 * 15 + 8 * 0.3 + 5 * 3.75)) / 1e6, 10);
     expect(t.limit.tokens).toBe(100010);
     expect(b.today.tokens).toBe(t.tokens);
-    expect(b.profiles[0]).toMatchObject({ profile: "claude", model: "claude-sonnet-4-5", priced: true });
+    expect(b.profiles[0]).toMatchObject({ profile: "claude", tokens: t.tokens });
+    expect(b.models[0]).toMatchObject({ model: "claude-sonnet-4-5", priced: true, tokens: t.tokens });
     expect(b.credentials[0]).toMatchObject({ credential: "anthropic", tokens: t.tokens });
     const text = (await p.ok(["stats", "budget"])).stdout;
     expect(text).toContain("Budget: per task 10 tokens");
@@ -81,9 +82,17 @@ describe("budgets", () => {
     await p.setCredential("anthropic", KEY);
     await p.ok(["task", "add", "spend", "--code", "unpriced"]);
     const g = await p.grant({ role: "agent", task: "unpriced" });
-    expect((await ask(g.proxyUrl, g.placeholder)).status).toBe(200);
-    const b = await p.json(["stats", "budget"]);
-    expect(b.tasks[0]).toMatchObject({ code: "unpriced", tokens: 47, usd: null });
+    // Priced by the model served (the mock serves the one asked), not the profile's.
+    expect((await ask(g.proxyUrl, g.placeholder, "claude-unknown-9")).status).toBe(200);
+    const b = await until(
+      async () => {
+        const r = await p.json(["stats", "budget"]);
+        return r.tasks.length ? r : undefined;
+      },
+      10_000,
+      "the counters",
+    );
+    expect(b.tasks[0]).toMatchObject({ code: "unpriced", tokens: 47, usd: null, unpriced: ["claude-unknown-9"] });
     expect((await p.ok(["stats", "budget"])).stdout).toContain("tokens only (no price known for claude-unknown-9)");
   }, 30_000);
 

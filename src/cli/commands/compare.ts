@@ -5,7 +5,7 @@
  */
 
 import type { Comparison } from "../../dashboard";
-import { line } from "../../lines";
+import { costText, line } from "../../lines";
 import type { Task, TaskEvent } from "../../store";
 import { type ErrorCode, LazyError } from "../../util/errors";
 import { findProjectRoot } from "../../util/paths";
@@ -51,8 +51,6 @@ export async function groupAndPrompt(a: GroupArgs & { prompt?: string; file?: st
   return { group, prompt, c: await Client.connect(findProjectRoot()) };
 }
 
-const money = (usd: number | null) => (usd === null ? "-" : `$${usd.toFixed(usd < 1 ? 4 : 2)}`);
-
 /** The comparison as people read it: one row a candidate, then each one's summary and failed check's tail. */
 export function printComparison(c: Comparison): void {
   print(`Group ${c.group}: ${c.title}`);
@@ -67,7 +65,7 @@ export function printComparison(c: Comparison): void {
         `${x.diffstat.files} file(s) +${x.diffstat.added} -${x.diffstat.removed}`,
         x.check ? (x.check.ok ? "pass" : `FAIL (exit ${x.check.code})`) : "-",
         String(x.tokens),
-        money(x.usd),
+        costText(x, true),
         duration(x.wallMs),
       ]),
     ]),

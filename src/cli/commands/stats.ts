@@ -1,5 +1,5 @@
 import { FAILURE_KINDS } from "../../config";
-import { refusedText } from "../../lines";
+import { type Cost, costText, refusedText } from "../../lines";
 // Types only from the proxy: loading its modules would cost every stats command tens of ms.
 import type { AuditRefusalTally, AuditRow, LimitView, ProviderHealth } from "../../proxy";
 import type { BudgetReport, Pause } from "../../spending";
@@ -43,6 +43,7 @@ const audit = command({
             "TTFB",
             "LAZY in/out",
             "TOKENS in/out/cache",
+            "MODEL",
             "NOTE",
           ],
           ...r.rows.map((x) => [
@@ -59,6 +60,8 @@ const audit = command({
             // lazy's own added time (ms): arrival → departure upstream, answer's head back → on to the agent.
             x.lazyInMs === null && x.lazyOutMs === null ? "-" : `${ms(x.lazyInMs)}/${ms(x.lazyOutMs)}`,
             x.usage ? `${x.usage.input}/${x.usage.output}/${x.usage.cacheRead + x.usage.cacheWrite}` : "-",
+            // The model served (what it is priced by), and the one asked when it differs or none was served.
+            modelText(x.modelAsked ?? null, x.modelServed ?? null),
             [x.hop ? `fallback hop ${x.hop} (${x.upstream})` : "", x.retries ? `retried ${x.retries}×` : "", x.note ?? ""]
               .filter(Boolean)
               .join("; ") || "-",
@@ -115,7 +118,15 @@ const limits = command({
   },
 });
 
+/** A row's model: the one served, "asked A, served B" when they differ, "asked A" when none was served. */
+function modelText(asked: string | null, served: string | null): string {
+  if (served) return asked && asked !== served ? `asked ${asked}, served ${served}` : served;
+  return asked ? `asked ${asked}` : "-";
+}
+
 const usd = (v: number | null) => (v === null ? "-" : `$${v.toFixed(2)}`);
+/** Spending's dollars, naming any model lazy has no price for. */
+const cost = (s: Cost) => costText(s);
 
 const budget = command({
   meta: {
@@ -138,9 +149,7 @@ const budget = command({
       b.per_day_usd !== undefined && `per day ${usd(b.per_day_usd)}`,
     ].filter(Boolean);
     print(`Budget: ${set.length ? set.join(", ") : "none set ([budget] in lazy.toml)"}`);
-    print(
-      `Today (${r.today.day}, UTC): ${r.today.tokens} tokens in ${r.today.requests} requests, ${usd(r.today.usd)}${r.today.usd === null ? " (a profile's model has no known price)" : ""}`,
-    );
+    print(`Today (${r.today.day}, UTC): ${r.today.tokens} tokens in ${r.today.requests} requests, ${cost(r.today)}`);
     print("\nCredentials:");
     if (!r.credentials.length && !r.limits.length) print("  none used yet");
     for (const cr of r.credentials) {
@@ -148,7 +157,7 @@ const budget = command({
         .filter((l) => (l.credential ?? "(none)") === cr.credential)
         .flatMap((l) => l.windows.filter((w) => w.usedPercent !== null && /five_hour|seven_day|primary|secondary/.test(w.name)));
       print(
-        `  ${cr.credential.padEnd(16)} ${String(cr.tokens).padStart(10)} tokens  ${usd(cr.usd).padStart(9)}  ${reading.length ? reading.map((w) => `${w.name} ${Math.round(w.usedPercent!)} %`).join(", ") : "no reading"}`,
+        `  ${cr.credential.padEnd(16)} ${String(cr.tokens).padStart(10)} tokens  ${cost(cr).padStart(9)}  ${reading.length ? reading.map((w) => `${w.name} ${Math.round(w.usedPercent!)} %`).join(", ") : "no reading"}`,
       );
     }
     print("\nTasks (most tokens first):");
@@ -160,7 +169,7 @@ const budget = command({
           ...r.tasks.map((t) => [
             `  ${t.code ?? t.taskId.slice(0, 8)}`,
             String(t.tokens),
-            usd(t.usd),
+            cost(t),
             [t.limit.tokens !== null ? `${t.limit.tokens} tokens` : "", t.limit.usd !== null ? usd(t.limit.usd) : ""]
               .filter(Boolean)
               .join(", ") || "-",
@@ -168,12 +177,15 @@ const budget = command({
         ]),
       );
     print("\nProfiles:");
-    for (const p of r.profiles)
+    for (const p of r.profiles) print(`  ${p.profile.padEnd(16)} ${String(p.tokens).padStart(10)} tokens  ${cost(p)}`);
+    // Priced by the model each request was served (else asked), never by a profile's config.
+    print("\nModels (as served):");
+    for (const m of r.models)
       print(
-        `  ${p.profile.padEnd(16)} ${String(p.tokens).padStart(10)} tokens  ${p.priced ? usd(p.usd) : `tokens only (${p.model ? `no price known for ${p.model}` : "the profile names no model"})`}`,
+        `  ${(m.model || "(none named)").padEnd(24)} ${String(m.tokens).padStart(10)} tokens  ${m.priced ? usd(m.usd) : `tokens only (${m.model ? `no price known for ${m.model}` : "no answer named its model"})`}`,
       );
     print("\nDays:");
-    for (const d of r.days) print(`  ${d.day}  ${String(d.tokens).padStart(10)} tokens  ${usd(d.usd)}`);
+    for (const d of r.days) print(`  ${d.day}  ${String(d.tokens).padStart(10)} tokens  ${cost(d)}`);
   },
 });
 

@@ -6,7 +6,8 @@
  * text only, never HTML.
  */
 import type { Answers } from "../../daemon";
-import { $, api, debounce, fill, h, num, showError, table, usd } from "./dom";
+import { costText } from "../../lines";
+import { $, api, debounce, fill, h, num, showError, table } from "./dom";
 import { live } from "./live";
 
 type Comparison = Answers.Comparison;
@@ -76,7 +77,7 @@ export async function group(): Promise<void> {
         c.check ? (c.check.ok ? "pass" : `fail (exit ${c.check.code})`) : "–",
       ),
       h("td", { class: "num" }, num(c.tokens)),
-      h("td", { class: "num" }, usd(c.usd)),
+      h("td", { class: "num" }, costText(c, true)),
       h("td", { class: "num" }, wall(c.wallMs)),
       h("td", {}, c.summary ?? ""),
       h("td", {}, accept, " ", reject),

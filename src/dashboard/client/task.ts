@@ -5,7 +5,7 @@
  */
 
 import type { Answers } from "../../daemon";
-import { line } from "../../lines";
+import { costText, line } from "../../lines";
 import type { TaskEvent } from "../../store";
 import { $, ApiError, api, debounce, fill, h, num, showError, table, usd } from "./dom";
 import { live } from "./live";
@@ -89,7 +89,7 @@ export async function task(): Promise<void> {
     $("why").textContent = t.why;
     $("profile").textContent = t.profile;
     $("tokens").textContent = num(t.tokens);
-    $("cost").textContent = usd(t.usd);
+    $("cost").textContent = costText(t, true);
     if (limit)
       $("limit").textContent =
         limit.tokens === null && limit.usd === null

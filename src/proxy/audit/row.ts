@@ -7,7 +7,10 @@ import type { Counts } from "../meters";
 import type { Row } from "./store";
 
 /** Who made the request and what it asked for. */
-export type RowHead = Pick<Row, "at" | "taskId" | "taskRef" | "role" | "profile" | "credential" | "upstream" | "method" | "path">;
+export type RowHead = Pick<
+  Row,
+  "at" | "taskId" | "taskRef" | "role" | "profile" | "credential" | "upstream" | "method" | "path" | "modelAsked"
+>;
 
 /** How it went (besides how long it took). */
 export interface Outcome {
@@ -23,6 +26,8 @@ export interface Outcome {
   /** lazy's own added time on the way up and on the way back (store.ts Row). */
   lazyInMs?: number | null;
   lazyOutMs?: number | null;
+  /** The model the upstream said it served (read off the answer with its usage). */
+  modelServed?: string | null;
 }
 
 export function auditRow(head: RowHead, durationMs: number, o: Outcome): Row {
@@ -47,5 +52,7 @@ export function auditRow(head: RowHead, durationMs: number, o: Outcome): Row {
     hop: o.hop ?? 0,
     lazyInMs: o.lazyInMs ?? null,
     lazyOutMs: o.lazyOutMs ?? null,
+    modelAsked: head.modelAsked ?? null,
+    modelServed: o.modelServed ?? null,
   };
 }

@@ -40,6 +40,13 @@ export interface Row {
   lazyInMs: number | null;
   /** lazy's own time from this upstream's answer head to the answer's head leaving for the agent. */
   lazyOutMs: number | null;
+  /**
+   * The model the request asked for (its body's top-level `model`) and the one the upstream said
+   * it served (the answer's `model`); spending is priced by the served one, else the asked one
+   * (request/model.ts). Absent or null: not known (a row of an older batch, a refusal, no JSON).
+   */
+  modelAsked?: string | null;
+  modelServed?: string | null;
 }
 
 export interface Bounds {
@@ -73,7 +80,21 @@ export const NUMBERS = [
 ] as const;
 /** The numbers a row had before hops and lazy's own time were kept: batches stored then are read as such. */
 const OLD_N = 11;
-export const STRINGS = ["task_id", "task_ref", "role", "profile", "credential", "upstream", "method", "path", "note"] as const;
+export const STRINGS = [
+  "task_id",
+  "task_ref",
+  "role",
+  "profile",
+  "credential",
+  "upstream",
+  "method",
+  "path",
+  "note",
+  "model_asked",
+  "model_served",
+] as const;
+/** The strings a row had before the models were kept: batches stored then are read as such. */
+const OLD_S = 9;
 const N = NUMBERS.length;
 const S = STRINGS.length;
 /** A column's place in a row's numbers or strings, by name. */
@@ -124,7 +145,9 @@ export class Builder {
     y[o++] = this.intern(r.upstream);
     y[o++] = this.intern(r.method);
     y[o++] = this.intern(r.path);
-    y[o] = this.intern(r.note);
+    y[o++] = this.intern(r.note);
+    y[o++] = this.intern(r.modelAsked ?? null);
+    y[o] = this.intern(r.modelServed ?? null);
     return ++this.n === BATCH_ROWS;
   }
 
@@ -240,6 +263,8 @@ export function rowOf(b: Batch, i: number): Row {
     hop: numberOf(b, i, NUM.hop) || 0,
     lazyInMs: num(NUM.lazy_in_ms),
     lazyOutMs: num(NUM.lazy_out_ms),
+    modelAsked: str(STR.model_asked),
+    modelServed: str(STR.model_served),
   };
 }
 
@@ -278,7 +303,13 @@ function decode(r: AuditBatches.Raw): Batch {
     }
     numbers = wide;
   }
-  const strings = new Int32Array(r.strings.slice().buffer);
+  let strings = new Int32Array(r.strings.slice().buffer);
+  // A batch stored before the models were kept: widened, the models unknown (-1).
+  if (n && strings.length === n * OLD_S) {
+    const wide = new Int32Array(n * S).fill(-1);
+    for (let i = 0; i < n; i++) wide.set(strings.subarray(i * OLD_S, (i + 1) * OLD_S), i * S);
+    strings = wide;
+  }
   return { n, numbers, strings, table: JSON.parse(r.tbl) as string[] };
 }
 

@@ -41,8 +41,10 @@ function write(batch: Store.Batch, bounds: Store.Bounds): void {
     t[0]++;
     for (let k = 0; k < TOKENS.length; k++) t[k + 1]! += Store.numberOf(batch, i, TOKENS[k]!) || 0;
   }
-  // And per UTC day, task, profile and credential, for budgets (lazy stats budget).
-  const days = new Map<string, { key: readonly [string, string, string, string]; counts: Usage.Counts }>();
+  // And per UTC day, task, profile, credential and model (the one served, else the one asked;
+  // "" when neither is known), for budgets (lazy stats budget): priced by that model, whatever
+  // the profile's config says then or later.
+  const days = new Map<string, { key: readonly [string, string, string, string, string]; counts: Usage.Counts }>();
   for (let i = 0; i < batch.n; i++) {
     const input = Store.numberOf(batch, i, Store.NUM.input_tokens);
     const output = Store.numberOf(batch, i, Store.NUM.output_tokens);
@@ -53,6 +55,7 @@ function write(batch: Store.Batch, bounds: Store.Bounds): void {
       Store.stringOf(batch, i, "task_id") ?? "",
       Store.stringOf(batch, i, "profile") ?? "",
       Store.stringOf(batch, i, "credential") ?? "",
+      Store.stringOf(batch, i, "model_served") ?? Store.stringOf(batch, i, "model_asked") ?? "",
     ] as const;
     const k = key.join("\u0000");
     let t = days.get(k);

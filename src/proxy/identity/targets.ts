@@ -35,6 +35,8 @@ export interface Target {
   style: "anthropic" | "bearer";
   /** No credential is mapped for this endpoint (an unknown host and none named): requests get a 401 naming the fix. */
   unmapped?: string;
+  /** A profile's pinned models (`models = [...]`): a request for any other is refused (request/model.ts). */
+  models?: readonly string[];
 }
 
 const originOf = (url: string) => new URL(url).origin;
@@ -191,6 +193,7 @@ export class Targets {
       if (inferCredential(declared) === undefined && explicit === undefined && !map.has(origin))
         profiles.get(p.name)!.unmapped = `set credential = "NAME" (or "none") under [profiles.${p.name}] in lazy.toml`;
     }
+    for (const p of resolved) if (p.models && p.harness !== "cursor") profiles.get(p.name)!.models = p.models;
     return new Targets(anthropic, cursor, profiles);
   }
 

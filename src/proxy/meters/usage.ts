@@ -71,6 +71,7 @@ export class UsageTap {
   #dataLength = 0;
 
   #counts: Counts | null = null;
+  #model: string | null = null;
   #error: StreamError | null = null;
   #overflowed = false;
   #ended = false;
@@ -88,6 +89,11 @@ export class UsageTap {
   /** An error the upstream reported in the body (an `error` event, `response.failed`, an error JSON). */
   get error(): StreamError | null {
     return this.#error;
+  }
+
+  /** The model the answer says served it (message_start, a Responses event's response, a whole body), bounded; null when it named none. */
+  get model(): string | null {
+    return this.#model;
   }
 
   /** True when a line or body exceeded its cap and was skipped, so usage may be missing. */
@@ -132,20 +138,25 @@ export class UsageTap {
     }
   }
 
-  /** Flush what is pending (a stream may end without its last blank line) and return the usage. */
   /** The usage in a whole body at once (a non-streamed answer). */
   static of(wire: Wire, contentType: string | null, body: Uint8Array): Usage {
+    return UsageTap.read(wire, contentType, body).usage;
+  }
+
+  /** The usage and the model served, in a whole body at once (a non-streamed answer). */
+  static read(wire: Wire, contentType: string | null, body: Uint8Array): { usage: Usage; model: string | null } {
     const tap = new UsageTap(wire, contentType);
     if ((tap.#mode ?? sniff(body)) === "json" && body.length <= MAX_JSON) {
       // The common case, without copying the body first.
       tap.#ended = true;
       tap.#apply(parseJson(DECODER.decode(body)), true);
-      return tap.#counts;
+      return { usage: tap.#counts, model: tap.#model };
     }
     tap.push(body);
-    return tap.end();
+    return { usage: tap.end(), model: tap.#model };
   }
 
+  /** Flush what is pending (a stream may end without its last blank line) and return the usage. */
   end(): Usage {
     if (this.#ended) return this.#counts;
     this.#ended = true;
@@ -252,6 +263,7 @@ export class UsageTap {
     if (!isRecord(message)) return;
     switch (message.type) {
       case "message_start": {
+        this.#served(record(message.message)?.model);
         const usage = record(record(message.message)?.usage);
         if (usage) this.#counts = anthropicStart(usage);
         return;
@@ -265,6 +277,7 @@ export class UsageTap {
       case "response.incomplete":
       case "response.failed": {
         const response = record(message.response);
+        this.#served(response?.model);
         const usage = record(response?.usage);
         if (usage) this.#counts = openaiCounts(usage);
         if (message.type === "response.failed") this.#noteError(record(response?.error), "response.failed");
@@ -278,10 +291,16 @@ export class UsageTap {
       }
     }
     // A whole JSON body (non-streamed response) or a Chat Completions chunk: top-level usage.
+    this.#served(message.model);
     const usage = record(message.usage);
     if (usage) this.#counts = wholeBody && this.#wire === "anthropic" ? anthropicStart(usage) : openaiCounts(usage);
     const error = record(message.error);
     if (error) this.#noteError(error, "error");
+  }
+
+  #served(model: unknown): void {
+    const m = modelName(model);
+    if (m) this.#model = m;
   }
 
   #noteError(error: Record<string, unknown> | null, fallback: string): void {
@@ -327,6 +346,14 @@ function openaiCounts(u: Record<string, unknown>): Counts {
     cacheRead: cached,
     cacheWrite: 0,
   };
+}
+
+/** Longest model name kept; a model id is short (`anthropic/claude-opus-4.1`, `qwen2.5-coder:7b`). */
+export const MAX_MODEL = 128;
+
+/** A model name as lazy keeps it: a string of printable ASCII without spaces, at most MAX_MODEL long; else null. */
+export function modelName(v: unknown): string | null {
+  return typeof v === "string" && v.length <= MAX_MODEL && /^[\x21-\x7e]+$/.test(v) ? v : null;
 }
 
 function count(v: unknown): number | null {

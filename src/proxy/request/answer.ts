@@ -69,8 +69,17 @@ export async function answer(ctx: Context, call: Call, a: Answered, wire: Wire, 
     // through a JS stream costs more than the rest of the request path together.
     const bytes = await res.bytes().catch(() => null);
     if (bytes) {
-      const usage = res.headers.get("content-encoding") ? null : Meters.UsageTap.of(wire, contentType, bytes);
-      call.record({ status: res.status, ttfbMs: ttfb, bytesIn, bytesOut: bytes.length, usage, retries, note: settle(bytes) });
+      const read = res.headers.get("content-encoding") ? null : Meters.UsageTap.read(wire, contentType, bytes);
+      call.record({
+        status: res.status,
+        ttfbMs: ttfb,
+        bytesIn,
+        bytesOut: bytes.length,
+        usage: read?.usage ?? null,
+        modelServed: read?.model ?? null,
+        retries,
+        note: settle(bytes),
+      });
       // Answered with the others that are ready this turn (util/turn.ts).
       await endOfTurn();
       return new Response(bytes, { status: res.status, statusText: res.statusText, headers: outHeaders });
@@ -89,6 +98,7 @@ export async function answer(ctx: Context, call: Call, a: Answered, wire: Wire, 
         bytesIn,
         bytesOut,
         usage: tap ? tap.end() : null,
+        modelServed: tap?.model ?? null,
         retries,
         note: [refusal, note].filter(Boolean).join("; ") || null,
         lazyOutMs,

@@ -79,7 +79,7 @@ export interface Reroute {
   /** The header lines sent upstream with `set` added (the agent's credential headers always dropped). */
   lines: (set: Record<string, string>) => string;
   /** The request's audit head: a hop's row names its upstream and credential; the last hop's stay. */
-  base: { upstream: string; credential: string | null; profile: string | null };
+  base: { upstream: string; credential: string | null; profile: string | null; modelAsked?: string | null };
   record: (o: Outcome) => void;
   /** performance.now() of the request's arrival. */
   started: number;
@@ -165,6 +165,8 @@ export async function reroute(r: Reroute, chain: Hop[], first: Leg): Promise<Rer
       };
       continue;
     }
+    // A hop that names its own model asks for that one (its row says so; the answer says what served).
+    if (hop.model) r.base.modelAsked = hop.model;
     const departed = performance.now();
     const sent = await send(r.ctx, ready.url, r.req, ready.headers, ready.body);
     cur = { ...leg, sent, credentialKind: ready.kind, departed };

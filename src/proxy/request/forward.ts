@@ -2,7 +2,7 @@
  * The request path, stage by stage: who is calling (caller.ts: the grant its placeholder
  * resolves to), where it goes (route.ts), what it may ask for (the forwarding surface,
  * surface.ts), with which credential (credential.ts), the body (body.ts), the request plugins
- * (plugins.ts), send, with its fallbacks (send.ts), and the answer, recorded off the hot path
+ * (plugins.ts), the model it asks for and a profile's pin (model.ts), send, with its fallbacks (send.ts), and the answer, recorded off the hot path
  * (answer.ts). Each stage either hands the next what it needs or ends the request with lazy's
  * own answer, its row written (call.ts).
  */
@@ -15,6 +15,7 @@ import { checkCaller } from "./caller";
 import type { Context } from "./context";
 import { credential } from "./credential";
 import { DROPPED, headerLines } from "./headers";
+import { checkModel } from "./model";
 import { applyPlugins } from "./plugins";
 import { route } from "./route";
 import { sendOut } from "./send";
@@ -78,6 +79,10 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
     [path, query, bytes] = [out.path, out.query, out.body];
     if (out.headers) [headers, lines] = [out.headers, headerLines(out.headers, true, cred.set)];
   }
+
+  // 6b. The model it asks for, on its row; a profile that pins its models refuses any other.
+  const pinned = checkModel(call, wire, bytes, call.grant ? upstream.models : undefined, upstream.origin);
+  if (pinned) return pinned;
 
   // 7. Send, and on to a fallback when one takes the failure over.
   const out = { upstream, wire, path, query, headers, lines, body: bytes, set: cred.set, credentialKind: cred.kind, rewritten: !!plugins };
