@@ -63,6 +63,8 @@ function eventText(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
       return `${t}  .. ${d.text}`;
     case "progress_dropped":
       return `${t}  .. ${d.dropped} progress note(s) dropped: past ${d.perMinute} a minute`;
+    case "calls_refused":
+      return `${t}  .. ${d.refused} ${d.tool} call(s) refused: past ${d.perTurn} a turn or ${d.perMinute} a minute`;
     case "question":
       return `${t}  ?? asks: ${d.text}`;
     case "finish":

@@ -13,7 +13,8 @@ import { type BuilderToolDeps, registerBuilderTools } from "./builder-tools";
 import { registerTaskTools, type TaskToolDeps } from "./tools";
 
 export { MCP_PATH, type McpToken, type McpTokens } from "../proxy";
-export { MEMORY_PER_TURN, PROGRESS_PER_MINUTE } from "./bounds";
+export { BOUNDS, MAX_TASKS, MEMORY_PER_TURN, PROGRESS_PER_MINUTE, type WritingTool } from "./bounds";
+export { RAISE_MAX_TASKS } from "./builder-tools";
 
 import { MCP_NO_TOKEN, type McpToken, type McpTokens, notLive, pinnedTo, refusedFrom } from "../proxy";
 
@@ -175,7 +176,8 @@ function serverFor(d: McpDeps, token: string, holder: McpToken): { server: McpSe
   } else {
     const server = new McpServer({ name: "lazy", version: VERSION }, { capabilities: { tools: {} } });
     if (holder.kind === "task" && holder.taskId) registerTaskTools(server, d, holder.taskId);
-    else registerBuilderTools(server, d);
+    // A session counts from its token: a new session of the same name (a new token) starts afresh.
+    else registerBuilderTools(server, d, { name: holder.session ?? "unnamed", token });
     entry = { server, chain: Promise.resolve() };
   }
   servers.set(token, entry);
