@@ -173,7 +173,10 @@ export class Bounds {
     }
     c.inMinute++;
     if (!again) c.inTurn++;
-    if (t.unit !== undefined) (c.units ??= new Set()).add(t.unit);
+    if (t.unit !== undefined) {
+      c.units ??= new Set();
+      c.units.add(t.unit);
+    }
     return null;
   }
 
