@@ -50,7 +50,12 @@ function builderBounds(d: BuilderToolDeps): Bounds {
 
 const brief = (t: Task) => ({ id: t.id, code: t.code, title: t.title, status: t.status, profile: t.profile });
 
-export function registerBuilderTools(server: McpServer, d: BuilderToolDeps, session: { name: string; token: string }): void {
+export function registerBuilderTools(
+  server: McpServer,
+  d: BuilderToolDeps,
+  session: { name: string; token: string },
+  onBounded?: () => void,
+): void {
   /** The one check of every tool that writes or starts work: null when the call may go on, else its refusal. */
   const admitted = (tool: BuilderTool, unit?: string) => {
     const capped = tool === "task_create" || tool === "task_start";
@@ -61,7 +66,9 @@ export function registerBuilderTools(server: McpServer, d: BuilderToolDeps, sess
       unit,
       ...(capped ? { perTurn: d.config().build.max_tasks, raise: RAISE_MAX_TASKS } : {}),
     });
-    return no ? refusal(no) : null;
+    if (!no) return null;
+    onBounded?.();
+    return refusal(no);
   };
 
   server.registerTool(

@@ -51,7 +51,8 @@ export function taskBounds(d: TaskToolDeps): Bounds {
   return b;
 }
 
-export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: string): void {
+/** `bounded`: told when a call is refused by its bound (the route then audits it as counted, not a row of its own). */
+export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: string, bounded?: () => void): void {
   const task = () => Tasks.resolve(d.db, taskId);
   /** The task, when it has a running turn; else the tool's refusal naming its status. */
   const running = (what: string): { t: Task; refused?: undefined } | { t?: undefined; refused: ReturnType<typeof refusal> } => {
@@ -72,7 +73,9 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
     const r = running(what);
     if (r.refused) return r;
     const no = taskBounds(d).take({ key: r.t.id, tool, turn: Runs.get(d.db, r.t.id).turn });
-    return no ? { refused: refusal(no) } : r;
+    if (!no) return r;
+    bounded?.();
+    return { refused: refusal(no) };
   };
 
   server.registerTool(
