@@ -61,3 +61,30 @@ export function resolveLimits(l: ContainerLimits): Resolved {
     nanoCpus: Math.round(cpus * 1e9),
   };
 }
+
+/**
+ * `[limits]`: what the whole project may run at once. `max_running` turns run at a time; a turn
+ * started past it is queued (its task shows `queued`) and starts when a running turn ends, in
+ * the order they were started (runner/turn-queue.ts).
+ */
+export const ProjectLimits = z
+  .strictObject({
+    max_running: z
+      .union([z.number().int().min(1).max(1024), z.literal("auto")])
+      .default("auto")
+      .describe(
+        'Turns of the project\'s tasks that run at once; more are queued and start, in order, as running ones end. "auto": min(cores, memory in GiB / 2), at least 1.',
+      ),
+  })
+  .describe("What the project may run at once.");
+export type ProjectLimits = z.infer<typeof ProjectLimits>;
+
+/** `auto` for this host: one turn per core, and per 2 GiB of memory (a harness and its tools take about that), at least 1. */
+export function autoMaxRunning(cores = hostCpus().length || 1, memory = totalmem()): number {
+  return Math.max(1, Math.min(cores, Math.floor(memory / 1024 ** 3 / 2)));
+}
+
+/** How many turns may run at once under `[limits]`. */
+export function maxRunning(l: ProjectLimits): number {
+  return l.max_running === "auto" ? autoMaxRunning() : l.max_running;
+}

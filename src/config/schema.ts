@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { parseAllow } from "./allow";
 import { fallbackProblems } from "./fallbacks";
-import { ContainerLimits } from "./limits";
+import { ContainerLimits, ProjectLimits } from "./limits";
 
 export const HARNESSES = ["claude", "codex", "cursor", "pi"] as const;
 export const WIRES = ["anthropic", "openai"] as const;
@@ -321,6 +321,21 @@ export const Config = z
       })
       .default({})
       .describe("Token budgets: a task that reaches one is stopped at its next request and waits (reason budget)."),
+    limits: ProjectLimits.default(ProjectLimits.parse({})),
+    build: z
+      .strictObject({
+        max_tasks: z
+          .number()
+          .int()
+          .min(0)
+          .max(1000)
+          .default(10)
+          .describe(
+            "Tasks one builder session (lazy build) may create with task_create, and start with task_start; past it the agent's call is refused, naming this key. 0: none.",
+          ),
+      })
+      .default({ max_tasks: 10 })
+      .describe("Builder sessions (lazy build): what their agent may make and start."),
     notify: Notify.default(Notify.parse({})),
     review: z
       .strictObject({

@@ -161,6 +161,7 @@ export class Daemon {
         live: (taskId) => proxy.isLive(taskId),
         add: (input) => runner.add(input),
         start: (ref, message) => runner.start(ref, message),
+        warn: (message) => log.warn(message),
       };
       proxy.serveMcp({
         admit: (token, from) => {

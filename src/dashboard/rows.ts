@@ -6,7 +6,7 @@
 import type { Database } from "bun:sqlite";
 import type { Config } from "../config";
 import { type Spent, spentByTask } from "../spending";
-import { type Action, actions, type Task, type TaskEvent, Tasks } from "../store";
+import { type Action, actions, HeldTurns, type Task, type TaskEvent, Tasks } from "../store";
 
 export interface TaskRow extends Task {
   /** What the task is doing or waiting for, in a sentence. */
@@ -20,13 +20,16 @@ export interface TaskRow extends Task {
   lastMessage: string | null;
   /** What a person can do to it now (its status's moves): the page offers only these. */
   actions: Action[];
+  /** Its place in the queue of turns past [limits] max_running (1 starts next); null when not queued there. */
+  queuePlace: number | null;
 }
 
 /** Why a task is in its status, from its newest status event (the runner records the reason there). */
-export function why(t: Task, last: TaskEvent | undefined): string {
+export function why(t: Task, last: TaskEvent | undefined, place?: number): string {
   const d = (last?.data ?? {}) as Record<string, unknown>;
   switch (t.status) {
     case "queued":
+      if (place) return `Queued: [limits] max_running turns run now; it starts by itself when one ends (place ${place} in the queue).`;
       return "Not started yet: Start runs its first turn.";
     case "running":
       return `Its agent is working (since ${last?.at ?? t.updatedAt}).`;
@@ -55,12 +58,15 @@ export function rows(db: Database, config: Config, tasks: readonly Task[]): Task
   const ids = tasks.map((t) => t.id);
   const status = Tasks.latest(db, ids, "status");
   const message = Tasks.latest(db, ids, "message");
+  // Turns queued by [limits] max_running, and their places (a handful: read once a page).
+  const places = new Map(HeldTurns.queued(db).map((h, i) => [h.task_id, i + 1]));
   return tasks.map((t) => {
     const s = spentOf(db, config, t.id);
     const m = message.get(t.id)?.data.text;
     return {
       ...t,
-      why: why(t, status.get(t.id)),
+      why: why(t, status.get(t.id), places.get(t.id)),
+      queuePlace: places.get(t.id) ?? null,
       tokens: s.tokens,
       usd: s.usd,
       knownUsd: s.knownUsd,

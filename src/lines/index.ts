@@ -54,15 +54,20 @@ function eventText(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
     case "status":
       if (d.reason === "question") return `${t}  -- ${d.from} → ${d.to}: waiting for your answer (lazy send TASK "…"): ${d.question}`;
       if (d.reason === "budget") return `${t}  -- ${d.from} → ${d.to}: ${d.detail}`;
+      if (d.reason === "max_running") return `${t}  -- ${d.from} → ${d.to}: ${slotText(d)}`;
       if (d.reason === "usage_pause")
         return `${t}  -- ${d.from} → ${d.to}: held by [usage_pause] (${d.credential}: ${d.detail}) until ${d.resetsAt}`;
       return `${t}  -- ${d.from} → ${d.to}${d.result ? "" : d.error ? `: ${d.error}` : ""}`;
+    case "queued":
+      return `${t}  -- queued: ${slotText(d)}`;
     case "held":
       return `${t}  -- turn held by [usage_pause] (${d.credential}: ${d.detail}) until ${d.resetsAt}`;
     case "progress":
       return `${t}  .. ${d.text}`;
     case "progress_dropped":
       return `${t}  .. ${d.dropped} progress note(s) dropped: past ${d.perMinute} a minute`;
+    case "calls_refused":
+      return `${t}  .. ${d.refused} ${d.tool} call(s) refused: past ${d.perTurn} a turn or ${d.perMinute} a minute`;
     case "question":
       return `${t}  ?? asks: ${d.text}`;
     case "finish":
@@ -98,6 +103,10 @@ export function refusedText(l: {
   const whose = l.taskRef ? ` (presenting task ${l.taskRef}'s placeholder)` : "";
   return `${when} refused ${n} from ${l.source}: ${l.reason} (${l.status})${whose}`;
 }
+
+/** Why a turn is queued ([limits] max_running), as every surface says it. */
+export const slotText = (d: Record<string, any>): string =>
+  `${d.running} of [limits] max_running = ${d.max} turns run now; this one starts by itself when one ends (place ${d.place} in the queue)`;
 
 /** A task as a watch line names it: its code, or the first 8 characters of its id. */
 export const tag = (t: { id: string; code: string | null } | null): string => (t ? (t.code ?? t.id.slice(0, 8)) : "-");

@@ -13,7 +13,8 @@ import { type BuilderToolDeps, registerBuilderTools } from "./builder-tools";
 import { registerTaskTools, type TaskToolDeps } from "./tools";
 
 export { MCP_PATH, type McpToken, type McpTokens } from "../proxy";
-export { MEMORY_PER_TURN, PROGRESS_PER_MINUTE } from "./bounds";
+export { BOUNDS, MAX_TASKS, MEMORY_PER_TURN, PROGRESS_PER_MINUTE, type WritingTool } from "./bounds";
+export { RAISE_MAX_TASKS } from "./builder-tools";
 
 import { MCP_NO_TOKEN, type McpToken, type McpTokens, notLive, pinnedTo, refusedFrom } from "../proxy";
 
@@ -119,7 +120,11 @@ function decide(
  * Answer one MCP request, and say who made it (by its token) and what it called, for the
  * proxy's audit row: `tools/call <name>`, or why it was refused. `from`: the caller's address.
  */
-export async function serve(d: McpDeps, req: Request, from: string): Promise<{ response: Response; who: Who | null; note: string | null }> {
+export async function serve(
+  d: McpDeps,
+  req: Request,
+  from: string,
+): Promise<{ response: Response; who: Who | null; note: string | null; counted?: boolean }> {
   const auth = req.headers.get("authorization");
   // Read as the proxy's thread reads it before admitting the request (proxy/mcp-bridge/thread.ts).
   const token = auth && /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, "").trim() : "";
@@ -154,9 +159,10 @@ export async function serve(d: McpDeps, req: Request, from: string): Promise<{ r
     if (body && typeof body.method === "string")
       note = body.method === "tools/call" && typeof body.params?.name === "string" ? `tools/call ${body.params.name}` : body.method;
   }
-  const response = await handle(d, token, a.holder, req, parsed);
+  const { response, bounded } = await handle(d, token, a.holder, req, parsed);
   if (a.who.taskId) hear(a.who.taskId, { status: response.status });
-  return { response, who: a.who, note };
+  // One tool call refused by its bound: counted where the bound keeps its count, not audited a row a call.
+  return { response, who: a.who, note: bounded ? `${note} (refused by its bound)` : note, counted: bounded && response.status === 200 };
 }
 
 /**
@@ -165,18 +171,24 @@ export async function serve(d: McpDeps, req: Request, from: string): Promise<{ r
  * requests one at a time, each over a fresh stateless transport. Dropped when its token is no
  * longer known; at most MAX_SERVERS kept, the least recently used going first.
  */
-const servers = new Map<string, { server: McpServer; chain: Promise<unknown> }>();
+type Entry = { server: McpServer; chain: Promise<unknown> /** the request being answered was refused by a bound */; bounded: boolean };
+const servers = new Map<string, Entry>();
 const MAX_SERVERS = 256;
 
-function serverFor(d: McpDeps, token: string, holder: McpToken): { server: McpServer; chain: Promise<unknown> } {
+function serverFor(d: McpDeps, token: string, holder: McpToken): Entry {
   let entry = servers.get(token);
   if (entry) {
     servers.delete(token); // re-inserted below: the map's order is recency
   } else {
     const server = new McpServer({ name: "lazy", version: VERSION }, { capabilities: { tools: {} } });
-    if (holder.kind === "task" && holder.taskId) registerTaskTools(server, d, holder.taskId);
-    else registerBuilderTools(server, d);
-    entry = { server, chain: Promise.resolve() };
+    const made: Entry = { server, chain: Promise.resolve(), bounded: false };
+    const bounded = () => {
+      made.bounded = true;
+    };
+    if (holder.kind === "task" && holder.taskId) registerTaskTools(server, d, holder.taskId, bounded);
+    // A session counts from its token: a new session of the same name (a new token) starts afresh.
+    else registerBuilderTools(server, d, { name: holder.session ?? "unnamed", token }, bounded);
+    entry = made;
   }
   servers.set(token, entry);
   if (servers.size > MAX_SERVERS) servers.delete(servers.keys().next().value!);
@@ -184,13 +196,22 @@ function serverFor(d: McpDeps, token: string, holder: McpToken): { server: McpSe
 }
 
 /** Answer one admitted MCP request (POST or DELETE on MCP_PATH); `parsedBody`: a POST's body, already read. */
-async function handle(d: McpDeps, token: string, holder: McpToken, req: Request, parsedBody?: unknown): Promise<Response> {
+async function handle(
+  d: McpDeps,
+  token: string,
+  holder: McpToken,
+  req: Request,
+  parsedBody?: unknown,
+): Promise<{ response: Response; bounded: boolean }> {
   const entry = serverFor(d, token, holder);
+  // The token's requests run one at a time (the chain): the flag is this request's.
   const run = entry.chain.then(async () => {
+    entry.bounded = false;
     const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     await entry.server.connect(transport);
     try {
-      return await transport.handleRequest(req, parsedBody === undefined ? undefined : { parsedBody });
+      const response = await transport.handleRequest(req, parsedBody === undefined ? undefined : { parsedBody });
+      return { response, bounded: entry.bounded };
     } finally {
       await entry.server.close();
     }

@@ -12,7 +12,7 @@ import { z } from "zod";
 import type { Config } from "../config";
 import { overFor, spentByTask, taskLimit } from "../spending";
 import { Memory, Runs, type Task, Tasks } from "../store";
-import { MEMORY_PER_TURN, MemoryBound, PROGRESS_PER_MINUTE, ProgressBound } from "./bounds";
+import { BOUNDS, Bounds, PROGRESS_PER_MINUTE, type TaskTool } from "./bounds";
 
 export interface TaskToolDeps {
   db: Database;
@@ -31,24 +31,28 @@ const text = (value: unknown) => ({
 
 const refusal = (message: string) => ({ isError: true, content: [{ type: "text" as const, text: message }] });
 
-/** The bounds of one set of deps (one daemon): shared by every server of every token. */
-const boundsOf = new WeakMap<TaskToolDeps, { progress: ProgressBound; memory: MemoryBound }>();
-function bounds(d: TaskToolDeps): { progress: ProgressBound; memory: MemoryBound } {
+/**
+ * The bounds of one set of deps (one daemon): shared by every server of every token. A minute
+ * with refused calls is recorded once on the task: progress notes as `progress_dropped`, the
+ * other tools as `calls_refused` naming the tool and its bound.
+ */
+const boundsOf = new WeakMap<TaskToolDeps, Bounds>();
+export function taskBounds(d: TaskToolDeps): Bounds {
   let b = boundsOf.get(d);
   if (!b) {
-    b = {
-      progress: new ProgressBound((taskId, dropped) => {
-        const t = Tasks.byId(d.db, taskId);
-        if (t) d.event(t, "progress_dropped", { dropped, perMinute: PROGRESS_PER_MINUTE });
-      }),
-      memory: new MemoryBound(),
-    };
+    b = new Bounds((taskId, tool, refused) => {
+      const t = Tasks.byId(d.db, taskId);
+      if (!t) return;
+      if (tool === "report_progress") d.event(t, "progress_dropped", { dropped: refused, perMinute: PROGRESS_PER_MINUTE });
+      else d.event(t, "calls_refused", { tool, refused, perTurn: BOUNDS[tool].perTurn, perMinute: BOUNDS[tool].perMinute });
+    });
     boundsOf.set(d, b);
   }
   return b;
 }
 
-export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: string): void {
+/** `bounded`: told when a call is refused by its bound (the route then audits it as counted, not a row of its own). */
+export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: string, bounded?: () => void): void {
   const task = () => Tasks.resolve(d.db, taskId);
   /** The task, when it has a running turn; else the tool's refusal naming its status. */
   const running = (what: string): { t: Task; refused?: undefined } | { t?: undefined; refused: ReturnType<typeof refusal> } => {
@@ -57,6 +61,21 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
     return {
       refused: refusal(`Task ${t.code ?? t.id} is ${t.status}, not running: only a running turn can ${what}. Nothing was recorded.`),
     };
+  };
+  /**
+   * The one check every writing tool passes before it stores anything: the task has a running
+   * turn, and the call is within its tool's bounds (bounds.ts). The task when it may go on.
+   */
+  const admitted = (
+    tool: TaskTool,
+    what: string,
+  ): { t: Task; refused?: undefined } | { t?: undefined; refused: ReturnType<typeof refusal> } => {
+    const r = running(what);
+    if (r.refused) return r;
+    const no = taskBounds(d).take({ key: r.t.id, tool, turn: Runs.get(d.db, r.t.id).turn });
+    if (!no) return r;
+    bounded?.();
+    return { refused: refusal(no) };
   };
 
   server.registerTool(
@@ -97,16 +116,11 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
     "report_progress",
     {
       description: "Tell the human how the work is going, in one or two sentences. It shows live in lazy watch and on the dashboard.",
-      inputSchema: { note: z.string().min(1).max(2000) },
+      inputSchema: { note: z.string().min(1).max(BOUNDS.report_progress.size) },
     },
     async ({ note }) => {
-      const { t, refused } = running("report progress");
+      const { t, refused } = admitted("report_progress", "report progress");
       if (refused) return refused;
-      const b = bounds(d).progress;
-      if (!b.take(t.id))
-        return refusal(
-          `Not shown: at most ${PROGRESS_PER_MINUTE} progress notes a minute (${b.dropped(t.id)} dropped this minute; lazy counts them). Report less often.`,
-        );
       d.event(t, "progress", { text: note });
       return text("Noted.");
     },
@@ -117,10 +131,10 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
     {
       description:
         "Ask the human a question you cannot answer yourself, then end your turn. The task waits; the human's answer arrives as your next message.",
-      inputSchema: { question: z.string().min(1).max(4000) },
+      inputSchema: { question: z.string().min(1).max(BOUNDS.ask_human.size) },
     },
     async ({ question }) => {
-      const { t, refused } = running("ask the human");
+      const { t, refused } = admitted("ask_human", "ask the human");
       if (refused) return refused;
       Runs.save(d.db, t.id, { question });
       d.event(t, "question", { text: question });
@@ -133,10 +147,10 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
     {
       description:
         "Say you are done, with a short summary of what you did and what is left. It is kept with the task for the human's review.",
-      inputSchema: { summary: z.string().min(1).max(8000) },
+      inputSchema: { summary: z.string().min(1).max(BOUNDS.finish.size) },
     },
     async ({ summary }) => {
-      const { t, refused } = running("finish");
+      const { t, refused } = admitted("finish", "finish");
       if (refused) return refused;
       Runs.save(d.db, t.id, { summary });
       d.event(t, "finish", { summary });
@@ -161,13 +175,11 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
     {
       description:
         "Add one short fact to the project's memory that future tasks should know (a convention, a pitfall, where something lives).",
-      inputSchema: { note: z.string().min(1).max(Memory.MAX_NOTE) },
+      inputSchema: { note: z.string().min(1).max(Math.min(BOUNDS.memory_write.size, Memory.MAX_NOTE)) },
     },
     async ({ note }) => {
-      const { t, refused } = running("write to the project's memory");
+      const { t, refused } = admitted("memory_write", "write to the project's memory");
       if (refused) return refused;
-      if (!bounds(d).memory.take(t.id, Runs.get(d.db, t.id).turn))
-        return refusal(`Not kept: a turn adds at most ${MEMORY_PER_TURN} notes to the project's memory. Keep the most useful facts.`);
       const n = Memory.add(d.db, note, "agent", t.id);
       d.event(t, "memory", { id: n.id, text: n.text });
       d.compact?.();

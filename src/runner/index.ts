@@ -24,6 +24,7 @@ import { Ledger } from "./ledger";
 import { Reconciler } from "./reconcile";
 import { RemoteTasks } from "./remote-tasks";
 import type { Lifecycle, TaskAccess } from "./task-access";
+import { TurnQueue } from "./turn-queue";
 import { TurnWatch } from "./turn-watch";
 import { type PairWorkspace, Workspaces } from "./workspace";
 
@@ -57,6 +58,8 @@ export class Runner {
   private launcher: Launcher;
   private reconciler: Reconciler;
   private holds: Holds;
+  /** [limits] max_running: turns past it, queued (turn-queue.ts). */
+  private queue: TurnQueue;
   /** Reading running turns (turn-watch.ts). */
   private turns: TurnWatch;
   /** accept, reject, close (endings.ts). */
@@ -72,7 +75,12 @@ export class Runner {
   private remote: RemoteTasks;
 
   constructor(private d: RunnerDeps) {
-    this.ledger = new Ledger({ db: d.db, bus: d.bus, release: (id) => d.proxy.release(id, "turn") });
+    this.ledger = new Ledger({
+      db: d.db,
+      bus: d.bus,
+      release: (id) => d.proxy.release(id, "turn"),
+      ended: () => void this.queue?.next(),
+    });
     const { ledger } = this;
     this.ws = new Workspaces({ root: d.root, slug: d.slug, stateDir: d.stateDir, db: d.db, ledger });
     this.project = new ProjectContainers({
@@ -164,8 +172,17 @@ export class Runner {
       start: (id, message) => this.start(id, message),
       ref: ledger.ref,
     });
+    this.queue = new TurnQueue({
+      db: d.db,
+      log: d.log,
+      config: d.config,
+      ledger,
+      starting: this.starting,
+      start: (id, message) => this.launcher.start(id, message, true),
+    });
     this.launcher = new Launcher({
       ...lifecycle,
+      queue: () => this.queue,
       mcp: d.mcp,
       root: d.root,
       ws: this.ws,
@@ -301,11 +318,14 @@ export class Runner {
   startHousekeeping(everyMs = 15_000): void {
     this.holds.schedule(); // turns held before a restart start when their window resets
     this.budgets.start();
-    void this.reconcile().catch((e) => this.d.log.error(`reconcile: ${(e as Error).message}`));
-    this.housekeeping = setInterval(
-      () => void this.reconcile().catch((e) => this.d.log.error(`reconcile: ${(e as Error).message}`)),
-      everyMs,
-    );
+    // Turns queued before a restart, or behind a max_running since raised, start as slots free.
+    const sweep = () => {
+      void this.reconcile()
+        .catch((e) => this.d.log.error(`reconcile: ${(e as Error).message}`))
+        .then(() => this.queue.next());
+    };
+    sweep();
+    this.housekeeping = setInterval(sweep, everyMs);
     this.housekeeping.unref();
   }
 

@@ -14,12 +14,13 @@ import type { McpTokens } from "../mcp";
 import { withMemory } from "../own-calls";
 import { MCP_PATH } from "../proxy";
 import type { Budgets, Holds } from "../spending";
-import { canMove, isFinal, Runs, type Task, Tasks } from "../store";
+import { canMove, HeldTurns, isFinal, Runs, type Task, Tasks } from "../store";
 import * as AgentDir from "../util/agent-dir";
 import { LazyError } from "../util/errors";
 import { argvProblem } from "../util/prompt";
 import * as Remote from "./remote";
 import type { Lifecycle } from "./task-access";
+import type { TurnQueue } from "./turn-queue";
 import type { TurnWatch } from "./turn-watch";
 import type { Workspaces } from "./workspace";
 
@@ -30,6 +31,8 @@ export interface LaunchDeps extends Lifecycle {
   turns: TurnWatch;
   holds: () => Pick<Holds, "pauseFor" | "hold">;
   budgets: Pick<Budgets, "mayStart">;
+  /** [limits] max_running: a turn past it is queued (turn-queue.ts). */
+  queue: () => Pick<TurnQueue, "mayStart" | "put" | "next">;
 }
 
 export class Launcher {
@@ -51,8 +54,11 @@ export class Launcher {
     }
   }
 
-  /** Start the task's next turn: the first prompt, or a follow-up message. */
-  async start(ref: string, message?: string): Promise<Task> {
+  /**
+   * Start the task's next turn: the first prompt, or a follow-up message. Past [limits]
+   * max_running it is queued instead (`fromQueue`: the queue's own start, which keeps its place).
+   */
+  async start(ref: string, message?: string, fromQueue = false): Promise<Task> {
     const task = Tasks.resolve(this.d.db, ref);
     if (task.status === "running" || this.d.starting.has(task.id))
       throw new LazyError(
@@ -64,7 +70,7 @@ export class Launcher {
         "conflict",
         `Task ${this.ref(task)} is ${task.status}; ${isFinal(task.status) ? "its session has ended" : "it cannot start a turn now"}.`,
       );
-    if (message !== undefined && task.status === "queued")
+    if (message !== undefined && task.status === "queued" && Runs.get(this.d.db, task.id).turn === 0)
       throw new LazyError("conflict", `Task ${this.ref(task)} has not started yet: lazy start ${this.ref(task)} runs its first turn.`);
     this.d.starting.add(task.id);
     try {
@@ -80,6 +86,14 @@ export class Launcher {
       // [usage_pause]: a credential past its threshold (or refused for quota) starts nothing.
       const pause = await this.d.holds().pauseFor(profile);
       if (pause) return this.d.holds().hold(task, message, pause);
+      // [limits] max_running: past it the turn waits its turn, queued.
+      if (!this.d.queue().mayStart(task.id, fromQueue)) return fromQueue ? task : this.d.queue().put(task, message);
+      const queued = HeldTurns.forTask(this.d.db, task.id);
+      if (queued?.window === HeldTurns.SLOT) {
+        HeldTurns.remove(this.d.db, queued.id);
+        // Started before its place came: what it was queued with goes too.
+        if (!fromQueue && queued.message) message = message === undefined ? queued.message : `${queued.message}\n\n${message}`;
+      }
       // The credential must exist before anything starts (the placeholder stands for it).
       const launch = await this.d.proxy.mintFor({ role: "agent", profile: profile.name, taskId: task.id, taskRef: this.ref(task) });
       const docker = await this.connected(task);
@@ -94,6 +108,8 @@ export class Launcher {
       throw e;
     } finally {
       this.d.starting.delete(task.id);
+      // A launch that did not become a turn freed its slot: a queued turn may take it.
+      if (!fromQueue && Tasks.byId(this.d.db, task.id)?.status !== "running") void this.d.queue().next();
     }
   }
 

@@ -13,6 +13,8 @@ export interface LedgerDeps {
   bus: Bus;
   /** A task that stops running: its grants stop redeeming (proxy/index.ts release). */
   release: (taskId: string) => void;
+  /** A turn ended (the task left `running`): a queued turn may take its slot (turn-queue.ts). */
+  ended?: () => void;
 }
 
 export class Ledger {
@@ -34,6 +36,7 @@ export class Ledger {
     if (to !== "running") this.d.release(task.id);
     this.d.bus.publish({ kind: "task", taskId: task.id });
     this.d.bus.publish({ kind: "status", taskId: task.id, from: task.status, to, data });
+    if (task.status === "running" && to !== "running") this.d.ended?.();
     return t;
   };
 

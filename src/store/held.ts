@@ -1,7 +1,9 @@
 /**
- * Turns held by [usage_pause]: the task, the message its turn carries (null: the task's own
- * prompt), and when the credential's window resets. One row per task: a second message sent
- * while held joins the first, so the agent gets both in the turn that runs.
+ * Turns held: by [usage_pause] (the credential and when its window resets), or queued by
+ * `[limits] max_running` (window SLOT, no credential or reset: the turn starts when a running
+ * one ends, in the order of `at`). The task, the message its turn carries (null: the task's own
+ * prompt). One row per task: a second message sent while held joins the first, so the agent
+ * gets both in the turn that runs.
  */
 import type { Database } from "bun:sqlite";
 
@@ -24,9 +26,8 @@ export function put(
 ): void {
   const had = db.query("SELECT * FROM held_turns WHERE task_id = ?").get(taskId) as Held | null;
   if (had) {
-    const joined = had.message && message ? `${had.message}\n\n${message}` : (message ?? had.message);
     db.query("UPDATE held_turns SET message = ?, credential = ?, window = ?, resets_at = ? WHERE id = ?").run(
-      joined,
+      joined(had.message, message),
       pause.credential,
       pause.window,
       pause.resetsAt,
@@ -43,9 +44,34 @@ export function put(
     );
 }
 
-/** Every held turn, oldest first. */
+/** The `window` of a turn queued for a free slot under [limits] max_running. */
+export const SLOT = "max_running";
+
+const joined = (a: string | null, b: string | null) => (a && b ? `${a}\n\n${b}` : (b ?? a));
+
+/** Every turn held by [usage_pause], oldest first. */
 export function all(db: Database): Held[] {
-  return db.query("SELECT * FROM held_turns ORDER BY at, id").all() as Held[];
+  return db.query("SELECT * FROM held_turns WHERE window IS NOT ? ORDER BY at, id").all(SLOT) as Held[];
+}
+
+/** Queue the task's turn for a free slot (a turn queued already keeps its place; a message joins its own). */
+export function queue(db: Database, taskId: string, message: string | null, now = Date.now()): void {
+  const had = forTask(db, taskId);
+  if (had && had.window === SLOT) db.query("UPDATE held_turns SET message = ? WHERE id = ?").run(joined(had.message, message), had.id);
+  else {
+    if (had) remove(db, had.id);
+    db.query("INSERT INTO held_turns (task_id, message, at, window) VALUES (?, ?, ?, ?)").run(
+      taskId,
+      joined(had?.message ?? null, message),
+      now,
+      SLOT,
+    );
+  }
+}
+
+/** Turns queued for a free slot, first queued first. */
+export function queued(db: Database): Held[] {
+  return db.query("SELECT * FROM held_turns WHERE window = ? ORDER BY at, id").all(SLOT) as Held[];
 }
 
 export function forTask(db: Database, taskId: string): Held | null {

@@ -5,6 +5,8 @@
  *   queued → running → done (turn finished, to review) | waiting (needs a human) | failed
  *   queued → failed (its first launch was refused before anything ran: the reason is recorded)
  *   queued | done | failed → waiting ([usage_pause] holds its next turn until the window resets)
+ *   done | waiting | failed → queued ([limits] max_running turns run already: its next turn
+ *     starts when one ends, in order; a task never started waits as `queued` the same way)
  *   done | waiting | failed → running (the next turn; a failed turn can be retried)
  *   done | waiting → accepted (merged)
  *   queued | done | waiting | failed → rejected | closed (the session ends unmerged)
@@ -15,9 +17,9 @@ export type Status = (typeof STATUSES)[number];
 const moves: Record<Status, readonly Status[]> = {
   queued: ["running", "failed", "waiting", "rejected", "closed"],
   running: ["done", "waiting", "failed"],
-  done: ["running", "waiting", "accepted", "rejected", "closed"],
-  waiting: ["running", "accepted", "rejected", "closed"],
-  failed: ["running", "waiting", "rejected", "closed"],
+  done: ["running", "queued", "waiting", "accepted", "rejected", "closed"],
+  waiting: ["running", "queued", "accepted", "rejected", "closed"],
+  failed: ["running", "queued", "waiting", "rejected", "closed"],
   accepted: [],
   rejected: [],
   closed: [],

@@ -42,10 +42,18 @@ const list = command({
   args: { status: { type: "string", description: "Only tasks with this status" }, ...jsonArg },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
-    const tasks = await c.request<Task[]>("GET", `/api/tasks${args.status ? `?status=${encodeURIComponent(args.status)}` : ""}`);
+    const tasks = await c.request<(Task & { queuePlace?: number | null })[]>(
+      "GET",
+      `/api/tasks${args.status ? `?status=${encodeURIComponent(args.status)}` : ""}`,
+    );
     if (args.json) return printJson(tasks);
     if (!tasks.length) return print('No tasks yet: lazy task add "what to do".');
-    print(table([["ID", "CODE", "STATUS", "PROFILE", "TITLE"], ...tasks.map((t) => [t.id, t.code ?? "-", t.status, t.profile, t.title])]));
+    print(
+      table([
+        ["ID", "CODE", "STATUS", "PROFILE", "TITLE"],
+        ...tasks.map((t) => [t.id, t.code ?? "-", t.queuePlace ? `queued (#${t.queuePlace} for a turn)` : t.status, t.profile, t.title]),
+      ]),
+    );
   },
 });
 
@@ -54,7 +62,10 @@ const show = command({
   args: { task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true }, ...jsonArg },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
-    const r = await c.request<{ task: Task; events: TaskEvent[] }>("GET", `/api/tasks/${encodeURIComponent(args.task)}`);
+    const r = await c.request<{ task: Task; events: TaskEvent[]; queuePlace?: number | null }>(
+      "GET",
+      `/api/tasks/${encodeURIComponent(args.task)}`,
+    );
     // Its branch, base and files changed, the same reading as lazy diff --stat.
     const d = await fetchDiff(c, r.task.id, true);
     const finish = r.events.findLast((e) => e.kind === "finish")?.data.summary;
@@ -62,6 +73,10 @@ const show = command({
     if (args.json) return printJson({ ...r, branch: d.branch, base: d.base, tip: d.tip, diffstat: d.total, summary });
     const t = r.task;
     print(`${t.id}${t.code ? ` (${t.code})` : ""}  ${t.status}  [${t.profile}]`);
+    if (r.queuePlace)
+      print(
+        `Queued:  #${r.queuePlace} for a turn: [limits] max_running turns run now; it starts by itself when one ends (lazy close ${t.code ?? t.id} drops it).`,
+      );
     print(`Title:   ${t.title}`);
     if (t.group) print(`Group:   ${t.group} (a best-of-N candidate: lazy compare ${t.group})`);
     print(`Created: ${t.createdAt}   Updated: ${t.updatedAt}`);

@@ -1,4 +1,4 @@
-import { line } from "../../lines";
+import { line, slotText } from "../../lines";
 import type { Task, TaskEvent } from "../../store";
 import { type ErrorCode, LazyError } from "../../util/errors";
 import { findProjectRoot } from "../../util/paths";
@@ -16,6 +16,11 @@ const enc = encodeURIComponent;
 /** What `lazy start`/`send` say of the task after the request: its status, and why it waits when held. */
 async function after(c: Client.Client, t: Task, follow: boolean): Promise<string> {
   const ref = t.code ?? t.id;
+  if (t.status === "queued") {
+    const r = await c.request<{ events: TaskEvent[] }>("GET", `/api/tasks/${t.id}`);
+    const d = r.events.findLast((e) => e.kind === "status" || e.kind === "queued" || e.kind === "created")?.data;
+    if (d?.reason === "max_running") return `Task ${ref}: queued — ${slotText(d)}.`;
+  }
   if (t.status === "waiting") {
     const r = await c.request<{ events: TaskEvent[] }>("GET", `/api/tasks/${t.id}`);
     const d = r.events.findLast((e) => e.kind === "status" || e.kind === "held")?.data;

@@ -5,7 +5,7 @@ import { z } from "zod";
 import type { Bus } from "../../bus";
 import type { Config } from "../../config";
 import type { Runner } from "../../runner";
-import { isStatus, STATUSES, type Status, Tasks } from "../../store";
+import { HeldTurns, isStatus, STATUSES, type Status, Tasks } from "../../store";
 import { LazyError } from "../../util/errors";
 import { PROMPT_MAX_BYTES, promptSchema } from "../../util/prompt";
 import { body, taskRef } from "./input";
@@ -25,13 +25,18 @@ export interface TaskDeps {
   runner: Pick<Runner, "start" | "stop" | "accept" | "reject" | "close" | "workspace" | "budgets" | "calls" | "memory" | "add">;
 }
 
+/** Turns queued by [limits] max_running: each task's place (1 starts next). */
+const queuePlaces = (db: Database) => new Map(HeldTurns.queued(db).map((h, i) => [h.task_id, i + 1]));
+
 export function taskRoutes(d: TaskDeps) {
   return new Elysia()
     .get("/api/tasks", ({ query }) => {
       const status = query.status as string | undefined;
       if (status !== undefined && !isStatus(status))
         throw new LazyError("invalid_input", `Unknown status "${status}": use one of ${STATUSES.join(", ")}.`);
-      return Tasks.list(d.db, { status: status as Status | undefined });
+      // A turn queued by [limits] max_running says its place (1 starts next); null otherwise.
+      const places = queuePlaces(d.db);
+      return Tasks.list(d.db, { status: status as Status | undefined }).map((t) => ({ ...t, queuePlace: places.get(t.id) ?? null }));
     })
     .post(
       "/api/tasks",
@@ -44,7 +49,7 @@ export function taskRoutes(d: TaskDeps) {
     )
     .get("/api/tasks/:ref", ({ params }) => {
       const task = Tasks.resolve(d.db, taskRef(params));
-      return { task, events: Tasks.events(d.db, task.id) };
+      return { task, events: Tasks.events(d.db, task.id), queuePlace: queuePlaces(d.db).get(task.id) ?? null };
     })
     .get("/api/counts", () => Tasks.counts(d.db))
     .post("/api/tasks/:ref/start", ({ params }) => d.runner.start(taskRef(params)))

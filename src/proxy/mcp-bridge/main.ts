@@ -14,7 +14,7 @@ import { MCP_PATH } from "./names";
  */
 export interface McpHandler {
   admit(token: string, from: string): McpAdmit;
-  serve(req: Request, from: string): Promise<{ response: Response; who: McpWho | null; note: string | null }>;
+  serve(req: Request, from: string): Promise<{ response: Response; who: McpWho | null; note: string | null; counted?: boolean }>;
 }
 
 /** A proxy thread asks whether this token, from this address, may call lazy's MCP route. */
@@ -40,7 +40,14 @@ export async function answer(handler: McpHandler | undefined, log: Logger, a: Ex
     };
   try {
     const r = await handler.serve(new Request(`http://lazy${MCP_PATH}`, { method: a.method, headers: a.headers, body: a.body }), a.from);
-    return { status: r.response.status, headers: [...r.response.headers], body: await r.response.text(), who: r.who, note: r.note };
+    return {
+      status: r.response.status,
+      headers: [...r.response.headers],
+      body: await r.response.text(),
+      who: r.who,
+      note: r.note,
+      counted: r.counted,
+    };
   } catch (e) {
     log.error(`lazy's MCP server failed: ${(e as Error).stack ?? e}`);
     return {

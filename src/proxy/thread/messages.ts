@@ -79,5 +79,7 @@ export type McpAnswer = {
   body: string;
   who: McpWho | null;
   note: string | null;
+  /** A tool call refused by its bound (src/mcp/bounds.ts): counted on the task once a minute, so no audit row of its own. */
+  counted?: boolean;
 };
 export type Answer = { type: "answer"; id: number; value: unknown };
