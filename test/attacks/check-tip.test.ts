@@ -1,7 +1,7 @@
 /**
  * The best-of-N check under attack: it must judge what `lazy accept` would merge, the tip's
- * committed files. Candidate a commits a failing answer and leaves a passing one (and a stray
- * untracked file) uncommitted in its worktree; candidate b commits a passing answer. Real Claude Code in real containers, a mock
+ * committed files. Candidate a commits a failing answer and leaves a passing one uncommitted
+ * in its worktree; candidate b commits a passing answer. Real Claude Code in real containers, a mock
  * provider; the verdicts are what `lazy compare` shows.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -12,16 +12,15 @@ import { type Project, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = `sk-ant-api03-CHECKTIPATTACK-${"t".repeat(62)}AA`;
-// Passes when answer.txt says "pass" and the answer has no file beside it that the branch lacks.
-const CHECK = "grep -qx pass answer.txt && test ! -e stray.txt";
+const CHECK = "grep -qx pass answer.txt";
 let mock: Mock.MockProvider;
 let p: Project;
 let run: { code: number; stdout: string; stderr: string };
 
 const agent = [
   'case "$(git branch --show-current)" in',
-  // a: the failing answer committed, the passing one left in the worktree, a stray file untracked.
-  "*-a) echo fail > answer.txt; git add answer.txt; git commit -qm a; echo pass > answer.txt; echo x > stray.txt;;",
+  // a: the failing answer committed, the passing one left uncommitted in the worktree.
+  "*-a) echo fail > answer.txt; git add answer.txt; git commit -qm a; echo pass > answer.txt;;",
   // b: the passing answer, committed.
   "*) echo pass > answer.txt; git add answer.txt; git commit -qm b;;",
   "esac",
