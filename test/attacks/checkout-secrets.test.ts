@@ -6,7 +6,9 @@
  * environments): neither is anywhere. A git-ignored file the project lists in
  * `.worktreeinclude` is in the worktree, and the same search finds it there (the search
  * works). Once with a checkout the agent's uid could read (every checkout when lazy is not
- * root), once with a 0700 `mktemp -d` checkout as CI has it (lazy as root). Real Claude Code,
+ * root), once with a 0700 `mktemp -d` checkout as CI has it (lazy as root). lazy's own calls
+ * read the committed tree at HEAD, never the checkout: the same search in a `lazy ask`'s
+ * container finds neither. Real Claude Code,
  * real containers, a mock provider; the search's patterns never spell the values out, so the
  * command's own text (in the turn's events, the transcript) does not match.
  */
@@ -15,7 +17,7 @@ import { mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bash, containerProject, launched, scratched, settledAs, teardown } from "../helpers/fixtures";
-import { type Project, sh } from "../helpers/lazy";
+import { type Project, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = `sk-ant-api03-CHECKOUTSECRETS-${"s".repeat(61)}AA`;
@@ -71,6 +73,29 @@ describe("a git-ignored secret in the checkout is not the agent's to read", () =
   test("a checkout the agent's uid could read: .env and the git config's token are nowhere in the container; .worktreeinclude's file is in the worktree", async () => {
     const s = await searched("env-open");
     expectOnlyIncluded(s, "env-open");
+  }, 600_000);
+
+  test("lazy's own call (lazy ask) reads the committed tree, not the checkout: .env and the token are nowhere in its container", async () => {
+    const p = projects[0]!;
+    mock.answer({ text: "An answer." });
+    mock.behavior = { kind: "silent-then-stream", firstByteDelayMs: 6000, gapMs: 0 };
+    const asking = p.run(["ask", "What does this project hold?"]);
+    await until(() => mock.received.some((x) => x.method === "POST") || undefined, 180_000, "the call's model request");
+    const id = await until(
+      () => sh("/", `docker ps -q --filter label=dev.lazy.root=${p.root} --filter name=-call-`).out.trim().split("\n")[0] || undefined,
+      10_000,
+      "the call's container",
+    );
+    const names = sh("/", `docker exec -u 0 ${id} ls -A ${p.root}`).out.split("\n").filter(Boolean).sort();
+    const found = sh(
+      "/",
+      `docker exec -u 0 ${id} sh -c "grep -rlsI --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev -e ${ENV} -e ${TOKEN} /; echo scanned"`,
+    ).out;
+    const r = await asking;
+    mock.reset();
+    expect(r.code, r.stderr).toBe(0);
+    expect(names).toEqual([".gitignore", ".worktreeinclude", "README.md"]);
+    expect(found.trim()).toBe("scanned");
   }, 600_000);
 
   test("a 0700 mktemp -d checkout, as CI has it: the same", async () => {
