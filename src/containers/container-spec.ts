@@ -1,9 +1,9 @@
 /**
  * What a task's container is made of: its environment (addresses and settings, never a
- * credential), its mounts (the project read-only, the agent's own folders writable, lazy's
- * binary read-only), and where that binary comes from.
+ * credential), its mounts (the repository as git needs it, never the person's checkout; the
+ * agent's own folders writable; lazy's binary read-only), and where that binary comes from.
  */
-import { existsSync, statSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import * as Git from "../git";
 import { LazyError } from "../util/errors";
@@ -40,18 +40,15 @@ function envWith(name: string, email: string): Record<string, string> {
   };
 }
 
-export function mounts(root: string, whole: boolean, g: Git.TaskGit, taskDir: string, binary: string) {
+/**
+ * A task's mounts: its worktree and admin folder, the repository as git needs it and nothing of
+ * the person's checkout (git/view.ts: at the git folder's path lazy's view of it, read-only;
+ * over it the repository's refs read-only and the task's private stand-ins; the objects
+ * read-only behind the private objects' alternates), the agent's own folders, lazy's binary.
+ */
+export function mounts(g: Git.TaskGit, taskDir: string, binary: string) {
   return [
-    // The project, read-only: the docs rely on nothing secret living there. Where the agent
-    // could not open it anyway (lazy runs as root, the checkout is a 0700 `mktemp -d` folder),
-    // only its git folder, at its host path (the worktree's pointers name it): Docker makes the
-    // folders above a mount point passable, so no permission of the person's changes.
-    whole ? { host: root, container: root, readOnly: true } : { host: g.commonDir, container: g.commonDir, readOnly: true },
-    { host: join(g.commonDir, "objects"), container: "/lazy/repo-objects", readOnly: true },
-    { host: g.privateObjects, container: join(g.commonDir, "objects"), readOnly: false },
-    { host: g.privateRefs, container: join(g.commonDir, "refs/heads/lazy"), readOnly: false },
-    { host: g.privateLogs, container: join(g.commonDir, "logs/refs/heads/lazy"), readOnly: false },
-    { host: g.adminDir, container: g.adminDir, readOnly: false },
+    ...repoMounts(g),
     { host: g.worktree, container: g.worktree, readOnly: false },
     { host: join(taskDir, "home"), container: "/lazy/home", readOnly: false },
     { host: join(taskDir, "harness"), container: "/lazy/harness", readOnly: false },
@@ -60,18 +57,30 @@ export function mounts(root: string, whole: boolean, g: Git.TaskGit, taskDir: st
   ];
 }
 
-/**
- * A task's mounts on this machine's engine: the project whole where the agent can read it (as
- * root, a 0700 checkout gets only its git folder), and the host's CA bundle where one is
- * inherited ([container] inherit_network_env).
- */
-export function taskMounts(root: string, g: Git.TaskGit, taskDir: string, hostCa: string | null) {
-  const whole = process.getuid?.() !== 0 || (statSync(root).mode & 0o005) === 0o005;
+/** The repository as the task's worktree needs it (see mounts). */
+function repoMounts(g: Git.TaskGit) {
+  const common = g.commonDir;
   return [
-    ...mounts(root, whole, g, taskDir, linuxBinary()),
-    ...(hostCa ? [{ host: hostCa, container: HostNet.CA_PATH, readOnly: true }] : []),
+    { host: g.view, container: common, readOnly: true },
+    { host: join(common, "refs"), container: join(common, "refs"), readOnly: true },
+    { host: join(common, "objects"), container: "/lazy/repo-objects", readOnly: true },
+    { host: g.privateObjects, container: join(common, "objects"), readOnly: false },
+    { host: g.privateRefs, container: join(common, "refs/heads/lazy"), readOnly: false },
+    { host: g.privateLogs, container: join(common, "logs/refs/heads/lazy"), readOnly: false },
+    { host: g.adminDir, container: g.adminDir, readOnly: false },
   ];
 }
+
+/**
+ * A task's mounts on this machine's engine (mounts), and the host's CA bundle where one is
+ * inherited ([container] inherit_network_env).
+ */
+export function taskMounts(g: Git.TaskGit, taskDir: string, hostCa: string | null) {
+  return [...mounts(g, taskDir, linuxBinary()), ...caMount(hostCa)];
+}
+
+/** The host's CA bundle, read-only, when one is inherited. */
+export const caMount = (hostCa: string | null) => (hostCa ? [{ host: hostCa, container: HostNet.CA_PATH, readOnly: true }] : []);
 
 /** The Linux build of this very version, mounted into containers (on a Mac: dist/lazy-linux-*). */
 export function linuxBinary(): string {

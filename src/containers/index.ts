@@ -6,7 +6,7 @@
  */
 
 export * as BaseImage from "./base-image";
-export { BIN, containerEnvOf, linuxBinary, taskMounts } from "./container-spec";
+export { BIN, caMount, containerEnvOf, linuxBinary, taskMounts } from "./container-spec";
 export * as Engine from "./engine";
 export * as Fence from "./fence";
 export type { NetworkOptions } from "./firewall";

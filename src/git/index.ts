@@ -31,11 +31,14 @@ import * as AgentDir from "../util/agent-dir";
 import { readRegular } from "../util/bounded-read";
 import { LazyError } from "../util/errors";
 import { git, gitAsync, gitEnv, HARDENED } from "./run";
+import { writeView } from "./view";
 
 export const BRANCH_PREFIX = "lazy/";
 
 export { blockerMessage, changedFiles, commitsToMerge, diffStat, merge, mergeBlockers } from "./merge";
 export { git, gitAsync, gitBytes, gitRead } from "./run";
+export { type SnapshotBounds, type SnapshotEntry, snapshot } from "./snapshot";
+export { VIEW_DIRS, type ViewFile, viewFiles, writeView } from "./view";
 
 export function commonDir(root: string): string {
   return join(root, git(root, ["rev-parse", "--git-common-dir"]).out.trim()).replace(/\/\.$/, "");
@@ -64,6 +67,8 @@ export interface TaskGit {
   privateRefs: string;
   privateLogs: string;
   privateObjects: string;
+  /** What the container sees at the git folder's path (view.ts): lazy's, read-only there. */
+  view: string;
 }
 
 const LEGACY_ADMIN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$/;
@@ -102,6 +107,7 @@ export function layout(root: string, worktree: string, taskDir: string, ref: str
     privateRefs: join(taskDir, "git", "refs"),
     privateLogs: join(taskDir, "git", "logs"),
     privateObjects: join(taskDir, "git", "objects"),
+    view: join(taskDir, "git", "common"),
   };
 }
 
@@ -179,6 +185,8 @@ export async function ensureWorktree(
     AgentDir.write(t.privateRefs, ref, `${real}\n`, { mode: 0o644, uid: owner });
   if (fresh && owner !== undefined) for (const d of [worktree, t.adminDir]) chownTree(d, owner);
   restorePointers(t, owner);
+  // What the container sees of the git folder, afresh each turn (refs packed meanwhile, a new shallow).
+  await writeView(t.commonDir, t.view);
   return t;
 }
 
@@ -328,8 +336,20 @@ export function deleteBranch(root: string, branch: string): void {
  * are copied into a new worktree: they are what a fresh checkout lacks to build and run.
  */
 async function copyIncluded(root: string, worktree: string): Promise<void> {
+  for (const f of await included(root)) {
+    const dest = join(worktree, f);
+    mkdirSync(dirname(dest), { recursive: true });
+    copyFileSync(join(root, f), dest);
+  }
+}
+
+/**
+ * The git-ignored files of the checkout that .worktreeinclude names (paths from the root): the
+ * only ones of the person's working files a task (its worktree, its check) ever gets.
+ */
+export async function included(root: string): Promise<string[]> {
   const list = join(root, ".worktreeinclude");
-  if (!existsSync(list)) return;
+  if (!existsSync(list)) return [];
   // It comes with the checkout: a pull can make it a link to a FIFO or /dev/zero (util/bounded-read.ts).
   const read = readRegular(list, 64 * 1024);
   if (!("text" in read))
@@ -338,15 +358,10 @@ async function copyIncluded(root: string, worktree: string): Promise<void> {
     .split("\n")
     .map((l) => l.trim())
     .filter((l) => l && !l.startsWith("#"));
-  if (!patterns.length) return;
+  if (!patterns.length) return [];
   const ignored = (await gitAsync(root, ["ls-files", "--others", "--ignored", "--exclude-standard", "-z"])).out.split("\0").filter(Boolean);
   const globs = patterns.map((p) => new Bun.Glob(p.replace(/^\//, "")));
-  for (const f of ignored) {
-    if (!globs.some((g) => g.match(f) || g.match(f.split("/").at(-1)!))) continue;
-    const dest = join(worktree, f);
-    mkdirSync(dirname(dest), { recursive: true });
-    copyFileSync(join(root, f), dest);
-  }
+  return ignored.filter((f) => globs.some((g) => g.match(f) || g.match(f.split("/").at(-1)!)));
 }
 
 /** Only on a tree lazy has just made, before any container saw it; links are not followed. */

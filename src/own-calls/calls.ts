@@ -19,12 +19,14 @@
  * stale), and loads nothing of the checkout's harness configuration (.claude/settings.json hooks,
  * .mcp.json, Pi extensions, Codex's project layer): agents' branches are merged there.
  *
- * On a remote engine (DOCKER_HOST=tcp://…) nothing of this host is mounted: the call gets the
- * project's committed tree at HEAD in a volume of its own, read-only at the project's path
- * (never the checkout's untracked or ignored files, nor uncommitted edits: the prompt names
- * those), lazy's binary from the volume remote tasks use, its folders and harness files shipped
- * in, and its turn folder mirrored back as a remote task's is (runner/remote.ts); the tree's
- * volume goes with the container. No warm container is kept there.
+ * The project a call reads is its committed tree at HEAD, in a volume of the call's own,
+ * read-only at the project's path, on any engine: never the checkout itself (its git-ignored
+ * .env, untracked files and uncommitted edits: the prompt names those, never their contents).
+ * The tree's volume goes with the container; a warm container whose HEAD is no longer the
+ * project's is made anew. On a remote engine (DOCKER_HOST=tcp://…) nothing of this host is
+ * mounted: lazy's binary comes from the volume remote tasks use, its folders and harness files
+ * are shipped in, and its turn folder is mirrored back as a remote task's is
+ * (runner/remote.ts). No warm container is kept there.
  */
 
 import { randomBytes } from "node:crypto";
@@ -32,6 +34,7 @@ import { lchownSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { defaultProfile, type ResolvedProfile, resolveLimits, resolveProfile } from "../config";
 import { BIN, containerEnvOf, Image, linuxBinary, type Runtime } from "../containers";
+import * as Git from "../git";
 import * as Harness from "../harness";
 import type { Task } from "../store";
 import { FILES } from "../supervisor";
@@ -70,7 +73,7 @@ interface Vessel {
   key: string;
   /** The harness already started, waiting for its prompt on stdin (supervise --stdin). */
   exec?: string;
-  /** A remote engine: the volume holding the project's tree, removed with the container. */
+  /** The volume holding the project's committed tree, removed with the container. */
   tree?: string;
   /** A remote engine: the turn folder's mirror, while the call runs. */
   mirror?: { going: boolean; done: Promise<void> };
@@ -193,10 +196,10 @@ export class OwnCalls {
       const name = `lazy-${this.d.slug}-call-${id}`;
       if (this.active.has(name) || existing.has(name)) continue;
       rmSync(join(calls, id), { recursive: true, force: true });
-      // On a remote engine, the project's tree it was given (named as the container).
+      // The project's tree it was given (named as the container).
       void this.d.project
         .docker()
-        .then((docker) => (docker.remote ? this.d.remote.removeVolume(docker, name) : undefined))
+        .then((docker) => this.d.remote.removeVolume(docker, name))
         .catch((e: unknown) => this.d.log.warn(`removing the volume of call ${name}: ${(e as Error).message}`));
     }
   }
@@ -241,7 +244,9 @@ export class OwnCalls {
     const docker = await this.d.project.docker();
     const image = (await this.d.project.image(docker, config)).tag;
     const { net, proxyUrl } = await this.d.project.gateway(docker, config);
-    const key = JSON.stringify([image, net.name, proxyUrl, profile, launch.envVar, launch.placeholder]);
+    // A warm container holds the committed tree as of its making: a new commit makes it stale.
+    const head = (await Git.gitAsync(this.d.root, ["rev-parse", "--verify", "--quiet", "HEAD"], { allowFail: true })).out.trim();
+    const key = JSON.stringify([image, net.name, proxyUrl, profile, launch.envVar, launch.placeholder, head]);
     return { docker, profile, launch, image, net: net.name, proxyUrl, key };
   }
 
@@ -262,9 +267,12 @@ export class OwnCalls {
     const vessel: Vessel = { name, dir, container: "", placeholder: plan.launch.placeholder, key: plan.key };
     const remote = plan.docker.remote;
     try {
-      // A remote engine mounts nothing of this host: the project's tree and lazy's binary are volumes there.
-      if (remote) vessel.tree = name;
-      const volumes = remote ? await this.d.remote.volumes(plan.docker, plan.image, this.d.root, name) : [];
+      // The project's committed tree at HEAD, in a volume of the call's own (never the checkout:
+      // its ignored .env, untracked and uncommitted files); a remote engine's binary is a volume too.
+      vessel.tree = name;
+      const volumes = remote
+        ? await this.d.remote.volumes(plan.docker, plan.image, this.d.root, name)
+        : [await this.d.remote.tree(plan.docker, plan.image, this.d.root, name)];
       vessel.container = await plan.docker.create(
         {
           name,
@@ -277,8 +285,6 @@ export class OwnCalls {
           mounts: remote
             ? []
             : [
-                // The project, read-only, so a call can read what it is asked about.
-                { host: this.d.root, container: this.d.root, readOnly: true },
                 { host: join(dir, "home"), container: "/lazy/home", readOnly: false },
                 { host: join(dir, "harness"), container: "/lazy/harness", readOnly: false },
                 { host: join(dir, "turns"), container: "/lazy/turns", readOnly: false },

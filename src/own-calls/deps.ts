@@ -27,10 +27,15 @@ export interface OwnCallDeps {
 
 type Volume = { name: string; container: string };
 
-/** What travels for a call on a remote engine, and back (runner/remote-tasks.ts, shared with remote tasks). */
+/**
+ * What travels for a call on a remote engine, and back (runner/remote-tasks.ts, shared with
+ * remote tasks); and the project's committed tree, which a call gets on any engine.
+ */
 export interface RemoteCalls {
   /** lazy's binary, and the project's committed tree in a new volume named `tree` mounted at `root`. */
   volumes(docker: Runtime, image: string, root: string, tree: string): Promise<Volume[]>;
+  /** The project's committed tree alone in a new volume named `tree` mounted at `root` (a call on this machine's engine). */
+  tree(docker: Runtime, image: string, root: string, tree: string): Promise<Volume>;
   /** lazy's folders into the created container, then started. */
   ship(docker: Runtime, id: string): Promise<void>;
   harness(docker: Runtime, id: string, files: Record<string, string>): Promise<void>;

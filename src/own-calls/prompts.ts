@@ -61,7 +61,7 @@ export async function askPrompt(db: Database, root: string, question: string, ta
   const tasks = Tasks.list(db).slice(-200);
   const lines = [
     "You answer a question about a software project that lazy (a tool that runs coding agents on tasks) manages.",
-    "The project is in the current directory, read-only. Answer in plain text, briefly; do not change anything.",
+    "The project is in the current directory as committed at HEAD, read-only (uncommitted changes are listed below, not there). Answer in plain text, briefly; do not change anything.",
     "",
     `Tasks (code or id, status, title):\n${tasks.map((t) => `- ${t.code ?? t.id.slice(0, 8)}  ${t.status}  ${t.title}`).join("\n") || "(none)"}`,
     "",

@@ -5,21 +5,24 @@
  * the project's check command run on a candidate ([review] check), and which candidates an
  * accept closes. The comparison a person reads is dashboard/compare.ts.
  *
- * The check runs code from the candidate's worktree, so never on the host: in a fresh container
- * of the task image (not the agent's own container, whose disk the agent could have doctored:
- * a `bun` of its own on PATH), with the candidate's worktree and git folders only, the task
- * image's limits, the project's fenced network, no grant and no credential, and it is removed
- * after. The command comes from the trusted config only (config/trust.ts: a changed [review]
+ * The check judges what `lazy accept` would merge: the files of the candidate's tip as
+ * committed (git/snapshot.ts), never its worktree (an uncommitted file there is the agent's
+ * choice, not the branch's). It runs code from the candidate, so never on the host: in a fresh
+ * container of the task image (not the agent's own container, whose disk the agent could have
+ * doctored: a `bun` of its own on PATH), the tip's files unpacked onto that container's own
+ * disk with a home of its own (no dotfile of the agent's), the task image's limits, the
+ * project's fenced network, no grant and no credential, and it is removed after, files and all. The command comes from the trusted config only (config/trust.ts: a changed [review]
  * check is refused until lazy trust). Its verdict is lazy's own event (`check`), with the tip
  * it judged: a verdict about an older tip is not shown as the candidate's.
  */
 import type { Database } from "bun:sqlite";
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { type Config, resolveLimits, resolveProfile } from "../config";
-import { BIN, containerEnvOf, Image, type ProjectContainers, taskMounts } from "../containers";
+import { BIN, caMount, containerEnvOf, Image, linuxBinary, type ProjectContainers, Tar } from "../containers";
 import * as Git from "../git";
 import { isFinal, type Task, Tasks } from "../store";
+import { readRegularBytes } from "../util/bounded-read";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import type { Ledger } from "./ledger";
@@ -28,6 +31,11 @@ import type { Ledger } from "./ledger";
 export const MAX_CANDIDATES = 8;
 /** A check that runs longer is stopped and fails. */
 export const CHECK_TIMEOUT_MS = 10 * 60_000;
+/** Where the check runs, in its container: the tip's files, on the container's own disk. */
+export const CHECKOUT = "/lazy/check";
+/** The tip's files a check copies, at most (bytes, all together; files). */
+export const CHECK_TREE_BYTES = 512 * 1024 * 1024;
+export const CHECK_TREE_FILES = 200_000;
 /** The tail of the check's output kept in its event. */
 const CHECK_OUTPUT = 4000;
 
@@ -49,8 +57,6 @@ export interface GroupsDeps {
   /** The project's engine, image and network, shared with turns and own calls (containers/project.ts). */
   project: Pick<ProjectContainers, "docker" | "image" | "gateway" | "netEnv" | "hostCa">;
   ledger: Ledger;
-  taskDir: (t: Task) => string;
-  recordedGit: (t: Task) => Git.TaskGit | undefined;
   /** Run `fn` with the task marked as starting: no turn starts, housekeeping leaves its containers alone. */
   busy: <T>(task: Task, fn: () => Promise<T>) => Promise<T>;
 }
@@ -143,35 +149,46 @@ export class Groups {
     if (!tip) return `it has no branch ${branch}`;
     const last = Tasks.lastEvent(this.d.db, task.id, "check")?.data;
     if (!force && last?.tip === tip && last.command === command) return undefined; // this tip was judged by this command
-    const g = this.d.recordedGit(task);
-    // Docker would make a missing bind source as an empty folder: no worktree, no check.
-    if (!g || !existsSync(g.worktree)) return "it has no worktree";
     return this.d.busy(task, async () => {
       const docker = await this.d.project.docker();
       const image = await this.d.project.image(docker, config);
       const { net } = await this.d.project.gateway(docker, config);
-      Git.restorePointers(g);
       const uid = Image.agentUid();
-      const tdir = this.d.taskDir(task);
       const started = Date.now();
       const env = { ...(await containerEnvOf(this.d.root)), ...this.d.project.netEnv() };
-      const id = await docker.create({
-        name: `lazy-${this.d.slug}-${task.id}-check-${randomBytes(3).toString("hex")}`,
-        image: image.tag,
-        project: this.d.slug,
-        root: this.d.root,
-        taskId: task.id,
-        user: `${uid}:${uid}`,
-        env,
-        // Its worktree and git folders and a home; not the harness folder or the turns (nothing runs the agent here).
-        mounts: taskMounts(this.d.root, g, tdir, this.d.project.hostCa(config)).filter(
-          (m) => m.container !== "/lazy/harness" && m.container !== "/lazy/turns",
-        ),
-        network: net.name,
-        hostGateway: docker.kind === "desktop",
-        cmd: [BIN, "supervise", "--idle"],
-        limits: resolveLimits(config.container.limits),
-      });
+      let files: Tar.Entry[];
+      try {
+        files = await this.checkout(tip, uid);
+      } catch (e) {
+        if (!(e instanceof LazyError)) throw e;
+        // A tip git would not check out, or past the bound, cannot pass: its verdict says why.
+        return this.verdict(task, { command, tip, ok: false, code: -1, ms: Date.now() - started, error: e.message, output: "" });
+      }
+      const id = await docker.create(
+        {
+          name: `lazy-${this.d.slug}-${task.id}-check-${randomBytes(3).toString("hex")}`,
+          image: image.tag,
+          project: this.d.slug,
+          root: this.d.root,
+          taskId: task.id,
+          user: `${uid}:${uid}`,
+          env,
+          // lazy's binary and the host's CA only: the files it judges go into the container's own disk, gone with it.
+          mounts: [{ host: linuxBinary(), container: BIN, readOnly: true }, ...caMount(this.d.project.hostCa(config))],
+          network: net.name,
+          hostGateway: docker.kind === "desktop",
+          cmd: [BIN, "supervise", "--idle"],
+          limits: resolveLimits(config.container.limits),
+        },
+        { start: false },
+      );
+      try {
+        await docker.files.putArchive(id, "/", Tar.write(files));
+        await docker.start(id);
+      } catch (e) {
+        await docker.remove(id);
+        throw e;
+      }
       let timedOut = false;
       const timer = setTimeout(() => {
         timedOut = true;
@@ -179,7 +196,7 @@ export class Groups {
       }, CHECK_TIMEOUT_MS);
       let r: { code: number; output: string };
       try {
-        r = await docker.exec(id, ["sh", "-c", command], `${uid}:${uid}`, env, g.worktree);
+        r = await docker.exec(id, ["sh", "-c", command], `${uid}:${uid}`, env, CHECKOUT);
       } catch (e) {
         r = { code: -1, output: (e as Error).message };
       } finally {
@@ -187,7 +204,7 @@ export class Groups {
         await docker.remove(id);
       }
       const ok = r.code === 0 && !timedOut;
-      this.d.ledger.event(task, "check", {
+      this.verdict(task, {
         command,
         tip,
         ok,
@@ -196,8 +213,60 @@ export class Groups {
         ...(timedOut ? { error: `stopped after ${CHECK_TIMEOUT_MS / 60_000} minutes` } : {}),
         output: r.output.slice(-CHECK_OUTPUT),
       });
-      this.d.log.info(`task ${this.d.ledger.ref(task)}: [review] check ${ok ? "passed" : `failed (exit ${r.code})`}`);
       return undefined;
     });
+  }
+
+  /** The check's verdict: lazy's own event, with the tip it judged. */
+  private verdict(
+    task: Task,
+    v: { command: string; tip: string; ok: boolean; code: number; ms: number; error?: string; output: string },
+  ): undefined {
+    this.d.ledger.event(task, "check", v);
+    this.d.log.info(
+      `task ${this.d.ledger.ref(task)}: [review] check ${v.ok ? "passed" : `failed (${v.error ?? `exit ${v.code}`})`} on ${v.tip.slice(0, 12)}`,
+    );
+    return undefined;
+  }
+
+  /**
+   * What the check runs in, as one tar for the container's own disk: the tip's files exactly as
+   * committed (git/snapshot.ts: not the worktree, whose uncommitted files the agent chose; no
+   * filter or attribute applied), the checkout's .worktreeinclude files as a new task's worktree
+   * gets them, and a home of its own (not the task's, whose dotfiles the agent wrote).
+   */
+  private async checkout(tip: string, uid: number): Promise<Tar.Entry[]> {
+    const files = await Git.snapshot(this.d.root, tip, { bytes: CHECK_TREE_BYTES, files: CHECK_TREE_FILES });
+    const out: Tar.Entry[] = [
+      { name: "/lazy", type: "dir", mode: 0o755, uid: 0 },
+      { name: "/lazy/home", type: "dir", mode: 0o700, uid },
+      { name: CHECKOUT, type: "dir", mode: 0o755, uid },
+    ];
+    for (const f of files)
+      out.push({
+        name: join(CHECKOUT, f.path),
+        type: f.type,
+        mode: f.mode,
+        uid,
+        ...(f.type === "link" ? { target: Buffer.from(f.data!).toString("utf8") } : f.type === "file" ? { data: f.data } : {}),
+      });
+    const leaves = new Set(files.filter((f) => f.type !== "dir").map((f) => f.path));
+    const dirs = new Set(files.filter((f) => f.type === "dir").map((f) => f.path));
+    let bytes = files.reduce((n, f) => n + (f.data?.length ?? 0), 0);
+    for (const rel of await Git.included(this.d.root)) {
+      const parts = rel.split("/");
+      const above = parts.slice(0, -1).map((_, i) => parts.slice(0, i + 1).join("/"));
+      // A committed file of that name (or in its way) is what would be merged: it stays.
+      if (leaves.has(rel) || dirs.has(rel) || above.some((d) => leaves.has(d))) continue;
+      const r = readRegularBytes(join(this.d.root, rel), CHECK_TREE_BYTES - bytes);
+      if (!("bytes" in r)) continue;
+      bytes += r.bytes.length;
+      for (const d of above.filter((d) => !dirs.has(d))) {
+        out.push({ name: join(CHECKOUT, d), type: "dir", mode: 0o755, uid });
+        dirs.add(d);
+      }
+      out.push({ name: join(CHECKOUT, rel), type: "file", mode: r.mode & 0o111 ? 0o755 : 0o644, uid, data: r.bytes });
+    }
+    return out;
   }
 }

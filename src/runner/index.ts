@@ -198,8 +198,6 @@ export class Runner {
       config: d.config,
       project: this.project,
       ledger,
-      taskDir: this.ws.taskDir,
-      recordedGit: this.ws.recordedGit,
       busy: (t, fn) => this.launcher.busy(t, fn),
     });
   }

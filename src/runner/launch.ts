@@ -139,15 +139,14 @@ export class Launcher {
   }
 
   /**
-   * As root the agent is another uid (1000), and the container sees the project's git folder at
-   * its host path: that folder and its objects must be readable by others. lazy never changes a
+   * As root the agent is another uid (1000), and the container sees the repository's refs and
+   * objects at their host paths: they must be readable by others. lazy never changes a
    * permission of the person's own files; it names the folder instead (a checkout made under
-   * `umask 077`). The folders above it need nothing: a checkout the agent cannot open is not
-   * mounted, only its git folder.
+   * `umask 077`). The folders above them need nothing: nothing of the checkout is mounted.
    */
   private agentCanRead(uid: number): void {
     const common = Git.commonDir(this.d.root);
-    for (const dir of [common, join(common, "objects")]) {
+    for (const dir of [common, join(common, "refs"), join(common, "objects")]) {
       const mode = statSync(dir).mode & 0o777;
       if ((mode & 0o005) !== 0o005)
         throw new LazyError(
@@ -232,7 +231,7 @@ export class Launcher {
           user: `${uid}:${uid}`,
           env,
           // A remote engine mounts nothing of this host: what the container needs is shipped in.
-          mounts: docker.remote ? [] : taskMounts(this.d.root, g, tdir, hostCa),
+          mounts: docker.remote ? [] : taskMounts(g, tdir, hostCa),
           volumes: docker.remote ? await this.d.remote.volumes(docker, task, g, image.tag) : [],
           network: net.name,
           hostGateway: docker.kind === "desktop",

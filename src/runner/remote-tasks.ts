@@ -116,13 +116,18 @@ export class RemoteTasks {
   /**
    * What one of lazy's own calls needs on a remote engine (own-calls/calls.ts RemoteCalls): lazy's
    * binary, and the project's committed tree in a volume of the call's own (`tree`), mounted
-   * read-only at the project's path; the caller removes that volume after the call.
+   * read-only at the project's path; the caller removes that volume after the call. On this
+   * machine's engine a call gets that tree too (`tree`): never the checkout itself.
    */
   readonly calls = {
     volumes: async (docker: Runtime, image: string, root: string, tree: string) => {
       const bin = await binaryVolume(docker, linuxBinary(), image);
       await treeVolume(docker, root, tree, image);
       return [bin, { name: tree, container: root }];
+    },
+    tree: async (docker: Runtime, image: string, root: string, tree: string) => {
+      await treeVolume(docker, root, tree, image);
+      return { name: tree, container: root };
     },
     /** lazy's folders into the created container, then started. */
     ship: async (docker: Runtime, id: string) => {

@@ -138,19 +138,18 @@ const lazyDirs = (uid: number): Tar.Entry[] => [
 export function shipment(s: Shipment): Tar.Entry[] {
   const { g, uid } = s;
   const common = g.commonDir;
-  // Left out besides the objects (a volume of their own) and what is the agent's: other
-  // checkouts' worktrees, hooks (run on the host only), and stores a linked worktree never
-  // reads — Git LFS's and git-annex's file contents (the worktree's files are already checked
-  // out) and the main checkout's submodules (a worktree's own live under worktrees/) — which
-  // can be gigabytes, sent for every task.
-  const gitSkip = (rel: string) =>
-    /^(objects|worktrees|logs|hooks|index|lfs|annex|modules|lazy-[^/]*|refs\/heads\/lazy)$/.test(rel) || rel.startsWith("refs/heads/lazy/");
+  // The git folder as a local container sees it (git/view.ts): lazy's view of it (config,
+  // HEAD, packed-refs, shallow, info/exclude; never the person's config, the main checkout's
+  // index, hooks, other worktrees, LFS or annex contents) and the repository's refs, lazy's
+  // task branches aside.
   const ref = AgentDir.readText(g.privateRefs, s.ref, 256) ?? "";
   return [
     ...lazyDirs(uid),
     // The repository's own git data: readable, the agent's only through its private stand-ins.
     dir(common, 0),
-    ...tree(common, common, 0, gitSkip),
+    ...tree(g.view, common, 0, (rel) => /^(objects|refs|logs)$/.test(rel), 0o644),
+    dir(join(common, "refs"), 0),
+    ...tree(join(common, "refs"), join(common, "refs"), 0, (rel) => rel === "heads/lazy" || rel.startsWith("heads/lazy/")),
     dir(join(common, "objects"), uid),
     dir(join(common, "objects/info"), uid),
     { name: join(common, "objects/info/alternates"), type: "file", mode: 0o644, uid, data: Buffer.from(`${REPO_OBJECTS}\n`) },
@@ -238,12 +237,14 @@ export async function treeVolume(docker: Runtime, root: string, name: string, im
   if (tar === "over")
     throw new LazyError(
       "launch_refused",
-      `The project's tree at HEAD is over ${MAX_TREE / 1048576} MiB: lazy does not send it to the Docker engine at ${docker.endpoint.host} for one of its own calls; unset DOCKER_HOST to make the call on this machine's engine.`,
+      docker.remote
+        ? `The project's tree at HEAD is over ${MAX_TREE / 1048576} MiB: lazy does not send it to the Docker engine at ${docker.endpoint.host} for one of its own calls; unset DOCKER_HOST to make the call on this machine's engine.`
+        : `The project's tree at HEAD is over ${MAX_TREE / 1048576} MiB: lazy's own calls read the committed tree, copied for each call, and lazy copies no more than that.`,
     );
   if (!tar)
     throw new LazyError(
       "launch_refused",
-      `git archive HEAD failed in ${root}: lazy's own calls on a remote engine read the project's committed tree (a repository with no commit has none); commit first.`,
+      `git archive HEAD failed in ${root}: lazy's own calls read the project's committed tree (a repository with no commit has none); commit first.`,
     );
   await docker.files.fillVolume(name, "call-tree", image, () => [tar]);
 }

@@ -161,7 +161,9 @@ describe("a task in its container", () => {
     expect(spec.Config.Labels["dev.lazy.task"]).toBe(t.id);
     expect(spec.Config.Labels["dev.lazy.project"]).toBe(p.stateDir.split("/").at(-1));
     expect(spec.Mounts.find((m: any) => m.Destination === "/lazy/bin/lazy").RW).toBe(false);
-    expect(spec.Mounts.find((m: any) => m.Destination === p.root).RW).toBe(false);
+    // The repository's git folder (lazy's view of it) read-only; the checkout itself not at all.
+    expect(spec.Mounts.find((m: any) => m.Destination === `${p.root}/.git`).RW).toBe(false);
+    expect(spec.Mounts.some((m: any) => m.Destination === p.root)).toBe(false);
     expect(spec.Config.User).not.toMatch(/^0(:|$)/);
     // The turn ended, so its container was stopped; started again here to look inside.
     expect(spec.State.Running).toBe(false);
