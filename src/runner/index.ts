@@ -17,6 +17,7 @@ import { Budgets, Holds } from "../spending";
 import { Runs, type Task, Tasks } from "../store";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
+import { DiskBound } from "./disk-bound";
 import { Endings } from "./endings";
 import { Groups, type NewGroup } from "./groups";
 import { Launcher } from "./launch";
@@ -42,6 +43,8 @@ export interface RunnerDeps {
   egress: Pick<Egress, "fenceFor" | "envFor" | "unlisten">;
   /** When lazy's MCP route last heard from a task's token, and what it refused then (mcp lastHeard). */
   mcpHeard?: (taskId: string) => { last: Heard | undefined; since: number };
+  /** Why no turn may write now: the disk holding lazy's state is under its floor (disk/reserve.ts). */
+  diskLow?: () => string | undefined;
 }
 
 export class Runner {
@@ -70,6 +73,8 @@ export class Runner {
   readonly groups: Groups;
   /** Tasks on a remote engine: shipping in, mirroring and bringing back (remote-tasks.ts). */
   private remote: RemoteTasks;
+  /** [container.limits] disk: what running tasks fill, watched (disk-bound.ts). */
+  readonly disk: DiskBound;
 
   constructor(private d: RunnerDeps) {
     this.ledger = new Ledger({ db: d.db, bus: d.bus, release: (id) => d.proxy.release(id, "turn") });
@@ -147,6 +152,18 @@ export class Runner {
       starting: this.starting,
     };
     this.reconciler = new Reconciler({ ...lifecycle, egress: d.egress, turns: () => this.turns, calls: this.calls });
+    this.disk = new DiskBound({
+      db: d.db,
+      log: d.log,
+      config: d.config,
+      ledger,
+      docker,
+      stateDir: d.stateDir,
+      taskDir: this.ws.taskDir,
+      worktree: this.ws.worktree,
+      halt: (t) => this.reconciler.halt(t),
+      low: () => d.diskLow?.(),
+    });
     this.endings = new Endings({
       ...access,
       slug: d.slug,
@@ -172,6 +189,7 @@ export class Runner {
       turns: this.turns,
       holds: () => this.holds,
       budgets: this.budgets,
+      disk: this.disk,
     });
     this.groups = new Groups({
       root: d.root,
@@ -301,6 +319,7 @@ export class Runner {
   startHousekeeping(everyMs = 15_000): void {
     this.holds.schedule(); // turns held before a restart start when their window resets
     this.budgets.start();
+    this.disk.start();
     void this.reconcile().catch((e) => this.d.log.error(`reconcile: ${(e as Error).message}`));
     this.housekeeping = setInterval(
       () => void this.reconcile().catch((e) => this.d.log.error(`reconcile: ${(e as Error).message}`)),
@@ -313,6 +332,7 @@ export class Runner {
     clearInterval(this.housekeeping);
     this.holds.stop();
     this.budgets.stop();
+    this.disk.stop();
     this.turns.stopAll();
   }
 }
