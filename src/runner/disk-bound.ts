@@ -73,6 +73,8 @@ export class DiskBound {
   /** Whether the layers' filesystem is one of the gates (a local engine lazy may ask). */
   private layerGated = false;
   private gatesSet: Promise<void> | undefined;
+  /** A container's writable layer on this host, asked of the engine once per container. */
+  private layers = new Map<string, string | undefined>();
 
   constructor(private d: DiskBoundDeps) {}
 
@@ -123,6 +125,7 @@ export class DiskBound {
     const running = Tasks.list(this.d.db, { status: "running" });
     const ids = new Set(running.map((t) => t.id));
     for (const id of this.watched.keys()) if (!ids.has(id)) this.watched.delete(id);
+    if (this.layers.size > 4 * running.length + 64) this.layers.clear();
     if (!running.length) {
       for (const g of this.gates.values()) g.free = undefined;
       return;
@@ -170,7 +173,11 @@ export class DiskBound {
     const folders = [this.d.taskDir(task), this.d.worktree(task)];
     const container = Runs.get(this.d.db, task.id).container_id;
     const docker = container ? await this.d.docker().catch(() => undefined) : undefined;
-    const layerDir = container && docker ? await docker.layerDir(container) : undefined;
+    let layerDir = container ? this.layers.get(container) : undefined;
+    if (container && docker && !this.layers.has(container)) {
+      layerDir = await docker.layerDir(container);
+      this.layers.set(container, layerDir);
+    }
     const walked = await walk(layerDir ? [...folders, layerDir] : folders);
     if (walked.problems.length)
       this.d.log.repeated("warn", `disk-walk-${task.id}`, `task ${this.d.ledger.ref(task)}'s disk: du: ${walked.problems.join("; ")}`);
