@@ -22,13 +22,14 @@ export const RESERVE_FILE = "disk-reserve";
 const MiB = 1024 ** 2;
 
 /**
- * How much is held back, and under how much free space the disk counts as low: 64 MiB (the
- * store's and audit's writes for hours of turns, the log's lines for days) and 1 GiB, or a
- * twentieth of a small filesystem (a 256 MiB one: 12.8 MiB each) so it is not low for good.
+ * How much is held back, and under how much free space the disk counts as low: 32 MiB (the
+ * store's and audit's writes for hours of turns, the log's lines for days; every daemon writes
+ * it once, so not more) and 1 GiB, or a twentieth of a small filesystem (a 256 MiB one: 12.8 MiB
+ * each) so it is not low for good.
  */
 export function sizes(total: number): { reserve: number; floor: number } {
   const part = Math.floor(total / 20);
-  return { reserve: Math.min(64 * MiB, part), floor: Math.min(1024 * MiB, part) };
+  return { reserve: Math.min(32 * MiB, part), floor: Math.min(1024 * MiB, part) };
 }
 
 /** Free the reserve in `dir` (a write failed for room): true when it held something. */
@@ -130,8 +131,8 @@ export class Reserve {
       randomFillSync(chunk);
       const fh = await open(tmp, "w", 0o600);
       try {
+        // No fsync: the filesystem counts the blocks as taken from the write on (statfs says so).
         for (let left = bytes; left > 0; left -= chunk.length) await fh.write(chunk, 0, Math.min(chunk.length, left));
-        await fh.sync();
       } finally {
         await fh.close();
       }
