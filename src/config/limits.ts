@@ -1,6 +1,6 @@
 /**
  * `[container.limits]`: what one task container (or one of lazy's own call containers) may take
- * of the host: processes, memory and CPU. On by default, so one fork bomb or memory hog takes its
+ * of the host: processes, memory, CPU and disk. On by default, so one fork bomb or memory hog takes its
  * own container down, not the host and the daemon (README "Limits" says why these defaults).
  * The values are kept as written; `resolveLimits` turns "auto" into this host's figures.
  */
@@ -11,6 +11,15 @@ const SIZE = /^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$/i;
 const UNITS: Record<string, number> = { "": 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
 /** Below this a harness (node) cannot even start: a typo like "512" (bytes) is refused, not obeyed. */
 const MIN_MEMORY = 64 * 1024 ** 2;
+/** A harness's own files (its home, a turn's events, the worktree's checkout) take a few MiB: a typo like "512" is refused. */
+const MIN_DISK = 16 * 1024 ** 2;
+/**
+ * The default disk bound. A real task (a large repository's worktree with its dependencies
+ * installed, a build's output, package caches in the container) stays under a few GiB; 10 GiB
+ * lets such a build through while one runaway task (a loop writing logs, a `dd`) is stopped
+ * long before it fills a laptop's disk. The whole disk has its own floor (disk/reserve.ts).
+ */
+export const DEFAULT_DISK = "10g";
 
 /** Bytes of a size such as "4g", "512m", "1.5G"; undefined when it does not parse. */
 export function bytesOf(v: string): number | undefined {
@@ -39,6 +48,15 @@ export const ContainerLimits = z
       .union([z.number().min(0.1).max(1024), z.enum(["auto", "off"])])
       .default("auto")
       .describe('CPUs one container may use: a number like 1.5, "auto" (all of the host\'s cores but half of one) or "off".'),
+    disk: z
+      .string()
+      .refine((v) => v === "off" || (bytesOf(v) ?? 0) >= MIN_DISK, {
+        message: 'expected a size of at least 16m such as "10g" or "512m", or "off"',
+      })
+      .default(DEFAULT_DISK)
+      .describe(
+        'Disk one task may fill: its worktree, its folders under lazy\'s home (turns, home, harness, git) and its container\'s writable layer (/tmp included), together. Past it the turn is stopped and the task waits; raising it lets the task go on at once. A size like "10g", or "off".',
+      ),
   })
   .describe("What one task container may take of the host.");
 export type ContainerLimits = z.infer<typeof ContainerLimits>;
@@ -49,6 +67,8 @@ export interface Resolved {
   /** Bytes, swap included. */
   memory: number;
   nanoCpus: number;
+  /** Bytes one task may fill on disk; 0: none (the runner's disk watch, not the engine, holds it). */
+  disk: number;
 }
 
 /** The limits for this host: "auto" becomes half its memory, all its cores but half of one. */
@@ -59,6 +79,7 @@ export function resolveLimits(l: ContainerLimits): Resolved {
     pids: l.pids === "off" ? 0 : l.pids,
     memory: l.memory === "off" ? 0 : l.memory === "auto" ? Math.floor(totalmem() / 2) : bytesOf(l.memory)!,
     nanoCpus: Math.round(cpus * 1e9),
+    disk: l.disk === "off" ? 0 : bytesOf(l.disk)!,
   };
 }
 

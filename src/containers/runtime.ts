@@ -200,6 +200,42 @@ export class Runtime {
     }
   }
 
+  /**
+   * Where a container's writable layer lies on this host (overlay2's upper folder), when the
+   * engine is this machine's own and the folder is there to walk; undefined otherwise (a remote
+   * engine, Docker Desktop's VM, another storage driver).
+   */
+  async layerDir(id: string): Promise<string | undefined> {
+    if (this.remote || this.kind === "desktop") return undefined;
+    try {
+      const i = (await this.docker.getContainer(id).inspect()) as { GraphDriver?: { Name?: string; Data?: Record<string, string> } };
+      return i.GraphDriver?.Name?.startsWith("overlay") ? i.GraphDriver.Data?.UpperDir : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** The bytes a container wrote to its writable layer, as the engine counts them (it walks the layer: costly, so rarely). */
+  async writableSize(id: string): Promise<number | undefined> {
+    try {
+      const i = (await this.docker.getContainer(id).inspect({ size: true } as Docker.ContainerInspectOptions)) as { SizeRw?: number };
+      return typeof i.SizeRw === "number" ? i.SizeRw : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private root: Promise<string | undefined> | undefined;
+  /** The engine's data folder on this host (its layers' filesystem), when it is this machine's. */
+  dataRoot(): Promise<string | undefined> {
+    if (this.remote || this.kind === "desktop") return Promise.resolve(undefined);
+    this.root ??= this.docker
+      .info()
+      .then((i: { DockerRootDir?: string }) => i.DockerRootDir)
+      .catch(() => undefined);
+    return this.root;
+  }
+
   async list(project: string): Promise<ContainerInfo[]> {
     const cs = await this.docker.listContainers({ all: true, filters: { label: [`${LABEL_PROJECT}=${project}`] } });
     return cs.map((c) => ({

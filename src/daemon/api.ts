@@ -69,6 +69,8 @@ export interface ApiDeps {
   freshConfig: () => void;
   busy: () => Busy;
   stop: (reason: string, containers: boolean) => Promise<void>;
+  /** An error that is a write finding no room: lazy's reserve is freed and the refusal says so (disk/reserve.ts). */
+  diskFull?: (e: unknown) => LazyError | undefined;
 }
 
 /**
@@ -117,6 +119,11 @@ export function api(d: ApiDeps, token: string) {
       if (code === "PARSE") {
         set.status = 400;
         return new LazyError("invalid_input", "The request body is not valid JSON.").toJSON();
+      }
+      const full = d.diskFull?.(error);
+      if (full) {
+        set.status = full.status;
+        return full.toJSON();
       }
       d.log.error(`API error: ${(error as Error)?.stack ?? String(error)}`);
       set.status = 500;

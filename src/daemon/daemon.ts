@@ -10,6 +10,7 @@ import type { Server } from "bun";
 import { Bus } from "../bus";
 import { type Config, FILE, Trust } from "../config";
 import { CredentialStore, ExpiryWarnings } from "../credentials";
+import * as Disk from "../disk";
 import { Egress } from "../egress";
 import * as Git from "../git";
 import * as Mcp from "../mcp";
@@ -46,6 +47,8 @@ export class Daemon {
   /** The egress proxy task containers reach the allowed hosts through (src/egress). */
   egress: Egress | undefined;
   expiry: ExpiryWarnings | undefined;
+  /** lazy's disk reserve: freed when the disk runs low, so the store, audit and log still write (disk/reserve.ts). */
+  reserve: Disk.Reserve | undefined;
 
   private constructor(
     private readonly root: string,
@@ -77,6 +80,9 @@ export class Daemon {
     const lock = tryLock(paths.lock);
     if (!lock) return undefined;
     const log = Log.create("daemon");
+    // First: room for the store, the audit and the log when the disk fills (disk/reserve.ts).
+    const reserve = new Disk.Reserve({ dir: paths.dir, log: Log.create("disk") });
+    reserve.start();
     try {
       rmSync(paths.startupError, { force: true });
       // Broken or untrusted: no daemon, so nothing of it routes a credential (config/trust.ts).
@@ -134,6 +140,7 @@ export class Daemon {
         log: Log.create("runner"),
         egress,
         mcpHeard: (id) => ({ last: Mcp.lastHeard(id), since: Mcp.HEARD_SINCE }),
+        diskLow: () => reserve.low(),
       });
       const notifier = new Notifier({
         db,
@@ -148,6 +155,7 @@ export class Daemon {
       expiry.start();
       daemon = new Daemon(root, paths, db, watch, proxy, credentials, runner, bus, notifier, mcp, lock, log, loaded.present);
       daemon.egress = egress;
+      daemon.reserve = reserve;
       daemon.expiry = expiry;
       // lazy's MCP tools, on the proxy's listeners (where task containers reach it).
       const mcpDeps: Mcp.McpDeps = {
@@ -203,6 +211,7 @@ export class Daemon {
       daemon.sweeper.unref();
       return daemon;
     } catch (e) {
+      reserve.stop();
       const err = e instanceof LazyError ? e : new LazyError("daemon_failed", `The daemon failed to start: ${(e as Error).message}.`);
       log.error(`${err.message}${err.details.length ? `\n  ${err.details.join("\n  ")}` : ""}`);
       writeFileAtomic(paths.startupError, JSON.stringify(err.toJSON()));
@@ -231,6 +240,14 @@ export class Daemon {
         freshConfig: () => this.configWatch.reload(),
         busy: () => this.busy(),
         stop: (reason, containers) => this.stop(reason, containers),
+        diskFull: (e) => {
+          if (!Disk.isFull(e)) return undefined;
+          const freed = this.reserve?.releaseNow((e as Error).message) ?? false;
+          return new LazyError(
+            "disk_full",
+            `The disk holding lazy's state (${this.paths.dir}) is full, so this was not done${freed ? "; lazy freed its reserve, so lazy's own records still write" : ""}. Free space on that disk, then try again.`,
+          );
+        },
       },
       token,
     );
@@ -335,6 +352,7 @@ export class Daemon {
       ]);
     this.notifier.stop();
     this.expiry?.stop();
+    this.reserve?.stop();
     this.apiServer?.stop(true);
     this.egress?.stop();
     await this.proxy.stop();
@@ -350,7 +368,8 @@ export class Daemon {
 export async function serve(root: string): Promise<void> {
   const paths = State.paths(root);
   ensurePrivateDir(paths.dir);
-  Log.configure({ file: paths.log, stderr: !process.env.LAZY_DAEMON_DETACHED });
+  // A line that finds no room frees lazy's disk reserve and is written into it (disk/reserve.ts).
+  Log.configure({ file: paths.log, stderr: !process.env.LAZY_DAEMON_DETACHED, onFull: () => Disk.release(paths.dir) });
   const daemon = await Daemon.start(root);
   if (!daemon) {
     Log.create("daemon").debug("another daemon holds the lock; exiting");

@@ -17,6 +17,7 @@ import { Budgets, Holds } from "../spending";
 import { Runs, type Task, Tasks } from "../store";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
+import { DiskBound } from "./disk-bound";
 import { Endings } from "./endings";
 import { Groups, type NewGroup } from "./groups";
 import { Launcher } from "./launch";
@@ -43,6 +44,8 @@ export interface RunnerDeps {
   egress: Pick<Egress, "fenceFor" | "envFor" | "unlisten">;
   /** When lazy's MCP route last heard from a task's token, and what it refused then (mcp lastHeard). */
   mcpHeard?: (taskId: string) => { last: Heard | undefined; since: number };
+  /** Why no turn may write now: the disk holding lazy's state is under its floor (disk/reserve.ts). */
+  diskLow?: () => string | undefined;
 }
 
 export class Runner {
@@ -73,6 +76,8 @@ export class Runner {
   readonly groups: Groups;
   /** Tasks on a remote engine: shipping in, mirroring and bringing back (remote-tasks.ts). */
   private remote: RemoteTasks;
+  /** [container.limits] disk: what running tasks fill, watched (disk-bound.ts). */
+  readonly disk: DiskBound;
 
   constructor(private d: RunnerDeps) {
     this.ledger = new Ledger({
@@ -155,6 +160,18 @@ export class Runner {
       starting: this.starting,
     };
     this.reconciler = new Reconciler({ ...lifecycle, egress: d.egress, turns: () => this.turns, calls: this.calls });
+    this.disk = new DiskBound({
+      db: d.db,
+      log: d.log,
+      config: d.config,
+      ledger,
+      docker,
+      stateDir: d.stateDir,
+      taskDir: this.ws.taskDir,
+      worktree: this.ws.worktree,
+      halt: (t) => this.reconciler.halt(t),
+      low: () => d.diskLow?.(),
+    });
     this.endings = new Endings({
       ...access,
       slug: d.slug,
@@ -189,6 +206,7 @@ export class Runner {
       turns: this.turns,
       holds: () => this.holds,
       budgets: this.budgets,
+      disk: this.disk,
     });
     this.groups = new Groups({
       root: d.root,
@@ -316,6 +334,7 @@ export class Runner {
   startHousekeeping(everyMs = 15_000): void {
     this.holds.schedule(); // turns held before a restart start when their window resets
     this.budgets.start();
+    this.disk.start();
     // Turns queued before a restart, or behind a max_running since raised, start as slots free.
     const sweep = () => {
       void this.reconcile()
@@ -331,6 +350,7 @@ export class Runner {
     clearInterval(this.housekeeping);
     this.holds.stop();
     this.budgets.stop();
+    this.disk.stop();
     this.turns.stopAll();
   }
 }

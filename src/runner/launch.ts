@@ -18,6 +18,7 @@ import { canMove, HeldTurns, isFinal, Runs, type Task, Tasks } from "../store";
 import * as AgentDir from "../util/agent-dir";
 import { LazyError } from "../util/errors";
 import { argvProblem } from "../util/prompt";
+import type { DiskBound } from "./disk-bound";
 import * as Remote from "./remote";
 import type { Lifecycle } from "./task-access";
 import type { TurnQueue } from "./turn-queue";
@@ -33,6 +34,7 @@ export interface LaunchDeps extends Lifecycle {
   budgets: Pick<Budgets, "mayStart">;
   /** [limits] max_running: a turn past it is queued (turn-queue.ts). */
   queue: () => Pick<TurnQueue, "mayStart" | "put" | "next">;
+  disk: Pick<DiskBound, "mayStart">;
 }
 
 export class Launcher {
@@ -83,6 +85,8 @@ export class Launcher {
       const profile = resolveProfile(config, task.profile);
       // [budget]: a task that reached its budget (or a project that reached today's) starts nothing.
       this.d.budgets.mayStart(task);
+      // [container.limits] disk: a task at its bound (or a disk under lazy's floor) starts nothing.
+      await this.d.disk.mayStart(task);
       // [usage_pause]: a credential past its threshold (or refused for quota) starts nothing.
       const pause = await this.d.holds().pauseFor(profile);
       if (pause) return this.d.holds().hold(task, message, pause);

@@ -340,6 +340,14 @@ export class TurnWatch {
       .finally(() => this.ending.delete(task.id));
   }
 
+  /** Why this turn was stopped for disk (the `refused` event disk-bound.ts recorded), if it was. */
+  private diskStop(task: Task): string | undefined {
+    const all = Tasks.events(this.d.db, task.id);
+    const turnStart = all.findLastIndex((e) => e.kind === "status" && e.data.to === "running");
+    const e = all.slice(turnStart + 1).find((x) => x.kind === "refused" && typeof x.data.disk === "object" && x.data.disk !== null);
+    return e ? String(e.data.reason) : undefined;
+  }
+
   private finish(task: Task, ok: boolean, exit: Exit, text: string, stoppedByUser: boolean): void {
     let sync: { moved: boolean; tip: string; skipped: string[] } | undefined;
     try {
@@ -360,16 +368,19 @@ export class TurnWatch {
     // The agent asked the human something (MCP ask_human): the task waits for the answer.
     const question = this.run(task.id).question;
     const asked = question && !budget ? { reason: "question", question } : null;
-    const to: Status = stopped || budget || asked ? "waiting" : ok ? "done" : "failed";
+    // The disk bound (or a disk under lazy's floor) stopped it (disk-bound.ts): it waits for room.
+    const disk = this.diskStop(task);
+    const to: Status = stopped || budget || asked || disk ? "waiting" : ok ? "done" : "failed";
     this.d.ledger.move(task, to, {
       ...(budget ?? {}),
       ...(asked ?? {}),
+      ...(disk ? { reason: "disk", detail: disk } : {}),
       exit: exit.code,
       signal: exit.signal,
       ...(stopped ? { stopped: true } : {}),
       ...(sync?.moved ? { branch: `${Git.BRANCH_PREFIX}${this.d.ledger.ref(task)}`, tip: sync.tip } : {}),
       ...(text ? { result: text.slice(0, 4000) } : {}),
-      ...(exit.error ? { error: exit.error } : {}),
+      ...(disk ? { error: disk } : exit.error ? { error: exit.error } : {}),
     });
     this.d.log.info(`task ${this.d.ledger.ref(task)} turn ended: ${to} (exit ${exit.code ?? exit.signal})`);
   }

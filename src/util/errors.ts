@@ -17,6 +17,7 @@ export type ErrorCode =
   | "credential_missing"
   | "proxy_unavailable"
   | "launch_refused"
+  | "disk_full"
   | "internal";
 
 const httpStatus: Record<ErrorCode, number> = {
@@ -33,6 +34,7 @@ const httpStatus: Record<ErrorCode, number> = {
   credential_missing: 424,
   proxy_unavailable: 503,
   launch_refused: 409,
+  disk_full: 507,
   internal: 500,
 };
 

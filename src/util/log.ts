@@ -12,16 +12,19 @@ type Level = "debug" | "info" | "warn" | "error";
 const order: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
 let logFile: string | undefined;
+/** Called when a line could not be written for room: true when it made some (disk/reserve.ts frees lazy's reserve). */
+let onFull: (() => boolean) | undefined;
 let toStderr = true;
 let minLevel: Level = (process.env.LAZY_LOG_LEVEL as Level) in order ? (process.env.LAZY_LOG_LEVEL as Level) : "info";
 
-export type Settings = { file?: string; stderr?: boolean; level?: Level };
+export type Settings = { file?: string; stderr?: boolean; level?: Level; onFull?: () => boolean };
 
 /** The daemon sends its log to a file (and not to a terminal it no longer has). */
 export function configure(opts: Settings) {
   logFile = opts.file;
   if (opts.stderr !== undefined) toStderr = opts.stderr;
   if (opts.level) minLevel = opts.level;
+  if (opts.onFull) onFull = opts.onFull;
 }
 
 /** The current settings, for a worker thread to log the same way. */
@@ -32,8 +35,25 @@ export function settings(): Settings {
 function write(level: Level, tag: string, msg: string) {
   if (order[level] < order[minLevel]) return;
   const line = `${new Date().toISOString()} ${level.toUpperCase().padEnd(5)} [${tag}] ${msg}\n`;
-  if (logFile) appendFileSync(logFile, line);
+  if (logFile) append(logFile, line);
   if (toStderr) process.stderr.write(line);
+}
+
+/**
+ * A log line never throws into what it reports on. On a full disk the line is written again
+ * once room was made (lazy's reserve freed); otherwise it goes to stderr only.
+ */
+function append(file: string, line: string): void {
+  try {
+    appendFileSync(file, line);
+  } catch (e) {
+    if ((e as { code?: string }).code === "ENOSPC" && onFull?.())
+      try {
+        appendFileSync(file, line);
+        return;
+      } catch {}
+    if (!toStderr) process.stderr.write(line);
+  }
 }
 
 /** How often a repeated kind of line is summed up. */

@@ -55,15 +55,21 @@ describe("lazy.toml", () => {
   test("[container.limits]: on by default; a limit that does not parse is refused at its place", () => {
     const ok = loadText("");
     expect(ok.ok).toBe(true);
-    if (ok.ok) expect(ok.config.container.limits).toEqual({ pids: 1024, memory: "auto", cpus: "auto" });
-    const lines = problems('[container.limits]\npids = 10\nmemory = "lots"\ncpus = "many"\n');
-    expect(lines).toHaveLength(3);
+    if (ok.ok) expect(ok.config.container.limits).toEqual({ pids: 1024, memory: "auto", cpus: "auto", disk: "10g" });
+    const lines = problems('[container.limits]\npids = 10\nmemory = "lots"\ncpus = "many"\ndisk = "512"\n');
+    expect(lines).toHaveLength(4);
     expect(lines[0]).toStartWith("lazy.toml:2:8 container.limits.pids — ");
     expect(lines[1]).toStartWith('lazy.toml:3:10 container.limits.memory — expected a size of at least 64m such as "4g"');
     expect(lines[2]).toStartWith("lazy.toml:4:8 container.limits.cpus — ");
-    expect(loadText('[container.limits]\npids = "off"\nmemory = "512m"\ncpus = 1.5\n').ok).toBe(true);
-    expect(resolveLimits({ pids: 256, memory: "512m", cpus: "off" })).toEqual({ pids: 256, memory: 512 * 1024 ** 2, nanoCpus: 0 });
-    expect(resolveLimits({ pids: "off", memory: "off", cpus: 0.5 })).toEqual({ pids: 0, memory: 0, nanoCpus: 5e8 });
+    expect(lines[3]).toStartWith('lazy.toml:5:8 container.limits.disk — expected a size of at least 16m such as "10g"');
+    expect(loadText('[container.limits]\npids = "off"\nmemory = "512m"\ncpus = 1.5\ndisk = "off"\n').ok).toBe(true);
+    expect(resolveLimits({ pids: 256, memory: "512m", cpus: "off", disk: "64m" })).toEqual({
+      pids: 256,
+      memory: 512 * 1024 ** 2,
+      nanoCpus: 0,
+      disk: 64 * 1024 ** 2,
+    });
+    expect(resolveLimits({ pids: "off", memory: "off", cpus: 0.5, disk: "off" })).toEqual({ pids: 0, memory: 0, nanoCpus: 5e8, disk: 0 });
   });
 
   test("a syntax error names its place", () => {

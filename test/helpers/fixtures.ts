@@ -25,6 +25,8 @@ export interface ContainerProjectOptions {
   env?: Record<string, string>;
   /** An existing folder to be the checkout, its modes untouched (see Project). */
   root?: string;
+  /** An existing empty folder to be LAZY_HOME (see Project). */
+  home?: string;
   /** More of the [container] table (lines after `base`). */
   container?: string;
   /** More tables after [proxy.upstreams]. */
@@ -49,7 +51,7 @@ export interface ContainerProjectOptions {
  */
 export async function containerProject(mock: Mock.MockProvider, key: string, opts: ContainerProjectOptions = {}): Promise<Project> {
   await needDocker();
-  const p = new Project({ toml: opts.toml ?? containerToml(mock.url, opts), env: opts.env, root: opts.root });
+  const p = new Project({ toml: opts.toml ?? containerToml(mock.url, opts), env: opts.env, root: opts.root, home: opts.home });
   let init: ReturnType<typeof sh>;
   if (opts.firstCommit === "empty") init = sh(p.root, "git -c user.name=Dev -c user.email=dev@example.com commit -q --allow-empty -m init");
   else {

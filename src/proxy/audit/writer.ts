@@ -5,6 +5,8 @@
  * rows here (store.ts); readers first wait until what they posted is written (trail.ts).
  */
 import type { Database } from "bun:sqlite";
+import { dirname } from "node:path";
+import * as Disk from "../../disk";
 import { AuditBatches, AuditRefusals, connect, Usage } from "../../store";
 import type * as Refusals from "./refusals";
 import * as Store from "./store";
@@ -20,6 +22,8 @@ export type FromWriter = { type: "done"; id: number; error?: string };
 declare const self: Worker;
 
 let db: Database | undefined;
+/** The state folder: where lazy's disk reserve is, freed when a batch finds no room. */
+let stateDir: string | undefined;
 /** The number the next row gets. */
 let next = 1;
 let sinceBound = 0;
@@ -66,6 +70,23 @@ function write(batch: Store.Batch, bounds: Store.Bounds): void {
     t.counts[0]++;
     for (let j = 0; j < TOKENS.length; j++) t.counts[j + 1]! += Store.numberOf(batch, i, TOKENS[j]!) || 0;
   }
+  // A failed transaction is rolled back: so are the counters it moved (the batch may be written again).
+  const before = { next, sinceBound };
+  try {
+    writeAll(d, batch, bounds, totals, days);
+  } catch (err) {
+    ({ next, sinceBound } = before);
+    throw err;
+  }
+}
+
+function writeAll(
+  d: Database,
+  batch: Store.Batch,
+  bounds: Store.Bounds,
+  totals: Map<number, Usage.Counts>,
+  days: Map<string, { key: readonly [string, string, string, string, string]; counts: Usage.Counts }>,
+): void {
   d.transaction(() => {
     Store.append(d, batch, next);
     next += batch.n;
@@ -116,22 +137,34 @@ function count(tally: Refusals.Tally, { maxRefusals, maxAgeDays }: Refusals.Boun
   }).immediate();
 }
 
+function run(m: Exclude<ToWriter, { type: "open" }>): void {
+  if (m.type === "rows") write(m.batch, m.bounds);
+  else if (m.type === "refused") count(m.tally, m.bounds);
+  else if (m.type === "prune") prune(m.bounds);
+  else {
+    db?.close();
+    db = undefined;
+  }
+}
+
 self.onmessage = (e: MessageEvent<ToWriter>) => {
   const m = e.data;
   if (m.type === "open") {
     // The proxy's thread writes tasks and events on its own connection: wait for it, not fail.
     db = connect(m.path, { strict: true, synchronous: "NORMAL" });
+    stateDir = dirname(m.path);
     next = Store.nextId(db);
     return;
   }
   let error: string | undefined;
   try {
-    if (m.type === "rows") write(m.batch, m.bounds);
-    else if (m.type === "refused") count(m.tally, m.bounds);
-    else if (m.type === "prune") prune(m.bounds);
-    else {
-      db?.close();
-      db = undefined;
+    try {
+      run(m);
+    } catch (err) {
+      // The disk is full: lazy's reserve is freed (once) and the batch written into that room.
+      if (m.type === "close" || !Disk.isFull(err) || !stateDir || !Disk.release(stateDir)) throw err;
+      console.error(`lazy: the disk holding lazy's state is full (${(err as Error).message}): freed lazy's reserve for the audit`);
+      run(m);
     }
   } catch (err) {
     error = `${m.type === "rows" ? "a batch of audit rows was lost: " : m.type === "refused" ? "counts of refused callers were lost: " : ""}${(err as Error).message}`;
