@@ -27,7 +27,7 @@ const SMALL = `FROM ${BASE}
 RUN apt-get update && apt-get install -y --no-install-recommends jq && rm -rf /var/lib/apt/lists/*
 RUN npm install -g --no-audit --no-fund --loglevel=error typescript@5.6.3 prettier@3.3.3
 `;
-const steps = which === "default" ? Image.DEFAULT_DOCKERFILE.replace("${BASE}", BASE) : SMALL;
+const steps = which === "default" ? Image.DEFAULT_DOCKERFILE.replace(/^FROM \$\{BASE\}$/m, `FROM ${BASE}`) : SMALL;
 
 interface Proj {
   name: string;
@@ -106,7 +106,7 @@ try {
     const round: Record<string, number> = {};
     for (const p of order) {
       // A first step of its own: Docker's shared cache holds nothing of this build.
-      const file = steps.replace(/^(FROM [^\n]*\n)/, `$1RUN echo cold-${crypto.randomUUID()}\n`);
+      const file = steps.replace(/^(FROM [^\n]*\n)/m, `$1RUN echo cold-${crypto.randomUUID()}\n`);
       const cold = launch(p, file);
       Bun.spawnSync(["docker", "rmi", "--no-prune", cold.tag], { stdout: "ignore", stderr: "ignore" });
       const cached = launch(p, file);
