@@ -19,7 +19,7 @@ import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
 import { HostNet, Image } from "../../src/containers";
 import { TEST_IMAGES } from "../helpers/env";
-import { acceptRefused, bash, containerProject, launched, removeContainers, settled } from "../helpers/fixtures";
+import { acceptRefused, bash, containerProject, containerToml, launched, removeContainers, settled } from "../helpers/fixtures";
 import { cleanupAll, type Project, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
@@ -133,7 +133,6 @@ afterAll(async () => {
 describe("a script the trusted Dockerfile runs at build, rewritten by the agent", () => {
   test("accept needs --with-config; the next launch refuses the build until lazy trust; then the build reaches neither host listener", async () => {
     p = await containerProject(anthropic, KEY, {
-      container: 'dockerfile = "docker/Dockerfile"',
       files: (root) => {
         mkdirSync(join(root, "docker"));
         writeFileSync(join(root, "docker/Dockerfile"), `FROM ${agentImage}\nCOPY prep.sh /prep.sh\nRUN sh /prep.sh\n`);
@@ -141,8 +140,8 @@ describe("a script the trusted Dockerfile runs at build, rewritten by the agent"
       },
     });
     projects.push(p);
-    // The person looked at the Dockerfile and its prep script, and approved them.
-    expect(p.trust().code).toBe(0);
+    // The person looked at the Dockerfile and its prep script, named it, and approved them (writeToml runs lazy trust).
+    p.writeToml(containerToml(anthropic.url, { container: 'dockerfile = "docker/Dockerfile"' }));
 
     // An unchanged context builds with no prompt; the agent's turn rewrites prep.sh and commits.
     anthropic.answer(rewritesPrep(probe("agent-prep")));
