@@ -179,7 +179,7 @@ describe("a CA only the host trusts", () => {
       anthropic.reset();
       // The fence's allow list names the server by the name the agent asks for.
       p.writeToml(
-        `[container]\ndockerfile = "Dockerfile"\nallow = ["localhost:${port}"]\n\n${upstream(`https://localhost:${front.port}`)}`,
+        `[container]\ndockerfile = "Dockerfile"\nbuild_network = "host"\nallow = ["localhost:${port}"]\n\n${upstream(`https://localhost:${front.port}`)}`,
       );
       const r = await p.run(["run", "fetch it behind the company proxy", "--code", "behind"]);
       expect(r.code, r.stderr).toBe(0);
