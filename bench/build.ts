@@ -52,6 +52,9 @@ function project(name: string, network: "project" | "host"): Proj {
     join(root, "lazy.toml"),
     `[container]\ndockerfile = "Dockerfile"\nbuild_network = "${network}"\nsetup = "exit 7"\n\n[proxy.upstreams]\nanthropic = "http://127.0.0.1:9"\n`,
   );
+  Bun.spawnSync([BIN, "trust"], { cwd: root, env, stdout: "ignore", stderr: "ignore" });
+  // A stored key: a launch asks for the profile's credential before it builds (no model call is made).
+  Bun.spawnSync([BIN, "auth", "set", "anthropic"], { cwd: root, env, stdin: new Blob([`sk-ant-api03-${"b".repeat(80)}`]) });
   return { name, root, home, env, n: 0 };
 }
 
@@ -86,10 +89,11 @@ function launch(p: Proj, dockerfile: string): { ms: number; tag: string } {
   writeFileSync(join(p.root, "Dockerfile"), dockerfile);
   if (lazy(p, ["trust"]).code !== 0) throw new Error(`${p.name}: lazy trust failed`);
   const from = logLength(p);
-  const code = `b${++p.n}`;
+  const code = `build-${++p.n}`;
   lazy(p, ["task", "add", "build", "--code", code]);
   lazy(p, ["start", code]); // fails at setup ("exit 7"): the image is built by then
-  const r = Bun.spawnSync([BIN, "task", "show", code, "--json"], { cwd: p.root, env: p.env, stdout: "pipe" });
+  const r = Bun.spawnSync([BIN, "task", "show", code, "--json"], { cwd: p.root, env: p.env, stdout: "pipe", stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`${p.name}: lazy task show ${code}: ${r.stderr}`);
   const events = (JSON.parse(r.stdout.toString()) as { events: { kind: string; data: { done?: string } }[] }).events;
   const tag = events.find((e) => e.kind === "build" && e.data.done)?.data.done;
   if (!tag) throw new Error(`${p.name}: task ${code} built nothing: ${lazy(p, ["logs", code]).err}`);
@@ -108,7 +112,10 @@ try {
       // A first step of its own: Docker's shared cache holds nothing of this build.
       const file = steps.replace(/^(FROM [^\n]*\n)/m, `$1RUN echo cold-${crypto.randomUUID()}\n`);
       const cold = launch(p, file);
-      Bun.spawnSync(["docker", "rmi", "--no-prune", cold.tag], { stdout: "ignore", stderr: "ignore" });
+      // The task's container holds the image: gone first, then the tag (its layers stay as cache).
+      Bun.spawnSync(["sh", "-c", `docker ps -aq --filter label=dev.lazy.root=${p.root} | xargs -r docker rm -f`], { stdout: "ignore" });
+      const rmi = Bun.spawnSync(["docker", "rmi", "--no-prune", cold.tag], { stdout: "ignore", stderr: "pipe" });
+      if (rmi.exitCode !== 0) throw new Error(`docker rmi ${cold.tag}: ${rmi.stderr}`);
       const cached = launch(p, file);
       round[`${p.name} cold`] = cold.ms;
       round[`${p.name} cached`] = cached.ms;
