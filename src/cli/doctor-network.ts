@@ -68,7 +68,7 @@ export async function networkFindings(root: string, config: Config, ep: Engine.E
               check: "network",
               ok: true,
               blocking: false,
-              summary: `proxy in use: ${via.shown} (builds; task containers reach it through lazy's egress proxy)`,
+              summary: `proxy in use: ${via.shown} (${config.container.build_network === "host" ? "builds on the host's network; task containers" : "image builds and task containers"} reach it through lazy's egress proxy)`,
             },
       );
     }

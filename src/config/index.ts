@@ -4,6 +4,7 @@
  */
 
 export { type AllowEntry, allows, DEFAULT_ALLOW, hostOf, parseAllow } from "./allow";
+export * as BuildFiles from "./build-files";
 export { autoMaxRunning, bytesOf, maxRunning, type Resolved as ResolvedLimits, resolveLimits } from "./limits";
 export { FILE, formatProblem, type Loaded, load, loadText, type Problem, readConfigText } from "./load";
 export { defaultProfile, type Harness, profileNames, type ResolvedProfile, resolveProfile } from "./profiles";

@@ -209,9 +209,15 @@ export const Container = z
       .boolean()
       .default(true)
       .describe(
-        "Give image builds and task containers the host's extra CA certificates (NODE_EXTRA_CA_CERTS, SSL_CERT_FILE, /usr/local/share/ca-certificates) and its HTTP_PROXY/HTTPS_PROXY/NO_PROXY (builds only get a proxy with a password; under the fence containers use lazy's egress proxy). Builds run on the host's network. Off: builds and containers get none of it.",
+        "Give image builds and task containers the host's extra CA certificates (NODE_EXTRA_CA_CERTS, SSL_CERT_FILE, /usr/local/share/ca-certificates) and its HTTP_PROXY/HTTPS_PROXY/NO_PROXY (under the fence, builds and containers go through lazy's egress proxy instead, which chains to the host's; a build with build_network = \"host\" gets the host's proxy itself). Off: builds and containers get none of it.",
       ),
     limits: ContainerLimits.default(ContainerLimits.parse({})),
+    build_network: z
+      .enum(["project", "host"])
+      .default("project")
+      .describe(
+        'Where an image build\'s RUN steps run: "project" (the default) on the project\'s own network, fenced like task containers (under network = "allowlist" they reach only the hosts in allow, through lazy\'s egress proxy as HTTP_PROXY/HTTPS_PROXY, which chains to the host\'s own proxy); "host" on the host\'s network, reaching whatever the host reaches, its loopback included (a proxy only the host can use). lazy doctor names "host" as a finding.',
+      ),
     network: z
       .enum(["allowlist", "open", "none", "observe"])
       .default("allowlist")

@@ -16,11 +16,12 @@
  */
 import { createHash } from "node:crypto";
 import { existsSync, lstatSync, readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { parse } from "smol-toml";
 import { LazyError } from "../util/errors";
 import { ensurePrivateDir, readOwn, writeFileAtomic } from "../util/files";
 import { lazyHome } from "../util/paths";
+import * as BuildFiles from "./build-files";
 import { FILE, formatProblem, loadText, type Problem, readConfigText } from "./load";
 import { locate, pathKey } from "./positions";
 import type { Config } from "./schema";
@@ -37,6 +38,12 @@ export interface TrustRecord {
   bearing: string;
   /** Per trust-bearing key, a hash of its value: says which keys a later edit changed. */
   keys: { [key: string]: string };
+  /**
+   * The files beside lazy.toml that go into the task image or a task (build-files.ts): the
+   * Dockerfile's build context, what [container] setup names, .worktreeinclude. Absent in a
+   * record from before they were trust-bearing: every such file is then new.
+   */
+  build?: BuildFiles.BuildFiles;
   trustedAt: string;
 }
 
@@ -179,14 +186,57 @@ export function check(root: string, home = lazyHome()): Checked {
   };
 }
 
-/** Approve `root/lazy.toml` as it is now: it must load. Returns what changed since the last approval. */
-export function approve(
+/** A change to a trust-bearing file beside lazy.toml, worded: `docker/prep.sh (changed)`. */
+export interface FileChange {
+  path: string;
+  how: "changed" | "added" | "removed";
+  /** What the file is to lazy: "in the build context of docker/Dockerfile", "named by [container] setup", … */
+  what: string;
+}
+
+/** What changed in the files beside lazy.toml between a record and now (of the kinds `now` holds). */
+function fileChanges(before: BuildFiles.BuildFiles | undefined, now: Partial<BuildFiles.BuildFiles>, dockerfile?: string): FileChange[] {
+  const out: FileChange[] = [];
+  if (now.context !== undefined) {
+    const was = before?.context && before.context.dir === now.context?.dir ? before.context.files : undefined;
+    const what = `in the build context of ${dockerfile ?? "the Dockerfile"}`;
+    for (const c of BuildFiles.changes(was, now.context?.files ?? {})) out.push({ ...c, what });
+  }
+  if (now.setup !== undefined)
+    for (const c of BuildFiles.changes(before?.setup, now.setup)) out.push({ ...c, what: "named by [container] setup" });
+  if (now.include !== undefined && (before?.include ?? null) !== now.include)
+    out.push({
+      path: BuildFiles.INCLUDE_FILE,
+      how: now.include === null ? "removed" : before?.include ? "changed" : "added",
+      what: "which of your ignored files every task gets",
+    });
+  return out;
+}
+
+const worded = (c: FileChange) => `${c.path} (${c.how})`;
+
+/**
+ * Approve `root/lazy.toml` and the files beside it that go into the task image or a task
+ * (build-files.ts) as they are now: lazy.toml must load. Returns what changed since the last
+ * approval, keys and files.
+ */
+export async function approve(
   root: string,
   home = lazyHome(),
-): { file: string; sha256: string; changed: string[]; bearing: string[]; isNew: boolean; needed: boolean } {
+): Promise<{
+  file: string;
+  sha256: string;
+  changed: string[];
+  files: FileChange[];
+  bearing: string[];
+  isNew: boolean;
+  needed: boolean;
+}> {
   const file = join(root, FILE);
-  if (!existsSync(file)) throw new LazyError("not_found", `There is no ${FILE} in ${root} to trust; lazy init writes one (and trusts it).`);
-  const read = readConfigText(file);
+  const present = existsSync(file);
+  if (!present && !existsSync(join(root, BuildFiles.INCLUDE_FILE)))
+    throw new LazyError("not_found", `There is no ${FILE} in ${root} to trust; lazy init writes one (and trusts it).`);
+  const read = present ? readConfigText(file) : { text: "" };
   const src = "text" in read ? read.text : "";
   const bytes = Buffer.from(src);
   const loaded: ReturnType<typeof loadText> = "text" in read ? loadText(src) : { ok: false, problems: [read.problem] };
@@ -197,32 +247,66 @@ export function approve(
       loaded.problems.map(formatProblem),
     );
   const keys = bearingKeys(src, root);
+  const build = await BuildFiles.current(root, loaded.config.container);
   ensurePrivateDir(home);
   const book = readBook(home);
   const before = book.files[file];
   const changed = Object.keys(keys).filter((k) => before?.keys[k] !== keys[k]);
-  const record: TrustRecord = { sha256: sha(bytes), bearing: bearingHash(keys), keys, trustedAt: new Date().toISOString() };
+  const files = fileChanges(before?.build, build, loaded.config.container.dockerfile);
+  const record: TrustRecord = { sha256: sha(bytes), bearing: bearingHash(keys), keys, build, trustedAt: new Date().toISOString() };
   book.files[file] = record;
   writeFileAtomic(bookPath(home), `${JSON.stringify(book, null, 2)}\n`);
-  return { file, sha256: record.sha256, changed, bearing: Object.keys(keys), isNew: !before, needed: Object.keys(keys).length > 0 };
+  const anyFile = !!build.context || Object.keys(build.setup).length > 0 || build.include !== null;
+  return {
+    file,
+    sha256: record.sha256,
+    changed,
+    files,
+    bearing: Object.keys(keys),
+    isNew: !before,
+    needed: Object.keys(keys).length > 0 || anyFile,
+  };
 }
 
-/** Every trusted file: path, hash, when, and whether the file on disk still matches. */
-export function list(home = lazyHome()): { file: string; sha256: string; trustedAt: string; state: "matches" | "changed" | "missing" }[] {
-  return Object.entries(readBook(home).files)
-    .map(([file, r]) => {
-      let state: "matches" | "changed" | "missing" = "missing";
-      if (existsSync(file)) {
-        try {
-          const read = readConfigText(file);
-          state = "text" in read && bearingHash(bearingKeys(read.text, dirname(file))) === r.bearing ? "matches" : "changed";
-        } catch {
-          state = "changed";
+/**
+ * Every trusted file: path, hash, when, and whether the file on disk and the files beside it
+ * that go into the task image or a task (build-files.ts) still match; `changes` names what differs.
+ */
+export async function list(
+  home = lazyHome(),
+): Promise<{ file: string; sha256: string; trustedAt: string; state: "matches" | "changed" | "missing"; changes: string[] }[]> {
+  const out: { file: string; sha256: string; trustedAt: string; state: "matches" | "changed" | "missing"; changes: string[] }[] = [];
+  for (const [file, r] of Object.entries(readBook(home).files)) {
+    let state: "matches" | "changed" | "missing" = "missing";
+    const changes: string[] = [];
+    const root = dirname(file);
+    if (existsSync(file) || (r.build?.include && existsSync(root))) {
+      try {
+        const read = existsSync(file) ? readConfigText(file) : { text: "" };
+        if (!("text" in read)) throw new Error(read.problem.message);
+        const keys = bearingKeys(read.text, root);
+        changes.push(
+          ...Object.keys(keys)
+            .filter((k) => r.keys[k] !== keys[k])
+            .map((k) => `${k} (${r.keys[k] ? "changed" : "added"})`),
+          ...Object.keys(r.keys)
+            .filter((k) => !(k in keys))
+            .map((k) => `${k} (removed)`),
+        );
+        const loaded = loadText(read.text);
+        if (loaded.ok) {
+          const now = await BuildFiles.current(root, loaded.config.container);
+          changes.push(...fileChanges(r.build, now, loaded.config.container.dockerfile).map(worded));
         }
+        state = changes.length ? "changed" : "matches";
+      } catch (e) {
+        state = "changed";
+        changes.push(`(${(e as Error).message})`);
       }
-      return { file, sha256: r.sha256, trustedAt: r.trustedAt, state };
-    })
-    .sort((a, b) => (a.file < b.file ? -1 : 1));
+    }
+    out.push({ file, sha256: r.sha256, trustedAt: r.trustedAt, state, changes });
+  }
+  return out.sort((a, b) => (a.file < b.file ? -1 : 1));
 }
 
 /** The trust record's own file (the daemon's config watch also watches it). */
@@ -240,5 +324,43 @@ export function checkDockerfile(root: string, named: string, text: string, home 
   throw new LazyError(
     "config_untrusted",
     `${resolve(root, named)} (the Dockerfile [container] dockerfile names) changed since you trusted ${file}, and lazy builds only what you approved. Look at it, then run lazy trust in ${root}.`,
+  );
+}
+
+/** How many changed paths a refusal names before "and N more". */
+const NAMED = 20;
+
+/**
+ * Before lazy uses a file beside lazy.toml that goes into the task image or a task: it must be
+ * as approved with `lazy trust` (one record with lazy.toml's). `context`: the build context as
+ * about to be sent (the very bytes), or "read" to read it now; `setup` and `include` ask for
+ * the files [container] setup names and .worktreeinclude. A change refuses, naming each path
+ * and how to approve. Returns nothing; throws `config_untrusted`.
+ */
+export async function checkFiles(
+  root: string,
+  container: { dockerfile?: string; setup?: string },
+  parts: { context?: BuildFiles.ContextFile[] | "read"; setup?: boolean; include?: boolean },
+  home = lazyHome(),
+): Promise<void> {
+  const record = readBook(home).files[join(root, FILE)];
+  const now: Partial<BuildFiles.BuildFiles> = {};
+  if (parts.context) {
+    const ctx = BuildFiles.contextOfConfig(root, container.dockerfile);
+    if (ctx?.copies) {
+      const files = parts.context === "read" ? await BuildFiles.readContext(root, ctx.dir) : parts.context;
+      now.context = { dir: relative(root, ctx.dir), files: BuildFiles.contextDigests(files) };
+    }
+  }
+  if (parts.setup) now.setup = BuildFiles.setupFiles(root, container.setup);
+  if (parts.include) now.include = BuildFiles.includeDigest(root);
+  const changes = fileChanges(record?.build, now, container.dockerfile);
+  if (!changes.length) return;
+  const named = changes.slice(0, NAMED).map(worded).join(", ") + (changes.length > NAMED ? `, and ${changes.length - NAMED} more` : "");
+  const since = record?.build ? ` since you trusted them (${record.trustedAt})` : "";
+  throw new LazyError(
+    "config_untrusted",
+    `Files that go into the task image or its tasks changed${since}: ${named}. lazy builds and copies only what you approved with lazy trust. Look at them (git log -p -- PATH), then run lazy trust in ${root} (lazy trust --show lists what changed).`,
+    changes.slice(0, NAMED).map((c) => `${c.path} — ${c.how}, ${c.what}`),
   );
 }

@@ -29,7 +29,7 @@ export const LOCAL_CA_DIR = "/usr/local/share/ca-certificates";
 const SYSTEM_BUNDLE = "/etc/ssl/certs/ca-certificates.crt";
 /** The variables tools read a CA bundle from. */
 export const CA_VARS = ["NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "GIT_SSL_CAINFO"] as const;
-const PROXY_VARS = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"] as const;
+export const PROXY_VARS = ["HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"] as const;
 const MAX_CA_FILE = 8 * 1024 * 1024;
 
 export interface HostNetwork {

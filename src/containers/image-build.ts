@@ -29,8 +29,11 @@ export interface Job {
   /** The files of `files` that are executable (mode 755 in the context). */
   executable?: ReadonlySet<string>;
   buildArgs: Record<string, string>;
-  /** "host": the build's RUN steps see the host's network (its loopback proxy, its own servers). */
-  network?: "host";
+  /**
+   * The network the build's RUN steps run on: a network's name (the project's, fenced), or
+   * "host" (the host's network: its loopback proxy, its own servers). The classic builder takes both.
+   */
+  network?: string;
   /** Labels for the image, besides lazy's own mark. */
   labels?: Record<string, string>;
 }

@@ -9,9 +9,8 @@
 import { createHash } from "node:crypto";
 import { existsSync, lstatSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
-import { DEFAULT_BASE } from "../config";
-import * as Git from "../git";
-import { readRegular, readRegularBytes } from "../util/bounded-read";
+import { BuildFiles, DEFAULT_BASE } from "../config";
+import { readRegular } from "../util/bounded-read";
 import { LazyError } from "../util/errors";
 import { VERSION } from "../version";
 
@@ -109,84 +108,53 @@ const slugOf = (root: string) =>
     .slice(0, 40) || "project";
 
 /** The most a Dockerfile's build context may hold: it is read into memory and sent whole. */
-export const CONTEXT_MAX_BYTES = 512 * 1024 * 1024;
+export const CONTEXT_MAX_BYTES = BuildFiles.CONTEXT_MAX_BYTES;
 
 /**
  * The build context of a project Dockerfile: the files under its folder that git tracks or
  * would track (untracked, not ignored), as the agent's worktree has them. Ignored files stay
  * out: a `.env`, a key file or `node_modules` in the checkout is no business of an image the
- * agent runs in. Symlinks and submodules are left out; an executable keeps its mode.
+ * agent runs in. Symlinks and submodules are left out; an executable keeps its mode. A
+ * Dockerfile that copies nothing from its context gets none (config/build-files.ts: only what
+ * lazy trust recorded goes in; `copies` says it of the person's Dockerfile, before lazy's CA
+ * steps). `read` is what was read, for the trust check of those bytes.
  */
 export async function contextOf(
   root: string,
   dir: string,
   dockerfile: string,
-): Promise<{ files: Record<string, Uint8Array | string>; executable: Set<string> }> {
+  copies = copiesContext(dockerfile),
+): Promise<{ files: Record<string, Uint8Array | string>; executable: Set<string>; read: BuildFiles.ContextFile[] }> {
   const files: Record<string, Uint8Array | string> = {};
   const executable = new Set<string>();
-  let total = 0;
-  for (const path of await contextPaths(root, dir)) {
-    const full = join(root, path);
-    const name = relative(dir, full);
-    // Not followed: a link (tracked or swapped in) could name any file of the host.
-    const read = existsSync(full) ? readRegularBytes(full, CONTEXT_MAX_BYTES - total, { follow: false }) : undefined;
-    if (!read) continue; // deleted since it was listed
-    if ("why" in read) {
-      if (!read.larger) continue; // a link, a submodule, a nested repository
-      throw new LazyError(
-        "launch_refused",
-        `The Docker build context (${dir}) holds over ${CONTEXT_MAX_BYTES / 1024 / 1024} MiB of files git tracks or would track (the limit was reached at ${name}). Move the Dockerfile into a folder of its own with what it copies, or add the large files to .gitignore.`,
-      );
-    }
-    total += read.bytes.length;
-    files[name] = read.bytes;
-    if (read.mode & 0o111) executable.add(name);
+  const read = copies ? await BuildFiles.readContext(root, dir) : [];
+  for (const f of read) {
+    files[f.name] = f.bytes;
+    if (f.executable) executable.add(f.name);
   }
   files.Dockerfile = dockerfile;
   executable.delete("Dockerfile");
-  return { files, executable };
+  return { files, executable, read };
 }
 
 /** Whether a Dockerfile takes files from its build context (a COPY or ADD not from another stage). */
-export function copiesContext(dockerfile: string): boolean {
-  return /^[ \t]*(COPY|ADD)[ \t]+(?!.*--from=)/im.test(dockerfile);
-}
+export const copiesContext = BuildFiles.copiesContext;
 
 /**
  * A stamp of the build context as it is now: each file's path, size, mode and modification time
  * (no content read). An image built from another stamp was built from other files: the launch
- * builds it again (Docker's own cache keeps the steps whose files did not change).
+ * builds it again (Docker's own cache keeps the steps whose files did not change). Whether
+ * those files may be built is the trust record's say (config/build-files.ts: their contents).
  */
 export async function contextStamp(root: string, dir: string): Promise<string> {
   const h = createHash("sha256");
-  for (const path of (await contextPaths(root, dir)).sort()) {
+  for (const path of await BuildFiles.contextPaths(root, dir)) {
     const st = lstatSync(join(root, path), { throwIfNoEntry: false });
     // As contextOf takes them: regular files only.
     if (!st?.isFile()) continue;
     h.update(`${path}\0${st.size}\0${st.mode & 0o111 ? "x" : "-"}\0${st.mtimeMs}\n`);
   }
   return h.digest("hex").slice(0, 16);
-}
-
-/** The files of a build context, as paths from the project's root: what git tracks or would track under `dir`. */
-async function contextPaths(root: string, dir: string): Promise<string[]> {
-  const rel = relative(root, dir);
-  const out = await Git.gitBytes(
-    root,
-    ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", rel ? `:(literal)${rel}` : "."],
-    64 * 1024 * 1024,
-  );
-  if (out === null)
-    throw new LazyError(
-      "launch_refused",
-      `git could not list the files of the Docker build context (${dir}). Run git status there to see why.`,
-    );
-  if (out === "over")
-    throw new LazyError(
-      "launch_refused",
-      `The Docker build context (${dir}) names over 64 MiB of file paths. Move the Dockerfile into a folder of its own with what it copies.`,
-    );
-  return [...new Set(Buffer.from(out).toString("utf8").split("\0").filter(Boolean))];
 }
 
 /**

@@ -242,18 +242,48 @@ export class ProjectContainers {
   }
 
   /**
+   * Whether the task image is to be built: missing, or (a project Dockerfile that copies from
+   * its context) built from other files of it — a changed package.json, script or lockfile is
+   * built again, under the same tag. `stamp` is the context's as it is now.
+   */
+  private async due(
+    docker: Runtime,
+    image: Extract<Image.ImagePlan, { kind: "build" }>,
+    dockerfile: string,
+  ): Promise<{ missing: boolean; stale: boolean; stamp?: string }> {
+    const stamp = image.context && Image.copiesContext(dockerfile) ? await Image.contextStamp(this.d.root, image.context) : undefined;
+    const labels = await docker.imageLabels(image.tag);
+    return { missing: labels === undefined, stale: labels !== undefined && stamp !== undefined && labels[LABEL_CONTEXT] !== stamp, stamp };
+  }
+
+  /**
+   * Before a launch makes anything of its task: the files beside lazy.toml it is about to use
+   * are as approved with lazy trust (config/trust.ts checkFiles) — the build context when the
+   * image is to be built, the files [container] setup names when setup is to run,
+   * .worktreeinclude when the worktree is to be made. A refusal here leaves no worktree, no
+   * container and no half-built image behind; the build checks the bytes it sends once more.
+   */
+  async trusted(docker: Runtime, config: Config, parts: { setup: boolean; include: boolean }): Promise<void> {
+    let context = false;
+    if (config.container.dockerfile) {
+      const { image, raw } = this.plan(config);
+      if (image.kind === "build" && raw.kind === "build" && !this.building.has(image.tag)) {
+        const d = await this.due(docker, image, raw.dockerfile);
+        context = d.missing || d.stale;
+      }
+    }
+    await Trust.checkFiles(this.d.root, config.container, { context: context ? "read" : undefined, ...parts });
+  }
+
+  /**
    * The task image, built first if it is missing. `say`, when given, hears the build's steps
    * (the runner records them as the task's `build` events).
    */
   async image(docker: Runtime, config: Config, say?: (data: Record<string, unknown>) => void): Promise<Image.ImagePlan> {
     const { image, host, raw } = this.plan(config);
     if (image.kind !== "build" || raw.kind !== "build") return image;
-    // A project Dockerfile that copies from its context: an image built from other files of it
-    // (a changed package.json, script or lockfile) is built again, under the same tag.
-    const stamp = image.context && Image.copiesContext(raw.dockerfile) ? await Image.contextStamp(this.d.root, image.context) : undefined;
-    const labels = await docker.imageLabels(image.tag);
-    const stale = labels !== undefined && stamp !== undefined && labels[LABEL_CONTEXT] !== stamp;
-    if (labels === undefined || stale) {
+    const { missing, stale, stamp } = await this.due(docker, image, raw.dockerfile);
+    if (missing || stale) {
       if (stale) {
         this.d.log.info(`the files ${image.what} copies changed since ${image.tag} was built: building it again`);
         say?.({ image: image.tag, rebuild: "the files its Dockerfile copies changed since it was built" });
@@ -293,19 +323,19 @@ export class ProjectContainers {
     stamp?: string,
   ): Promise<void> {
     // What runs at build is what the person approved (config/trust.ts): the Dockerfile as
-    // written, before lazy adds the host's CA steps.
+    // written, before lazy adds the host's CA steps, and the very bytes of its context sent.
     if (config.container.dockerfile) Trust.checkDockerfile(this.d.root, config.container.dockerfile, approved);
+    const { files, executable, read } = image.context
+      ? await Image.contextOf(this.d.root, image.context, image.dockerfile, Image.copiesContext(approved))
+      : { files: { Dockerfile: image.dockerfile } as Record<string, string | Uint8Array>, executable: undefined, read: [] };
+    if (config.container.dockerfile) await Trust.checkFiles(this.d.root, config.container, { context: read });
+    const where = await this.buildNetwork(docker, config, image.buildArgs);
     say?.({ image: image.tag, what: image.what });
-    this.d.log.info(`building ${image.what} as ${image.tag}${HostNet.describe(host)}`);
-    const { files, executable } = image.context
-      ? await Image.contextOf(this.d.root, image.context, image.dockerfile)
-      : { files: { Dockerfile: image.dockerfile } as Record<string, string | Uint8Array>, executable: undefined };
+    this.d.log.info(`building ${image.what} as ${image.tag} ${where.shown}${HostNet.describe(host)}`);
     if (host.ca) files[HostNet.CA_CONTEXT_NAME] = host.ca.pem;
     let last = 0;
-    // On the host's network: a company proxy often listens on the host's loopback (cntlm,
-    // px), and what a build runs is what the person approved (the Dockerfile is trusted).
     const labels = stamp ? { [LABEL_CONTEXT]: stamp } : undefined;
-    await docker.build({ tag: image.tag, files, executable, buildArgs: image.buildArgs, network: "host", labels }, (line) => {
+    await docker.build({ tag: image.tag, files, executable, buildArgs: where.buildArgs, network: where.network, labels }, (line) => {
       this.d.log.info(`build: ${line}`);
       // Every step is recorded; what a step prints only now and then, for the live line.
       const step = /^Step \d+\/\d+/.test(line);
@@ -315,5 +345,38 @@ export class ProjectContainers {
       }
     });
     say?.({ done: image.tag });
+  }
+
+  /**
+   * Where a build's RUN steps run: the project's network, fenced like task containers (a
+   * Dockerfile's RUN line, an `npm ci` lifecycle script, is code from the checkout run as root),
+   * with lazy's egress proxy as its HTTP(S)_PROXY build args in place of the host's (the egress
+   * proxy chains to the host's own proxy: egress/chain.ts). Only `[container] build_network =
+   * "host"` (trusted) builds on the host's network, with the host's proxy variables, as before.
+   * Docker's classic builder (the API's build without BuildKit) takes a network's name as its
+   * `networkmode`; BuildKit knows only default, host and none.
+   */
+  private async buildNetwork(
+    docker: Runtime,
+    config: Config,
+    args: Record<string, string>,
+  ): Promise<{ network: string; buildArgs: Record<string, string>; shown: string }> {
+    if (config.container.build_network === "host")
+      return { network: "host", buildArgs: args, shown: 'on the host\'s network ([container] build_network = "host")' };
+    const { net } = await this.sharedGateway(docker, config);
+    const egress = docker.remote || docker.kind === "desktop" ? {} : this.d.egress.envFor(config, net.gateway);
+    const fence = net.fence;
+    // Under the fence the host's proxy is out of reach: the egress proxy stands in for it.
+    const buildArgs =
+      fence.state === "fenced" || Object.keys(egress).length
+        ? { ...Object.fromEntries(Object.entries(args).filter(([k]) => !HostNet.PROXY_VARS.includes(k as never))), ...egress }
+        : args;
+    const how =
+      fence.state === "fenced"
+        ? `fenced: ${fence.mode}${Object.keys(egress).length ? ", through lazy's egress proxy" : ""}`
+        : fence.state === "open"
+          ? 'not fenced: network = "open"'
+          : `NOT fenced: ${fence.reason}`;
+    return { network: net.name, buildArgs, shown: `on the project's network ${net.name} (${how})` };
   }
 }

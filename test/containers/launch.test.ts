@@ -194,6 +194,13 @@ describe("launching a turn", () => {
     expect(await start("copy-same")).not.toContain("Building the task image");
     // The file it copies changed (not committed: the context is the checkout as it is).
     await Bun.write(`${p.root}/greeting.txt`, "two\n");
+    // A file of the build context changed since lazy trust: nothing is built until the person approves it.
+    await p.ok(["task", "add", "the image has no claude", "--code", "copy-untrusted"]);
+    const refused = await p.run(["start", "copy-untrusted"]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain("greeting.txt (changed)");
+    expect(refused.stderr).not.toContain("Building the task image");
+    expect(p.trust().code).toBe(0);
     const third = await start("copy-two");
     expect(third).toContain("The task image is out of date: the files its Dockerfile copies changed since it was built.");
     expect(third).toContain("Building the task image from the project's Dockerfile.copy");

@@ -1,8 +1,8 @@
 /**
  * Corporate networks: a CA only the host trusts (NODE_EXTRA_CA_CERTS) reaches image builds and
  * task containers ([container] inherit_network_env, on by default): a project Dockerfile whose
- * RUN fetches from a loopback HTTPS server signed by that CA builds (builds run on the host's
- * network), and a task's request to it through the fence succeeds; with inheritance off the
+ * RUN fetches from a loopback HTTPS server signed by that CA builds (on the host's network:
+ * build_network = "host"), and a task's request to it through the fence succeeds; with inheritance off the
  * build fails with the TLS error in lazy's message. The CA is made with openssl here. Real
  * Docker, real Claude Code, mock provider on loopback.
  */
@@ -128,8 +128,11 @@ async function corpProject(inherit: boolean, env: Record<string, string> = {}, t
   });
   projects.push(p);
   // The Dockerfile first, then lazy.toml naming it (trust approves the Dockerfile by its contents).
+  // The build's RUN fetches from this host's loopback, which only a build on the host's network
+  // reaches: build_network = "host" (builds on the project's network reach hosts through lazy's
+  // egress proxy: test/attacks/build-trust.test.ts).
   p.writeToml(
-    `[container]\ndockerfile = "Dockerfile"\nallow = ["127.0.0.1:${port}"]\n${inherit ? "" : "inherit_network_env = false\n"}\n${toml}`,
+    `[container]\ndockerfile = "Dockerfile"\nbuild_network = "host"\nallow = ["127.0.0.1:${port}"]\n${inherit ? "" : "inherit_network_env = false\n"}\n${toml}`,
   );
   return p;
 }
@@ -176,7 +179,7 @@ describe("a CA only the host trusts", () => {
       anthropic.reset();
       // The fence's allow list names the server by the name the agent asks for.
       p.writeToml(
-        `[container]\ndockerfile = "Dockerfile"\nallow = ["localhost:${port}"]\n\n${upstream(`https://localhost:${front.port}`)}`,
+        `[container]\ndockerfile = "Dockerfile"\nbuild_network = "host"\nallow = ["localhost:${port}"]\n\n${upstream(`https://localhost:${front.port}`)}`,
       );
       const r = await p.run(["run", "fetch it behind the company proxy", "--code", "behind"]);
       expect(r.code, r.stderr).toBe(0);

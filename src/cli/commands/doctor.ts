@@ -221,6 +221,7 @@ async function findings(root: string): Promise<Finding[]> {
     });
   if (!ping.ok && engines) out.push(engines);
   if (loaded.ok) out.push(...(await networkFindings(root, loaded.config, ping.ok ? ep : null)));
+  if (loaded.ok) out.push(buildNetworkFinding(loaded.config.container.build_network, loaded.config.container.network));
   return out;
 }
 
@@ -367,6 +368,25 @@ function fenceFinding(status: DaemonStatus | undefined, mode: string | undefined
     );
   if (f?.state === "unfenced") return warn("fence", `the network fence is not set: ${f.reason}`, f.remedy);
   return fine("fence", "the network fence is set when a task's network is set up (none yet)");
+}
+
+/**
+ * Where image builds run (containers/project.ts buildNetwork): a RUN line, or a script of the
+ * build context it runs, is code from the checkout run as root in the build.
+ */
+function buildNetworkFinding(where: "project" | "host", mode: string): Finding {
+  if (where === "host")
+    return warn(
+      "build",
+      "[container] build_network = \"host\": image builds run on the host's network, so a RUN line (or a script of the build context it runs) reaches this host's loopback services and whatever the host reaches",
+      "remove build_network from lazy.toml unless a build needs something only the host reaches; builds on the project's network go through lazy's egress proxy, which chains to the host's HTTP(S)_PROXY",
+    );
+  return fine(
+    "build",
+    mode === "open"
+      ? 'image builds run on the project\'s network, which network = "open" leaves unfenced'
+      : `image builds run on the project's network, fenced like task containers (network = "${mode}")`,
+  );
 }
 
 /**

@@ -10,13 +10,13 @@ import { say } from "../voice";
 export const init = command({
   meta: { name: "init", description: "Write a commented lazy.toml starter at the project root" },
   args: {},
-  run() {
+  async run() {
     const root = findProjectRoot();
     const file = join(root, FILE);
     if (existsSync(file)) throw new LazyError("conflict", `${file} already exists; edit it, or remove it to start over.`);
     writeFileAtomic(file, starter(), 0o644);
     // The person wrote it by running init: it is theirs (config/trust.ts).
-    Trust.approve(root);
+    await Trust.approve(root);
     say.success(`Wrote ${file} (trusted: lazy trust --show).`);
     print('Next: lazy daemon start, then lazy task add "what to do".');
   },
