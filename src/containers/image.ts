@@ -36,9 +36,13 @@ RUN set -eux; \\
 RUN set -eux; \\
     if [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 22 ]; then npm install -g --no-audit --no-fund --loglevel=error node@22; fi; \\
     hash -r; node --version
-RUN npm install -g --no-audit --no-fund --loglevel=error \\
+# npm skips an optional package it failed to fetch without failing: Claude Code's native binary
+# is one. Each harness runs once here, so an image without one fails its build, naming it.
+RUN set -eu; \\
+    npm install -g --no-audit --no-fund --loglevel=error \\
       "@anthropic-ai/claude-code@\${CLAUDE_CODE_VERSION}" "@openai/codex@\${CODEX_VERSION}" \\
-      "@mariozechner/pi-coding-agent@\${PI_VERSION}"
+      "@mariozechner/pi-coding-agent@\${PI_VERSION}"; \\
+    for h in claude codex pi; do "$h" --version >/dev/null || { echo "lazy: $h does not run in this image (npm install above)" >&2; exit 1; }; done
 # The agent: a non-root user (the host user's uid, so files it writes are the user's) with
 # passwordless sudo for installing packages inside its own container.
 RUN set -eux; \\

@@ -18,8 +18,13 @@ export type { Done, Hooks, Refusal } from "./hooks";
 export const HEAD_TIMEOUT_MS = 10_000;
 /** How long a dial may take. */
 const DIAL_TIMEOUT_MS = 10_000;
-/** Open connections one source address may hold, and all sources together. */
-export const PER_SOURCE = 64;
+/**
+ * Open connections one source address may hold, and all sources together. npm's install of
+ * lazy's default image (three harnesses and their optional platform packages) holds more than
+ * 64 tunnels at once through a proxy, and a refused one is a 429 npm gives up on: the image then
+ * lacks Claude Code's native binary. 256 is the model proxy's per-source bound too.
+ */
+export const PER_SOURCE = 256;
 const TOTAL = 1024;
 
 interface Conn {

@@ -15,7 +15,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { loadText } from "../../src/config";
-import { Egress } from "../../src/egress";
+import { Egress, PER_SOURCE } from "../../src/egress";
 import type { AuditBatch, Grant } from "../../src/proxy";
 import * as Log from "../../src/util/log";
 import { raw, write } from "../helpers/raw-http";
@@ -61,7 +61,8 @@ beforeAll(() => {
   e = new Egress({
     config: () => loaded.config,
     grants: { all: () => grants, allMcp: () => [], version: () => 0 },
-    audit: { write: (b: AuditBatch) => rows.push(JSON.stringify(b)), refused: () => {} },
+    // Rows, and the tallies of refusals from a source no grant names (this test speaks from loopback).
+    audit: { write: (b: AuditBatch) => rows.push(JSON.stringify(b)), refused: (t: unknown) => rows.push(JSON.stringify(t)) },
     log: Log.create("egress"),
     onLeak: (taskId) => leaks.push(taskId),
   });
@@ -158,5 +159,33 @@ describe("the placeholder, disguised, on its way out", () => {
     expect(audit).toContain("the request carries task exfil's placeholder (base64-encoded)");
     expect(audit).not.toContain(b64(PLACEHOLDER, "base64url"));
     expect(audit).not.toContain(PLACEHOLDER);
+  });
+});
+
+describe("connections one source holds through the egress proxy", () => {
+  test("a package manager's burst of tunnels (well past 64) is admitted; one past the bound is refused with 429, and a closed one makes room", async () => {
+    const { connect } = await import("node:net");
+    const held: import("node:net").Socket[] = [];
+    try {
+      // Opened and left idle, as a pool of kept-alive tunnels is: each counts until it closes.
+      for (let i = 0; i < PER_SOURCE; i++) {
+        const s = connect(port, "127.0.0.1");
+        s.on("error", () => {});
+        held.push(s);
+        await new Promise((r) => s.once("connect", r));
+      }
+      expect(PER_SOURCE).toBeGreaterThanOrEqual(200); // npm installing lazy's default image holds more than 64
+      // The server counts a connection when it accepts it: one round trip tells it has them all.
+      await Bun.sleep(200);
+      const over = await send(get(`Host: ${target()}\r\n`));
+      expect(over).toStartWith("HTTP/1.1 429");
+      expect(over).toContain(`has ${PER_SOURCE} connections open through lazy's egress proxy (at most ${PER_SOURCE})`);
+      expect(got).toEqual([]);
+      held.pop()!.destroy();
+      await Bun.sleep(200);
+      expect(await send(get(`Host: ${target()}\r\n`))).toContain("served");
+    } finally {
+      for (const s of held) s.destroy();
+    }
   });
 });
