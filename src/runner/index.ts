@@ -273,6 +273,8 @@ export class Runner {
    */
   async stop(ref: string, by = "user"): Promise<Task> {
     const task = Tasks.resolve(this.d.db, ref);
+    const dropped = this.queue.drop(task, by);
+    if (dropped) return dropped;
     if (task.status !== "running") throw new LazyError("conflict", `Task ${this.ref(task)} is ${task.status}, not running.`);
     const run = Runs.get(this.d.db, task.id);
     Runs.save(this.d.db, task.id, { stopped_turn: run.turn });

@@ -8,7 +8,7 @@
  */
 import type { Database } from "bun:sqlite";
 import { type Config, maxRunning } from "../config";
-import { canMove, HeldTurns, isFinal, type Task, Tasks } from "../store";
+import { canMove, HeldTurns, isFinal, Runs, type Task, Tasks } from "../store";
 import type { Logger } from "../util/log";
 import type { Ledger } from "./ledger";
 
@@ -54,6 +54,21 @@ export class TurnQueue {
     const t = canMove(task.status, "queued") ? this.d.ledger.move(task, "queued", why) : task;
     if (t === task) this.d.ledger.event(task, "queued", why);
     void this.next(); // a slot may have freed meanwhile
+    return Tasks.byId(this.d.db, task.id) ?? t;
+  }
+
+  /**
+   * `lazy stop` of a queued turn: it leaves the queue and does not start. A task that ran before
+   * waits (lazy send goes on); one that never ran stays queued for its first `lazy start`.
+   * Null: the task has no turn in the queue.
+   */
+  drop(task: Task, by: string): Task | null {
+    if (task.status !== "queued" || HeldTurns.forTask(this.d.db, task.id)?.window !== HeldTurns.SLOT) return null;
+    HeldTurns.removeTask(this.d.db, task.id);
+    this.d.log.info(`task ${this.d.ledger.ref(task)}: its queued turn was stopped (${by})`);
+    this.d.ledger.event(task, "stop", { by, queued: true });
+    const t = Runs.get(this.d.db, task.id).turn > 0 ? this.d.ledger.move(task, "waiting", { reason: "stopped", by }) : task;
+    void this.next(); // the ones behind it move up
     return Tasks.byId(this.d.db, task.id) ?? t;
   }
 

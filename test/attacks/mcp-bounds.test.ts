@@ -167,6 +167,12 @@ describe("[limits] max_running = 1", () => {
     expect(row).toMatchObject({ status: "queued", queuePlace: 1 });
     expect(row.why).toContain("Queued: [limits] max_running turns run now");
     expect((await p.json(["task", "show", "first"])).task.status).toBe("running");
+    // A third queued behind it, then stopped: it leaves the queue and never starts.
+    await p.ok(["task", "add", "The third", "--code", "third"]);
+    expect((await p.ok(["start", "third"])).stdout).toContain("(place 2 in the queue)");
+    const stopped = await p.ok(["stop", "third"]);
+    expect(stopped.stdout).toContain("Took task third's turn out of the queue: it does not start (lazy start third queues it again).");
+    expect((await p.ok(["task", "list"])).stdout.split("\n").find((l) => l.includes("third"))).not.toContain("for a turn");
     // The first turn ends: the second starts by itself.
     anthropic.answer({ text: "second done." });
     writeFileSync(join(p.stateDir, "worktrees", "first", "go"), "");
@@ -179,5 +185,9 @@ describe("[limits] max_running = 1", () => {
     ).at;
     const secondRan = second.events.find((e: any) => e.kind === "status" && e.data.to === "running").at;
     expect(secondRan >= firstEnded).toBe(true);
+    const third = await p.json(["task", "show", "third"]);
+    expect(third.task.status).toBe("queued");
+    expect(third.events.some((e: any) => e.kind === "stop" && e.data.queued)).toBe(true);
+    expect(third.events.some((e: any) => e.kind === "status" && e.data.to === "running")).toBe(false);
   }, 900_000);
 });

@@ -12,8 +12,9 @@
  * host does not even answer). Needs root (iptables) and a real Docker engine (CI has both).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, readdirSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { PER_SOURCE } from "../../src/egress";
 import { requireDocker, TEST_IMAGES } from "../helpers/env";
 import { settled, settledAs } from "../helpers/fixtures";
 import { cleanupAll, Project, sh, until } from "../helpers/lazy";
@@ -62,12 +63,21 @@ async function run(argv: string[]): Promise<string> {
   const [out, err] = await Promise.all([new Response(pr.stdout).text(), new Response(pr.stderr).text(), pr.exited]);
   return out + err;
 }
+/**
+ * The probe where A's container sees it: its worktree (no container mounts the project's
+ * checkout), put there as the agent would write it.
+ */
+const probeInTask = () => {
+  const at = join(a.stateDir, "worktrees", "fence-a", "net-probe.cjs");
+  if (!existsSync(at)) copyFileSync(join(import.meta.dir, "net-probe.cjs"), at);
+  return at;
+};
 /** The probe in A's task container, as the agent (uid 1000) or root; its JSON answer. */
 async function probe(
   args: string[],
   user = "1000",
 ): Promise<{ result: string; got?: string; code?: string; ms: number; proxy: string | null; answers?: string[] }> {
-  const out = await run(["docker", "exec", "-u", user, containerOf(a), "node", join(a.root, "net-probe.cjs"), ...args]);
+  const out = await run(["docker", "exec", "-u", user, containerOf(a), "node", probeInTask(), ...args]);
   const line = out.trim().split("\n").at(-1) ?? "";
   try {
     return JSON.parse(line);
@@ -286,8 +296,8 @@ describe("the network fence (allowlist)", () => {
     expect(allowed.hits).toBe(before);
   }, 60_000);
 
-  test("one container cannot hold more than 64 connections to the egress proxy", async () => {
-    const r = await probe(["many", "72"]);
+  test(`one container cannot hold more than ${PER_SOURCE} connections to the egress proxy`, async () => {
+    const r = await probe(["many", String(PER_SOURCE + 8)]);
     const refused = (r.answers ?? []).filter((l) => l.includes("429"));
     expect(refused.length).toBeGreaterThanOrEqual(8);
     expect(refused.length).toBeLessThanOrEqual(8 + 2);
@@ -313,7 +323,7 @@ describe("the network fence (allowlist)", () => {
       toolUse: {
         name: "Bash",
         input: {
-          command: `node ${join(a.root, "net-probe.cjs")} leak http://127.0.0.1:${allowed.srv.port}/ ; sleep 120`,
+          command: `node ${probeInTask()} leak http://127.0.0.1:${allowed.srv.port}/ ; sleep 120`,
           description: "probe",
         },
       },

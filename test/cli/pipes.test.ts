@@ -6,9 +6,12 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { upstream } from "../helpers/fixtures";
 import { BIN, cleanupAll, Project } from "../helpers/lazy";
+import * as Mock from "../helpers/providers";
 
-afterAll(cleanupAll);
+let mock: Mock.MockProvider | undefined;
+afterAll(() => cleanupAll(mock));
 
 /** Run a shell pipeline in the project, with its environment; `$LAZY` is this build. */
 function pipeline(p: Project, cmd: string): { code: number; out: string; err: string } {
@@ -41,17 +44,20 @@ describe("output through a pipe", () => {
   }, 120_000);
 
   test("stats audit --json through a pipe equals the same command written to a file", async () => {
-    const p = new Project();
+    // Rows of real calls: a host session's own key (not a placeholder) is forwarded to the
+    // provider as is and audited. Refusals of callers lazy cannot attribute would be counted
+    // lines, not rows (proxy/audit/refusals.ts).
+    mock = await Mock.anthropic();
+    const p = new Project({ toml: upstream(mock.url) });
     await p.ok(["daemon", "start"]);
     const proxy = p.runtimeProxyUrl();
-    // Audit rows without any model: requests with dead placeholders are refused and recorded.
     for (let i = 0; i < 40; i++)
       await Promise.all(
         Array.from({ length: 25 }, (_, j) =>
           fetch(`${proxy}/v1/messages`, {
             method: "POST",
-            headers: { "x-api-key": `sk-ant-api03-lazy-${"d".repeat(40)}${i}x${j}`, "content-type": "application/json" },
-            body: "{}",
+            headers: { "x-api-key": `sk-ant-api03-own-${"d".repeat(40)}${i}x${j}`, "content-type": "application/json" },
+            body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 8, messages: [{ role: "user", content: "hi" }] }),
           }).then((r) => r.arrayBuffer()),
         ),
       );

@@ -20,6 +20,11 @@ import { makeCa } from "../helpers/tls";
 
 const KEY = "sk-ant-api03-NETENV-" + "n".repeat(71) + "AA";
 const ANSWER = `hello-from-corp-${crypto.randomUUID()}`;
+/**
+ * The provider's name for lazy's own requests behind the company proxy: not loopback (a loopback
+ * upstream always goes direct), resolved by the company proxy alone (it tunnels to 127.0.0.1).
+ */
+const PROVIDER = "provider.corp.test";
 let anthropic: Mock.MockProvider;
 let server: ReturnType<typeof Bun.serve>;
 let dir: string;
@@ -34,7 +39,7 @@ const fetchStep = (port: number) =>
 beforeAll(async () => {
   anthropic = await Mock.anthropic();
   dir = mkdtempSync(join(tmpdir(), "lazy-corp-ca-"));
-  makeCa(dir);
+  makeCa(dir, undefined, [PROVIDER]);
   caFile = join(dir, "ca.pem");
   server = Bun.serve({
     hostname: "127.0.0.1",
@@ -157,7 +162,7 @@ describe("a CA only the host trusts", () => {
     expect(anthropic.received.some((q) => q.body.includes("tls: "))).toBe(false);
   }, 600_000);
 
-  test("behind the host's proxy (with a password): the fence chains behind it, and lazy's own model requests go through it by CONNECT, TLS end to end", async () => {
+  test("behind the host's proxy (with a password): the fence chains behind it, and lazy's own model requests to a named provider go through it by CONNECT, TLS end to end", async () => {
     const corp = companyProxy("alice", `pw-${crypto.randomUUID()}`);
     // The provider as HTTPS, with the test CA's certificate, in front of the mock.
     const front = Bun.serve({
@@ -172,14 +177,14 @@ describe("a CA only the host trusts", () => {
       },
     });
     try {
-      const p = await corpProject(true, { HTTPS_PROXY: corp.url }, upstream(`https://localhost:${front.port}`));
+      const p = await corpProject(true, { HTTPS_PROXY: corp.url }, upstream(`https://${PROVIDER}:${front.port}`));
       const port = server.port as number;
       const probe = `const http=require('http'),tls=require('tls');const p=new URL(process.env.HTTPS_PROXY);http.request({host:p.hostname,port:p.port,method:'CONNECT',path:'localhost:${port}'}).on('connect',(res,sock)=>{const s=tls.connect({socket:sock,servername:'localhost'},()=>s.write('GET / HTTP/1.1\\r\\nHost: localhost\\r\\nConnection: close\\r\\n\\r\\n'));let d='';s.on('data',c=>d+=c);s.on('end',()=>console.log('body:',d.split('\\r\\n\\r\\n')[1]));s.on('error',e=>console.log('tls: '+e.code))}).on('response',r=>console.log('proxy said',r.statusCode)).end()`;
       anthropic.reply = { text: "Fetched it.", toolUse: { name: "Bash", input: { command: `node -e "${probe}"`, description: "fetch" } } };
       anthropic.reset();
       // The fence's allow list names the server by the name the agent asks for.
       p.writeToml(
-        `[container]\ndockerfile = "Dockerfile"\nbuild_network = "host"\nallow = ["localhost:${port}"]\n\n${upstream(`https://localhost:${front.port}`)}`,
+        `[container]\ndockerfile = "Dockerfile"\nbuild_network = "host"\nallow = ["localhost:${port}"]\n\n${upstream(`https://${PROVIDER}:${front.port}`)}`,
       );
       const r = await p.run(["run", "fetch it behind the company proxy", "--code", "behind"]);
       expect(r.code, r.stderr).toBe(0);
@@ -187,7 +192,7 @@ describe("a CA only the host trusts", () => {
       expect(corp.seen).toContainEqual({ target: `localhost:${port}`, authorized: true });
       expect(anthropic.received.some((q) => q.body.includes(`body: ${ANSWER}`))).toBe(true);
       // lazy's own model requests: a CONNECT to the provider, the real key inside TLS only.
-      expect(corp.seen).toContainEqual({ target: `localhost:${front.port}`, authorized: true });
+      expect(corp.seen).toContainEqual({ target: `${PROVIDER}:${front.port}`, authorized: true });
       const posts = anthropic.received.filter((q) => q.method === "POST");
       expect(posts.length).toBeGreaterThanOrEqual(2);
       for (const q of posts) expect(q.headers["x-api-key"]).toBe(KEY);

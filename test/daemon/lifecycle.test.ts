@@ -138,7 +138,7 @@ describe("lazy.toml and the daemon", () => {
     expect(lines).toEqual([
       "  lazy.toml:2:8 server.port — expected a number, got a string",
       "  lazy.toml:5:9 models.roles.agent — expected a string, got a number",
-      "  lazy.toml:8:1 container.imag — unknown key (expected one of: image, dockerfile, base, setup, allow_metadata, inherit_network_env, limits, network, allow, allow_defaults)",
+      "  lazy.toml:8:1 container.imag — unknown key (expected one of: image, dockerfile, base, setup, allow_metadata, inherit_network_env, limits, build_network, network, allow, allow_defaults)",
     ]);
     expect(p.runtime()).toBeUndefined();
 

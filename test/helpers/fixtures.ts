@@ -61,6 +61,9 @@ export async function containerProject(mock: Mock.MockProvider, key: string, opt
     init = sh(p.root, "git config user.email dev@example.com && git config user.name Dev && git add -A && git commit -qm init");
   }
   if (init.code !== 0) throw new Error(`the first commit failed: ${init.err}`);
+  // Files a build or a task reads (.worktreeinclude, what the Dockerfile copies) are trusted with
+  // lazy.toml: approved as their person would after writing them.
+  if (opts.files) p.trust();
   await p.setCredential("anthropic", key);
   return p;
 }

@@ -109,7 +109,9 @@ export async function remoteImage(host: string, root: string): Promise<string> {
     const args = Object.entries(plan.buildArgs)
       .map(([k, v]) => `--build-arg ${k}=${v}`)
       .join(" ");
-    const b = sh(ctx, `docker build -q ${args} -t ${plan.tag} .`);
+    // On the host's network: this is lazy's own Dockerfile, built by the test (no agent wrote it),
+    // and a machine's default bridge may not reach its DNS (EAI_AGAIN from npm).
+    const b = sh(ctx, `docker build -q --network host ${args} -t ${plan.tag} .`);
     rmSync(ctx, { recursive: true, force: true });
     if (b.code !== 0) throw new Error(`building ${plan.tag} on the first engine failed: ${b.err.slice(-2000)}`);
   }

@@ -60,6 +60,7 @@ async function stopped(c: Client.Client, t: Task): Promise<Task> {
 function stopLine(t: Task): string {
   const ref = t.code ?? t.id;
   if (t.status === "running") return `Asked task ${ref}'s turn to stop; it is still ending (lazy logs ${ref} -f shows when).`;
+  if (t.status === "queued") return `Took task ${ref}'s turn out of the queue: it does not start (lazy start ${ref} queues it again).`;
   return `Stopped task ${ref}'s turn: it is ${t.status}${t.status === "waiting" ? ` (lazy send ${ref} "…" goes on; lazy close ${ref} ends it)` : ""}.`;
 }
 
