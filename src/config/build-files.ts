@@ -39,6 +39,9 @@ export interface BuildFiles {
   include: string | null;
 }
 
+/** How a .worktreeinclude that cannot be read as a plain file is recorded, before the reason. */
+export const NOT_PLAIN = "not a plain file: ";
+
 const sha = (b: Uint8Array | string) => createHash("sha256").update(b).digest("hex");
 
 /** A file as built: its mode in the build (executables 755, the rest 644) and the sha256 of its bytes. */
@@ -135,7 +138,7 @@ export function includeDigest(root: string): string | null {
   const file = join(root, INCLUDE_FILE);
   if (!existsSync(file)) return null;
   const read = readRegular(file, 64 * 1024);
-  return "text" in read ? sha(read.text) : `not a plain file: ${read.why}`;
+  return "text" in read ? sha(read.text) : `${NOT_PLAIN}${read.why}`;
 }
 
 /** The project Dockerfile's context folder and whether it copies from it (null without a readable project Dockerfile). */

@@ -208,7 +208,7 @@ function fileChanges(before: BuildFiles.BuildFiles | undefined, now: Partial<Bui
     out.push({
       path: BuildFiles.INCLUDE_FILE,
       how: now.include === null ? "removed" : before?.include ? "changed" : "added",
-      what: "which of your ignored files every task gets",
+      what: `which of your ignored files every task gets${now.include?.startsWith(BuildFiles.NOT_PLAIN) ? `; ${BuildFiles.INCLUDE_FILE} ${now.include.slice(BuildFiles.NOT_PLAIN.length)}` : ""}`,
     });
   return out;
 }
