@@ -173,7 +173,9 @@ test("refusals of callers lazy cannot attribute are counted, never rows: a flood
     const { log } = logger();
     const { audit, recorder } = trail(db, log, 100, 100);
     for (let i = 0; i < 100; i++) recorder.record(row(i, "t1"));
-    const minute = Date.now() - (Date.now() % 60_000) - 180_000;
+    // One reading of the clock: two could straddle a millisecond and miss the minute by one.
+    const now = Date.now();
+    const minute = now - (now % 60_000) - 180_000;
     const at = minute + 5_000;
     const refusal = (k: number) => ({
       at: at + (k % 100_000),
