@@ -180,7 +180,7 @@ DOCKERFILE
 fi
 
 # ---- 6. the real agent clients, for the host-launch tests (lazy chat) -----------------------
-# Pinned to the versions WIRE.md was measured with; lazy's default task image pins the same.
+# Pinned to the versions docs/wire.md was measured with; lazy's default task image pins the same.
 TOOLS_DIR="${LAZY_TEST_TOOLS:-/opt/lazy-test-tools}"
 TOOLS=("@anthropic-ai/claude-code@2.1.197" "@openai/codex@0.171.0" "@mariozechner/pi-coding-agent@0.73.1")
 have_tools=yes

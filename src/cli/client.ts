@@ -300,7 +300,7 @@ export async function start(root: string): Promise<Client> {
       ...process.env,
       LAZY_DAEMON_DETACHED: "1",
       LAZY_PROJECT: root,
-      // fetch runs at most 256 requests at once unless told at process start (TRAPS.md).
+      // fetch runs at most 256 requests at once unless told at process start (docs/wire.md, "Runtime traps").
       BUN_CONFIG_MAX_HTTP_REQUESTS: process.env.BUN_CONFIG_MAX_HTTP_REQUESTS ?? "4096",
       // Bun's allocator (mimalloc) hands freed pages back to the kernel after a few ms by default:
       // under proxy load that is a madvise per few dozen requests, each a TLB shootdown across the

@@ -1,5 +1,5 @@
 /**
- * citty with two fixes (TRAPS.md): argv is split at `--` before citty sees it (citty would
+ * citty with two fixes (docs/wire.md, "Runtime traps"): argv is split at `--` before citty sees it (citty would
  * take a `--help` meant for a harness as its own), and unknown flags are errors, not
  * silently ignored.
  */

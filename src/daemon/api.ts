@@ -75,7 +75,7 @@ export interface ApiDeps {
 
 /**
  * The routes the server must not cut for idleness: the live streams (the dashboard's, lazy watch's) are quiet for long
- * stretches (TRAPS.md), and a turn's start may build an image for minutes before it answers.
+ * stretches (docs/wire.md, "Runtime traps"), and a turn's start may build an image for minutes before it answers.
  */
 export const longLived = (url: string): boolean =>
   url.includes("/api/events") ||

@@ -54,7 +54,7 @@ export const claude: Harness = {
         ...(l.mcp ? { [Mcp.MCP_TOKEN_VAR]: l.mcp.token, MCP_CONNECTION_NONBLOCKING: "0", MCP_CONNECT_TIMEOUT_MS: "60000" } : {}),
         ANTHROPIC_BASE_URL: l.proxyUrl,
         // A bearer slot (OpenRouter, hosted Ollama): the key goes in ANTHROPIC_AUTH_TOKEN and
-        // ANTHROPIC_API_KEY is set empty, as OpenRouter's guide says (WIRE.md §6.2).
+        // ANTHROPIC_API_KEY is set empty, as OpenRouter's guide says (docs/wire.md, "OpenRouter").
         ...(l.envVar === "ANTHROPIC_AUTH_TOKEN" ? { ANTHROPIC_API_KEY: "" } : {}),
         [l.envVar]: l.placeholder,
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",

@@ -48,7 +48,7 @@ export const cursor: Harness = {
           null,
           2,
         ),
-        // cursor-agent's mcp.json (WIRE.md §10.4, from its docs: not runnable here).
+        // cursor-agent's mcp.json (docs/wire.md, "MCP wiring per harness": from its docs, not runnable here).
         ...(l.mcp
           ? {
               "mcp.json": JSON.stringify(

@@ -88,7 +88,7 @@ function claudeLike(e: J): TaskEvent[] {
   return out;
 }
 
-/** Claude Code's init event lists its MCP servers with their status (WIRE.md §10.1); cursor-agent's is not known. */
+/** Claude Code's init event lists its MCP servers with their status (docs/wire.md, "MCP wiring per harness"); cursor-agent's is not known. */
 function claude(e: J): TaskEvent[] {
   const out = claudeLike(e);
   if (e.type === "system" && e.subtype === "init" && Array.isArray(e.mcp_servers))

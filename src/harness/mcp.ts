@@ -1,5 +1,5 @@
 /**
- * How each harness is given lazy's MCP tools headlessly (WIRE.md §10): the server's address,
+ * How each harness is given lazy's MCP tools headlessly (docs/wire.md, "MCP wiring per harness"): the server's address,
  * and its bearer token in a variable (never in a file lazy writes into the agent's folders).
  * The Pi extension below is lazy's own: Pi has no MCP of its own, so lazy writes this file,
  * which lists the server's tools at load and registers each as a Pi tool. An extension that

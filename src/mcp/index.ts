@@ -3,7 +3,7 @@
  * agents call, reached where they reach the proxy. Every request carries its token (a bearer
  * header), which decides the caller — a task's agent or a builder session — and the tools it
  * gets. No OAuth discovery is served: a client that found it would ignore the configured
- * header (WIRE.md §10.4).
+ * header (docs/wire.md, "MCP wiring per harness").
  */
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";

@@ -1,6 +1,6 @@
 /**
  * Bun.serve on the first free port at or above the one asked for. reusePort is off: with it,
- * two daemons could bind one port on Linux and split the traffic (TRAPS.md). `shared` is for
+ * two daemons could bind one port on Linux and split the traffic (docs/wire.md, "Runtime traps"). `shared` is for
  * threads of one process sharing a port the caller has made sure is its own (proxy/listen/shared-port.ts):
  * exactly that port, with reusePort.
  */

@@ -2,7 +2,7 @@
  * Placeholder credentials: what a container holds instead of the real key (docs: "Just-in-time
  * credential injection"). Each mimics the shape of the credential it stands for, because
  * clients pick behaviour from the shape (Pi switches to OAuth style on `sk-ant-oat`, Claude
- * Code picks its small model on `sk-ant-api`) and secret scanners redact by it (WIRE.md §1.2).
+ * Code picks its small model on `sk-ant-api`) and secret scanners redact by it (docs/wire.md, "Key shapes").
  * Each carries a `lazy` marker so the proxy can tell a dead placeholder (401 with a remedy)
  * from a real credential a host session brought (forwarded as is), and ≥128 random bits so
  * it cannot be guessed.
@@ -47,7 +47,7 @@ export function mint(shape: Shape): string {
     // Real: `sk-or-v1-` + 64 lowercase hex. 256 bits.
     case "openrouter":
       return `sk-or-v1-lazy-${hex(32)}`;
-    // Cursor's docs show `key_…` (WIRE.md §8 calls the prefix uncertain; nothing validates it locally). 256 bits.
+    // Cursor's docs show `key_…` (docs/wire.md, "Key shapes": the prefix is uncertain; nothing validates it locally). 256 bits.
     case "cursor":
       return `key_lazy_${hex(32)}`;
     case "cursor-session":

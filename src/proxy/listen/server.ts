@@ -29,7 +29,7 @@ export class ProxyServer {
         {
           // A request must arrive whole within this, and an idle keep-alive connection goes after
           // it (a container must not hold sockets for ever). A request whose body is read gets no
-          // deadline: models think for minutes before their first byte (gate.ts, TRAPS.md).
+          // deadline: models think for minutes before their first byte (gate.ts; docs/wire.md, "Runtime traps").
           idleTimeout: IDLE_SECONDS,
           // Bun's own backstop for every framing, chunked included; the gate's bound is below it.
           maxRequestBodySize: SERVER_MAX_BODY,

@@ -2,7 +2,7 @@
  * One port, several proxy threads. On Linux the proxy runs its request path on more than one
  * thread, each with its own listener on the same port (SO_REUSEPORT; the kernel spreads the
  * connections). reusePort alone would let a second daemon — or any process of the same user —
- * bind that port too and take part of the traffic (TRAPS.md), so a port is claimed in three
+ * bind that port too and take part of the traffic (docs/wire.md, "Runtime traps"), so a port is claimed in three
  * steps: an exclusive bind proves it free (a held port refuses it, reusePort or not); the
  * threads bind it with reusePort; the kernel's table of listening sockets must then show ours
  * and no others on that address and port. A later daemon's exclusive probe fails on a port we

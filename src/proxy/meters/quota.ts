@@ -2,7 +2,7 @@
  * One classifier of a provider's refusals: a quota refusal (the credential's window or
  * balance is used up, for hours) told apart from a short rate limit (seconds). The agent
  * still gets the provider's answer unchanged; provider health, the audit and [usage_pause]
- * act on the verdict (WIRE.md §2.2, §3.6: unified-status, rate_limit_error, insufficient_quota).
+ * act on the verdict (docs/wire.md, "Usage-limit headers": unified-status, rate_limit_error, insufficient_quota).
  */
 export type Refusal =
   | { kind: "quota"; window: string | null; resetsAt: number | null; detail: string }

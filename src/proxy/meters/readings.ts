@@ -1,6 +1,6 @@
 /**
  * Usage-limit readings: the response headers in which a provider says how close a credential
- * is to its limits (docs: "Usage-limit readings"; WIRE.md §2.1, §2.2, §3.6, §3.7).
+ * is to its limits (docs: "Usage-limit readings"; docs/wire.md, "Usage-limit headers").
  *
  * `filter` decides what may be recorded at all — a fixed allowlist of names, and never a value
  * that looks like a credential even under an allowed name, because whatever it keeps is written

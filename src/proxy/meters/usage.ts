@@ -1,5 +1,5 @@
 /**
- * Token usage read off a response as it streams past (WIRE.md §2.4, §3.8, checklist 4).
+ * Token usage read off a response as it streams past (docs/wire.md, "Where usage and the model are in an answer").
  *
  * `UsageTap` is a side tap on the hot path: the forwarder enqueues each chunk to the client and
  * hands the same bytes here. So it works on bytes, splits lines with native `indexOf`, decodes

@@ -19,7 +19,7 @@ export interface Credential {
 
 /** Stage 4: the headers that carry the credential, or the refusal (its row and log line written). */
 export function credential(ctx: Context, call: Call, upstream: Target, wire: Wire): Credential | Response {
-  // Plain bytes from the upstream, so the usage tap can read the stream (TRAPS.md).
+  // Plain bytes from the upstream, so the usage tap can read the stream (docs/wire.md, "Runtime traps").
   const set: Record<string, string> = { "accept-encoding": "identity" };
   const grant = call.grant;
   if (!grant) return { set, kind: null };

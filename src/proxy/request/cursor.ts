@@ -5,7 +5,7 @@
  *
  * - only a placeholder of a cursor-agent profile redeems here, and a pinned one only from its
  *   container's address (the check forward.ts makes, shared);
- * - the real key goes only where cursor-agent puts it (WIRE.md §5): `Authorization: Bearer`, and
+ * - the real key goes only where cursor-agent puts it (docs/wire.md, "Cursor"): `Authorization: Bearer`, and
  *   the `apiKey` field of the key exchange's JSON body. The placeholder's bytes anywhere else (a
  *   prompt saying "repeat: key_lazy_…") stay the placeholder;
  * - whatever a real credential went upstream for, the answer is scrubbed of it (cursor-scrub.ts)
@@ -15,7 +15,7 @@
  * `/_lazy/cursor/-/…` carries a host login session, untouched and unattributed; a lazy
  * placeholder presented there is refused (a container has nothing else to present).
  *
- * Beyond the docs (WIRE.md §5): Cursor trades the key for a session token, which every later
+ * Beyond the docs (docs/wire.md, "Cursor"): Cursor trades the key for a session token, which every later
  * call carries. The proxy swaps the real session tokens in that answer for placeholders of its
  * own and swaps them back in later requests' Authorization header, so no real Cursor
  * credential reaches the agent.

@@ -7,7 +7,7 @@
  */
 import { HOP_BY_HOP } from "../upstream";
 
-// Hop-by-hop headers never cross a proxy; host is ours, not the upstream's (TRAPS.md).
+// Hop-by-hop headers never cross a proxy; host is ours, not the upstream's (docs/wire.md, "Runtime traps").
 export const HOP = ["host", ...HOP_BY_HOP];
 // Headers that once named a task or role: attribution is the grant's alone, and these never go upstream.
 const SELF_REPORTED = ["x-lazy-role", "x-lazy-task-id"];

@@ -1,7 +1,7 @@
 /**
  * The request path's model step, after the body and its plugins: which model the request asks
  * for (its body's top-level `model`, on every wire: Anthropic Messages, OpenAI Responses and
- * Chat Completions; WIRE.md), kept on the audit row, and a profile's pin (`models = [...]`): a
+ * Chat Completions; docs/wire.md), kept on the audit row, and a profile's pin (`models = [...]`): a
  * request for another model, or one whose model lazy cannot read, is refused with 403 before
  * anything goes upstream.
  *
