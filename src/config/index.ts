@@ -9,6 +9,7 @@ export { autoMaxRunning, bytesOf, maxRunning, type Resolved as ResolvedLimits, r
 export { FILE, formatProblem, type Loaded, load, loadText, type Problem, readConfigText } from "./load";
 export { defaultProfile, type Harness, profileNames, type ResolvedProfile, resolveProfile } from "./profiles";
 export * from "./schema";
+export { durationMs, SERVICE_SHAPES, type Service } from "./services";
 export { starter } from "./starter";
 export * as Trust from "./trust";
 export { type SecretUrl, secretPart, secretUrls } from "./url-secrets";

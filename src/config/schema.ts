@@ -7,6 +7,7 @@ import { z } from "zod";
 import { parseAllow } from "./allow";
 import { fallbackProblems } from "./fallbacks";
 import { ContainerLimits, ProjectLimits } from "./limits";
+import { Services } from "./services";
 
 export const HARNESSES = ["claude", "codex", "cursor", "pi"] as const;
 export const WIRES = ["anthropic", "openai"] as const;
@@ -356,6 +357,7 @@ export const Config = z
       })
       .default({})
       .describe("How lazy compare judges best-of-N candidates."),
+    service: Services,
   })
   .describe("lazy.toml, at the project root.");
 

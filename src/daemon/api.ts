@@ -57,6 +57,7 @@ export interface ApiDeps {
   credentials: AuthDeps["credentials"];
   /** OAuth tokens about to lapse (credentials/expiry-warnings.ts). */
   expiry?: AuthDeps["expiry"] & WatchDeps["expiry"];
+  broker?: AuthDeps["broker"];
   proxy: AuthDeps["proxy"] & GrantDeps["proxy"] & StatsDeps["proxy"] & WatchDeps["proxy"] & BuildDeps["proxy"];
   /** MCP tokens (builder sessions'). */
   mcp: BuildDeps["mcp"];

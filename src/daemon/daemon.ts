@@ -7,6 +7,7 @@ import type { Database } from "bun:sqlite";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import type { Server } from "bun";
+import type { Broker } from "../broker";
 import { Bus } from "../bus";
 import { type Config, FILE, Trust } from "../config";
 import { CredentialStore, ExpiryWarnings } from "../credentials";
@@ -29,6 +30,7 @@ import { VERSION } from "../version";
 import { api, longLived } from "./api";
 import * as BuilderSessions from "./builder-sessions";
 import { ConfigWatch } from "./config-watch";
+import { lookupWith, makeBroker, resolveMap } from "./broker";
 import { onLeak } from "./egress-leak";
 import * as Keeper from "./keeper";
 import * as Ports from "./ports";
@@ -46,6 +48,8 @@ export class Daemon {
   sweeper: Timer | undefined;
   /** The egress proxy task containers reach the allowed hosts through (src/egress). */
   egress: Egress | undefined;
+  /** The broker: brokered services' tokens swapped in at the egress proxy (src/broker). */
+  broker: Broker | undefined;
   expiry: ExpiryWarnings | undefined;
   /** lazy's disk reserve: freed when the disk runs low, so the store, audit and log still write (disk/reserve.ts). */
   reserve: Disk.Reserve | undefined;
@@ -120,7 +124,19 @@ export class Daemon {
       // MCP tokens are the grant registry's (proxy/identity): revoked and pinned with the placeholders.
       const mcp = proxy.grants.mcp;
       let runner: Runner | undefined;
+      const broker = makeBroker({
+        root,
+        stateDir: paths.dir,
+        db,
+        bus,
+        proxy,
+        credentials,
+        config: () => watch.state.config,
+        log: Log.create("broker"),
+      });
       const egress = new Egress({
+        broker: (src, host, port) => broker.route(src, host, port),
+        lookup: lookupWith(resolveMap()),
         config: () => watch.state.config,
         grants: proxy.grants,
         audit: proxy.audit,
@@ -139,6 +155,7 @@ export class Daemon {
         bus,
         log: Log.create("runner"),
         egress,
+        broker,
         mcpHeard: (id) => ({ last: Mcp.lastHeard(id), since: Mcp.HEARD_SINCE }),
         diskLow: () => reserve.low(),
       });
@@ -155,6 +172,7 @@ export class Daemon {
       expiry.start();
       daemon = new Daemon(root, paths, db, watch, proxy, credentials, runner, bus, notifier, mcp, lock, log, loaded.present);
       daemon.egress = egress;
+      daemon.broker = broker;
       daemon.reserve = reserve;
       daemon.expiry = expiry;
       // lazy's MCP tools, on the proxy's listeners (where task containers reach it).
@@ -231,6 +249,7 @@ export class Daemon {
         runner: this.runner,
         credentials: this.credentials,
         expiry: this.expiry,
+        broker: this.broker,
         proxy: this.proxy,
         mcp: this.mcp,
         log: Log.create("api"),
@@ -355,6 +374,7 @@ export class Daemon {
     this.reserve?.stop();
     this.apiServer?.stop(true);
     this.egress?.stop();
+    this.broker?.stop();
     await this.proxy.stop();
     this.credentials.stop();
     State.clearRecord(this.paths, process.pid);

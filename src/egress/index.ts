@@ -24,10 +24,11 @@ import { writeFileAtomic } from "../util/files";
 import type { Logger } from "../util/log";
 import { type Form, formsOf } from "./canary";
 import { decide, isHostOwn, type Lookup, rulesOf } from "./policy";
-import { type Done, Listener, type Refusal, type Via } from "./server";
+import { type Brokered, type Dial, type Done, Listener, type Refusal } from "./server";
 
+export { formsOf } from "./canary";
 export { MAX_HEAD } from "./head";
-export { HEAD_TIMEOUT_MS, PER_SOURCE } from "./server";
+export { type Brokered, HEAD_TIMEOUT_MS, PER_SOURCE } from "./server";
 
 /** Where the egress proxy first tries to listen on a gateway (the model proxy's first is 26124). */
 export const FIRST_PORT = 26224;
@@ -58,6 +59,11 @@ export interface EgressDeps {
   env?: Record<string, string | undefined>;
   /** How names are resolved (node:dns; a test's own, so no query leaves the machine). */
   lookup?: Lookup;
+  /**
+   * The broker (src/broker): a CONNECT to a brokered host goes to its terminator instead, once
+   * the ClientHello names that host; a brokered host needs no entry in allow (lazy.toml names it).
+   */
+  broker?: (src: string, host: string, port: number) => { port: number; brokered: Brokered } | null;
 }
 
 /** A secret lazy gave out, whose it is (for the refusal), and the task a leak of it stops. */
@@ -202,10 +208,9 @@ export class Egress {
     return {
       // The project's containers, and this host's own processes (they reach the hosts anyway).
       admit: (src: string) => own(src) || isHostOwn(src.replace(/^::ffff:/i, "")),
-      decide: async (
-        _src: string,
-        head: { kind: "connect" | "http"; host: string; port: number },
-      ): Promise<{ address: string; via?: Via } | Refusal> => {
+      decide: async (src: string, head: { kind: "connect" | "http"; host: string; port: number }): Promise<Dial | Refusal> => {
+        const b = head.kind === "connect" ? this.d.broker?.(src, head.host.toLowerCase(), head.port) : null;
+        if (b) return { address: "127.0.0.1", port: b.port, brokered: b.brokered };
         // Behind the host's own proxy ([container] inherit_network_env): chained, its password
         // kept here; a name this host cannot resolve (in time) goes to it by name (policy.ts).
         const via = this.d.config().container.inherit_network_env

@@ -8,11 +8,11 @@ import type { Socket, TCPSocketListener } from "bun";
 import { joined } from "./canary";
 import { absoluteHead, connectLine, OneRequest, statusOf, type Via } from "./chain";
 import { type Head, headEnd, MAX_HEAD, parse } from "./head";
-import type { Hooks, Refusal } from "./hooks";
+import type { Brokered, Hooks, Refusal } from "./hooks";
 import { answer, flush, pass } from "./pipe";
 
 export type { Via } from "./chain";
-export type { Done, Hooks, Refusal } from "./hooks";
+export type { Brokered, Dial, Done, Hooks, Refusal } from "./hooks";
 
 /** A head must arrive within this, or the connection is cut (408). */
 export const HEAD_TIMEOUT_MS = 10_000;
@@ -49,6 +49,10 @@ interface Conn {
   one: OneRequest | null;
   status: number;
   note: string | null;
+  /** A brokered tunnel: its terminator connection's local port once open. */
+  brokered?: { b: Brokered; localPort: number | null };
+  /** A brokered tunnel's first client bytes, held until the ClientHello names the CONNECT's host (null: passed). */
+  hello: Buffer | null;
 }
 
 interface Up {
@@ -118,6 +122,7 @@ export class Listener {
       one: null,
       status: 0,
       note: null,
+      hello: null,
     };
     s.data = c;
     const n = (this.perSource.get(src) ?? 0) + 1;
@@ -163,6 +168,10 @@ export class Listener {
         if (!d.length) return;
       }
       c.bytesOut += d.length;
+      if (c.hello !== null) {
+        this.hello(s, d);
+        return;
+      }
       if (c.scanTail !== null && !this.scan(s, d)) return;
       if (!pass(c.up, c.toUp, d) && (c.up || c.toUp.reduce((n, b) => n + b.length, 0) > MAX_HEAD)) s.pause();
       return;
@@ -208,7 +217,15 @@ export class Listener {
       (r) => {
         if (c.phase === "closed") return;
         if ("status" in r) this.refuse(s, r);
-        else if (this.sendHead(s, r.via)) this.dial(s, r.address, r.via);
+        else if (r.brokered) {
+          // The ClientHello may have come with the CONNECT: held with what follows.
+          c.brokered = { b: r.brokered, localPort: null };
+          const early = c.toUp;
+          c.toUp = [];
+          c.hello = Buffer.alloc(0);
+          this.dial(s, r.address, undefined, r.port);
+          for (const b of early) this.hello(s, b);
+        } else if (this.sendHead(s, r.via)) this.dial(s, r.address, r.via);
       },
       (e: unknown) =>
         this.refuse(s, { status: 502, why: `lazy's egress proxy failed: ${(e as Error).message}`, remedy: "see lazy daemon logs" }),
@@ -249,6 +266,29 @@ export class Listener {
     }
   }
 
+  /**
+   * A brokered tunnel's first bytes: held until the ClientHello is whole, then passed on only
+   * when its SNI names the CONNECT's host (a tunnel to one host cannot carry another's name).
+   */
+  private hello(s: Socket<Conn>, d: Buffer): void {
+    const c = s.data;
+    const buf = Buffer.concat([c.hello!, d]);
+    const verdict = c.brokered!.b.hello(buf);
+    if (verdict === "need") {
+      c.hello = buf;
+      return;
+    }
+    if (verdict !== null) {
+      c.status = 421;
+      c.note = `egress: ${verdict}`;
+      s.end();
+      this.finish(s);
+      return;
+    }
+    c.hello = null;
+    if (!pass(c.up, c.toUp, buf)) s.pause();
+  }
+
   /** Plain HTTP: refuse the connection when these bytes (with the last chunk's tail) carry a placeholder or MCP token. */
   private scan(s: Socket<Conn>, d: Buffer): boolean {
     const c = s.data;
@@ -262,7 +302,7 @@ export class Listener {
     return true;
   }
 
-  private dial(client: Socket<Conn>, address: string, via?: Via): void {
+  private dial(client: Socket<Conn>, address: string, via?: Via, port?: number): void {
     const c = client.data;
     const head = c.head!;
     // Chained: the socket to the host's proxy before it has answered (ended if the timer fires).
@@ -290,7 +330,7 @@ export class Listener {
     };
     Bun.connect<Up>({
       hostname: via ? via.host : address,
-      port: via ? via.port : head.port,
+      port: via ? via.port : (port ?? head.port),
       data: { conn: c, client, chain: null, peek: null },
       socket: {
         open: (up) => {
@@ -298,6 +338,10 @@ export class Listener {
             clearTimeout(timer);
             up.end();
             return;
+          }
+          if (c.brokered) {
+            c.brokered.localPort = up.localPort;
+            c.brokered.b.open(up.localPort);
           }
           if (!via || head.kind === "http") {
             clearTimeout(timer);
@@ -427,6 +471,11 @@ export class Listener {
     else this.perSource.delete(c.src);
     this.open--;
     if (c.up) c.up.end();
+    if (c.brokered?.localPort != null) {
+      const { b, localPort } = c.brokered;
+      // The terminator may still be answering the last request: forgotten a little later.
+      setTimeout(() => b.close(localPort), 5_000);
+    }
     const h = c.head;
     this.hooks.done({
       src: c.src,

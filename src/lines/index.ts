@@ -76,6 +76,8 @@ function eventText(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
       return `${t}  remembers (note ${d.id}): ${d.text}`;
     case "refused":
       return `${t}  !! refused: ${d.reason}`;
+    case "broker":
+      return `${t}  !! service ${d.service}: ${d.what}`;
     case "stop":
       return `${t}  -- stopped by ${d.by}`;
     case "dropped":

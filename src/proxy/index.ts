@@ -34,4 +34,4 @@ export { FAILURE_KINDS, type ProviderHealth, refusalCause } from "./meters";
 export * as Plugins from "./plugins";
 export { CURSOR_PREFIX } from "./request";
 export type { McpAdmit, McpWho, Stats } from "./thread";
-export { decideWay, type Way } from "./upstream";
+export { decideWay, HOP_BY_HOP, type Way } from "./upstream";

@@ -6,6 +6,7 @@
  * network, image) is containers/'s.
  */
 import type { Database } from "bun:sqlite";
+import type { Broker } from "../broker";
 import type { Bus } from "../bus";
 import { type Config, defaultProfile, resolveProfile } from "../config";
 import { type Engine, type Fence, type LinkLocalGuard, ProjectContainers } from "../containers";
@@ -42,6 +43,8 @@ export interface RunnerDeps {
   log: Logger;
   /** The egress proxy: the fence's ports, and the proxy variables a fenced container gets. */
   egress: Pick<Egress, "fenceFor" | "envFor" | "unlisten">;
+  /** The broker: a task's placeholders for brokered services, and the CA bundle that trusts its terminator. */
+  broker?: Pick<Broker, "forTask" | "bundle">;
   /** When lazy's MCP route last heard from a task's token, and what it refused then (mcp lastHeard). */
   mcpHeard?: (taskId: string) => { last: Heard | undefined; since: number };
   /** Why no turn may write now: the disk holding lazy's state is under its floor (disk/reserve.ts). */
@@ -207,6 +210,7 @@ export class Runner {
       holds: () => this.holds,
       budgets: this.budgets,
       disk: this.disk,
+      broker: d.broker,
     });
     this.groups = new Groups({
       root: d.root,

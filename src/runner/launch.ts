@@ -6,6 +6,7 @@
  */
 import { existsSync, lchownSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { BROKER_MOUNT, type Broker, mergeGitConfig } from "../broker";
 import { type Config, type ResolvedProfile, resolveLimits, resolveProfile } from "../config";
 import { BIN, containerEnvOf, Engine, Image, type Runtime, taskMounts } from "../containers";
 import * as Git from "../git";
@@ -35,6 +36,7 @@ export interface LaunchDeps extends Lifecycle {
   /** [limits] max_running: a turn past it is queued (turn-queue.ts). */
   queue: () => Pick<TurnQueue, "mayStart" | "put" | "next">;
   disk: Pick<DiskBound, "mayStart">;
+  broker?: Pick<Broker, "forTask" | "bundle">;
 }
 
 export class Launcher {
@@ -215,9 +217,16 @@ export class Launcher {
     const { net, proxyUrl } = await (early && !built ? early : this.d.project.sharedGateway(docker, config));
     if (docker.remote) await this.d.remote.probe(docker, image.tag, net.name, proxyUrl);
     g ??= await workspace();
-    const env = { ...(await baseEnv), ...this.d.project.netEnv() };
+    // Brokered services (src/broker): through lazy's egress proxy only, so not on a remote engine,
+    // under Docker Desktop or with network = "open"/"none".
+    const brokered =
+      !!this.d.broker && !docker.remote && docker.kind !== "desktop" && ["allowlist", "observe"].includes(config.container.network);
+    const brokerDir = join(tdir, "broker");
+    mkdirSync(brokerDir, { recursive: true, mode: 0o755 });
+    const share = brokered ? this.d.broker!.forTask({ id: task.id, ref: this.ref(task) }, brokerDir) : {};
+    const env = mergeGitConfig({ ...(await baseEnv), ...this.d.project.netEnv() }, share);
 
-    const hostCa = this.d.project.hostCa(config);
+    const hostCa = brokered ? this.d.broker!.bundle(this.d.project.hostCa(config)) : this.d.project.hostCa(config);
     const run = Runs.get(this.d.db, task.id);
     let info = run.container_id ? await docker.inspect(run.container_id) : undefined;
     // The container stopped with the last turn (halt): started again, with its filesystem as the
@@ -242,7 +251,7 @@ export class Launcher {
           user: `${uid}:${uid}`,
           env,
           // A remote engine mounts nothing of this host: what the container needs is shipped in.
-          mounts: docker.remote ? [] : taskMounts(g, tdir, hostCa),
+          mounts: docker.remote ? [] : [...taskMounts(g, tdir, hostCa), { host: brokerDir, container: BROKER_MOUNT, readOnly: true }],
           volumes: docker.remote ? await this.d.remote.volumes(docker, task, g, image.tag) : [],
           network: net.name,
           hostGateway: docker.kind === "desktop",

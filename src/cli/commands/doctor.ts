@@ -103,6 +103,7 @@ async function findings(root: string): Promise<Finding[]> {
           note: string;
           problems: Record<string, string>;
           expiry?: { credential: string; expired: boolean; message: string }[];
+          services?: ServiceStatus[];
         } & AuthAnswer
       >("GET", "/api/auth");
       out.push({ check: "secrets", ok: true, blocking: false, summary: `credential store: ${auth.backend} — ${auth.note}` });
@@ -114,6 +115,7 @@ async function findings(root: string): Promise<Finding[]> {
       for (const e of auth.expiry ?? [])
         if (!auth.problems[e.credential])
           out.push({ check: "secrets", ok: false, blocking: e.expired, summary: e.message, remedy: `lazy auth set ${e.credential}` });
+      if (loaded.ok) out.push(...serviceFindings(auth.services ?? [], auth.credentials ?? [], loaded.config.container.network));
     } catch (e) {
       out.push({ check: "secrets", ok: false, blocking: false, summary: `cannot read the credential store: ${(e as Error).message}` });
     }
@@ -437,3 +439,38 @@ export const doctor = command({
       );
   },
 });
+
+type ServiceStatus = {
+  name: string;
+  hosts: string[];
+  source: string;
+  push: boolean;
+  last: { ok: boolean; detail: string; at: number } | null;
+};
+
+/**
+ * Each brokered service ([[service]]): its hosts, where its token comes from and whether it
+ * last came; a stored credential that is missing, a source that failed last, or a network mode
+ * the broker cannot work under, each with its remedy.
+ */
+export function serviceFindings(services: ServiceStatus[], stored: { name: string }[], network: string): Finding[] {
+  const out: Finding[] = [];
+  for (const s of services) {
+    const what = `service ${s.name}: ${s.hosts.join(", ")} brokered, token from ${s.source}${s.push ? ", pushes to lazy/<task> allowed" : ""}`;
+    const cred = /^credential (.+)$/.exec(s.source)?.[1] ?? /^GitHub App \S+ key (.+)$/.exec(s.source)?.[1];
+    if (cred && !stored.some((c) => c.name === cred))
+      out.push({ check: "services", ok: false, blocking: true, summary: `${what}; credential ${cred} is not stored`, remedy: `lazy auth set ${cred}` });
+    else if (s.last && !s.last.ok)
+      out.push({ check: "services", ok: false, blocking: false, summary: `${what}; last try failed: ${s.last.detail}`, remedy: "fix the source (see the message), then the next request tries again" });
+    else out.push({ check: "services", ok: true, blocking: false, summary: s.last ? `${what}; last token ${s.last.detail}` : what });
+  }
+  if (services.length && network !== "allowlist" && network !== "observe")
+    out.push({
+      check: "services",
+      ok: false,
+      blocking: false,
+      summary: `[container] network = "${network}": brokered services work only through lazy's egress proxy`,
+      remedy: 'set [container] network = "allowlist" (the default) or "observe", then lazy trust',
+    });
+  return out;
+}

@@ -1,5 +1,6 @@
 /** The credential routes behind `lazy auth`: list (with the proxy's findings), set, remove. */
 import { Elysia } from "elysia";
+import type { Broker } from "../../broker";
 import { z } from "zod";
 import { type Config, defaultProfile } from "../../config";
 import type { CredentialStore, ExpiryWarnings } from "../../credentials";
@@ -15,6 +16,8 @@ export interface AuthDeps {
   proxy: Pick<ModelProxy, "stats" | "clearProblem" | "sync" | "credentialFor">;
   config: () => Config;
   expiry?: Pick<ExpiryWarnings, "notices">;
+  /** Brokered services: their hosts, sources and last outcome (lazy doctor). */
+  broker?: Pick<Broker, "status">;
   log: Logger;
 }
 
@@ -30,6 +33,7 @@ export function authRoutes(d: AuthDeps) {
         // What a task that names no profile bills (lazy doctor says when it is not stored).
         defaultProfile: { name: profile, credential: d.proxy.credentialFor(profile) },
         expiry: d.expiry?.notices() ?? [],
+        services: d.broker?.status() ?? [],
       };
     })
     .put(

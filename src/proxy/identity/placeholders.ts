@@ -10,7 +10,22 @@
 import { z } from "zod";
 
 export const Shape = z
-  .enum(["anthropic-api-key", "anthropic-oauth", "openai", "openrouter", "cursor", "cursor-session", "generic"])
+  .enum([
+    "anthropic-api-key",
+    "anthropic-oauth",
+    "openai",
+    "openrouter",
+    "cursor",
+    "cursor-session",
+    "generic",
+    // A brokered service's token (src/broker): never redeemed by the model proxy.
+    "github",
+    "github-app",
+    "gitlab",
+    "npm",
+    "pypi",
+    "service",
+  ])
   .describe("The kind of credential a placeholder stands for, which decides its shape");
 export type Shape = z.infer<typeof Shape>;
 
@@ -21,6 +36,15 @@ function urlSafe(n: number): string {
   const buf = crypto.getRandomValues(new Uint8Array(n));
   let out = "";
   for (const b of buf) out += URL_SAFE[b & 63];
+  return out;
+}
+
+const BASE62 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/** `n` characters of [A-Za-z0-9] (a byte below 248 taken mod 62: unbiased). */
+function base62(n: number): string {
+  let out = "";
+  while (out.length < n) for (const b of crypto.getRandomValues(new Uint8Array(n))) if (b < 248 && out.length < n) out += BASE62[b % 62];
   return out;
 }
 
@@ -54,6 +78,22 @@ export function mint(shape: Shape): string {
       return sessionToken();
     case "generic":
       return `lazy-${hex(32)}`;
+    // GitHub's `ghp_` + 36 base62 (a PAT) and `ghs_` + 36 (an installation token): 40 characters. 190 bits.
+    case "github":
+      return `ghp_lazy${base62(32)}`;
+    case "github-app":
+      return `ghs_lazy${base62(32)}`;
+    // GitLab's `glpat-` + 20 or more [\w-]. 132 bits.
+    case "gitlab":
+      return `glpat-lazy${urlSafe(22)}`;
+    // npm's `npm_` + 36 base62. 190 bits.
+    case "npm":
+      return `npm_lazy${base62(32)}`;
+    // PyPI's `pypi-` + a base64url macaroon (long). 384 bits.
+    case "pypi":
+      return `pypi-lazy${urlSafe(64)}`;
+    case "service":
+      return `lazy-svc-${hex(32)}`;
   }
 }
 
@@ -81,7 +121,10 @@ export function sessionToken(opts: { exp?: number; iat?: number } = {}): string 
  * The marker sits right after a known prefix, never anywhere in the value: a real key that
  * happened to contain "-lazy-" somewhere must still be forwarded, not 401ed.
  */
-const MARKED = /^(?:sk-ant-api03-lazy-|sk-ant-oat01-lazy-|sk-proj-lazy-|sk-or-v1-lazy-|key_lazy_|lazy-)[A-Za-z0-9_-]+$/;
+const MARKED = /^(?:sk-ant-api03-lazy-|sk-ant-oat01-lazy-|sk-proj-lazy-|sk-or-v1-lazy-|key_lazy_|lazy-|ghp_lazy|ghs_lazy|glpat-lazy|npm_lazy|pypi-lazy)[A-Za-z0-9_-]+$/;
+
+/** The shapes that stand for a brokered service's token, never a model credential. */
+export const SERVICE_SHAPES: readonly Shape[] = ["github", "github-app", "gitlab", "npm", "pypi", "service"];
 
 /**
  * Whether a presented credential is one of ours. A placeholder whose grant is gone gets a 401

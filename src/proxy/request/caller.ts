@@ -51,6 +51,12 @@ export function callerRefusal(
     return undefined;
   }
   if (!grant) return undefined;
+  // A brokered service's placeholder redeems only at its service, through the egress proxy.
+  if (Placeholders.SERVICE_SHAPES.includes(grant.shape))
+    return {
+      message: `lazy's proxy refused task ${grant.taskRef ?? grant.taskId}'s placeholder for the brokered service ${grant.profile.replace(/^service:/, "")}: it stands for that service's token and works only at its hosts, never as a model credential.`,
+      note: "a brokered service's placeholder",
+    };
   const key = liveKey(grant);
   if (key && !live(key)) return { message: `lazy's proxy refused this placeholder: ${notLive(grant)}`, note: "no running turn" };
   const from = offPin(grant, req, server);

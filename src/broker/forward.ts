@@ -1,0 +1,217 @@
+/**
+ * One request through the broker, after the TLS the container opened to a brokered host ended
+ * at lazy's terminator (terminator.ts): the `Host` it names must be the CONNECT's; git's smart
+ * HTTP keeps to the configured repositories and a task's pushes to its own branch (git.ts,
+ * decided from the receive-pack commands before a pack byte is forwarded); the task's own
+ * placeholder for this service is swapped for the real secret and any other placeholder of
+ * lazy's refused (swap.ts); then the request goes to the real host over a new TLS connection
+ * that verifies the host's certificate (the host's trust store and NODE_EXTRA_CA_CERTS; through
+ * the host's proxy when it has one), redirects handed back as they are (the client follows them,
+ * and a secret is only ever swapped in towards a brokered host). The answer is checked for the
+ * secret on its way back (guard.ts). Every request is one audit row: service, method, path
+ * without its query, status, bytes, task.
+ */
+import { HOP_BY_HOP } from "../proxy";
+import { allowedRef, gitRequest, readCommands, rejection, repoAllowed } from "./git";
+import { carries, guarded } from "./guard";
+import { carriesMine, foreignIn, type Known, swapIn } from "./swap";
+import type { Tunnel } from "./terminator";
+import type { Service } from "./types";
+
+export interface Caller {
+  taskId: string;
+  taskRef: string;
+}
+
+export interface Row {
+  at: number;
+  task: Caller | null;
+  service: string;
+  host: string;
+  port: number;
+  method: string;
+  path: string;
+  status: number;
+  durationMs: number;
+  bytesIn: number;
+  bytesOut: number;
+  note: string | null;
+}
+
+export interface ForwardDeps {
+  service(host: string, port: number): Service | undefined;
+  /** The task whose turn runs in the container at this address, if any. */
+  caller(src: string): Caller | null;
+  /** The task's placeholder for the service (null: none given). */
+  placeholder(taskId: string, service: string): string | null;
+  /** One of lazy's placeholders or tokens in a text, and whose it is. */
+  find(text: string): Known | undefined;
+  /** The real secret (sources.ts); throws a worded error. */
+  secret(service: Service, caller: Caller): Promise<string>;
+  /** The forms of the secret to look for in an answer (egress/canary.ts). */
+  forms(secret: string): string[];
+  /** The project's origin repository ("owner/name"), for a service with no repos. */
+  originRepo(): string | null;
+  /** Where the host is dialed (an address from LAZY_RESOLVE in tests), or null: by name. */
+  address(host: string): string | null;
+  /** The host's proxy for an https origin, or false. */
+  proxy(host: string, port: number): string | false;
+  record(row: Row): void;
+  /** A source failed, a secret came back in an answer: said in the task's events and lazy watch. */
+  tell(caller: Caller | null, service: string, what: string): void;
+}
+
+const plain = (status: number, text: string, extra: Record<string, string> = {}) =>
+  new Response(`lazy's broker: ${text}\n`, { status, headers: { "content-type": "text/plain; charset=utf-8", ...extra } });
+
+/** Count the bytes of a stream as they pass. */
+function counted(body: ReadableStream<Uint8Array>, add: (n: number) => void): ReadableStream<Uint8Array> {
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, ctl) {
+        add(chunk.byteLength);
+        ctl.enqueue(chunk);
+      },
+    }),
+  );
+}
+
+function prepend(first: Uint8Array[], rest: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  const reader = rest.getReader();
+  let i = 0;
+  return new ReadableStream<Uint8Array>({
+    async pull(ctl) {
+      if (i < first.length) return ctl.enqueue(first[i++]!);
+      const r = await reader.read();
+      if (r.done) ctl.close();
+      else ctl.enqueue(r.value);
+    },
+    cancel: (why) => reader.cancel(why),
+  });
+}
+
+export async function forward(d: ForwardDeps, req: Request, t: Tunnel): Promise<Response> {
+  const at = Date.now();
+  const url = new URL(req.url);
+  const svc = d.service(t.host, t.port);
+  const who = d.caller(t.src);
+  const row = {
+    at,
+    task: who,
+    service: svc?.name ?? "-",
+    host: t.host,
+    port: t.port,
+    method: req.method,
+    path: url.pathname.slice(0, 2048),
+    bytesIn: 0,
+    bytesOut: 0,
+  };
+  const done = (status: number, note: string | null) => d.record({ ...row, status, durationMs: Date.now() - at, note });
+  const refuse = (status: number, why: string, extra?: Record<string, string>) => {
+    done(status, `broker: ${why}`);
+    return plain(status, why, extra);
+  };
+  if (!svc) return refuse(421, `${t.host}:${t.port} is not a brokered service's host`);
+  // SNI was checked against the CONNECT by the egress proxy; Host must name the same host.
+  const host = (req.headers.get("host") ?? "").toLowerCase();
+  const want = t.port === 443 ? [t.host, `${t.host}:443`] : [`${t.host}:${t.port}`];
+  if (!want.includes(host))
+    return refuse(421, `the request names Host ${JSON.stringify(host.slice(0, 200))} inside a tunnel to ${t.host}:${t.port}: a request goes to the host its tunnel was opened to`);
+
+  const headers = new Headers();
+  for (const [k, v] of req.headers) if (!HOP_BY_HOP.has(k)) headers.append(k, v);
+  const mine = who ? d.placeholder(who.taskId, svc.name) : null;
+  const foreign = foreignIn(headers, mine, d.find);
+  if (foreign)
+    return refuse(
+      403,
+      `the request carries ${foreign.who}, which is not ${who ? `task ${who.taskRef}'s placeholder for ${svc.name}` : "for this caller"}: it is never swapped or sent`,
+    );
+
+  // git over HTTPS: the repositories, and a task's pushes to its own branch only.
+  let body: ReadableStream<Uint8Array> | null = req.body;
+  const g = gitRequest(req.method, url.pathname, url.searchParams);
+  if (g && "bad" in g) return refuse(400, g.bad);
+  if (g) {
+    if (!repoAllowed(g.repo, svc, d.originRepo()))
+      return refuse(
+        403,
+        `git ${g.service} of ${g.repo} refused: service ${svc.name} reaches ${svc.repos.length ? svc.repos.join(", ") : "only the project's own origin repository"} ([[service]] repos in lazy.toml)`,
+      );
+    if (g.service === "receive-pack" && g.phase === "rpc") {
+      if (!body) return refuse(400, "a push with no body");
+      const cmds = await readCommands(body);
+      if ("bad" in cmds) return refuse(400, cmds.bad);
+      const rule = !svc.push
+        ? `lazy: service ${svc.name} does not take pushes (push = false in lazy.toml); lazy accept brings the task's work to your branch`
+        : !who
+          ? "lazy: only a task's turn may push through the broker"
+          : cmds.commands.every((c) => allowedRef(c.ref, who.taskRef))
+            ? null
+            : `lazy: a task may push only refs/heads/lazy/${who.taskRef} (and refs/heads/lazy/${who.taskRef}/…)`;
+      if (rule) {
+        const r = rejection(cmds.commands, cmds.caps, rule);
+        await cmds.rest.cancel().catch(() => {});
+        done(r.status, `broker: push refused: ${cmds.commands.map((c) => c.ref).join(", ").slice(0, 300)}`);
+        return new Response(r.body, { status: r.status, headers: r.headers });
+      }
+      body = prepend(cmds.consumed, cmds.rest);
+    }
+  }
+
+  let secret: string | null = null;
+  if (mine && who && carriesMine(headers, mine)) {
+    try {
+      secret = await d.secret(svc, who);
+    } catch (e) {
+      const why = (e as Error).message;
+      d.tell(who, svc.name, why);
+      return refuse(502, why);
+    }
+  }
+  const sent = secret && mine ? swapIn(headers, mine, secret) : headers;
+  const address = d.address(t.host);
+  const target = `https://${address ?? t.host}:${t.port}${url.pathname}${url.search}`;
+  let res: Response;
+  try {
+    res = await fetch(target, {
+      method: req.method,
+      headers: sent,
+      body: body ? counted(body, (n) => (row.bytesOut += n)) : undefined,
+      redirect: "manual",
+      decompress: false,
+      timeout: false,
+      duplex: "half",
+      proxy: d.proxy(t.host, t.port) || undefined,
+      tls: address ? { serverName: t.host } : undefined,
+    } as RequestInit);
+  } catch (e) {
+    const why = (e as Error).message.replaceAll(secret ?? "\u0000", "[secret]");
+    return refuse(502, `${t.host}:${t.port} could not be reached or did not verify (${why})`);
+  }
+  const forms = secret ? d.forms(secret) : [];
+  const back = new Headers();
+  for (const [k, v] of res.headers) if (!HOP_BY_HOP.has(k) || k === "content-length") back.append(k, v);
+  if (forms.length && carries([...back].map(([k, v]) => `${k}: ${v}`).join("\n"), forms)) {
+    await res.body?.cancel().catch(() => {});
+    d.tell(who, svc.name, `${t.host} answered ${req.method} ${row.path} with the real token in its headers: lazy cut the answer`);
+    return refuse(502, "the answer carried the service's real token in its headers: lazy cut it");
+  }
+  if (!res.body) {
+    done(res.status, secret ? `broker: ${svc.name}` : null);
+    return new Response(null, { status: res.status, headers: back });
+  }
+  let cut = false;
+  const guardedBody = forms.length
+    ? guarded(res.body, forms, () => {
+        cut = true;
+        d.tell(who, svc.name, `${t.host} answered ${req.method} ${row.path} with the real token in its body: lazy cut the answer`);
+      })
+    : res.body;
+  const out = counted(guardedBody, (n) => (row.bytesIn += n)).pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      flush: () => done(res.status, cut ? "broker: answer cut (it carried the token)" : secret ? `broker: ${svc.name}` : null),
+    }),
+  );
+  return new Response(out, { status: res.status, statusText: res.statusText, headers: back });
+}
