@@ -25,7 +25,7 @@ export interface Command {
 export interface Refusal {
   status: number;
   headers: Record<string, string>;
-  body: Uint8Array;
+  body: Uint8Array<ArrayBuffer>;
 }
 
 /** At most this many bytes of pkt-lines before the pack (commands, shallow lines, push options). */
@@ -247,7 +247,7 @@ const ZERO = /^0+$/;
 export const isDelete = (c: Command): boolean => ZERO.test(c.new);
 
 const enc = new TextEncoder();
-function pkt(data: Uint8Array | string): Uint8Array {
+function pkt(data: Uint8Array | string): Uint8Array<ArrayBuffer> {
   const bytes = typeof data === "string" ? enc.encode(data) : data;
   const out = new Uint8Array(bytes.length + 4);
   out.set(enc.encode((bytes.length + 4).toString(16).padStart(4, "0")));
@@ -255,7 +255,7 @@ function pkt(data: Uint8Array | string): Uint8Array {
   return out;
 }
 const FLUSH = enc.encode("0000");
-const concat = (parts: Uint8Array[]): Uint8Array => {
+const concat = (parts: Uint8Array[]): Uint8Array<ArrayBuffer> => {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const p of parts) {
@@ -271,14 +271,14 @@ const oneLine = (s: string): string => s.replace(/[\x00-\x1f\x7f]+/g, " ").trim(
 /**
  * The receive-pack result a real git client prints as its own error: `unpack ok`, then
  * `ng <ref> <reason>` for every command (report-status and report-status-v2 word a refusal
- * alike), inside side-band channel 1 when the client asked for side-band, with the reason
+ * alike; perRef words one ref's line, reason by default), inside side-band channel 1 when the client asked for side-band, with the reason
  * also on channel 2 (git prints it as `remote: …`). A client that asked for no report at all
  * would read a 200 as success, so it gets a 403 with the reason as text instead.
  */
-export function rejection(commands: Command[], caps: string[], reason: string | ((c: Command) => string)): Refusal {
-  const why = (c: Command) => oneLine(typeof reason === "string" ? reason : reason(c));
+export function rejection(commands: Command[], caps: string[], reason: string, perRef?: (c: Command) => string): Refusal {
+  const why = (c: Command) => oneLine(perRef ? perRef(c) : reason);
   const report = caps.includes("report-status") || caps.includes("report-status-v2");
-  const message = oneLine(typeof reason === "string" ? reason : commands.map((c) => `${c.ref}: ${reason(c)}`).join("; "));
+  const message = oneLine(reason);
   if (!report) return textRefusal(403, message);
   const status = concat([pkt("unpack ok\n"), ...commands.map((c) => pkt(`ng ${c.ref} ${why(c)}\n`)), FLUSH]);
   const band = caps.includes("side-band-64k") ? 65515 : caps.includes("side-band") ? 995 : 0;
@@ -347,7 +347,7 @@ export async function scopeGit(
     const rule = pushRule(taskRef);
     const names = refused.map((c) => c.ref).join(", ");
     return {
-      refuse: rejection(read.commands, read.caps, (c) =>
+      refuse: rejection(read.commands, read.caps, rule, (c) =>
         allowedRef(c.ref, taskRef) ? `not pushed: refused with ${names} (${rule})` : rule,
       ),
     };
