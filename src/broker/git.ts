@@ -159,20 +159,40 @@ const dec = new TextDecoder();
 export async function readCommands(body: ReadableStream<Uint8Array>): Promise<ReadResult> {
   const reader = body.getReader();
   const consumed: Uint8Array[] = [];
-  let buf = new Uint8Array(0);
+  // Unread bytes as the chunks they came in: each pkt-line is copied out once, so a client
+  // that sends one byte at a time costs linear work, not a re-copy of everything per chunk.
+  let pending: Uint8Array[] = [];
+  let first = 0; // pending[first] is the oldest unread chunk
+  let have = 0;
   let used = 0; // bytes of pkt-lines parsed so far
   const fill = async (n: number): Promise<boolean> => {
-    while (buf.length < n) {
+    while (have < n) {
       const { done, value } = await reader.read();
       if (done) return false;
       if (!value?.length) continue;
       consumed.push(value);
-      const next = new Uint8Array(buf.length + value.length);
-      next.set(buf);
-      next.set(value, buf.length);
-      buf = next;
+      pending.push(value);
+      have += value.length;
     }
     return true;
+  };
+  /** The next n bytes (fill(n) first), removed from pending. */
+  const take = (n: number): Uint8Array => {
+    const out = new Uint8Array(n);
+    for (let at = 0; at < n; ) {
+      const c = pending[first]!;
+      const k = Math.min(c.length, n - at);
+      out.set(c.subarray(0, k), at);
+      at += k;
+      if (k === c.length) first++;
+      else pending[first] = c.subarray(k);
+    }
+    if (first > 64) {
+      pending = pending.slice(first);
+      first = 0;
+    }
+    have -= n;
+    return out;
   };
   const bad = (why: string): { bad: string } => {
     reader.cancel().catch(() => {});
@@ -181,22 +201,17 @@ export async function readCommands(body: ReadableStream<Uint8Array>): Promise<Re
   /** The next pkt-line: its payload, "flush", or a refusal. */
   const next = async (): Promise<Uint8Array | "flush" | { bad: string }> => {
     if (!(await fill(4))) return bad("the request ended before its command list did");
-    const head = dec.decode(buf.subarray(0, 4));
+    const head = dec.decode(take(4));
     if (!/^[0-9a-f]{4}$/.test(head)) return bad(`a pkt-line length is not four hex digits (${JSON.stringify(head)})`);
     const len = Number.parseInt(head, 16);
-    if (len === 0) {
-      buf = buf.subarray(4);
-      used += 4;
-      return "flush";
-    }
+    used += 4;
+    if (len === 0) return "flush";
     if (len < 5 || len > MAX_PKT) return bad(`a pkt-line of length ${len} (git's are 5 to ${MAX_PKT} bytes, or 0000)`);
-    if (used + len > MAX_COMMAND_BYTES)
+    if (used - 4 + len > MAX_COMMAND_BYTES)
       return bad(`the commands before the pack exceed ${MAX_COMMAND_BYTES} bytes (lazy's bound on a push's command list)`);
-    if (!(await fill(len))) return bad("the request ended inside a pkt-line");
-    const payload = buf.slice(4, len);
-    buf = buf.subarray(len);
-    used += len;
-    return payload;
+    if (!(await fill(len - 4))) return bad("the request ended inside a pkt-line");
+    used += len - 4;
+    return take(len - 4);
   };
 
   const commands: Command[] = [];

@@ -309,6 +309,29 @@ describe("hostile receive-pack bodies are refused by the bound", () => {
 });
 
 describe("the pieces", () => {
+  test("readCommands: a push sent one byte at a time reads the same, and forwards every byte", async () => {
+    const caps = "report-status side-band-64k push-options";
+    const body = enc.encode(
+      `${pkt(`shallow ${"2".repeat(40)}\n`)}${pkt(`${ZERO} ${"1".repeat(40)} refs/heads/lazy/k3f9\0${caps}\n`)}${pkt(`${"1".repeat(40)} ${ZERO} refs/heads/lazy/k3f9/old\n`)}0000${pkt("ci.skip\n")}0000PACK-BYTES`,
+    );
+    let i = 0;
+    const r = await BrokerGit.readCommands(
+      new ReadableStream<Uint8Array>(
+        { pull: (c) => (i < body.length ? c.enqueue(body.subarray(i, ++i)) : c.close()) },
+        { highWaterMark: 0 },
+      ),
+    );
+    if ("bad" in r) throw new Error(r.bad);
+    expect(r.commands).toEqual([
+      { old: ZERO, new: "1".repeat(40), ref: "refs/heads/lazy/k3f9" },
+      { old: "1".repeat(40), new: ZERO, ref: "refs/heads/lazy/k3f9/old" },
+    ]);
+    expect(r.caps.sort()).toEqual(caps.split(" ").sort());
+    const all = Buffer.concat([...r.consumed, new Uint8Array(await new Response(r.rest).arrayBuffer())]);
+    expect(all.equals(Buffer.from(body))).toBe(true);
+    expect(new TextDecoder().decode(all).endsWith("0000PACK-BYTES")).toBe(true);
+  });
+
   test("gitRequest names GitHub- and GitLab-style repositories", () => {
     const q = (s: string) => new URLSearchParams(s);
     expect(BrokerGit.gitRequest("GET", "/Owner/Name.git/info/refs", q("service=git-receive-pack"))).toEqual({
