@@ -35,7 +35,7 @@ export function cut(text: string, known: readonly string[] = []): string {
   let out = text;
   for (const v of known) if (v.length >= 4) out = out.split(v).join("<redacted>");
   out = out.replace(/\b(?:gh[pousr]_|github_pat_|glpat-|npm_|pypi-|sk-|xox[abp]-)[A-Za-z0-9_-]+/g, "<redacted>");
-  out = out.replace(/[A-Za-z0-9+/=_.-]{32,}/g, "<redacted>");
+  out = out.replace(/[A-Za-z0-9+=_-]{32,}/g, "<redacted>");
   return out.length > LINE_MAX ? `${out.slice(0, LINE_MAX)}…` : out;
 }
 
