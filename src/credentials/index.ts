@@ -22,4 +22,5 @@ export {
   validName,
   validValue,
 } from "./kinds";
+export { encodePem, isStoredKey, PEM_MAX_BYTES, privateKeyOf } from "./private-key";
 export { CredentialStore, type OpenOptions, type Resolved } from "./store";

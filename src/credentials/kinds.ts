@@ -4,13 +4,14 @@
  * `lazy auth list` and the daemon report.
  */
 import { z } from "zod";
+import { isStoredKey, looksLikePem } from "./private-key";
 
 export type Backend = "keychain" | "secret-service" | "file";
 export const BACKENDS: readonly Backend[] = ["keychain", "secret-service", "file"];
 
 export const CredentialKind = z
-  .enum(["api-key", "oauth-token", "unknown"])
-  .describe("What the value is, told from its shape: a provider API key, an OAuth token, or neither");
+  .enum(["api-key", "oauth-token", "private-key", "unknown"])
+  .describe("What the value is, told from its shape: a provider API key, an OAuth token, a private key (a GitHub App's), or none of these");
 export type CredentialKind = z.infer<typeof CredentialKind>;
 
 export const CredentialInfo = z
@@ -54,6 +55,7 @@ const PREFIXES: ReadonlyArray<readonly [string, CredentialKind]> = [
 ];
 
 export function kindOf(value: string): CredentialKind {
+  if (isStoredKey(value)) return "private-key";
   for (const [prefix, kind] of PREFIXES) if (value.startsWith(prefix)) return kind;
   return "unknown";
 }
@@ -63,6 +65,8 @@ export function kindOf(value: string): CredentialKind {
  * secret are half of it.
  */
 export function last4(value: string): string {
+  // A private key's tail is key material, not an identifier: nothing of it is shown.
+  if (isStoredKey(value)) return "";
   return value.length >= 12 ? value.slice(-4) : "";
 }
 
@@ -104,6 +108,8 @@ const SHAPES: Record<string, { ok: (v: string) => boolean; looks: string }> = {
  * itself is never part of a warning.
  */
 export function setWarnings(name: string, value: string): string[] {
+  // A private key is used where a [[service]] names it (key = "NAME"), by any name.
+  if (looksLikePem(value) || isStoredKey(value)) return [];
   const out: string[] = [];
   if (!(name in STANDARD))
     out.push(

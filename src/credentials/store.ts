@@ -20,6 +20,7 @@ import {
   validName,
   validValue,
 } from "./kinds";
+import { encodePem, looksLikePem, PEM_RULE } from "./private-key";
 
 const log = create("credentials");
 
@@ -138,11 +139,18 @@ export class CredentialStore {
         "invalid_input",
         `the value for credential "${name}" is JSON but not Claude Code's OAuth credentials (claudeAiOauth.accessToken); give the key or token itself, or that file whole; nothing was stored`,
       );
-    const value = oauth ? oauth.token : given;
+    let value = oauth ? oauth.token : given;
+    if (!oauth && looksLikePem(given)) {
+      // A PEM private key is stored as one word (private-key.ts): every backend takes it as it is.
+      const pem = encodePem(given);
+      if ("refused" in pem)
+        throw new LazyError("invalid_input", `the value for credential "${name}" is refused: ${pem.refused}; nothing was stored`);
+      value = pem.stored;
+    }
     if (!validValue(value)) {
       throw new LazyError(
         "invalid_input",
-        `the value for credential "${name}" must be a single key or token: printable ASCII with no spaces or line breaks (at most 8192 characters); nothing was stored`,
+        `the value for credential "${name}" must be a single key or token: printable ASCII with no spaces or line breaks (at most 8192 characters); ${PEM_RULE}; nothing was stored`,
       );
     }
     const stored = await this.impl.set(name, value);

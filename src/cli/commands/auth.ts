@@ -7,6 +7,11 @@ import { suggest } from "../help";
 import { err } from "../out";
 import { say } from "../voice";
 
+/** Whether typed text is a PEM block begun and not yet ended. */
+function pemOpen(buf: string): boolean {
+  return buf.trimStart().startsWith("-----BEGIN ") && !/-----END [A-Z ]+-----\s*$/.test(buf);
+}
+
 /** The secret, from a hidden prompt on a terminal or from stdin when piped; never from argv. */
 async function readSecret(name: string): Promise<string> {
   if (process.stdin.isTTY) {
@@ -25,6 +30,11 @@ async function readSecret(name: string): Promise<string> {
       };
       const onData = (chunk: Buffer) => {
         for (const ch of chunk.toString("utf8")) {
+          // A pasted PEM private key (a GitHub App's) runs on to its END line.
+          if ((ch === "\r" || ch === "\n") && pemOpen(buf)) {
+            if (!buf.endsWith("\n")) buf += "\n";
+            continue;
+          }
           if (ch === "\r" || ch === "\n") return done();
           if (ch === "\u0003") return done(new LazyError("invalid_input", "Cancelled; nothing was stored."));
           if (ch === "\u007f" || ch === "\b") buf = buf.slice(0, -1);
@@ -76,7 +86,7 @@ const set = command({
     if (args.json) printJson(info);
     else
       say.success(
-        `Stored ${info.name} (${info.kind}, …${info.last4}) in the ${info.source} store.${info.expiresAt ? ` It expires at ${info.expiresAt}; lazy warns a day before.` : ""}`,
+        `Stored ${info.name} (${info.kind}${info.last4 ? `, …${info.last4}` : ""}) in the ${info.source} store.${info.expiresAt ? ` It expires at ${info.expiresAt}; lazy warns a day before.` : ""}`,
       );
   },
 });
