@@ -12,7 +12,7 @@
  * without its query, status, bytes, task.
  */
 import { HOP_BY_HOP } from "../proxy";
-import { allowedRef, gitRequest, readCommands, rejection, repoAllowed } from "./git";
+import { scopeGit } from "./git";
 import { carries, guarded } from "./guard";
 import { carriesMine, foreignIn, type Known, swapIn } from "./swap";
 import type { Tunnel } from "./terminator";
@@ -76,20 +76,6 @@ function counted(body: ReadableStream<Uint8Array>, add: (n: number) => void): Re
   );
 }
 
-function prepend(first: Uint8Array[], rest: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
-  const reader = rest.getReader();
-  let i = 0;
-  return new ReadableStream<Uint8Array>({
-    async pull(ctl) {
-      if (i < first.length) return ctl.enqueue(first[i++]!);
-      const r = await reader.read();
-      if (r.done) ctl.close();
-      else ctl.enqueue(r.value);
-    },
-    cancel: (why) => reader.cancel(why),
-  });
-}
-
 export async function forward(d: ForwardDeps, req: Request, t: Tunnel): Promise<Response> {
   const at = Date.now();
   const url = new URL(req.url);
@@ -128,36 +114,19 @@ export async function forward(d: ForwardDeps, req: Request, t: Tunnel): Promise<
       `the request carries ${foreign.who}, which is not ${who ? `task ${who.taskRef}'s placeholder for ${svc.name}` : "for this caller"}: it is never swapped or sent`,
     );
 
-  // git over HTTPS: the repositories, and a task's pushes to its own branch only.
+  // git over HTTPS: the repositories, and a task's pushes to its own branch only (git.ts).
   let body: ReadableStream<Uint8Array> | null = req.body;
-  const g = gitRequest(req.method, url.pathname, url.searchParams);
-  if (g && "bad" in g) return refuse(400, g.bad);
-  if (g) {
-    if (!repoAllowed(g.repo, svc, d.originRepo()))
-      return refuse(
-        403,
-        `git ${g.service} of ${g.repo} refused: service ${svc.name} reaches ${svc.repos.length ? svc.repos.join(", ") : "only the project's own origin repository"} ([[service]] repos in lazy.toml)`,
-      );
-    if (g.service === "receive-pack" && g.phase === "rpc") {
-      if (!body) return refuse(400, "a push with no body");
-      const cmds = await readCommands(body);
-      if ("bad" in cmds) return refuse(400, cmds.bad);
-      const rule = !svc.push
-        ? `lazy: service ${svc.name} does not take pushes (push = false in lazy.toml); lazy accept brings the task's work to your branch`
-        : !who
-          ? "lazy: only a task's turn may push through the broker"
-          : cmds.commands.every((c) => allowedRef(c.ref, who.taskRef))
-            ? null
-            : `lazy: a task may push only refs/heads/lazy/${who.taskRef} (and refs/heads/lazy/${who.taskRef}/…)`;
-      if (rule) {
-        const r = rejection(cmds.commands, cmds.caps, rule);
-        await cmds.rest.cancel().catch(() => {});
-        done(r.status, `broker: push refused: ${cmds.commands.map((c) => c.ref).join(", ").slice(0, 300)}`);
-        return new Response(r.body, { status: r.status, headers: r.headers });
-      }
-      body = prepend(cmds.consumed, cmds.rest);
-    }
+  const git = await scopeGit(
+    { method: req.method, path: url.pathname, query: url.searchParams, headers: req.headers, body },
+    { service: svc, originRepo: d.originRepo(), taskRef: who?.taskRef ?? "" },
+  );
+  if (git && "refuse" in git) {
+    const r = git.refuse;
+    const text = r.headers["content-type"]?.startsWith("text/plain") ? new TextDecoder().decode(r.body).trim().slice(0, 300) : "push refused";
+    done(r.status, `broker: ${text}`);
+    return new Response(r.body, { status: r.status, headers: r.headers });
   }
+  if (git) body = git.forward;
 
   let secret: string | null = null;
   if (mine && who && carriesMine(headers, mine)) {

@@ -30,7 +30,9 @@ import type { Known } from "./swap";
 import { Terminator } from "./terminator";
 import type { Service } from "./types";
 
+export * as Share from "./container";
 export { type Row as BrokerRow } from "./forward";
+export * as GitRules from "./git";
 export { allHosts, placeholderShape, serviceFor, servicesOf, speaksGit } from "./services";
 export type { Service, Shape, SourceSpec } from "./types";
 

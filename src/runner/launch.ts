@@ -6,7 +6,7 @@
  */
 import { existsSync, lchownSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { BROKER_MOUNT, type Broker, mergeGitConfig } from "../broker";
+import { BROKER_MOUNT, type Broker, Share } from "../broker";
 import { type Config, type ResolvedProfile, resolveLimits, resolveProfile } from "../config";
 import { BIN, containerEnvOf, Engine, Image, type Runtime, taskMounts } from "../containers";
 import * as Git from "../git";
@@ -224,7 +224,7 @@ export class Launcher {
     const brokerDir = join(tdir, "broker");
     mkdirSync(brokerDir, { recursive: true, mode: 0o755 });
     const share = brokered ? this.d.broker!.forTask({ id: task.id, ref: this.ref(task) }, brokerDir) : {};
-    const env = mergeGitConfig({ ...(await baseEnv), ...this.d.project.netEnv() }, share);
+    const env = Share.merge({ ...(await baseEnv), ...this.d.project.netEnv() }, share);
 
     const hostCa = brokered ? this.d.broker!.bundle(this.d.project.hostCa(config)) : this.d.project.hostCa(config);
     const run = Runs.get(this.d.db, task.id);
