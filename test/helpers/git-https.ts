@@ -73,10 +73,10 @@ export async function startGitHost(opts: {
   name?: string;
   token: string;
   repos: Record<string, RepoSpec>;
+  /** The one user name the host takes; without it any name goes, as on GitHub. */
   user?: string;
 }): Promise<GitHost> {
   const name = opts.name ?? "git.lazy.test";
-  const user = opts.user ?? "x-access-token";
   const dir = mkdtempSync(join(tmpdir(), "lazy-git-host-"));
   const root = join(dir, "repos");
   const port = freePort();
@@ -119,14 +119,36 @@ export async function startGitHost(opts: {
       git(work, ["push", "-q", path(repo), "main"]);
     }
 
-    // Basic auth: the token is the password (apr1 hash, as htpasswd makes it).
-    const hash = Bun.spawnSync(["openssl", "passwd", "-apr1", "-stdin"], {
-      stdin: Buffer.from(`${opts.token}\n`),
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    if (hash.exitCode !== 0) throw new Error(`openssl passwd: ${hash.stderr.toString()}`);
-    writeFileSync(join(dir, "htpasswd"), `${user}:${hash.stdout.toString().trim()}\n`, { mode: 0o600 });
+    // Basic auth, the token the password. With `user`: nginx's auth_basic and an htpasswd for
+    // that one user. Without: any user name, as GitHub takes a token, checked by a CGI script
+    // behind nginx's auth_request (auth_basic cannot ignore the name).
+    let auth: string;
+    if (opts.user) {
+      const hash = Bun.spawnSync(["openssl", "passwd", "-apr1", "-stdin"], {
+        stdin: Buffer.from(`${opts.token}\n`),
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      if (hash.exitCode !== 0) throw new Error(`openssl passwd: ${hash.stderr.toString()}`);
+      writeFileSync(join(dir, "htpasswd"), `${opts.user}:${hash.stdout.toString().trim()}\n`, { mode: 0o600 });
+      auth = `auth_basic "lazy test git host"; auth_basic_user_file ${dir}/htpasswd;`;
+    } else {
+      writeFileSync(join(dir, "token"), opts.token, { mode: 0o600 });
+      writeFileSync(
+        join(dir, "auth.sh"),
+        `#!/bin/sh
+b64=\${HTTP_AUTHORIZATION#Basic }
+cred=$(printf '%s' "$b64" | /usr/bin/base64 -d 2>/dev/null)
+if [ "$b64" != "$HTTP_AUTHORIZATION" ] && [ "\${cred%%:*}" != "$cred" ] && [ "\${cred#*:}" = "$(/bin/cat '${dir}/token')" ]; then
+  printf 'Status: 204 No Content\\r\\n\\r\\n'
+else
+  printf 'Status: 401 Unauthorized\\r\\nWWW-Authenticate: Basic realm="lazy test git host"\\r\\n\\r\\n'
+fi
+`,
+        { mode: 0o700 },
+      );
+      auth = "auth_request /lazy-test-auth;";
+    }
 
     for (const t of ["body", "fastcgi", "proxy", "uwsgi", "scgi"]) mkdirSync(join(dir, "tmp", t), { recursive: true });
     const sock = join(dir, "fcgi.sock");
@@ -148,7 +170,7 @@ http {
     server_name ${name};
     ssl_certificate ${tls.certFile}; ssl_certificate_key ${tls.keyFile};
     location / {
-      auth_basic "lazy test git host"; auth_basic_user_file ${dir}/htpasswd;
+      ${auth}
       include /etc/nginx/fastcgi_params;
       fastcgi_param SCRIPT_FILENAME ${HTTP_BACKEND};
       fastcgi_param GIT_PROJECT_ROOT ${root};
@@ -158,6 +180,14 @@ http {
       fastcgi_param HOME ${dir};
       fastcgi_buffering off;
       fastcgi_request_buffering off;
+      fastcgi_pass unix:${sock};
+    }
+    location = /lazy-test-auth {
+      internal;
+      include /etc/nginx/fastcgi_params;
+      fastcgi_param SCRIPT_FILENAME ${dir}/auth.sh;
+      fastcgi_pass_request_body off;
+      fastcgi_param CONTENT_LENGTH "";
       fastcgi_pass unix:${sock};
     }
   }

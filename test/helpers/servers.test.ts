@@ -131,6 +131,42 @@ describe("the git host", () => {
       expect((await curl([])).out).toBe("401");
       expect((await curl(["-u", `x-access-token:${WRONG}`])).out).toBe("401");
       expect((await curl(["-u", `x-access-token:${TOKEN}`])).out).toBe("200");
+      // Any user name with the token, as GitHub takes it; the token alone as a bearer is not basic auth.
+      expect((await curl(["-u", `someone:${TOKEN}`])).out).toBe("200");
+      expect((await curl(["-H", `authorization: Bearer ${TOKEN}`])).out).toBe("401");
+    },
+    CLIENT_MS,
+  );
+
+  test(
+    "a host started with one user name takes the token only with that name",
+    async () => {
+      const one = await startGitHost({ token: TOKEN, user: "x-access-token", repos: { "owner/one": { files: { a: "a\n" } } } });
+      try {
+        const refs = `https://${one.name}:${one.port}/owner/one.git/info/refs?service=git-upload-pack`;
+        const curl = (user: string) =>
+          run([
+            "curl",
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--noproxy",
+            "*",
+            "--cacert",
+            one.caFile,
+            "--resolve",
+            `${one.name}:${one.port}:127.0.0.1`,
+            "-u",
+            `${user}:${TOKEN}`,
+            refs,
+          ]);
+        expect((await curl("x-access-token")).out).toBe("200");
+        expect((await curl("someone")).out).toBe("401");
+      } finally {
+        await one.stop();
+      }
     },
     CLIENT_MS,
   );
