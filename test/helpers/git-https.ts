@@ -10,7 +10,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { freePort, serverTls, stopGroup, waitForPort } from "./local-servers";
+import { freePort, serverTls, stopGroup, waitForPort, withPortRetry } from "./local-servers";
 
 export interface RepoSpec {
   /** Path in the repository → content, committed on `main`. */
@@ -69,13 +69,21 @@ function order(repos: Record<string, RepoSpec>): string[] {
   return [...names.filter((n) => !repos[n]!.submodule), ...names.filter((n) => repos[n]!.submodule)];
 }
 
-export async function startGitHost(opts: {
+export interface GitHostOptions {
+  /** The DNS name of its certificate and URLs; default git.lazy.test. */
   name?: string;
+  /** The password basic auth takes (a PAT-shaped `ghp_…` in the tests). */
   token: string;
   repos: Record<string, RepoSpec>;
   /** The one user name the host takes; without it any name goes, as on GitHub. */
   user?: string;
-}): Promise<GitHost> {
+}
+
+export function startGitHost(opts: GitHostOptions): Promise<GitHost> {
+  return withPortRetry(() => startOnce(opts));
+}
+
+async function startOnce(opts: GitHostOptions): Promise<GitHost> {
   const name = opts.name ?? "git.lazy.test";
   const dir = mkdtempSync(join(tmpdir(), "lazy-git-host-"));
   const root = join(dir, "repos");
@@ -208,7 +216,8 @@ http {
     });
     const errors = () =>
       ["nginx.stderr", "error.log"].map((f) => (existsSync(join(dir, f)) ? readFileSync(join(dir, f), "utf8") : "")).join("\n");
-    await waitForPort(port, "nginx (the git host)", START_MS, errors, nginx);
+    // nginx writes its pid file only after it has bound its port.
+    await waitForPort(port, "nginx (the git host)", START_MS, errors, nginx, () => existsSync(join(dir, "nginx.pid")));
 
     return {
       port,

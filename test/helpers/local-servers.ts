@@ -100,21 +100,23 @@ export function listening(port: number): Promise<boolean> {
 }
 
 /**
- * Resolves once 127.0.0.1:`port` accepts a connection; throws after `ms`, or as soon as `proc`
- * has exited, naming `what` and what `hint` says (the server's own error output).
+ * Resolves once the server says it is up (`ready`: a sign only it gives, so another process that
+ * took the port between freePort() and its bind is not mistaken for it) and 127.0.0.1:`port`
+ * accepts a connection; throws after `ms`, or as soon as `proc` has exited, naming `what` and
+ * what `hint` says (the server's own error output).
  */
 export async function waitForPort(
   port: number,
   what: string,
   ms: number,
   hint: () => string,
-  proc?: { exitCode: number | null },
+  proc: { exitCode: number | null },
+  ready: () => boolean,
 ): Promise<void> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
-    if (proc && proc.exitCode !== null)
-      throw new Error(`${what} exited (${proc.exitCode}) before it listened on 127.0.0.1:${port}\n${hint()}`);
-    if (await listening(port)) return;
+    if (proc.exitCode !== null) throw new Error(`${what} exited (${proc.exitCode}) before it listened on 127.0.0.1:${port}\n${hint()}`);
+    if (ready() && (await listening(port))) return;
     await Bun.sleep(50);
   }
   throw new Error(`${what} did not listen on 127.0.0.1:${port} within ${ms} ms\n${hint()}`);
@@ -137,4 +139,18 @@ export async function stopGroup(proc: { pid: number; exited: Promise<number> }, 
   await proc.exited;
   clearTimeout(timer);
   signal("SIGKILL"); // a child that outlived its leader
+}
+
+/**
+ * `start` again (up to 3 times) when its server lost the free port to another process between
+ * freePort() and its bind: several test files share this machine.
+ */
+export async function withPortRetry<T>(start: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (e) {
+      if (attempt >= 3 || !/Address already in use|EADDRINUSE/.test(String(e))) throw e;
+    }
+  }
 }

@@ -11,7 +11,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort, serverTls, stopGroup, waitForPort } from "./local-servers";
+import { freePort, serverTls, stopGroup, waitForPort, withPortRetry } from "./local-servers";
 
 export const VERDACCIO_DIR = process.env.LAZY_TEST_VERDACCIO ?? "/opt/lazy-test-verdaccio";
 const VERDACCIO_BIN = join(VERDACCIO_DIR, "node_modules", "verdaccio", "bin", "verdaccio");
@@ -57,7 +57,19 @@ export function npmEnv(userconfig: string, home: string): Record<string, string>
   };
 }
 
-export async function startRegistry(opts: { name?: string; user?: string; password?: string } = {}): Promise<Registry> {
+export interface RegistryOptions {
+  /** The DNS name of its certificate and URL; default npm.lazy.test. */
+  name?: string;
+  /** The user that publishes @acme/private-lib and whose token `token` is; default acme-dev. */
+  user?: string;
+  password?: string;
+}
+
+export function startRegistry(opts: RegistryOptions = {}): Promise<Registry> {
+  return withPortRetry(() => startOnce(opts));
+}
+
+async function startOnce(opts: RegistryOptions): Promise<Registry> {
   if (!existsSync(VERDACCIO_BIN))
     throw new Error(
       `verdaccio is not installed at ${VERDACCIO_DIR}: run bash scripts/setup-test-env.sh (or point LAZY_TEST_VERDACCIO at a folder with node_modules/verdaccio).`,
@@ -122,7 +134,8 @@ log: { type: stdout, format: json, level: http, sync: true }
     });
     const output = () =>
       ["verdaccio.log", "verdaccio.stderr"].map((f) => (existsSync(join(dir, f)) ? readFileSync(join(dir, f), "utf8") : "")).join("\n");
-    await waitForPort(port, "verdaccio", START_MS, output, proc);
+    // verdaccio logs its address once it has bound it.
+    await waitForPort(port, "verdaccio", START_MS, output, proc, () => output().includes(`https://127.0.0.1:${port}/`));
 
     // The token `npm login` gets: the CouchDB user route, as npm calls it for an existing user
     // (basic auth with the same name; without it verdaccio takes the call for a registration).
