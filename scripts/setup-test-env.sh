@@ -4,6 +4,7 @@
 #
 #   bun            npm install -g bun
 #   apt packages   docker.io chromium gnome-keyring ... (apt-get only if one is missing)
+#   verdaccio      a pinned private npm registry for the broker tests, in /opt/lazy-test-verdaccio
 #   docker engine  starts dockerd in the background if `docker info` fails (no systemd)
 #   test images    lazy-test/debian:bookworm (debootstrap + docker import)
 #                  lazy-test/node:bookworm   (docker build FROM the above)
@@ -28,7 +29,7 @@ export DEBIAN_FRONTEND=noninteractive
 DEBIAN_IMAGE="lazy-test/debian:bookworm"
 NODE_IMAGE="lazy-test/node:bookworm"
 APT_PACKAGES=(docker.io chromium gnome-keyring libsecret-tools dbus dbus-x11 debootstrap
-  nginx-light wrk hyperfine git curl iproute2 zsh fish openssl openssh-client openssh-server socat)
+  nginx-light fcgiwrap wrk hyperfine git curl iproute2 zsh fish openssl openssh-client openssh-server socat)
 CACHE_DIR="${LAZY_TEST_CACHE:-/var/cache/lazy-test}"
 if [ -n "$SUDO" ] && [ -z "${LAZY_TEST_CACHE:-}" ]; then
   CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/lazy-test"
@@ -193,6 +194,21 @@ else
   [ -f "$TOOLS_DIR/package.json" ] || echo '{"name":"lazy-test-tools","private":true}' | $SUDO tee "$TOOLS_DIR/package.json" >/dev/null
   (cd "$TOOLS_DIR" && $SUDO npm install --no-audit --no-fund --loglevel=error "${TOOLS[@]}" >&2) || die "clients: npm install failed"
   log "clients: installed ($("$TOOLS_DIR/node_modules/.bin/claude" --version 2>/dev/null), codex $("$TOOLS_DIR/node_modules/.bin/codex" --version 2>/dev/null | awk '{print $2}'), pi $("$TOOLS_DIR/node_modules/.bin/pi" --version 2>/dev/null))"
+fi
+
+# ---- 6b. verdaccio, the private npm registry the broker tests run (test/helpers/verdaccio.ts) ----
+# 6.8.0: 6.10 wants Node 22 and Debian 12's node is 20. The tests start it from this folder.
+VERDACCIO_DIR="${LAZY_TEST_VERDACCIO:-/opt/lazy-test-verdaccio}"
+VERDACCIO_VERSION=6.8.0
+if [ -x "$VERDACCIO_DIR/node_modules/.bin/verdaccio" ] &&
+   grep -q "\"version\": \"$VERDACCIO_VERSION\"" "$VERDACCIO_DIR/node_modules/verdaccio/package.json" 2>/dev/null; then
+  log "verdaccio: $VERDACCIO_VERSION present in $VERDACCIO_DIR"
+else
+  log "verdaccio: npm install verdaccio@$VERDACCIO_VERSION into $VERDACCIO_DIR"
+  $SUDO mkdir -p "$VERDACCIO_DIR"
+  [ -f "$VERDACCIO_DIR/package.json" ] || echo '{"name":"lazy-test-verdaccio","private":true}' | $SUDO tee "$VERDACCIO_DIR/package.json" >/dev/null
+  (cd "$VERDACCIO_DIR" && $SUDO npm install --no-audit --no-fund --loglevel=error "verdaccio@$VERDACCIO_VERSION" >&2) || die "verdaccio: npm install failed"
+  log "verdaccio: installed $("$VERDACCIO_DIR/node_modules/.bin/verdaccio" --version 2>/dev/null)"
 fi
 
 # ---- 7. a second engine, standing in for a remote one (test/containers/remote-engine.test.ts) ----
