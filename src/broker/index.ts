@@ -73,7 +73,7 @@ export interface BrokerDeps {
 }
 
 export class Broker {
-  private terminator: { key: string; t: Terminator } | undefined;
+  private terminator: { key: string; t: Terminator; renewAt: number } | undefined;
   private sources: Sources;
   private recorder: AuditRecorder;
 
@@ -126,13 +126,15 @@ export class Broker {
   private running(services: Service[]): Terminator {
     const hosts = allHosts(services);
     const key = hosts.join(",");
-    if (this.terminator?.key === key) return this.terminator.t;
+    if (this.terminator?.key === key && Date.now() < this.terminator.renewAt) return this.terminator.t;
     const ca = this.ca();
-    const t = new Terminator(leaf(ca, hosts), (req, tunnel) => forward(this.forwardDeps(), req, tunnel));
+    const cert = leaf(ca, hosts);
+    const t = new Terminator(cert, (req, tunnel) => forward(this.forwardDeps(), req, tunnel));
     // Tunnels open on the old one finish there; it is stopped once they had time to.
     const old = this.terminator?.t;
     if (old) setTimeout(() => old.stop(), 60_000).unref?.();
-    this.terminator = { key, t };
+    // A week before the leaf lapses, the next tunnel gets a new one.
+    this.terminator = { key, t, renewAt: cert.notAfter.getTime() - 7 * 86_400_000 };
     this.d.log.info(`broker: TLS for ${hosts.join(", ")} ends at 127.0.0.1:${t.port}`);
     return t;
   }
