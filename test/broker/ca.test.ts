@@ -108,6 +108,16 @@ describe("the CA's files", () => {
     expect(new X509Certificate(d.cert).checkPrivateKey(createPrivateKey(d.key))).toBe(true);
   });
 
+  test("a CA within 60 days of its end is made anew before a leaf could outlive it", () => {
+    const dir = join(home, "ageing");
+    const first = ensureCa(dir);
+    const later = new Date(Date.now() + (10 * 365 - 50) * 86_400_000);
+    const renewed = ensureCa(dir, later);
+    expect(renewed.made).toContain("ca.pem ends on");
+    expect(renewed.hash).not.toBe(first.hash);
+    expect(ensureCa(dir, later).made).toBeUndefined();
+  });
+
   test("four processes making the CA at once end with one pair that all return", async () => {
     const dir = join(home, "race");
     // Each waits for the same instant, so their makes overlap (without the lock they mix pairs).
