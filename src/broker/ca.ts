@@ -11,6 +11,7 @@ import { isIP } from "node:net";
 import { join } from "node:path";
 import { LazyError } from "../util/errors";
 import { ensurePrivateDir, readOwn, writeFileAtomic } from "../util/files";
+import { type Lock, tryLock } from "../util/flock";
 import * as Log from "../util/log";
 import * as Der from "./der";
 
@@ -20,6 +21,7 @@ const DAY_MS = 86_400_000;
 /** A CA this close to its end is made anew, so a leaf never outlives its issuer. */
 const CA_RENEW_MS = 60 * DAY_MS;
 const CA_YEARS = 10;
+const LOCK_WAIT_MS = 10_000;
 /** Well under the 398 days clients enforce for server certificates. */
 export const LEAF_DAYS = 30;
 
@@ -50,6 +52,16 @@ export type Ca = { cert: string; key: string; hash: string };
  */
 export function ensureCa(dir: string, now = new Date()): Ca & { made?: string } {
   ensurePrivateDir(dir);
+  // The daemon and a CLI command may both get here first: one makes, the other reads its pair.
+  const lock = lockSync(join(dir, "ca.lock"));
+  try {
+    return readOrMake(dir, now);
+  } finally {
+    lock.release();
+  }
+}
+
+function readOrMake(dir: string, now: Date): Ca & { made?: string } {
   const certPath = join(dir, "ca.pem");
   const keyPath = join(dir, "ca-key.pem");
   const found = readCa(certPath, keyPath, now);
@@ -60,6 +72,21 @@ export function ensureCa(dir: string, now = new Date()): Ca & { made?: string } 
   writeFileAtomic(keyPath, made.key, 0o600);
   writeFileAtomic(certPath, made.cert, 0o644);
   return { ...made, hash: pemHash(made.cert), made: found.why };
+}
+
+/** The lock, waited for synchronously: making a CA takes milliseconds. */
+function lockSync(path: string): Lock {
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (;;) {
+    const l = tryLock(path);
+    if (l) return l;
+    if (Date.now() > deadline)
+      throw new LazyError(
+        "conflict",
+        `another lazy process has held the lock ${path} for ${LOCK_WAIT_MS / 1000} s; stop the stuck lazy process and retry`,
+      );
+    Bun.sleepSync(5);
+  }
 }
 
 function readCa(certPath: string, keyPath: string, now: Date): Ca | { why: string } {

@@ -107,6 +107,34 @@ describe("the CA's files", () => {
     expect(d.made).toContain("does not match");
     expect(new X509Certificate(d.cert).checkPrivateKey(createPrivateKey(d.key))).toBe(true);
   });
+
+  test("a CA within 60 days of its end is made anew before a leaf could outlive it", () => {
+    const dir = join(home, "ageing");
+    const first = ensureCa(dir);
+    const later = new Date(Date.now() + (10 * 365 - 50) * 86_400_000);
+    const renewed = ensureCa(dir, later);
+    expect(renewed.made).toContain("ca.pem ends on");
+    expect(renewed.hash).not.toBe(first.hash);
+    expect(ensureCa(dir, later).made).toBeUndefined();
+  });
+
+  test("four processes making the CA at once end with one pair that all return", async () => {
+    const dir = join(home, "race");
+    // Each waits for the same instant, so their makes overlap (without the lock they mix pairs).
+    const at = Date.now() + 1500;
+    const script = [
+      `const { ensureCa } = await import(${JSON.stringify(join(import.meta.dir, "../../src/broker/ca.ts"))});`,
+      `while (Date.now() < ${at});`,
+      `console.log(ensureCa(${JSON.stringify(dir)}).hash);`,
+    ].join("\n");
+    const runs = [0, 1, 2, 3].map(() => run([process.execPath, "-e", script]));
+    const hashes = (await Promise.all(runs)).map((r) => r.out.trim());
+    expect(hashes[0]).toMatch(/^[0-9a-f]{12}$/);
+    expect(new Set(hashes).size).toBe(1);
+    const final = ensureCa(dir);
+    expect(final.made).toBeUndefined();
+    expect(final.hash).toBe(hashes[0] ?? "");
+  });
 });
 
 describe("a leaf", () => {
