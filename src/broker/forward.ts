@@ -102,7 +102,10 @@ export async function forward(d: ForwardDeps, req: Request, t: Tunnel): Promise<
   const host = (req.headers.get("host") ?? "").toLowerCase();
   const want = t.port === 443 ? [t.host, `${t.host}:443`] : [`${t.host}:${t.port}`];
   if (!want.includes(host))
-    return refuse(421, `the request names Host ${JSON.stringify(host.slice(0, 200))} inside a tunnel to ${t.host}:${t.port}: a request goes to the host its tunnel was opened to`);
+    return refuse(
+      421,
+      `the request names Host ${JSON.stringify(host.slice(0, 200))} inside a tunnel to ${t.host}:${t.port}: a request goes to the host its tunnel was opened to`,
+    );
 
   const headers = new Headers();
   for (const [k, v] of req.headers) if (!HOP_BY_HOP.has(k)) headers.append(k, v);
@@ -122,7 +125,9 @@ export async function forward(d: ForwardDeps, req: Request, t: Tunnel): Promise<
   );
   if (git && "refuse" in git) {
     const r = git.refuse;
-    const text = r.headers["content-type"]?.startsWith("text/plain") ? new TextDecoder().decode(r.body).trim().slice(0, 300) : "push refused";
+    const text = r.headers["content-type"]?.startsWith("text/plain")
+      ? new TextDecoder().decode(r.body).trim().slice(0, 300)
+      : "push refused";
     done(r.status, `broker: ${text}`);
     return new Response(r.body, { status: r.status, headers: r.headers });
   }

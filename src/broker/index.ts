@@ -31,7 +31,7 @@ import { Terminator } from "./terminator";
 import type { Service } from "./types";
 
 export * as Share from "./container";
-export { type Row as BrokerRow } from "./forward";
+export type { Row as BrokerRow } from "./forward";
 export * as GitRules from "./git";
 export { allHosts, placeholderShape, serviceFor, servicesOf, speaksGit } from "./services";
 export type { Service, Shape, SourceSpec } from "./types";
@@ -114,7 +114,8 @@ export class Broker {
           if ("need" in r) return "need";
           if ("bad" in r) return `the tunnel to ${host}:${port} did not start with a TLS ClientHello (${r.bad})`;
           if (r.sni === null) return isIP(host) ? null : `the ClientHello names no server (SNI) in a tunnel to ${host}:${port}`;
-          if (r.sni !== host) return `the ClientHello names ${r.sni.slice(0, 200)} in a tunnel to ${host}:${port}: a tunnel carries only its own host`;
+          if (r.sni !== host)
+            return `the ClientHello names ${r.sni.slice(0, 200)} in a tunnel to ${host}:${port}: a tunnel carries only its own host`;
           return null;
         },
         open: (lp) => t.open(lp, { src, host, port }),
@@ -261,7 +262,12 @@ export class Broker {
       name: s.name,
       shape: s.shape,
       hosts: s.hosts,
-      source: s.source.kind === "credential" ? `credential ${s.source.name}` : s.source.kind === "command" ? `command ${s.source.argv.join(" ")}` : `GitHub App ${s.source.appId} key ${s.source.key}`,
+      source:
+        s.source.kind === "credential"
+          ? `credential ${s.source.name}`
+          : s.source.kind === "command"
+            ? `command ${s.source.argv.join(" ")}`
+            : `GitHub App ${s.source.appId} key ${s.source.key}`,
       push: s.push,
       git: speaksGit(s),
       last: last.get(s.name) ?? null,

@@ -63,4 +63,6 @@ export function placeholderShape(s: Service): PlaceholderShape {
 export const speaksGit = (s: Service): boolean => SHAPES[s.shape].git;
 
 /** Every host pattern of every service, for the broker's certificate. */
-export const allHosts = (services: readonly Service[]): string[] => [...new Set(services.flatMap((s) => s.hosts.map((h) => h.replace(/:\d+$/, ""))))];
+export const allHosts = (services: readonly Service[]): string[] => [
+  ...new Set(services.flatMap((s) => s.hosts.map((h) => h.replace(/:\d+$/, "")))),
+];

@@ -66,7 +66,9 @@ export const Service = z
     auth: z
       .enum(["bearer", "basic", "header"])
       .optional()
-      .describe("How the service reads its token: bearer (Authorization: Bearer), basic (a user and the token as password) or header; the shape's when absent."),
+      .describe(
+        "How the service reads its token: bearer (Authorization: Bearer), basic (a user and the token as password) or header; the shape's when absent.",
+      ),
     user: z.string().min(1).max(64).optional().describe('The basic-auth user (github: "x-access-token", pypi: "__token__").'),
     header: z
       .string()
@@ -95,10 +97,16 @@ export const Service = z
           .record(z.string().regex(/^[a-z_]{1,64}$/), z.enum(["read", "write"]))
           .default({ contents: "write", metadata: "read", pull_requests: "write" })
           .describe("The permissions each task's installation token gets."),
-        api: z.string().url().default("https://api.github.com").describe("The GitHub API the tokens are minted at (GitHub Enterprise: https://HOST/api/v3)."),
+        api: z
+          .string()
+          .url()
+          .default("https://api.github.com")
+          .describe("The GitHub API the tokens are minted at (GitHub Enterprise: https://HOST/api/v3)."),
       })
       .optional()
-      .describe("Source: a GitHub App; the daemon mints an installation token per task, scoped to its repositories, and a fresh one before the hour runs out."),
+      .describe(
+        "Source: a GitHub App; the daemon mints an installation token per task, scoped to its repositories, and a fresh one before the hour runs out.",
+      ),
     repos: z
       .array(repo)
       .max(256)
@@ -107,7 +115,9 @@ export const Service = z
     push: z
       .boolean()
       .default(false)
-      .describe("Let a task push its own branch (refs/heads/lazy/<task>…) through the broker; any other ref is refused. Off: lazy accept is how work reaches a branch."),
+      .describe(
+        "Let a task push its own branch (refs/heads/lazy/<task>…) through the broker; any other ref is refused. Off: lazy accept is how work reaches a branch.",
+      ),
     scopes: z
       .array(z.string().regex(/^@[a-z0-9][a-z0-9._-]{0,213}$/, 'expected an npm scope such as "@acme"'))
       .max(64)
@@ -123,11 +133,15 @@ export const Service = z
           ? `set one source, not ${sources.join(" and ")}`
           : 'missing: a source (credential = "NAME", command = ["gh", "auth", "token"], or app = { id = …, key = "NAME" })',
       });
-    if (s.shape === "custom" && !s.hosts) ctx.addIssue({ code: "custom", message: 'missing: hosts (a custom service names its hosts)', path: ["hosts"] });
-    if (s.shape === "custom" && !s.name) ctx.addIssue({ code: "custom", message: "missing: name (a custom service is named)", path: ["name"] });
-    if (s.auth === "header" && !s.header) ctx.addIssue({ code: "custom", message: 'missing: header (auth = "header" names it)', path: ["header"] });
+    if (s.shape === "custom" && !s.hosts)
+      ctx.addIssue({ code: "custom", message: "missing: hosts (a custom service names its hosts)", path: ["hosts"] });
+    if (s.shape === "custom" && !s.name)
+      ctx.addIssue({ code: "custom", message: "missing: name (a custom service is named)", path: ["name"] });
+    if (s.auth === "header" && !s.header)
+      ctx.addIssue({ code: "custom", message: 'missing: header (auth = "header" names it)', path: ["header"] });
     if (s.app && s.shape !== "github") ctx.addIssue({ code: "custom", message: 'app is a GitHub App: shape = "github"', path: ["app"] });
-    if (s.command && !(durationMs(s.ttl) >= 10_000)) ctx.addIssue({ code: "custom", message: "expected a ttl of at least 10s", path: ["ttl"] });
+    if (s.command && !(durationMs(s.ttl) >= 10_000))
+      ctx.addIssue({ code: "custom", message: "expected a ttl of at least 10s", path: ["ttl"] });
   })
   .describe("A brokered service: its hosts, the form its token takes, and where the daemon gets the token.");
 
@@ -141,7 +155,8 @@ export const Services = z
     const seen = new Set<string>();
     list.forEach((s, i) => {
       const name = s.name ?? s.shape;
-      if (seen.has(name)) ctx.addIssue({ code: "custom", path: [i, "name"], message: `a second service named "${name}": give each its own name` });
+      if (seen.has(name))
+        ctx.addIssue({ code: "custom", path: [i, "name"], message: `a second service named "${name}": give each its own name` });
       seen.add(name);
     });
   })

@@ -59,7 +59,7 @@ beforeAll(async () => {
   mock.reply = bash(
     "pushed.",
     [
-      'W=$(pwd); mkdir -p out; cd /tmp',
+      "W=$(pwd); mkdir -p out; cd /tmp",
       `git clone -q --recurse-submodules ${host.url("owner/app")} app > ${W}/clone.txt 2>&1; echo "exit $?" >> ${W}/clone.txt`,
       `cat app/lib/lib.txt >> ${W}/clone.txt; cd app`,
       "git checkout -q -b work && echo change > change.txt && git add change.txt && git -c user.name=A -c user.email=a@x commit -qm change",
@@ -104,7 +104,10 @@ describe("a task's git through the broker", () => {
     expect(out).not.toContain("exit 0");
     expect(host.refs("owner/app")["refs/heads/main"]).toBe(mainBefore);
     // Never reached the server: its log has no receive-pack POST after the task's own push.
-    const posts = host.log().split("\n").filter((l) => l.includes("POST") && l.includes("git-receive-pack"));
+    const posts = host
+      .log()
+      .split("\n")
+      .filter((l) => l.includes("POST") && l.includes("git-receive-pack"));
     expect(posts.length).toBe(1);
   });
 

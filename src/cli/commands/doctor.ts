@@ -459,9 +459,21 @@ export function serviceFindings(services: ServiceStatus[], stored: { name: strin
     const what = `service ${s.name}: ${s.hosts.join(", ")} brokered, token from ${s.source}${s.push ? ", pushes to lazy/<task> allowed" : ""}`;
     const cred = /^credential (.+)$/.exec(s.source)?.[1] ?? /^GitHub App \S+ key (.+)$/.exec(s.source)?.[1];
     if (cred && !stored.some((c) => c.name === cred))
-      out.push({ check: "services", ok: false, blocking: true, summary: `${what}; credential ${cred} is not stored`, remedy: `lazy auth set ${cred}` });
+      out.push({
+        check: "services",
+        ok: false,
+        blocking: true,
+        summary: `${what}; credential ${cred} is not stored`,
+        remedy: `lazy auth set ${cred}`,
+      });
     else if (s.last && !s.last.ok)
-      out.push({ check: "services", ok: false, blocking: false, summary: `${what}; last try failed: ${s.last.detail}`, remedy: "fix the source (see the message), then the next request tries again" });
+      out.push({
+        check: "services",
+        ok: false,
+        blocking: false,
+        summary: `${what}; last try failed: ${s.last.detail}`,
+        remedy: "fix the source (see the message), then the next request tries again",
+      });
     else out.push({ check: "services", ok: true, blocking: false, summary: s.last ? `${what}; last token ${s.last.detail}` : what });
   }
   if (services.length && network !== "allowlist" && network !== "observe")

@@ -1,7 +1,7 @@
 /** The credential routes behind `lazy auth`: list (with the proxy's findings), set, remove. */
 import { Elysia } from "elysia";
-import type { Broker } from "../../broker";
 import { z } from "zod";
+import type { Broker } from "../../broker";
 import { type Config, defaultProfile } from "../../config";
 import type { CredentialStore, ExpiryWarnings } from "../../credentials";
 import type { ModelProxy } from "../../proxy";

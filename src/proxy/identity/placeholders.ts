@@ -121,7 +121,8 @@ export function sessionToken(opts: { exp?: number; iat?: number } = {}): string 
  * The marker sits right after a known prefix, never anywhere in the value: a real key that
  * happened to contain "-lazy-" somewhere must still be forwarded, not 401ed.
  */
-const MARKED = /^(?:sk-ant-api03-lazy-|sk-ant-oat01-lazy-|sk-proj-lazy-|sk-or-v1-lazy-|key_lazy_|lazy-|ghp_lazy|ghs_lazy|glpat-lazy|npm_lazy|pypi-lazy)[A-Za-z0-9_-]+$/;
+const MARKED =
+  /^(?:sk-ant-api03-lazy-|sk-ant-oat01-lazy-|sk-proj-lazy-|sk-or-v1-lazy-|key_lazy_|lazy-|ghp_lazy|ghs_lazy|glpat-lazy|npm_lazy|pypi-lazy)[A-Za-z0-9_-]+$/;
 
 /** The shapes that stand for a brokered service's token, never a model credential. */
 export const SERVICE_SHAPES: readonly Shape[] = ["github", "github-app", "gitlab", "npm", "pypi", "service"];
