@@ -121,7 +121,8 @@ describe("a task's git through the broker", () => {
     const cred = show("credential.txt");
     expect(cred).toMatch(/password=ghp_lazy[A-Za-z0-9]{32}/);
     expect(cred).not.toContain(TOKEN);
-    expect(show("env.txt")).toMatch(/GH_TOKEN=ghp_lazy/);
+    // Not github.com: gh reads its enterprise variable for GH_HOST.
+    expect(show("env.txt")).toMatch(/GH_ENTERPRISE_TOKEN=ghp_lazy[A-Za-z0-9]{32}\n/);
     expect(show("env.txt")).not.toContain(TOKEN);
     expect(show("gitconfig.txt")).not.toContain(TOKEN);
     expect(show("found.txt").trim()).toBe("");
@@ -129,13 +130,13 @@ describe("a task's git through the broker", () => {
   });
 
   test("each brokered request is an audit row naming the service, without the query", async () => {
-    const r = await p.run(["stats", "audit", "--json"]);
-    const rows = r.stdout
-      .split("\n")
-      .filter((l) => l.includes('"broker"'))
-      .join("\n");
-    expect(rows).toContain("/owner/app.git/info/refs");
-    expect(rows).not.toContain("service=git-upload-pack");
-    expect(rows).not.toContain(TOKEN);
+    const r = await p.run(["stats", "audit", "--json", "--limit", "1000"]);
+    const rows = JSON.parse(r.stdout).rows.filter((x: any) => x.role === "broker");
+    const paths = rows.map((x: any) => `${x.profile} ${x.method} ${x.path} ${x.status}`);
+    expect(paths).toContain("github GET /owner/app.git/info/refs 200");
+    expect(paths).toContain("github POST /owner/lib.git/git-upload-pack 200");
+    expect(rows.every((x: any) => x.taskRef === CODE)).toBe(true);
+    expect(JSON.stringify(rows)).not.toContain("service=");
+    expect(JSON.stringify(rows)).not.toContain(TOKEN);
   });
 });
