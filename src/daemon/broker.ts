@@ -53,7 +53,16 @@ export function makeBroker(d: {
     root: d.root,
     stateDir: d.stateDir,
     config: d.config,
-    grants: d.proxy.grants,
+    grants: {
+      all: () => d.proxy.grants.all(),
+      version: () => d.proxy.grants.version(),
+      // The proxy's threads learn of it too: a service placeholder sent to the model proxy is named as one.
+      mint: (identity) => {
+        const g = d.proxy.grants.mint(identity);
+        void d.proxy.sync();
+        return g;
+      },
+    },
     credential: (name) => d.credentials.get(name)?.value,
     branchOf: (taskId) => {
       const t = Store.Tasks.byId(d.db, taskId);
