@@ -92,7 +92,13 @@ export async function forward(d: ForwardDeps, req: Request, t: Tunnel): Promise<
     bytesIn: 0,
     bytesOut: 0,
   };
-  const done = (status: number, note: string | null) => d.record({ ...row, status, durationMs: Date.now() - at, note });
+  // Once a request: at the answer's end, when it is cut, or when the client goes away mid-answer.
+  let recorded = false;
+  const done = (status: number, note: string | null) => {
+    if (recorded) return;
+    recorded = true;
+    d.record({ ...row, status, durationMs: Date.now() - at, note });
+  };
   const refuse = (status: number, why: string, extra?: Record<string, string>) => {
     done(status, `broker: ${why}`);
     return plain(status, why, extra);
@@ -179,6 +185,7 @@ export async function forward(d: ForwardDeps, req: Request, t: Tunnel): Promise<
   const guardedBody = forms.length
     ? guarded(res.body, forms, () => {
         cut = true;
+        done(res.status, "broker: answer cut (it carried the token)");
         d.tell(who, svc.name, `${t.host} answered ${req.method} ${row.path} with the real token in its body: lazy cut the answer`);
       })
     : res.body;
@@ -187,5 +194,6 @@ export async function forward(d: ForwardDeps, req: Request, t: Tunnel): Promise<
       flush: () => done(res.status, cut ? "broker: answer cut (it carried the token)" : secret ? `broker: ${svc.name}` : null),
     }),
   );
+  req.signal.addEventListener("abort", () => done(res.status, "broker: the client left before the answer's end"), { once: true });
   return new Response(out, { status: res.status, statusText: res.statusText, headers: back });
 }
