@@ -49,7 +49,7 @@ export function makeBroker(d: {
   log: Logger;
 }): Broker {
   const told = new Map<string, number>();
-  return new Broker({
+  const broker = new Broker({
     root: d.root,
     stateDir: d.stateDir,
     config: d.config,
@@ -90,4 +90,13 @@ export function makeBroker(d: {
       return e.https_proxy || e.HTTPS_PROXY || e.all_proxy || e.ALL_PROXY || e.http_proxy || e.HTTP_PROXY || false;
     },
   });
+  // A task that ended for good: its GitHub App token (and the like) is dropped.
+  d.bus.subscribe((c) => {
+    try {
+      if (c.kind !== "task" || !c.taskId) return;
+      const t = Store.Tasks.byId(d.db, c.taskId);
+      if (!t || Store.isFinal(t.status)) broker.forgetTask(c.taskId);
+    } catch {} // a bus listener must not throw (AGENTS.md)
+  });
+  return broker;
 }
