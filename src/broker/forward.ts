@@ -50,6 +50,8 @@ export interface ForwardDeps {
   secret(service: Service, caller: Caller): Promise<string>;
   /** The forms of the secret to look for in an answer (egress/canary.ts). */
   forms(secret: string): string[];
+  /** The secret last swapped in for this task and service, if any: an answer to a request without it is checked too. */
+  lastSecret(service: Service, caller: Caller): string | null;
   /** The project's origin repository ("owner/name"), for a service with no repos. */
   originRepo(): string | null;
   /** Where the host is dialed (an address from LAZY_RESOLVE in tests), or null: by name. */
@@ -169,7 +171,9 @@ export async function forward(d: ForwardDeps, req: Request, t: Tunnel): Promise<
     const why = (e as Error).message.replaceAll(secret ?? "\u0000", "[secret]");
     return refuse(502, `${t.host}:${t.port} could not be reached or did not verify (${why})`);
   }
-  const forms = secret ? d.forms(secret) : [];
+  // A host may hand back what an earlier, swapped request stored: every answer to the task is checked.
+  const guard = secret ?? (who ? d.lastSecret(svc, who) : null);
+  const forms = guard ? d.forms(guard) : [];
   const back = new Headers();
   for (const [k, v] of res.headers) if (!HOP_BY_HOP.has(k) || k === "content-length") back.append(k, v);
   if (forms.length && carries([...back].map(([k, v]) => `${k}: ${v}`).join("\n"), forms)) {

@@ -76,6 +76,8 @@ export class Broker {
   private terminator: { key: string; t: Terminator; renewAt: number } | undefined;
   private sources: Sources;
   private recorder: AuditRecorder;
+  /** The secret last swapped in per task and service (task id NUL service): answers are checked for it. */
+  private last = new Map<string, string>();
 
   constructor(private d: BrokerDeps) {
     this.recorder = new AuditRecorder(
@@ -106,6 +108,8 @@ export class Broker {
     const services = this.services();
     if (!serviceFor(services, host, port)) return null;
     const t = this.running(services);
+    // This connection's own: closing it forgets only it, never a newer tunnel on the same port.
+    const tunnel = { src, host, port };
     return {
       port: t.port,
       brokered: {
@@ -118,8 +122,8 @@ export class Broker {
             return `the ClientHello names ${r.sni.slice(0, 200)} in a tunnel to ${host}:${port}: a tunnel carries only its own host`;
           return null;
         },
-        open: (lp) => t.open(lp, { src, host, port }),
-        close: (lp) => t.close(lp),
+        open: (lp) => t.open(lp, tunnel),
+        close: (lp) => t.close(lp, tunnel),
       },
     };
   }
@@ -163,9 +167,12 @@ export class Broker {
             };
         return undefined;
       },
+      lastSecret: (svc: Service, c: Caller) => this.last.get(`${c.taskId}\u0000${svc.name}`) ?? null,
       secret: async (svc: Service, c: Caller) => {
         const repos = svc.repos.length ? svc.repos : [this.originRepo()].filter((r): r is string => !!r);
-        return (await this.sources.get(svc.name, svc.source, { id: c.taskId, repos })).value;
+        const value = (await this.sources.get(svc.name, svc.source, { id: c.taskId, repos })).value;
+        this.last.set(`${c.taskId}\u0000${svc.name}`, value);
+        return value;
       },
       forms: (secret: string) => formsOf(secret).map((f) => f.text),
       originRepo: () => this.originRepo(),
@@ -276,6 +283,7 @@ export class Broker {
 
   forgetTask(taskId: string): void {
     this.sources.forgetTask(taskId);
+    for (const k of this.last.keys()) if (k.startsWith(`${taskId}\u0000`)) this.last.delete(k);
   }
 
   stop(): void {

@@ -48,8 +48,9 @@ export class Terminator {
     this.tunnels.set(localPort, t);
   }
 
-  close(localPort: number): void {
-    this.tunnels.delete(localPort);
+  /** The tunnel from `localPort` is over: forgotten, unless a newer tunnel took that port since. */
+  close(localPort: number, tunnel: Tunnel): void {
+    if (this.tunnels.get(localPort) === tunnel) this.tunnels.delete(localPort);
   }
 
   stop(): void {
