@@ -77,6 +77,8 @@ export interface GitHostOptions {
   repos: Record<string, RepoSpec>;
   /** The one user name the host takes; without it any name goes, as on GitHub. */
   user?: string;
+  /** More passwords the host takes besides `token` (tokens a fake API mints), without `user` only. */
+  more?: string[];
 }
 
 export function startGitHost(opts: GitHostOptions): Promise<GitHost> {
@@ -132,6 +134,7 @@ async function startOnce(opts: GitHostOptions): Promise<GitHost> {
     // behind nginx's auth_request (auth_basic cannot ignore the name).
     let auth: string;
     if (opts.user) {
+      if (opts.more?.length) throw new Error("startGitHost: more tokens are taken without a user only");
       const hash = Bun.spawnSync(["openssl", "passwd", "-apr1", "-stdin"], {
         stdin: Buffer.from(`${opts.token}\n`),
         stdout: "pipe",
@@ -141,13 +144,20 @@ async function startOnce(opts: GitHostOptions): Promise<GitHost> {
       writeFileSync(join(dir, "htpasswd"), `${opts.user}:${hash.stdout.toString().trim()}\n`, { mode: 0o600 });
       auth = `auth_basic "lazy test git host"; auth_basic_user_file ${dir}/htpasswd;`;
     } else {
-      writeFileSync(join(dir, "token"), opts.token, { mode: 0o600 });
+      // One token a line; a password matches a whole line, compared as a string (never a pattern).
+      const tokens = [opts.token, ...(opts.more ?? [])];
+      if (tokens.some((t) => !/^[\x21-\x7e]+$/.test(t))) throw new Error("a git host token is printable ASCII without spaces");
+      writeFileSync(join(dir, "token"), `${tokens.join("\n")}\n`, { mode: 0o600 });
       writeFileSync(
         join(dir, "auth.sh"),
         `#!/bin/sh
 b64=\${HTTP_AUTHORIZATION#Basic }
 cred=$(printf '%s' "$b64" | /usr/bin/base64 -d 2>/dev/null)
-if [ "$b64" != "$HTTP_AUTHORIZATION" ] && [ "\${cred%%:*}" != "$cred" ] && [ "\${cred#*:}" = "$(/bin/cat '${dir}/token')" ]; then
+ok=
+if [ "$b64" != "$HTTP_AUTHORIZATION" ] && [ "\${cred%%:*}" != "$cred" ]; then
+  while IFS= read -r t; do [ "\${cred#*:}" = "$t" ] && ok=1; done < '${dir}/token'
+fi
+if [ -n "$ok" ]; then
   printf 'Status: 204 No Content\\r\\n\\r\\n'
 else
   printf 'Status: 401 Unauthorized\\r\\nWWW-Authenticate: Basic realm="lazy test git host"\\r\\n\\r\\n'

@@ -15,6 +15,7 @@ import { npmEnv, type Registry, startRegistry } from "./verdaccio";
 
 const TOKEN = `ghp_${Array.from(crypto.getRandomValues(new Uint8Array(36)), (b) => "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"[b % 62]).join("")}`;
 const WRONG = `ghp_${"w".repeat(36)}`;
+const MORE = `ghs_${"m".repeat(36)}`;
 const CLIENT_MS = 60_000;
 
 let git: GitHost;
@@ -62,6 +63,7 @@ beforeAll(async () => {
   [git, npm] = await Promise.all([
     startGitHost({
       token: TOKEN,
+      more: [MORE],
       repos: {
         "owner/app": { files: { "README.md": "the app\n", "src/main.ts": "export {};\n" }, submodule: "owner/lib" },
         "owner/lib": { files: { "lib.txt": "private lib\n" } },
@@ -134,6 +136,9 @@ describe("the git host", () => {
       // Any user name with the token, as GitHub takes it; the token alone as a bearer is not basic auth.
       expect((await curl(["-u", `someone:${TOKEN}`])).out).toBe("200");
       expect((await curl(["-H", `authorization: Bearer ${TOKEN}`])).out).toBe("401");
+      // A second token it was started with (a fake API's mint) is taken too; the two joined are not.
+      expect((await curl(["-u", `x-access-token:${MORE}`])).out).toBe("200");
+      expect((await curl(["-u", `x-access-token:${TOKEN}${MORE}`])).out).toBe("401");
     },
     CLIENT_MS,
   );
