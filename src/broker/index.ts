@@ -88,6 +88,19 @@ export class Broker {
       credential: async (name) => d.credential(name) ?? null,
       log: d.log,
       cwd: d.root,
+      // A GitHub App's API goes the way brokered requests do: a LAZY_RESOLVE address under its
+      // name, and the host's proxy when it has one.
+      fetch: (input, init) => {
+        const u = new URL(input);
+        const address = d.resolve?.[u.hostname];
+        if (address) {
+          const at = new URL(input);
+          at.hostname = address;
+          return fetch(at, { ...init, tls: { serverName: u.hostname } } as RequestInit);
+        }
+        const proxy = d.proxy?.(u.hostname, Number(u.port || 443));
+        return fetch(input, { ...init, proxy: proxy || undefined } as RequestInit);
+      },
     });
   }
 
