@@ -218,7 +218,7 @@ try {
     [
       "[container]",
       `base = "${BASE}"`,
-      `allow = ["127.0.0.1:${apiPort}"]`,
+      `allow = ["127.0.0.1:${apiPort}", "127.0.0.1:${host.port}", "127.0.0.1:${registry.port}"]`,
       "",
       "[proxy.upstreams]",
       `anthropic = "${upstream.url}"`,
@@ -269,7 +269,8 @@ try {
   const env = inspect.Config.Env as string[];
   const proxy = new URL(env.find((e) => e.startsWith("HTTPS_PROXY="))!.slice("HTTPS_PROXY=".length));
   const apiUser = env.find((e) => e.startsWith("LAZY_BROKER_API="))?.slice("LAZY_BROKER_API=".length);
-  if (!apiUser) throw new Error(`the task's container has no LAZY_BROKER_API placeholder: ${env.filter((e) => e.startsWith("LAZY_")).join(" ")}`);
+  if (!apiUser)
+    throw new Error(`the task's container has no LAZY_BROKER_API placeholder: ${env.filter((e) => e.startsWith("LAZY_")).join(" ")}`);
 
   // The baseline container: same image, the host's network, the CAs and the servers at 127.0.0.1.
   directBox = sh([
@@ -288,6 +289,11 @@ try {
   ]).trim();
   writeFileSync(join(scratch, "bench-loop.cjs"), LOOP);
   writeFileSync(join(scratch, "api-ca.pem"), apiTls.caPem);
+  writeFileSync(
+    join(scratch, "tunnel.npmrc"),
+    `@acme:registry=${registry.directUrl}\n${registry.directUrl.replace(/^https:/, "")}:_authToken=${registry.token}\ncafile=/tmp/cas.pem\n`,
+  );
+  writeFileSync(join(scratch, "cas.pem"), [host.caPem, registry.caPem, apiTls.caPem].join("\n"));
   const pkgJson = JSON.stringify({
     name: "bench-install",
     version: "1.0.0",
@@ -300,9 +306,11 @@ try {
     `@acme:registry=${registry.directUrl}\n${registry.directUrl.replace(/^https:/, "")}:_authToken=${registry.token}\ncafile=/bench/cas.pem\n`,
   );
   for (const b of [box, directBox])
-    for (const f of ["bench-loop.cjs", "package.json", "direct.npmrc", "api-ca.pem"]) sh(["docker", "cp", join(scratch, f), `${b}:/tmp/${f}`]);
+    for (const f of ["bench-loop.cjs", "package.json", "direct.npmrc", "tunnel.npmrc", "api-ca.pem", "cas.pem"])
+      sh(["docker", "cp", join(scratch, f), `${b}:/tmp/${f}`]);
 
-  // The clients.
+  // The clients. A tunnel client goes through the egress proxy (HTTPS_PROXY) to 127.0.0.1 too.
+  const NOT_BROKERED = ["NO_PROXY=", "no_proxy="];
   const brokerUrl = host.url("owner/big");
   const directUrl = `https://x-access-token:${GIT_TOKEN}@127.0.0.1:${host.port}/owner/big.git`;
   let n = 0;
@@ -313,6 +321,8 @@ try {
   const clone = {
     broker: () => timedIn(box, "1000", cloneScript(brokerUrl)),
     container: () => timedIn(directBox, "0", cloneScript(directUrl), ["GIT_SSL_CAINFO=/bench/cas.pem"]),
+    // The task's container through the egress proxy to 127.0.0.1 (allowed), not brokered: the real token in the URL.
+    tunnel: () => timedIn(box, "1000", cloneScript(directUrl), ["GIT_SSL_CAINFO=/tmp/cas.pem", ...NOT_BROKERED]),
     host: () => {
       const d = join(scratch, `clone-${n++}`);
       const t0 = performance.now();
@@ -329,6 +339,7 @@ try {
   const install = {
     broker: () => timedIn(box, "1000", installScript("")),
     container: () => timedIn(directBox, "0", installScript("NPM_CONFIG_USERCONFIG=/tmp/direct.npmrc")),
+    tunnel: () => timedIn(box, "1000", installScript("NPM_CONFIG_USERCONFIG=/tmp/tunnel.npmrc"), NOT_BROKERED),
     host: () => {
       const d = join(scratch, `install-${n++}`);
       mkdirSync(d);
@@ -367,7 +378,11 @@ try {
         "/tmp/api-ca.pem",
       ),
     direct: () =>
-      loopIn(directBox, ["127.0.0.1", String(apiPort), "-", `127.0.0.1:${apiPort}`, basic("bench", API_TOKEN), String(REQUESTS)], "/tmp/api-ca.pem"),
+      loopIn(
+        directBox,
+        ["127.0.0.1", String(apiPort), "-", `127.0.0.1:${apiPort}`, basic("bench", API_TOKEN), String(REQUESTS)],
+        "/tmp/api-ca.pem",
+      ),
   };
 
   // Warm each path once (image caches, the broker's first secret read, TLS session setup).
@@ -376,21 +391,23 @@ try {
   clone.host();
   await install.broker();
   await install.container();
+  await clone.tunnel();
+  await install.tunnel();
   await latency.broker();
   await latency.tunnel();
   await latency.direct();
 
   const r = {
-    clone: { broker: [] as number[], container: [] as number[], host: [] as number[] },
-    install: { broker: [] as number[], container: [] as number[], host: [] as number[] },
+    clone: { broker: [] as number[], tunnel: [] as number[], container: [] as number[], host: [] as number[] },
+    install: { broker: [] as number[], tunnel: [] as number[], container: [] as number[], host: [] as number[] },
     lat: { broker: [] as number[], tunnel: [] as number[], direct: [] as number[] },
     latP90: { broker: [] as number[], tunnel: [] as number[], direct: [] as number[] },
   };
   for (let i = 0; i < rounds; i++) {
     // Which path comes first alternates round by round.
     const order = <K extends string>(ks: K[]) => (i % 2 ? [...ks].reverse() : ks);
-    for (const k of order(["broker", "container", "host"] as const)) r.clone[k].push(await clone[k]());
-    for (const k of order(["broker", "container", "host"] as const)) r.install[k].push(await install[k]());
+    for (const k of order(["broker", "tunnel", "container", "host"] as const)) r.clone[k].push(await clone[k]());
+    for (const k of order(["broker", "tunnel", "container", "host"] as const)) r.install[k].push(await install[k]());
     for (const k of order(["broker", "tunnel", "direct"] as const)) {
       const ts = await latency[k]();
       r.lat[k].push(pct(ts, 50));
@@ -413,19 +430,31 @@ try {
     `   broker, the task's container            ${rate(m(r.clone.broker)).toFixed(1)} MiB/s  ${s(m(r.clone.broker))}  (${list(r.clone.broker, (x) => rate(x).toFixed(0))})`,
   );
   console.log(
+    `   plain CONNECT tunnel, task's container  ${rate(m(r.clone.tunnel)).toFixed(1)} MiB/s  ${s(m(r.clone.tunnel))}  (${list(r.clone.tunnel, (x) => rate(x).toFixed(0))})`,
+  );
+  console.log(
     `   direct, the host's git (reference)      ${rate(m(r.clone.host)).toFixed(1)} MiB/s  ${s(m(r.clone.host))}  (${list(r.clone.host, (x) => rate(x).toFixed(0))})`,
   );
   const cloneRatio = m(r.clone.container) / m(r.clone.broker);
   console.log(
-    `   broker / direct: ${cloneRatio.toFixed(2)}× the rate (host's git: ${(m(r.clone.host) / m(r.clone.broker)).toFixed(2)}×); target ≥ 0.70× — ${cloneRatio >= 0.7 ? "met" : "NOT met"}`,
+    `   broker / direct: ${cloneRatio.toFixed(2)}× the rate (host's git: ${(m(r.clone.host) / m(r.clone.broker)).toFixed(2)}×, tunnel: ${(m(r.clone.tunnel) / m(r.clone.broker)).toFixed(2)}×); target ≥ 0.70× — ${cloneRatio >= 0.7 ? "met" : "NOT met"}`,
   );
   console.log(`2. npm install of ${PACKAGES} packages (fresh cache and node_modules), seconds:`);
-  console.log(`   direct, container on the host network   ${s(m(r.install.container))}  (${list(r.install.container, (x) => (x / 1000).toFixed(2))})`);
-  console.log(`   broker, the task's container            ${s(m(r.install.broker))}  (${list(r.install.broker, (x) => (x / 1000).toFixed(2))})`);
-  console.log(`   direct, the host's npm (reference)      ${s(m(r.install.host))}  (${list(r.install.host, (x) => (x / 1000).toFixed(2))})`);
+  console.log(
+    `   direct, container on the host network   ${s(m(r.install.container))}  (${list(r.install.container, (x) => (x / 1000).toFixed(2))})`,
+  );
+  console.log(
+    `   broker, the task's container            ${s(m(r.install.broker))}  (${list(r.install.broker, (x) => (x / 1000).toFixed(2))})`,
+  );
+  console.log(
+    `   plain CONNECT tunnel, task's container  ${s(m(r.install.tunnel))}  (${list(r.install.tunnel, (x) => (x / 1000).toFixed(2))})`,
+  );
+  console.log(
+    `   direct, the host's npm (reference)      ${s(m(r.install.host))}  (${list(r.install.host, (x) => (x / 1000).toFixed(2))})`,
+  );
   const installRatio = m(r.install.broker) / m(r.install.container);
   console.log(
-    `   broker / direct: ${installRatio.toFixed(2)}× the time (host's npm: ${(m(r.install.broker) / m(r.install.host)).toFixed(2)}×); target ≤ 1.20× — ${installRatio <= 1.2 ? "met" : "NOT met"}`,
+    `   broker / direct: ${installRatio.toFixed(2)}× the time (host's npm: ${(m(r.install.broker) / m(r.install.host)).toFixed(2)}×, tunnel: ${(m(r.install.broker) / m(r.install.tunnel)).toFixed(2)}×); target ≤ 1.20× — ${installRatio <= 1.2 ? "met" : "NOT met"}`,
   );
   console.log(`3. ${REQUESTS} GETs on one kept-alive TLS connection, per request p50 (p90), median of rounds:`);
   const ms = (x: number) => `${x.toFixed(3)} ms`;
