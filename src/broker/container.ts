@@ -60,11 +60,13 @@ export function containerShare(services: Service[], placeholders: Map<string, st
   for (const { s, p } of given) {
     const url = new URL(s.url);
     const host = url.host.toLowerCase(); // URL drops :443 on https
+    // Every service's placeholder in a variable of its name: a script or a tool lazy does not
+    // configure (curl -H "Authorization: Bearer $LAZY_BROKER_X") uses it as it would the token.
+    let name = `LAZY_BROKER_${s.name.toUpperCase().replace(/[^A-Z0-9]+/g, "_")}`;
+    for (let i = 2; used.has(name); i++) name = `${name}_${i}`;
+    used.add(name);
+    env[name] = p;
     if (s.shape === "github" || s.shape === "gitlab" || (s.shape === "custom" && s.auth.kind === "basic")) {
-      let name = `LAZY_BROKER_${s.name.toUpperCase().replace(/[^A-Z0-9]+/g, "_")}`;
-      for (let i = 2; used.has(name); i++) name = `${name}_${i}`;
-      used.add(name);
-      env[name] = p;
       env[`${name}_USER`] = gitUser(s);
       // The helper answers `get` only (store and erase are no-ops: nothing to keep), reads stdin
       // to its end as git expects, and takes both values from the environment: nothing from
