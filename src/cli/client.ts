@@ -12,7 +12,7 @@ import { spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { STANDARD } from "../credentials";
-import { type Busy, type DaemonRecord, type DaemonStatus, Keeper, State } from "../daemon";
+import { type Busy, type DaemonRecord, type DaemonStatus, Keeper, State, Title } from "../daemon";
 import { LazyError } from "../util/errors";
 import { ensurePrivateDir } from "../util/files";
 import { urlHost } from "../util/url";
@@ -294,6 +294,8 @@ export async function start(root: string): Promise<Client> {
   const [cmd, ...args] = selfCommand();
   const child = spawn(cmd!, [...args, "daemon", "run"], {
     cwd: root,
+    // What ps shows: the keeper, or the daemon itself when there is none (daemon/title.ts).
+    argv0: Title.argv0(process.env.LAZY_KEEPER === "0" ? "daemon" : "keeper", root),
     detached: true,
     stdio: ["ignore", fd, fd],
     env: {

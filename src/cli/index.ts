@@ -5,7 +5,7 @@
  */
 import { type CommandDef, runCommand } from "citty";
 import { LazyError } from "../util/errors";
-import { VERSION } from "../version";
+import { BUILT, COMMIT, VERSION, versionLine } from "../version";
 import { command, getExitCode, printJson, setPassthrough } from "./command";
 import { helpText, suggest } from "./help";
 import { out } from "./out";
@@ -51,7 +51,10 @@ const main: CommandDef<any> = command({
       meta: { name: "help", description: "Help on lazy or on one command: lazy help task add" },
       args: { command: { type: "positional", description: "The command", required: false } },
     }),
-    version: command({ meta: { name: "version", description: "Print lazy's version (--json for JSON)" }, args: {} }),
+    version: command({
+      meta: { name: "version", description: "Print lazy's version, the commit it was built from and when (--json for JSON)" },
+      args: {},
+    }),
     // The completion scripts are generated from this very tree, so they name every command.
     completion: (): Promise<CommandDef<any>> => import("./commands/completion").then((m) => m.completion(main)),
     // Hidden: the completion scripts ask it for task codes.
@@ -108,8 +111,8 @@ export async function run(argv: string[]): Promise<number> {
     if (own[0] === "help") own = [...own.slice(1), "--help"];
     const version = own.filter((w) => w !== "--json");
     if (version.length === 1 && (version[0] === "--version" || version[0] === "-v" || version[0] === "version")) {
-      if (own.includes("--json")) printJson({ version: VERSION });
-      else out(`${VERSION}\n`);
+      if (own.includes("--json")) printJson({ version: VERSION, commit: COMMIT, date: BUILT });
+      else out(`${versionLine()}\n`);
       return EXIT.ok;
     }
     if (own.includes("--help") || own.includes("-h") || own.length === 0) {
@@ -122,6 +125,10 @@ export async function run(argv: string[]): Promise<number> {
     const { cmd, path, unknown } = await findCommand(own);
     if (cmd.subCommands && !cmd.run) {
       if (unknown) await refuseUnknown(unknown.word, unknown.under, path);
+      // A group takes no flags of its own (--help and --version were answered above): name the
+      // one given rather than asking what to do.
+      const flag = own.find((w) => w.startsWith("-") && w !== "-" && !GROUP_FLAGS.has(w.split("=")[0]!));
+      if (flag) refuseFlag(flag, path);
       const known = await visibleSubs(cmd);
       throw new LazyError("invalid_input", `Say what to do: one of ${known.join(", ")} (lazy ${[...path, "--help"].join(" ")}).`);
     }
@@ -142,6 +149,20 @@ async function refuseUnknown(word: string, under: CommandDef<any>, path: string[
     close.length
       ? `Unknown command "${word}" for ${at}. Did you mean ${close.map((c) => `${at} ${c}`).join(" or ")}?`
       : `Unknown command "${word}" for ${at}; try one of: ${known.join(", ")} (${at} --help).`,
+  );
+}
+
+/** What lazy itself and its command groups understand before a command (answered in run()). */
+const GROUP_FLAGS = new Set(["--help", "-h", "--version", "-v", "--json"]);
+
+/** A flag where a command group takes none: named, with the nearest of the group's own. */
+function refuseFlag(flag: string, path: string[]): never {
+  const name = flag.split("=")[0]!;
+  const at = ["lazy", ...path].join(" ");
+  const close = suggest(name.replace(/^-+/, ""), path.length ? ["help"] : ["help", "version"]);
+  throw new LazyError(
+    "invalid_input",
+    `Unknown option ${name} for ${at}.${close.length ? ` Did you mean --${close[0]}?` : ""} See ${at} --help.`,
   );
 }
 

@@ -199,10 +199,12 @@ export class Daemon {
       log.info(`credentials: ${credentials.backend} (${credentials.backendNote})`);
       // A daemon that comes back after a crash listens where the one before did (its record is
       // still there): agents and the dashboard were given those ports (ports.ts).
+      // After a clean stop, the ports the project last used (ports.ts): open dashboard tabs work again.
       const before = Ports.before(paths);
+      const last = Ports.last(paths);
       await Keeper.handover();
-      await proxy.start(Ports.prefer(before?.proxy, config.proxy.bind, config.proxy.port));
-      daemon.listenApi(config, token, Ports.prefer(before?.api, config.server.bind, config.server.port));
+      await proxy.start(Ports.prefer(before?.proxy ?? last.proxy, config.proxy.bind, config.proxy.port));
+      daemon.listenApi(config, token, Ports.prefer(before?.api ?? last.api, config.server.bind, config.server.port));
       // Where running containers reach the proxy, before the record says the daemon is ready.
       if (before) {
         await proxy.relisten();
@@ -219,6 +221,11 @@ export class Daemon {
         web: config.server.web,
         proxy: proxyAddr,
       });
+      try {
+        Ports.remember(paths, { api: { host: config.server.bind, port: daemon.apiServer!.port! }, proxy: proxyAddr });
+      } catch (e) {
+        log.warn(`could not remember the ports for the next start (${paths.ports}): ${(e as Error).message}`);
+      }
       log.info(`daemon ${VERSION} ready for ${root} (pid ${process.pid}, api ${daemon.apiUrl})`);
       // Reconcile after ready: Docker's client loads slowly, and reads need not wait for it.
       setTimeout(() => runner.startHousekeeping(), 100);

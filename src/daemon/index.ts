@@ -10,6 +10,7 @@ export * as Keeper from "./keeper";
 export type { Answers, Busy, DaemonStatus } from "./routes";
 export type { DaemonRecord } from "./state";
 export * as State from "./state";
+export * as Title from "./title";
 
 /**
  * `lazy daemon run`: the keeper (keeper.ts), which runs `daemon` (this same command, marked
@@ -17,11 +18,14 @@ export * as State from "./state";
  * its process until told to stop. `LAZY_KEEPER=0` serves here with no keeper.
  */
 export async function run(root: string, daemon: string[]): Promise<void> {
+  const { name } = await import("./title");
   if (process.env.LAZY_KEPT === "1" || process.env.LAZY_KEEPER === "0") {
+    await name("daemon", root);
     const { serve } = await import("./daemon");
     await serve(root);
     return;
   }
+  await name("keeper", root);
   const { keep } = await import("./keeper");
   const { configure } = await import("../util/log");
   const { paths } = await import("./state");

@@ -16,6 +16,7 @@ import { readOwn, writeFileAtomic } from "../util/files";
 import * as Log from "../util/log";
 import { isAlive } from "../util/process";
 import * as State from "./state";
+import { argv0 } from "./title";
 
 /** The fifth crash within this window is the last one the keeper answers. */
 export const WINDOW_MS = 60_000;
@@ -114,6 +115,7 @@ export async function keep(root: string, daemon: string[]): Promise<number> {
         cwd: root,
         stdio: ["ignore", "inherit", "inherit"],
         env: { ...process.env, LAZY_KEPT: "1" },
+        argv0: argv0("daemon", root), // what ps shows (title.ts)
         // The new daemon asks for the ports the keeper holds for it just before it listens.
         ipc(m) {
           if ((m as { op?: string })?.op !== "release") return;

@@ -53,6 +53,8 @@ export interface StatePaths {
   egressPorts: string;
   /** gateway-ports.json: the model proxy's port on each gateway, kept across a crash (proxy/main/ports.ts). */
   gatewayPorts: string;
+  /** ports.json: the API's and proxy's ports the project last used, kept across stops (ports.ts). */
+  ports: string;
 }
 
 export function paths(root: string): StatePaths {
@@ -72,6 +74,7 @@ export function paths(root: string): StatePaths {
     crashes: join(dir, "crashes.json"),
     egressPorts: join(dir, "egress-ports.json"),
     gatewayPorts: join(dir, GATEWAY_PORTS_FILE),
+    ports: join(dir, "ports.json"),
   };
 }
 

@@ -93,7 +93,11 @@ describe("--json on every read command", () => {
   test("each prints one JSON document on stdout and nothing else", async () => {
     const p = new Project();
     const t = await p.json(["task", "add", "Look around", "--code", "look"]);
-    expect(await p.json(["--version"])).toEqual({ version: expect.stringMatching(/^\d+\.\d+\.\d+/) });
+    expect(await p.json(["--version"])).toEqual({
+      version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      commit: expect.any(String),
+      date: expect.any(String),
+    });
     expect(await p.json(["daemon", "status"])).toMatchObject({ running: true, root: p.root });
     expect((await p.json(["dashboard"])).url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/?#token=/);
     expect(Array.isArray((await p.json(["auth", "list"])).credentials)).toBe(true);
