@@ -1,6 +1,7 @@
 /**
  * lazy.toml: the schema (type, validator, docs), the loader that reports every problem with
- * its line and column, and the starter `lazy init` writes.
+ * its line and column, the reference read off the schema (docs/config.md) and the starter
+ * `lazy init` writes from it.
  */
 
 export { type AllowEntry, allows, DEFAULT_ALLOW, hostOf, parseAllow } from "./allow";
@@ -8,6 +9,7 @@ export * as BuildFiles from "./build-files";
 export { autoMaxRunning, bytesOf, maxRunning, type Resolved as ResolvedLimits, resolveLimits } from "./limits";
 export { FILE, formatProblem, type Loaded, load, loadText, type Problem, readConfigText } from "./load";
 export { defaultProfile, type Harness, profileNames, type ResolvedProfile, resolveProfile } from "./profiles";
+export * as Reference from "./reference";
 export * from "./schema";
 export { durationMs, SERVICE_SHAPES, type Service } from "./services";
 export { starter } from "./starter";

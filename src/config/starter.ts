@@ -1,91 +1,102 @@
 /**
- * The commented lazy.toml that `lazy init` writes. Its comments are the schema's own
- * descriptions, so the starter and the validator cannot drift apart.
+ * The commented lazy.toml that `lazy init` writes: every table and every key of the schema
+ * (reference.ts reads them off it), each with its description and its default, or an example
+ * (marked so) where it has none. Nothing here lists keys by hand, so a key added to the schema
+ * shows here and in docs/config.md at once; only the examples are written here.
  */
-import type { z } from "zod";
-import { ContainerLimits } from "./limits";
-import { Config, Container, DEFAULT_BASE, Notify, Profile, ProxyConfig, Server } from "./schema";
+import { type Key, tables, tomlValue } from "./reference";
 
-type Def = { type: string; shape?: Record<string, z.ZodType>; innerType?: z.ZodType; defaultValue?: unknown };
-const def = (t: z.ZodType) => (t as unknown as { def: Def }).def;
-const describe = (t: z.ZodType) => (t as unknown as { description?: string }).description ?? "";
+/** A value to show for a key that has no default, by its path. */
+const EXAMPLES: Record<string, unknown> = {
+  "proxy.remote_bind": "192.168.1.20",
+  "proxy.upstreams.anthropic": "https://llm-gateway.example.com",
+  "proxy.upstreams.openai": "https://llm-gateway.example.com",
+  "proxy.upstreams.cursor": "https://cursor-gateway.example.com",
+  "proxy.upstreams.ollama": "https://ollama.example.com",
+  "proxy.upstreams.openrouter": "https://openrouter-gateway.example.com",
+  "proxy.fallback.name": "bedrock",
+  "proxy.fallback.endpoint": "https://bedrock-gateway.example.com",
+  "proxy.fallback.wire": "anthropic",
+  "proxy.fallback.credential": "bedrock",
+  "proxy.fallback.model": "claude-sonnet-4-5",
+  "proxy.plugins.name": "redact",
+  "proxy.plugins.path": "redact.ts",
+  "profiles.NAME.harness": "claude",
+  "profiles.NAME.model": "qwen3-coder",
+  "profiles.NAME.models": ["qwen3-coder"],
+  "profiles.NAME.endpoint": "http://127.0.0.1:11434",
+  "profiles.NAME.wire": "anthropic",
+  "profiles.NAME.credential": "none",
+  "models.roles.agent": "claude",
+  "models.roles.builder": "claude",
+  "container.image": "node:22-bookworm",
+  "container.dockerfile": "Dockerfile",
+  "container.setup": "npm ci",
+  "usage_pause.threshold": 90,
+  'usage_pause."5h"': 80,
+  'usage_pause."7d"': 95,
+  "budget.per_task_tokens": 5_000_000,
+  "budget.per_day_tokens": 50_000_000,
+  "budget.per_task_usd": 5,
+  "budget.per_day_usd": 50,
+  "notify.webhook": "https://hooks.example.com/lazy",
+  "notify.webhook_credential": "slack-hook",
+  "review.check": "bun test",
+  "service.name": "github",
+  "service.hosts": ["github.com", "api.github.com"],
+  "service.url": "https://github.com",
+  "service.auth": "basic",
+  "service.user": "x-access-token",
+  "service.header": "PRIVATE-TOKEN",
+  "service.credential": "github",
+  "service.command": ["gh", "auth", "token"],
+  "service.app.id": 123456,
+  "service.app.key": "github-app-key",
+};
 
-function defaultOf(t: z.ZodType): unknown {
-  const d = def(t);
-  if (d.type === "default") return typeof d.defaultValue === "function" ? (d.defaultValue as () => unknown)() : d.defaultValue;
-  return undefined;
-}
+/** What a table is called in the starter: a named one gets an example name. */
+const NAMES: Record<string, string> = { "profiles.NAME": "profiles.local" };
 
-function shapeOf(t: z.ZodType): Record<string, z.ZodType> {
-  let d = def(t);
-  while (!d.shape && d.innerType) d = def(d.innerType);
-  return d.shape ?? {};
-}
+/** A sentence a table's description needs in the starter, beyond the schema's. */
+const NOTES: Record<string, string> = {
+  container:
+    "By default lazy builds its own task image FROM base, adding git, node and the harnesses; image or dockerfile (one of them) replaces it.",
+};
 
-const toml = (v: unknown): string =>
-  typeof v === "string" ? JSON.stringify(v) : Array.isArray(v) ? `[${v.map(toml).join(", ")}]` : String(v);
-
-/**
- * A commented table: each key with its default, or with an example (marked "e.g.") where it has
- * none. `defaults` are the ones lazy applies in code rather than in the schema (an unset key that
- * means something, like [container] base).
- */
-function section(
-  name: string,
-  schema: z.ZodType,
-  examples: Record<string, unknown> = {},
-  skip: string[] = [],
-  defaults: Record<string, unknown> = {},
-): string {
-  const lines = [`# ${describe(schema)}`, `# [${name}]`];
-  for (const [key, field] of Object.entries(shapeOf(schema))) {
-    if (skip.includes(key)) continue;
-    const fixed = defaultOf(field) ?? defaults[key];
-    const value = fixed ?? examples[key];
-    if (value === undefined || (typeof value === "object" && !Array.isArray(value))) continue;
-    lines.push(`# ${key} = ${toml(value)}`.padEnd(40) + ` # ${fixed === undefined ? "(example) " : ""}${describe(field)}`);
+/** Prose as `##` lines of at most ~100 columns; a `# key = value` line is one to uncomment. */
+function comment(text: string, width = 98): string[] {
+  const out: string[] = [];
+  let line = "##";
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    if (line.length + 1 + word.length > width && line !== "##") {
+      out.push(line);
+      line = "##";
+    }
+    line += ` ${word}`;
   }
-  return lines.join("\n");
+  if (line !== "##") out.push(line);
+  return out;
+}
+
+function keyLines(k: Key): string[] {
+  const example = EXAMPLES[k.path];
+  const value = k.default ?? (example !== undefined ? tomlValue(example) : undefined);
+  const mark = k.required ? "(required) " : k.default === undefined ? "(unset by default; an example) " : "";
+  return [...comment(`${mark}${k.description}`), `# ${k.name} = ${value ?? '""'}`];
 }
 
 export function starter(): string {
-  return [
-    "# lazy.toml: project settings for lazy. Every key is optional; the commented values are",
-    "# the defaults, or an example (marked so) where a key has none. Uncomment and edit what you want",
-    "# to change. `lazy doctor` checks this file.",
-    "",
-    section("server", Server),
-    "",
-    section("proxy", ProxyConfig, {}, ["audit", "upstreams", "fallback", "plugins"]),
-    "",
-    `# ${describe(shapeOf(Config).models ?? Config)}`,
-    "# [models.roles]",
-    '# agent = "claude"                      # Profile used for tasks that name none.',
-    "",
-    `# ${describe(Profile)}`,
-    "# [profiles.local]",
-    section("profiles.local", Profile, {
-      harness: "claude",
-      model: "qwen3-coder",
-      endpoint: "http://127.0.0.1:11434",
-      wire: "anthropic",
-      credential: "none",
-    })
-      .split("\n")
-      .slice(2)
-      .join("\n"),
-    "",
-    // Unless image or dockerfile is set, lazy builds its own task image FROM base: say so first.
-    section("container", Container, { image: "node:22-bookworm", dockerfile: "Dockerfile", setup: "npm ci" }, [], {
-      base: DEFAULT_BASE,
-    }).replace(
-      /^(# .*)$/m,
-      `$1 By default lazy builds its own task image FROM base (${DEFAULT_BASE}), adding git, node and the harnesses; image or dockerfile (one of them) replaces it.`,
-    ),
-    "",
-    section("container.limits", ContainerLimits),
-    "",
-    section("notify", Notify, { webhook: "https://hooks.example.com/lazy", webhook_credential: "slack-hook" }),
-    "",
-  ].join("\n");
+  const lines = [
+    "## lazy.toml: project settings for lazy. Every key is optional unless marked required; the",
+    "## commented values are the defaults, or an example (marked so) where a key has none. Lines",
+    "## starting with one # are settings: uncomment and edit what you want to change. `lazy doctor`",
+    "## checks this file; docs/config.md in lazy's repository describes every key.",
+  ];
+  for (const t of tables()) {
+    if (!t.keys.length) continue; // a table of tables only ([models]): its tables follow
+    const name = NAMES[t.name] ?? t.name;
+    lines.push("", ...comment([t.description, NOTES[t.name]].filter(Boolean).join(" ")), `# ${t.array ? `[[${name}]]` : `[${name}]`}`);
+    for (const k of t.keys) lines.push(...keyLines(k));
+  }
+  return `${lines.join("\n")}\n`;
 }

@@ -29,7 +29,7 @@ import type { Config } from "./schema";
 export const TRUST_FILE = "trusted.json";
 
 /** Leaf keys that need no trust; `*` is any one key. */
-const INERT = ["server.port", "server.web", "proxy.port", "proxy.first_byte_timeout_s", "notify.desktop"];
+export const INERT = ["server.port", "server.web", "proxy.port", "proxy.first_byte_timeout_s", "notify.desktop"];
 
 export interface TrustRecord {
   /** sha256 of the approved file's bytes. */

@@ -33,8 +33,9 @@ test("lazy strat suggests start; lazy task lsit suggests list; nothing else runs
 test("lazy help [cmd] and lazy version exit 0; help has EXAMPLES for the main commands", async () => {
   const v = await p.run(["version"]);
   expect(v.code).toBe(0);
-  expect(v.stdout).toMatch(/^\d+\.\d+\.\d+/);
-  expect(JSON.parse((await p.ok(["version", "--json"])).stdout).version).toBe(v.stdout.trim());
+  expect(v.stdout).toMatch(/^lazy \d+\.\d+\.\d+ \(commit /);
+  const j = JSON.parse((await p.ok(["version", "--json"])).stdout);
+  expect(`lazy ${j.version} (commit ${j.commit}, built ${j.date})`).toBe(v.stdout.trim());
   const h = await p.run(["help", "start"]);
   expect(h.code).toBe(0);
   expect(h.stdout).toContain("USAGE lazy start");
