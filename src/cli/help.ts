@@ -81,6 +81,11 @@ const EXAMPLES: Record<string, string[]> = {
   report: ["lazy report", "lazy report --since 24h > report.md"],
   build: ["lazy build                 # plan work as tasks with an agent", "lazy build --name sprint-3"],
   close: ["lazy close fix-login    # ends the session, keeps the branch"],
+  prune: [
+    "lazy prune --dry-run   # what ended tasks and old builds left, and the space it would free",
+    "lazy prune             # remove it; tasks that can still run or be reviewed are never touched",
+    "lazy prune --json",
+  ],
   help: ["lazy help", "lazy help task add"],
   version: ["lazy version", "lazy version --json"],
   completion: [

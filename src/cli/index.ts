@@ -46,6 +46,7 @@ const main: CommandDef<any> = command({
     compare: () => import("./commands/compare").then((m) => m.compare),
     close: () => import("./commands/turns").then((m) => m.close),
     run: () => import("./commands/turns").then((m) => m.run),
+    prune: () => import("./commands/prune").then((m) => m.prune),
     // Both answered in run() below, before citty; defined here so help and completion list them.
     help: command({
       meta: { name: "help", description: "Help on lazy or on one command: lazy help task add" },

@@ -6,6 +6,7 @@
 import type Docker from "dockerode";
 import * as HostNet from "./host-network";
 import * as Image from "./image";
+import { LABEL_IMAGE } from "./labels";
 import * as Tar from "./tar";
 
 export async function imageExists(docker: Docker, tag: string): Promise<boolean> {
@@ -51,7 +52,7 @@ export async function build(docker: Docker, job: Job, progress: (line: string) =
     ...(network ? { networkmode: network } : {}),
     rm: true,
     forcerm: true,
-    labels: { ...job.labels, "dev.lazy.image": "1" },
+    labels: { ...job.labels, [LABEL_IMAGE]: "1" },
   });
   const log = new Image.BuildLog(buildArgs);
   const steps = new HostNet.StepNumbers(String(files.Dockerfile ?? ""));

@@ -12,7 +12,7 @@ export * as Fence from "./fence";
 export type { NetworkOptions } from "./firewall";
 export * as HostNet from "./host-network";
 export * as Image from "./image";
-export { LABEL_PROJECT, LABEL_TASK } from "./labels";
+export { LABEL_IMAGE, LABEL_PROJECT, LABEL_TASK } from "./labels";
 export type { Guard as LinkLocalGuard } from "./link-local";
 export * as LinkLocal from "./link-local";
 export type { Network } from "./network";

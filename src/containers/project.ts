@@ -15,7 +15,7 @@ import type * as Fence from "./fence";
 import type { NetworkOptions } from "./firewall";
 import * as HostNet from "./host-network";
 import * as Image from "./image";
-import { LABEL_CONTEXT } from "./labels";
+import { LABEL_CONTEXT, LABEL_PROJECT } from "./labels";
 import type { Guard as LinkLocalGuard } from "./link-local";
 import type { Network } from "./network";
 import { Runtime } from "./runtime";
@@ -235,6 +235,18 @@ export class ProjectContainers {
     return file;
   }
 
+  /**
+   * The image tags housekeeping must keep: the one the config names now (undefined when it cannot
+   * say: a Dockerfile gone missing) and those being built.
+   */
+  keptImages(config: Config): Set<string> {
+    const keep = new Set(this.building.keys());
+    try {
+      keep.add(this.plan(config).image.tag);
+    } catch {}
+    return keep;
+  }
+
   /** Whether the task image is there now, with no build under way for it (nothing is built here). */
   async imagePresent(docker: Runtime, config: Config): Promise<boolean> {
     const { image } = this.plan(config);
@@ -334,7 +346,8 @@ export class ProjectContainers {
     this.d.log.info(`building ${image.what} as ${image.tag} ${where.shown}${HostNet.describe(host)}`);
     if (host.ca) files[HostNet.CA_CONTEXT_NAME] = host.ca.pem;
     let last = 0;
-    const labels = stamp ? { [LABEL_CONTEXT]: stamp } : undefined;
+    // The project that built it: lazy prune removes only its own project's images (runner/prune.ts).
+    const labels = { [LABEL_PROJECT]: this.d.slug, ...(stamp ? { [LABEL_CONTEXT]: stamp } : {}) };
     await docker.build({ tag: image.tag, files, executable, buildArgs: where.buildArgs, network: where.network, labels }, (line) => {
       this.d.log.info(`build: ${line}`);
       // Every step is recorded; what a step prints only now and then, for the live line.

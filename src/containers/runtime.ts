@@ -13,7 +13,7 @@ import { EngineFiles } from "./engine-files";
 import * as Exec from "./exec";
 import type { NetworkOptions } from "./firewall";
 import * as ImageBuild from "./image-build";
-import { LABEL_PROJECT, LABEL_ROOT, LABEL_TASK } from "./labels";
+import { LABEL_IMAGE, LABEL_PROJECT, LABEL_ROOT, LABEL_TASK } from "./labels";
 import { hostConfig, type Limits } from "./limits";
 import * as Network from "./network";
 
@@ -248,6 +248,61 @@ export class Runtime {
           .map((n) => n.IPAddress)
           .find((a) => !!a) ?? null,
     }));
+  }
+
+  /**
+   * The project's containers with the bytes each wrote to its writable layer (the engine walks
+   * each layer: costly, so only `lazy prune` asks).
+   */
+  async listSized(project: string): Promise<(ContainerInfo & { bytes: number })[]> {
+    const cs = await this.docker.listContainers({ all: true, size: true, filters: { label: [`${LABEL_PROJECT}=${project}`] } });
+    return cs.map((c) => ({
+      id: c.Id,
+      name: (c.Names[0] ?? "").replace(/^\//, ""),
+      taskId: c.Labels[LABEL_TASK] ?? null,
+      running: c.State === "running",
+      ip: null,
+      bytes: (c as { SizeRw?: number }).SizeRw ?? 0,
+    }));
+  }
+
+  /**
+   * The images lazy built for `project` (labelled `dev.lazy.image` and with the project, at build:
+   * image-build.ts, project.ts): their tags, ids and sizes. An image of another project, or one
+   * built before images carried their project, is not listed.
+   */
+  async lazyImages(project: string): Promise<{ id: string; tags: string[]; bytes: number }[]> {
+    const is = await this.docker.listImages({ filters: { label: [`${LABEL_IMAGE}=1`, `${LABEL_PROJECT}=${project}`] } });
+    return is.map((i) => ({ id: i.Id, tags: (i.RepoTags ?? []).filter((t) => t !== "<none>:<none>"), bytes: i.Size ?? 0 }));
+  }
+
+  /** The ids of the images any container on the engine was made from (any project, lazy's or not, running or not). */
+  async imagesInUse(): Promise<Set<string>> {
+    const cs = await this.docker.listContainers({ all: true });
+    return new Set(cs.map((c) => c.ImageID));
+  }
+
+  /**
+   * Remove a container only if it is not running (no force: the engine refuses a running one,
+   * whatever lazy thought). What went wrong, or undefined when it is gone.
+   */
+  async removeStopped(id: string): Promise<string | undefined> {
+    try {
+      await this.docker.getContainer(id).remove({ force: false, v: false });
+      return undefined;
+    } catch (e) {
+      return /no such container|404/i.test((e as Error).message) ? undefined : (e as Error).message;
+    }
+  }
+
+  /** Remove an image by tag, never by force (the engine refuses one a container uses). What went wrong, or undefined. */
+  async removeImage(tag: string): Promise<string | undefined> {
+    try {
+      await this.docker.getImage(tag).remove({ force: false, noprune: false });
+      return undefined;
+    } catch (e) {
+      return /no such image|404/i.test((e as Error).message) ? undefined : (e as Error).message;
+    }
   }
 
   /** Run a command in a running container, detached: the supervisor reports through files. Its exec id. */

@@ -34,7 +34,9 @@ import {
   groupRoutes,
   issuesOf,
   memoryRoutes,
+  type PruneDeps,
   proxyRoutes,
+  pruneRoutes,
   reviewRoutes,
   type StatsDeps,
   statsRoutes,
@@ -53,7 +55,7 @@ export interface ApiDeps {
   bus: Pick<Bus, "publish" | "subscribe">;
   /** The config in force now (it reloads while the daemon runs). */
   config: () => Config;
-  runner: TaskDeps["runner"] & GroupDeps["runner"];
+  runner: TaskDeps["runner"] & GroupDeps["runner"] & PruneDeps["runner"];
   credentials: AuthDeps["credentials"];
   /** OAuth tokens about to lapse (credentials/expiry-warnings.ts). */
   expiry?: AuthDeps["expiry"] & WatchDeps["expiry"];
@@ -153,7 +155,7 @@ export function api(d: ApiDeps, token: string) {
   // The other rooms of routes take the daemon's deps alone, in this order (two lines only for
   // their width; their answers' types are read off each room, routes/answers.ts, not off this app).
   const first = [daemonRoutes, taskRoutes, authRoutes, proxyRoutes, statsRoutes, eventRoutes, watchRoutes];
-  const then = [memoryRoutes, askRoutes, buildRoutes, boardRoutes, diffRoutes, reviewRoutes, groupRoutes];
+  const then = [memoryRoutes, askRoutes, buildRoutes, boardRoutes, diffRoutes, reviewRoutes, groupRoutes, pruneRoutes];
   for (const routes of [...first, ...then]) app.use(routes(d));
   return app;
 }

@@ -23,6 +23,7 @@ import { Endings } from "./endings";
 import { Groups, type NewGroup } from "./groups";
 import { Launcher } from "./launch";
 import { Ledger } from "./ledger";
+import { type PruneResult, Pruner } from "./prune";
 import { Reconciler } from "./reconcile";
 import { RemoteTasks } from "./remote-tasks";
 import type { Lifecycle, TaskAccess } from "./task-access";
@@ -81,6 +82,8 @@ export class Runner {
   private remote: RemoteTasks;
   /** [container.limits] disk: what running tasks fill, watched (disk-bound.ts). */
   readonly disk: DiskBound;
+  /** lazy prune: what ended tasks and old builds left (prune.ts). */
+  private pruner: Pruner;
 
   constructor(private d: RunnerDeps) {
     this.ledger = new Ledger({
@@ -180,6 +183,15 @@ export class Runner {
       slug: d.slug,
       proxy: d.proxy,
       calls: this.calls,
+      dropIdleNetwork: () => this.reconciler.dropIdleNetwork(),
+    });
+    this.pruner = new Pruner({
+      ...lifecycle,
+      root: d.root,
+      docker,
+      calls: this.calls,
+      taskDir: this.ws.taskDir,
+      worktree: this.ws.worktree,
       dropIdleNetwork: () => this.reconciler.dropIdleNetwork(),
     });
     this.holds = new Holds({
@@ -323,6 +335,11 @@ export class Runner {
     return this.endings.reject(ref);
   }
 
+  /** lazy prune: ended tasks' containers and folders, unused images lazy built (prune.ts); `dryRun` only lists them. */
+  prune(opts: { dryRun: boolean }): Promise<PruneResult> {
+    return this.pruner.prune(opts);
+  }
+
   close(ref: string): Promise<Task> {
     return this.endings.close(ref);
   }
@@ -361,3 +378,4 @@ export class Runner {
   }
 }
 export { CHECK_TIMEOUT_MS, MAX_CANDIDATES, type NewGroup } from "./groups";
+export type { Pruned, PruneResult } from "./prune";

@@ -16,6 +16,7 @@ export { type GroupDeps, groupRoutes } from "./groups";
 export { badBody, issuesOf } from "./input";
 export { type MemoryDeps, memoryRoutes } from "./memory";
 export { type GrantDeps, proxyRoutes } from "./proxy";
+export { type PruneDeps, pruneRoutes } from "./prune";
 export { type ReviewDeps, reviewRoutes } from "./review";
 export { type StatsDeps, statsRoutes } from "./stats";
 export type { Busy, DaemonStatus } from "./status";
