@@ -134,13 +134,20 @@ export class Pruner {
       const inUse = await docker.imagesInUse();
       const keep = this.d.project.keptImages(this.d.config());
       for (const image of await docker.lazyImages(this.d.slug)) {
-        if (inUse.has(image.id) || image.tags.some((t) => keep.has(t)) || !image.tags.length) continue;
-        const item: Pruned = { kind: "image", name: image.tags.join(", "), task: null, bytes: image.bytes };
+        if (inUse.has(image.id) || image.tags.some((t) => keep.has(t))) continue;
+        // One with no tag left is an older build a rebuild under the same tag replaced.
+        const refs = image.tags.length ? image.tags : [image.id];
+        const item: Pruned = {
+          kind: "image",
+          name: image.tags.length ? image.tags.join(", ") : image.id.slice(0, 19),
+          task: null,
+          bytes: image.bytes,
+        };
         if (opts.dryRun) {
           removed.push(item);
           continue;
         }
-        const errors = (await Promise.all(image.tags.map((t) => docker.removeImage(t)))).filter((e): e is string => !!e);
+        const errors = (await Promise.all(refs.map((t) => docker.removeImage(t)))).filter((e): e is string => !!e);
         if (errors.length) failed.push({ ...item, error: errors[0]! });
         else removed.push(item);
       }

@@ -18,6 +18,8 @@ let p: Project;
 let gone: { id: string; folder: string };
 let kept: { id: string; folder: string; worktree: string; container: string };
 const OLD = `lazy-project/prune-cli-${process.pid}:old`;
+/** The id of the build the second one under OLD replaced. */
+let untagged = "";
 const image = (tag: string) => sh("/", `docker image inspect --format '{{.Id}}' ${tag}`).out.trim();
 
 beforeAll(async () => {
@@ -40,16 +42,21 @@ beforeAll(async () => {
     worktree: join(p.stateDir, "worktrees", "kept"),
     container: sh("/", `docker ps -aq --filter label=dev.lazy.task=${k}`).out.trim(),
   };
-  // An older build of this project's image, labelled as lazy labels what it builds: nothing uses it.
-  const built = sh(
-    "/",
-    `printf 'FROM ${TEST_IMAGES.debian}\\nLABEL dev.lazy.context=old\\n' | docker build -q -t ${OLD} --label dev.lazy.image=1 --label dev.lazy.project=${slug} -`,
-  );
-  if (built.code !== 0) throw new Error(`the old image: ${built.err}`);
+  // An older build of this project's image, labelled as lazy labels what it builds: nothing uses
+  // it. Built twice under one tag, as a changed build context does: the first is left untagged.
+  const build = (stamp: string) =>
+    sh(
+      "/",
+      `printf 'FROM ${TEST_IMAGES.debian}\\nLABEL dev.lazy.context=${stamp}\\n' | docker build -q -t ${OLD} --label dev.lazy.image=1 --label dev.lazy.project=${slug} -`,
+    );
+  const first = build(`old-${process.pid}`);
+  untagged = first.out.trim();
+  const second = build(`older-${process.pid}`);
+  if (first.code !== 0 || second.code !== 0 || !untagged.startsWith("sha256:")) throw new Error(`the old image: ${first.err}${second.err}`);
 }, 600_000);
 
 afterAll(async () => {
-  sh("/", `docker rmi -f ${OLD}`);
+  sh("/", `docker rmi -f ${OLD} ${untagged}`);
   await teardown(p, mock);
 });
 
@@ -63,9 +70,10 @@ describe("lazy prune", () => {
     const names = r.removed.map((x: any) => `${x.kind} ${x.name} ${x.task ?? "-"}`);
     expect(names).toContain(`folder ${gone.folder} gone`);
     expect(names).toContain(`image ${OLD} -`);
+    expect(names).toContain(`image ${untagged.slice(0, 19)} -`);
     // Nothing of the task that can still be reviewed, and not the image the config names now.
     expect(r.removed.filter((x: any) => x.task === "kept" || JSON.stringify(x).includes(kept.id))).toEqual([]);
-    expect(r.removed.filter((x: any) => x.kind === "image")).toHaveLength(1);
+    expect(r.removed.filter((x: any) => x.kind === "image")).toHaveLength(2);
     expect(r.live).toBe(1);
     expect(r.bytes).toBe(r.removed.reduce((n: number, x: any) => n + x.bytes, 0));
     expect(r.removed.find((x: any) => x.kind === "folder").bytes).toBeGreaterThan(0);
@@ -73,6 +81,7 @@ describe("lazy prune", () => {
     // Still all there.
     expect(existsSync(gone.folder)).toBe(true);
     expect(image(OLD)).not.toBe("");
+    expect(image(untagged)).not.toBe("");
     // In words: what, whose, how big, and the total.
     const words = (await p.ok(["prune", "--dry-run"])).stdout;
     expect(words).toContain("Would remove:");
@@ -88,6 +97,7 @@ describe("lazy prune", () => {
     expect(r.stdout).toMatch(/Freed \d+(\.\d)? (KiB|MiB|GiB)\./);
     expect(existsSync(gone.folder)).toBe(false);
     expect(image(OLD)).toBe("");
+    expect(image(untagged)).toBe("");
     // The task that can still be reviewed: container, worktree, folder, and its diff.
     expect(sh("/", `docker ps -aq --filter label=dev.lazy.task=${kept.id}`).out.trim()).toBe(kept.container);
     expect(existsSync(join(kept.worktree, "a.txt"))).toBe(true);
