@@ -5,6 +5,7 @@
  * shows here and in docs/config.md at once; only the examples are written here.
  */
 import { type Key, tables, tomlValue } from "./reference";
+import { DEFAULT_BASE } from "./schema";
 
 /** A value to show for a key that has no default, by its path. */
 const EXAMPLES: Record<string, unknown> = {
@@ -59,8 +60,7 @@ const NAMES: Record<string, string> = { "profiles.NAME": "profiles.local" };
 
 /** A sentence a table's description needs in the starter, beyond the schema's. */
 const NOTES: Record<string, string> = {
-  container:
-    "By default lazy builds its own task image FROM base, adding git, node and the harnesses; image or dockerfile (one of them) replaces it.",
+  container: `By default lazy builds its own task image FROM base (${DEFAULT_BASE}), adding git, node and the harnesses; image or dockerfile (one of them) replaces it.`,
 };
 
 /** Prose as `##` lines of at most ~100 columns; a `# key = value` line is one to uncomment. */

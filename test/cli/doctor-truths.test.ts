@@ -113,19 +113,30 @@ describe("the daemon's Docker engine against this shell's", () => {
   });
 });
 
+/** The starter's prose with its wrapped `##` lines joined: each description on one line. */
+const unwrap = (text: string) => {
+  let out = text;
+  while (/^(## [^\n]*)\n## /m.test(out)) out = out.replace(/^(## [^\n]*)\n## /m, "$1 ");
+  return out;
+};
+
 describe("lazy init's starter", () => {
   test("shows the default base image, says image and dockerfile are alternatives with no default, and loads", async () => {
     const p = new Project({ env: clean });
     await p.ok(["init"]);
     const text = readFileSync(join(p.root, "lazy.toml"), "utf8");
-    const container = text.slice(text.indexOf("# How task containers are made."), text.indexOf("# [container.limits]"));
-    expect(container).toContain("By default lazy builds its own task image FROM base (debian:bookworm)");
-    expect(container).toContain("image or dockerfile (one of them) replaces it");
-    expect(container).toMatch(/^# base = "debian:bookworm" +# Base image lazy's default task image is built FROM/m);
-    expect(container).toMatch(/^# image = "node:22-bookworm" +# \(example\) Image to run task containers from, instead of lazy's default/m);
-    expect(container).toMatch(/^# dockerfile = "Dockerfile" +# \(example\) Project Dockerfile/m);
+    const container = text.slice(text.indexOf("## How task containers are made."), text.indexOf("# [container.limits]"));
+    // Prose is `##` lines, wrapped; a setting is one `# key = value` line under its description.
+    const prose = unwrap(container);
+    expect(prose).toContain("By default lazy builds its own task image FROM base (debian:bookworm)");
+    expect(prose).toContain("image or dockerfile (one of them) replaces it");
+    expect(prose).toMatch(/^## Base image lazy's default task image is built FROM [^\n]*\n# base = "debian:bookworm"$/m);
+    expect(prose).toMatch(
+      /^## \(unset by default; an example\) Image to run task containers from, instead of lazy's default [^\n]*\n# image = "node:22-bookworm"$/m,
+    );
+    expect(prose).toMatch(/^## \(unset by default; an example\) Project Dockerfile [^\n]*\n# dockerfile = "Dockerfile"$/m);
     // The header says what an unmarked value is.
-    expect(text).toContain("the commented values are\n# the defaults, or an example (marked so) where a key has none");
+    expect(unwrap(text)).toContain("the commented values are the defaults, or an example (marked so) where a key has none");
     // Uncommenting the default changes nothing that loads.
     const uncommented = text.replace(/^# \[container\]$/m, "[container]").replace(/^# (base = "debian:bookworm")/m, "$1");
     const loaded = loadText(uncommented);
