@@ -32,6 +32,8 @@ let pruned: { code: number; stdout: string; stderr: string };
 let dry: any;
 /** The agent's link in its home, as the host saw it before prune. */
 let planted = false;
+/** The ended task's folder as du counts it (KiB), without and with following links. */
+const du = { plain: 0, followed: 0 };
 
 const exists = (what: "container" | "image", ref: string) => sh("/", `docker ${what} inspect ${ref}`).code === 0;
 const running = (id: string) => sh("/", `docker inspect --format '{{.State.Running}}' ${id}`).out.trim() === "true";
@@ -42,6 +44,8 @@ beforeAll(async () => {
   victim = mkdtempSync(join(tmpdir(), "lazy-prune-victim-"));
   chmodSync(victim, 0o755);
   writeFileSync(join(victim, "precious"), "keep me\n");
+  // A MiB of real blocks: a measure that followed a link into the victim would count it.
+  writeFileSync(join(victim, "bulk"), Buffer.alloc(1024 * 1024, 7));
   mock = await Mock.anthropic();
   p = await containerProject(mock, KEY);
   slug = p.stateDir.split("/").at(-1)!;
@@ -74,7 +78,10 @@ beforeAll(async () => {
     build(OTHER, "--label dev.lazy.image=1 --label dev.lazy.project=another-project-1234abcd").code !== 0
   )
     throw new Error("could not build the look-alike images");
-  planted = lstatSync(join(p.stateDir, "tasks", ids.ended!, "home", "escape")).isSymbolicLink();
+  const folder = join(p.stateDir, "tasks", ids.ended!);
+  planted = lstatSync(join(folder, "home", "escape")).isSymbolicLink();
+  du.plain = Number.parseInt(sh("/", `du -s -k -x ${folder}`).out, 10);
+  du.followed = Number.parseInt(sh("/", `du -s -k -L ${folder}`).out, 10);
   dry = await p.json(["prune", "--dry-run"]);
   pruned = await p.run(["prune", "--json"]);
 }, 900_000);
@@ -96,6 +103,9 @@ describe("lazy prune never follows a link a task planted", () => {
     );
     // The dry run measured without following: the victim's bytes are not the worktree's.
     expect(dry.removed.find((x: any) => x.kind === "worktree").bytes).toBeLessThan(64 * 1024);
+    // The ended task's folder: what du counts without following links, a MiB less than following them.
+    expect(dry.removed.find((x: any) => x.kind === "folder").bytes).toBe(du.plain * 1024);
+    expect(du.followed - du.plain).toBeGreaterThanOrEqual(1024);
   });
 
   test("prune unlinked the planted worktree and removed the ended task's folder; the victim's file is intact", () => {
@@ -106,6 +116,7 @@ describe("lazy prune never follows a link a task planted", () => {
     expect(existsSync(join(p.stateDir, "tasks", ids.ended!))).toBe(false);
     expect(lstatSync(victim).isDirectory()).toBe(true);
     expect(readFileSync(join(victim, "precious"), "utf8")).toBe("keep me\n");
+    expect(readFileSync(join(victim, "bulk")).length).toBe(1024 * 1024);
   });
 });
 
