@@ -52,7 +52,7 @@ function project(name: string, network: "project" | "host"): Proj {
     join(root, "lazy.toml"),
     `[container]\ndockerfile = "Dockerfile"\nbuild_network = "${network}"\nsetup = "exit 7"\n\n[proxy.upstreams]\nanthropic = "http://127.0.0.1:9"\n`,
   );
-  Bun.spawnSync([BIN, "trust"], { cwd: root, env, stdout: "ignore", stderr: "ignore" });
+  Bun.spawnSync([BIN, "trust", "--yes"], { cwd: root, env, stdout: "ignore", stderr: "ignore" });
   // A stored key: a launch asks for the profile's credential before it builds (no model call is made).
   Bun.spawnSync([BIN, "auth", "set", "anthropic"], { cwd: root, env, stdin: new Blob([`sk-ant-api03-${"b".repeat(80)}`]) });
   return { name, root, home, env, n: 0 };
@@ -87,7 +87,7 @@ const logLength = (p: Proj) => {
 /** One build of `dockerfile` by a launch (its setup fails at once: no turn), in ms; the tag it built. */
 function launch(p: Proj, dockerfile: string): { ms: number; tag: string } {
   writeFileSync(join(p.root, "Dockerfile"), dockerfile);
-  if (lazy(p, ["trust"]).code !== 0) throw new Error(`${p.name}: lazy trust failed`);
+  if (lazy(p, ["trust", "--yes"]).code !== 0) throw new Error(`${p.name}: lazy trust failed`);
   const from = logLength(p);
   const code = `build-${++p.n}`;
   lazy(p, ["task", "add", "build", "--code", code]);

@@ -24,7 +24,7 @@ export const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
  * with upstreams is refused until then). A build from before trust has no such command: ignored.
  */
 export function trustToml(bin: string, root: string, env: Record<string, string>): void {
-  Bun.spawnSync([bin, "trust"], { cwd: root, env, stdout: "ignore", stderr: "ignore" });
+  Bun.spawnSync([bin, "trust", "--yes"], { cwd: root, env, stdout: "ignore", stderr: "ignore" });
 }
 
 /**

@@ -44,7 +44,30 @@ export interface TrustRecord {
    * record from before they were trust-bearing: every such file is then new.
    */
   build?: BuildFiles.BuildFiles;
+  /**
+   * Per trust-bearing key, its value as approved (JSON, cut at VALUE_SHOWN characters): what the
+   * next `lazy trust` shows as "old → new". Absent in a record from before: "(not recorded)".
+   */
+  values?: { [key: string]: string };
   trustedAt: string;
+}
+
+/** How much of a key's value a trust record keeps and `lazy trust` shows. */
+const VALUE_SHOWN = 200;
+
+/** A key's value as `lazy trust` shows it: JSON, cut. */
+const shown = (v: unknown) => {
+  const j = JSON.stringify(v, (_k, x) => (x instanceof Date ? x.toISOString() : x)) ?? "null";
+  return j.length > VALUE_SHOWN ? `${j.slice(0, VALUE_SHOWN)}…` : j;
+};
+
+/** One trust-bearing key's change since the last approval, with its old and new values as far as known. */
+export interface KeyChange {
+  key: string;
+  how: "added" | "changed" | "removed";
+  /** The approved value (null: none, or not recorded by an older lazy). */
+  was: string | null;
+  now: string | null;
 }
 
 interface Book {
@@ -104,11 +127,14 @@ const MAX_DOCKERFILE = 1024 * 1024;
  * names is trust-bearing by its contents too: its RUN lines are what runs at build, and a pull
  * can change them without touching lazy.toml.
  */
-function bearingKeys(src: string, root: string): { [key: string]: string } {
+function bearingKeys(src: string, root: string, values?: { [key: string]: string }): { [key: string]: string } {
   const keys: { [key: string]: string } = {};
   const doc = parse(src);
   for (const [k, v] of [...leaves(doc)].sort(([a], [b]) => (a < b ? -1 : 1)))
-    if (!inert(k)) keys[k] = sha(JSON.stringify(v, (_k, x) => (x instanceof Date ? x.toISOString() : x)));
+    if (!inert(k)) {
+      keys[k] = sha(JSON.stringify(v, (_k, x) => (x instanceof Date ? x.toISOString() : x)));
+      if (values) values[k] = shown(v);
+    }
   const named = (doc.container as { dockerfile?: unknown } | undefined)?.dockerfile;
   if (typeof named === "string") keys[DOCKERFILE_CONTENTS] = dockerfileHash(resolve(root, named));
   return keys;
@@ -223,14 +249,23 @@ const worded = (c: FileChange) => `${c.path} (${c.how})`;
 export async function approve(
   root: string,
   home = lazyHome(),
+  opts: {
+    /** Only say what approving would change; write nothing. */
+    dryRun?: boolean;
+    /** The `digest` a dry run showed: refused when the files changed since (what was shown is what is approved). */
+    expect?: string;
+  } = {},
 ): Promise<{
   file: string;
   sha256: string;
   changed: string[];
+  keyChanges: KeyChange[];
   files: FileChange[];
   bearing: string[];
   isNew: boolean;
   needed: boolean;
+  /** What is approved: lazy.toml's bytes and the build files' record together. */
+  digest: string;
 }> {
   const file = join(root, FILE);
   const present = existsSync(file);
@@ -246,25 +281,47 @@ export async function approve(
       `${file} does not load, so lazy will not trust it; fix these lines:`,
       loaded.problems.map(formatProblem),
     );
-  const keys = bearingKeys(src, root);
+  const values: { [key: string]: string } = {};
+  const keys = bearingKeys(src, root, values);
   const build = await BuildFiles.current(root, loaded.config.container);
+  const digest = sha(`${sha(bytes)}\n${JSON.stringify(build)}`);
+  if (opts.expect !== undefined && opts.expect !== digest)
+    throw new LazyError(
+      "conflict",
+      `${file} or a file it builds from changed while you were looking at it; nothing was trusted. Run lazy trust again to see the change.`,
+    );
   ensurePrivateDir(home);
   const book = readBook(home);
   const before = book.files[file];
   const changed = Object.keys(keys).filter((k) => before?.keys[k] !== keys[k]);
+  const keyChanges: KeyChange[] = [
+    ...changed.map((k) => ({
+      key: k,
+      how: before?.keys[k] ? ("changed" as const) : ("added" as const),
+      was: before?.keys[k] ? (before.values?.[k] ?? null) : null,
+      now: values[k] ?? null,
+    })),
+    ...Object.keys(before?.keys ?? {})
+      .filter((k) => !(k in keys))
+      .map((k) => ({ key: k, how: "removed" as const, was: before?.values?.[k] ?? null, now: null })),
+  ];
   const files = fileChanges(before?.build, build, loaded.config.container.dockerfile);
-  const record: TrustRecord = { sha256: sha(bytes), bearing: bearingHash(keys), keys, build, trustedAt: new Date().toISOString() };
-  book.files[file] = record;
-  writeFileAtomic(bookPath(home), `${JSON.stringify(book, null, 2)}\n`);
+  const record: TrustRecord = { sha256: sha(bytes), bearing: bearingHash(keys), keys, build, values, trustedAt: new Date().toISOString() };
+  if (!opts.dryRun) {
+    book.files[file] = record;
+    writeFileAtomic(bookPath(home), `${JSON.stringify(book, null, 2)}\n`);
+  }
   const anyFile = !!build.context || Object.keys(build.setup).length > 0 || build.include !== null;
   return {
     file,
     sha256: record.sha256,
     changed,
+    keyChanges,
     files,
     bearing: Object.keys(keys),
     isNew: !before,
     needed: Object.keys(keys).length > 0 || anyFile,
+    digest,
   };
 }
 

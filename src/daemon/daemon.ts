@@ -158,6 +158,16 @@ export class Daemon {
         broker,
         mcpHeard: (id) => ({ last: Mcp.lastHeard(id), since: Mcp.HEARD_SINCE }),
         diskLow: () => reserve.low(),
+        untrusted: () => {
+          const b = watch.state.broken;
+          return b?.untrusted
+            ? new LazyError(
+                "config_untrusted",
+                b.problems[0] ?? "lazy.toml changed and is not trusted: run lazy trust.",
+                b.problems.slice(1),
+              )
+            : undefined;
+        },
       });
       const notifier = new Notifier({
         db,

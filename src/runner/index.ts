@@ -50,6 +50,12 @@ export interface RunnerDeps {
   mcpHeard?: (taskId: string) => { last: Heard | undefined; since: number };
   /** Why no turn may write now: the disk holding lazy's state is under its floor (disk/reserve.ts). */
   diskLow?: () => string | undefined;
+  /**
+   * The refusal of lazy.toml as it is on disk now, when it changed and is not trusted (the daemon
+   * keeps the last trusted config meanwhile): nothing new is added or started on the strength of
+   * it, as no daemon would start for it (one trust rule, daemon or not).
+   */
+  untrusted?: () => LazyError | undefined;
 }
 
 export class Runner {
@@ -255,8 +261,15 @@ export class Runner {
     return this.ledger.ref(t);
   }
 
+  /** Refused while lazy.toml changed and is not trusted: what a person or agent asks to add or start. */
+  mustTrust(): void {
+    const e = this.d.untrusted?.();
+    if (e) throw e;
+  }
+
   /** Add a task (the CLI, the dashboard, a builder session): its profile must exist. */
   add(input: { prompt: string; title?: string; code?: string; profile?: string }): Task {
+    this.mustTrust();
     const config = this.d.config();
     const profile = input.profile ?? defaultProfile(config);
     resolveProfile(config, profile);
@@ -267,6 +280,7 @@ export class Runner {
 
   /** Add a best-of-N group: one candidate task per profile, from one prompt (runner/groups.ts). */
   addGroup(input: NewGroup): { group: string; tasks: Task[] } {
+    this.mustTrust();
     const r = this.groups.add(input);
     for (const t of r.tasks) this.ledger.changed(t);
     return r;
@@ -274,6 +288,7 @@ export class Runner {
 
   /** Start the task's next turn: the first prompt, or a follow-up message (launch.ts). */
   start(ref: string, message?: string): Promise<Task> {
+    this.mustTrust();
     return this.launcher.start(ref, message);
   }
 

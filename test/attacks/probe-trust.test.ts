@@ -25,7 +25,10 @@ function forge(p: Project): string {
   writeFileSync(join(p.root, "lazy.toml"), upstream(up.attacker.url));
   const theirs = mkdtempSync(join(tmpdir(), "lazy-probe-forger-"));
   up.scratch.push(theirs);
-  const r = Bun.spawnSync([BIN, "trust"], { cwd: p.root, env: { ...process.env, LAZY_HOME: theirs, LAZY_CREDENTIAL_BACKEND: "file" } });
+  const r = Bun.spawnSync([BIN, "trust", "--yes"], {
+    cwd: p.root,
+    env: { ...process.env, LAZY_HOME: theirs, LAZY_CREDENTIAL_BACKEND: "file" },
+  });
   expect(r.exitCode, r.stderr.toString()).toBe(0);
   return join(theirs, "trusted.json");
 }
@@ -81,14 +84,14 @@ describe("a trust record another user could have written", () => {
     copyFileSync(forge(p), mine);
     chmodSync(mine, 0o664);
     const before = readFileSync(mine, "utf8");
-    const r = await p.run(["trust"]);
+    const r = await p.run(["trust", "--yes"]);
     expect(r.code, r.stderr).toBe(4);
     expect(r.stderr).toContain(`${mine} (what you trusted with lazy trust) is writable by other users`);
     expect(readFileSync(mine, "utf8")).toBe(before);
     // The remedy works: the record removed, the person trusts what they looked at.
     rmSync(mine);
     writeFileSync(join(p.root, "lazy.toml"), upstream(up.good.url));
-    await p.ok(["trust"]);
+    await p.ok(["trust", "--yes"]);
     expect(existsSync(mine)).toBe(true);
     expect(await p.run(["task", "list"]).then((s) => s.code)).toBe(0);
     expect(up.attacker.received).toEqual([]);

@@ -26,7 +26,7 @@ describe("lazy trust", () => {
     expect(r.stderr).not.toContain("server.port");
     expect(existsSync(join(p.home, "daemon"))).toBe(false);
 
-    const t = await p.ok(["trust"]);
+    const t = await p.ok(["trust", "--yes"]);
     expect(t.stdout).toContain(`Trusted ${p.root}/lazy.toml (sha256:`);
     expect(t.stdout).toContain("lazy now uses its proxy.upstreams.anthropic.");
     expect((statSync(join(p.home, "trusted.json")).mode & 0o777).toString(8)).toBe("600");
@@ -56,9 +56,52 @@ describe("lazy trust", () => {
     expect(r.stderr).toMatch(/lazy\.toml:6:1 proxy\.upstreams\.anthropic — changed since you trusted it \(\d{4}-/);
     expect(r.stderr).toMatch(/lazy\.toml:7:1 proxy\.upstreams\.openai — added since you trusted it/);
     expect((await p.ok(["trust", "--show"])).stdout).toContain("(changed since: lazy trust again after looking)");
-    const t = await p.ok(["trust"]);
-    expect(t.stdout).toContain("Changed since the last approval: proxy.upstreams.anthropic, proxy.upstreams.openai.");
+    // Without a terminal lazy trust cannot ask: it shows the change, approves nothing, and names --yes.
+    const asked = await p.run(["trust"]);
+    expect(asked.code).toBe(2);
+    expect(asked.stdout).toContain('proxy.upstreams.anthropic: "http://127.0.0.1:9" → "http://127.0.0.1:10"');
+    expect(asked.stderr).toContain("pass --yes");
+    expect((await p.run(["task", "list"])).code).toBe(4);
+    const t = await p.ok(["trust", "--yes"]);
+    expect(t.stdout).toContain(`${p.root}/lazy.toml changed since you trusted it:`);
+    expect(t.stdout).toContain('proxy.upstreams.anthropic: "http://127.0.0.1:9" → "http://127.0.0.1:10"');
+    expect(t.stdout).toContain('proxy.upstreams.openai: added "http://127.0.0.1:11"');
     expect((await p.run(["task", "list"])).code).toBe(0);
+  });
+
+  test("one rule with a daemon running: an untrusted edit refuses what would use it (exit 4), and reads still work", async () => {
+    const p = new Project({ toml: '[proxy.upstreams]\nanthropic = "http://127.0.0.1:9"\n' });
+    await p.ok(["task", "add", "first", "--code", "one"]);
+    edit(p, '[proxy.upstreams]\nanthropic = "http://127.0.0.1:12"\n');
+    for (const argv of [
+      ["task", "add", "second"],
+      ["start", "one"],
+      ["run", "third"],
+    ]) {
+      const r = await p.run(argv);
+      expect(r.code, `${argv.join(" ")}: ${r.stderr}`).toBe(4);
+      expect(r.stderr).toContain("is changed and not trusted");
+      expect(r.stderr).toContain("lazy trust");
+    }
+    const list = await p.run(["task", "list"]);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toContain("one");
+    expect(list.stdout).not.toContain("second");
+    expect(list.stdout).not.toContain("third");
+  });
+
+  test("lazy auth never depends on the project's trust: set, list and rm work with no daemon and an untrusted lazy.toml", async () => {
+    const p = new Project();
+    edit(p, '[proxy.upstreams]\nanthropic = "http://127.0.0.1:13"\n');
+    expect((await p.run(["task", "list"])).code).toBe(4);
+    const set = await p.run(["auth", "set", "anthropic"], { stdin: `sk-ant-api03-TRUSTFREE-${"t".repeat(68)}AA\n` });
+    expect(set.code, set.stderr).toBe(0);
+    const list = await p.run(["auth", "list"]);
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toContain("anthropic");
+    expect(list.stdout).not.toContain("TRUSTFREE");
+    expect((await p.run(["auth", "rm", "anthropic"])).code).toBe(0);
+    expect((await p.run(["auth", "list"])).stdout).not.toMatch(/^anthropic/m);
   });
 
   test("a file setting only inert keys needs no trust", async () => {
@@ -76,7 +119,7 @@ describe("lazy trust", () => {
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain(`${p.root}/lazy.toml does not load`);
     expect(r.stderr).toMatch(/lazy\.toml:2:\d+ \(document\) — not valid TOML/);
-    const t = await p.run(["trust"]);
+    const t = await p.run(["trust", "--yes"]);
     expect(t.code).not.toBe(0);
     expect(t.stderr).toContain(`${p.root}/lazy.toml does not load, so lazy will not trust it`);
     expect(existsSync(join(p.home, "trusted.json"))).toBe(false);
@@ -103,7 +146,7 @@ describe("lazy trust", () => {
     expect(r.code).toBe(4);
     expect(r.stderr).toContain(`${p.root}/lazy.toml is changed and not trusted`);
     expect(r.stderr).toMatch(/lazy\.toml:2:1 container\.dockerfile \(its contents\) — changed since you trusted it/);
-    await p.ok(["trust"]);
+    await p.ok(["trust", "--yes"]);
     expect((await p.run(["task", "list"])).code).toBe(0);
   });
 
@@ -137,7 +180,7 @@ describe("lazy trust", () => {
       expect(show).toContain(line);
     // Only a build refuses: other commands go on (the config's keys did not change).
     expect((await p.run(["task", "list"])).code).toBe(0);
-    const t = await p.ok(["trust"]);
+    const t = await p.ok(["trust", "--yes"]);
     expect(t.stdout).toContain("docker/prep.sh (changed, in the build context of docker/Dockerfile)");
     expect(t.stdout).toContain("setup.sh (changed, named by [container] setup)");
     expect((await p.ok(["trust", "--show"])).stdout).not.toContain("changed since");

@@ -44,7 +44,7 @@ export class Project {
    * (the test is about that file).
    */
   trust(): Result {
-    const r = Bun.spawnSync([BIN, "trust"], { cwd: this.root, env: this.fullEnv(), stdout: "pipe", stderr: "pipe" });
+    const r = Bun.spawnSync([BIN, "trust", "--yes"], { cwd: this.root, env: this.fullEnv(), stdout: "pipe", stderr: "pipe" });
     return { code: r.exitCode ?? 1, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
   }
 

@@ -115,7 +115,8 @@ const everything = (r: Mock.Received) => `${r.method} ${r.path}${r.query}\n${JSO
  * enough: Claude Code's prompt names its project memory folder after the working directory
  * (`projects/-tmp-lazy-proj-…`), which is no credential.
  */
-const PLACEHOLDER = /\bsk-(?:ant-(?:api|oat|ort)\d{2}|proj|or-v1)-lazy-|_lazy_|\blazy-[0-9a-f]{64}\b|eyJsYXp5IjoicGxhY2Vob2xkZXIi/;
+const PLACEHOLDER =
+  /\bsk-(?:ant-(?:api|oat|ort)\d{2}|proj|or-v1)-lazy-|_lazy_|\blazy-[0-9a-f]{64}\b|eyJsYXp5IjoicGxhY2Vob2xkZXIi|\b(?:ghp|ghs|npm)_lazy[A-Za-z0-9]{32}\b|\bglpat-lazy|\bpypi-lazy|\blazy-svc-[0-9a-f]{64}\b/;
 
 function assertNoPlaceholderReachedAMock(): void {
   for (const mock of [anthropic, openai]) {

@@ -1,11 +1,26 @@
-import { type CredentialInfo, fromClaudeJson, STANDARD, setWarnings } from "../../credentials";
+import { type CredentialInfo, CredentialStore, fromClaudeJson, STANDARD, setWarnings } from "../../credentials";
 import { LazyError } from "../../util/errors";
-import { findProjectRoot } from "../../util/paths";
+import { findProjectRoot, lazyHome } from "../../util/paths";
 import * as Client from "../client";
 import { command, jsonArg, print, printJson, table } from "../command";
 import { suggest } from "../help";
 import { err } from "../out";
 import { say } from "../voice";
+
+/**
+ * Where credentials are set, listed and removed: the project's daemon (started when none runs),
+ * so its proxy uses a new value at once. Credentials are not the project's (they live in lazy's
+ * home): a lazy.toml nobody trusted, which keeps a daemon from starting, never keeps `lazy auth`
+ * from working; then the store is used directly, and a daemon that starts later reads it.
+ */
+async function where(): Promise<{ daemon: Client.Client } | { store: CredentialStore }> {
+  try {
+    return { daemon: await Client.connect(findProjectRoot()) };
+  } catch (e) {
+    if (!(e instanceof LazyError && e.code === "config_untrusted")) throw e;
+    return { store: await CredentialStore.open({ home: lazyHome() }) };
+  }
+}
 
 /** Whether typed text is a PEM block begun and not yet ended. */
 function pemOpen(buf: string): boolean {
@@ -75,8 +90,11 @@ const set = command({
       );
     const value = await readSecret(args.name);
     if (!value) throw new LazyError("invalid_input", `No value given for ${args.name}; nothing was stored.`);
-    const c = await Client.connect(findProjectRoot());
-    const info = await c.request<CredentialInfo>("PUT", `/api/auth/${encodeURIComponent(args.name)}`, { value });
+    const to = await where();
+    const info =
+      "daemon" in to
+        ? await to.daemon.request<CredentialInfo>("PUT", `/api/auth/${encodeURIComponent(args.name)}`, { value })
+        : await to.store.set(args.name, value);
     // Claude Code's OAuth JSON: the daemon stores its access token (and its expiry).
     const token = fromClaudeJson(value)?.token ?? value;
     for (const w of setWarnings(args.name, token)) {
@@ -95,14 +113,23 @@ const list = command({
   meta: { name: "auth list", description: "List stored credentials: name, kind, backend, when set, last 4 characters" },
   args: jsonArg,
   async run({ args }) {
-    const c = await Client.connect(findProjectRoot());
-    const r = await c.request<{
-      backend: string;
-      note: string;
-      credentials: CredentialInfo[];
-      problems: Record<string, string>;
-      expiry?: { credential: string; message: string }[];
-    }>("GET", "/api/auth");
+    const from = await where();
+    const r =
+      "daemon" in from
+        ? await from.daemon.request<{
+            backend: string;
+            note: string;
+            credentials: CredentialInfo[];
+            problems: Record<string, string>;
+            expiry?: { credential: string; message: string }[];
+          }>("GET", "/api/auth")
+        : {
+            backend: from.store.backend,
+            note: from.store.backendNote,
+            credentials: from.store.list(),
+            problems: {} as Record<string, string>,
+            expiry: [],
+          };
     if (args.json) return printJson(r);
     print(`Backend: ${r.backend} — ${r.note}`);
     if (!r.credentials.length) return print("No credentials yet: lazy auth set anthropic.");
@@ -128,8 +155,10 @@ const rm = command({
   meta: { name: "auth rm", description: "Remove a stored credential" },
   args: { name: { type: "positional", description: "Credential name", required: true } },
   async run({ args }) {
-    const c = await Client.connect(findProjectRoot());
-    await c.request("DELETE", `/api/auth/${encodeURIComponent(args.name)}`);
+    const from = await where();
+    if ("daemon" in from) await from.daemon.request("DELETE", `/api/auth/${encodeURIComponent(args.name)}`);
+    else if (!(await from.store.remove(args.name)))
+      throw new LazyError("not_found", `No stored credential "${args.name}": see lazy auth list.`);
     say.success(`Removed ${args.name}.`);
   },
 });

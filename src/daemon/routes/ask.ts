@@ -16,7 +16,7 @@ import { parseSince } from "./watch";
 export interface AskDeps {
   db: Database;
   root: string;
-  runner: { calls: Pick<Runner["calls"], "ask"> };
+  runner: { calls: Pick<Runner["calls"], "ask">; mustTrust(): void };
 }
 
 const Ask = z.strictObject({ question: promptSchema("question").pipe(z.string().max(8000)), task: z.string().optional() });
@@ -26,6 +26,7 @@ export function askRoutes(d: AskDeps) {
     .post(
       "/api/report",
       async ({ body: { since } }) => {
+        d.runner.mustTrust();
         const from = parseSince(since);
         const answer = await d.runner.calls.ask(reportPrompt(d.db, from), { purpose: "lazy report" });
         return { report: answer.text, since: new Date(from).toISOString(), profile: answer.profile };
@@ -35,6 +36,7 @@ export function askRoutes(d: AskDeps) {
     .post(
       "/api/ask",
       async ({ body: input }) => {
+        d.runner.mustTrust();
         const task = input.task !== undefined ? Tasks.resolveFilter(d.db, [input.task])![0] : undefined;
         const answer = await d.runner.calls.ask(await askPrompt(d.db, d.root, input.question, task), { task, purpose: "lazy ask" });
         return { answer: answer.text, profile: answer.profile, task: task ?? null };

@@ -20,6 +20,8 @@ export interface BuildDeps {
   config: () => Config;
   proxy: Pick<ModelProxy, "state" | "address" | "mintFor" | "revokeBuilder">;
   mcp: Pick<McpTokens, "forBuilder">;
+  /** Refused while lazy.toml changed and is not trusted (runner/index.ts). */
+  runner: { mustTrust(): void };
 }
 
 const NAME = /^[a-z0-9][a-z0-9._-]{0,47}$/;
@@ -29,6 +31,7 @@ export function buildRoutes(d: BuildDeps) {
     .post(
       "/api/build/session",
       async ({ body: input }) => {
+        d.runner.mustTrust();
         const session = input.name ?? `build-${randomBytes(3).toString("hex")}`;
         if (!NAME.test(session))
           throw new LazyError(

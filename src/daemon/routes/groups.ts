@@ -25,7 +25,7 @@ export interface GroupDeps {
   db: Database;
   root: string;
   config: () => Config;
-  runner: Pick<Runner, "addGroup" | "groups">;
+  runner: Pick<Runner, "addGroup" | "groups" | "mustTrust">;
 }
 
 export function groupRoutes(d: GroupDeps) {
@@ -56,6 +56,7 @@ export function groupRoutes(d: GroupDeps) {
     .post(
       "/api/groups/:code/check",
       async ({ params, body: { force } }) => {
+        d.runner.mustTrust();
         const code = decodeURIComponent(params.code);
         const results = await d.runner.groups.checkAll(code, force);
         return { results, comparison: await view(code) };
