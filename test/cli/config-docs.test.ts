@@ -80,7 +80,7 @@ describe("lazy init's starter", () => {
         .map((l) => l.slice(2));
       writeFileSync(join(p.root, "lazy.toml"), `${lines.join("\n")}\n`);
       // lazy trust refuses a file that does not load, naming each line.
-      const r = await p.run(["trust"]);
+      const r = await p.run(["trust", "--yes"]);
       expect(`${lines[0]}: ${r.code === 0 ? "loads" : r.stderr}`).toBe(`${lines[0]}: loads`);
     }
   });
