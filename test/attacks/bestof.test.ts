@@ -68,14 +68,15 @@ describe("best-of-N: one candidate against another, and against the check", () =
     sh("/", `docker stop -t 0 ${id}`);
   });
 
-  test("a check named by a lazy.toml nobody trusted never runs: the daemon judges with the trusted one and says the file is not trusted", async () => {
+  test("a check named by a lazy.toml nobody trusted never runs: the CLI refuses, the daemon judges with the trusted one", async () => {
     const marker = join(p.stateDir, "worktrees", "atk-a", "pwned.txt");
     edit(p, toml.replace(`check = "${CHECK}"`, 'check = "touch pwned.txt; echo UNTRUSTED"'));
-    // The running daemon keeps the config last trusted, and the CLI says the file is not trusted.
+    // One trust rule, daemon or not: the CLI refuses to judge under an untrusted file (exit 4,
+    // naming lazy trust) and runs nothing.
     const cli = await p.run(["compare", "atk", "--recheck"]);
+    expect(cli.code, cli.stdout).toBe(4);
     expect(cli.stderr).toContain("lazy trust");
-    expect(cli.stdout).toContain(`Check: ${CHECK}`);
-    expect(cli.stdout).not.toContain("UNTRUSTED");
+    expect(cli.stdout + cli.stderr).not.toContain("UNTRUSTED");
     expect(existsSync(marker)).toBe(false);
     // Straight to the API (the dashboard's Run check): the daemon judges with the approved command.
     const r = await p.api("POST", "/api/groups/atk/check", { force: true });
