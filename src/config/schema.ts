@@ -175,6 +175,9 @@ export const Profile = z
   })
   .describe("An agent profile: a harness, a model and where its traffic goes.");
 
+/** Dollars per million tokens. */
+const dollars = z.number().min(0).max(10_000);
+
 /** What lazy's default task image is built FROM when [container] base is not set. */
 export const DEFAULT_BASE = "debian:bookworm";
 
@@ -328,6 +331,24 @@ export const Config = z
       })
       .default({})
       .describe("Token budgets: a task that reaches one is stopped at its next request and waits (reason budget)."),
+    prices: z
+      .record(
+        z.string().regex(/^[\x21-\x7e]{1,128}$/, "expected a model id (printable characters, no spaces, at most 128)"),
+        z
+          .strictObject({
+            input: dollars.describe("Dollars per million input tokens (billed at the full rate)."),
+            output: dollars.describe("Dollars per million output tokens."),
+            cache_read: dollars.optional().describe("Dollars per million tokens read from the prompt cache; the input price when absent."),
+            cache_write: dollars
+              .optional()
+              .describe("Dollars per million tokens written to the prompt cache; the input price when absent."),
+          })
+          .describe("One model's price, per million tokens."),
+      )
+      .default({})
+      .describe(
+        "Prices of models lazy has none for, or yours (a negotiated rate, a model you serve), by the exact model id an answer names; they come before lazy's table. A request is priced once, when it is counted: a later edit prices only later requests.",
+      ),
     limits: ProjectLimits.default(ProjectLimits.parse({})),
     build: z
       .strictObject({

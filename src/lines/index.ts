@@ -152,15 +152,19 @@ export interface Cost {
   usd: number | null;
   knownUsd: number;
   unpriced: string[];
+  /** Its tokens, when known: none at all reads "–" (nothing ran), not $0.0000. */
+  tokens?: number;
 }
 
 /**
  * Dollars as people read them, naming what has no price: "$0.1234", "$0.12 + no price known
  * for MODEL" or "no price known for MODEL" — never a dash or $0 that hides a model lazy cannot
- * price. `digits` is the cents' precision (more below a dollar when `fine`).
+ * price; "–" only for nothing spent at all (a candidate that never ran). `fine`: four decimals
+ * below a dollar. The CLI and the dashboard both write cost with this, nowhere else.
  */
 export function costText(c: Cost, fine = false): string {
   const money = (n: number) => `$${n.toFixed(fine && n < 1 ? 4 : 2)}`;
+  if (c.tokens === 0 && !c.unpriced.length) return "–";
   if (!c.unpriced.length) return money(c.usd ?? c.knownUsd);
   const named = c.unpriced.filter(Boolean);
   const why = [named.length ? `no price known for ${named.join(", ")}` : "", c.unpriced.includes("") ? "tokens of no named model" : ""]

@@ -10,7 +10,7 @@ import type { ModelProxy } from "../proxy";
 import { canMove, isFinal, Runs, type Status, type Task, Tasks } from "../store";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
-import { dayOver, type Over, overFor, spentByTask, stampLegacy, taskLimit, taskOver } from "./budget";
+import { dayOver, type Over, overFor, type Spent, spentByTask, stampLegacy, taskLimit, taskOver } from "./budget";
 
 export interface BudgetDeps {
   db: Database;
@@ -89,13 +89,13 @@ export class Budgets {
   raise(
     task: Task,
     add: { tokens?: number; usd?: number },
-  ): { limit: { tokens: number | null; usd: number | null }; spent: { tokens: number; usd: number | null }; over: Over | null } {
+  ): { limit: { tokens: number | null; usd: number | null }; spent: Spent; over: Over | null } {
     if (isFinal(task.status)) throw new LazyError("conflict", `Task ${this.d.ref(task)} is ${task.status}; its session has ended.`);
     const run = Runs.get(this.d.db, task.id);
     Runs.save(this.d.db, task.id, { budget_tokens: run.budget_tokens + (add.tokens ?? 0), budget_usd: run.budget_usd + (add.usd ?? 0) });
     this.check(task.id);
     const s = spentByTask(this.d.db, this.d.config(), task.id);
-    return { limit: taskLimit(this.d.db, this.d.config(), task.id), spent: { tokens: s.tokens, usd: s.usd }, over: this.over(task) };
+    return { limit: taskLimit(this.d.db, this.d.config(), task.id), spent: s, over: this.over(task) };
   }
 }
 

@@ -1,18 +1,18 @@
 /**
- * Budgets ([budget]) and what was spent: tokens per task, profile, credential, model and UTC
- * day from the usage_days counters (the audit's row bound never erases them), priced by the
- * model each request was served (else the one it asked for), never by what a profile's config
- * says: an agent asking for a dearer model than its profile's is charged for that model, and
- * editing the config later re-prices nothing. The counters keep tokens, not dollars, so the
- * figures stay the provider's own and a corrected price table corrects them; a model lazy has
- * no price for is named ("no price known for MODEL"), never counted as $0. A task that reaches
- * its budget is stopped at its next request and waits with reason `budget`; never a silent cap,
- * never a silent overrun.
+ * Budgets ([budget]) and what was spent: tokens and dollars per task, profile, credential, model
+ * and UTC day from the usage_days counters (the audit's row bound never erases them). Each
+ * request is priced by the model it was served (else the one it asked for), never by what a
+ * profile's config says, and once, when the audit's writer adds it to the counters: those keep
+ * the dollars and the price used, and everything here sums them. An agent asking for a dearer
+ * model than its profile's is charged for that model; a later price table, [prices] entry or
+ * profile model re-prices nothing. A model lazy had no price for is named ("no price known for
+ * MODEL"), never counted as $0. A task that reaches its budget is stopped at its next request and
+ * waits with reason `budget`; never a silent cap, never a silent overrun.
  */
 import type { Database } from "bun:sqlite";
 import { type Config, resolveProfile } from "../config";
+import { costOf, ownPrices, priceOf, priceText, type Tokens, tokensOf } from "../prices";
 import { Runs, Tasks, Usage } from "../store";
-import { costOf, priceOf, type Tokens, tokensOf } from "./prices";
 
 export interface Spent extends Tokens {
   requests: number;
@@ -35,11 +35,9 @@ export interface Over {
   message: string;
 }
 
-type Sums = Usage.Sums & { model: string };
-
 export const today = (now = Date.now()) => new Date(now).toISOString().slice(0, 10);
 
-/** A counter that adds up rows of any grouping, each priced by its own model. */
+/** A counter that adds up rows of any grouping, with the dollars each was priced at when written. */
 class Counter implements Spent {
   requests = 0;
   input = 0;
@@ -49,14 +47,13 @@ class Counter implements Spent {
   knownUsd = 0;
   private missing: Set<string> | undefined;
 
-  add(r: Sums, price: ReturnType<typeof priceOf>): void {
+  add(r: Usage.Priced): void {
     this.requests += r.requests;
     this.input += r.input;
     this.output += r.output;
     this.cacheRead += r.cacheRead;
     this.cacheWrite += r.cacheWrite;
-    const cost = costOf(price, r);
-    if (cost !== null) this.knownUsd += cost;
+    if (r.price !== "" && r.price !== Usage.UNSTAMPED) this.knownUsd += r.usd;
     else if (tokensOf(r) > 0) {
       this.missing ??= new Set();
       this.missing.add(r.model);
@@ -82,10 +79,10 @@ class Counter implements Spent {
   }
 }
 
-/** Add up rows, each priced by its model, into tokens and dollars. */
-export function total(rows: readonly Sums[]): Spent {
+/** Add up rows into tokens and the dollars they were priced at. */
+export function total(rows: readonly Usage.Priced[]): Spent {
   const c = new Counter();
-  for (const r of rows) c.add(r, priceOf(r.model));
+  for (const r of rows) c.add(r);
   return c.spent();
 }
 
@@ -104,10 +101,36 @@ function modelOf(config: Config, profile: string): string | undefined {
  */
 export function stampLegacy(db: Database, config: Config): void {
   for (const profile of Usage.legacyProfiles(db)) Usage.stampLegacy(db, profile, modelOf(config, profile) ?? "");
+  stampPrices(db, config);
+}
+
+/**
+ * Counters kept before dollars were (Usage.UNSTAMPED) are priced once, by their model at the
+ * prices of this start ([prices], then the table): from then on they are summed like the rest.
+ */
+export function stampPrices(db: Database, config: Config): void {
+  for (const model of Usage.unstampedModels(db)) {
+    const price = priceOf(model, ownPrices(config.prices));
+    Usage.stampPrices(db, model, price ? priceText(price) : "", (s) => costOf(price, s) ?? 0);
+  }
 }
 
 export function spentByTask(db: Database, _config: Config, taskId: string): Spent {
   return total(Usage.taskByModel(db, taskId));
+}
+
+/** A task's spending per model served (else asked; "" for none named), the most tokens first. */
+export function modelsOfTask(db: Database, taskId: string): (Spent & { model: string })[] {
+  const by = new Map<string, Counter>();
+  for (const r of Usage.taskByModel(db, taskId)) {
+    let c = by.get(r.model);
+    if (!c) {
+      c = new Counter();
+      by.set(r.model, c);
+    }
+    c.add(r);
+  }
+  return [...by].map(([model, c]) => ({ model, ...c.spent() })).sort((a, b) => b.tokens - a.tokens);
 }
 
 export function spentOnDay(db: Database, _config: Config, day = today()): Spent {
@@ -182,7 +205,7 @@ export interface BudgetReport {
   days: (Spent & { day: string })[];
   tasks: (Spent & { taskId: string; code: string | null; limit: { tokens: number | null; usd: number | null } })[];
   profiles: (Spent & { profile: string })[];
-  /** Per model served (else asked): the price is the model's, `priced` whether lazy knows it. */
+  /** Per model served (else asked): `priced` whether every token of it had a price when written. */
   models: (Spent & { model: string; priced: boolean })[];
   credentials: (Spent & { credential: string })[];
 }
@@ -191,33 +214,27 @@ export interface BudgetReport {
 export function report(db: Database, config: Config, opts: { days?: number; tasks?: number } = {}): BudgetReport {
   const since = today(Date.now() - ((opts.days ?? 30) - 1) * 86_400_000);
   // One scan of the counters, summed five ways here: four GROUP BYs cost twice as much
-  // (bench/README.md "lazy stats budget"). A model's price is looked up once.
-  const prices = new Map<string, ReturnType<typeof priceOf>>();
-  const priceFor = (model: string) => {
-    if (!prices.has(model)) prices.set(model, priceOf(model));
-    return prices.get(model) ?? null;
-  };
+  // (bench/README.md "lazy stats budget").
   const rows = Usage.days(db);
   const byDay = new Map<string, Counter>();
   const byTask = new Map<string, Counter>();
   const byProfile = new Map<string, Counter>();
   const byModel = new Map<string, Counter>();
   const byCredential = new Map<string, Counter>();
-  const add = (m: Map<string, Counter>, k: string, r: Usage.Day, price: ReturnType<typeof priceOf>) => {
+  const add = (m: Map<string, Counter>, k: string, r: Usage.Day) => {
     let c = m.get(k);
     if (!c) {
       c = new Counter();
       m.set(k, c);
     }
-    c.add(r, price);
+    c.add(r);
   };
   for (const r of rows) {
-    const price = priceFor(r.model);
-    if (r.day >= since) add(byDay, r.day, r, price);
-    if (r.task) add(byTask, r.task, r, price);
-    add(byProfile, r.profile, r, price);
-    add(byModel, r.model, r, price);
-    add(byCredential, r.credential, r, price);
+    if (r.day >= since) add(byDay, r.day, r);
+    if (r.task) add(byTask, r.task, r);
+    add(byProfile, r.profile, r);
+    add(byModel, r.model, r);
+    add(byCredential, r.credential, r);
   }
   const days = [...byDay].map(([day, c]) => ({ day, ...c.spent() })).sort((a, b) => b.day.localeCompare(a.day));
   // The most spending first; only the ones shown are looked up (10,000 point queries cost ~100 ms).
@@ -233,7 +250,7 @@ export function report(db: Database, config: Config, opts: { days?: number; task
     }));
   const profiles = [...byProfile].map(([profile, c]) => ({ profile, ...c.spent() }));
   const models = [...byModel]
-    .map(([model, c]) => ({ model, priced: priceFor(model) !== null, ...c.spent() }))
+    .map(([model, c]) => ({ model, priced: c.unpriced.length === 0, ...c.spent() }))
     .sort((a, b) => b.tokens - a.tokens);
   const credentials = [...byCredential].map(([k, c]) => ({ credential: k || "(none)", ...c.spent() }));
   const t = today();

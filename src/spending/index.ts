@@ -10,9 +10,11 @@
  * dashboard and the MCP tools read what was spent from here.
  */
 
+export { costOf, type Own, ownPrices, PRICES, type Price, priceOf, priceText, tokensOf } from "../prices";
 export {
   type BudgetReport,
   dayOver,
+  modelsOfTask,
   type Over,
   overFor,
   report,
@@ -27,4 +29,3 @@ export {
 export { type BudgetDeps, Budgets } from "./budget-stops";
 export { type HoldDeps, Holds } from "./holds";
 export { type Pause, pauseOf, windowKey } from "./pause";
-export { costOf, PRICES, priceOf, tokensOf } from "./prices";

@@ -178,4 +178,21 @@ export const MIGRATIONS: readonly (string | ((db: Database) => void))[] = [
    DROP TABLE usage_days;
    ALTER TABLE usage_days_models RENAME TO usage_days;
    CREATE INDEX usage_days_task ON usage_days(task_id);`,
+  // Dollars kept when usage is written (issue 37), with the price that gave them: a later price
+  // table, [prices] entry or profile model re-prices nothing. `price` is "input/output/cacheRead/
+  // cacheWrite" per million tokens, "" when none was known (the tokens show "no price known"),
+  // ' unstamped' for counters kept before: priced once at the next start (Usage.stampPrices).
+  `CREATE TABLE usage_days_priced (
+     day TEXT NOT NULL, task_id TEXT NOT NULL, profile TEXT NOT NULL, credential TEXT NOT NULL, model TEXT NOT NULL,
+     price TEXT NOT NULL,
+     requests INTEGER NOT NULL DEFAULT 0,
+     input_tokens INTEGER NOT NULL DEFAULT 0, output_tokens INTEGER NOT NULL DEFAULT 0,
+     cache_read INTEGER NOT NULL DEFAULT 0, cache_write INTEGER NOT NULL DEFAULT 0,
+     usd REAL NOT NULL DEFAULT 0,
+     PRIMARY KEY (day, task_id, profile, credential, model, price)
+   ) WITHOUT ROWID;
+   INSERT INTO usage_days_priced SELECT day, task_id, profile, credential, model, ' unstamped', requests, input_tokens, output_tokens, cache_read, cache_write, 0 FROM usage_days;
+   DROP TABLE usage_days;
+   ALTER TABLE usage_days_priced RENAME TO usage_days;
+   CREATE INDEX usage_days_task ON usage_days(task_id);`,
 ];

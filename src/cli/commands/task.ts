@@ -1,3 +1,5 @@
+import { costText } from "../../lines";
+import type { Spent } from "../../spending";
 import type { Task, TaskEvent } from "../../store";
 import { LazyError } from "../../util/errors";
 import { findProjectRoot } from "../../util/paths";
@@ -62,7 +64,7 @@ const show = command({
   args: { task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true }, ...jsonArg },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
-    const r = await c.request<{ task: Task; events: TaskEvent[]; queuePlace?: number | null }>(
+    const r = await c.request<{ task: Task; events: TaskEvent[]; queuePlace?: number | null; spent: TaskSpent }>(
       "GET",
       `/api/tasks/${encodeURIComponent(args.task)}`,
     );
@@ -82,6 +84,7 @@ const show = command({
     print(`Created: ${t.createdAt}   Updated: ${t.updatedAt}`);
     print(`Branch:  ${d.branch}${d.tip ? ` (tip ${d.tip.slice(0, 12)})` : " (not made yet)"}`);
     print(`Base:    ${d.base ? d.base.slice(0, 12) : "-"}${d.note ? `  ${d.note}` : ""}`);
+    print(`Cost:    ${spentLine(r.spent)}`);
     if (d.files.length) print(`Changes:\n${statLines(d).join("\n")}`);
     if (summary !== null) print(`Summary (the agent's finish):\n${summary.replace(/^/gm, "  ")}`);
     print(`Prompt:\n${t.prompt.replace(/^/gm, "  ")}`);
@@ -89,6 +92,16 @@ const show = command({
     for (const e of r.events) print(`  ${e.at}  ${e.kind}  ${JSON.stringify(e.data)}`);
   },
 });
+
+/** What a task spent, as the daemon gives it: priced when each request was counted, per model served. */
+type TaskSpent = Spent & { models: (Spent & { model: string })[] };
+
+/** "$0.0123 (1,234 tokens in 3 requests; claude-sonnet-4-5)", naming a model lazy has no price for; "–" before any request. */
+function spentLine(s: TaskSpent): string {
+  if (!s.requests) return "– (no model request yet)";
+  const models = s.models.map((m) => m.model || "no model named").join(", ");
+  return `${costText(s, true)} (${s.tokens} tokens in ${s.requests} request(s)${models ? `; ${models}` : ""})`;
+}
 
 const budget = command({
   meta: { name: "task budget", description: "Raise a task's budget: lazy task budget T +100000 (tokens), or +5 --usd" },
@@ -110,7 +123,7 @@ const budget = command({
     const r = await c.request<{
       task: Task;
       limit: { tokens: number | null; usd: number | null };
-      spent: { tokens: number; usd: number | null };
+      spent: Spent;
       over: { message: string } | null;
     }>("POST", `/api/tasks/${encodeURIComponent(args.task)}/budget`, args.usd ? { usd: Number(m[1]) } : { tokens: Number(m[1]) });
     if (args.json) return printJson(r);
@@ -125,7 +138,7 @@ const budget = command({
       return;
     }
     const now = args.usd
-      ? `$${(r.limit.usd ?? 0).toFixed(2)} ($${(r.spent.usd ?? 0).toFixed(2)} spent)`
+      ? `$${(r.limit.usd ?? 0).toFixed(2)} (${costText(r.spent)} spent)`
       : `${r.limit.tokens} tokens (${r.spent.tokens} spent)`;
     if (r.over) return say.warn(`Task ${ref}'s budget is now ${now}, ${added} added; it is still over: ${r.over.message}.`);
     say.success(`Task ${ref}'s budget is now ${now}, ${added} added.`);

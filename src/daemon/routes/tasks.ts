@@ -5,6 +5,7 @@ import { z } from "zod";
 import type { Bus } from "../../bus";
 import type { Config } from "../../config";
 import type { Runner } from "../../runner";
+import { modelsOfTask, spentByTask } from "../../spending";
 import { HeldTurns, isStatus, STATUSES, type Status, Tasks } from "../../store";
 import { LazyError } from "../../util/errors";
 import { PROMPT_MAX_BYTES, promptSchema } from "../../util/prompt";
@@ -49,7 +50,9 @@ export function taskRoutes(d: TaskDeps) {
     )
     .get("/api/tasks/:ref", ({ params }) => {
       const task = Tasks.resolve(d.db, taskRef(params));
-      return { task, events: Tasks.events(d.db, task.id), queuePlace: queuePlaces(d.db).get(task.id) ?? null };
+      // What it spent, priced when each request was counted, and per model served.
+      const spent = { ...spentByTask(d.db, d.config(), task.id), models: modelsOfTask(d.db, task.id) };
+      return { task, events: Tasks.events(d.db, task.id), queuePlace: queuePlaces(d.db).get(task.id) ?? null, spent };
     })
     .get("/api/counts", () => Tasks.counts(d.db))
     .post("/api/tasks/:ref/start", ({ params }) => d.runner.start(taskRef(params)))

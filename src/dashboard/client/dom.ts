@@ -68,7 +68,8 @@ export function showError(e: unknown): void {
 }
 
 export const num = (n: number) => n.toLocaleString("en-US");
-export const usd = (n: number | null | undefined) => (n === null || n === undefined ? "–" : `$${n.toFixed(n < 1 ? 4 : 2)}`);
+/** A dollar amount that is set (a budget's limit); what was spent is lines/ costText, which names a model with no price. */
+export const usd = (n: number) => `$${n.toFixed(n < 1 ? 4 : 2)}`;
 
 export function ago(iso: string, now = Date.now()): string {
   const s = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));

@@ -1,5 +1,6 @@
 /** Home: tasks by status, what runs or waits and why, today's tokens against [budget], provider health. */
 import type { Answers } from "../../daemon";
+import { costText } from "../../lines";
 import { $, api, debounce, fill, h, num, showError, usd } from "./dom";
 import { inbox } from "./inbox";
 import { live } from "./live";
@@ -44,7 +45,12 @@ export function budgetLine(today: Home["today"], b: Home["budget"], over: Home["
   return h(
     "div",
     {},
-    h("p", {}, h("strong", {}, `${num(today.tokens)}${tok} tokens`), ` · ${usd(today.usd)}${cost} · ${num(today.requests)} request(s)`),
+    h(
+      "p",
+      {},
+      h("strong", {}, `${num(today.tokens)}${tok} tokens`),
+      ` · ${costText(today, true)}${cost} · ${num(today.requests)} request(s)`,
+    ),
     b.per_day_tokens === undefined &&
       b.per_day_usd === undefined &&
       h("p", { class: "muted" }, "No day budget: [budget] per_day_tokens or per_day_usd in lazy.toml sets one."),

@@ -1,6 +1,7 @@
 /** A task as a row of a list (home, tasks): its status and why first, then profile, tokens, age, last message. */
 import type { Answers } from "../../daemon";
-import { ago, badge, h, num, usd } from "./dom";
+import { costText } from "../../lines";
+import { ago, badge, h, num } from "./dom";
 
 /** A row as the API answers it (daemon/routes/board.ts). */
 export type Row = Answers.Row;
@@ -24,7 +25,7 @@ export function rowItem(t: Row): HTMLLIElement {
       { class: "row-meta" },
       h("span", {}, `profile ${t.profile}`),
       h("span", {}, `${num(t.tokens)} tokens`),
-      t.usd !== null && h("span", {}, usd(t.usd)),
+      t.tokens > 0 && h("span", {}, costText(t, true)),
       h("span", { title: t.createdAt }, `added ${ago(t.createdAt)}`),
     ),
     t.lastMessage && h("p", { class: "last" }, t.lastMessage),

@@ -1,5 +1,6 @@
 /** Usage: each credential's windows as used-percent bars with a countdown to each reset, PAUSED marks, budgets, and the days. */
 import type { Answers } from "../../daemon";
+import { costText } from "../../lines";
 import { $, api, countdown, debounce, fill, h, num, showError, table, usd } from "./dom";
 import { healthList } from "./home";
 import { live } from "./live";
@@ -78,7 +79,11 @@ function budgetView(b: Budget): Node[] {
         ? `[budget] ${entries.map(([k, v]) => `${k} = ${v}`).join(", ")}`
         : "No [budget] in lazy.toml: nothing stops a task for what it spends.",
     ),
-    h("p", {}, `Today (${b.today.day}, UTC): ${num(b.today.tokens)} tokens · ${usd(b.today.usd)} · ${num(b.today.requests)} request(s)`),
+    h(
+      "p",
+      {},
+      `Today (${b.today.day}, UTC): ${num(b.today.tokens)} tokens · ${costText(b.today, true)} · ${num(b.today.requests)} request(s)`,
+    ),
     b.tasks.length
       ? table(
           [
@@ -95,7 +100,7 @@ function budgetView(b: Budget): Node[] {
                 {},
                 h("td", {}, h("a", { href: `/tasks/${encodeURIComponent(t.code ?? t.taskId)}` }, t.code ?? t.taskId.slice(0, 8))),
                 h("td", { class: "num" }, num(t.tokens)),
-                h("td", { class: "num" }, usd(t.usd)),
+                h("td", { class: "num" }, costText(t, true)),
                 h("td", { class: "num" }, t.limit.tokens !== null ? num(t.limit.tokens) : t.limit.usd !== null ? usd(t.limit.usd) : "–"),
               ),
             ),
@@ -120,7 +125,7 @@ function daysView(b: Budget): Node {
         h("td", {}, d.day),
         h("td", { class: "num" }, num(d.requests)),
         h("td", { class: "num" }, num(d.tokens)),
-        h("td", { class: "num" }, usd(d.usd)),
+        h("td", { class: "num" }, costText(d, true)),
       ),
     ),
   );

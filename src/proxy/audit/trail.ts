@@ -4,6 +4,7 @@
  * recorded before them, live readers (lazy watch) and budget checks hear of new rows.
  */
 import type { Database } from "bun:sqlite";
+import type { Own } from "../../prices";
 import { AuditRefusals, Usage } from "../../store";
 import type { Logger } from "../../util/log";
 import { workerUrl } from "../../util/worker-url";
@@ -34,7 +35,8 @@ export class Audit {
 
   constructor(
     private db: Database,
-    private bounds: () => Store.Bounds & Partial<Refusals.Bounds>,
+    /** The bounds, and the project's own prices ([prices]) the writer prices usage by, as of now. */
+    private bounds: () => Store.Bounds & Partial<Refusals.Bounds> & { prices?: Own },
     private log: Logger,
     private pending: () => Promise<void> = async () => {},
   ) {

@@ -7,13 +7,14 @@
 import type { Database } from "bun:sqlite";
 import { dirname } from "node:path";
 import * as Disk from "../../disk";
+import { costOf, type Own, priceOf, priceText } from "../../prices";
 import { AuditBatches, AuditRefusals, connect, Usage } from "../../store";
 import type * as Refusals from "./refusals";
 import * as Store from "./store";
 
 export type ToWriter =
   | { type: "open"; path: string }
-  | { type: "rows"; id: number; batch: Store.Batch; bounds: Store.Bounds }
+  | { type: "rows"; id: number; batch: Store.Batch; bounds: Store.Bounds & { prices?: Own } }
   | { type: "prune"; id: number; bounds: Store.Bounds & Refusals.Bounds }
   | { type: "refused"; id: number; tally: Refusals.Tally; bounds: Refusals.Bounds & Pick<Store.Bounds, "maxAgeDays"> }
   | { type: "close"; id: number };
@@ -30,7 +31,10 @@ let sinceBound = 0;
 
 const TOKENS = [Store.NUM.input_tokens, Store.NUM.output_tokens, Store.NUM.cache_read, Store.NUM.cache_write];
 
-function write(batch: Store.Batch, bounds: Store.Bounds): void {
+/** A day's counter as a batch adds to it: its key, the price used ("" for none) and what it adds. */
+type DayAdd = { key: readonly [string, string, string, string, string]; price: string; usd: number; counts: Usage.Counts };
+
+function write(batch: Store.Batch, bounds: Store.Bounds & { prices?: Own }): void {
   const d = db!;
   // Token counters per task: summed over the batch, one upsert per task.
   const totals = new Map<number, Usage.Counts>();
@@ -46,9 +50,10 @@ function write(batch: Store.Batch, bounds: Store.Bounds): void {
     for (let k = 0; k < TOKENS.length; k++) t[k + 1]! += Store.numberOf(batch, i, TOKENS[k]!) || 0;
   }
   // And per UTC day, task, profile, credential and model (the one served, else the one asked;
-  // "" when neither is known), for budgets (lazy stats budget): priced by that model, whatever
-  // the profile's config says then or later.
-  const days = new Map<string, { key: readonly [string, string, string, string, string]; counts: Usage.Counts }>();
+  // "" when neither is known), for budgets (lazy stats budget): priced by that model now, once
+  // ([prices], then lazy's table), whatever the profile's config or the prices say later.
+  const days = new Map<string, DayAdd>();
+  const prices = new Map<string, ReturnType<typeof priceOf>>();
   for (let i = 0; i < batch.n; i++) {
     const input = Store.numberOf(batch, i, Store.NUM.input_tokens);
     const output = Store.numberOf(batch, i, Store.NUM.output_tokens);
@@ -64,11 +69,17 @@ function write(batch: Store.Batch, bounds: Store.Bounds): void {
     const k = key.join("\u0000");
     let t = days.get(k);
     if (!t) {
-      t = { key, counts: [0, 0, 0, 0, 0] };
+      if (!prices.has(key[4])) prices.set(key[4], priceOf(key[4], bounds.prices));
+      const price = prices.get(key[4]) ?? null;
+      t = { key, price: price ? priceText(price) : "", usd: 0, counts: [0, 0, 0, 0, 0] };
       days.set(k, t);
     }
     t.counts[0]++;
     for (let j = 0; j < TOKENS.length; j++) t.counts[j + 1]! += Store.numberOf(batch, i, TOKENS[j]!) || 0;
+  }
+  for (const t of days.values()) {
+    const [, input, output, cacheRead, cacheWrite] = t.counts;
+    t.usd = costOf(prices.get(t.key[4]) ?? null, { input, output, cacheRead, cacheWrite }) ?? 0;
   }
   // A failed transaction is rolled back: so are the counters it moved (the batch may be written again).
   const before = { next, sinceBound };
@@ -85,13 +96,13 @@ function writeAll(
   batch: Store.Batch,
   bounds: Store.Bounds,
   totals: Map<number, Usage.Counts>,
-  days: Map<string, { key: readonly [string, string, string, string, string]; counts: Usage.Counts }>,
+  days: Map<string, DayAdd>,
 ): void {
   d.transaction(() => {
     Store.append(d, batch, next);
     next += batch.n;
     for (const [task, t] of totals) Usage.addToTask(d, batch.table[task]!, t);
-    for (const t of days.values()) Usage.addToDay(d, ...t.key, t.counts);
+    for (const t of days.values()) Usage.addToDay(d, ...t.key, t.price, t.usd, t.counts);
     sinceBound += batch.n;
     // Keep within the row bound without counting per batch: trim once a tenth of it has arrived.
     if (sinceBound >= Math.max(10, bounds.maxRows / 10)) trim(bounds.maxRows);

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { type Config, type ResolvedProfile, resolveProfile } from "../../config";
 import type { CredentialStore } from "../../credentials";
 import * as Harness from "../../harness";
+import { ownPrices } from "../../prices";
 import { LazyError } from "../../util/errors";
 import * as Log from "../../util/log";
 import { GATEWAY_PORTS_FILE } from "../../util/paths";
@@ -74,7 +75,12 @@ export class ModelProxy {
       db,
       () => {
         const a = this.config().proxy.audit;
-        return { maxRows: a.max_rows, maxAgeDays: a.max_age_days, maxRefusals: a.max_refusal_lines };
+        return {
+          maxRows: a.max_rows,
+          maxAgeDays: a.max_age_days,
+          maxRefusals: a.max_refusal_lines,
+          prices: ownPrices(this.config().prices),
+        };
       },
       log,
       () => this.sync(),
