@@ -40,6 +40,10 @@ const EXAMPLES: Record<string, unknown> = {
   "budget.per_day_tokens": 50_000_000,
   "budget.per_task_usd": 5,
   "budget.per_day_usd": 50,
+  "prices.NAME.input": 1,
+  "prices.NAME.output": 4,
+  "prices.NAME.cache_read": 0.1,
+  "prices.NAME.cache_write": 1.25,
   "notify.webhook": "https://hooks.example.com/lazy",
   "notify.webhook_credential": "slack-hook",
   "review.check": "bun test",
@@ -56,7 +60,7 @@ const EXAMPLES: Record<string, unknown> = {
 };
 
 /** What a table is called in the starter: a named one gets an example name. */
-const NAMES: Record<string, string> = { "profiles.NAME": "profiles.local" };
+const NAMES: Record<string, string> = { "profiles.NAME": "profiles.local", "prices.NAME": 'prices."qwen3-coder"' };
 
 /** A sentence a table's description needs in the starter, beyond the schema's. */
 const NOTES: Record<string, string> = {

@@ -100,7 +100,12 @@ type TaskSpent = Spent & { models: (Spent & { model: string })[] };
 function spentLine(s: TaskSpent): string {
   if (!s.requests) return "– (no model request yet)";
   const models = s.models.map((m) => m.model || "no model named").join(", ");
-  return `${costText(s, true)} (${s.tokens} tokens in ${s.requests} request(s)${models ? `; ${models}` : ""})`;
+  const line = `${costText(s, true)} (${s.tokens} tokens in ${s.requests} request(s)${models ? `; ${models}` : ""})`;
+  const named = s.unpriced.filter(Boolean);
+  // The remedy: a price of the project's own prices what comes next (what was counted stays).
+  return named.length
+    ? `${line}\n         ${named.map((m) => `[prices.${JSON.stringify(m)}]`).join(", ")} in lazy.toml prices later requests`
+    : line;
 }
 
 const budget = command({
