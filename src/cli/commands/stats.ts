@@ -120,6 +120,8 @@ const limits = command({
 
 /** A row's model: the one served, "asked A, served B" when they differ, "asked A" when none was served. */
 function modelText(asked: string | null, served: string | null): string {
+  // "": the answer named a model lazy does not keep (control bytes, spaces, too long).
+  if (served === "") return `${asked ? `asked ${asked}, ` : ""}served an unreadable model name`;
   if (served) return asked && asked !== served ? `asked ${asked}, served ${served}` : served;
   return asked ? `asked ${asked}` : "-";
 }

@@ -91,7 +91,7 @@ export class UsageTap {
     return this.#error;
   }
 
-  /** The model the answer says served it (message_start, a Responses event's response, a whole body), bounded; null when it named none. */
+  /** The model the answer says served it (message_start, a Responses event's response, a whole body), bounded; "" when it named one lazy will not keep; null when it named none. */
   get model(): string | null {
     return this.#model;
   }
@@ -298,9 +298,13 @@ export class UsageTap {
     if (error) this.#noteError(error, "error");
   }
 
+  /**
+   * An answer that names a model lazy will not keep (control bytes, spaces, too long) served an
+   * unknown model: "" (priced as none, "tokens of no named model"), never the one asked, which an
+   * agent chooses and may be cheaper.
+   */
   #served(model: unknown): void {
-    const m = modelName(model);
-    if (m) this.#model = m;
+    if (typeof model === "string") this.#model = modelName(model) ?? "";
   }
 
   #noteError(error: Record<string, unknown> | null, fallback: string): void {
