@@ -34,7 +34,7 @@ function started(text: string): Map<string, string> {
   let table = "";
   for (const line of text.split("\n")) {
     const h = line.match(/^# \[\[?([^\]]+)\]\]?$/);
-    if (h) table = h[1]!.replace(/^profiles\.[a-z0-9_-]+$/, "profiles.NAME");
+    if (h) table = h[1]!.replace(/^profiles\.[a-z0-9_-]+$/, "profiles.NAME").replace(/^prices\."[^"]+"$/, "prices.NAME");
     const kv = line.match(/^# ("[^"]+"|[A-Za-z_][\w-]*) = (.*)$/);
     if (kv && table) out.set(`${table} ${kv[1]}`, kv[2]!);
   }
