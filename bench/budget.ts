@@ -19,6 +19,7 @@ import { Database } from "bun:sqlite";
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { costOf, priceOf, priceText } from "../src/prices";
 import type { Row } from "../src/proxy/audit";
 import * as AuditStore from "../src/proxy/audit/store";
 import { fmt, pct, timeProcess, trustToml } from "./lib";
@@ -55,10 +56,11 @@ function seedStore(path: string): { rows: number; tasks: number; requests: numbe
   const now = Date.now();
   const dayMs = 86_400_000;
   const profiles = [
-    { profile: "sonnet", credentials: ["anthropic", "anthropic-team"] },
-    { profile: "gpt", credentials: ["openai"] },
-    { profile: "claude", credentials: ["anthropic"] },
+    { profile: "sonnet", credentials: ["anthropic", "anthropic-team"], model: "claude-sonnet-4-5" },
+    { profile: "gpt", credentials: ["openai"], model: "gpt-5-codex" },
+    { profile: "claude", credentials: ["anthropic"], model: "vendor-unpriced" },
   ];
+  const modelOf = new Map(profiles.map((p) => [p.profile, p.model]));
   // Each task lives 1-4 consecutive days within the last 30, on one profile, and makes 1 to
   // ~1,000 requests (skewed: most tasks are short), the 10,000 making the million; a
   // request's tokens are a Claude Code turn's: mostly cache reads.
@@ -100,7 +102,7 @@ function seedStore(path: string): { rows: number; tasks: number; requests: numbe
       "INSERT INTO task_tokens (task_id, requests, input_tokens, output_tokens, cache_read, cache_write) VALUES (?, ?, ?, ?, ?, ?)",
     );
     const day = db.query(
-      "INSERT INTO usage_days (day, task_id, profile, credential, requests, input_tokens, output_tokens, cache_read, cache_write) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "INSERT INTO usage_days (day, task_id, profile, credential, model, price, requests, input_tokens, output_tokens, cache_read, cache_write, usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     );
     for (const [i, t] of tasks.entries()) {
       const at = now - (DAYS - 1 - t.firstDay) * dayMs;
@@ -113,7 +115,29 @@ function seedStore(path: string): { rows: number; tasks: number; requests: numbe
         const n = d === t.days - 1 ? left : Math.floor(n0 / t.days);
         left -= n;
         const date = new Date(now - (DAYS - 1 - t.firstDay - d) * dayMs).toISOString().slice(0, 10);
-        day.run(date, t.id, t.profile, t.credential, n, n * usage.input, n * usage.output, n * usage.cacheRead, n * usage.cacheWrite);
+        // Priced as the audit writer prices a request: by its model, the dollars kept beside the tokens.
+        const model = modelOf.get(t.profile)!;
+        const price = priceOf(model);
+        const counts = {
+          input: n * usage.input,
+          output: n * usage.output,
+          cacheRead: n * usage.cacheRead,
+          cacheWrite: n * usage.cacheWrite,
+        };
+        day.run(
+          date,
+          t.id,
+          t.profile,
+          t.credential,
+          model,
+          price ? priceText(price) : "",
+          n,
+          counts.input,
+          counts.output,
+          counts.cacheRead,
+          counts.cacheWrite,
+          costOf(price, counts) ?? 0,
+        );
       }
     }
   })();
