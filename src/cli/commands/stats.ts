@@ -184,7 +184,7 @@ const budget = command({
     print("\nModels (as served):");
     for (const m of r.models)
       print(
-        `  ${(m.model || "(none named)").padEnd(24)} ${String(m.tokens).padStart(10)} tokens  ${m.priced ? usd(m.usd) : `tokens only (${m.model ? `no price known for ${m.model}` : "no answer named its model"})`}`,
+        `  ${(m.model || "(none named)").padEnd(24)} ${String(m.tokens).padStart(10)} tokens  ${m.priced ? usd(m.usd) : `tokens only (${m.model ? `no price known for ${m.model}` : "no answer named a model lazy could read"})`}`,
       );
     print("\nDays:");
     for (const d of r.days) print(`  ${d.day}  ${String(d.tokens).padStart(10)} tokens  ${cost(d)}`);
