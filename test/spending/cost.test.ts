@@ -164,5 +164,37 @@ describe("cost by the model served, kept when counted", () => {
     expect(out).not.toContain("$0.0000");
     expect(out).toMatch(/idle-1\s.*\s0\s+–\s/);
     expect((await p.ok(["task", "show", "idle-1"])).stdout).toContain("Cost:    – (no model request yet)");
+
+    // The group's page, the same cell through the same formatter (lines/ costText).
+    const { ctx, origin, page } = await signedIn(p);
+    const pg = page.page;
+    await pg.goto(`${origin}/groups/idle`);
+    await pg.waitForSelector("#compare tbody tr", { timeout: 10_000 });
+    const rows = await pg.$$eval("#compare tbody tr", (trs) =>
+      trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent ?? "")),
+    );
+    expect(rows.map((r) => [r[0], r[5], r[6]])).toEqual([
+      ["idle-1", "0", "–"],
+      ["idle-2", "0", "–"],
+    ]);
+    await shot(pg, "cost-group-never-run");
+    expect(page.problems).toEqual([]);
+    await ctx.close();
+  }, 60_000);
+
+  test("a running daemon takes a [prices] edit for the requests after it, and only those", async () => {
+    const text = (t: string) => `${base()}\n[budget]\nper_day_tokens = ${t}\n\n[prices."claude-sonnet-4-6"]\ninput = 50\noutput = 50\n`;
+    p.writeToml(text("999999999"));
+    // The reload is seen once [budget] (written with it) shows.
+    await until(
+      async () => ((await p.json(["stats", "budget"])).budget.per_day_tokens === 999999999 ? true : undefined),
+      15_000,
+      "the daemon's reload of lazy.toml",
+    );
+    await p.ok(["task", "add", "live", "--code", "live"]);
+    await ask("live", "claude-sonnet-4-6");
+    expect((await shown("live")).spent.usd).toBeCloseTo(at(50, 50, 50, 50), 10);
+    expect((await shown("later")).spent.usd).toBeCloseTo(OWN, 10);
+    expect((await shown("priced")).spent.usd).toBeCloseTo(SONNET_46, 10);
   }, 60_000);
 });
