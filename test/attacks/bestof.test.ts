@@ -3,7 +3,7 @@
  * containers (the mock answers both with the same tool_use; what it does depends on the
  * candidate's branch). One candidate's agent goes for the other's worktree and branch; the
  * other forges the check's verdict by planting a `grep` that always passes in its own
- * container; and a lazy.toml changed without `lazy trust` names a check of its own. Each test
+ * container; and a lazy.toml changed without `lazy trust` names a check of its own (refused). Each test
  * asserts the outcome the attacker wanted did not happen on the host.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
@@ -68,7 +68,7 @@ describe("best-of-N: one candidate against another, and against the check", () =
     sh("/", `docker stop -t 0 ${id}`);
   });
 
-  test("a check named by a lazy.toml nobody trusted never runs: the CLI refuses, the daemon judges with the trusted one", async () => {
+  test("a check named by a lazy.toml nobody trusted never runs: the CLI and the API refuse it", async () => {
     const marker = join(p.stateDir, "worktrees", "atk-a", "pwned.txt");
     edit(p, toml.replace(`check = "${CHECK}"`, 'check = "touch pwned.txt; echo UNTRUSTED"'));
     // One trust rule, daemon or not: the CLI refuses to judge under an untrusted file (exit 4,
@@ -78,13 +78,20 @@ describe("best-of-N: one candidate against another, and against the check", () =
     expect(cli.stderr).toContain("lazy trust");
     expect(cli.stdout + cli.stderr).not.toContain("UNTRUSTED");
     expect(existsSync(marker)).toBe(false);
-    // Straight to the API (the dashboard's Run check): the daemon judges with the approved command.
-    const r = await p.api("POST", "/api/groups/atk/check", { force: true });
-    const a = r.comparison.candidates.find((x: any) => x.code === "atk-a");
-    expect(r.comparison.check).toBe(CHECK);
-    expect(a.check.command).toBe(CHECK);
-    expect(a.check.output).not.toContain("UNTRUSTED");
+    // Straight to the API (the dashboard's Run check): the daemon refuses alike (one trust rule), running nothing.
+    const api = await fetch(`http://127.0.0.1:${p.runtime()!.api.port}/api/groups/atk/check`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${p.token()}`, "content-type": "application/json" },
+      body: JSON.stringify({ force: true }),
+    });
+    expect(api.status).toBe(403);
+    const refusal = await api.json();
+    expect(refusal.error.code).toBe("config_untrusted");
+    expect(JSON.stringify(refusal)).not.toContain("UNTRUSTED");
     expect(existsSync(marker)).toBe(false);
+    // Nothing ran: the verdicts shown are still the trusted command's.
+    const c = await p.api("GET", "/api/groups/atk");
+    expect(c.candidates.find((x: any) => x.code === "atk-a").check?.output ?? "").not.toContain("UNTRUSTED");
     edit(p, toml);
   });
 });
