@@ -58,7 +58,7 @@ export interface Comparison {
   baseNote: string | null;
   candidates: Candidate[];
   /** The candidate "Keep one" points at (rank's first), or null: `keepNote` says why. */
-  best: string | null;
+  keep: string | null;
   keepNote: string | null;
 }
 
@@ -174,7 +174,7 @@ export async function compare(db: Database, config: Config, root: string, group:
     base: base.verdict,
     baseNote: base.note,
     candidates,
-    best: best ? (best.code ?? best.id) : null,
+    keep: best ? (best.code ?? best.id) : null,
     keepNote: best ? null : keepNote(candidates),
   };
 }

@@ -169,8 +169,9 @@ export class Groups {
     if (!base) return "no candidate has a branch yet";
     const last = GroupChecks.get(this.d.db, group);
     if (!force && last?.base === base && last.command === command) return undefined;
-    // The candidate whose work is judged last holds the check's container (its labels, its busy mark).
-    const holder = members.find((t) => !isFinal(t.status) && t.status !== "running" && t.status !== "queued") ?? members[0]!;
+    // A candidate whose turn has ended holds the check's container (its labels; no turn of it starts meanwhile).
+    const holder = members.find((t) => t.status !== "running" && t.status !== "queued");
+    if (!holder) return "no candidate's turn has ended yet";
     const v = await this.judge(holder, "base-check", base, command);
     GroupChecks.put(this.d.db, group, { base, command, ok: v.ok, code: v.code, ms: v.ms, output: v.output, error: v.error ?? null });
     this.d.log.info(

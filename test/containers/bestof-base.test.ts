@@ -53,7 +53,7 @@ describe("best-of-N: the check on the untouched base", () => {
     expect(c.baseNote).toBe("the check passes on the base too: it does not tell candidates apart");
     expect(c.candidates.map((x: any) => x.check.ok)).toEqual([true, true]);
     // Both changed a file; no check tells them apart: the first of equals is ranked first.
-    expect(c.best).not.toBeNull();
+    expect(c.keep).not.toBeNull();
     await p.ok(["daemon", "restart"]);
     const kept = await p.json(["compare", "base1", "--no-check"]);
     expect(kept.base).toMatchObject({ ok: true, commit: base, at: c.base.at });
@@ -90,7 +90,7 @@ describe("best-of-N: the check on the untouched base", () => {
       ["base1-a", true],
       ["base1-b", false],
     ]);
-    expect(c.best).toBe("base1-a");
+    expect(c.keep).toBe("base1-a");
     const text = (await p.ok(["compare", "base1", "--no-check"])).stdout;
     expect(text).toMatch(/base1-a\s+a\s+done\s+1 file\(s\) \+1 -0\s+pass\s/);
     expect(text).toContain(`Base: FAIL (exit 2) on ${base.slice(0, 12)}`);

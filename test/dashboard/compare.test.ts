@@ -43,7 +43,7 @@ describe("Keep one", () => {
       ["g-2", "done", 1],
       ["g-3", "done", 2],
     ]);
-    expect(c.best).toBe("g-2");
+    expect(c.keep).toBe("g-2");
     const text = (await p.ok(["compare", "g", "--no-check"])).stdout;
     expect(text).toContain("Keep one: lazy accept g-2 (ranked first;");
     expect(text).not.toContain("lazy accept g-1");
@@ -51,7 +51,7 @@ describe("Keep one", () => {
 
   test("when no candidate changed a file there is none, and it says why", async () => {
     const c = await p.json(["compare", "none", "--no-check"]);
-    expect(c.best).toBeNull();
+    expect(c.keep).toBeNull();
     expect(c.keepNote).toBe("no finished candidate changed a file: nothing to keep");
     const text = (await p.ok(["compare", "none", "--no-check"])).stdout;
     expect(text).toContain("Keep one: none (no finished candidate changed a file: nothing to keep).");
@@ -128,6 +128,15 @@ describe("the group's page", () => {
       expect(await keep.textContent()).toBe("Keep g-2");
       expect(await keep.isEnabled()).toBe(true);
       expect(await pg.locator("#compare tr.best td[data-label=candidate]").textContent()).toBe("g-2");
+      // It accepts that one, asked first; a no leaves every candidate be.
+      let asked = "";
+      pg.once("dialog", (d) => {
+        asked = d.message();
+        void d.dismiss();
+      });
+      await keep.click();
+      expect(asked).toBe("Accept g-2: merge lazy/g-2 and close g-1, g-3 (their branches stay)?");
+      expect((await p.json(["task", "show", "g-2"])).task.status).toBe("done");
 
       // The diff between two candidates.
       await pg.selectOption("#pair-from", "g-2");

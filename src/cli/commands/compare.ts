@@ -83,9 +83,9 @@ export function printComparison(c: Comparison): void {
     ].filter(Boolean);
     if (notes.length) print(`  ${x.code ?? x.id}: ${notes.join("; ")}`);
   }
-  if (c.best)
+  if (c.keep)
     print(
-      `\nKeep one: lazy accept ${c.best} (ranked first; closes the others, their branches stay). See one: lazy diff CODE; two side by side: lazy compare ${c.group} --diff A B.`,
+      `\nKeep one: lazy accept ${c.keep} (ranked first; closes the others, their branches stay). See one: lazy diff CODE; two side by side: lazy compare ${c.group} --diff A B.`,
     );
   else if (c.keepNote) print(`\nKeep one: none (${c.keepNote}).`);
   if (c.base?.ok) print(`Note: ${BASE_PASSES}; no candidate counts as passing it.`);

@@ -58,7 +58,7 @@ export async function group(): Promise<void> {
       if (confirm(`Reject ${ref} and delete its branch ${c.branch}? This cannot be undone.`))
         void act(`Reject ${ref}`, () => api("POST", `/api/tasks/${encodeURIComponent(c.id)}/reject`, {}));
     });
-    const best = shown?.best === ref;
+    const best = shown?.keep === ref;
     return h(
       "tr",
       { "data-task": c.id, class: best ? "best" : undefined },
@@ -126,8 +126,8 @@ export async function group(): Promise<void> {
 
   /** Keep one: the ranked-first candidate that changed something, or why there is none. */
   const keep = (c: Comparison) => {
-    const best = c.candidates.find((x) => (x.code ?? x.id) === c.best);
-    const button = h("button", { type: "button", id: "keep-one", disabled: !best }, best ? `Keep ${c.best}` : "Keep one");
+    const best = c.candidates.find((x) => (x.code ?? x.id) === c.keep);
+    const button = h("button", { type: "button", id: "keep-one", disabled: !best }, best ? `Keep ${c.keep}` : "Keep one");
     if (best) button.addEventListener("click", () => acceptAsked(best));
     fill(
       $("keep"),
