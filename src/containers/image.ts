@@ -1,7 +1,8 @@
 /**
  * The task image: `[container] image` as is, or built from the project's Dockerfile
  * (`[container] dockerfile`), or lazy's own default, built from the Dockerfile below that
- * ships inside the binary (Debian, git, node, sudo and the four harnesses' npm packages).
+ * ships inside the binary (Debian, git, node, sudo and the npm packages of the harnesses the
+ * project's profiles use: Claude Code, Codex, Pi; cursor-agent is never installed).
  * The default's base is a build argument, so it builds from a local base where no registry
  * is reachable. The agent runs as a non-root user with passwordless sudo, so it can install
  * packages in its own container; lazy's binary is mounted at run time, never baked in.
@@ -28,7 +29,7 @@ const NODE = {
   },
 } as const;
 
-/** The harnesses lazy's default image can install (cursor-agent is not on npm: never in it). */
+/** The harnesses lazy's default image can install (cursor-agent is not one). */
 export type Installable = keyof typeof HARNESS_VERSIONS;
 export const INSTALLABLE = Object.keys(HARNESS_VERSIONS) as Installable[];
 
