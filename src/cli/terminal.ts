@@ -6,6 +6,8 @@
  * hide a line in what lazy prints.
  */
 
+import { stripAnsi } from "../util/ansi";
+
 /** Whether lazy may colour what it writes to this stream. */
 export function colours(stream: NodeJS.WriteStream): boolean {
   const env = process.env;
@@ -14,12 +16,8 @@ export function colours(stream: NodeJS.WriteStream): boolean {
   return Boolean(stream.isTTY) && env.TERM !== "dumb";
 }
 
-// CSI (ESC [ … final) and OSC (ESC ] … BEL or ST) sequences, then any other ESC pair.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching escape sequences is the point
-const ANSI = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]/g;
-
 /** Text without its escape sequences: a library's colours (citty's help) when we may not colour. */
-export const stripAnsi = (s: string) => s.replace(ANSI, "");
+export { stripAnsi };
 
 // C0 controls but tab and newline, DEL, and the C1 controls (U+0080–U+009F: U+009B is a CSI).
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control bytes is the point
@@ -30,3 +28,13 @@ export const visible = (s: string) => s.replace(CONTROL, (c) => `\\x${c.charCode
 
 /** A library's rendering (citty's help) for this stream: its escapes kept only where lazy may colour. */
 export const forStream = (stream: NodeJS.WriteStream, s: string) => (colours(stream) ? s : stripAnsi(s));
+
+/**
+ * A line someone else wrote (a build's output: the Dockerfile and the files it reads are the
+ * agent's to change), made fit for one line of a terminal: escape sequences gone, every other
+ * control byte shown as text, tabs as a space, and at most `max` characters.
+ */
+export function inert(s: string, max = 300): string {
+  const t = visible(stripAnsi(s.length > 4 * max ? s.slice(0, 4 * max) : s).replace(/\t/g, " "));
+  return t.length > max ? `${t.slice(0, max - 1)}…` : t;
+}

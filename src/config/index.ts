@@ -8,7 +8,7 @@ export { type AllowEntry, allows, DEFAULT_ALLOW, hostOf, parseAllow } from "./al
 export * as BuildFiles from "./build-files";
 export { autoMaxRunning, bytesOf, maxRunning, type Resolved as ResolvedLimits, resolveLimits } from "./limits";
 export { FILE, formatProblem, type Loaded, load, loadText, type Problem, readConfigText } from "./load";
-export { defaultProfile, type Harness, profileNames, type ResolvedProfile, resolveProfile } from "./profiles";
+export { defaultProfile, type Harness, profileNames, type ResolvedProfile, resolveProfile, usedHarnesses } from "./profiles";
 export * as Reference from "./reference";
 export * from "./schema";
 export { durationMs, SERVICE_SHAPES, type Service } from "./services";

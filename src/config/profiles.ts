@@ -45,3 +45,21 @@ export function resolveProfile(config: Config, name: string): ResolvedProfile {
 }
 
 export const defaultProfile = (config: Config): string => config.models.roles.agent ?? "claude";
+
+/**
+ * The harnesses this project's profiles use: the default profile's, the builder role's, and
+ * every [profiles.NAME] table's, plus `also` (a launch on a built-in profile lazy.toml does not
+ * name). lazy's default image installs these and no other (containers/image.ts).
+ */
+export function usedHarnesses(config: Config, also: readonly Harness[] = []): Harness[] {
+  const names = [defaultProfile(config), config.models.roles.builder, ...Object.keys(config.profiles)].filter(
+    (n): n is string => typeof n === "string",
+  );
+  const used = new Set<Harness>(also);
+  for (const n of names) {
+    try {
+      used.add(resolveProfile(config, n).harness);
+    } catch {}
+  }
+  return HARNESSES.filter((h) => used.has(h));
+}

@@ -200,7 +200,7 @@ export const Container = z
       .min(1)
       .optional()
       .describe(
-        `Base image lazy's default task image is built FROM (lazy adds git and node where it lacks them, and the harnesses). Not used with image or dockerfile.`,
+        `Base image lazy's default task image is built FROM (lazy adds git and node where it lacks them, and the harnesses the profiles use). Not used with image or dockerfile.`,
       ),
     setup: z.string().min(1).optional().describe("Command run in a new worktree before the first turn (e.g. npm ci)."),
     allow_metadata: z

@@ -4,6 +4,7 @@
  * lines that led to it (image.ts's BuildLog).
  */
 import type Docker from "dockerode";
+import { stripAnsi } from "../util/ansi";
 import * as HostNet from "./host-network";
 import * as Image from "./image";
 import { LABEL_IMAGE } from "./labels";
@@ -67,9 +68,9 @@ export async function build(docker: Docker, job: Job, progress: (line: string) =
       (event: { stream?: string; status?: string; progress?: string; id?: string; error?: string }) => {
         const text =
           event.stream ?? (event.status ? [event.id, event.status, event.progress].filter(Boolean).join(" ") : (event.error ?? ""));
-        // Docker colours a step's stderr: the escapes go (logs, events and the CLI want text).
-        // biome-ignore lint/suspicious/noControlCharactersInRegex: ESC is what the regex removes
-        for (const line of text.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "").split(/\r?\n|\r/)) {
+        // Docker colours a step's stderr: the escapes go (logs, events and the CLI want text;
+        // the CLI shows what control bytes are left as text: cli/terminal.ts).
+        for (const line of stripAnsi(text).split(/\r?\n|\r/)) {
           const l = steps.line(line.trimEnd());
           if (!l) continue;
           log.add(l);

@@ -1,7 +1,8 @@
 /**
  * The task image: `[container] image` as is, or built from the project's Dockerfile
  * (`[container] dockerfile`), or lazy's own default, built from the Dockerfile below that
- * ships inside the binary (Debian, git, node, sudo and the four harnesses' npm packages).
+ * ships inside the binary (Debian, git, node, sudo and the npm packages of the harnesses the
+ * project's profiles use: Claude Code, Codex, Pi; cursor-agent is never installed).
  * The default's base is a build argument, so it builds from a local base where no registry
  * is reachable. The agent runs as a non-root user with passwordless sudo, so it can install
  * packages in its own container; lazy's binary is mounted at run time, never baked in.
@@ -16,33 +17,108 @@ import { VERSION } from "../version";
 
 export const HARNESS_VERSIONS = { claude: "2.1.197", codex: "0.171.0", pi: "0.73.1" } as const;
 
+/** The node (and npm) lazy's default image installs when its base has no node 22: the npm registry's tarballs, pinned by digest. */
+const NODE = {
+  version: "22.23.3",
+  npm: "10.9.2",
+  sha512: {
+    x64: "a879f3e6d16c1e88ff58cfae4443558d638d8b9855be6c2b82af00e15efa2a9b95340738fa3c0af31e20c1ba1b13d06d1cd83f00a476e7cdde628acb17f73b9e",
+    arm64:
+      "9770c01d9adeca5a3ea7d4170edb0eae31b625726a5736179c01a621034e50d01170ca694ced9c99ec1540ffb7ead8c99d213e773a4c36d816f9cde8883bd7b4",
+    npm: "8ab88f10f224a0c614cb717a7f7c30499014f77134120e9c1f0211ea3cf3397592cbe483feb38e0c4b3be1c54e347292c76a1b5edb94a3289d5448484ab8ac81",
+  },
+} as const;
+
+/** The harnesses lazy's default image can install (cursor-agent is not one). */
+export type Installable = keyof typeof HARNESS_VERSIONS;
+export const INSTALLABLE = Object.keys(HARNESS_VERSIONS) as Installable[];
+
+/**
+ * What a first build of lazy's default image costs, measured (bench/first-build.ts, 2 cores, from
+ * a bare Debian base, no cache, 2026-12-06): the shared part (apt: git, curl, sudo; node and npm)
+ * and each harness's npm install; size in MB as `docker image inspect` gives it, time in seconds.
+ * Claude Code alone: 731 MB, 35.5 s; all three: 1325 MB, 53.9 s (codex and pi split by their
+ * node_modules). Said before a first build starts (cli/progress.ts), so nobody takes minutes of
+ * build for a hang.
+ */
+export const FIRST_BUILD = {
+  shared: { mb: 495, s: 25 },
+  claude: { mb: 235, s: 10 },
+  codex: { mb: 425, s: 18 },
+  pi: { mb: 205, s: 9 },
+} as const satisfies Record<"shared" | Installable, { mb: number; s: number }>;
+
+/** The expected size (MB) and time (s) of a first build of the default image with these harnesses. */
+export function expectedBuild(harnesses: readonly Installable[]): { mb: number; s: number } {
+  const parts = [FIRST_BUILD.shared, ...harnesses.map((h) => FIRST_BUILD[h])];
+  return { mb: parts.reduce((n, p) => n + p.mb, 0), s: parts.reduce((n, p) => n + p.s, 0) };
+}
+
+/**
+ * A step that may be quiet for long (npm fetching a 200 MB native binary) says how far it got
+ * every few seconds, so the live build output under lazy's step timer never stands still.
+ */
+const TICKING = `( while sleep 3; do echo "lazy: $(du -sh /root/.npm 2>/dev/null | cut -f1) fetched so far"; done ) & tick=$!; trap 'kill $tick 2>/dev/null' EXIT`;
+
 export const DEFAULT_DOCKERFILE = `# lazy's default task image. BASE is a build argument so it can come from a local image.
 ARG BASE=${DEFAULT_BASE}
 FROM \${BASE}
 ARG AGENT_UID=1000
-ARG CLAUDE_CODE_VERSION=${HARNESS_VERSIONS.claude}
-ARG CODEX_VERSION=${HARNESS_VERSIONS.codex}
-ARG PI_VERSION=${HARNESS_VERSIONS.pi}
 ENV DEBIAN_FRONTEND=noninteractive
 RUN set -eux; \\
     need=""; \\
-    for c in git node npm sudo ps; do command -v "$c" >/dev/null 2>&1 || need=yes; done; \\
+    for c in git curl sudo ps; do command -v "$c" >/dev/null 2>&1 || need=yes; done; \\
     if [ -n "$need" ]; then \\
       apt-get update; \\
-      apt-get install -y --no-install-recommends ca-certificates git nodejs npm sudo procps; \\
+      apt-get install -y --no-install-recommends ca-certificates curl git sudo procps; \\
       rm -rf /var/lib/apt/lists/*; \\
     fi
-# Claude Code and Pi want node 22; Debian ships older. The node package on npm brings it.
-RUN set -eux; \\
-    if [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 22 ]; then npm install -g --no-audit --no-fund --loglevel=error node@22; fi; \\
-    hash -r; node --version
+# Node ${NODE.version} (Claude Code and Pi want 22; Debian ships older) and npm, from the npm
+# registry's own tarballs, checked against pinned digests. Debian's nodejs and npm packages took
+# most of a first build's time and ~500 MB of the image.
+RUN set -eu; \\
+    if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1 || [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 22 ]; then \\
+      case "$(uname -m)" in \\
+        x86_64) arch=x64; sum=${NODE.sha512.x64};; \\
+        aarch64) arch=arm64; sum=${NODE.sha512.arm64};; \\
+        *) echo "lazy: no node build for $(uname -m): set [container] base to an image with node 22 and npm" >&2; exit 1;; \\
+      esac; \\
+      ca=/etc/ssl/certs/ca-certificates.crt; \\
+      if [ -n "\${NODE_EXTRA_CA_CERTS:-}" ]; then cat "$ca" "$NODE_EXTRA_CA_CERTS" > /tmp/ca.pem; ca=/tmp/ca.pem; fi; \\
+      r=https://registry.npmjs.org; \\
+      curl -fL --retry 3 --progress-bar --cacert "$ca" -o /tmp/node.tgz "$r/node-linux-$arch/-/node-linux-$arch-${NODE.version}.tgz"; \\
+      echo "$sum  /tmp/node.tgz" | sha512sum -c -; \\
+      tar -xzf /tmp/node.tgz -C /usr/local --strip-components=1 package/bin/node; \\
+      curl -fL --retry 3 --progress-bar --cacert "$ca" -o /tmp/npm.tgz "$r/npm/-/npm-${NODE.npm}.tgz"; \\
+      echo "${NODE.sha512.npm}  /tmp/npm.tgz" | sha512sum -c -; \\
+      mkdir -p /usr/local/lib/node_modules/npm; \\
+      tar -xzf /tmp/npm.tgz -C /usr/local/lib/node_modules/npm --strip-components=1; \\
+      ln -sf ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm; \\
+      ln -sf ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx; \\
+      rm -f /tmp/node.tgz /tmp/npm.tgz /tmp/ca.pem; \\
+    fi; \\
+    hash -r; node --version; npm --version
+# Only the harnesses the project's profiles use (HARNESSES, part of the image's tag): the shared
+# steps above stay in Docker's cache when another set is built.
 # npm skips an optional package it failed to fetch without failing: Claude Code's native binary
 # is one. Each harness runs once here, so an image without one fails its build, naming it.
+ARG HARNESSES="claude codex pi"
+ARG CLAUDE_CODE_VERSION=${HARNESS_VERSIONS.claude}
+ARG CODEX_VERSION=${HARNESS_VERSIONS.codex}
+ARG PI_VERSION=${HARNESS_VERSIONS.pi}
 RUN set -eu; \\
-    npm install -g --no-audit --no-fund --loglevel=error \\
-      "@anthropic-ai/claude-code@\${CLAUDE_CODE_VERSION}" "@openai/codex@\${CODEX_VERSION}" \\
-      "@mariozechner/pi-coding-agent@\${PI_VERSION}"; \\
-    for h in claude codex pi; do "$h" --version >/dev/null || { echo "lazy: $h does not run in this image (npm install above)" >&2; exit 1; }; done
+    pkgs=""; \\
+    for h in $HARNESSES; do case "$h" in \\
+      claude) pkgs="$pkgs @anthropic-ai/claude-code@\${CLAUDE_CODE_VERSION}";; \\
+      codex) pkgs="$pkgs @openai/codex@\${CODEX_VERSION}";; \\
+      pi) pkgs="$pkgs @mariozechner/pi-coding-agent@\${PI_VERSION}";; \\
+      *) echo "lazy: no harness $h" >&2; exit 1;; \\
+    esac; done; \\
+    if [ -n "$pkgs" ]; then \\
+      ${TICKING}; \\
+      npm install -g --no-audit --no-fund --loglevel=http --foreground-scripts $pkgs; rm -rf /root/.npm; \\
+    fi; \\
+    for h in $HARNESSES; do "$h" --version >/dev/null || { echo "lazy: $h does not run in this image (npm install above)" >&2; exit 1; }; done
 # The agent: a non-root user (the host user's uid, so files it writes are the user's) with
 # passwordless sudo for installing packages inside its own container.
 RUN set -eux; \\
@@ -58,7 +134,17 @@ RUN set -eux; \\
 
 export type ImagePlan =
   | { kind: "given"; tag: string }
-  | { kind: "build"; tag: string; dockerfile: string; context: string | null; buildArgs: Record<string, string>; what: string };
+  | {
+      kind: "build";
+      tag: string;
+      dockerfile: string;
+      context: string | null;
+      buildArgs: Record<string, string>;
+      what: string;
+      /** lazy's default image only: the harnesses it installs (in its tag) and what its first build costs. */
+      harnesses?: readonly Installable[];
+      expect?: { mb: number; s: number };
+    };
 
 /** The agent's uid: the host user's, or 1000 when lazy runs as root (the agent never is). */
 export function agentUid(): number {
@@ -66,7 +152,16 @@ export function agentUid(): number {
   return uid === 0 ? 1000 : uid;
 }
 
-export function plan(root: string, container: { image?: string; dockerfile?: string; base?: string }): ImagePlan {
+/**
+ * The image to run tasks from. `harnesses` are those the project's profiles use
+ * (config/profiles.ts usedHarnesses): lazy's default image installs only those, and names them
+ * in its tag, so adding a codex profile to a Claude-only project builds another image.
+ */
+export function plan(
+  root: string,
+  container: { image?: string; dockerfile?: string; base?: string },
+  harnesses: readonly string[],
+): ImagePlan {
   if (container.image) return { kind: "given", tag: container.image };
   const uid = String(agentUid());
   if (container.dockerfile) {
@@ -91,14 +186,18 @@ export function plan(root: string, container: { image?: string; dockerfile?: str
     };
   }
   const base = container.base ?? DEFAULT_BASE;
-  const hash = createHash("sha256").update(DEFAULT_DOCKERFILE).update(base).update(uid).digest("hex").slice(0, 12);
+  const set = INSTALLABLE.filter((h) => harnesses.includes(h));
+  const list = set.join(" ");
+  const hash = createHash("sha256").update(DEFAULT_DOCKERFILE).update(base).update(uid).update(`\0${list}`).digest("hex").slice(0, 12);
   return {
     kind: "build",
-    tag: `lazy/agent:${VERSION}-${hash}`,
+    tag: `lazy/agent:${VERSION}-${set.join("-") || "bare"}-${hash}`,
     dockerfile: DEFAULT_DOCKERFILE,
     context: null,
-    buildArgs: { BASE: base, AGENT_UID: uid },
-    what: `lazy's default image (FROM ${base})`,
+    buildArgs: { BASE: base, AGENT_UID: uid, HARNESSES: list },
+    what: `lazy's default image (FROM ${base}; ${set.length ? `harnesses: ${set.join(", ")}` : "no harness"})`,
+    harnesses: set,
+    expect: expectedBuild(set),
   };
 }
 

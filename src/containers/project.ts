@@ -7,7 +7,7 @@
  */
 import { existsSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type Config, Trust } from "../config";
+import { type Config, type Harness, Trust, usedHarnesses } from "../config";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import * as Engine from "./engine";
@@ -201,8 +201,8 @@ export class ProjectContainers {
    * is on (containers/host-network.ts): its CA bundle (checked; a file that does not parse is
    * refused by name) changes the tag, so a new certificate builds anew.
    */
-  private plan(config: Config): { image: Image.ImagePlan; host: HostNet.HostNetwork; raw: Image.ImagePlan } {
-    const raw = Image.plan(this.d.root, config.container);
+  private plan(config: Config, also: readonly Harness[] = []): { image: Image.ImagePlan; host: HostNet.HostNetwork; raw: Image.ImagePlan } {
+    const raw = Image.plan(this.d.root, config.container, usedHarnesses(config, also));
     const host: HostNet.HostNetwork = config.container.inherit_network_env ? HostNet.read() : { ca: null, proxy: {} };
     return { image: HostNet.apply(raw, host), host, raw };
   }
@@ -289,10 +289,16 @@ export class ProjectContainers {
 
   /**
    * The task image, built first if it is missing. `say`, when given, hears the build's steps
-   * (the runner records them as the task's `build` events).
+   * (the runner records them as the task's `build` events). `also`: a harness the launch needs
+   * that lazy.toml's profiles do not name (a built-in profile picked with --profile).
    */
-  async image(docker: Runtime, config: Config, say?: (data: Record<string, unknown>) => void): Promise<Image.ImagePlan> {
-    const { image, host, raw } = this.plan(config);
+  async image(
+    docker: Runtime,
+    config: Config,
+    say?: (data: Record<string, unknown>) => void,
+    also: readonly Harness[] = [],
+  ): Promise<Image.ImagePlan> {
+    const { image, host, raw } = this.plan(config, also);
     if (image.kind !== "build" || raw.kind !== "build") return image;
     const { missing, stale, stamp } = await this.due(docker, image, raw.dockerfile);
     if (missing || stale) {
@@ -306,7 +312,7 @@ export class ProjectContainers {
       if (under) {
         say?.({ image: image.tag, what: "the image another task's launch is building (waiting for it)" });
         await under;
-        return this.image(docker, config, say);
+        return this.image(docker, config, say, also);
       }
       let done = () => {};
       this.building.set(
@@ -342,21 +348,24 @@ export class ProjectContainers {
       : { files: { Dockerfile: image.dockerfile } as Record<string, string | Uint8Array>, executable: undefined, read: [] };
     if (config.container.dockerfile) await Trust.checkFiles(this.d.root, config.container, { context: read });
     const where = await this.buildNetwork(docker, config, image.buildArgs);
-    say?.({ image: image.tag, what: image.what });
+    // lazy's default image says what its first build costs (measured: containers/image.ts FIRST_BUILD).
+    say?.({ image: image.tag, what: image.what, ...(image.expect ? { expect: image.expect } : {}) });
     this.d.log.info(`building ${image.what} as ${image.tag} ${where.shown}${HostNet.describe(host)}`);
     if (host.ca) files[HostNet.CA_CONTEXT_NAME] = host.ca.pem;
-    let last = 0;
     // The project that built it: lazy prune removes only its own project's images (runner/prune.ts).
     const labels = { [LABEL_PROJECT]: this.d.slug, ...(stamp ? { [LABEL_CONTEXT]: stamp } : {}) };
-    await docker.build({ tag: image.tag, files, executable, buildArgs: where.buildArgs, network: where.network, labels }, (line) => {
-      this.d.log.info(`build: ${line}`);
-      // Every step is recorded; what a step prints only now and then, for the live line.
-      const step = /^Step \d+\/\d+/.test(line);
-      if (say && (step || Date.now() - last > 1000)) {
-        last = Date.now();
-        say(step ? { progress: line } : { output: line.slice(0, 300) });
-      }
-    });
+    const output = new BuildOutput(say);
+    try {
+      await docker.build({ tag: image.tag, files, executable, buildArgs: where.buildArgs, network: where.network, labels }, (line) => {
+        // The agent can write what a build prints (a Dockerfile, a file it reads): one bounded line.
+        this.d.log.info(
+          `build: ${line.length > BuildOutput.LOG_MAX ? `${line.slice(0, BuildOutput.LOG_MAX)}… (${line.length} characters)` : line}`,
+        );
+        output.line(line);
+      });
+    } finally {
+      output.end();
+    }
     say?.({ done: image.tag });
   }
 
@@ -391,5 +400,47 @@ export class ProjectContainers {
           ? 'not fenced: network = "open"'
           : `NOT fenced: ${fence.reason}`;
     return { network: net.name, buildArgs, shown: `on the project's network ${net.name} (${how})` };
+  }
+}
+
+/**
+ * What of a build's output becomes the task's `build` events, which the CLI shows live under
+ * the step's timer (cli/progress.ts): every step, and of the lines a step prints the latest,
+ * at most one a second — the latest is never held back longer, so a step that prints keeps the
+ * line moving however fast it prints. Each line bounded; the CLI makes it inert for a terminal.
+ */
+class BuildOutput {
+  static readonly EVERY_MS = 1000;
+  static readonly LINE_MAX = 300;
+  static readonly LOG_MAX = 2000;
+  private last = 0;
+  private pending: string | undefined;
+  private timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(private say?: (data: Record<string, unknown>) => void) {
+    if (say) this.timer = setInterval(() => this.flush(), BuildOutput.EVERY_MS);
+  }
+
+  line(line: string): void {
+    if (!this.say) return;
+    if (/^Step \d+\/\d+/.test(line)) {
+      this.pending = undefined; // the step before's: the new step is what matters now
+      this.say({ progress: line.slice(0, BuildOutput.LOG_MAX) });
+      return;
+    }
+    if (!line.trim() || /^ ---> |^Removing intermediate container/.test(line)) return;
+    this.pending = line.slice(0, BuildOutput.LINE_MAX);
+    if (Date.now() - this.last >= BuildOutput.EVERY_MS) this.flush();
+  }
+
+  end(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  private flush(): void {
+    if (this.pending === undefined) return;
+    this.say?.({ output: this.pending });
+    this.pending = undefined;
+    this.last = Date.now();
   }
 }

@@ -206,10 +206,17 @@ export class Launcher {
     early?.catch(() => {}); // awaited below; a refused worktree must not leave it unhandled
     let g = docker.remote ? undefined : await workspace();
     let built = false;
-    const image = await this.d.project.image(docker, config, (data) => {
-      built = true;
-      this.d.ledger.event(task, "build", data);
-    });
+    // The image has the harnesses lazy.toml's profiles use, and this task's (a built-in profile).
+    const harness = resolveProfile(config, task.profile).harness;
+    const image = await this.d.project.image(
+      docker,
+      config,
+      (data) => {
+        built = true;
+        this.d.ledger.event(task, "build", data);
+      },
+      [harness],
+    );
     // After the image: without root, the network's firewall rules are set from a helper
     // container of that image. Launches at once join the one under way (Docker refuses a second
     // network of one name, and the rules are the same). After a build (minutes) they are set

@@ -113,7 +113,7 @@ beforeAll(async () => {
   other = listener(addr);
   // lazy's default image on the test base (other container tests build it too): a project
   // Dockerfile FROM it has Claude Code for the agent's turn.
-  agentImage = HostNet.apply(Image.plan(scratch, { base: TEST_IMAGES.node }), HostNet.read(process.env)).tag;
+  agentImage = HostNet.apply(Image.plan(scratch, { base: TEST_IMAGES.node }, ["claude"]), HostNet.read(process.env)).tag;
   if (sh("/", `docker image inspect ${agentImage}`).code !== 0) {
     const q = await containerProject(anthropic, KEY);
     projects.push(q);

@@ -34,7 +34,7 @@ afterAll(() => teardown(projects, anthropic));
 describe("the host's proxy password", () => {
   for (const network of ["allowlist", "open"] as const)
     test(`never reaches a task container's env or inspect, or the image's history (network = "${network}")`, async () => {
-      const image = HostNet.apply(Image.plan("/", { base: TEST_IMAGES.node }), HostNet.read(process.env)).tag;
+      const image = HostNet.apply(Image.plan("/", { base: TEST_IMAGES.node }, ["claude"]), HostNet.read(process.env)).tag;
       const marker = `built-${crypto.randomUUID()}`;
       const p = await containerProject(anthropic, KEY, {
         env: {

@@ -49,7 +49,7 @@ beforeAll(async () => {
   });
   // The task image other container tests use (lazy's default on the test base, with this host's
   // own CAs); a project Dockerfile FROM it has Claude Code. Built here when no test made it yet.
-  agentImage = HostNet.apply(Image.plan(dir, { base: TEST_IMAGES.node }), HostNet.read(process.env)).tag;
+  agentImage = HostNet.apply(Image.plan(dir, { base: TEST_IMAGES.node }, ["claude"]), HostNet.read(process.env)).tag;
   if (sh("/", `docker image inspect ${agentImage}`).code !== 0) {
     const p = await containerProject(anthropic, KEY);
     projects.push(p);

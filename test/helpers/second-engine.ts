@@ -100,14 +100,14 @@ export function sshProcesses(text: string): string[] {
 
 /** The image a project on the test base runs (lazy's default image), present on the engine at `host`. Its tag. */
 export async function remoteImage(host: string, root: string): Promise<string> {
-  const plan = Image.plan(root, { base: TEST_IMAGES.node });
+  const plan = Image.plan(root, { base: TEST_IMAGES.node }, ["claude"]);
   if (plan.kind !== "build") throw new Error("expected lazy's default image");
   if (sh("/", `docker -H ${host} image inspect ${plan.tag}`).code === 0) return plan.tag;
   if (sh("/", `docker image inspect ${plan.tag}`).code !== 0) {
     const ctx = mkdtempSync(join(tmpdir(), "lazy-img-"));
     writeFileSync(join(ctx, "Dockerfile"), plan.dockerfile);
     const args = Object.entries(plan.buildArgs)
-      .map(([k, v]) => `--build-arg ${k}=${v}`)
+      .map(([k, v]) => `--build-arg '${k}=${v}'`)
       .join(" ");
     // On the host's network: this is lazy's own Dockerfile, built by the test (no agent wrote it),
     // and a machine's default bridge may not reach its DNS (EAI_AGAIN from npm).
