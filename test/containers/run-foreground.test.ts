@@ -75,7 +75,7 @@ describe("lazy run in the foreground", () => {
     expect(human.code, human.stderr).toBe(8);
     expect(human.stderr).toContain('waiting for your answer (lazy send asker-2 "…"): Which shade?');
     expect(human.stderr).not.toContain("lazy send TASK");
-    expect(human.stderr).toContain("Task asker-2 waits for your answer: Which shade?");
+    expect(human.stderr).toContain("Task asker-2 asked a question and waits for your answer.");
     // lazy logs reads the same line later.
     expect((await p.ok(["logs", "asker-2"])).stdout).toContain('(lazy send asker-2 "…")');
   }, 600_000);

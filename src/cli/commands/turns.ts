@@ -326,7 +326,9 @@ async function follow(c: Client.Client, t: Task, json: boolean, wait: boolean, i
     });
   else print(text || `(task ${ref} ${task.status})`);
   if (stopped) say.warn(stopLine(task));
-  else if (question !== null && !json) say.warn(`Task ${ref} waits for your answer: ${question}`);
+  // The question itself is in the event line above, its lines indented (src/lines): an agent's text
+  // is never a line of lazy's own.
+  else if (question !== null) say.warn(`Task ${ref} asked a question and waits for your answer.`);
   say.info(nextSteps(task, question !== null));
   setExitCode(
     stopped
