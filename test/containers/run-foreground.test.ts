@@ -21,8 +21,8 @@ beforeAll(async () => {
 afterAll(() => teardown(p, anthropic));
 
 /** `lazy run ARGS` as a running process, its stderr collected as it comes. */
-function running(args: string[]) {
-  const proc = Bun.spawn([BIN, "run", ...args], { cwd: p.root, env: p.fullEnv(), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+function running(args: string[], in_: Project = p) {
+  const proc = Bun.spawn([BIN, "run", ...args], { cwd: in_.root, env: in_.fullEnv(), stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   let stderr = "";
   const read = (async () => {
     const dec = new TextDecoder();
@@ -32,7 +32,11 @@ function running(args: string[]) {
   return {
     proc,
     stderr: () => stderr,
-    done: async () => ({ code: await proc.exited, stdout: await stdout, stderr: (await read, stderr) }),
+    done: async () => {
+      const code = await proc.exited;
+      await read;
+      return { code, stdout: await stdout, stderr };
+    },
   };
 }
 
@@ -129,5 +133,29 @@ describe("lazy run in the foreground", () => {
     expect(r.stdout).toBe("");
     await settled(p, "intr2");
     anthropic.reset();
+  }, 600_000);
+});
+
+describe("lazy run: Ctrl-C while the task still launches", () => {
+  let q: Project;
+  let mock: Mock.MockProvider;
+  beforeAll(async () => {
+    ({ anthropic: mock, p: q } = await anthropicProject(KEY, { container: 'setup = "sleep 6"' }));
+  });
+  afterAll(() => teardown(q, mock));
+
+  test("the stop waits for the turn to start, then stops it: exit 130, the task waits, stopped", async () => {
+    mock.behavior = { kind: "hang" };
+    const run = running(["Slow to launch", "--code", "launching"], q);
+    await until(() => run.stderr().includes("Running [container] setup: sleep 6"), 180_000, "the setup's line");
+    run.proc.kill("SIGINT");
+    const { code, stderr } = await run.done();
+    expect(code, stderr).toBe(130);
+    expect(stderr).toContain("Task launching is still launching: its turn is stopped as soon as it starts.");
+    expect(stderr).toMatch(/Stopped task launching's turn: it is waiting/);
+    const s = await settled(q, "launching");
+    expect(s.task.status).toBe("waiting");
+    expect(s.events.some((e: any) => e.kind === "stop")).toBe(true);
+    mock.reset();
   }, 600_000);
 });

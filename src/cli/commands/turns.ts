@@ -204,9 +204,9 @@ function nextSteps(t: Task, question: boolean): string {
  * lazy run goes on following it to its end, says what it is then, and exits 130. A second exits
  * at once, leaving the turn to end (or run) on its own, and says how to follow or stop it.
  */
-function onInterrupt(c: Client.Client, t: Task): { asked: boolean; release: () => void } {
+function onInterrupt(c: Client.Client, t: Task): Interrupt {
   const ref = t.code ?? t.id;
-  const state = { asked: false, release: () => process.off("SIGINT", handler) };
+  const state: Interrupt = { asked: false, pending: false, release: () => process.off("SIGINT", handler) };
   const handler = () => {
     if (state.asked) {
       say.warn(`Not waiting: task ${ref}'s turn is left as it is. Follow it: lazy logs ${ref} -f; stop it: lazy stop ${ref}.`);
@@ -214,12 +214,35 @@ function onInterrupt(c: Client.Client, t: Task): { asked: boolean; release: () =
     }
     state.asked = true;
     say.warn(`Stopping task ${ref}'s turn (Ctrl-C again leaves it running)…`);
-    c.request<Task>("POST", `/api/tasks/${t.id}/stop`).catch((e) =>
-      say.error(`Could not stop task ${ref}'s turn: ${(e as Error).message} Ctrl-C again leaves it; lazy stop ${ref} stops it later.`),
-    );
+    void stopTurn(c, t, state);
   };
   process.on("SIGINT", handler);
   return state;
+}
+
+interface Interrupt {
+  /** Ctrl-C was pressed once: the turn is (to be) stopped, and lazy run exits 130. */
+  asked: boolean;
+  /** The stop came while the task was still launching (queued): it is sent once the turn runs. */
+  pending: boolean;
+  release: () => void;
+}
+
+/** Ask the daemon to stop the turn; a task still launching is not running yet, so the stop waits for it. */
+async function stopTurn(c: Client.Client, t: Task, state: Interrupt): Promise<void> {
+  const ref = t.code ?? t.id;
+  try {
+    await c.request<Task>("POST", `/api/tasks/${t.id}/stop`);
+  } catch (e) {
+    const now = await c.request<{ task: Task }>("GET", `/api/tasks/${t.id}`).then(
+      (r) => r.task.status,
+      () => undefined,
+    );
+    if (e instanceof LazyError && e.code === "conflict" && now === "queued") {
+      state.pending = true;
+      say.warn(`Task ${ref} is still launching: its turn is stopped as soon as it starts.`);
+    } else say.error(`Could not stop task ${ref}'s turn: ${(e as Error).message} Ctrl-C again leaves it; lazy stop ${ref} stops it later.`);
+  }
 }
 
 /** What the success document adds about the work: the branch, its tip, the diffstat, tokens and cost (null when unknown). */
@@ -270,7 +293,7 @@ export const run = command({
 });
 
 /** `lazy run`'s one task from its launch to the end of its turn: what it prints and its exit code. */
-async function follow(c: Client.Client, t: Task, json: boolean, wait: boolean, interrupt: { asked: boolean }): Promise<void> {
+async function follow(c: Client.Client, t: Task, json: boolean, wait: boolean, interrupt: Interrupt): Promise<void> {
   const ref = t.code ?? t.id;
   let after = 0;
   try {
@@ -301,6 +324,10 @@ async function follow(c: Client.Client, t: Task, json: boolean, wait: boolean, i
       if (!json) say.info(line(e));
     }
     task = r.task;
+    if (interrupt.pending && task.status === "running") {
+      interrupt.pending = false;
+      await stopTurn(c, task, interrupt);
+    }
     if (held && task.status === "waiting") {
       if (!wait) {
         const text = `Task ${ref} is held by [usage_pause]: ${held.credential}'s ${held.detail ?? `${held.window} window`}; it starts by itself at ${held.resetsAt} (lazy run --wait waits for it).`;
