@@ -69,6 +69,19 @@ describe("lazy run --json: a refusal is one JSON document with a code", () => {
     expect(human.stderr).toContain("lazy auth set anthropic");
   });
 
+  test("an engine that does not answer (the shell's DOCKER_HOST): exit 4, launch_refused, the address and the remedy", async () => {
+    const p = new Project({ toml: upstream(mock.url) });
+    sh(p.root, "git -c user.name=Dev -c user.email=dev@example.com commit -q --allow-empty -m init");
+    await p.setCredential("anthropic", `sk-ant-api03-RUNJSON-${"j".repeat(71)}AA`);
+    await p.ok(["daemon", "stop"]);
+    const r = await p.run(["run", "anything", "--code", "noengine", "--json"], { env: { DOCKER_HOST: "tcp://127.0.0.1:1" } });
+    expect(r.code, r.stderr).toBe(4);
+    const doc = onlyJson(r.stdout);
+    expect(doc).toMatchObject({ status: "refused", error: { code: "launch_refused" } });
+    expect(doc.error.message).toContain("tcp://127.0.0.1:1");
+    expect(doc.error.message).toContain("unset DOCKER_HOST");
+  });
+
   test("lazy run --help states every exit code, the question's and Ctrl-C's included, and the JSON refusal", async () => {
     const p = new Project();
     const help = (await p.ok(["run", "--help"])).stdout.replace(/\s+/g, " ");
