@@ -8,7 +8,7 @@ import type { Database } from "bun:sqlite";
 import type { Config } from "../config";
 import * as Git from "../git";
 import { spentByTask } from "../spending";
-import { type Task, type TaskEvent, Tasks } from "../store";
+import { GroupChecks, type Task, type TaskEvent, Tasks } from "../store";
 import { taskDiff } from "./diff";
 
 export interface Verdict {
@@ -52,7 +52,43 @@ export interface Comparison {
   prompt: string;
   /** The command lazy.toml names ([review] check), or null. */
   check: string | null;
+  /** The check's verdict on the untouched base the candidates forked from (this command, this base); null when none ran. */
+  base: (Verdict & { commit: string }) | null;
+  /** What the base's verdict means for the candidates' ("the check passes on the base too: …"), or why there is none. */
+  baseNote: string | null;
   candidates: Candidate[];
+  /** The candidate "Keep one" points at (rank's first), or null: `keepNote` says why. */
+  keep: string | null;
+  keepNote: string | null;
+}
+
+/** Said wherever a check passes on the untouched base: its pass is no candidate's. */
+export const BASE_PASSES = "the check passes on the base too: it does not tell candidates apart";
+
+/** Whether a candidate's check counts as a pass: it passed on its tip, and it does not pass on the base too. */
+export function counts(c: Pick<Comparison, "base">, x: Pick<Candidate, "check">): boolean {
+  return x.check?.ok === true && c.base?.ok !== true;
+}
+
+/**
+ * The candidates one could keep, best first: finished (done, or waiting for the person) and
+ * changed at least one file; a counted check pass before no verdict before a failed check, then
+ * fewer tokens, then the group's order.
+ */
+export function rank(c: Pick<Comparison, "base" | "candidates">): Candidate[] {
+  const score = (x: Candidate) => (counts(c, x) ? 0 : x.check && !x.check.ok ? 2 : 1);
+  return c.candidates
+    .map((x, i) => ({ x, i }))
+    .filter(({ x }) => (x.status === "done" || x.status === "waiting") && x.diffstat.files > 0)
+    .sort((p, q) => score(p.x) - score(q.x) || p.x.tokens - q.x.tokens || p.i - q.i)
+    .map(({ x }) => x);
+}
+
+/** Why no candidate can be kept (rank found none). */
+function keepNote(candidates: readonly Candidate[]): string {
+  const open = candidates.filter((x) => x.status === "done" || x.status === "waiting");
+  if (!open.length) return "no candidate has finished: nothing to keep yet";
+  return "no finished candidate changed a file: nothing to keep";
 }
 
 /** Milliseconds in `running`, summed over the status events (the last one to `now` while it runs). */
@@ -128,5 +164,38 @@ export async function compare(db: Database, config: Config, root: string, group:
     });
   }
   const first = tasks[0];
-  return { group, title: first?.title ?? group, prompt: first?.prompt ?? "", check: config.review.check ?? null, candidates };
+  const base = baseVerdict(db, config, root, group, candidates);
+  const best = rank({ base: base.verdict, candidates })[0];
+  return {
+    group,
+    title: first?.title ?? group,
+    prompt: first?.prompt ?? "",
+    check: config.review.check ?? null,
+    base: base.verdict,
+    baseNote: base.note,
+    candidates,
+    keep: best ? (best.code ?? best.id) : null,
+    keepNote: best ? null : keepNote(candidates),
+  };
+}
+
+/** The check's stored verdict on the group's base, when it judged this base with this command. */
+function baseVerdict(
+  db: Database,
+  config: Config,
+  root: string,
+  group: string,
+  candidates: readonly Candidate[],
+): { verdict: Comparison["base"]; note: string | null } {
+  const command = config.review.check;
+  if (!command) return { verdict: null, note: null };
+  const tips = candidates.map((x) => x.tip).filter((t): t is string => !!t);
+  const at = tips.length ? Git.git(root, ["merge-base", "--octopus", "HEAD", ...tips], { allowFail: true }).out.trim() : "";
+  const v = GroupChecks.get(db, group);
+  if (!at || !v || v.base !== at || v.command !== command)
+    return { verdict: null, note: tips.length ? "not run on the base yet (lazy compare runs it)" : null };
+  return {
+    verdict: { ok: v.ok, code: v.code, command: v.command, at: v.at, ms: v.ms, output: v.output, error: v.error, commit: v.base },
+    note: v.ok ? BASE_PASSES : null,
+  };
 }

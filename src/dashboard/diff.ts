@@ -72,6 +72,43 @@ export async function taskDiff(root: string, ref: string, merged?: string, opts:
 }
 
 /**
+ * The difference between two candidates' branches (best-of-N): `from`'s tip against `to`'s, the
+ * files as each would be merged. `from` and `to` are task refs the caller took from the group's
+ * own tasks, never a person's text: only refs/heads/lazy/<ref> is ever named to git.
+ */
+export function candidatesDiff(root: string, from: string, to: string): Diff {
+  const a = `${Git.BRANCH_PREFIX}${from}`;
+  const b = `${Git.BRANCH_PREFIX}${to}`;
+  const label = `${a}..${b}`;
+  const tipOf = (branch: string) =>
+    Git.git(root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}^{commit}`], { allowFail: true }).out.trim() || null;
+  const [base, tip] = [tipOf(a), tipOf(b)];
+  if (!base || !tip) {
+    const missing = [!base ? a : null, !tip ? b : null].filter(Boolean).join(" and ");
+    return {
+      branch: label,
+      base,
+      tip,
+      files: [],
+      total: { files: 0, added: 0, removed: 0 },
+      cut: false,
+      note: `No branch ${missing}: that candidate has not started, or it was rejected.`,
+    };
+  }
+  if (base === tip)
+    return {
+      branch: label,
+      base,
+      tip,
+      files: [],
+      total: { files: 0, added: 0, removed: 0 },
+      cut: false,
+      note: `${a} and ${b} are the same commit.`,
+    };
+  return patchOf(root, label, base, tip, null);
+}
+
+/**
  * A pair not seen before: the fork point and the counts at once (`head...tip` counts from the
  * fork point), so a first reading waits for the slower of the two, not both. Readers at once
  * (the branch's move counted ahead, lazy diff, the page) share the one under way.

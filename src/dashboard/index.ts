@@ -7,7 +7,7 @@
  */
 
 export { ASSETS, type Asset, asset } from "./assets";
-export { type Candidate, type Comparison, compare, type Verdict, wallTime } from "./compare";
-export { type Diff, type DiffFile, taskDiff } from "./diff";
+export { BASE_PASSES, type Candidate, type Comparison, compare, counts, rank, type Verdict, wallTime } from "./compare";
+export { candidatesDiff, type Diff, type DiffFile, taskDiff } from "./diff";
 export { CSP, type PageName, page, pageFor } from "./pages";
 export { rows, type TaskRow, why } from "./rows";

@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { type Config, resolveLimits, resolveProfile } from "../config";
 import { BIN, caMount, containerEnvOf, Image, linuxBinary, type ProjectContainers, Tar } from "../containers";
 import * as Git from "../git";
-import { isFinal, type Task, Tasks } from "../store";
+import { GroupChecks, isFinal, type Task, Tasks } from "../store";
 import { readRegularBytes } from "../util/bounded-read";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
@@ -149,6 +149,66 @@ export class Groups {
     if (!tip) return `it has no branch ${branch}`;
     const last = Tasks.lastEvent(this.d.db, task.id, "check")?.data;
     if (!force && last?.tip === tip && last.command === command) return undefined; // this tip was judged by this command
+    const v = await this.judge(task, "check", tip, command);
+    this.verdict(task, v);
+    return undefined;
+  }
+
+  /**
+   * Run [review] check once on the group's untouched base (where its candidates forked from), the
+   * same way as on a candidate: a check that passes there does not tell candidates apart, and is
+   * no candidate's pass. Kept with the group (store/group-checks.ts); undefined when it ran (or
+   * its verdict on this base and command stands), else why it did not.
+   */
+  async checkBase(code: string, force = false): Promise<string | undefined> {
+    const members = this.members(code);
+    const group = members[0]!.group!;
+    const command = this.d.config().review.check;
+    if (!command) return "lazy.toml names no [review] check";
+    const base = await this.base(members);
+    if (!base) return "no candidate has a branch yet";
+    const last = GroupChecks.get(this.d.db, group);
+    if (!force && last?.base === base && last.command === command) return undefined;
+    // A candidate whose turn has ended holds the check's container (its labels; no turn of it starts meanwhile).
+    const holder = members.find((t) => t.status !== "running" && t.status !== "queued");
+    if (!holder) return "no candidate's turn has ended yet";
+    const v = await this.judge(holder, "base-check", base, command);
+    GroupChecks.put(this.d.db, group, { base, command, ok: v.ok, code: v.code, ms: v.ms, output: v.output, error: v.error ?? null });
+    this.d.log.info(
+      `group ${group}: [review] check ${v.ok ? "passed" : `failed (${v.error ?? `exit ${v.code}`})`} on the base ${base.slice(0, 12)}`,
+    );
+    return undefined;
+  }
+
+  /** Where the candidates forked from: the common ancestor of their branches and the project's HEAD; null when no branch. */
+  async base(members: readonly Task[]): Promise<string | null> {
+    const tips: string[] = [];
+    for (const t of members) {
+      const r = await Git.gitAsync(
+        this.d.root,
+        ["rev-parse", "--verify", "--quiet", `refs/heads/${Git.BRANCH_PREFIX}${this.d.ledger.ref(t)}^{commit}`],
+        { allowFail: true },
+      );
+      const tip = r.out.trim();
+      if (/^[0-9a-f]{40,64}$/.test(tip)) tips.push(tip);
+    }
+    if (!tips.length) return null;
+    const r = await Git.gitAsync(this.d.root, ["merge-base", "--octopus", "HEAD", ...tips], { allowFail: true });
+    const base = r.out.trim();
+    return /^[0-9a-f]{40,64}$/.test(base) ? base : null;
+  }
+
+  /**
+   * Run `command` on the files of commit `tip` in a fresh container of the task image (never the
+   * agent's own, never the host), held under `task` (its labels; no turn starts meanwhile).
+   */
+  private judge(
+    task: Task,
+    what: string,
+    tip: string,
+    command: string,
+  ): Promise<{ command: string; tip: string; ok: boolean; code: number; ms: number; error?: string; output: string }> {
+    const config = this.d.config();
     return this.d.busy(task, async () => {
       const docker = await this.d.project.docker();
       const image = await this.d.project.image(docker, config);
@@ -162,11 +222,11 @@ export class Groups {
       } catch (e) {
         if (!(e instanceof LazyError)) throw e;
         // A tip git would not check out, or past the bound, cannot pass: its verdict says why.
-        return this.verdict(task, { command, tip, ok: false, code: -1, ms: Date.now() - started, error: e.message, output: "" });
+        return { command, tip, ok: false, code: -1, ms: Date.now() - started, error: e.message, output: "" };
       }
       const id = await docker.create(
         {
-          name: `lazy-${this.d.slug}-${task.id}-check-${randomBytes(3).toString("hex")}`,
+          name: `lazy-${this.d.slug}-${task.id}-${what}-${randomBytes(3).toString("hex")}`,
           image: image.tag,
           project: this.d.slug,
           root: this.d.root,
@@ -204,7 +264,7 @@ export class Groups {
         await docker.remove(id);
       }
       const ok = r.code === 0 && !timedOut;
-      this.verdict(task, {
+      return {
         command,
         tip,
         ok,
@@ -212,8 +272,7 @@ export class Groups {
         ms: Date.now() - started,
         ...(timedOut ? { error: `stopped after ${CHECK_TIMEOUT_MS / 60_000} minutes` } : {}),
         output: r.output.slice(-CHECK_OUTPUT),
-      });
-      return undefined;
+      };
     });
   }
 

@@ -286,6 +286,24 @@ export class Runner {
     return r;
   }
 
+  /**
+   * Before a best-of-N run makes its group: every profile's credential is there, or the whole
+   * group is refused (each missing one named, with its lazy auth set), before any candidate is
+   * made or launched.
+   */
+  groupReady(profiles: readonly string[]): void {
+    this.mustTrust();
+    const config = this.d.config();
+    for (const p of profiles) resolveProfile(config, p);
+    const refusals = [...new Set(profiles)].map((p) => this.d.proxy.credentialMissing(p)).filter((e) => e !== null);
+    if (!refusals.length) return;
+    const first = refusals[0]!;
+    throw new LazyError(
+      first.code,
+      `${refusals.map((e) => e.message).join(" ")} No candidate was made or started: the group needs every profile's credential.`,
+    );
+  }
+
   /** Start the task's next turn: the first prompt, or a follow-up message (launch.ts). */
   start(ref: string, message?: string): Promise<Task> {
     this.mustTrust();

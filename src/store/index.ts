@@ -9,6 +9,8 @@ import { MIGRATIONS } from "./migrations";
 
 export * as AuditBatches from "./audit";
 export * as AuditRefusals from "./audit-refusals";
+export type { BaseVerdict } from "./group-checks";
+export * as GroupChecks from "./group-checks";
 export type { Held } from "./held";
 export * as HeldTurns from "./held";
 export type { Note } from "./memory";

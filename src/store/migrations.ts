@@ -178,4 +178,17 @@ export const MIGRATIONS: readonly (string | ((db: Database) => void))[] = [
    DROP TABLE usage_days;
    ALTER TABLE usage_days_models RENAME TO usage_days;
    CREATE INDEX usage_days_task ON usage_days(task_id);`,
+  // Best-of-N: the [review] check run once on a group's untouched base (issue 37): a check that
+  // passes there does not tell candidates apart. One row a group, the latest verdict.
+  `CREATE TABLE group_checks (
+     grp     TEXT PRIMARY KEY,
+     base    TEXT NOT NULL,
+     command TEXT NOT NULL,
+     ok      INTEGER NOT NULL,
+     code    INTEGER NOT NULL,
+     ms      INTEGER NOT NULL,
+     output  TEXT NOT NULL,
+     error   TEXT,
+     at      INTEGER NOT NULL
+   ) WITHOUT ROWID;`,
 ];

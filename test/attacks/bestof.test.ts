@@ -78,13 +78,22 @@ describe("best-of-N: one candidate against another, and against the check", () =
     expect(cli.stderr).toContain("lazy trust");
     expect(cli.stdout + cli.stderr).not.toContain("UNTRUSTED");
     expect(existsSync(marker)).toBe(false);
-    // Straight to the API (the dashboard's Run check): the daemon judges with the approved command.
+    // Straight to the API (the dashboard's Run check): refused the same way, before any check runs.
+    const err = await p.api("POST", "/api/groups/atk/check", { force: true }).then(
+      () => "",
+      (e: Error) => e.message,
+    );
+    expect(err).toContain("403");
+    expect(err).toContain("config_untrusted");
+    expect(err).toContain("review.check");
+    expect(existsSync(marker)).toBe(false);
+    // Once approved again (the file as it was), the daemon judges with the approved command.
+    edit(p, toml);
     const r = await p.api("POST", "/api/groups/atk/check", { force: true });
     const a = r.comparison.candidates.find((x: any) => x.code === "atk-a");
     expect(r.comparison.check).toBe(CHECK);
     expect(a.check.command).toBe(CHECK);
     expect(a.check.output).not.toContain("UNTRUSTED");
     expect(existsSync(marker)).toBe(false);
-    edit(p, toml);
   });
 });

@@ -113,14 +113,25 @@ describe("best-of-N: a group", () => {
 });
 
 describe("best-of-N: lazy run's exit code", () => {
-  test("every candidate's launch refused: lazy run's own code for it (5: no credential), each candidate failed with the reason", async () => {
-    // The built-in codex profile's credential (openai) was never stored.
-    const r = await p.run(["run", "--n", "2", "--profile", "codex", "Say hi", "--code", "nokey"]);
-    expect(r.code).toBe(5);
-    expect(r.stderr).toMatch(/nokey-1: .*credential/i);
-    expect(r.stderr).toMatch(/nokey-2: .*credential/i);
-    expect(r.stdout).toMatch(/nokey-1\s+codex\s+failed/);
-    expect(r.stdout).toMatch(/nokey-2\s+codex\s+failed/);
+  test("a profile with no credential refuses the whole group before anything is made: exit 5, naming the profile and lazy auth set", async () => {
+    const before = await taskCount();
+    // The built-in codex profile's credential (openai) was never stored; a's (anthropic) was.
+    for (const args of [
+      ["run", "--n", "2", "--profile", "codex", "Say hi", "--code", "nokey"],
+      ["run", "--profiles", "a,codex", "Say hi", "--code", "nokey"],
+    ]) {
+      const r = await p.run(args);
+      expect(r.code, r.stderr).toBe(5);
+      expect(r.stderr).toContain('Profile codex needs the "openai" credential, which is not stored: run lazy auth set openai.');
+      expect(r.stderr).toContain("No candidate was made or started");
+      expect(r.stdout + r.stderr).not.toContain("nokey-");
+    }
+    const json = await p.run(["run", "--profiles", "a,codex", "Say hi", "--code", "nokey", "--json"]);
+    expect(json.code).toBe(5);
+    expect(JSON.parse(json.stdout)).toMatchObject({ status: "refused", error: { code: "credential_missing" } });
+    // No candidate was made, so none failed: the group does not exist.
+    expect(await taskCount()).toBe(before);
+    expect((await p.run(["compare", "nokey"])).stderr).toContain('No group "nokey"');
   });
 });
 

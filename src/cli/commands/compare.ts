@@ -4,7 +4,7 @@
  * --profiles` do with a group: make it, start every candidate at once, wait for all, compare.
  */
 
-import type { Comparison } from "../../dashboard";
+import { BASE_PASSES, type Comparison, counts, type Diff } from "../../dashboard";
 import { costText, line } from "../../lines";
 import type { Task, TaskEvent } from "../../store";
 import { type ErrorCode, LazyError } from "../../util/errors";
@@ -13,6 +13,7 @@ import * as Client from "../client";
 import { command, duration, print, printJson, setExitCode, table } from "../command";
 import { promptFrom } from "../prompt-input";
 import { say } from "../voice";
+import { heading, printPatch, statLines } from "./diff";
 
 const enc = encodeURIComponent;
 
@@ -55,6 +56,10 @@ export async function groupAndPrompt(a: GroupArgs & { prompt?: string; file?: st
 export function printComparison(c: Comparison): void {
   print(`Group ${c.group}: ${c.title}`);
   print(`Check: ${c.check ?? "none ([review] check in lazy.toml names one)"}`);
+  if (c.check)
+    print(
+      `Base: ${c.base ? `${c.base.ok ? "pass" : `FAIL (exit ${c.base.code})`} on ${c.base.commit.slice(0, 12)}` : "-"}${c.baseNote ? ` (${c.baseNote})` : ""}`,
+    );
   print(
     table([
       ["CANDIDATE", "PROFILE", "STATUS", "CHANGES", "CHECK", "TOKENS", "COST", "WALL"],
@@ -63,7 +68,7 @@ export function printComparison(c: Comparison): void {
         x.profile,
         x.status,
         `${x.diffstat.files} file(s) +${x.diffstat.added} -${x.diffstat.removed}`,
-        x.check ? (x.check.ok ? "pass" : `FAIL (exit ${x.check.code})`) : "-",
+        x.check ? (counts(c, x) ? "pass" : x.check.ok ? "pass on base too" : `FAIL (exit ${x.check.code})`) : "-",
         String(x.tokens),
         costText(x, true),
         duration(x.wallMs),
@@ -78,9 +83,12 @@ export function printComparison(c: Comparison): void {
     ].filter(Boolean);
     if (notes.length) print(`  ${x.code ?? x.id}: ${notes.join("; ")}`);
   }
-  const open = c.candidates.filter((x) => x.status === "done" || x.status === "waiting");
-  if (open.length)
-    print(`\nKeep one: lazy accept ${open[0]!.code ?? open[0]!.id} (closes the others; their branches stay). See one: lazy diff CODE.`);
+  if (c.keep)
+    print(
+      `\nKeep one: lazy accept ${c.keep} (ranked first; closes the others, their branches stay). See one: lazy diff CODE; two side by side: lazy compare ${c.group} --diff A B.`,
+    );
+  else if (c.keepNote) print(`\nKeep one: none (${c.keepNote}).`);
+  if (c.base?.ok) print(`Note: ${BASE_PASSES}; no candidate counts as passing it.`);
   print(`On the dashboard (lazy dashboard): /groups/${encodeURIComponent(c.group)}`);
 }
 
@@ -106,10 +114,35 @@ export const compare = command({
     group: { type: "positional", description: "The group's code (lazy run --profiles prints it)", required: true },
     check: { type: "boolean", description: "Run [review] check on candidates without a verdict first (--no-check: do not)", default: true },
     recheck: { type: "boolean", description: "Run the check again on every candidate whose turn has ended" },
+    diff: {
+      type: "string",
+      description: "The difference between two candidates' branches: --diff A B (A's tip against B's; codes of this group only)",
+    },
+    to: { type: "positional", description: "With --diff A: the other candidate", required: false },
+    stat: { type: "boolean", description: "With --diff: only the files changed and their line counts" },
     json: { type: "boolean", description: "Print JSON on stdout" },
   },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
+    if (args.diff !== undefined || args.to !== undefined) {
+      if (!args.diff || !args.to)
+        throw new LazyError(
+          "invalid_input",
+          `Name two candidates: lazy compare ${args.group} --diff A B (lazy compare ${args.group} lists them).`,
+        );
+      const d = await c.request<Diff & { from: string; to: string }>(
+        "GET",
+        `/api/groups/${enc(args.group)}/diff?from=${enc(args.diff)}&to=${enc(args.to)}`,
+      );
+      if (args.json) return printJson(d);
+      print(`${d.from} → ${d.to}: ${heading(d)}`);
+      if (d.note) print(d.note);
+      if (!d.files.length) return;
+      if (args.stat) return print(statLines(d).join("\n"));
+      printPatch(d);
+      if (d.cut) print(`(cut: the diff passed lazy's limit; later files show no hunks; --stat counts them all.)`);
+      return;
+    }
     const r = await fetchComparison(c, args.group, args.check !== false || !!args.recheck, !!args.recheck);
     if (args.json) return printJson(r);
     printComparison(r);
@@ -132,10 +165,12 @@ export interface RunExits {
  * `lazy run --profiles a,b "…"`: make the group, start every candidate at once, print their
  * events (each line with its candidate's code), wait for all, run the check, print the
  * comparison. Exit code (documented in lazy run's help):
- *   0  at least one candidate finished (and passed [review] check, when lazy.toml names one);
+ *   0  at least one candidate finished (and passed [review] check, when lazy.toml names one: a
+ *      check that passes on the untouched base too is no candidate's pass);
  *   3  none did: each failed, or failed the check;
  *   7  none did and some are held by [usage_pause] (without --wait);
- *   4, 5, 6  every candidate's launch was refused (the first refusal's code, as lazy run alone).
+ *   4, 5, 6  every candidate's launch was refused (the first refusal's code, as lazy run alone);
+ *      5 also when a profile has no credential: the group is refused before anything is made.
  */
 export async function runGroup(
   c: Client.Client,
@@ -143,6 +178,17 @@ export async function runGroup(
   opts: { json: boolean; wait: boolean },
   exits: RunExits,
 ): Promise<void> {
+  try {
+    // Every profile's credential first: a missing one refuses the group before anything is made.
+    const { profiles, n, profile } = body;
+    await c.request("POST", "/api/groups/ready", { profiles, n, profile });
+  } catch (e) {
+    // An unknown profile or an untrusted lazy.toml are refused as lazy run's own (exit 2, 4).
+    if (!(e instanceof LazyError) || e.code !== "credential_missing") throw e;
+    say.error(e.message);
+    if (opts.json) printJson({ status: "refused", error: { code: e.code, message: e.message, details: e.details } });
+    return setExitCode(exits.exitFor(e.code));
+  }
   const g = await addGroup(c, body);
   if (!opts.json) say.info(`Group ${g.group}: ${g.tasks.map((t) => `${t.code} [${t.profile}]`).join(", ")}; starting them.`);
   const started = await Promise.allSettled(g.tasks.map((t) => c.request<Task>("POST", `/api/tasks/${t.id}/start`, undefined, 30 * 60_000)));
@@ -177,7 +223,7 @@ export async function runGroup(
   }
   const cmp = await fetchComparison(c, g.group, true);
   const good = cmp.candidates.filter(
-    (x) => (x.status === "done" || (x.status === "waiting" && !held.has(x.id))) && (!cmp.check || x.check?.ok === true),
+    (x) => (x.status === "done" || (x.status === "waiting" && !held.has(x.id))) && (!cmp.check || counts(cmp, x)),
   );
   let code = exits.done;
   if (!good.length) {

@@ -33,6 +33,26 @@ export function statLines(d: Diff): string[] {
 export const heading = (d: Diff) =>
   `${d.branch}${d.base ? ` against ${d.base.slice(0, 12)}` : ""}${d.tip ? ` (tip ${d.tip.slice(0, 12)})` : ""}`;
 
+/** The files and hunks, coloured on a terminal; the agent's text shown through visible(). */
+export function printPatch(d: Diff): void {
+  const colour = colours(process.stdout);
+  const paint = (code: string, s: string) => (colour ? `\x1b[${code}m${s}\x1b[0m` : s);
+  let text = "";
+  for (const f of d.files) {
+    const path = visible(f.path);
+    text += `${paint("1", `diff ${path}`)}\n`;
+    if (f.binary) text += "Binary file changed\n";
+    for (const h of f.hunks) {
+      text += `${paint("36", visible(h.header))}\n`;
+      for (const l of h.lines) {
+        const v = visible(l);
+        text += `${l[0] === "+" ? paint("32", v) : l[0] === "-" ? paint("31", v) : v}\n`;
+      }
+    }
+  }
+  out(text);
+}
+
 export const diff = command({
   meta: { name: "diff", description: "Show what a task's agent changed: its branch against where it forked from the project's branch" },
   args: {
@@ -48,22 +68,7 @@ export const diff = command({
     if (d.note) print(d.note);
     if (!d.files.length) return;
     if (args.stat) return print(statLines(d).join("\n"));
-    const colour = colours(process.stdout);
-    const paint = (code: string, s: string) => (colour ? `\x1b[${code}m${s}\x1b[0m` : s);
-    let text = "";
-    for (const f of d.files) {
-      const path = visible(f.path);
-      text += `${paint("1", `diff ${path}`)}\n`;
-      if (f.binary) text += "Binary file changed\n";
-      for (const h of f.hunks) {
-        text += `${paint("36", visible(h.header))}\n`;
-        for (const l of h.lines) {
-          const v = visible(l);
-          text += `${l[0] === "+" ? paint("32", v) : l[0] === "-" ? paint("31", v) : v}\n`;
-        }
-      }
-    }
-    out(text);
+    printPatch(d);
     if (d.cut) print(`(cut: the diff passed lazy's limit; later files show no hunks; lazy diff ${args.task} --stat counts them all.)`);
   },
 });

@@ -44,6 +44,8 @@ export type Diff = Ok<Table<typeof diffRoutes>["api"]["tasks"][":ref"]["diff"]["
 export type Review = Ok<Table<typeof reviewRoutes>["api"]["tasks"][":ref"]["review"]["post"]>;
 /** GET /api/groups/:code: a best-of group's comparison. */
 export type Comparison = Ok<Table<typeof groupRoutes>["api"]["groups"][":code"]["get"]>;
+/** GET /api/groups/:code/diff?from=A&to=B: two candidates' branches, one against the other. */
+export type GroupDiff = Ok<Table<typeof groupRoutes>["api"]["groups"][":code"]["diff"]["get"]>;
 /** POST /api/groups/:code/check */
 export type Check = Ok<Table<typeof groupRoutes>["api"]["groups"][":code"]["check"]["post"]>;
 /** GET /api/auth */

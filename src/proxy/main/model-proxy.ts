@@ -229,6 +229,27 @@ export class ModelProxy {
   }
 
   /**
+   * Why a launch on `profileName` would be refused for its credential (the refusal itself, naming
+   * the profile and `lazy auth set`), or null when its credential is there. Checks only: mints nothing.
+   */
+  credentialMissing(profileName: string): LazyError | null {
+    const profile = resolveProfile(this.config(), profileName);
+    const target = this.targets.forProfile(profile.name);
+    if (!target) return new LazyError("invalid_input", `No profile "${profileName}".`);
+    if (target.unmapped)
+      return new LazyError(
+        "credential_missing",
+        `Profile ${profile.name} has no credential mapped for ${target.provider}: ${target.unmapped}.`,
+      );
+    if (target.credential && !this.credentials.get(target.credential))
+      return new LazyError(
+        "credential_missing",
+        `Profile ${profile.name} needs the "${target.credential}" credential, which is not stored: run lazy auth set ${target.credential}.`,
+      );
+    return null;
+  }
+
+  /**
    * The placeholder for a launch: minted per (role, task, profile, env var), shaped like the
    * real credential it stands for, in the variable the harness reads. A profile whose
    * credential is missing fails here, before anything starts, naming the slot and the fix.
@@ -241,21 +262,11 @@ export class ModelProxy {
     taskRef?: string | null;
     session?: string | null;
   }): Promise<LaunchGrant> {
-    const config = this.config();
-    const profile = resolveProfile(config, opts.profile);
-    const target = this.targets.forProfile(profile.name);
-    if (!target) throw new LazyError("invalid_input", `No profile "${opts.profile}".`);
-    if (target.unmapped)
-      throw new LazyError(
-        "credential_missing",
-        `Profile ${profile.name} has no credential mapped for ${target.provider}: ${target.unmapped}.`,
-      );
+    const profile = resolveProfile(this.config(), opts.profile);
+    const missing = this.credentialMissing(profile.name);
+    if (missing) throw missing;
+    const target = this.targets.forProfile(profile.name)!;
     const cred = target.credential ? this.credentials.get(target.credential) : undefined;
-    if (target.credential && !cred)
-      throw new LazyError(
-        "credential_missing",
-        `Profile ${profile.name} needs the "${target.credential}" credential, which is not stored: run lazy auth set ${target.credential}.`,
-      );
     const { envVar, shape } = Harness.slot(profile, {
       bearer: target.style === "bearer" && !!target.credential,
       openrouter: target.credential === "openrouter",
