@@ -85,7 +85,13 @@ describe("lazy run --json: a refusal is one JSON document with a code", () => {
   test("lazy run --help states every exit code, the question's and Ctrl-C's included, and the JSON refusal", async () => {
     const p = new Project();
     const help = (await p.ok(["run", "--help"])).stdout.replace(/\s+/g, " ");
-    for (const s of ["8 the agent asked a question", "130 interrupted", 'status "refused"', "4 the launch was refused"])
+    for (const s of [
+      "8 the agent asked a question",
+      "130 interrupted",
+      "70 an internal error",
+      'status "refused"',
+      "4 the launch was refused",
+    ])
       expect(help).toContain(s);
   });
 });

@@ -170,6 +170,8 @@ export const RUN_EXIT = {
   proxyUnavailable: 6,
   paused: 7,
   question: 8,
+  /** lazy's own fault (the daemon's `internal` error), as every command's unexpected error (cli/index.ts). */
+  internal: 70,
   interrupted: 130,
 } as const;
 const exitFor = (code: ErrorCode) =>
@@ -187,7 +189,7 @@ const exitFor = (code: ErrorCode) =>
 function refuseRun(e: LazyError, json: boolean, task?: Task): number {
   say.error([e.message, ...e.details.map((d) => `  ${d}`)].join("\n"));
   if (json) printJson({ ...(task ? { task } : {}), status: "refused", error: { code: e.code, message: e.message, details: e.details } });
-  return e.code === "invalid_input" ? RUN_EXIT.usage : exitFor(e.code);
+  return e.code === "invalid_input" ? RUN_EXIT.usage : e.code === "internal" ? RUN_EXIT.internal : exitFor(e.code);
 }
 
 /** What a person does next with a task whose turn ended in `status` (on stderr: words, not data). */
@@ -265,7 +267,7 @@ export const run = command({
   meta: {
     name: "run",
     description:
-      'One-shot for CI: add a task, run its turn, wait, print the result (the task\'s code and the next commands go to stderr). Exit codes: 0 the turn finished; 3 the agent failed; 4 the launch was refused (also an untrusted lazy.toml); 5 a credential is missing; 6 the proxy is unavailable; 7 held by [usage_pause] (the reset time is printed; --wait waits for it); 8 the agent asked a question and the task waits for your answer (lazy send CODE "…"); 130 interrupted (Ctrl-C asks the turn to stop; a second Ctrl-C leaves it running); 2 bad usage. --json prints one JSON document whatever happens, a refusal included (status "refused" and the error\'s code). With --profiles or --n (best-of-N): every candidate runs at once, then lazy compare\'s table; 0 when at least one finished (and passed [review] check, when set), 3 when none did, 7 when none did and some are held, 4-6 when every launch was refused',
+      'One-shot for CI: add a task, run its turn, wait, print the result (the task\'s code and the next commands go to stderr). Exit codes: 0 the turn finished; 3 the agent failed; 4 the launch was refused (also an untrusted lazy.toml); 5 a credential is missing; 6 the proxy is unavailable; 7 held by [usage_pause] (the reset time is printed; --wait waits for it); 8 the agent asked a question and the task waits for your answer (lazy send CODE "…"); 130 interrupted (Ctrl-C asks the turn to stop; a second Ctrl-C leaves it running); 2 bad usage; 70 an internal error (a bug: lazy daemon logs). --json prints one JSON document whatever happens, a refusal included (status "refused" and the error\'s code). With --profiles or --n (best-of-N): every candidate runs at once, then lazy compare\'s table; 0 when at least one finished (and passed [review] check, when set), 3 when none did, 7 when none did and some are held, 4-6 when every launch was refused',
   },
   args: {
     ...promptArgs("prompt", "What the agent should do"),
