@@ -30,16 +30,27 @@ export function command<const T extends ArgsDef>(def: {
   args?: T;
   subCommands?: Record<string, CommandDef<any> | (() => Promise<CommandDef<any>>)>;
   run?: (ctx: Ctx<T>) => unknown | Promise<unknown>;
+  /**
+   * The command's own answer to a refusal (a bad flag included): it says it and returns the exit
+   * code (lazy run's --json document); without it the CLI's error printer does (index.ts).
+   */
+  refuse?: (e: LazyError, args: Ctx<T>["args"]) => number;
 }): CommandDef<T> {
   const run = def.run;
+  const refuse = def.refuse;
   return defineCommand<T>({
     meta: def.meta,
     args: def.args,
     subCommands: def.subCommands,
     run: run
-      ? (ctx) => {
-          rejectUnknown(def.meta.name, def.args ?? ({} as T), ctx.rawArgs);
-          return run({ ...ctx, passthrough });
+      ? async (ctx) => {
+          try {
+            rejectUnknown(def.meta.name, def.args ?? ({} as T), ctx.rawArgs);
+            return await run({ ...ctx, passthrough });
+          } catch (e) {
+            if (!refuse || !(e instanceof LazyError)) throw e;
+            setExitCode(refuse(e, ctx.args));
+          }
         }
       : undefined,
   });

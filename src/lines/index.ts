@@ -52,7 +52,9 @@ function eventText(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
     case "usage":
       return `${t}  tokens: ${d.input} in, ${d.output} out, ${d.cacheRead} cache read, ${d.cacheWrite} cache write`;
     case "status":
-      if (d.reason === "question") return `${t}  -- ${d.from} → ${d.to}: waiting for your answer (lazy send TASK "…"): ${d.question}`;
+      // `task`: the task's code or id, recorded with the question (an older event has none: the placeholder then).
+      if (d.reason === "question")
+        return `${t}  -- ${d.from} → ${d.to}: waiting for your answer (lazy send ${d.task ?? "TASK"} "…"): ${d.question}`;
       if (d.reason === "budget") return `${t}  -- ${d.from} → ${d.to}: ${d.detail}`;
       if (d.reason === "max_running") return `${t}  -- ${d.from} → ${d.to}: ${slotText(d)}`;
       if (d.reason === "usage_pause")

@@ -367,7 +367,8 @@ export class TurnWatch {
     const budget = this.d.budgets.waitFor(task);
     // The agent asked the human something (MCP ask_human): the task waits for the answer.
     const question = this.run(task.id).question;
-    const asked = question && !budget ? { reason: "question", question } : null;
+    // Its code (or id) goes with it: the line that says how to answer names the real task (src/lines).
+    const asked = question && !budget ? { reason: "question", question, task: this.d.ledger.ref(task) } : null;
     // The disk bound (or a disk under lazy's floor) stopped it (disk-bound.ts): it waits for room.
     const disk = this.diskStop(task);
     const to: Status = stopped || budget || asked || disk ? "waiting" : ok ? "done" : "failed";

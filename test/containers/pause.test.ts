@@ -90,7 +90,7 @@ describe("[usage_pause]", () => {
     expect(run.stderr).toContain("is held by [usage_pause]");
     expect(run.stderr).toContain(new Date(Number(limits.paused[0].resetsAt ? Date.parse(limits.paused[0].resetsAt) : 0)).toISOString());
     expect(anthropic.received).toHaveLength(0); // nothing was sent on the held turn
-    expect((await p.ok(["run", "--help"])).stdout).toContain("7 held by [usage_pause]");
+    expect((await p.ok(["run", "--help"])).stdout.replace(/\s+/g, " ")).toContain("7 held by [usage_pause]");
   }, 120_000);
 
   test("lazy run --wait waits out a pause and prints the turn's result", async () => {

@@ -37,8 +37,10 @@ export function boardRoutes(d: BoardDeps) {
       });
       return { ...p, tasks: rows(d.db, d.config(), p.tasks) };
     })
-    .get("/api/board/tasks/:ref", ({ params }) => {
+    .get("/api/board/tasks/:ref", async ({ params }) => {
       const task = Tasks.resolve(d.db, taskRef(params));
+      // Its tokens include every call answered so far (lazy run --json reads them as its turn ends).
+      await d.proxy.audit.settled().catch(() => {});
       return { task: rows(d.db, d.config(), [task])[0]!, limit: taskLimit(d.db, d.config(), task.id) };
     })
     .get("/api/board/profiles", () => ({ default: defaultProfile(d.config()), names: profileNames(d.config()) }))
