@@ -70,12 +70,38 @@ export function showError(e: unknown): void {
 export const num = (n: number) => n.toLocaleString("en-US");
 export const usd = (n: number | null | undefined) => (n === null || n === undefined ? "–" : `$${n.toFixed(n < 1 ? 4 : 2)}`);
 
+/** How long ago `iso` was ("2m ago"), or how soon it comes ("in 2m"). */
 export function ago(iso: string, now = Date.now()): string {
-  const s = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
-  if (s < 60) return `${s}s ago`;
-  if (s < 3600) return `${Math.floor(s / 60)}m ago`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h ago`;
-  return `${Math.floor(s / 86400)}d ago`;
+  const d = Math.round((now - Date.parse(iso)) / 1000);
+  const s = Math.abs(d);
+  const n = s < 60 ? `${s}s` : s < 3600 ? `${Math.floor(s / 60)}m` : s < 86400 ? `${Math.floor(s / 3600)}h` : `${Math.floor(s / 86400)}d`;
+  return d < -1 ? `in ${n}` : `${n} ago`;
+}
+
+/** The exact local time of `iso`, as a title shows it: `2026-12-06 19:56:08 (UTC+01:00)`. */
+export function exact(iso: string): string {
+  const t = new Date(iso);
+  const off = -t.getTimezoneOffset();
+  const p = (n: number) => String(Math.floor(Math.abs(n))).padStart(2, "0");
+  return `${t.getFullYear()}-${p(t.getMonth() + 1)}-${p(t.getDate())} ${p(t.getHours())}:${p(t.getMinutes())}:${p(t.getSeconds())} (UTC${off < 0 ? "-" : "+"}${p(off / 60)}:${p(off % 60)})`;
+}
+
+/** A time as people read it on a page: relative, the exact time in its title. */
+export const when = (iso: string, prefix = ""): HTMLTimeElement => h("time", { datetime: iso, title: exact(iso) }, `${prefix}${ago(iso)}`);
+
+const ISO = /\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)/g;
+
+/** `text` with every ISO time in it shown as `when` shows one (a daemon's sentence names times in ISO). */
+export function withTimes(text: string): (string | Node)[] {
+  const out: (string | Node)[] = [];
+  let at = 0;
+  for (const m of text.matchAll(ISO)) {
+    if (Number.isNaN(Date.parse(m[0]))) continue;
+    out.push(text.slice(at, m.index), when(m[0]));
+    at = m.index + m[0].length;
+  }
+  out.push(text.slice(at));
+  return out.filter((x) => x !== "");
 }
 
 export function countdown(iso: string, now = Date.now()): string {
