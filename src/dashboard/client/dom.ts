@@ -91,13 +91,16 @@ export const when = (iso: string, prefix = ""): HTMLTimeElement => h("time", { d
 
 const ISO = /\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)/g;
 
-/** `text` with every ISO time in it shown as `when` shows one (a daemon's sentence names times in ISO). */
+/**
+ * `text` with every ISO time in it shown as `when` shows one (a daemon's sentence names times in
+ * ISO): "starts by itself at 2026-…" reads "starts by itself in 5m".
+ */
 export function withTimes(text: string): (string | Node)[] {
   const out: (string | Node)[] = [];
   let at = 0;
   for (const m of text.matchAll(ISO)) {
     if (Number.isNaN(Date.parse(m[0]))) continue;
-    out.push(text.slice(at, m.index), when(m[0]));
+    out.push(text.slice(at, m.index).replace(/\bat $/, ""), when(m[0]));
     at = m.index + m[0].length;
   }
   out.push(text.slice(at));
