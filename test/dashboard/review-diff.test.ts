@@ -151,6 +151,10 @@ describe("the task page's review, at 1280×800 and 390×844", () => {
     expect(await pg.getByRole("button", { name: "Split" }).getAttribute("aria-pressed")).toBe("true");
     expect(await pg.locator('.files li.viewed[data-path="app.txt"]').count()).toBe(1);
     expect(await pg.locator("#viewed-count").textContent()).toBe("1 of 2 viewed");
+    // Side by side on a phone: narrow columns, no sideways scroll.
+    await pg.setViewportSize(PHONE);
+    expect(await pg.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+    await shot(pg, "review-diff-split-phone", true);
     await pg.getByRole("button", { name: "Unified" }).click();
     await pg.waitForSelector(".hunk:not(.split)", { state: "attached" });
     expect(page.problems).toEqual([]);
@@ -174,6 +178,7 @@ describe("the task page's review, at 1280×800 and 390×844", () => {
     const order = await pg.evaluate(() => [...document.querySelectorAll("main > section")].map((s) => s.getAttribute("aria-labelledby")));
     expect(order[0]).toBe("h-diff");
     await noIsoTimes(pg);
+    expect(await pg.locator("#why").textContent()).toMatch(/^Its agent is working \(started \d+[smhd] ago\)\.$/);
     await shot(pg, "review-diff-stale-phone", true);
     await p.ok(["stop", "lines"]);
     anthropic.behavior = { kind: "ok" };

@@ -93,14 +93,17 @@ const ISO = /\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)/g;
 
 /**
  * `text` with every ISO time in it shown as `when` shows one (a daemon's sentence names times in
- * ISO): "starts by itself at 2026-…" reads "starts by itself in 5m".
+ * ISO): "starts by itself at 2026-…" reads "starts by itself in 5m", "since 2026-…" "started 2m ago".
  */
 export function withTimes(text: string): (string | Node)[] {
   const out: (string | Node)[] = [];
   let at = 0;
   for (const m of text.matchAll(ISO)) {
     if (Number.isNaN(Date.parse(m[0]))) continue;
-    out.push(text.slice(at, m.index).replace(/\bat $/, ""), when(m[0]));
+    const before = text.slice(at, m.index);
+    out.push(
+      ...(/\bsince $/.test(before) ? [before.replace(/since $/, ""), when(m[0], "started ")] : [before.replace(/\bat $/, ""), when(m[0])]),
+    );
     at = m.index + m[0].length;
   }
   out.push(text.slice(at));
