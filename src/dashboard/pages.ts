@@ -57,6 +57,8 @@ ${STATUSES.map((s) => `<li data-status="${s}"><a href="/tasks?status=${s}"><span
 <div class="pager"><button type="button" id="newer" disabled>Newer</button><button type="button" id="older" disabled>Older</button></div>`,
   task: `<p id="error" class="error" role="alert" hidden></p>
 <header class="task-head"><h1 id="title">Task</h1><p><span id="status" class="badge">…</span> <span id="ref" class="muted"></span></p><p id="why" class="why"></p>
+<section id="asked" class="asked" aria-labelledby="h-asked" hidden><h2 id="h-asked">The agent asks you <span id="asked-when" class="muted"></span></h2><blockquote id="question"></blockquote>
+<form id="answer" class="stack"><label for="answer-text" class="sr">Your answer</label><textarea id="answer-text" rows="2" required placeholder="Your answer: the agent's next turn has it"></textarea><div><button type="submit">Answer</button></div></form></section>
 <dl class="facts"><div><dt>Profile</dt><dd id="profile">–</dd></div><div><dt>Tokens</dt><dd id="tokens">–</dd></div><div><dt>Cost</dt><dd id="cost">–</dd></div><div><dt>Budget</dt><dd id="limit">–</dd></div></dl></header>
 <section aria-labelledby="h-actions"><h2 id="h-actions">Actions</h2>
 <div class="actions"><button type="button" data-verb="start">Start</button><button type="button" data-verb="stop">Stop</button><button type="button" data-verb="accept">Accept</button><button type="button" data-verb="reject">Reject</button><button type="button" data-verb="close">Close</button></div>

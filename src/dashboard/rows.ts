@@ -6,7 +6,7 @@
 import type { Database } from "bun:sqlite";
 import type { Config } from "../config";
 import { type Spent, spentByTask } from "../spending";
-import { type Action, actions, HeldTurns, type Task, type TaskEvent, Tasks } from "../store";
+import { type Action, actions, HeldTurns, Runs, type Task, type TaskEvent, Tasks } from "../store";
 
 export interface TaskRow extends Task {
   /** What the task is doing or waiting for, in a sentence. */
@@ -75,4 +75,11 @@ export function rows(db: Database, config: Config, tasks: readonly Task[]): Task
       actions: actions(t.status),
     };
   });
+}
+
+/** The question a waiting task's agent asked the person (MCP ask_human) and when, until a message answers it. */
+export function question(db: Database, t: Task): { text: string; at: string } | null {
+  if (t.status !== "waiting") return null;
+  const text = Runs.get(db, t.id).question;
+  return text ? { text, at: Tasks.lastEvent(db, t.id, "question")?.at ?? t.updatedAt } : null;
 }

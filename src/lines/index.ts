@@ -119,6 +119,15 @@ export const tag = (t: { id: string; code: string | null } | null): string => (t
 const MCP_PATH = "/mcp";
 
 /**
+ * An MCP request that is the client's bookkeeping, not a failure: the SDK's session probes.
+ * lazy's MCP server is stateless, so a client's GET for a server-sent stream (and a DELETE of its
+ * session) is answered 405, and a POST the stateless transport will not take (a session it never
+ * gave) 400; the client goes on with plain POSTs. Shown muted, never as an error.
+ */
+export const mcpBookkeeping = (r: { path: string; method: string; status: number }): boolean =>
+  r.path === MCP_PATH && (r.status === 405 || (r.method === "POST" && r.status === 400));
+
+/**
  * One `lazy watch` item as a line; null for an item not shown as text. An agent's call of lazy's
  * own MCP tools that was answered is not a net> line: it is already one of the agent's events
  * (`[mcp__lazy__task_list] …`), and an agent polling a tool would fill the screen with one line

@@ -69,7 +69,9 @@ export async function signedIn(
   return { ctx, origin: new URL(url).origin, page };
 }
 
-export async function shot(page: Page, name: string): Promise<void> {
+/** A screenshot of the whole page; `screen`: also what the viewport shows now, as `NAME-screen.png` (a sticky bar, what needs no scrolling). */
+export async function shot(page: Page, name: string, screen = false): Promise<void> {
   mkdirSync(ARTIFACTS, { recursive: true });
+  if (screen) await page.screenshot({ path: join(ARTIFACTS, `${name}-screen.png`) });
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 }

@@ -56,7 +56,8 @@ describe("a task run from its page", () => {
     await pg.waitForSelector("#audit table", { timeout: 10_000 });
     await shot(pg, "task-done-desktop");
 
-    await pg.getByRole("button", { name: "Accept" }).click();
+    // Accept from the bar at the foot of the viewport (the Actions section has the same button).
+    await pg.locator('.review-bar [data-verb="accept"]').click();
     await pg.waitForFunction(() => document.getElementById("notice")?.textContent?.includes("the task is accepted"), undefined, {
       timeout: 60_000,
     });

@@ -6,7 +6,7 @@
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
 import { type Config, defaultProfile, profileNames } from "../../config";
-import { rows } from "../../dashboard";
+import { question, rows } from "../../dashboard";
 import type { ModelProxy } from "../../proxy";
 import { dayOver, spentOnDay, taskLimit } from "../../spending";
 import { isStatus, STATUSES, type Status, Tasks } from "../../store";
@@ -41,7 +41,7 @@ export function boardRoutes(d: BoardDeps) {
       const task = Tasks.resolve(d.db, taskRef(params));
       // Its tokens include every call answered so far (lazy run --json reads them as its turn ends).
       await d.proxy.audit.settled().catch(() => {});
-      return { task: rows(d.db, d.config(), [task])[0]!, limit: taskLimit(d.db, d.config(), task.id) };
+      return { task: rows(d.db, d.config(), [task])[0]!, limit: taskLimit(d.db, d.config(), task.id), question: question(d.db, task) };
     })
     .get("/api/board/profiles", () => ({ default: defaultProfile(d.config()), names: profileNames(d.config()) }))
     .get("/api/board/home", async () => {

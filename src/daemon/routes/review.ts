@@ -10,10 +10,10 @@ import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
 import { z } from "zod";
 import type { Config } from "../../config";
-import { rows, taskDiff } from "../../dashboard";
+import { question, rows, taskDiff } from "../../dashboard";
 import * as Review from "../../review";
 import type { Runner } from "../../runner";
-import { actions, Runs, Tasks } from "../../store";
+import { actions, Tasks } from "../../store";
 import { LazyError } from "../../util/errors";
 import { checkPrompt } from "../../util/prompt";
 import { body, taskRef } from "./input";
@@ -77,8 +77,8 @@ export function reviewRoutes(d: ReviewDeps) {
       const done = Tasks.page(d.db, { status: "done", limit: INBOX }).tasks;
       const waiting = Tasks.page(d.db, { status: "waiting", limit: INBOX }).tasks;
       const asked = waiting.flatMap((t) => {
-        const question = Runs.get(d.db, t.id).question;
-        return question ? [{ task: t, question }] : [];
+        const q = question(d.db, t);
+        return q ? [{ task: t, question: q.text, at: q.at }] : [];
       });
       const asking = rows(
         d.db,
@@ -90,7 +90,7 @@ export function reviewRoutes(d: ReviewDeps) {
         questions: asked.map((a, i) => ({
           task: asking[i]!,
           question: a.question,
-          at: Tasks.lastEvent(d.db, a.task.id, "question")?.at ?? a.task.updatedAt,
+          at: a.at,
         })),
       };
     });

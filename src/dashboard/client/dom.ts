@@ -71,12 +71,44 @@ export const num = (n: number) => n.toLocaleString("en-US");
 /** A dollar amount that is set (a budget's limit); what was spent is lines/ costText, which names a model with no price. */
 export const usd = (n: number) => `$${n.toFixed(n < 1 ? 4 : 2)}`;
 
+/** How long ago `iso` was ("2m ago"), or how soon it comes ("in 2m"). */
 export function ago(iso: string, now = Date.now()): string {
-  const s = Math.max(0, Math.round((now - Date.parse(iso)) / 1000));
-  if (s < 60) return `${s}s ago`;
-  if (s < 3600) return `${Math.floor(s / 60)}m ago`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h ago`;
-  return `${Math.floor(s / 86400)}d ago`;
+  const d = Math.round((now - Date.parse(iso)) / 1000);
+  const s = Math.abs(d);
+  const n = s < 60 ? `${s}s` : s < 3600 ? `${Math.floor(s / 60)}m` : s < 86400 ? `${Math.floor(s / 3600)}h` : `${Math.floor(s / 86400)}d`;
+  return d < -1 ? `in ${n}` : `${n} ago`;
+}
+
+/** The exact local time of `iso`, as a title shows it: `2026-12-06 19:56:08 (UTC+01:00)`. */
+export function exact(iso: string): string {
+  const t = new Date(iso);
+  const off = -t.getTimezoneOffset();
+  const p = (n: number) => String(Math.floor(Math.abs(n))).padStart(2, "0");
+  return `${t.getFullYear()}-${p(t.getMonth() + 1)}-${p(t.getDate())} ${p(t.getHours())}:${p(t.getMinutes())}:${p(t.getSeconds())} (UTC${off < 0 ? "-" : "+"}${p(off / 60)}:${p(off % 60)})`;
+}
+
+/** A time as people read it on a page: relative, the exact time in its title. */
+export const when = (iso: string, prefix = ""): HTMLTimeElement => h("time", { datetime: iso, title: exact(iso) }, `${prefix}${ago(iso)}`);
+
+const ISO = /\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)/g;
+
+/**
+ * `text` with every ISO time in it shown as `when` shows one (a daemon's sentence names times in
+ * ISO): "starts by itself at 2026-…" reads "starts by itself in 5m", "since 2026-…" "started 2m ago".
+ */
+export function withTimes(text: string): (string | Node)[] {
+  const out: (string | Node)[] = [];
+  let at = 0;
+  for (const m of text.matchAll(ISO)) {
+    if (Number.isNaN(Date.parse(m[0]))) continue;
+    const before = text.slice(at, m.index);
+    out.push(
+      ...(/\bsince $/.test(before) ? [before.replace(/since $/, ""), when(m[0], "started ")] : [before.replace(/\bat $/, ""), when(m[0])]),
+    );
+    at = m.index + m[0].length;
+  }
+  out.push(text.slice(at));
+  return out.filter((x) => x !== "");
 }
 
 export function countdown(iso: string, now = Date.now()): string {

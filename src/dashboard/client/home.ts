@@ -1,7 +1,7 @@
 /** Home: tasks by status, what runs or waits and why, today's tokens against [budget], provider health. */
 import type { Answers } from "../../daemon";
 import { costText } from "../../lines";
-import { $, api, debounce, fill, h, num, showError, usd } from "./dom";
+import { $, api, debounce, fill, h, num, showError, usd, when } from "./dom";
 import { inbox } from "./inbox";
 import { live } from "./live";
 import { rowItem } from "./rows";
@@ -34,7 +34,7 @@ export function healthList(list: Health[]): HTMLElement[] {
           failed.length ? failed.map(([k, n]) => `${n} ${k}`).join(", ") : "no failures",
         ),
       ),
-      p.latest && h("div", { class: "row-meta" }, `latest failure ${p.latest.at}: ${p.latest.kind} — ${p.latest.detail}`),
+      p.latest && h("div", { class: "row-meta" }, "latest failure ", when(p.latest.at), `: ${p.latest.kind} — ${p.latest.detail}`),
     );
   });
 }

@@ -4,7 +4,7 @@
  * is the task's next message (POST …/send), which is how an agent gets the human's answer.
  */
 import type { Answers } from "../../daemon";
-import { api, fill, h } from "./dom";
+import { api, fill, h, when } from "./dom";
 import { refOf, rowItem } from "./rows";
 
 type Inbox = Answers.Inbox;
@@ -43,7 +43,7 @@ function question(q: Inbox["questions"][number], reload: () => void): HTMLElemen
       { class: "row-head" },
       h("strong", {}, "Question"),
       h("a", { href: `/tasks/${encodeURIComponent(refOf(q.task))}` }, q.task.title),
-      h("span", { class: "muted" }, `${refOf(q.task)} · asked ${q.at.slice(0, 16).replace("T", " ")}`),
+      h("span", { class: "muted" }, `${refOf(q.task)} · `, when(q.at, "asked ")),
     ),
     h("blockquote", {}, q.question),
     form,

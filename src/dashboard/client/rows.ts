@@ -1,7 +1,7 @@
 /** A task as a row of a list (home, tasks): its status and why first, then profile, tokens, age, last message. */
 import type { Answers } from "../../daemon";
 import { costText } from "../../lines";
-import { ago, badge, h, num } from "./dom";
+import { badge, h, num, when, withTimes } from "./dom";
 
 /** A row as the API answers it (daemon/routes/board.ts). */
 export type Row = Answers.Row;
@@ -19,14 +19,14 @@ export function rowItem(t: Row): HTMLLIElement {
       h("a", { href: `/tasks/${encodeURIComponent(refOf(t))}` }, t.title),
       h("span", { class: "muted" }, refOf(t)),
     ),
-    h("div", { class: "why" }, t.why),
+    h("div", { class: "why" }, ...withTimes(t.why)),
     h(
       "div",
       { class: "row-meta" },
       h("span", {}, `profile ${t.profile}`),
       h("span", {}, `${num(t.tokens)} tokens`),
       t.tokens > 0 && h("span", {}, costText(t, true)),
-      h("span", { title: t.createdAt }, `added ${ago(t.createdAt)}`),
+      h("span", {}, when(t.createdAt, "added ")),
     ),
     t.lastMessage && h("p", { class: "last" }, t.lastMessage),
   );

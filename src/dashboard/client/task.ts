@@ -5,9 +5,9 @@
  */
 
 import type { Answers } from "../../daemon";
-import { costText, line } from "../../lines";
+import { costText, line, mcpBookkeeping } from "../../lines";
 import type { TaskEvent } from "../../store";
-import { $, ApiError, api, debounce, fill, h, num, showError, table, usd } from "./dom";
+import { $, ApiError, api, debounce, fill, h, num, showError, table, usd, when, withTimes } from "./dom";
 import { live } from "./live";
 
 type EventLike = Pick<TaskEvent, "at" | "kind" | "data">;
@@ -43,13 +43,20 @@ function auditView(rows: AuditRow[]): Node {
       ),
       h("th", { class: "num" }, "tokens in/out"),
     ],
-    rows.map((r) =>
-      h(
+    rows.map((r) => {
+      const kept = mcpBookkeeping(r);
+      return h(
         "tr",
-        {},
-        h("td", {}, new Date(r.at).toISOString().slice(11, 19)),
-        h("td", {}, `${r.method} ${r.path}${r.note ? ` (${r.note})` : ""}`),
-        h("td", { class: "num" }, String(r.status)),
+        kept
+          ? {
+              class: "bookkeeping",
+              title:
+                "The MCP client's own session probe: lazy's MCP server is stateless and says so; the client goes on with plain POSTs. Not an error.",
+            }
+          : {},
+        h("td", {}, when(new Date(r.at).toISOString())),
+        h("td", {}, `${r.method} ${r.path}${r.note ? ` (${r.note})` : ""}`, kept && h("span", { class: "tag" }, "MCP bookkeeping")),
+        h("td", { class: `num${!kept && r.status >= 400 ? " error" : ""}` }, String(r.status)),
         h("td", { class: "num" }, String(Math.round(r.durationMs))),
         h(
           "td",
@@ -57,8 +64,8 @@ function auditView(rows: AuditRow[]): Node {
           r.lazyInMs === null && r.lazyOutMs === null ? "–" : `${(r.lazyInMs ?? 0).toFixed(2)}/${(r.lazyOutMs ?? 0).toFixed(2)}`,
         ),
         h("td", { class: "num" }, r.usage ? `${num(r.usage.input + r.usage.cacheRead + r.usage.cacheWrite)}/${num(r.usage.output)}` : "–"),
-      ),
-    ),
+      );
+    }),
   );
 }
 
@@ -73,20 +80,34 @@ export async function task(): Promise<void> {
   /** The status the last action's answer reported: its notice stays while the task is there. */
   let noticeFor: string | null = null;
 
-  const review = new ReviewView($("diff"), path, (r) => {
+  // The bar under the diff carries Accept and Reject too: a long diff never hides them.
+  const decide = h(
+    "span",
+    { class: "bar-actions" },
+    h("button", { type: "button", "data-verb": "accept" }, "Accept"),
+    h("button", { type: "button", "data-verb": "reject" }, "Reject"),
+  );
+  const verbButtons = () => [...document.querySelectorAll<HTMLButtonElement>(".actions button"), ...decide.querySelectorAll("button")];
+  const asked = (q: Answers.BoardTask["question"]) => {
+    $("asked").hidden = !q;
+    $("question").textContent = q?.text ?? "";
+    $("asked-when").replaceChildren(q ? when(q.at, "asked ") : "");
+  };
+  const review = new ReviewView($("diff"), path, decide, (r) => {
     const t = (r as { task?: { status?: string } }).task;
     notice.className = "";
     noticeFor = t?.status ?? null;
     notice.textContent = `Review sent${t?.status ? ` — the task is ${t.status}` : ""}.`;
     refreshRow();
   });
-  const head = (t: Row, limit?: { tokens: number | null; usd: number | null }) => {
+  /** The task's head; `question` as the board answered it (undefined: a live row, which carries none). */
+  const head = (t: Row, limit?: { tokens: number | null; usd: number | null }, question?: Answers.BoardTask["question"]) => {
     document.title = `lazy · ${refOf(t)}`;
     $("title").textContent = t.title;
     fill($("status"), t.status);
     $("status").className = `badge s-${t.status}`;
     $("ref").textContent = `${refOf(t)} · ${t.id}`;
-    $("why").textContent = t.why;
+    $("why").replaceChildren(...withTimes(t.why));
     $("profile").textContent = t.profile;
     $("tokens").textContent = num(t.tokens);
     $("cost").textContent = costText(t, true);
@@ -104,19 +125,24 @@ export async function task(): Promise<void> {
         noticeFor = null;
       }
     }
+    // The agent's question (ask_human) leads the page while it waits for an answer.
+    if (question !== undefined) asked(question);
+    else if (t.status !== "waiting") asked(null);
+    else if (status !== "waiting") refreshRow();
     status = t.status;
     allowed = new Set(t.actions);
-    diffFirst(t.status);
-    review.setCanComment(allowed.has("send"));
+    review.setAllowed(allowed, t.status === "running");
+    diffFirst(t.status, review.shown);
     if (!busy) enable();
   };
   // Only what the task's status allows is offered; the daemon still refuses the rest.
   let allowed = new Set<string>();
   let busy = false;
   const enable = () => {
-    for (const b of document.querySelectorAll<HTMLButtonElement>(".actions button")) b.disabled = !allowed.has(b.dataset.verb!);
+    for (const b of verbButtons()) b.disabled = !allowed.has(b.dataset.verb!);
     for (const [form, verb] of [
       ["send", "send"],
+      ["answer", "send"],
       ["budget", "budget"],
     ] as const)
       for (const el of $(form).querySelectorAll<HTMLButtonElement | HTMLTextAreaElement | HTMLInputElement | HTMLSelectElement>(
@@ -140,9 +166,10 @@ export async function task(): Promise<void> {
   };
   const loadDiff = async () => {
     try {
-      review.show(await api<Diff>("GET", `${path}/diff`), allowed.has("send"));
+      review.show(await api<Diff>("GET", `${path}/diff`));
+      if (status) diffFirst(status, review.shown);
     } catch (e) {
-      fill($("diff"), h("p", { class: "error" }, (e as Error).message));
+      review.failed((e as Error).message);
     }
   };
   const loadAudit = async () => {
@@ -162,7 +189,7 @@ export async function task(): Promise<void> {
       ]);
       id = shown.task.id;
       $("prompt").textContent = shown.task.prompt ?? "";
-      head(row.task, row.limit);
+      head(row.task, row.limit, row.question);
       addEvents(shown.events);
       showError(null);
     } catch (e) {
@@ -176,13 +203,13 @@ export async function task(): Promise<void> {
   const refreshRow = debounce(async () => {
     try {
       const row = await api<Answers.BoardTask>("GET", `/api/board/tasks/${encodeURIComponent(ref)}`);
-      head(row.task, row.limit);
+      head(row.task, row.limit, row.question);
     } catch {}
   }, 300);
 
   // The actions: the CLI's routes; what they answer (or refuse) is shown as the CLI says it.
   const act = async (label: string, verb: string, body: unknown = {}) => {
-    const buttons = [...document.querySelectorAll<HTMLButtonElement>(".actions button, #send button, #budget button")];
+    const buttons = [...verbButtons(), ...document.querySelectorAll<HTMLButtonElement>("#send button, #answer button, #budget button")];
     busy = true;
     for (const b of buttons) b.disabled = true;
     notice.className = "muted";
@@ -205,7 +232,7 @@ export async function task(): Promise<void> {
       enable();
     }
   };
-  for (const b of document.querySelectorAll<HTMLButtonElement>(".actions button"))
+  for (const b of verbButtons())
     b.addEventListener("click", () => {
       // Reject deletes the branch: asked first, as lazy reject asks on a terminal.
       if (b.dataset.verb === "reject" && !confirm(`Reject task ${ref} and delete its branch lazy/${ref}? This cannot be undone.`)) return;
@@ -215,6 +242,11 @@ export async function task(): Promise<void> {
     e.preventDefault();
     const text = $<HTMLTextAreaElement>("send-text");
     if (await act("Send", "send", { message: text.value })) text.value = "";
+  });
+  $<HTMLFormElement>("answer").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const text = $<HTMLTextAreaElement>("answer-text");
+    if (await act("Answer", "send", { message: text.value })) text.value = "";
   });
   $<HTMLFormElement>("budget").addEventListener("submit", async (e) => {
     e.preventDefault();

@@ -1,7 +1,7 @@
 /** Usage: each credential's windows as used-percent bars with a countdown to each reset, PAUSED marks, budgets, and the days. */
 import type { Answers } from "../../daemon";
 import { costText } from "../../lines";
-import { $, api, countdown, debounce, fill, h, num, showError, table, usd } from "./dom";
+import { $, api, countdown, debounce, exact, fill, h, num, showError, table, usd, when } from "./dom";
 import { healthList } from "./home";
 import { live } from "./live";
 
@@ -27,7 +27,7 @@ function limitsView(limits: Limit[], paused: Pause[]): Node[] {
           "div",
           { class: "row-head" },
           h("strong", {}, l.credential ?? l.owner),
-          h("span", { class: "muted" }, `${l.owner} · ${l.upstream} · read ${l.at}`),
+          h("span", { class: "muted" }, `${l.owner} · ${l.upstream} · `, when(l.at, "read ")),
         ),
         p &&
           h(
@@ -37,12 +37,14 @@ function limitsView(limits: Limit[], paused: Pause[]): Node[] {
             h(
               "span",
               { class: "muted" },
-              `until ${p.resetsAt} (in `,
+              "until ",
+              h("time", { datetime: p.resetsAt, title: exact(p.resetsAt) }, exact(p.resetsAt).slice(11, 16)),
+              " (in ",
               clock(p.resetsAt),
               `): ${p.detail} — new turns on ${p.credential} wait for the reset ([usage_pause])`,
             ),
           ),
-        l.quota && !p && h("p", { class: "error" }, `quota refused ${l.quota.at}: ${l.quota.detail}`),
+        l.quota && !p && h("p", { class: "error" }, "quota refused ", when(l.quota.at), `: ${l.quota.detail}`),
         !ws.length && h("p", { class: "muted" }, "no reading"),
         ...ws.map((w) => {
           const pct = w.usedPercent === null ? null : Math.round(w.usedPercent);
@@ -60,7 +62,7 @@ function limitsView(limits: Limit[], paused: Pause[]): Node[] {
               "span",
               { class: "when" },
               w.status ?? "",
-              w.resetsAt ? h("span", {}, `${w.status ? " · " : ""}resets in `, clock(w.resetsAt), ` (${w.resetsAt})`) : "",
+              w.resetsAt ? h("span", { title: exact(w.resetsAt) }, `${w.status ? " · " : ""}resets in `, clock(w.resetsAt)) : "",
             ),
           );
         }),
