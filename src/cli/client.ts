@@ -11,8 +11,10 @@
 import { spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { Engine } from "../containers";
 import { STANDARD } from "../credentials";
 import { type Busy, type DaemonRecord, type DaemonStatus, Keeper, State, Title } from "../daemon";
+import { engineFinding, gitFinding, refuseOn } from "../preflight";
 import { LazyError } from "../util/errors";
 import { ensurePrivateDir } from "../util/files";
 import { urlHost } from "../util/url";
@@ -198,6 +200,17 @@ async function reachable(root: string, p: State.StatePaths): Promise<Client | un
   }
 }
 
+/** The running daemon's record (daemon.json), if a daemon of this user holds it; nothing is asked or started. */
+export function recordOf(root: string): DaemonRecord | undefined {
+  const p = State.paths(root);
+  try {
+    const r = State.readRecord(p);
+    return r && State.isDaemon(p, r.pid) ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The running daemon, if any: never starts one. */
 export async function running(root: string): Promise<Client | undefined> {
   return reachable(root, State.paths(root));
@@ -214,6 +227,20 @@ export async function connect(root: string): Promise<Client> {
     return new Client(root, record, token, false);
   }
   return start(root);
+}
+
+/**
+ * The project's daemon, for a launch (task add, start, send, run, a group): first the preflight's
+ * checks only this shell can make (src/preflight) — the folder is a git repository with a commit,
+ * asked before a daemon is started for it; this shell's Docker engine is the daemon's (daemon.json
+ * says which, no round trip). The daemon checks the rest before it stores a task.
+ */
+export async function launching(root: string): Promise<Client> {
+  refuseOn([gitFinding(root)]);
+  const c = await connect(root);
+  const engine = engineFinding(c.record.docker, Engine.resolve());
+  if (engine) refuseOn([engine]);
+  return c;
 }
 
 /**

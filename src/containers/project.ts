@@ -67,6 +67,17 @@ export function bindFor(endpoint: Engine.Endpoint, config: Config): string {
   return bind;
 }
 
+/**
+ * The task image as a launch uses it: `[container]`'s plan (image.ts) with the host's network
+ * setup applied (its CA bundle changes the tag). `raw` is the plan before, `host` that setup.
+ * The launch and the preflight (src/preflight) ask this one place.
+ */
+export function taskImage(root: string, config: Config): { image: Image.ImagePlan; host: HostNet.HostNetwork; raw: Image.ImagePlan } {
+  const raw = Image.plan(root, config.container);
+  const host: HostNet.HostNetwork = config.container.inherit_network_env ? HostNet.read() : { ca: null, proxy: {} };
+  return { image: HostNet.apply(raw, host), host, raw };
+}
+
 export class ProjectContainers {
   private runtime: Promise<Runtime> | undefined;
   /** The Docker endpoint the runtime connected to (lazy doctor compares it with the shell's). */
@@ -202,9 +213,7 @@ export class ProjectContainers {
    * refused by name) changes the tag, so a new certificate builds anew.
    */
   private plan(config: Config): { image: Image.ImagePlan; host: HostNet.HostNetwork; raw: Image.ImagePlan } {
-    const raw = Image.plan(this.d.root, config.container);
-    const host: HostNet.HostNetwork = config.container.inherit_network_env ? HostNet.read() : { ca: null, proxy: {} };
-    return { image: HostNet.apply(raw, host), host, raw };
+    return taskImage(this.d.root, config);
   }
 
   /**

@@ -48,7 +48,7 @@ export function groupBody(a: GroupArgs): { profiles: string[] } | { n: number; p
 export async function groupAndPrompt(a: GroupArgs & { prompt?: string; file?: string }) {
   const group = groupBody(a);
   const prompt = await promptFrom("prompt", a.prompt, a.file);
-  return { group, prompt, c: await Client.connect(findProjectRoot()) };
+  return { group, prompt, c: await Client.launching(findProjectRoot()) };
 }
 
 /** The comparison as people read it: one row a candidate, then each one's summary and failed check's tail. */

@@ -36,7 +36,7 @@ export function groupRoutes(d: GroupDeps) {
   return new Elysia()
     .post(
       "/api/groups",
-      ({ body: b, set }) => {
+      async ({ body: b, set }) => {
         if (b.profiles && (b.n !== undefined || b.profile !== undefined))
           throw new LazyError("invalid_input", "Give either profiles (one per candidate) or a profile and n, not both.");
         if (!b.profiles && b.n === undefined)
@@ -46,7 +46,7 @@ export function groupRoutes(d: GroupDeps) {
         const profiles =
           b.profiles?.map((p) => p.trim()) ?? Array.from({ length: b.n ?? 0 }, () => b.profile ?? defaultProfile(d.config()));
         if (profiles.some((p) => !p)) throw new LazyError("invalid_input", "An empty profile name in the list: --profiles a,b,c.");
-        const r = d.runner.addGroup({ prompt: b.prompt, profiles, code: b.code, title: b.title });
+        const r = await d.runner.addGroup({ prompt: b.prompt, profiles, code: b.code, title: b.title });
         set.status = 201;
         return r;
       },
