@@ -229,6 +229,9 @@ export async function connect(root: string): Promise<Client> {
   return start(root);
 }
 
+/** How long an add may take: the daemon's preflight may pull a named image first (src/preflight). */
+export const LAUNCH_TIMEOUT_MS = 15 * 60_000;
+
 /**
  * The project's daemon, for a launch (task add, start, send, run, a group): first the preflight's
  * checks only this shell can make (src/preflight) — the folder is a git repository with a commit,

@@ -8,7 +8,7 @@
 import type Docker from "dockerode";
 import { demux } from "./engine-files";
 
-/** What the sealed run keeps of the command's output (its log is bounded on the engine too). */
+/** What the sealed run keeps of the command's output, its end (its log is bounded on the engine too). */
 export const OUTPUT_MAX = 4096;
 
 /** The image's id, undefined when the engine has no such image; an engine that does not answer throws. */
@@ -46,7 +46,7 @@ export async function pull(docker: Docker, tag: string, timeoutMs: number): Prom
 /**
  * Run `argv` (argv[0] as the entrypoint, so the image's own entrypoint does not run) as `user`
  * in a sealed container of `image`: its exit code (-1: it did not end within `timeoutMs`, it
- * was killed) and at most OUTPUT_MAX bytes of its output. The container is removed whatever happens.
+ * was killed) and at most the last OUTPUT_MAX characters of its output. The container is removed whatever happens.
  */
 export async function run(
   docker: Docker,
@@ -84,7 +84,9 @@ export async function run(
     const done = (await Promise.race([c.wait(), Bun.sleep(opts.timeoutMs).then(() => undefined)])) as { StatusCode: number } | undefined;
     if (!done) await c.kill().catch(() => {});
     const raw = Buffer.from((await c.logs({ stdout: true, stderr: true, tail: 50 })) as unknown as Buffer);
-    const output = demux(raw).slice(0, OUTPUT_MAX);
+    // The end of what it printed: a failing program's last lines say why.
+    const text = demux(raw);
+    const output = text.length > OUTPUT_MAX ? text.slice(-OUTPUT_MAX) : text;
     return { code: done ? done.StatusCode : -1, output, timedOut: !done };
   } finally {
     await c?.remove({ force: true }).catch(() => {});

@@ -30,7 +30,7 @@ export interface Finding {
 }
 
 /** How long a harness's `--version` may take in its sealed container (a cold image's first start included). */
-export const HARNESS_TIMEOUT_MS = 30_000;
+export const HARNESS_TIMEOUT_MS = 20_000;
 /** How long a pull of a named image may take before the launch is refused. */
 export const PULL_TIMEOUT_MS = 10 * 60_000;
 /** The cache of harnesses that ran, per image id (state folder). */
@@ -249,11 +249,11 @@ export class Preflight {
 }
 
 /**
- * What an image printed, safe to show: bounded, and its control bytes as escapes (JSON's), so a
+ * What an image printed, safe to show: bounded (its start, or with `end` its end), and its control bytes as escapes (JSON's), so a
  * hostile `--version` cannot move the cursor, retitle the window or fill the screen.
  */
-export function shown(text: string, max: number): string {
-  const cut = text.length > max ? `${text.slice(0, max)}…` : text;
+export function shown(text: string, max: number, end = false): string {
+  const cut = text.length <= max ? text : end ? `…${text.slice(-max)}` : `${text.slice(0, max)}…`;
   return JSON.stringify(cut).slice(1, -1).replace(/\\"/g, '"');
 }
 
@@ -283,7 +283,7 @@ function missingImage(tag: string, ep: Engine.Endpoint, error: string): Finding 
 }
 
 function harnessMissing(h: HarnessName, bin: string, tag: string, why: string, output = ""): Finding {
-  const out = output.trim() ? shown(output.trim(), 400) : "";
+  const out = output.trim() ? shown(output.trim(), 400, true) : "";
   return {
     check: "harness",
     ok: false,

@@ -118,7 +118,7 @@ export const compare = command({
 
 /** `lazy task add --profiles …`: the group and its candidates, none started. */
 export async function addGroup(c: Client.Client, body: Record<string, unknown>): Promise<{ group: string; tasks: Task[] }> {
-  return c.request<{ group: string; tasks: Task[] }>("POST", "/api/groups", body);
+  return c.request<{ group: string; tasks: Task[] }>("POST", "/api/groups", body, Client.LAUNCH_TIMEOUT_MS);
 }
 
 export interface RunExits {

@@ -183,7 +183,7 @@ export const run = command({
     const { group, prompt, c } = await groupAndPrompt(args);
     if (group)
       return runGroup(c, { prompt, code: args.code, ...group }, { json: !!args.json, wait: !!args.wait }, { ...RUN_EXIT, exitFor });
-    const t = await c.request<Task>("POST", "/api/tasks", { prompt, profile: args.profile, code: args.code });
+    const t = await c.request<Task>("POST", "/api/tasks", { prompt, profile: args.profile, code: args.code }, Client.LAUNCH_TIMEOUT_MS);
     let after = 0;
     try {
       after = (await whileLaunching(c, t.id, () => c.request<Task>("POST", `/api/tasks/${t.id}/start`, undefined, 30 * 60_000))).after;
