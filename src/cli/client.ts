@@ -14,7 +14,7 @@ import { dirname, join } from "node:path";
 import { Engine } from "../containers";
 import { STANDARD } from "../credentials";
 import { type Busy, type DaemonRecord, type DaemonStatus, Keeper, State, Title } from "../daemon";
-import { engineFinding, gitFinding, refuseOn } from "../preflight";
+import { engineFinding, gitFinding, refuseOn, skipped } from "../preflight";
 import { LazyError } from "../util/errors";
 import { ensurePrivateDir } from "../util/files";
 import { urlHost } from "../util/url";
@@ -239,6 +239,7 @@ export const LAUNCH_TIMEOUT_MS = 15 * 60_000;
  * says which, no round trip). The daemon checks the rest before it stores a task.
  */
 export async function launching(root: string): Promise<Client> {
+  if (skipped()) return connect(root);
   refuseOn([gitFinding(root)]);
   const c = await connect(root);
   const engine = engineFinding(c.record.docker, Engine.resolve());

@@ -36,6 +36,12 @@ export const PULL_TIMEOUT_MS = 10 * 60_000;
 /** The cache of harnesses that ran, per image id (state folder). */
 export const CACHE_FILE = "preflight.json";
 
+/**
+ * `LAZY_PREFLIGHT=off` in the environment (the daemon's, and the CLI's) skips the launch's
+ * checks: for measuring what they cost (bench/preflight.ts), not for use. Doctor checks anyway.
+ */
+export const skipped = () => process.env.LAZY_PREFLIGHT === "off";
+
 /** A blocking finding as the error a launch is refused with: its cause, then its remedy. */
 export function refusal(f: Finding): LazyError {
   const sentence = (t: string) => `${t.charAt(0).toUpperCase()}${t.slice(1)}${/[.!?]$/.test(t) ? "" : "."}`;
@@ -130,6 +136,7 @@ export class Preflight {
    * it anyway); one lazy builds is checked once it is built (`afterBuild`).
    */
   async launch(config: Config, harnesses: HarnessName[]): Promise<void> {
+    if (skipped()) return;
     refuseOn([gitFinding(this.d.root)]);
     refuseOn(await this.image(config, harnesses, { pull: true }));
   }

@@ -58,23 +58,19 @@ describe("launching a turn", () => {
     expect(exported.stderr).not.toContain(KEY);
   }, 120_000);
 
-  test("a project with no commit yet: the launch is refused naming the cause, no container is made, and the task says failed", async () => {
+  test("a project with no commit yet: the launch is refused before a task is stored (the preflight), naming the cause; no container is made", async () => {
     const p = new Project({
       toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n`,
+      commit: false,
     });
     projects.push(p);
     await p.setCredential("anthropic", KEY);
-    await p.ok(["task", "add", "anything", "--code", "no-commit"]);
-    // The worktree's git runs off the daemon's thread while the network step goes on: its refusal is still the launch's.
-    const r = await p.run(["start", "no-commit"]);
-    expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain("has no commit yet; a task's worktree starts from HEAD, so commit something first.");
+    const r = await p.run(["task", "add", "anything", "--code", "no-commit"]);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain("has no commit yet: a task's worktree starts from HEAD");
     expect(containersOf(p)).toEqual([]);
-    const shown = await p.json(["task", "show", "no-commit"]);
-    expect(shown.task.status).toBe("failed");
-    expect(shown.events.at(-1).data.error).toContain("has no commit yet");
-    // The daemon goes on answering.
-    expect((await p.json<any[]>(["task", "list"])).map((t) => t.code)).toContain("no-commit");
+    // The daemon goes on answering, and holds no task.
+    expect(await p.json<any[]>(["task", "list"])).toEqual([]);
   });
 
   test("a project Dockerfile whose RUN fails: lazy run exits 4 with the failing command's own error line, and leaves no queued task", async () => {
