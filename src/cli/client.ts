@@ -54,7 +54,30 @@ export class Client {
     return this.token;
   }
 
+  /** Set by `launching()`: an add that takes a while says what the daemon's preflight is doing. */
+  preflight = false;
+
   async request<T>(method: string, path: string, body?: unknown, timeoutMs = 30_000): Promise<T> {
+    // The daemon checks the engine, image and harness before it stores a task (src/preflight): a
+    // slow engine connection (ssh) or a pull is said rather than silent.
+    const slow =
+      this.preflight && method === "POST" && (path === "/api/tasks" || path === "/api/groups")
+        ? setTimeout(
+            () =>
+              say.info(
+                `Connecting to the Docker engine at ${this.record.docker?.host ?? "the daemon's engine"}… (the launch's preflight: the engine, the image, the harness)`,
+              ),
+            2000,
+          )
+        : undefined;
+    try {
+      return await this.requestNow<T>(method, path, body, timeoutMs);
+    } finally {
+      clearTimeout(slow);
+    }
+  }
+
+  private async requestNow<T>(method: string, path: string, body?: unknown, timeoutMs = 30_000): Promise<T> {
     let res: Response | undefined;
     if (!this.verified) {
       let failed: unknown;
@@ -244,6 +267,7 @@ export async function launching(root: string): Promise<Client> {
   const c = await connect(root);
   const engine = engineFinding(c.record.docker, Engine.resolve());
   if (engine) refuseOn([engine]);
+  c.preflight = true;
   return c;
 }
 

@@ -78,6 +78,22 @@ export function taskImage(root: string, config: Config): { image: Image.ImagePla
   return { image: HostNet.apply(raw, host), host, raw };
 }
 
+/**
+ * Whether a task image lazy builds is to be built: missing, or (a project Dockerfile that copies
+ * from its context) built from other files of it (its `dev.lazy.context` stamp). `dockerfile` is
+ * the Dockerfile as the person wrote it (the plan's `raw`). The launch and the preflight ask this.
+ */
+export async function imageDue(
+  docker: Runtime,
+  root: string,
+  image: Extract<Image.ImagePlan, { kind: "build" }>,
+  dockerfile: string,
+): Promise<{ missing: boolean; stale: boolean; stamp?: string }> {
+  const stamp = image.context && Image.copiesContext(dockerfile) ? await Image.contextStamp(root, image.context) : undefined;
+  const labels = await docker.imageLabels(image.tag);
+  return { missing: labels === undefined, stale: labels !== undefined && stamp !== undefined && labels[LABEL_CONTEXT] !== stamp, stamp };
+}
+
 export class ProjectContainers {
   private runtime: Promise<Runtime> | undefined;
   /** The Docker endpoint the runtime connected to (lazy doctor compares it with the shell's). */
@@ -267,14 +283,12 @@ export class ProjectContainers {
    * its context) built from other files of it — a changed package.json, script or lockfile is
    * built again, under the same tag. `stamp` is the context's as it is now.
    */
-  private async due(
+  private due(
     docker: Runtime,
     image: Extract<Image.ImagePlan, { kind: "build" }>,
     dockerfile: string,
   ): Promise<{ missing: boolean; stale: boolean; stamp?: string }> {
-    const stamp = image.context && Image.copiesContext(dockerfile) ? await Image.contextStamp(this.d.root, image.context) : undefined;
-    const labels = await docker.imageLabels(image.tag);
-    return { missing: labels === undefined, stale: labels !== undefined && stamp !== undefined && labels[LABEL_CONTEXT] !== stamp, stamp };
+    return imageDue(docker, this.d.root, image, dockerfile);
   }
 
   /**

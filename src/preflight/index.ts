@@ -13,7 +13,7 @@
 import { existsSync, readFileSync, realpathSync } from "node:fs";
 import { join } from "node:path";
 import { type Config, type Harness as HarnessName, resolveProfile } from "../config";
-import { type Engine, Image, type Runtime, taskImage } from "../containers";
+import { bindFor, type Engine, Image, imageDue, type Runtime, taskImage } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
 import { LazyError } from "../util/errors";
@@ -147,8 +147,9 @@ export class Preflight {
    */
   async image(config: Config, harnesses: HarnessName[], opts: { pull: boolean }): Promise<Finding[]> {
     let plan: Image.ImagePlan;
+    let raw: Image.ImagePlan;
     try {
-      plan = taskImage(this.d.root, config).image;
+      ({ image: plan, raw } = taskImage(this.d.root, config));
     } catch (e) {
       if (!(e instanceof LazyError)) throw e;
       return [{ check: "image", ok: false, blocking: true, summary: e.message.replace(/\.$/, ""), remedy: "fix [container] in lazy.toml" }];
@@ -162,7 +163,29 @@ export class Preflight {
     } catch (e) {
       return [engineDown(ep, e)];
     }
+    // A remote engine's containers reach the proxy only at [proxy] remote_bind: the launch's own rule.
+    if (docker.remote)
+      try {
+        bindFor(docker.endpoint, config);
+      } catch (e) {
+        if (!(e instanceof LazyError)) throw e;
+        return [{ check: "docker", ok: false, blocking: true, summary: e.message }];
+      }
     const out: Finding[] = [];
+    // A project Dockerfile's image built from other files than its context holds now is built
+    // again by the launch: its harness is checked after that build, not in the old image.
+    if (id && plan.kind === "build" && raw.kind === "build" && raw.context && Image.copiesContext(raw.dockerfile)) {
+      const due = await imageDue(docker, this.d.root, plan, raw.dockerfile).catch(() => undefined);
+      if (due?.stale)
+        return [
+          {
+            check: "image",
+            ok: true,
+            blocking: false,
+            summary: `${plan.tag} was built from other files than ${plan.what} copies now: the next launch builds it again, then checks its harness`,
+          },
+        ];
+    }
     if (!id && plan.kind === "given") {
       if (!opts.pull)
         return [
@@ -265,12 +288,13 @@ export function shown(text: string, max: number, end = false): string {
 }
 
 function engineDown(ep: Engine.Endpoint, e: unknown): Finding {
-  const why = e instanceof LazyError ? e.message : (e as Error).message;
+  // The connection's own refusal already says cause and remedy (containers/engine.ts unreachable).
+  if (e instanceof LazyError) return { check: "docker", ok: false, blocking: true, summary: e.message };
   return {
     check: "docker",
     ok: false,
     blocking: true,
-    summary: e instanceof LazyError ? why.replace(/\.$/, "") : `the Docker engine at ${ep.host} (${ep.source}) does not answer: ${why}`,
+    summary: `the Docker engine at ${ep.host} (${ep.source}) does not answer: ${(e as Error).message}`,
     remedy:
       ep.source === "DOCKER_HOST"
         ? "start that engine or fix DOCKER_HOST (or unset it to use this machine's engine); lazy doctor shows more"
