@@ -212,18 +212,19 @@ export class Preflight {
         },
       ];
     } else out.push({ check: "image", ok: true, blocking: false, summary: `${plan.tag} is on the engine at ${ep.host}` });
-    for (const h of harnesses) out.push(await this.harness(docker, plan.tag, id!, h));
+    for (const h of harnesses) out.push(await this.harness(docker, plan.tag, id!, h, config));
     return out;
   }
 
   /** (d) after lazy built the image a launch found missing: the same check, refused the same way. */
-  async afterBuild(docker: Runtime, tag: string, harness: HarnessName): Promise<void> {
+  async afterBuild(docker: Runtime, tag: string, harness: HarnessName, config: Config): Promise<void> {
     const id = await docker.imageId(tag);
-    if (id) refuseOn([await this.harness(docker, tag, id, harness)]);
+    if (id) refuseOn([await this.harness(docker, tag, id, harness, config)]);
   }
 
   /** (d) One harness in one image: remembered once it ran; run sealed otherwise. */
-  private async harness(docker: Runtime, tag: string, id: string, h: HarnessName): Promise<Finding> {
+  private async harness(docker: Runtime, tag: string, id: string, h: HarnessName, config: Config): Promise<Finding> {
+    const source = config.container.image ? "image" : config.container.dockerfile ? "dockerfile" : "default";
     const bin = Harness.binary(h);
     const known = this.cached(id, h);
     if (known) return { check: "harness", ok: true, blocking: false, summary: `${bin} runs in ${tag}: ${known}` };
@@ -232,13 +233,14 @@ export class Preflight {
       r = await docker.sealed(tag, [bin, "--version"], { user: String(Image.agentUid()), timeoutMs: HARNESS_TIMEOUT_MS });
     } catch (e) {
       // The engine could not start it: most often the program is not in the image.
-      return harnessMissing(h, bin, tag, (e as { json?: { message?: string } }).json?.message ?? (e as Error).message);
+      return harnessMissing(h, bin, tag, source, (e as { json?: { message?: string } }).json?.message ?? (e as Error).message);
     }
     if (r.code !== 0)
       return harnessMissing(
         h,
         bin,
         tag,
+        source,
         r.timedOut ? `it did not end within ${HARNESS_TIMEOUT_MS / 1000} s (killed)` : `it exited ${r.code}`,
         r.output,
       );
@@ -313,13 +315,26 @@ function missingImage(tag: string, ep: Engine.Endpoint, error: string): Finding 
   };
 }
 
-function harnessMissing(h: HarnessName, bin: string, tag: string, why: string, output = ""): Finding {
+function harnessMissing(
+  h: HarnessName,
+  bin: string,
+  tag: string,
+  source: "image" | "dockerfile" | "default",
+  why: string,
+  output = "",
+): Finding {
+  const fix =
+    source === "image"
+      ? `use an image with ${bin} on its PATH (lazy's default image has it: remove [container] image)`
+      : source === "dockerfile"
+        ? `install ${bin} in the image [container] dockerfile builds (or build FROM lazy's default image)`
+        : `build lazy's default image again (lazy prune removes the broken one)`;
   const out = output.trim() ? shown(output.trim(), 400, true) : "";
   return {
     check: "harness",
     ok: false,
     blocking: true,
     summary: `the ${h} harness does not run in the image ${tag}: ${bin} --version ${/^(it |no )/.test(why) ? why.replace(/^it /, "") : `could not start (${shown(why, 300)})`}${out ? `; it printed: ${out}` : ""}`,
-    remedy: `use an image with ${bin} on its PATH (lazy's default image has it: remove [container] image), or install it in your Dockerfile; or pick a profile of another harness (--profile)`,
+    remedy: `${fix}; or pick a profile of another harness (--profile)`,
   };
 }

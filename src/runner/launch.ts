@@ -218,7 +218,8 @@ export class Launcher {
     // network of one name, and the rules are the same). After a build (minutes) they are set
     // again, right before the container starts, as they always were.
     // An image built just now was not there for the preflight: its harness is checked here.
-    if (built && this.d.preflight) await this.d.preflight.afterBuild(docker, image.tag, resolveProfile(config, task.profile).harness);
+    if (built && this.d.preflight)
+      await this.d.preflight.afterBuild(docker, image.tag, resolveProfile(config, task.profile).harness, config);
     const { net, proxyUrl } = await (early && !built ? early : this.d.project.sharedGateway(docker, config));
     if (docker.remote) await this.d.remote.probe(docker, image.tag, net.name, proxyUrl);
     g ??= await workspace();

@@ -74,6 +74,11 @@ describe("preflight", () => {
       expect(r.stderr).toContain("fix [container] image in lazy.toml");
       expect(r.stderr).not.toContain("internal error");
     }
+    // The dashboard's and the API's add: the same refusal, as data with its code, and nothing stored.
+    const api = await p.api("POST", "/api/tasks", { prompt: "from the dashboard" }).catch((e: Error) => e.message);
+    expect(api).toContain("409");
+    expect(api).toContain('"code":"preflight_refused"');
+    expect(api).toContain(typo);
     await noTask(p);
     // Doctor names it without pulling.
     const d = await p.run(["doctor"]);
