@@ -11,8 +11,10 @@
 import { spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { Engine } from "../containers";
 import { STANDARD } from "../credentials";
 import { type Busy, type DaemonRecord, type DaemonStatus, Keeper, State, Title } from "../daemon";
+import { engineFinding, gitFinding, refuseOn, skipped } from "../preflight";
 import { LazyError } from "../util/errors";
 import { ensurePrivateDir } from "../util/files";
 import { urlHost } from "../util/url";
@@ -52,7 +54,30 @@ export class Client {
     return this.token;
   }
 
+  /** Set by `launching()`: an add that takes a while says what the daemon's preflight is doing. */
+  preflight = false;
+
   async request<T>(method: string, path: string, body?: unknown, timeoutMs = 30_000): Promise<T> {
+    // The daemon checks the engine, image and harness before it stores a task (src/preflight): a
+    // slow engine connection (ssh) or a pull is said rather than silent.
+    const slow =
+      this.preflight && method === "POST" && (path === "/api/tasks" || path === "/api/groups")
+        ? setTimeout(
+            () =>
+              say.info(
+                `Connecting to the Docker engine at ${this.record.docker?.host ?? "the daemon's engine"}… (the launch's preflight: the engine, the image, the harness)`,
+              ),
+            2000,
+          )
+        : undefined;
+    try {
+      return await this.requestNow<T>(method, path, body, timeoutMs);
+    } finally {
+      clearTimeout(slow);
+    }
+  }
+
+  private async requestNow<T>(method: string, path: string, body?: unknown, timeoutMs = 30_000): Promise<T> {
     let res: Response | undefined;
     if (!this.verified) {
       let failed: unknown;
@@ -198,6 +223,17 @@ async function reachable(root: string, p: State.StatePaths): Promise<Client | un
   }
 }
 
+/** The running daemon's record (daemon.json), if a daemon of this user holds it; nothing is asked or started. */
+export function recordOf(root: string): DaemonRecord | undefined {
+  const p = State.paths(root);
+  try {
+    const r = State.readRecord(p);
+    return r && State.isDaemon(p, r.pid) ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The running daemon, if any: never starts one. */
 export async function running(root: string): Promise<Client | undefined> {
   return reachable(root, State.paths(root));
@@ -214,6 +250,25 @@ export async function connect(root: string): Promise<Client> {
     return new Client(root, record, token, false);
   }
   return start(root);
+}
+
+/** How long an add may take: the daemon's preflight may pull a named image first (src/preflight). */
+export const LAUNCH_TIMEOUT_MS = 15 * 60_000;
+
+/**
+ * The project's daemon, for a launch (task add, start, send, run, a group): first the preflight's
+ * checks only this shell can make (src/preflight) — the folder is a git repository with a commit,
+ * asked before a daemon is started for it; this shell's Docker engine is the daemon's (daemon.json
+ * says which, no round trip). The daemon checks the rest before it stores a task.
+ */
+export async function launching(root: string): Promise<Client> {
+  if (skipped()) return connect(root);
+  refuseOn([gitFinding(root)]);
+  const c = await connect(root);
+  const engine = engineFinding(c.record.docker, Engine.resolve());
+  if (engine) refuseOn([engine]);
+  c.preflight = true;
+  return c;
 }
 
 /**

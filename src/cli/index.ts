@@ -13,7 +13,8 @@ import { forStream, stripAnsi } from "./terminal";
 import { say } from "./voice";
 
 /** `untrusted`: lazy.toml is not trusted (lazy trust), the same code as lazy run's "launch refused". */
-export const EXIT = { ok: 0, failed: 1, usage: 2, untrusted: 4, internal: 70 } as const;
+/** 4: refused before anything was done (an untrusted lazy.toml, a launch the preflight refused). */
+export const EXIT = { ok: 0, failed: 1, usage: 2, untrusted: 4, refused: 4, internal: 70 } as const;
 
 const main: CommandDef<any> = command({
   meta: { name: "lazy", description: "Run coding agents in containers, behind a proxy that keeps your credentials" },
@@ -170,7 +171,11 @@ function refuseFlag(flag: string, path: string[]): never {
 function report(e: unknown): number {
   if (e instanceof LazyError) {
     say.error([e.message, ...e.details.map((d) => `  ${d}`)].join("\n"));
-    return e.code === "invalid_input" ? EXIT.usage : e.code === "config_untrusted" ? EXIT.untrusted : EXIT.failed;
+    return e.code === "invalid_input"
+      ? EXIT.usage
+      : e.code === "config_untrusted" || e.code === "preflight_refused"
+        ? EXIT.refused
+        : EXIT.failed;
   }
   // citty's own complaints (a missing argument, an unknown subcommand) are usage errors.
   const err = e as Error & { code?: string };

@@ -16,7 +16,7 @@ export { LABEL_IMAGE, LABEL_PROJECT, LABEL_TASK } from "./labels";
 export type { Guard as LinkLocalGuard } from "./link-local";
 export * as LinkLocal from "./link-local";
 export type { Network } from "./network";
-export { bindFor, type Gateway, ProjectContainers, type ProjectDeps } from "./project";
+export { bindFor, type Gateway, imageDue, ProjectContainers, type ProjectDeps, taskImage } from "./project";
 export { type ContainerInfo, type Mount, Runtime, type TaskContainerSpec } from "./runtime";
 export * as Subnets from "./subnets";
 export * as Tar from "./tar";

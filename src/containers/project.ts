@@ -67,6 +67,38 @@ export function bindFor(endpoint: Engine.Endpoint, config: Config): string {
   return bind;
 }
 
+/**
+ * The task image as a launch uses it: `[container]`'s plan (image.ts) with the host's network
+ * setup applied (its CA bundle changes the tag). `raw` is the plan before, `host` that setup.
+ * The launch and the preflight (src/preflight) ask this one place. The default image holds the
+ * harnesses the profiles use, and `also` (a launch's own profile's harness, a built-in one).
+ */
+export function taskImage(
+  root: string,
+  config: Config,
+  also: readonly Harness[] = [],
+): { image: Image.ImagePlan; host: HostNet.HostNetwork; raw: Image.ImagePlan } {
+  const raw = Image.plan(root, config.container, usedHarnesses(config, also));
+  const host: HostNet.HostNetwork = config.container.inherit_network_env ? HostNet.read() : { ca: null, proxy: {} };
+  return { image: HostNet.apply(raw, host), host, raw };
+}
+
+/**
+ * Whether a task image lazy builds is to be built: missing, or (a project Dockerfile that copies
+ * from its context) built from other files of it (its `dev.lazy.context` stamp). `dockerfile` is
+ * the Dockerfile as the person wrote it (the plan's `raw`). The launch and the preflight ask this.
+ */
+export async function imageDue(
+  docker: Runtime,
+  root: string,
+  image: Extract<Image.ImagePlan, { kind: "build" }>,
+  dockerfile: string,
+): Promise<{ missing: boolean; stale: boolean; stamp?: string }> {
+  const stamp = image.context && Image.copiesContext(dockerfile) ? await Image.contextStamp(root, image.context) : undefined;
+  const labels = await docker.imageLabels(image.tag);
+  return { missing: labels === undefined, stale: labels !== undefined && stamp !== undefined && labels[LABEL_CONTEXT] !== stamp, stamp };
+}
+
 export class ProjectContainers {
   private runtime: Promise<Runtime> | undefined;
   /** The Docker endpoint the runtime connected to (lazy doctor compares it with the shell's). */
@@ -202,9 +234,7 @@ export class ProjectContainers {
    * refused by name) changes the tag, so a new certificate builds anew.
    */
   private plan(config: Config, also: readonly Harness[] = []): { image: Image.ImagePlan; host: HostNet.HostNetwork; raw: Image.ImagePlan } {
-    const raw = Image.plan(this.d.root, config.container, usedHarnesses(config, also));
-    const host: HostNet.HostNetwork = config.container.inherit_network_env ? HostNet.read() : { ca: null, proxy: {} };
-    return { image: HostNet.apply(raw, host), host, raw };
+    return taskImage(this.d.root, config, also);
   }
 
   /**
@@ -258,14 +288,12 @@ export class ProjectContainers {
    * its context) built from other files of it — a changed package.json, script or lockfile is
    * built again, under the same tag. `stamp` is the context's as it is now.
    */
-  private async due(
+  private due(
     docker: Runtime,
     image: Extract<Image.ImagePlan, { kind: "build" }>,
     dockerfile: string,
   ): Promise<{ missing: boolean; stale: boolean; stamp?: string }> {
-    const stamp = image.context && Image.copiesContext(dockerfile) ? await Image.contextStamp(this.d.root, image.context) : undefined;
-    const labels = await docker.imageLabels(image.tag);
-    return { missing: labels === undefined, stale: labels !== undefined && stamp !== undefined && labels[LABEL_CONTEXT] !== stamp, stamp };
+    return imageDue(docker, this.d.root, image, dockerfile);
   }
 
   /**

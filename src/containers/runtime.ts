@@ -16,6 +16,7 @@ import * as ImageBuild from "./image-build";
 import { LABEL_IMAGE, LABEL_PROJECT, LABEL_ROOT, LABEL_TASK } from "./labels";
 import { hostConfig, type Limits } from "./limits";
 import * as Network from "./network";
+import * as Sealed from "./sealed";
 
 export interface Mount {
   host: string;
@@ -100,6 +101,21 @@ export class Runtime {
 
   imageExists(tag: string): Promise<boolean> {
     return ImageBuild.imageExists(this.docker, tag);
+  }
+
+  /** An image's id; undefined when the engine has no such image (an engine that does not answer throws). */
+  imageId(tag: string): Promise<string | undefined> {
+    return Sealed.imageId(this.docker, tag);
+  }
+
+  /** Pull a named image (sealed.ts); the engine's refusal as its message. */
+  pull(tag: string, timeoutMs: number): ReturnType<typeof Sealed.pull> {
+    return Sealed.pull(this.docker, tag, timeoutMs);
+  }
+
+  /** One short command of the image's own in a sealed throwaway container (sealed.ts: no network, read-only, no capabilities). */
+  sealed(image: string, argv: string[], opts: { user: string; timeoutMs: number }): ReturnType<typeof Sealed.run> {
+    return Sealed.run(this.docker, image, argv, opts);
   }
 
   /** An image's labels; undefined when there is no such image. */

@@ -230,6 +230,7 @@ export class Daemon {
         api: { host: config.server.bind, port: daemon.apiServer!.port! },
         web: config.server.web,
         proxy: proxyAddr,
+        docker: { host: runner.engineEndpoint().host, source: runner.engineEndpoint().source },
       });
       try {
         Ports.remember(paths, { api: { host: config.server.bind, port: daemon.apiServer!.port! }, proxy: proxyAddr });

@@ -23,6 +23,8 @@ export interface DaemonRecord {
   api: { host: string; port: number };
   web: boolean;
   proxy: { host: string; port: number } | null;
+  /** The Docker engine its containers run on (absent from a daemon older than this): the CLI's preflight compares it with the shell's. */
+  docker?: { host: string; source: string };
 }
 
 function isRecord(v: unknown): v is DaemonRecord {

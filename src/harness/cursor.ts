@@ -25,6 +25,7 @@ const PROJECT = [
 
 export const cursor: Harness = {
   name: "cursor",
+  binary: "cursor-agent",
   slot: () => ({ envVar: "CURSOR_API_KEY", shape: "cursor" }),
   prepare(l) {
     const endpoint = `${l.proxyUrl}/_lazy/cursor/${l.placeholder}`;

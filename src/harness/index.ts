@@ -39,6 +39,11 @@ export function prepare(l: Launch): Prepared {
   return { ...h.prepare(l), notLoaded: seen.notLoaded.map(printable) };
 }
 
+/** The program a harness runs as (`claude`, `cursor-agent`, …). */
+export function binary(harness: Launch["profile"]["harness"]): string {
+  return harnesses[harness].binary;
+}
+
 /** What to write on the stdin of a harness started with `promptOnStdin`; undefined when it cannot take a prompt that way. */
 export function stdinPrompt(harness: Launch["profile"]["harness"], prompt: string): string | undefined {
   return harnesses[harness].stdinPrompt?.(prompt);

@@ -75,6 +75,8 @@ export interface CredentialSlot {
 
 export interface Harness {
   readonly name: ResolvedProfile["harness"];
+  /** The program a task container runs (its `--version` is the preflight's check: src/preflight). */
+  readonly binary: string;
   /** The variable this harness reads its credential from, for this profile and credential. */
   slot(profile: ResolvedProfile, real: RealCredential): CredentialSlot;
   prepare(l: Launch): Prepared;

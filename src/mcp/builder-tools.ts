@@ -16,7 +16,7 @@ export interface BuilderToolDeps {
   db: Database;
   config: () => Config;
   /** Add a task as `lazy task add` does (profile checked, the bus told). */
-  add: (input: { prompt: string; code?: string; profile?: string }) => Task;
+  add: (input: { prompt: string; code?: string; profile?: string }) => Promise<Task>;
   /** Start a task's turn (its first, or the next with a message), as `lazy start`/`send` do. */
   start: (ref: string, message?: string) => Promise<Task>;
   /** A minute in which a builder session's calls were refused: said in the daemon's log. */
@@ -82,7 +82,7 @@ export function registerBuilderTools(
         profile: z.string().max(64).optional(),
       },
     },
-    async (input) => admitted("task_create") ?? json(brief(d.add(input))),
+    async (input) => admitted("task_create") ?? json(brief(await d.add(input))),
   );
   server.registerTool(
     "task_list",

@@ -13,6 +13,7 @@ import { type Engine, type Fence, type LinkLocalGuard, ProjectContainers } from 
 import type { Egress } from "../egress";
 import type { Heard, McpTokens } from "../mcp";
 import { Compactor, OwnCalls } from "../own-calls";
+import { harnessesOf, Preflight } from "../preflight";
 import type { ModelProxy } from "../proxy";
 import { Budgets, Holds } from "../spending";
 import { Runs, type Task, Tasks } from "../store";
@@ -68,6 +69,8 @@ export class Runner {
   private ws: Workspaces;
   /** The project's engine connection, network and image (containers/project.ts). */
   private project: ProjectContainers;
+  /** What a launch needs, checked before a task is stored or a turn starts (src/preflight). */
+  private preflight: Preflight;
   private launcher: Launcher;
   private reconciler: Reconciler;
   private holds: Holds;
@@ -110,6 +113,7 @@ export class Runner {
       egress: d.egress,
     });
     const docker = () => this.project.docker();
+    this.preflight = new Preflight({ root: d.root, stateDir: d.stateDir, docker, endpoint: () => this.project.engineEndpoint() });
     this.remote = new RemoteTasks({
       slug: d.slug,
       stateDir: d.stateDir,
@@ -229,6 +233,7 @@ export class Runner {
       budgets: this.budgets,
       disk: this.disk,
       broker: d.broker,
+      preflight: this.preflight,
     });
     this.groups = new Groups({
       root: d.root,
@@ -267,20 +272,26 @@ export class Runner {
     if (e) throw e;
   }
 
-  /** Add a task (the CLI, the dashboard, a builder session): its profile must exist. */
-  add(input: { prompt: string; title?: string; code?: string; profile?: string }): Task {
+  /**
+   * Add a task (the CLI, the dashboard, a builder session): its profile must exist, and the
+   * preflight must pass (src/preflight) — a refused launch stores nothing.
+   */
+  async add(input: { prompt: string; title?: string; code?: string; profile?: string }): Promise<Task> {
     this.mustTrust();
     const config = this.d.config();
     const profile = input.profile ?? defaultProfile(config);
     resolveProfile(config, profile);
+    await this.preflight.launch(config, harnessesOf(config, [profile]));
     const task = Tasks.add(this.d.db, { ...input, profile });
     this.ledger.changed(task);
     return task;
   }
 
-  /** Add a best-of-N group: one candidate task per profile, from one prompt (runner/groups.ts). */
-  addGroup(input: NewGroup): { group: string; tasks: Task[] } {
+  /** Add a best-of-N group: one candidate task per profile, from one prompt (runner/groups.ts), after the preflight of every profile. */
+  async addGroup(input: NewGroup): Promise<{ group: string; tasks: Task[] }> {
     this.mustTrust();
+    const config = this.d.config();
+    await this.preflight.launch(config, harnessesOf(config, input.profiles));
     const r = this.groups.add(input);
     for (const t of r.tasks) this.ledger.changed(t);
     return r;
@@ -304,9 +315,15 @@ export class Runner {
     );
   }
 
-  /** Start the task's next turn: the first prompt, or a follow-up message (launch.ts). */
-  start(ref: string, message?: string): Promise<Task> {
+  /**
+   * Start the task's next turn: the first prompt, or a follow-up message (launch.ts). The
+   * preflight comes first: refused there, the task is left as it was (not failed).
+   */
+  async start(ref: string, message?: string): Promise<Task> {
     this.mustTrust();
+    const task = Tasks.resolve(this.d.db, ref);
+    const config = this.d.config();
+    await this.preflight.launch(config, harnessesOf(config, [task.profile]));
     return this.launcher.start(ref, message);
   }
 

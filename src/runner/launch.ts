@@ -13,6 +13,7 @@ import * as Git from "../git";
 import * as Harness from "../harness";
 import type { McpTokens } from "../mcp";
 import { withMemory } from "../own-calls";
+import type { Preflight } from "../preflight";
 import { MCP_PATH } from "../proxy";
 import type { Budgets, Holds } from "../spending";
 import { canMove, HeldTurns, isFinal, Runs, type Task, Tasks } from "../store";
@@ -37,6 +38,8 @@ export interface LaunchDeps extends Lifecycle {
   queue: () => Pick<TurnQueue, "mayStart" | "put" | "next">;
   disk: Pick<DiskBound, "mayStart">;
   broker?: Pick<Broker, "forTask" | "bundle">;
+  /** The harness check of an image this launch built (src/preflight; one it found is checked before). */
+  preflight?: Pick<Preflight, "afterBuild">;
 }
 
 export class Launcher {
@@ -221,6 +224,9 @@ export class Launcher {
     // container of that image. Launches at once join the one under way (Docker refuses a second
     // network of one name, and the rules are the same). After a build (minutes) they are set
     // again, right before the container starts, as they always were.
+    // An image built just now was not there for the preflight: its harness is checked here.
+    if (built && this.d.preflight)
+      await this.d.preflight.afterBuild(docker, image.tag, resolveProfile(config, task.profile).harness, config);
     const { net, proxyUrl } = await (early && !built ? early : this.d.project.sharedGateway(docker, config));
     if (docker.remote) await this.d.remote.probe(docker, image.tag, net.name, proxyUrl);
     g ??= await workspace();

@@ -17,6 +17,7 @@ export type ErrorCode =
   | "credential_missing"
   | "proxy_unavailable"
   | "launch_refused"
+  | "preflight_refused"
   | "disk_full"
   | "internal";
 
@@ -34,6 +35,7 @@ const httpStatus: Record<ErrorCode, number> = {
   credential_missing: 424,
   proxy_unavailable: 503,
   launch_refused: 409,
+  preflight_refused: 409,
   disk_full: 507,
   internal: 500,
 };

@@ -52,8 +52,10 @@ describe("a project Dockerfile's COPY . of a checkout with ignored secrets", () 
 
     await p.ok(["task", "add", "look around", "--code", "ctx"]);
     const start = await p.run(["start", "ctx"]);
-    expect(start.code, start.stderr).toBe(0);
-    const s = await settled(p, "ctx", 120_000);
+    // The image has no Claude Code: built, then refused by the preflight's harness check (issue 37).
+    expect(start.code, start.stderr).toBe(4);
+    expect(start.stderr).toContain("The claude harness does not run in the image");
+    const s = await p.json(["task", "show", "ctx"]);
     const tag = s.events.find((e: any) => e.kind === "build" && typeof e.data.done === "string")?.data.done;
     expect(tag).toBeString();
     const cat = (file: string) => sh("/", `docker run --rm --entrypoint cat ${tag} ${file}`);

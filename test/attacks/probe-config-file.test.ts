@@ -45,7 +45,17 @@ function fifoAt(path: string): void {
 
 /** Task `code` started: neither lazy start nor the daemon hangs, the task fails naming `why`, and no model request went out. */
 async function launchFails(p: Project, code: string, prompt: string, why: string): Promise<void> {
-  await p.ok(["task", "add", prompt, "--code", code]);
+  const add = await bounded(p, ["task", "add", prompt, "--code", code]);
+  expect(add.hung, "lazy task add hung").toBe(false);
+  if (add.code !== 0) {
+    // What the launch reads first (the Dockerfile lazy.toml names) is read by the preflight:
+    // refused there, naming it, before any task is stored (issue 37).
+    expect(add.code).toBe(4);
+    expect(add.stderr).toContain(why);
+    expect((await p.json<{ code: string }[]>(["task", "list"])).map((t) => t.code)).not.toContain(code);
+    expect(up.good.received.filter((r) => r.method === "POST")).toEqual([]);
+    return;
+  }
   const start = await bounded(p, ["start", code]);
   expect(start.hung, "lazy start hung").toBe(false);
   const show = await bounded(p, ["task", "show", code, "--json"]);

@@ -10,8 +10,11 @@ import { cleanupAll, Project } from "../helpers/lazy";
 afterAll(cleanupAll);
 
 type Finding = { check: string; ok: boolean; blocking: boolean; summary: string; remedy?: string };
-const findings = async (p: Project) =>
-  (JSON.parse((await p.run(["doctor", "--json"])).stdout) as { findings: Finding[] }).findings.filter((f) => f.check === "services");
+/** Doctor reads the services from the running daemon (/api/auth); it starts none itself (issue 37). */
+const findings = async (p: Project) => {
+  await p.ok(["daemon", "start"]);
+  return (JSON.parse((await p.run(["doctor", "--json"])).stdout) as { findings: Finding[] }).findings.filter((f) => f.check === "services");
+};
 
 const TOML = `[[service]]
 shape = "github"

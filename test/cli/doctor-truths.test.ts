@@ -1,8 +1,8 @@
 /**
  * A doctor that tells the truth (issue 30, Deliver 6): no credential for the default profile is
  * a finding with its remedy (lazy auth set NAME, or a restart when only this shell has the key);
- * a daemon whose Docker endpoint (DOCKER_HOST or context) differs from this shell's is a finding
- * with lazy daemon restart; the lazy init starter shows the real defaults (base) and says which
+ * a daemon whose Docker endpoint (DOCKER_HOST or context) differs from this shell's is a blocking
+ * finding with lazy daemon restart (the preflight's, issue 37); the lazy init starter shows the real defaults (base) and says which
  * keys have none (image, dockerfile).
  */
 import { afterAll, describe, expect, test } from "bun:test";
@@ -34,6 +34,8 @@ const findings = async (p: Project, env: Record<string, string | undefined> = {}
 describe("the default profile's credential", () => {
   test("none stored: a blocking finding naming the profile and lazy auth set; stored: ok", async () => {
     const p = new Project({ env: clean });
+    // Doctor reads the daemon's credentials; it never starts one itself (issue 37).
+    await p.ok(["daemon", "start"]);
     const r = await p.run(["doctor"]);
     expect(r.code).toBe(1);
     expect(r.stdout).toMatch(
@@ -49,6 +51,7 @@ describe("the default profile's credential", () => {
 
   test("the profile lazy.toml makes the default decides which credential is named", async () => {
     const p = new Project({ env: clean, toml: '[models.roles]\nagent = "codex"\n' });
+    await p.ok(["daemon", "start"]);
     const f = (await findings(p)).find((x) => x.summary.includes("default profile"));
     expect(f).toMatchObject({ ok: false, blocking: true, remedy: expect.stringMatching(/^lazy auth set openai /) });
     expect(f!.summary).toContain('no "openai" credential is stored, and the default profile (codex) needs it');
@@ -81,10 +84,11 @@ describe("the daemon's Docker engine against this shell's", () => {
     const elsewhere = `unix://${join(p.home, "elsewhere.sock")}`;
     await p.ok(["daemon", "start"], { env: { DOCKER_HOST: elsewhere } });
     const r = await p.run(["doctor"]);
+    // Blocking since issue 37: the launch's preflight refuses it the same way.
     expect(r.stdout).toContain(
-      `warn  docker   the daemon runs containers on ${elsewhere} (DOCKER_HOST), but this shell points at unix:///var/run/docker.sock (default socket): tasks run on the daemon's engine`,
+      `FAIL  docker   this shell names the Docker engine unix:///var/run/docker.sock (default socket), but the running daemon uses ${elsewhere} (DOCKER_HOST): tasks would run on the daemon's engine`,
     );
-    expect(r.stdout).toContain("→ lazy daemon restart from this shell (the daemon takes this shell's DOCKER_HOST or Docker context)");
+    expect(r.stdout).toContain("→ run lazy daemon restart from this shell (the daemon takes this shell's DOCKER_HOST or Docker context)");
     await p.ok(["daemon", "restart"]);
     const same = (await findings(p)).filter((f) => f.check === "docker" && /engine/.test(f.summary) && /daemon/.test(f.summary));
     expect(same).toEqual([
@@ -106,10 +110,10 @@ describe("the daemon's Docker engine against this shell's", () => {
     const meta = join(cfg, "contexts", "meta", createHash("sha256").update("other").digest("hex"));
     mkdirSync(meta, { recursive: true });
     writeFileSync(join(meta, "meta.json"), JSON.stringify({ Name: "other", Endpoints: { docker: { Host: "tcp://127.0.0.1:9" } } }));
-    const f = (await findings(p, { DOCKER_CONFIG: cfg })).find((x) => x.summary.startsWith("the daemon runs containers on"));
-    expect(f).toMatchObject({ ok: false, blocking: false });
-    expect(f!.summary).toContain("but this shell points at tcp://127.0.0.1:9 (context other)");
-    expect(f!.remedy).toStartWith("lazy daemon restart from this shell");
+    const f = (await findings(p, { DOCKER_CONFIG: cfg })).find((x) => x.summary.startsWith("this shell names the Docker engine"));
+    expect(f).toMatchObject({ ok: false, blocking: true });
+    expect(f!.summary).toContain("this shell names the Docker engine tcp://127.0.0.1:9 (context other)");
+    expect(f!.remedy).toStartWith("run lazy daemon restart from this shell");
   });
 });
 

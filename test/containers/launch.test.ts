@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { TEST_IMAGES } from "../helpers/env";
-import { dockerAnthropic, launched, settled, teardown } from "../helpers/fixtures";
+import { dockerAnthropic, launched, teardown } from "../helpers/fixtures";
 import { Project, sh, until } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 
@@ -58,23 +58,19 @@ describe("launching a turn", () => {
     expect(exported.stderr).not.toContain(KEY);
   }, 120_000);
 
-  test("a project with no commit yet: the launch is refused naming the cause, no container is made, and the task says failed", async () => {
+  test("a project with no commit yet: the launch is refused before a task is stored (the preflight), naming the cause; no container is made", async () => {
     const p = new Project({
       toml: `[container]\nbase = "${TEST_IMAGES.node}"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n`,
+      commit: false,
     });
     projects.push(p);
     await p.setCredential("anthropic", KEY);
-    await p.ok(["task", "add", "anything", "--code", "no-commit"]);
-    // The worktree's git runs off the daemon's thread while the network step goes on: its refusal is still the launch's.
-    const r = await p.run(["start", "no-commit"]);
-    expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain("has no commit yet; a task's worktree starts from HEAD, so commit something first.");
+    const r = await p.run(["task", "add", "anything", "--code", "no-commit"]);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain("has no commit yet: a task's worktree starts from HEAD");
     expect(containersOf(p)).toEqual([]);
-    const shown = await p.json(["task", "show", "no-commit"]);
-    expect(shown.task.status).toBe("failed");
-    expect(shown.events.at(-1).data.error).toContain("has no commit yet");
-    // The daemon goes on answering.
-    expect((await p.json<any[]>(["task", "list"])).map((t) => t.code)).toContain("no-commit");
+    // The daemon goes on answering, and holds no task.
+    expect(await p.json<any[]>(["task", "list"])).toEqual([]);
   });
 
   test("a project Dockerfile whose RUN fails: lazy run exits 4 with the failing command's own error line, and leaves no queued task", async () => {
@@ -139,7 +135,7 @@ describe("launching a turn", () => {
     // The first turn on a fresh machine builds lazy's default image (npm installs included).
   }, 900_000);
 
-  test("a project Dockerfile is built with progress shown; a harness the image lacks fails the turn with the reason", async () => {
+  test("a project Dockerfile is built with progress shown; a harness the image lacks refuses the launch after the build (exit 4), naming it", async () => {
     const p = project(`dockerfile = "Dockerfile.lazy"\n`.replace(/^/, ""));
     // [container] holds both base and dockerfile here: base only matters for lazy's own image.
     await Bun.write(`${p.root}/Dockerfile.lazy`, `FROM ${TEST_IMAGES.node}\nRUN echo build-${crypto.randomUUID()} > /build-id\nRUN true\n`);
@@ -147,28 +143,36 @@ describe("launching a turn", () => {
     await p.setCredential("anthropic", KEY);
     await p.ok(["task", "add", "no claude here", "--code", "bare-image"]);
     const r = await p.run(["start", "bare-image"]);
-    expect(r.code, r.stderr).toBe(0);
-    // Not a terminal: each build step a plain line, before the task's status.
+    // The image was not there for the preflight at add: its harness is checked once it is built (issue 37).
+    expect(r.code, r.stderr).toBe(4);
+    expect(r.stderr).toContain("The claude harness does not run in the image lazy-project/");
+    // Not a terminal: each build step a plain line, before the refusal.
     expect(r.stderr).toContain("Building the task image from the project's Dockerfile.lazy");
     expect(r.stderr).toMatch(/\n {2}Step 2\/\d+ : RUN echo build-/);
     expect(r.stderr).not.toContain("\r");
-    const t = (await settled(p, "bare-image", 120_000)).task;
+    const t = (await p.json(["task", "show", "bare-image"])).task;
     expect(t.status).toBe("failed");
+    // The image is there now: the next add is refused by the preflight, storing nothing.
+    const again = await p.run(["task", "add", "still no claude", "--code", "refused"]);
+    expect(again.code).toBe(4);
+    expect(again.stderr).toContain("The claude harness does not run in the image lazy-project/");
+    expect((await p.json<any[]>(["task", "list"])).map((x) => x.code)).toEqual(["bare-image"]);
     // On a terminal the steps share one updating line: carriage returns, no escape bytes.
     await Bun.write(`${p.root}/Dockerfile.lazy`, `FROM ${TEST_IMAGES.node}\nRUN echo tty-${crypto.randomUUID()}\nRUN true\n`);
     expect(p.trust().code).toBe(0); // the person approves the Dockerfile they changed
     await p.ok(["task", "add", "again on a terminal", "--code", "tty-image"]);
     const tty = await p.onTerminal(["start", "tty-image"]);
     expect(tty).toMatch(/\r {2}Step 3\/\d+ : RUN true/);
-    expect(tty).not.toContain("\x1b");
-    expect(tty).toContain("Task tty-image: running");
+    // Nothing but lazy's own colour of its "lazy:" prefix.
+    expect(tty.replace("\x1b[31mlazy:\x1b[0m", "lazy:")).not.toContain("\x1b");
+    expect(tty).toContain("The claude harness does not run in the image");
     const events = (await p.json(["task", "show", "bare-image"])).events;
     const builds = events.filter((e: any) => e.kind === "build");
     expect(builds[0].data.what).toContain("Dockerfile.lazy");
     expect(builds.some((e: any) => /^Step \d+\/\d+/.test(e.data.progress ?? ""))).toBe(true);
     const last = events.filter((e: any) => e.kind === "status").at(-1);
-    expect(last.data.exit).toBe(127);
-    expect(last.data.error).toContain("claude");
+    expect(last.data.launch).toBe("refused");
+    expect(last.data.error).toContain("claude --version could not start");
   }, 300_000);
 
   test("a project Dockerfile's image is built again when a file it COPYs changes, and reused while none does", async () => {
@@ -178,11 +182,13 @@ describe("launching a turn", () => {
     sh(p.root, "git add -A && git -c user.name=Dev -c user.email=dev@example.com commit -qm copy");
     p.writeToml(`[container]\ndockerfile = "Dockerfile.copy"\n\n[proxy.upstreams]\nanthropic = "${anthropic.url}"\n`);
     await p.setCredential("anthropic", KEY);
+    // The image has no claude: refused by the preflight, at the add once the image is built and
+    // current, else at the start, after its build (issue 37).
     const start = async (code: string) => {
-      await p.ok(["task", "add", "the image has no claude", "--code", code]);
-      const r = await p.run(["start", code]);
-      expect(r.code, r.stderr).toBe(0);
-      await settled(p, code, 120_000);
+      const add = await p.run(["task", "add", "the image has no claude", "--code", code]);
+      const r = add.code === 0 ? await p.run(["start", code]) : add;
+      expect(r.code, r.stderr).toBe(4);
+      expect(r.stderr).toContain("The claude harness does not run in the image");
       return r.stderr;
     };
     const first = await start("copy-one");
@@ -234,6 +240,7 @@ describe("launching a turn", () => {
 
   test("lazy doctor names the engine kind and whether placeholders are pinned", async () => {
     const p = project();
+    await p.ok(["daemon", "start"]); // doctor reads a running daemon; it starts none (issue 37)
     const d = await p.run(["doctor"]);
     expect(d.stdout).toContain("native Linux Docker");
     expect(d.stdout).toContain("pinned to its container's address");

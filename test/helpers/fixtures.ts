@@ -53,12 +53,15 @@ export async function containerProject(mock: Mock.MockProvider, key: string, opt
   await needDocker();
   const p = new Project({ toml: opts.toml ?? containerToml(mock.url, opts), env: opts.env, root: opts.root, home: opts.home });
   let init: ReturnType<typeof sh>;
-  if (opts.firstCommit === "empty") init = sh(p.root, "git -c user.name=Dev -c user.email=dev@example.com commit -q --allow-empty -m init");
+  // The Project made an empty first commit (not in a folder it was given): this one replaces it.
+  const amend = opts.root ? "" : "--amend --reset-author";
+  if (opts.firstCommit === "empty")
+    init = sh(p.root, `git -c user.name=Dev -c user.email=dev@example.com commit -q --allow-empty ${amend} -m init`);
   else {
     opts.files?.(p.root);
     if (opts.readme ?? true) writeFileSync(join(p.root, "README.md"), "# demo\n");
     writeFileSync(join(p.root, ".gitignore"), `${(opts.ignore ?? ["lazy.toml"]).join("\n")}\n`);
-    init = sh(p.root, "git config user.email dev@example.com && git config user.name Dev && git add -A && git commit -qm init");
+    init = sh(p.root, `git config user.email dev@example.com && git config user.name Dev && git add -A && git commit -q ${amend} -m init`);
   }
   if (init.code !== 0) throw new Error(`the first commit failed: ${init.err}`);
   // Files a build or a task reads (.worktreeinclude, what the Dockerfile copies) are trusted with

@@ -26,12 +26,18 @@ export class Project {
    * `root`: an existing folder to use as the checkout, its modes as they are (CI's `mktemp -d`).
    * `home`: an existing empty folder to be LAZY_HOME (one on a small filesystem of the test's own).
    */
-  constructor(opts: { toml?: string; env?: Record<string, string>; root?: string; home?: string } = {}) {
+  constructor(opts: { toml?: string; env?: Record<string, string>; root?: string; home?: string; commit?: boolean } = {}) {
     this.root = opts.root ? realpathSync(opts.root) : realpathSync(mkdtempSync(join(tmpdir(), "lazy-proj-")));
     // Like a real checkout (mkdtemp makes 0700): an agent in a container runs as another uid.
     if (!opts.root) chmodSync(this.root, 0o755);
     this.home = opts.home ? realpathSync(opts.home) : realpathSync(mkdtempSync(join(tmpdir(), "lazy-home-")));
     Bun.spawnSync(["git", "init", "-q", "-b", "main", this.root]);
+    // A valid project has a commit (lazy's preflight refuses a launch without one): an empty one
+    // by Dev, which containerProject's first commit replaces (amends). `commit: false` leaves none.
+    if (opts.commit !== false && !opts.root)
+      Bun.spawnSync(["git", "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-q", "--allow-empty", "-m", "init"], {
+        cwd: this.root,
+      });
     // The file store unless a test asks for another: a developer's own keychain stays out of it.
     this.env = { LAZY_HOME: this.home, LAZY_CREDENTIAL_BACKEND: "file", ...opts.env };
     if (opts.toml !== undefined) this.writeToml(opts.toml);

@@ -48,7 +48,7 @@ beforeAll(() => {
                 events.push({ taskId: t.id, kind, data });
               },
               branchOf: (t) => `lazy/${t.code ?? t.id}`,
-              add: (input) => Tasks.add(db, { ...input, profile: input.profile ?? "claude" }),
+              add: async (input) => Tasks.add(db, { ...input, profile: input.profile ?? "claude" }),
               start: async (ref) => Tasks.resolve(db, ref),
             },
             req,

@@ -49,7 +49,7 @@ export function groupBody(a: GroupArgs): { profiles: string[] } | { n: number; p
 export async function groupAndPrompt(a: GroupArgs & { prompt?: string; file?: string }) {
   const group = groupBody(a);
   const prompt = await promptFrom("prompt", a.prompt, a.file);
-  return { group, prompt, c: await Client.connect(findProjectRoot()) };
+  return { group, prompt, c: await Client.launching(findProjectRoot()) };
 }
 
 /** The comparison as people read it: one row a candidate, then each one's summary and failed check's tail. */
@@ -151,7 +151,7 @@ export const compare = command({
 
 /** `lazy task add --profiles …`: the group and its candidates, none started. */
 export async function addGroup(c: Client.Client, body: Record<string, unknown>): Promise<{ group: string; tasks: Task[] }> {
-  return c.request<{ group: string; tasks: Task[] }>("POST", "/api/groups", body);
+  return c.request<{ group: string; tasks: Task[] }>("POST", "/api/groups", body, Client.LAUNCH_TIMEOUT_MS);
 }
 
 export interface RunExits {

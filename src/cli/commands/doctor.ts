@@ -1,16 +1,18 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { FILE, formatProblem, load, readConfigText, secretUrls, Trust } from "../../config";
-import { bindFor, Engine, Subnets } from "../../containers";
+import { type Config, defaultProfile, FILE, formatProblem, load, readConfigText, secretUrls, Trust } from "../../config";
+import { bindFor, Engine, Runtime, Subnets } from "../../containers";
 import { type DaemonStatus, Keeper, State } from "../../daemon";
 import { desktopTool } from "../../notify";
+import { engineFinding, gitFinding, harnessesOf, Preflight } from "../../preflight";
 import { Plugins } from "../../proxy";
 import { LazyError } from "../../util/errors";
+import * as Log from "../../util/log";
 import { findProjectRoot, lazyHome } from "../../util/paths";
 import * as Client from "../client";
 import { command, jsonArg, print, printJson } from "../command";
 import { networkFindings, upstreamWayFindings } from "../doctor-network";
-import { type AuthAnswer, defaultCredentialFinding, engineFinding } from "./doctor-truths";
+import { type AuthAnswer, defaultCredentialFinding } from "./doctor-truths";
 
 export interface Finding {
   check: string;
@@ -44,11 +46,33 @@ async function findings(root: string): Promise<Finding[]> {
   const crashed = crashFinding(root);
   if (crashed) out.push(crashed);
 
+  // The launch's own checks (src/preflight): one place for what a launch needs.
+  out.push(gitFinding(root));
+
+  // Doctor looks, it never starts a daemon: a stopped one is said to be stopped.
   let status: DaemonStatus | undefined;
+  let client: Client.Client | undefined;
   if (loaded.ok && (!trusted || trusted.ok)) {
     try {
-      const c = await Client.connect(root);
-      status = await c.request<DaemonStatus>("GET", "/api/status");
+      client = await Client.running(root);
+      if (!client)
+        out.push({
+          check: "daemon",
+          ok: true,
+          blocking: false,
+          summary: "not running: the next launch (lazy run, lazy task add) or lazy daemon start starts it",
+        });
+      else status = await client.request<DaemonStatus>("GET", "/api/status");
+    } catch (e) {
+      out.push({
+        check: "daemon",
+        ok: false,
+        blocking: true,
+        summary: `cannot reach the daemon: ${(e as Error).message}`,
+        remedy: "see lazy daemon logs",
+      });
+    }
+    if (status) {
       out.push({
         check: "daemon",
         ok: true,
@@ -64,14 +88,6 @@ async function findings(root: string): Promise<Finding[]> {
           remedy: "fix lazy.toml",
           details: status.config.problems,
         });
-    } catch (e) {
-      out.push({
-        check: "daemon",
-        ok: false,
-        blocking: true,
-        summary: `cannot start or reach the daemon: ${(e as Error).message}`,
-        remedy: "see lazy daemon logs",
-      });
     }
   }
 
@@ -94,9 +110,9 @@ async function findings(root: string): Promise<Finding[]> {
       });
   }
 
-  if (status) {
+  if (status && client) {
     try {
-      const c = await Client.connect(root);
+      const c = client;
       const auth = await c.request<
         {
           backend: string;
@@ -141,7 +157,7 @@ async function findings(root: string): Promise<Finding[]> {
 
   const ep = Engine.resolve();
   const ping = await Engine.ping(ep);
-  const engines = engineFinding(status?.docker, ep);
+  const engines = engineFinding(status?.docker ?? Client.recordOf(root)?.docker, ep);
   if (ping.ok) {
     out.push({ check: "docker", ok: true, blocking: false, summary: `engine ${ping.version} (${ping.os}) at ${ep.host} (${ep.source})` });
     if (Engine.isSsh(ep))
@@ -222,9 +238,29 @@ async function findings(root: string): Promise<Finding[]> {
         : "start Docker (Linux: sudo systemctl start docker, or dockerd), or point DOCKER_HOST at a running engine",
     });
   if (!ping.ok && engines) out.push(engines);
+  // (c) and (d) of the preflight, on this shell's engine: the image, and each profile's harness in it.
+  if (loaded.ok && ping.ok) out.push(...(await imageFindings(root, loaded.config, ep)));
   if (loaded.ok) out.push(...(await networkFindings(root, loaded.config, ping.ok ? ep : null)));
   if (loaded.ok) out.push(buildNetworkFinding(loaded.config.container.build_network, loaded.config.container.network));
   return out;
+}
+
+/**
+ * The task image and the harness of the default profile and of each profile lazy.toml defines,
+ * checked as a launch checks them (src/preflight), on this shell's engine; a named image that is
+ * missing is said, not pulled.
+ */
+async function imageFindings(root: string, config: Config, ep: Engine.Endpoint): Promise<Finding[]> {
+  const runtime = Runtime.connect(Log.create("doctor"), ep);
+  runtime.catch(() => {});
+  const pre = new Preflight({ root, stateDir: State.paths(root).dir, docker: () => runtime, endpoint: () => ep });
+  let harnesses: ReturnType<typeof harnessesOf>;
+  try {
+    harnesses = harnessesOf(config, [defaultProfile(config), ...Object.keys(config.profiles)]);
+  } catch (e) {
+    return [{ check: "harness", ok: false, blocking: true, summary: (e as Error).message }];
+  }
+  return pre.image(config, harnesses, { pull: false });
 }
 
 /**
@@ -257,7 +293,7 @@ function crashFinding(root: string): Finding | undefined {
       ok: false,
       blocking: false,
       summary: `the daemon had stopped: ${gaveUp}`,
-      remedy: "read why in lazy daemon logs (the lines before the keeper's); doctor starts it again",
+      remedy: "read why in lazy daemon logs (the lines before the keeper's); lazy daemon start (or the next launch) starts it again",
     };
   const recent = (c?.recent ?? []).filter((x) => Date.now() - Date.parse(x.at) < Keeper.WINDOW_MS);
   if (!recent.length) return undefined;

@@ -28,12 +28,17 @@ const add = command({
       say.success(`Added group ${g.group}: ${g.tasks.map((t) => `${t.code} [${t.profile}]`).join(", ")}`);
       return print(`Start each (lazy start CODE), then compare them: lazy compare ${g.group}.`);
     }
-    const t = await c.request<Task>("POST", "/api/tasks", {
-      prompt,
-      code: args.code,
-      profile: args.profile,
-      title: args.title,
-    });
+    const t = await c.request<Task>(
+      "POST",
+      "/api/tasks",
+      {
+        prompt,
+        code: args.code,
+        profile: args.profile,
+        title: args.title,
+      },
+      Client.LAUNCH_TIMEOUT_MS,
+    );
     if (args.json) printJson(t);
     else say.success(`Added task ${t.id}${t.code ? ` (${t.code})` : ""}: ${t.title} [${t.profile}]`);
   },

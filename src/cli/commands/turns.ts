@@ -36,7 +36,7 @@ const simple = (name: "start" | "stop" | "reject" | "close", description: string
     meta: { name, description },
     args: { ...taskArg, ...jsonArg },
     async run({ args }) {
-      const c = await Client.connect(findProjectRoot());
+      const c = await (name === "start" ? Client.launching : Client.connect)(findProjectRoot());
       const post = () => c.request<Task>("POST", `/api/tasks/${enc(args.task)}/${name}`, undefined, 30 * 60_000);
       let t = name === "start" ? (await whileLaunching(c, args.task, post)).result : await post();
       // A stop is a signal: the turn ends a moment later (its harness exits, its commits are brought in).
@@ -80,7 +80,7 @@ export const send = command({
   async run({ args }) {
     if (args.review !== undefined) return sendReview(args.task, args.review, args.message, args.file, args.json);
     const message = await promptFrom("message", args.message, args.file);
-    const c = await Client.connect(findProjectRoot());
+    const c = await Client.launching(findProjectRoot());
     const { result: t } = await whileLaunching(c, args.task, () =>
       c.request<Task>("POST", `/api/tasks/${enc(args.task)}/send`, { message }, 30 * 60_000),
     );
@@ -282,7 +282,7 @@ export const run = command({
     const { group, prompt, c } = await groupAndPrompt(args);
     if (group)
       return runGroup(c, { prompt, code: args.code, ...group }, { json: !!args.json, wait: !!args.wait }, { ...RUN_EXIT, exitFor });
-    const t = await c.request<Task>("POST", "/api/tasks", { prompt, profile: args.profile, code: args.code });
+    const t = await c.request<Task>("POST", "/api/tasks", { prompt, profile: args.profile, code: args.code }, Client.LAUNCH_TIMEOUT_MS);
     const ref = t.code ?? t.id;
     say.info(`Task ${ref}${t.code ? ` (id ${t.id})` : ""} added on profile ${t.profile}.`);
     const interrupt = onInterrupt(c, t);

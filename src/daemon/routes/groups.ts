@@ -62,8 +62,8 @@ export function groupRoutes(d: GroupDeps) {
   return new Elysia()
     .post(
       "/api/groups",
-      ({ body: b, set }) => {
-        const r = d.runner.addGroup({ prompt: b.prompt, profiles: profilesOf(b), code: b.code, title: b.title });
+      async ({ body: b, set }) => {
+        const r = await d.runner.addGroup({ prompt: b.prompt, profiles: profilesOf(b), code: b.code, title: b.title });
         set.status = 201;
         return r;
       },

@@ -41,8 +41,8 @@ export function taskRoutes(d: TaskDeps) {
     })
     .post(
       "/api/tasks",
-      ({ body, set }) => {
-        const task = d.runner.add(body);
+      async ({ body, set }) => {
+        const task = await d.runner.add(body);
         set.status = 201;
         return task;
       },
