@@ -69,7 +69,7 @@ describe("lazy run --json: a refusal is one JSON document with a code", () => {
     expect(human.stderr).toContain("lazy auth set anthropic");
   });
 
-  test("an engine that does not answer (the shell's DOCKER_HOST): exit 4, launch_refused, the address and the remedy", async () => {
+  test("an engine that does not answer (the shell's DOCKER_HOST): exit 4, preflight_refused, the address and the remedy", async () => {
     const p = new Project({ toml: upstream(mock.url) });
     sh(p.root, "git -c user.name=Dev -c user.email=dev@example.com commit -q --allow-empty -m init");
     await p.setCredential("anthropic", `sk-ant-api03-RUNJSON-${"j".repeat(71)}AA`);
@@ -77,7 +77,7 @@ describe("lazy run --json: a refusal is one JSON document with a code", () => {
     const r = await p.run(["run", "anything", "--code", "noengine", "--json"], { env: { DOCKER_HOST: "tcp://127.0.0.1:1" } });
     expect(r.code, r.stderr).toBe(4);
     const doc = onlyJson(r.stdout);
-    expect(doc).toMatchObject({ status: "refused", error: { code: "launch_refused" } });
+    expect(doc).toMatchObject({ status: "refused", error: { code: "preflight_refused" } });
     expect(doc.error.message).toContain("tcp://127.0.0.1:1");
     expect(doc.error.message).toContain("unset DOCKER_HOST");
   });
