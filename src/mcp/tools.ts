@@ -101,9 +101,10 @@ export function registerTaskTools(server: McpServer, d: TaskToolDeps, taskId: st
           },
           usd: {
             limit: limit.usd,
-            // What the models with a known price cost; `unpriced` names those without one.
+            // What the models with a known price cost; `unpriced` names those without one, whose
+            // tokens the budget counts at the dearest rates lazy knows (`left` is after them).
             spent: spent.knownUsd,
-            left: limit.usd === null ? null : Math.max(0, limit.usd - spent.knownUsd),
+            left: limit.usd === null ? null : Math.max(0, limit.usd - spent.budgetUsd),
             unpriced: spent.unpriced,
           },
           reached: over?.message ?? null,

@@ -74,6 +74,18 @@ export const PRICES: Readonly<Record<string, Price>> = {
 const NONE: Own = {};
 
 /**
+ * The dearest rate of each kind in the table: what a dollar budget counts a model with no price
+ * at (spending/budget.ts), so tokens of an unpriced model cannot run past it unseen. Shown costs
+ * never use it ("no price known for MODEL" stays).
+ */
+export const DEAREST: Price = {
+  input: Math.max(...Object.values(PRICES).map((x) => x.input)),
+  output: Math.max(...Object.values(PRICES).map((x) => x.output)),
+  cacheRead: Math.max(...Object.values(PRICES).map((x) => x.cacheRead)),
+  cacheWrite: Math.max(...Object.values(PRICES).map((x) => x.cacheWrite)),
+};
+
+/**
  * A model's price. A project's own price ([prices]) by the exact name first. Then the table: the
  * exact name, or the name less one date suffix (claude-sonnet-4-5-20250929, a snapshot of the
  * same model at the same price), or a router's spelling of it (OpenRouter's

@@ -11,7 +11,7 @@
  */
 import type { Database } from "bun:sqlite";
 import { type Config, resolveProfile } from "../config";
-import { costOf, ownPrices, priceOf, priceText, type Tokens, tokensOf } from "../prices";
+import { costOf, DEAREST, ownPrices, priceOf, priceText, type Tokens, tokensOf } from "../prices";
 import { Runs, Tasks, Usage } from "../store";
 
 export interface Spent extends Tokens {
@@ -19,8 +19,14 @@ export interface Spent extends Tokens {
   tokens: number;
   /** Dollars, where every model involved has a known price; null otherwise (`unpriced` names them). */
   usd: number | null;
-  /** Dollars of the models that have a price: what a dollar budget is held to (at least this was spent). */
+  /** Dollars of the models that have a price (at least this was spent). */
   knownUsd: number;
+  /**
+   * What a dollar budget is held to: `knownUsd`, plus the tokens of models with no price at the
+   * dearest rates lazy knows (prices DEAREST). An agent asking for a real model lazy cannot price
+   * must not spend past a dollar budget.
+   */
+  budgetUsd: number;
   /** The models with tokens and no known price ("" for tokens whose model no answer named), sorted. */
   unpriced: string[];
 }
@@ -45,6 +51,8 @@ class Counter implements Spent {
   cacheRead = 0;
   cacheWrite = 0;
   knownUsd = 0;
+  /** The unpriced tokens at the dearest rates (a dollar budget's bound). */
+  private boundUnpriced = 0;
   private missing: Set<string> | undefined;
 
   add(r: Usage.Priced): void {
@@ -57,6 +65,7 @@ class Counter implements Spent {
     else if (tokensOf(r) > 0) {
       this.missing ??= new Set();
       this.missing.add(r.model);
+      this.boundUnpriced += costOf(DEAREST, r) ?? 0;
     }
   }
 
@@ -68,14 +77,18 @@ class Counter implements Spent {
     return this.missing ? null : this.knownUsd;
   }
 
+  get budgetUsd(): number {
+    return this.knownUsd + this.boundUnpriced;
+  }
+
   get unpriced(): string[] {
     return this.missing ? [...this.missing].sort() : [];
   }
 
   /** As plain data (for JSON). */
   spent(): Spent {
-    const { requests, input, output, cacheRead, cacheWrite, tokens, usd, knownUsd, unpriced } = this;
-    return { requests, input, output, cacheRead, cacheWrite, tokens, usd, knownUsd, unpriced };
+    const { requests, input, output, cacheRead, cacheWrite, tokens, usd, knownUsd, budgetUsd, unpriced } = this;
+    return { requests, input, output, cacheRead, cacheWrite, tokens, usd, knownUsd, budgetUsd, unpriced };
   }
 }
 
@@ -192,9 +205,15 @@ function reached(
   const s = spent();
   for (const unit of ["tokens", "usd"] as const) {
     const l = limit[unit];
-    // Dollars: what the priced models cost, at least (a model with no price must not escape a dollar budget unseen).
-    const n = unit === "tokens" ? s.tokens : s.knownUsd;
-    if (l !== null && n >= l) return { scope, unit, spent: n, limit: l, message: say(unit, n, l) };
+    // Dollars: what the priced models cost, and a model with no price at the dearest rates known
+    // (it must not escape a dollar budget; the cost shown still says "no price known").
+    const n = unit === "tokens" ? s.tokens : s.budgetUsd;
+    if (l === null || n < l) continue;
+    const unpriced = unit === "usd" ? s.unpriced.map((m) => m || "a model no answer named") : [];
+    const note = unpriced.length
+      ? `; it counts ${unpriced.join(", ")} (no price known) at the dearest rates lazy knows: [prices."MODEL"] in lazy.toml prices later requests`
+      : "";
+    return { scope, unit, spent: n, limit: l, message: say(unit, n, l) + note };
   }
   return null;
 }

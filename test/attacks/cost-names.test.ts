@@ -110,3 +110,36 @@ test("a served name with terminal escapes or 10,000 characters is never printed,
   const audit = await p.json(["stats", "audit", "--task", "escape"]);
   expect(audit.rows.find((x: any) => x.status === 200)).toMatchObject({ modelAsked: "claude-haiku-4-5", modelServed: "" });
 }, 120_000);
+
+test("a real model lazy has no price for does not spend past a dollar budget: its tokens count at the dearest rates known", async () => {
+  const q = new Project({ toml: `${upstream(`http://127.0.0.1:${server.port}`)}\n[budget]\nper_task_usd = 0.001\n` });
+  await q.setCredential("anthropic", KEY);
+  await q.ok(["task", "add", "dear", "--code", "dear"]);
+  const g = await q.grant({ role: "agent", task: "dear" });
+  // The agent asks for (and is served) a real, dear model the table has no price for.
+  served = "claude-3-opus-20240229";
+  const ask = async () => {
+    const res = await fetch(`${g.proxyUrl}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": g.placeholder },
+      body: JSON.stringify({ model: served, max_tokens: 10, messages: [{ role: "user", content: "hi" }] }),
+    });
+    return { status: res.status, text: await res.text() };
+  };
+  expect((await ask()).status).toBe(200);
+  // 47 tokens at the dearest rates ($15/$75 per million, cache at $1.50/$18.75) is $0.0014: past $0.001.
+  const refused = await until(
+    async () => {
+      const r = await ask();
+      return r.status === 403 ? r : undefined;
+    },
+    10_000,
+    "the budget's refusal",
+  );
+  expect(refused.text).toContain("reached its budget");
+  expect(refused.text).toContain("claude-3-opus-20240229 (no price known)");
+  const r = await q.json(["task", "show", "dear"]);
+  // What is shown stays honest: no dollar figure made up for the model.
+  expect(r.spent).toMatchObject({ usd: null, knownUsd: 0, unpriced: ["claude-3-opus-20240229"] });
+  expect(r.spent.budgetUsd).toBeGreaterThan(0.001);
+}, 120_000);
