@@ -74,6 +74,8 @@ export async function run(
         SecurityOpt: ["no-new-privileges"],
         Privileged: false,
         PidsLimit: 64,
+        // One core at most: a hostile image's --version does not take the machine for its 20 s.
+        NanoCpus: 1e9,
         Memory: 512 * 1024 * 1024,
         MemorySwap: 512 * 1024 * 1024,
         // The engine keeps at most this much of what it prints, whatever it prints.
@@ -89,6 +91,7 @@ export async function run(
     const output = text.length > OUTPUT_MAX ? text.slice(-OUTPUT_MAX) : text;
     return { code: done ? done.StatusCode : -1, output, timedOut: !done };
   } finally {
-    await c?.remove({ force: true }).catch(() => {});
+    // With its anonymous volumes: an image's VOLUME is writable past the read-only root.
+    await c?.remove({ force: true, v: true }).catch(() => {});
   }
 }

@@ -17,12 +17,12 @@ let server: ReturnType<typeof Bun.serve> | undefined;
 let hits = 0;
 
 /** An image of the test base whose `claude` is `script` (bash). */
-function hostileImage(what: string, script: string): string {
+function hostileImage(what: string, script: string, more = ""): string {
   const t = tag(what);
   const dir = mkdtempSync(join(tmpdir(), "lazy-hostile-"));
   writeFileSync(join(dir, "claude"), `#!/bin/bash\n${script}\n`);
   chmodSync(join(dir, "claude"), 0o755);
-  writeFileSync(join(dir, "Dockerfile"), `FROM ${TEST_IMAGES.debian}\nCOPY claude /usr/local/bin/claude\n`);
+  writeFileSync(join(dir, "Dockerfile"), `FROM ${TEST_IMAGES.debian}\nCOPY claude /usr/local/bin/claude\n${more}`);
   const r = sh(dir, `docker build -q -t ${t} .`);
   rmSync(dir, { recursive: true, force: true });
   if (r.code !== 0) throw new Error(`could not build ${t}: ${r.err}`);
@@ -120,5 +120,40 @@ describe("the preflight's harness check against a hostile image", () => {
     expect(took).toBeLessThan(60_000);
     expect(sh("/", `docker ps -aq --filter ancestor=${image}`).out.trim()).toBe("");
     expect(await p.json<unknown[]>(["task", "list"])).toEqual([]);
+  }, 120_000);
+  test("an image's VOLUME leaves nothing behind, and the check has one core at most", async () => {
+    const dangling = () => sh("/", "docker volume ls -q --filter dangling=true").out.trim().split("\n").filter(Boolean).length;
+    const image = hostileImage(
+      "volume",
+      [
+        // cgroup v2 says "100000 100000", v1 the quota alone (its period is 100000).
+        'echo "cpu=$(cat /sys/fs/cgroup/cpu.max 2>/dev/null || cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us)"',
+        "head -c 4000000 /dev/zero > /data/fill && echo filled",
+        "exit 2",
+      ].join("\n"),
+      "RUN mkdir /data && chmod 777 /data\nVOLUME /data\n",
+    );
+    const before = dangling();
+    const p = on(image);
+    const r = await p.run(["task", "add", "hello"]);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toMatch(/cpu=100000( 100000)?\b/);
+    expect(r.stderr).toContain("filled");
+    expect(dangling()).toBe(before);
+    expect(sh("/", `docker ps -aq --filter ancestor=${image}`).out.trim()).toBe("");
+  }, 120_000);
+
+  test("lazy doctor runs no image a lazy.toml nobody trusted names", async () => {
+    const image = hostileImage("doctor", 'echo "harness-ran-$(id -u)"; exit 3');
+    const p = new Project({ toml: "" });
+    // Trusted as it was written (no image named); then edited, not approved, to name the hostile one.
+    writeFileSync(join(p.root, "lazy.toml"), `[container]\nimage = "${image}"\n`);
+    const r = await p.run(["doctor"]);
+    expect(`${r.stdout}${r.stderr}`).toContain("lazy trust");
+    expect(`${r.stdout}${r.stderr}`).not.toContain("harness-ran");
+    // Approved, doctor checks the harness in it as a launch would.
+    await p.ok(["trust", "--yes"]);
+    const after = await p.run(["doctor"]);
+    expect(`${after.stdout}${after.stderr}`).toContain("harness-ran");
   }, 120_000);
 });

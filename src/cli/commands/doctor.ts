@@ -239,7 +239,9 @@ async function findings(root: string): Promise<Finding[]> {
     });
   if (!ping.ok && engines) out.push(engines);
   // (c) and (d) of the preflight, on this shell's engine: the image, and each profile's harness in it.
-  if (loaded.ok && ping.ok) out.push(...(await imageFindings(root, loaded.config, ep)));
+  // Only under a trusted lazy.toml: the harness check runs the image the file names, and an
+  // untrusted file runs nothing (the trust finding above says what to do).
+  if (loaded.ok && ping.ok && (!trusted || trusted.ok)) out.push(...(await imageFindings(root, loaded.config, ep)));
   if (loaded.ok) out.push(...(await networkFindings(root, loaded.config, ping.ok ? ep : null)));
   if (loaded.ok) out.push(buildNetworkFinding(loaded.config.container.build_network, loaded.config.container.network));
   return out;
