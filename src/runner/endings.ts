@@ -33,7 +33,7 @@ export class Endings {
    */
   async accept(
     ref: string,
-    opts: { withConfig?: boolean } = {},
+    opts: { withConfig?: boolean; tip?: string } = {},
   ): Promise<{ task: Task; commits: string[]; summary: string | null; summaryError: string | null; config: string[] }> {
     let task = Tasks.resolve(this.d.db, ref);
     if (!canMove(task.status, "accepted"))
@@ -42,6 +42,18 @@ export class Endings {
         `Task ${this.d.ledger.ref(task)} is ${task.status}; only a task whose turn is done (or waiting) can be accepted.`,
       );
     const branch = `${Git.BRANCH_PREFIX}${this.d.ledger.ref(task)}`;
+    // What the person reviewed (the dashboard sends the tip of the diff it showed): a branch that
+    // moved since — a later turn's commits — is not merged unseen.
+    if (opts.tip !== undefined) {
+      const now = Git.git(this.d.root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}^{commit}`], {
+        allowFail: true,
+      }).out.trim();
+      if (now !== opts.tip)
+        throw new LazyError(
+          "conflict",
+          `Task ${this.d.ledger.ref(task)}'s branch ${branch} moved since the diff you reviewed (it was at ${opts.tip.slice(0, 12)}, it is at ${now.slice(0, 12) || "nothing"}): look at the diff again, then accept.`,
+        );
+    }
     // lazy.toml (at any depth) decides where lazy sends the real credentials and what containers
     // may reach; harness folders, .worktreeinclude and Dockerfiles decide what runs on the host or
     // at build (config-files.ts). An agent's change to any of them is merged only when the person

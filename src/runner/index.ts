@@ -360,7 +360,10 @@ export class Runner {
    * best-of-N candidate's accept closes the other candidates (their branches kept); it waits
    * for none of them, so one still running is refused, naming it.
    */
-  async accept(ref: string, opts: { withConfig?: boolean } = {}): Promise<Awaited<ReturnType<Endings["accept"]>> & { closed: string[] }> {
+  async accept(
+    ref: string,
+    opts: { withConfig?: boolean; tip?: string } = {},
+  ): Promise<Awaited<ReturnType<Endings["accept"]>> & { closed: string[] }> {
     const task = Tasks.resolve(this.d.db, ref);
     const others = this.groups.others(task);
     const busy = others.filter((t) => t.status === "running" || this.starting.has(t.id));

@@ -65,7 +65,16 @@ export function taskRoutes(d: TaskDeps) {
     .post(
       "/api/tasks/:ref/accept",
       ({ params, body }) => d.runner.accept(taskRef(params), body),
-      body(z.strictObject({ withConfig: z.boolean().optional() })),
+      // tip: the commit the reviewed diff ended at (the dashboard's Accept); a moved branch is refused.
+      body(
+        z.strictObject({
+          withConfig: z.boolean().optional(),
+          tip: z
+            .string()
+            .regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/)
+            .optional(),
+        }),
+      ),
     )
     .post("/api/tasks/:ref/reject", ({ params }) => d.runner.reject(taskRef(params)))
     .post("/api/tasks/:ref/close", ({ params }) => d.runner.close(taskRef(params)))

@@ -44,7 +44,8 @@ export async function group(): Promise<void> {
     const ref = c.code ?? c.id;
     const others = (shown?.candidates ?? []).filter((o) => o.id !== c.id && !["accepted", "rejected", "closed"].includes(o.status));
     const text = `Accept ${ref}: merge ${c.branch}${others.length ? ` and close ${others.map((o) => o.code ?? o.id).join(", ")} (their branches stay)` : ""}?`;
-    if (confirm(text)) void act(`Accept ${ref}`, () => api("POST", `/api/tasks/${encodeURIComponent(c.id)}/accept`, {}));
+    if (confirm(text))
+      void act(`Accept ${ref}`, () => api("POST", `/api/tasks/${encodeURIComponent(c.id)}/accept`, c.tip ? { tip: c.tip } : {}));
   };
 
   const row = (c: Candidate) => {

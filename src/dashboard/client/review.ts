@@ -115,6 +115,11 @@ export class ReviewView {
     return this.files.length > 0;
   }
 
+  /** The commit the diff on the page ends at: what an Accept from this page merges, or is refused. */
+  get tip(): string | null {
+    return this.diff?.tip ?? null;
+  }
+
   /** Show the diff. */
   show(d: Diff): void {
     this.diff = d;

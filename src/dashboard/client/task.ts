@@ -236,7 +236,9 @@ export async function task(): Promise<void> {
     b.addEventListener("click", () => {
       // Reject deletes the branch: asked first, as lazy reject asks on a terminal.
       if (b.dataset.verb === "reject" && !confirm(`Reject task ${ref} and delete its branch lazy/${ref}? This cannot be undone.`)) return;
-      void act(b.textContent ?? "", b.dataset.verb!);
+      // Accept names the tip of the diff on the page: a branch that moved since is refused, not merged unseen.
+      const tip = b.dataset.verb === "accept" ? review.tip : null;
+      void act(b.textContent ?? "", b.dataset.verb!, tip ? { tip } : {});
     });
   $<HTMLFormElement>("send").addEventListener("submit", async (e) => {
     e.preventDefault();
