@@ -88,7 +88,7 @@ export class LaunchProgress {
     // The step's own line stays; the live line (timer and output) opens under it.
     const cols = (process.stderr.columns || 100) - 1;
     const t = inert(`  ${text}`, cols);
-    err(`\r${t.padEnd(this.width)}\n`);
+    err(`\r${pad(t, this.width)}\n`);
     this.width = 0;
     this.live(Date.now());
   }
@@ -106,9 +106,9 @@ export class LaunchProgress {
     const cols = (process.stderr.columns || 100) - 1;
     const t = inert(`    ${seconds(now - this.step.at).padStart(4)}  ${this.step.output ?? ""}`.trimEnd(), cols);
     if (t === this.shown && this.width) return;
-    err(`\r${t.padEnd(this.width)}`);
+    err(`\r${pad(t, this.width)}`);
     this.shown = t;
-    this.width = t.length;
+    this.width = Bun.stringWidth(t);
   }
 
   private plain(text: string): void {
@@ -159,3 +159,6 @@ export async function whileLaunching<T>(c: Client, ref: string, work: () => Prom
   }
   return { result, after };
 }
+
+/** `t` padded with spaces to `columns` as a terminal counts them (wide characters take two). */
+const pad = (t: string, columns: number) => t + " ".repeat(Math.max(0, columns - Bun.stringWidth(t)));

@@ -36,5 +36,16 @@ export const forStream = (stream: NodeJS.WriteStream, s: string) => (colours(str
  */
 export function inert(s: string, max = 300): string {
   const t = visible(stripAnsi(s.length > 4 * max ? s.slice(0, 4 * max) : s).replace(/\t/g, " "));
-  return t.length > max ? `${t.slice(0, max - 1)}…` : t;
+  if (Bun.stringWidth(t) <= max) return t;
+  // Cut by the columns a terminal gives each character (a CJK letter or an emoji takes two): a
+  // line wider than counted wraps, and a redraw with \r would leave its first rows on the screen.
+  let out = "";
+  let width = 0;
+  for (const ch of t) {
+    const w = Bun.stringWidth(ch);
+    if (width + w > max - 1) break;
+    out += ch;
+    width += w;
+  }
+  return `${out}…`;
 }
