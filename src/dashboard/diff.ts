@@ -35,18 +35,21 @@ const MAX_FILES = 2_000;
 const MAX_STAT_FILES = 20_000;
 const FLAGS = ["--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-relative"];
 
+/** A diff with no files: `note` says why. */
+const emptyDiff = (branch: string, note: string, base: string | null, tip: string | null): Diff => ({
+  branch,
+  base,
+  tip,
+  files: [],
+  total: { files: 0, added: 0, removed: 0 },
+  cut: false,
+  note,
+});
+
 /** `stat`: the files and their counts only (lazy diff --stat, task show): no patch is read. */
 export async function taskDiff(root: string, ref: string, merged?: string, opts: { stat?: boolean } = {}): Promise<Diff> {
   const branch = `${Git.BRANCH_PREFIX}${ref}`;
-  const empty = (note: string, base: string | null = null, tip: string | null = null): Diff => ({
-    branch,
-    base,
-    tip,
-    files: [],
-    total: { files: 0, added: 0, removed: 0 },
-    cut: false,
-    note,
-  });
+  const empty = (note: string, base: string | null = null, tip: string | null = null) => emptyDiff(branch, note, base, tip);
   if (merged) {
     const m = Git.git(root, ["rev-parse", `${merged}^{commit}`, `${merged}^1^{commit}`], { allowFail: true });
     const [tip, base] = m.out.trim().split("\n");
@@ -85,26 +88,9 @@ export function candidatesDiff(root: string, from: string, to: string): Diff {
   const [base, tip] = [tipOf(a), tipOf(b)];
   if (!base || !tip) {
     const missing = [!base ? a : null, !tip ? b : null].filter(Boolean).join(" and ");
-    return {
-      branch: label,
-      base,
-      tip,
-      files: [],
-      total: { files: 0, added: 0, removed: 0 },
-      cut: false,
-      note: `No branch ${missing}: that candidate has not started, or it was rejected.`,
-    };
+    return emptyDiff(label, `No branch ${missing}: that candidate has not started, or it was rejected.`, base, tip);
   }
-  if (base === tip)
-    return {
-      branch: label,
-      base,
-      tip,
-      files: [],
-      total: { files: 0, added: 0, removed: 0 },
-      cut: false,
-      note: `${a} and ${b} are the same commit.`,
-    };
+  if (base === tip) return emptyDiff(label, `${a} and ${b} are the same commit.`, base, tip);
   return patchOf(root, label, base, tip, null);
 }
 

@@ -5,15 +5,7 @@
  */
 
 import { type CredentialInfo, STANDARD } from "../../credentials";
-
-/** One line of lazy doctor (doctor.ts's Finding; said here too so neither file imports the other). */
-interface Finding {
-  check: string;
-  ok: boolean;
-  blocking: boolean;
-  summary: string;
-  remedy?: string;
-}
+import type { Finding } from "../../preflight";
 
 /** What GET /api/auth says (defaultProfile is absent from a daemon older than this CLI). */
 export interface AuthAnswer {

@@ -4,7 +4,7 @@ import { type Config, defaultProfile, FILE, formatProblem, load, readConfigText,
 import { bindFor, Engine, Runtime, Subnets } from "../../containers";
 import { type DaemonStatus, Keeper, State } from "../../daemon";
 import { desktopTool } from "../../notify";
-import { engineFinding, gitFinding, harnessesOf, Preflight } from "../../preflight";
+import { engineFinding, type Finding, gitFinding, harnessesOf, Preflight } from "../../preflight";
 import { Plugins } from "../../proxy";
 import { LazyError } from "../../util/errors";
 import * as Log from "../../util/log";
@@ -13,15 +13,6 @@ import * as Client from "../client";
 import { command, jsonArg, print, printJson } from "../command";
 import { networkFindings, upstreamWayFindings } from "../doctor-network";
 import { type AuthAnswer, defaultCredentialFinding } from "./doctor-truths";
-
-export interface Finding {
-  check: string;
-  ok: boolean;
-  blocking: boolean;
-  summary: string;
-  remedy?: string;
-  details?: string[];
-}
 
 async function findings(root: string): Promise<Finding[]> {
   const out: Finding[] = [];
