@@ -437,10 +437,13 @@ export class ProjectContainers {
  * at most one a second — the latest is never held back longer, so a step that prints keeps the
  * line moving however fast it prints. Each line bounded; the CLI makes it inert for a terminal.
  */
-class BuildOutput {
+export class BuildOutput {
   static readonly EVERY_MS = 1000;
   static readonly LINE_MAX = 300;
   static readonly LOG_MAX = 2000;
+  /** Events one build may store (steps and lines): half an hour of a line a second; a build that goes on says so once. */
+  static readonly EVENTS_MAX = 1800;
+  private events = 0;
   private last = 0;
   private pending: string | undefined;
   private timer: ReturnType<typeof setInterval> | undefined;
@@ -453,7 +456,7 @@ class BuildOutput {
     if (!this.say) return;
     if (/^Step \d+\/\d+/.test(line)) {
       this.pending = undefined; // the step before's: the new step is what matters now
-      this.say({ progress: line.slice(0, BuildOutput.LOG_MAX) });
+      this.store({ progress: line.slice(0, BuildOutput.LOG_MAX) });
       return;
     }
     if (!line.trim() || /^ ---> |^Removing intermediate container/.test(line)) return;
@@ -467,8 +470,16 @@ class BuildOutput {
 
   private flush(): void {
     if (this.pending === undefined) return;
-    this.say?.({ output: this.pending });
+    this.store({ output: this.pending });
     this.pending = undefined;
     this.last = Date.now();
+  }
+
+  /** One event of the task's, while the build's bound allows (the daemon log keeps every line). */
+  private store(data: Record<string, unknown>): void {
+    this.events++;
+    if (this.events < BuildOutput.EVENTS_MAX) this.say?.(data);
+    else if (this.events === BuildOutput.EVENTS_MAX)
+      this.say?.({ output: `(lazy stores no more of this build's lines: ${BuildOutput.EVENTS_MAX} kept; lazy daemon logs has the rest)` });
   }
 }
