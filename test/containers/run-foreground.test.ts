@@ -132,6 +132,19 @@ describe("lazy run in the foreground", () => {
     expect(r.stderr).not.toContain("Stopped task intr2's turn");
     expect(r.stdout).toBe("");
     await settled(p, "intr2");
+    // Under --json the second Ctrl-C still leaves one document on stdout.
+    anthropic.reset();
+    anthropic.behavior = { kind: "hang" };
+    const j = running(["Take your time once more", "--code", "intr3", "--json"]);
+    await anthropic.waitFor(1, 180_000);
+    await until(() => j.stderr().includes("Task intr3"), 10_000, "the task's line");
+    j.proc.kill("SIGINT");
+    await until(() => j.stderr().includes("Stopping task intr3"), 10_000, "the first Ctrl-C's answer");
+    j.proc.kill("SIGINT");
+    const jr = await j.done();
+    expect(jr.code).toBe(130);
+    expect(JSON.parse(jr.stdout)).toMatchObject({ status: "left", interrupted: true, task: { code: "intr3" } });
+    await settled(p, "intr3");
     anthropic.reset();
   }, 600_000);
 });

@@ -206,12 +206,14 @@ function nextSteps(t: Task, question: boolean): string {
  * lazy run goes on following it to its end, says what it is then, and exits 130. A second exits
  * at once, leaving the turn to end (or run) on its own, and says how to follow or stop it.
  */
-function onInterrupt(c: Client.Client, t: Task): Interrupt {
+function onInterrupt(c: Client.Client, t: Task, json: boolean): Interrupt {
   const ref = t.code ?? t.id;
   const state: Interrupt = { asked: false, pending: false, release: () => process.off("SIGINT", handler) };
   const handler = () => {
     if (state.asked) {
       say.warn(`Not waiting: task ${ref}'s turn is left as it is. Follow it: lazy logs ${ref} -f; stop it: lazy stop ${ref}.`);
+      // --json's one document still: the task as lazy run last knew it, left running.
+      if (json) printJson({ task: t, status: "left", interrupted: true });
       process.exit(RUN_EXIT.interrupted);
     }
     state.asked = true;
@@ -285,7 +287,7 @@ export const run = command({
     const t = await c.request<Task>("POST", "/api/tasks", { prompt, profile: args.profile, code: args.code }, Client.LAUNCH_TIMEOUT_MS);
     const ref = t.code ?? t.id;
     say.info(`Task ${ref}${t.code ? ` (id ${t.id})` : ""} added on profile ${t.profile}.`);
-    const interrupt = onInterrupt(c, t);
+    const interrupt = onInterrupt(c, t, !!args.json);
     try {
       await follow(c, t, !!args.json, !!args.wait, interrupt);
     } finally {
