@@ -19,6 +19,8 @@ export const WIRES = ["anthropic", "openai"] as const;
  */
 export const FAILURE_KINDS = ["reset", "timeout", "connect", "5xx", "529", "429", "quota"] as const;
 export const FALLBACK_ON = FAILURE_KINDS;
+/** The trailers lazy accept may add to a merge commit ([provenance] trailers). */
+export const PROVENANCE_TRAILERS = ["Lazy-Task", "Lazy-Model", "Lazy-Candidate", "Co-Authored-By"] as const;
 
 const origin = (what: string) =>
   z.string().refine((v) => isHttpUrl(v), { message: `expected an http(s) URL for ${what}, like "https://api.example.com"` });
@@ -378,6 +380,37 @@ export const Config = z
       })
       .default({})
       .describe("How lazy compare judges best-of-N candidates."),
+    provenance: z
+      .strictObject({
+        trailers: z
+          .array(z.enum(PROVENANCE_TRAILERS))
+          .default([...PROVENANCE_TRAILERS])
+          .describe(
+            "Trailers lazy accept adds to the merge commit: Lazy-Task, Lazy-Model, Lazy-Candidate (best-of-N) and Co-Authored-By (kept or added). [] adds none.",
+          ),
+        prompts: z
+          .boolean()
+          .default(true)
+          .describe(
+            "Keep the prompts and review comments that asked for a change in lazy trace, lazy export and the trace records; false leaves them out.",
+          ),
+      })
+      .default({ trailers: [...PROVENANCE_TRAILERS], prompts: true })
+      .describe(
+        "Where each agent commit came from: trace records (git notes under refs/notes/agent-trace), trailers, lazy trace and lazy export.",
+      ),
+    telemetry: z
+      .strictObject({
+        otlp: z
+          .string()
+          .refine((v) => isHttpUrl(v), { message: 'expected an http(s) URL for telemetry.otlp, like "http://127.0.0.1:4318"' })
+          .optional()
+          .describe(
+            "OTLP/HTTP endpoint (a collector's base URL) that gets an OpenTelemetry span per turn, model call and tool call, named by the GenAI conventions. Off when absent.",
+          ),
+      })
+      .default({})
+      .describe("OpenTelemetry export of what agents do (off by default)."),
     service: Services,
   })
   .describe("lazy.toml, at the project root.");
