@@ -27,7 +27,7 @@ import {
 } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { inflateSync } from "node:zlib";
-import * as AgentDir from "../util/agent-dir";
+import * as AgentDir from "../agent-dir";
 import { readRegular } from "../util/bounded-read";
 import { LazyError } from "../util/errors";
 import { git, gitAsync, gitEnv, HARDENED } from "./run";

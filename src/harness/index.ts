@@ -7,7 +7,7 @@
  */
 import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
-import * as AgentDir from "../util/agent-dir";
+import * as AgentDir from "../agent-dir";
 import { LazyError } from "../util/errors";
 import { ensurePrivateDir, writeFileAtomic } from "../util/files";
 import * as NoProxy from "../util/no-proxy";

@@ -32,13 +32,13 @@
 import { randomBytes } from "node:crypto";
 import { lchownSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import * as AgentDir from "../agent-dir";
 import { defaultProfile, type ResolvedProfile, resolveLimits, resolveProfile } from "../config";
 import { BIN, containerEnvOf, Image, linuxBinary, type Runtime } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
 import type { Task } from "../store";
 import { FILES } from "../supervisor";
-import * as AgentDir from "../util/agent-dir";
 import { LazyError } from "../util/errors";
 import type { Answer, OwnCallDeps } from "./deps";
 import * as Outcome from "./outcome";

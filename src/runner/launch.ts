@@ -6,6 +6,7 @@
  */
 import { existsSync, lchownSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
+import * as AgentDir from "../agent-dir";
 import { BROKER_MOUNT, type Broker, Share } from "../broker";
 import { type Config, type ResolvedProfile, resolveLimits, resolveProfile } from "../config";
 import { BIN, containerEnvOf, Engine, Image, type Runtime, taskMounts } from "../containers";
@@ -17,7 +18,6 @@ import type { Preflight } from "../preflight";
 import { MCP_PATH } from "../proxy";
 import type { Budgets, Holds } from "../spending";
 import { canMove, HeldTurns, isFinal, Runs, type Task, Tasks } from "../store";
-import * as AgentDir from "../util/agent-dir";
 import { LazyError } from "../util/errors";
 import { argvProblem } from "../util/prompt";
 import type { DiskBound } from "./disk-bound";

@@ -8,6 +8,7 @@
  * and what one turn may store of its events is bounded (TURN_EVENTS, TURN_BYTES).
  */
 import { join } from "node:path";
+import * as AgentDir from "../agent-dir";
 import { type Config, resolveProfile } from "../config";
 import { BIN, Image } from "../containers";
 import * as Git from "../git";
@@ -16,7 +17,6 @@ import type { Heard } from "../mcp";
 import type { Budgets } from "../spending";
 import { type Run, Runs, type Status, type Task, Tasks } from "../store";
 import { type Exit, FILES } from "../supervisor";
-import * as AgentDir from "../util/agent-dir";
 import type { TaskAccess } from "./task-access";
 
 /** How much of a turn's events one poll reads, and the longest event line kept. */
