@@ -7,7 +7,6 @@
  */
 
 export { ASSETS, type Asset, asset } from "./assets";
-export { BASE_PASSES, type Candidate, type Comparison, compare, counts, rank, type Verdict, wallTime } from "./compare";
 export { candidatesDiff, type Diff, type DiffFile, taskDiff } from "./diff";
 export { CSP, type PageName, page, pageFor } from "./pages";
 export { question, rows, type TaskRow, why } from "./rows";

@@ -26,7 +26,7 @@
  * project's is made anew. On a remote engine (DOCKER_HOST=tcp://…) nothing of this host is
  * mounted: lazy's binary comes from the volume remote tasks use, its folders and harness files
  * are shipped in, and its turn folder is mirrored back as a remote task's is
- * (runner/remote.ts). No warm container is kept there.
+ * (remote/ship.ts). No warm container is kept there.
  */
 
 import { randomBytes } from "node:crypto";

@@ -8,6 +8,7 @@
 import type { Database } from "bun:sqlite";
 import type { Broker } from "../broker";
 import type { Bus } from "../bus";
+import { Groups, type NewGroup } from "../compare";
 import { type Config, defaultProfile, resolveProfile } from "../config";
 import { type Engine, type Fence, type LinkLocalGuard, ProjectContainers } from "../containers";
 import type { Egress } from "../egress";
@@ -15,18 +16,17 @@ import type { Heard, McpTokens } from "../mcp";
 import { Compactor, OwnCalls } from "../own-calls";
 import { harnessesOf, Preflight } from "../preflight";
 import type { ModelProxy } from "../proxy";
+import { RemoteTasks } from "../remote";
 import { Budgets, Holds } from "../spending";
 import { Runs, type Task, Tasks } from "../store";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import { DiskBound } from "./disk-bound";
 import { Endings } from "./endings";
-import { Groups, type NewGroup } from "./groups";
 import { Launcher } from "./launch";
 import { Ledger } from "./ledger";
 import { type PruneResult, Pruner } from "./prune";
 import { Reconciler } from "./reconcile";
-import { RemoteTasks } from "./remote-tasks";
 import type { Lifecycle, TaskAccess } from "./task-access";
 import { TurnQueue } from "./turn-queue";
 import { TurnWatch } from "./turn-watch";
@@ -287,7 +287,7 @@ export class Runner {
     return task;
   }
 
-  /** Add a best-of-N group: one candidate task per profile, from one prompt (runner/groups.ts), after the preflight of every profile. */
+  /** Add a best-of-N group: one candidate task per profile, from one prompt (compare/groups.ts), after the preflight of every profile. */
   async addGroup(input: NewGroup): Promise<{ group: string; tasks: Task[] }> {
     this.mustTrust();
     const config = this.d.config();
@@ -430,5 +430,5 @@ export class Runner {
     this.turns.stopAll();
   }
 }
-export { CHECK_TIMEOUT_MS, MAX_CANDIDATES, type NewGroup } from "./groups";
+export { CHECK_TIMEOUT_MS, MAX_CANDIDATES, type NewGroup } from "../compare";
 export type { Pruned, PruneResult } from "./prune";

@@ -44,7 +44,7 @@ export interface TurnWatchDeps extends TaskAccess {
   release: (taskId: string) => void;
   /** The turn ended: stop the task's container, checked; what is still wrong, if anything. */
   halt: (task: Task) => Promise<string | undefined>;
-  /** The turn ended on a remote engine: its objects and ref come to the host first (runner/remote.ts); what was not. */
+  /** The turn ended on a remote engine: its objects and ref come to the host first (remote/ship.ts); what was not. */
   bringBack: (task: Task) => Promise<string[]>;
   /** A remote turn's folder, read to the host once more now (its mirror polls every 500 ms). */
   readTurn: (task: Task, containerId: string, turn: number) => Promise<void>;

@@ -7,8 +7,8 @@
 import type { askRoutes } from "./ask";
 import type { authRoutes } from "./auth";
 import type { boardRoutes } from "./board";
+import type { groupRoutes } from "./compare";
 import type { diffRoutes } from "./diff";
-import type { groupRoutes } from "./groups";
 import type { reviewRoutes } from "./review";
 import type { statsRoutes } from "./stats";
 import type { taskRoutes } from "./tasks";
