@@ -7,7 +7,8 @@
 import { connect } from "node:net";
 import { resolve } from "node:path";
 import { type Config, profileNames, resolveProfile } from "../config";
-import { BaseImage, type Engine, HostNet } from "../containers";
+import { BaseImage, type Engine } from "../containers";
+import { HostNet } from "../network";
 import { decideWay } from "../proxy";
 import { readRegular } from "../util/bounded-read";
 
