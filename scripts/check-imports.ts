@@ -4,7 +4,7 @@
  *   2. a file imports another folder only through that folder's index.ts (`../proxy`, never
  *      `../proxy/grants`); a folder's own sub-rooms are reached through their index.ts too;
  *   3. a sub-room (a folder with an index.ts) never reaches back into its parent's files
- *      (`proxy/cursor/x.ts` importing `../forward`): what it needs lives in a sibling room, or in
+ *      (a file of `proxy/request/` importing `../index`): what it needs lives in a sibling room, or in
  *      src/'s own files. A folder without an index.ts (cli/commands/) is its parent's, not a room;
  *   4. floors: every folder of src/ (and every file at its top) stands on one layer of LAYERS
  *      below, and imports only from lower layers, or from a peer on its own layer as long as the
