@@ -1,9 +1,9 @@
 /**
  * Docs follow the code: every repository path and every `Class.member` name that AGENTS.md,
- * README.md and bench/README.md name, and every path a comment names (in src/, test/, scripts/,
+ * README.md, bench/README.md and docs/ (wire.md, kubernetes.md) name, and every path a comment names (in src/, test/, scripts/,
  * bench/ and build.ts), must exist; and a comment cites no document outside the repository (a
  * `*.md` it names is one of the repository's: docs/wire.md, AGENTS.md, not a file a clone does not
- * have). A rename that leaves the map behind sends the next reader to a file that is gone; this
+ * have; a heading of docs/wire.md it quotes is one the page has). A rename that leaves the map behind sends the next reader to a file that is gone; this
  * catches it in `bun run check`. Prints one line per stale name (file:line) and exits 1 when
  * there is any. `bun scripts/check-docs.ts [ROOT]` (ROOT: another checkout, for its test).
  */
@@ -62,7 +62,7 @@ const GLOBALS = new Set(["Bun", "JSON", "Math", "Object", "Promise", "Response",
 const problems: string[] = [];
 
 /** The documents whose paths and names are checked. */
-const DOCS = ["AGENTS.md", "README.md", "bench/README.md"];
+const DOCS = ["AGENTS.md", "README.md", "bench/README.md", "docs/wire.md", "docs/kubernetes.md"];
 
 function checkDoc(doc: string): void {
   const lines = readFileSync(join(REPO, doc), "utf8").split("\n");
@@ -98,6 +98,14 @@ function checkDoc(doc: string): void {
 const PROJECT_FILES = new Set(["CLAUDE.md", "AGENTS.md", "SKILL.md"]);
 const DOC_IN_TEXT = /(?<![\w.@/-])([A-Za-z][\w-]*(?:\/[\w.-]+)*\.md)\b/g;
 
+/** docs/wire.md's headings: a comment cites a section by its heading (`docs/wire.md, "Runtime traps"`). */
+const WIRE_HEADINGS = new Set([...readFileSync(join(REPO, "docs/wire.md"), "utf8").matchAll(/^##+ (.+)$/gm)].map((m) => m[1]!.trim()));
+/** The headings quoted right after a mention of docs/wire.md: `docs/wire.md: "Key shapes", "Cursor"`, `docs/wire.md ("Cursor")`. */
+const wireCited = (comment: string): string[] =>
+  [...comment.matchAll(/docs\/wire\.md[,:]?\s*\(?((?:"[^"]+"(?:,\s*)?)+)/g)].flatMap((m) =>
+    [...m[1]!.matchAll(/"([^"]+)"/g)].map((q) => q[1]!),
+  );
+
 /** The files whose comments are read: lazy's source, its tests, scripts, benches and build. */
 const SOURCES = known.filter((p) => /^(src|test|scripts|bench)\/.*\.tsx?$/.test(p) || p === "build.ts");
 
@@ -113,6 +121,10 @@ function checkComments(): void {
           if (token.includes("/") && isRepoPath(token) && !exists(token))
             problems.push(`${file}:${i + 1}: comment names ${token}, which does not exist`);
         }
+        // "Runtime traps" names "Runtime traps (Bun, Elysia, citty)".
+        for (const heading of wireCited(comment))
+          if (![...WIRE_HEADINGS].some((h) => h === heading || h.startsWith(`${heading} (`)))
+            problems.push(`${file}:${i + 1}: comment cites docs/wire.md's "${heading}", which is not one of its headings`);
         for (const m of comment.matchAll(DOC_IN_TEXT)) {
           const token = m[1]!;
           if (!exists(token) && !PROJECT_FILES.has(token.split("/").pop()!))

@@ -42,7 +42,9 @@ const edit = (file: string, from: string, to: string) => {
 describe("check-docs", () => {
   test("today's docs and comments name only what exists, and no comment cites TRAPS.md or WIRE.md", () => {
     const r = check(() => {});
-    expect(r.out).toContain("check-docs: every path and name in AGENTS.md, README.md, bench/README.md and in comments exists");
+    expect(r.out).toContain(
+      "check-docs: every path and name in AGENTS.md, README.md, bench/README.md, docs/wire.md, docs/kubernetes.md and in comments exists",
+    );
     expect(r.code).toBe(0);
     const cites = Bun.spawnSync(
       ["git", "grep", "-nE", "TRAPS\\.md|WIRE\\.md|WIRE §", "--", "src", "test", "scripts", "bench", "build.ts"],
@@ -70,6 +72,19 @@ describe("check-docs", () => {
     );
     expect(r.out).toMatch(/test\/util\/turn\.test\.ts:\d+: comment cites WIRE\.md/);
     expect(r.out).toMatch(/build\.ts:\d+: comment cites STYLE\.md/);
+  });
+
+  test("a comment quoting a heading docs/wire.md does not have is refused; one it has passes", () => {
+    const r = check((root) => {
+      appendFileSync(join(root, "src/util/url.ts"), '// As docs/wire.md, "Runtime traps" and "Cursor", say.\n');
+      appendFileSync(join(root, "test/util/turn.test.ts"), '// docs/wire.md: "Key shapes", "Ollama routes".\n');
+    });
+    expect(r.code).toBe(1);
+    expect(r.out).toMatch(
+      /test\/util\/turn\.test\.ts:\d+: comment cites docs\/wire\.md's "Ollama routes", which is not one of its headings/,
+    );
+    expect(r.out).not.toContain("src/util/url.ts");
+    expect(r.out).toContain("check-docs: 1 stale name(s)");
   });
 
   test("a comment naming a file that is gone is refused, in a test and a bench too", () => {
