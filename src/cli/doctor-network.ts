@@ -143,7 +143,7 @@ function baseOf(root: string, config: Config): string | null {
     const from = /^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)/im.exec(read.text)?.[1];
     return from && !from.includes("$") ? from : null;
   }
-  return c.base ?? "debian:bookworm";
+  return c.base;
 }
 
 function reach(host: string, port: number, timeoutMs = 3000): Promise<string | null> {

@@ -160,7 +160,7 @@ export function agentUid(): number {
  */
 export function plan(
   root: string,
-  container: { image?: string; dockerfile?: string; base?: string },
+  container: { image?: string; dockerfile?: string; base: string },
   harnesses: readonly string[],
 ): ImagePlan {
   if (container.image) return { kind: "given", tag: container.image };
@@ -186,7 +186,7 @@ export function plan(
       what: `the project's ${container.dockerfile}`,
     };
   }
-  const base = container.base ?? DEFAULT_BASE;
+  const base = container.base;
   const set = INSTALLABLE.filter((h) => harnesses.includes(h));
   const list = set.join(" ");
   const hash = createHash("sha256").update(DEFAULT_DOCKERFILE).update(base).update(uid).update(`\0${list}`).digest("hex").slice(0, 12);

@@ -3,7 +3,6 @@
  * what it uses (its `...Deps`); api.ts puts them behind the guard and the token check.
  */
 
-export type * as Answers from "./answers";
 export { type AskDeps, askRoutes } from "./ask";
 export { type AuthDeps, authRoutes } from "./auth";
 export { type BoardDeps, boardRoutes } from "./board";

@@ -10,8 +10,8 @@
  * nodes only. A 6,000-line diff renders as one element a line in blocks laid out only when seen,
  * with one listener for all (bench/review.ts).
  */
-import type { Answers } from "../../daemon";
 import { type Comment, type Side, where } from "../../review";
+import type * as Answers from "../answers";
 import { api, h } from "./dom";
 import { grammarFor, hasControl, paint } from "./highlight";
 
