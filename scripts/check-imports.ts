@@ -22,14 +22,19 @@ import { dirname, join, relative, resolve, sep } from "node:path";
  * no cycle (config reads git; bus reads store). A moved or new folder gets its line here.
  */
 const LAYERS: readonly (readonly string[])[] = [
-  // Leaves: they import nothing of lazy's.
-  ["util", "version.ts", "prices", "review", "supervisor"],
+  // Leaves: they import nothing of lazy's but util.
+  ["util", "version.ts", "prices", "review", "supervisor", "agent-dir", "network"],
   // What lazy keeps and reads: the task store, git, secrets, disk, lazy.toml, the event bus.
+  // (agent-dir, below it, is the hostile-path file layer git reads a container's files through;
+  // network, what a container can reach, is below containers/, which hands it the engine.)
   ["store", "git", "credentials", "disk", "config", "bus"],
   // What runs agents and carries their calls: harnesses, containers, the model proxy, checks.
-  ["harness", "containers", "proxy", "preflight", "notify"],
-  // Services built on those: spending rules, the live feed, egress, own calls, MCP, the broker.
-  ["spending", "watch", "lines", "egress", "own-calls", "mcp", "broker"],
+  ["harness", "containers", "proxy", "preflight", "notify", "diff"],
+  // Services built on those: spending rules, the live feed, egress, own calls, MCP, the broker,
+  // a task's side of a remote engine; a task's diff (diff) sits on the floor below.
+  ["spending", "watch", "lines", "egress", "own-calls", "mcp", "broker", "remote"],
+  // Best-of-N (its group, check and comparison), under the runner that makes groups.
+  ["compare"],
   // The task runner, and the dashboard's pages and the API's answer shapes (dashboard/answers.ts).
   ["runner", "dashboard"],
   // The per-project daemon: the composition root and its API.

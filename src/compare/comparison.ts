@@ -6,7 +6,7 @@
  */
 import type { Database } from "bun:sqlite";
 import type { Config } from "../config";
-import { taskDiff } from "../dashboard";
+import { taskDiff } from "../diff";
 import * as Git from "../git";
 import { spentByTask } from "../spending";
 import { GroupChecks, type Task, type TaskEvent, Tasks } from "../store";

@@ -8,13 +8,13 @@
  * the browser.
  */
 import type { Broker } from "../broker";
+import type { Comparison as Compared } from "../compare";
 import type { Config } from "../config";
 import type { CredentialInfo, CredentialStore, ExpiryNotice } from "../credentials";
+import type { Diff as TaskDiff } from "../diff";
 import type { ModelProxy, Stats } from "../proxy";
 import type { BudgetReport, dayOver, modelsOfTask, Pause, spentByTask, spentOnDay, taskLimit } from "../spending";
 import type { Task as StoredTask, Tasks } from "../store";
-import type { Comparison as Compared } from "./compare";
-import type { Diff as TaskDiff } from "./diff";
 import type { question, TaskRow } from "./rows";
 
 type Audit$ = ModelProxy["audit"];

@@ -9,6 +9,5 @@
 /** What the daemon's API answers, route by route (the client reads these; the routes check them). */
 export type * as Answers from "./answers";
 export { ASSETS, type Asset, asset } from "./assets";
-export { candidatesDiff, type Diff, type DiffFile, taskDiff } from "./diff";
 export { CSP, type PageName, page, pageFor } from "./pages";
 export { question, rows, type TaskRow, why } from "./rows";

@@ -5,7 +5,7 @@
  */
 
 import { BASE_PASSES, type Comparison, counts } from "../../compare";
-import type { Diff } from "../../dashboard";
+import type { Diff } from "../../diff";
 import { costText, line } from "../../lines";
 import type { Task, TaskEvent } from "../../store";
 import { type ErrorCode, LazyError } from "../../util/errors";

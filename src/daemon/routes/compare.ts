@@ -7,7 +7,7 @@ import { Elysia } from "elysia";
 import { z } from "zod";
 import { compare } from "../../compare";
 import { type Config, defaultProfile } from "../../config";
-import { candidatesDiff } from "../../dashboard";
+import { candidatesDiff } from "../../diff";
 import { MAX_CANDIDATES, type Runner } from "../../runner";
 import type { Task } from "../../store";
 import { LazyError } from "../../util/errors";

@@ -1,7 +1,7 @@
-/** A task's diff against the project's branch (dashboard/diff.ts: host-side hardened git in the project root, bounded). */
+/** A task's diff against the project's branch (diff/diff.ts: host-side hardened git in the project root, bounded). */
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
-import { taskDiff } from "../../dashboard";
+import { taskDiff } from "../../diff";
 import { Tasks } from "../../store";
 import { taskRef } from "./input";
 

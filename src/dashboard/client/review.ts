@@ -15,7 +15,7 @@ import type * as Answers from "../answers";
 import { api, h } from "./dom";
 import { grammarFor, hasControl, paint } from "./highlight";
 
-/** A task's diff as the API answers it (dashboard/diff.ts). */
+/** A task's diff as the API answers it (diff/diff.ts). */
 export type Diff = Answers.Diff;
 export type DiffFile = Diff["files"][number];
 export type Layout = "unified" | "split";
