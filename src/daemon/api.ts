@@ -29,6 +29,7 @@ import {
   dashboardRoutes,
   diffRoutes,
   eventRoutes,
+  exportRoutes,
   type GrantDeps,
   type GroupDeps,
   groupRoutes,
@@ -155,7 +156,7 @@ export function api(d: ApiDeps, token: string) {
   // The other rooms of routes take the daemon's deps alone, in this order (two lines only for
   // their width; their answers' types are read off each room, routes/answers.ts, not off this app).
   const first = [daemonRoutes, taskRoutes, authRoutes, proxyRoutes, statsRoutes, eventRoutes, watchRoutes];
-  const then = [memoryRoutes, askRoutes, buildRoutes, boardRoutes, diffRoutes, reviewRoutes, groupRoutes, pruneRoutes];
+  const then = [memoryRoutes, askRoutes, buildRoutes, boardRoutes, diffRoutes, reviewRoutes, groupRoutes, pruneRoutes, exportRoutes];
   for (const routes of [...first, ...then]) app.use(routes(d));
   return app;
 }

@@ -86,6 +86,8 @@ function eventText(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
       return `${t}  !! dropped ${d.events} event(s) and ${d.bytes} unread byte(s): ${d.reason}`;
     case "summary":
       return `${t}  accepted ${d.commits?.length ?? 0} commit(s) from ${d.branch}${(d.commits ?? []).map((c: string) => `\n${c}`).join("")}`;
+    case "review":
+      return `${t}  review: ${Array.isArray(d.comments) ? d.comments.length : 0} comment(s) sent as the next turn`;
     case "check":
       return `${t}  check ${d.ok ? "passed" : `FAILED (exit ${d.code})`}: ${d.command}${d.error ? ` (${d.error})` : ""}`;
     default:

@@ -66,7 +66,7 @@ describe("accept's trailers", () => {
     // Who accepted it, as the daemon recorded it.
     const shown = await p.json(["task", "show", "tr"]);
     const moved = shown.events.find((e: any) => e.kind === "status" && e.data.to === "accepted");
-    expect(moved.data.by).toEqual({ user: require("node:os").userInfo().username, uid: process.getuid!(), via: "cli" });
+    expect(moved.data.by).toEqual({ user: sh(p.root, "id -un").out.trim(), uid: process.getuid!(), via: "cli" });
   });
 
   test("a best-of-N candidate gets Lazy-Candidate: its place in its group", async () => {
