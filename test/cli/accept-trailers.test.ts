@@ -78,6 +78,28 @@ describe("accept's trailers", () => {
     expect(t).toContain("Co-Authored-By: Claude <noreply@anthropic.com>");
   });
 
+  test("a reject from the dashboard is recorded as the dashboard's, by the daemon's user", async () => {
+    await handMadeTask(p, "dash", [{ files: { "d.txt": "d\n" }, message: "d\n" }]);
+    await markDone(p, ["dash"]);
+    await p.ok(["task", "list"]);
+    const base = `http://127.0.0.1:${p.runtime()!.api.port}`;
+    const s = await fetch(`${base}/api/session`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${p.token()}`, "content-type": "application/json", origin: base },
+      body: "{}",
+    });
+    const cookie = (s.headers.get("set-cookie") ?? "").split(";")[0]!;
+    const r = await fetch(`${base}/api/tasks/dash/reject`, {
+      method: "POST",
+      headers: { cookie, origin: base, "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(r.status).toBe(200);
+    const shown = await p.json(["task", "show", "dash"]);
+    const moved = shown.events.find((e: any) => e.kind === "status" && e.data.to === "rejected");
+    expect(moved.data.by).toEqual({ user: sh(p.root, "id -un").out.trim(), uid: process.getuid!(), via: "dashboard" });
+  });
+
   test("[provenance] trailers names which; trailers = [] adds none", async () => {
     p.writeToml(toml('\n[provenance]\ntrailers = ["Lazy-Task"]\n'));
     await handMadeTask(p, "only", [{ files: { "o.txt": "o\n" }, message: "o\n" }]);
