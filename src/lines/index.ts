@@ -59,7 +59,8 @@ function eventText(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
       if (d.reason === "max_running") return `${t}  -- ${d.from} → ${d.to}: ${slotText(d)}`;
       if (d.reason === "usage_pause")
         return `${t}  -- ${d.from} → ${d.to}: held by [usage_pause] (${d.credential}: ${d.detail}) until ${d.resetsAt}`;
-      return `${t}  -- ${d.from} → ${d.to}${d.result ? "" : d.error ? `: ${d.error}` : ""}`;
+      // `by`: who accepted, rejected or closed it (runner endings.ts `Actor`).
+      return `${t}  -- ${d.from} → ${d.to}${d.by?.user ? ` by ${d.by.user} (${d.by.via})` : ""}${d.result ? "" : d.error ? `: ${d.error}` : ""}`;
     case "queued":
       return `${t}  -- queued: ${slotText(d)}`;
     case "held":

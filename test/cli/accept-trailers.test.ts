@@ -67,6 +67,7 @@ describe("accept's trailers", () => {
     const shown = await p.json(["task", "show", "tr"]);
     const moved = shown.events.find((e: any) => e.kind === "status" && e.data.to === "accepted");
     expect(moved.data.by).toEqual({ user: sh(p.root, "id -un").out.trim(), uid: process.getuid!(), via: "cli" });
+    expect((await p.ok(["logs", "tr"])).stdout).toContain(`-- done → accepted by ${sh(p.root, "id -un").out.trim()} (cli)`);
   });
 
   test("a best-of-N candidate gets Lazy-Candidate: its place in its group", async () => {
