@@ -36,8 +36,10 @@ import { writeView } from "./view";
 export const BRANCH_PREFIX = "lazy/";
 
 export { blockerMessage, changedFiles, commitsToMerge, diffStat, merge, mergeBlockers } from "./merge";
+export { AGENT_TRACE_NOTES, notesOn } from "./notes";
 export { git, gitAsync, gitBytes, gitRead } from "./run";
 export { type SnapshotBounds, type SnapshotEntry, snapshot } from "./snapshot";
+export { type Trailer, trailerValue, withTrailers } from "./trailers";
 export { VIEW_DIRS, type ViewFile, viewFiles, writeView } from "./view";
 
 export function commonDir(root: string): string {

@@ -103,3 +103,8 @@ export function environment(base: Record<string, string | undefined>, prepared: 
 }
 
 export { parse as parseEvent, type TaskEvent as HarnessEvent } from "./events";
+
+/** The `Co-Authored-By` value lazy accept writes for work done by this harness (types.ts `coAuthor`). */
+export function coAuthor(harness: Launch["profile"]["harness"]): string {
+  return harnesses[harness].coAuthor;
+}

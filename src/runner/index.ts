@@ -23,8 +23,10 @@ import { Runs, type Task, Tasks } from "../store";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import { DiskBound } from "./disk-bound";
-import { Endings } from "./endings";
+
+import { type Actor, Endings } from "./endings";
 import { Launcher } from "./launch";
+
 import { Ledger } from "./ledger";
 import { type PruneResult, Pruner } from "./prune";
 import { Reconciler } from "./reconcile";
@@ -195,6 +197,7 @@ export class Runner {
       proxy: d.proxy,
       calls: this.calls,
       dropIdleNetwork: () => this.reconciler.dropIdleNetwork(),
+      config: d.config,
     });
     this.pruner = new Pruner({
       ...lifecycle,
@@ -363,7 +366,7 @@ export class Runner {
    */
   async accept(
     ref: string,
-    opts: { withConfig?: boolean; tip?: string } = {},
+    opts: { withConfig?: boolean; tip?: string; by?: Actor } = {},
   ): Promise<Awaited<ReturnType<Endings["accept"]>> & { closed: string[] }> {
     const task = Tasks.resolve(this.d.db, ref);
     const others = this.groups.others(task);
@@ -377,7 +380,7 @@ export class Runner {
     const closed: string[] = [];
     for (const o of others)
       try {
-        await this.endings.close(o.id, `group ${task.group}: ${this.ref(task)} was accepted`);
+        await this.endings.close(o.id, `group ${task.group}: ${this.ref(task)} was accepted`, opts.by);
         closed.push(this.ref(o));
       } catch (e) {
         this.d.log.warn(`group ${task.group}: could not close ${this.ref(o)}: ${(e as Error).message}`);
@@ -385,8 +388,8 @@ export class Runner {
     return { ...r, closed };
   }
 
-  reject(ref: string): Promise<Task> {
-    return this.endings.reject(ref);
+  reject(ref: string, by?: Actor): Promise<Task> {
+    return this.endings.reject(ref, by);
   }
 
   /** lazy prune: ended tasks' containers and folders, unused images lazy built (prune.ts); `dryRun` only lists them. */
@@ -394,8 +397,8 @@ export class Runner {
     return this.pruner.prune(opts);
   }
 
-  close(ref: string): Promise<Task> {
-    return this.endings.close(ref);
+  close(ref: string, by?: Actor): Promise<Task> {
+    return this.endings.close(ref, undefined, by);
   }
 
   /** Keep statuses honest against Docker (reconcile.ts); runs at start and periodically. */
@@ -432,4 +435,5 @@ export class Runner {
   }
 }
 export { CHECK_TIMEOUT_MS, MAX_CANDIDATES, type NewGroup } from "../compare";
+export type { Actor } from "./endings";
 export type { Pruned, PruneResult } from "./prune";

@@ -12,6 +12,8 @@ export { type DaemonDeps, daemonRoutes } from "./daemon";
 export { type DashboardDeps, dashboardRoutes, SESSION_COOKIE } from "./dashboard";
 export { type DiffDeps, diffRoutes } from "./diff";
 export { type EventDeps, eventRoutes } from "./events";
+
+export { type ExportRouteDeps, exportRoutes } from "./export";
 export { badBody, issuesOf } from "./input";
 export { type MemoryDeps, memoryRoutes } from "./memory";
 export { type GrantDeps, proxyRoutes } from "./proxy";
