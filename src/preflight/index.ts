@@ -42,10 +42,10 @@ export const CACHE_FILE = "preflight.json";
  */
 export const skipped = () => process.env.LAZY_PREFLIGHT === "off";
 
-/** A blocking finding as the error a launch is refused with: its cause, then its remedy. */
+/** A blocking finding as the refusal a launch gets: its check, its cause and its remedy (worded at the edges). */
 export function refusal(f: Finding): LazyError {
-  const sentence = (t: string) => `${t.charAt(0).toUpperCase()}${t.slice(1)}${/[.!?]$/.test(t) ? "" : "."}`;
-  return new LazyError("preflight_refused", `${sentence(f.summary)}${f.remedy ? ` ${sentence(f.remedy)}` : ""}`, f.details ?? []);
+  const facts = { reason: "preflight" as const, check: f.check, summary: f.summary, ...(f.remedy ? { remedy: f.remedy } : {}) };
+  return LazyError.of("preflight_refused", facts, f.details ?? []);
 }
 
 /** The first blocking finding, thrown as the launch's refusal. */
