@@ -28,6 +28,15 @@ const WORDS: { [R in Reason]: (f: Of<R>, say: (f: Facts) => string) => string } 
     `${f.dockerfile} (the Dockerfile [container] dockerfile names) changed since you trusted ${f.file}, and lazy builds only what you approved. Look at it, then run lazy trust in ${f.root}.`,
   build_files_changed: (f) =>
     `Files that go into the task image or its tasks changed${f.since ? ` since you trusted them (${f.since})` : ""}: ${f.changed.join(", ")}${f.more ? `, and ${f.more} more` : ""}. lazy builds and copies only what you approved with lazy trust. Look at them (git log -p -- PATH), then run lazy trust in ${f.root} (lazy trust --show lists what changed).`,
+  proxy_not_ready: (f) =>
+    f.what === "builder"
+      ? "The model proxy is not available, so no builder session can start; run lazy doctor."
+      : `The model proxy is not available, so ${f.what === "turn" ? "no turn can start" : "nothing can be launched"}; run lazy doctor for the finding and remedy.`,
+  agent_cannot_read: (f) =>
+    `lazy runs as root, so the agent runs as uid ${f.uid}, which cannot read ${f.dir} (mode ${f.mode}): the checkout was made under a umask that keeps others out; make it again with umask 022, or run lazy as the checkout's own user.`,
+  container_vanished: (f) =>
+    `The task's container vanished as it started; see lazy daemon logs, or docker ps -a --filter label=dev.lazy.task=${f.taskId}.`,
+  setup_failed: (f) => `[container] setup failed with exit code ${f.exit}; see lazy logs ${f.task}.`,
   preflight: (f) => `${sentence(f.summary)}${f.remedy ? ` ${sentence(f.remedy)}` : ""}`,
 };
 

@@ -64,6 +64,12 @@ export type Facts =
   | { reason: "dockerfile_changed"; dockerfile: string; file: string; root: string }
   /** Files that go into the task image or its tasks changed: each as `path (how)`; `more` beyond them. */
   | { reason: "build_files_changed"; root: string; since: string | null; changed: string[]; more: number }
+  /** The model proxy is not ready, so `what` cannot start. */
+  | { reason: "proxy_not_ready"; what: "turn" | "launch" | "builder" }
+  /** Running as root, the agent's uid cannot read the repository's `dir` (its `mode`, octal). */
+  | { reason: "agent_cannot_read"; uid: number; dir: string; mode: string }
+  | { reason: "container_vanished"; taskId: string }
+  | { reason: "setup_failed"; exit: number; task: string }
   /** A blocking preflight finding (src/preflight): its check, what it found, what to do. */
   | { reason: "preflight"; check: string; summary: string; remedy?: string };
 
