@@ -4,6 +4,7 @@
  * refusal's message in the log or on a task is these words) and the API answers with it
  * (api.ts). The CLI's voice (cli/words.ts) starts from these and adds what only a shell knows.
  */
+import type { Checked, Finding, Found } from "../preflight";
 import type { ErrorCode, Facts } from "../util/errors";
 
 type Reason = Facts["reason"];
@@ -37,8 +38,80 @@ const WORDS: { [R in Reason]: (f: Of<R>, say: (f: Facts) => string) => string } 
   container_vanished: (f) =>
     `The task's container vanished as it started; see lazy daemon logs, or docker ps -a --filter label=dev.lazy.task=${f.taskId}.`,
   setup_failed: (f) => `[container] setup failed with exit code ${f.exit}; see lazy logs ${f.task}.`,
-  preflight: (f) => `${sentence(f.summary)}${f.remedy ? ` ${sentence(f.remedy)}` : ""}`,
+  preflight: (f) => {
+    const w = finding(f.found as Found);
+    return `${sentence(w.summary)}${w.remedy ? ` ${sentence(w.remedy)}` : ""}`;
+  },
 };
+
+type Kind = Found["kind"];
+type Said = { summary: string; remedy?: string };
+
+/** What a preflight check found, in words: lazy doctor's line and, when it blocks, the launch's refusal. */
+const FOUND: { [K in Kind]: (f: Extract<Found, { kind: K }>) => Said } = {
+  git_ok: (f) => ({ summary: `${f.root} is a git repository at ${f.head}` }),
+  git_not_repo: (f) => ({
+    summary: `${f.root} is not a git repository: each task works on a git worktree of the project`,
+    remedy: `run git init && git add -A && git commit -m init in ${f.root} (or cd into your repository), then launch again`,
+  }),
+  git_no_commit: (f) => ({
+    summary: `the git repository at ${f.root} has no commit yet: a task's worktree starts from HEAD`,
+    remedy: "commit something first (git add -A && git commit -m init), then launch again",
+  }),
+  engine_same: (f) => ({ summary: `the daemon uses the same engine as this shell (${f.host})` }),
+  engine_other: (f) => ({
+    summary: `this shell names the Docker engine ${f.shell} (${f.shellSource}), but the running daemon uses ${f.daemon} (${f.daemonSource}): tasks would run on the daemon's engine, not this shell's`,
+    remedy:
+      "run lazy daemon restart from this shell (the daemon takes this shell's DOCKER_HOST or Docker context), or point this shell at the daemon's engine",
+  }),
+  refused: (f) => (f.remedy ? { summary: f.said.replace(/\.$/, ""), remedy: f.remedy } : { summary: f.said }),
+  engine_down: (f) => ({
+    summary: `the Docker engine at ${f.host} (${f.source}) does not answer: ${f.error}`,
+    remedy:
+      f.source === "DOCKER_HOST"
+        ? "start that engine or fix DOCKER_HOST (or unset it to use this machine's engine); lazy doctor shows more"
+        : "start Docker (Linux: sudo systemctl start docker, or dockerd), or point DOCKER_HOST at a running engine",
+  }),
+  image_stale: (f) => ({
+    summary: `${f.tag} was built from other files than ${f.what} copies now: the next launch builds it again, then checks its harness`,
+  }),
+  image_absent: (f) => ({
+    summary: `[container] image = "${f.tag}" is not on the Docker engine at ${f.host}: the first launch pulls it`,
+    remedy: `docker pull ${f.tag} now, to see whether it can be pulled`,
+  }),
+  image_pulled: (f) => ({ summary: `pulled ${f.tag} ([container] image)` }),
+  image_unbuilt: (f) => ({ summary: `${f.tag} is not built yet: the first launch builds ${f.what}, then checks its harness` }),
+  image_present: (f) => ({ summary: `${f.tag} is on the engine at ${f.host}` }),
+  image_missing: (f) => ({
+    summary: `the image "${f.tag}" that [container] image names is not on the Docker engine at ${f.host} and could not be pulled (${f.error})`,
+    remedy:
+      "check the name for a typo (docker images lists what this engine has) and fix [container] image in lazy.toml, then lazy trust; or docker login / docker pull it; or remove the key to use lazy's default image",
+  }),
+  harness_runs: (f) => ({ summary: `${f.bin} runs in ${f.tag}: ${f.version}` }),
+  harness_missing: (f) => {
+    const fix =
+      f.source === "image"
+        ? `use an image with ${f.bin} on its PATH (lazy's default image has it: remove [container] image)`
+        : f.source === "dockerfile"
+          ? `install ${f.bin} in the image [container] dockerfile builds (or build FROM lazy's default image)`
+          : `build lazy's default image again (lazy prune removes the broken one)`;
+    const how = f.ran ? f.why.replace(/^it /, "") : `could not start (${f.why})`;
+    return {
+      summary: `the ${f.harness} harness does not run in the image ${f.tag}: ${f.bin} --version ${how}${f.output ? `; it printed: ${f.output}` : ""}`,
+      remedy: `${fix}; or pick a profile of another harness (--profile)`,
+    };
+  },
+};
+
+/** A preflight finding in words. */
+export function finding(f: Found): Said {
+  return (FOUND[f.kind] as (f: Found) => Said)(f);
+}
+
+/** A preflight check as lazy doctor's line. */
+export function shownFinding(c: Checked): Finding {
+  return { check: c.check, ok: c.ok, blocking: c.blocking, ...finding(c.found), ...(c.details ? { details: c.details } : {}) };
+}
 
 /** A refusal's words from its facts; `say` words what it nests (another voice passes its own). */
 export function words(facts: Facts, say: (f: Facts) => string = words): string {

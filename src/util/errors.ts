@@ -70,8 +70,8 @@ export type Facts =
   | { reason: "agent_cannot_read"; uid: number; dir: string; mode: string }
   | { reason: "container_vanished"; taskId: string }
   | { reason: "setup_failed"; exit: number; task: string }
-  /** A blocking preflight finding (src/preflight): its check, what it found, what to do. */
-  | { reason: "preflight"; check: string; summary: string; remedy?: string };
+  /** A blocking preflight check (src/preflight): which, and what it found (its `Found`: a kind and facts). */
+  | { reason: "preflight"; check: string; found: { kind: string } };
 
 /** Words for a refusal made as data, in one process's voice. */
 export type Voice = (code: ErrorCode, facts: Facts) => string;

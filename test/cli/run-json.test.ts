@@ -89,9 +89,10 @@ describe("lazy run --json: a refusal is one JSON document with a code", () => {
     expect(r.code, r.stderr).toBe(4);
     const doc = onlyJson(r.stdout);
     expect(doc).toMatchObject({ status: "refused", error: { code: "preflight_refused", facts: { reason: "preflight", check: "docker" } } });
-    expect(doc.error.facts.summary).toContain("tcp://127.0.0.1:1");
-    // The engine's own finding says the address and the remedy.
-    expect(doc.error.facts.summary).toContain("unset DOCKER_HOST");
+    // The engine's connection refused in its own words: the address and the remedy.
+    expect(doc.error.facts.found.kind).toBe("refused");
+    expect(doc.error.facts.found.said).toContain("tcp://127.0.0.1:1");
+    expect(doc.error.message).toContain("unset DOCKER_HOST");
   });
 
   test("lazy run --help states every exit code, the question's and Ctrl-C's included, and the JSON refusal", async () => {
