@@ -364,6 +364,7 @@ export class Daemon {
       metadata: this.runner.metadataGuard() ?? null,
       busy: this.busy(),
       ...crashesOf(this.paths),
+      ...(this.telemetry?.stats() ? { telemetry: this.telemetry.stats()! } : {}),
       fence: this.runner.fenceState() ?? null,
       docker: this.runner.engineEndpoint(),
       proxy: {
