@@ -14,7 +14,7 @@ import type { Bus } from "../bus";
 import type { Config } from "../config";
 import { resolveProfile } from "../config";
 import { formsOf } from "../egress";
-import type { ModelProxy } from "../proxy";
+import { type ModelProxy, SECRET_SHAPE } from "../proxy";
 import { Runs, Tasks } from "../store";
 import type { Logger } from "../util/log";
 import type { Exporter, ExportStats } from "./export";
@@ -22,9 +22,8 @@ import { turnSpans } from "./spans";
 
 export { type SpanPlan, turnSpans } from "./spans";
 
-/** The shapes of lazy's placeholders and MCP tokens (proxy/identity), with a random part long enough to be one. */
-const SHAPED =
-  /(?:sk-ant-api03-lazy-|sk-ant-oat01-lazy-|sk-proj-lazy-|sk-or-v1-lazy-|key_lazy_|ghp_lazy|ghs_lazy|glpat-lazy|npm_lazy|pypi-lazy|lazy-)[A-Za-z0-9_-]{24,}/g;
+/** Placeholders and MCP tokens by their shape (proxy/identity), every one in a text. */
+const SHAPED = new RegExp(SECRET_SHAPE.source, "g");
 
 export interface TelemetryDeps {
   db: Database;

@@ -54,6 +54,17 @@ const cut = (s: string) => (s.length > MAX_TEXT ? `${s.slice(0, MAX_TEXT - 1)}â€
 
 /** host and port of an origin (`https://api.anthropic.com`) or `egress:host:port`; nothing of a path or query. */
 function serverOf(origin: string): Attrs {
+  let a = servers.get(origin);
+  if (!a) {
+    if (servers.size > 1000) servers.clear();
+    a = parseServer(origin);
+    servers.set(origin, a);
+  }
+  return a;
+}
+const servers = new Map<string, Attrs>();
+
+function parseServer(origin: string): Attrs {
   const e = /^egress:(.*):(\d+)$/.exec(origin);
   if (e) return { "server.address": e[1]!, "server.port": Number(e[2]) };
   try {
@@ -116,12 +127,19 @@ export function turnSpans(t: TurnInput): SpanPlan {
   });
   // A tool call goes under the model call whose answer asked for it: the last one answered before
   // lazy read the call from the harness's events (read every 200 ms, so this is as close as lazy knows).
+  const byEnd = [...chats].sort((a, b) => a.end - b.end);
   const parentAt = (at: number): SpanPlan | undefined => {
-    let best: SpanPlan | undefined;
-    for (const c of chats) if (c.end <= at && (!best || c.end >= best.end)) best = c;
-    return best;
+    let lo = 0;
+    let hi = byEnd.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (byEnd[mid]!.end <= at) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo ? byEnd[lo - 1] : undefined;
   };
   const tools: SpanPlan[] = [];
+  const loose: SpanPlan[] = [];
   const outputs = new Map<string, TaskEvent>();
   for (const e of t.events) if (e.kind === "output" && typeof e.data.id === "string") outputs.set(e.data.id, e);
   let toolsSeen = 0;
@@ -146,11 +164,19 @@ export function turnSpans(t: TurnInput): SpanPlan {
       children: [],
     };
     tools.push(span);
-    parentAt(at)?.children.push(span);
+    const parent = parentAt(at);
+    if (parent) parent.children.push(span);
+    else loose.push(span);
   }
-  const top: SpanPlan[] = [...chats];
-  for (const tool of tools) if (!chats.some((c) => c.children.includes(tool))) top.push(tool);
+  const top: SpanPlan[] = [...chats, ...loose];
   // MCP tool calls lazy's bridge served: under the harness's call of the same tool when one spans it.
+  // The harness's calls of MCP tools (`mcp__server__tool`), by the tool's own name.
+  const calls = new Map<string, SpanPlan[]>();
+  for (const x of tools) {
+    const n = String(x.attributes["gen_ai.tool.name"]);
+    const k = n.lastIndexOf("__");
+    if (n.startsWith("mcp__") && k > 4) calls.set(n.slice(k + 2), [...(calls.get(n.slice(k + 2)) ?? []), x]);
+  }
   const mcps = rows.filter((r) => isMcp(r) && r.note?.startsWith("tools/call ")).slice(0, MAX_TOOLS);
   for (const r of mcps) {
     const name = s(r.note!.slice("tools/call ".length));
@@ -172,9 +198,7 @@ export function turnSpans(t: TurnInput): SpanPlan {
       error,
       children: [],
     };
-    const host = tools.find(
-      (x) => String(x.attributes["gen_ai.tool.name"]).endsWith(`__${name}`) && x.start <= r.at + 250 && x.end >= r.at - 250,
-    );
+    const host = (calls.get(name) ?? []).find((x) => x.start <= r.at + 250 && x.end >= r.at - 250);
     if (host) host.children.push(span);
     else (parentAt(r.at)?.children ?? top).push(span);
   }

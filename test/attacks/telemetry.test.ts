@@ -62,9 +62,14 @@ test("a hostile agent's placeholder, MCP token and query strings never reach the
   const all = Buffer.concat(rx.bodies).toString("latin1");
   for (const secret of [placeholder, mcp, "QSECRET", KEY, Buffer.from(placeholder).toString("base64").slice(4, 40)])
     expect(all).not.toContain(secret);
-  // The attempts were seen and made spans, with the secret cut out.
-  const scrubbed = spans.filter((s) => text(s).includes("[secret]")).map(text);
-  expect(scrubbed.length, spans.map(text).join("\n")).toBeGreaterThan(0);
+  // The attempts were seen and made spans without the secret: the MCP token as a tool's name is
+  // not shown, and a model named with the placeholder is not kept (in the audit either).
+  const shown = spans.map(text).join("\n");
+  expect(shown).toContain("execute_tool (a name lazy does not show)");
+  expect(spans.filter((s) => s.attributes["gen_ai.operation.name"] === "chat").length).toBeGreaterThanOrEqual(3);
+  const audit = (await p.run(["stats", "audit", "--task", "leaky", "--json"])).stdout;
+  expect(audit).toContain("(a name lazy does not show)");
+  for (const secret of [placeholder, mcp]) expect(audit).not.toContain(secret);
   const turn = spans.find((s) => s.attributes["gen_ai.operation.name"] === "invoke_agent")!;
   const egress = turn.events.filter((e) => e.name === "lazy.egress");
   expect(

@@ -85,6 +85,35 @@ test("a turn's spans reach the collector as invoke_agent → chat → execute_to
   expect(all).not.toContain("Wrote it.");
 }, 600_000);
 
+test("an MCP tool call is an execute_tool span under the harness's call of it, with the MCP method", async () => {
+  anthropic.answer({ text: "Reported.", toolUse: { name: "mcp__lazy__report_progress", input: { note: "Halfway there." } } });
+  await launched(p, "otelmcp", "Report progress");
+  await settledAs(p, "otelmcp", "done");
+  const id = (await p.json(["task", "show", "otelmcp"])).task.id as string;
+  const spans = await until(
+    () => {
+      const mine = rx.spans.filter(ofTask(id));
+      return mine.some((s) => s.name.startsWith("invoke_agent")) ? mine : undefined;
+    },
+    30_000,
+    "the turn's spans at the receiver",
+  );
+  const shown = spans.map((s) => `${s.name} ${s.spanId} ← ${s.parentSpanId} ${JSON.stringify(s.attributes)}`).join("\n");
+  const harness = spans.find((s) => s.attributes["gen_ai.tool.name"] === "mcp__lazy__report_progress");
+  const bridge = spans.find((s) => s.attributes["gen_ai.tool.name"] === "report_progress");
+  expect(harness, shown).toBeDefined();
+  expect(bridge, shown).toBeDefined();
+  expect(bridge!.name).toBe("execute_tool report_progress");
+  expect(bridge!.attributes).toMatchObject({
+    "gen_ai.operation.name": "execute_tool",
+    "gen_ai.tool.type": "extension",
+    "mcp.method.name": "tools/call",
+    "gen_ai.conversation.id": id,
+  });
+  expect(bridge!.parentSpanId, shown).toBe(harness!.spanId);
+  expect(Buffer.concat(rx.bodies).toString("latin1")).not.toContain("Halfway there.");
+}, 600_000);
+
 test("a collector that is down: turns run as before, and the daemon log says so once", async () => {
   const url = rx.url;
   await rx.close();
