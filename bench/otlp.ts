@@ -70,6 +70,12 @@ if (process.argv[2] === "receiver") {
     const u = process.cpuUsage();
     return u.user + u.system;
   };
+  /** The same window with no export at all: what the process spends idle (timers, GC, the JIT finishing). */
+  const idleRound = async () => {
+    const c0 = cpu();
+    await Bun.sleep(WINDOW_MS);
+    return (cpu() - c0) / CALLS;
+  };
   const oneRound = async (url: string) => {
     const said: (string | null)[] = [];
     const e = new Exporter(url, "bench", (f) => said.push(f));
@@ -99,12 +105,18 @@ if (process.argv[2] === "receiver") {
   };
   await oneRound(`http://127.0.0.1:${upPort}`); // warm up
   const res: Record<string, Awaited<ReturnType<typeof oneRound>>[]> = { down: [], up: [] };
-  for (let i = 0; i < rounds; i++)
+  const idle: number[] = [];
+  for (let i = 0; i < rounds; i++) {
     for (const which of i % 2 ? (["up", "down"] as const) : (["down", "up"] as const))
       res[which]!.push(await oneRound(which === "down" ? "http://127.0.0.1:9" : `http://127.0.0.1:${upPort}`));
+    idle.push(await idleRound());
+  }
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   console.log(
     `OTLP export, a turn of ${CALLS} model calls + ${CALLS} tool calls + 100 egress decisions, ${rounds} rounds, ${new Date().toISOString()}`,
+  );
+  console.log(
+    `idle, the same ${WINDOW_MS / 1000} s with no export: ${med(idle).toFixed(2)} µs CPU per model call (subtract it from the windows below)`,
   );
   for (const k of ["down", "up"] as const) {
     const r = res[k]!;

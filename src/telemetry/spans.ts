@@ -96,10 +96,10 @@ export function turnSpans(t: TurnInput): SpanPlan {
       ...conversation,
       ...serverOf(r.upstream),
       "http.response.status_code": r.status,
-      "lazy.proxy.duration_ms": r.durationMs,
-      "lazy.proxy.hop": r.hop,
-      "lazy.proxy.retries": r.retries,
     };
+    // A fallback hop or a retry is said; the common case carries neither (each attribute costs its encoding).
+    if (r.hop) a["lazy.proxy.hop"] = r.hop;
+    if (r.retries) a["lazy.proxy.retries"] = r.retries;
     if (asked) a["gen_ai.request.model"] = asked;
     if (served) a["gen_ai.response.model"] = served;
     if (r.usage) {
