@@ -170,10 +170,11 @@ export async function serve(
 
 /**
  * A method or tool name as the audit row's note shows it (and the spans and exports made from
- * it): the agent chose it, so one that is not a plain lower-case name (MCP's are: `tools/call`,
- * `report_progress`) is not shown; a placeholder or token put there never reaches the audit.
+ * it): the agent chose it, so one that is not a plain name of letters, `_` and `/` (MCP's are:
+ * `tools/call`, `logging/setLevel`, `report_progress`) or that says "lazy" (every placeholder and
+ * token does, and has `-` or digits) is not shown: a secret put there never reaches the audit.
  */
-const shown = (name: string) => (/^[a-z_/]{1,64}$/.test(name) ? name : "(a name lazy does not show)");
+const shown = (name: string) => (/^[A-Za-z_/]{1,64}$/.test(name) && !/lazy/i.test(name) ? name : "(a name lazy does not show)");
 
 /**
  * One server per token, its tools registered once (building a server with its tools costs
