@@ -34,8 +34,8 @@ const LAYERS: readonly (readonly string[])[] = [
   // a task's side of a remote engine; a task's diff (diff) sits on the floor below.
   ["spending", "watch", "lines", "egress", "own-calls", "mcp", "broker", "remote"],
   // Best-of-N (its group, check and comparison), under the runner that makes groups; a task's
-  // evidence bundle (lazy export).
-  ["compare", "export"],
+  // evidence bundle (lazy export); OpenTelemetry export of a turn (it reads egress's rows).
+  ["compare", "export", "telemetry"],
   // The task runner, and the dashboard's pages and the API's answer shapes (dashboard/answers.ts).
   ["runner", "dashboard"],
   // The per-project daemon: the composition root and its API.

@@ -408,7 +408,7 @@ export const Config = z
           .refine((v) => isHttpUrl(v), { message: 'expected an http(s) URL for telemetry.otlp, like "http://127.0.0.1:4318"' })
           .optional()
           .describe(
-            "OTLP/HTTP endpoint (a collector's base URL) that gets an OpenTelemetry span per turn, model call and tool call, named by the GenAI conventions. Off when absent.",
+            "OTLP/HTTP endpoint (a collector's base URL; lazy posts protobuf to its /v1/traces) that gets an OpenTelemetry span per turn, model call and tool call, named by the GenAI conventions, when each turn ends. Spans carry no prompt, completion, tool input or output, URL path or secret. Off when absent. Needs lazy trust: it says where data goes.",
           ),
       })
       .default({})

@@ -19,6 +19,7 @@ import { Notifier } from "../notify";
 import { ModelProxy, Targets } from "../proxy";
 import { Runner } from "../runner";
 import * as Store from "../store";
+import { Telemetry } from "../telemetry";
 import { LazyError, speak } from "../util/errors";
 import { ensurePrivateDir, writeFileAtomic } from "../util/files";
 import { type Lock, tryLock } from "../util/flock";
@@ -51,6 +52,8 @@ export class Daemon {
   egress: Egress | undefined;
   /** The broker: brokered services' tokens swapped in at the egress proxy (src/broker). */
   broker: Broker | undefined;
+  /** OpenTelemetry export of each turn ([telemetry] otlp; src/telemetry). */
+  telemetry: Telemetry | undefined;
   expiry: ExpiryWarnings | undefined;
   /** lazy's disk reserve: freed when the disk runs low, so the store, audit and log still write (disk/reserve.ts). */
   reserve: Disk.Reserve | undefined;
@@ -187,6 +190,21 @@ export class Daemon {
       daemon.broker = broker;
       daemon.reserve = reserve;
       daemon.expiry = expiry;
+      // Spans of each ended turn, made on this thread from the store and the audit (off the proxy's path).
+      const telemetry = new Telemetry({
+        db,
+        bus,
+        audit: proxy.audit,
+        secrets: () => ({
+          version: proxy.grants.version(),
+          tokens: [...proxy.grants.all().map((g) => g.token), ...proxy.grants.allMcp().map((t) => t.token)],
+        }),
+        config: () => watch.state.config,
+        log: Log.create("telemetry"),
+        version: VERSION,
+      });
+      telemetry.start();
+      daemon.telemetry = telemetry;
       // lazy's MCP tools, on the proxy's listeners (where task containers reach it).
       const mcpDeps: Mcp.McpDeps = {
         db,
@@ -348,6 +366,7 @@ export class Daemon {
       metadata: this.runner.metadataGuard() ?? null,
       busy: this.busy(),
       ...crashesOf(this.paths),
+      ...(this.telemetry?.stats() ? { telemetry: this.telemetry.stats()! } : {}),
       fence: this.runner.fenceState() ?? null,
       docker: this.runner.engineEndpoint(),
       proxy: {
@@ -395,6 +414,7 @@ export class Daemon {
     this.apiServer?.stop(true);
     this.egress?.stop();
     this.broker?.stop();
+    await this.telemetry?.stop();
     await this.proxy.stop();
     this.credentials.stop();
     State.clearRecord(this.paths, process.pid);

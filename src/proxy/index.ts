@@ -24,6 +24,7 @@ export {
   Pid,
   pinnedTo,
   refusedFrom,
+  SECRET_SHAPE,
   type Target,
   Targets,
 } from "./identity";

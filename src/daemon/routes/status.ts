@@ -34,6 +34,11 @@ export interface DaemonStatus {
   crashes?: { count: number; lastExit: string; lastAt: string };
   /** What a restart would cut (the CLI restarts an older daemon only when both are 0). */
   busy?: Busy;
+  /**
+   * The OpenTelemetry export ([telemetry] otlp), once a turn ended with it on: spans queued, sent,
+   * dropped (queue full, oldest first), lost in failed exports, and why the collector fails now.
+   */
+  telemetry?: { url: string; queued: number; sent: number; dropped: number; failed: number; failing: string | null };
 }
 
 /** Turns running, and API writes being answered (a launch setting up, lazy ask, an accept). */
