@@ -50,6 +50,8 @@ export interface TurnWatchDeps extends TaskAccess {
   readTurn: (task: Task, containerId: string, turn: number) => Promise<void>;
   /** What lazy's MCP route last did with the task's token (mcp lastHeard), and since when it has kept count (its process's start). */
   heard: (taskId: string) => { last: Heard | undefined; since: number };
+  /** The turn's commits landed on lazy/<task> (from its tip before the turn to `to`): write their trace records (provenance.ts). */
+  trace: (task: Task, turn: number, from: string, to: string) => Promise<void>;
 }
 
 export class TurnWatch {
@@ -334,7 +336,7 @@ export class TurnWatch {
           bytes: count.bytes,
           reason: `the turn's events went past what one turn may store (${TURN_EVENTS} events, ${TURN_BYTES / 1024 / 1024} MiB read); the rest was dropped`,
         });
-      this.finish(task, ok, exit, text, stoppedByUser);
+      await this.finish(task, ok, exit, text, stoppedByUser);
     })()
       .catch((e: unknown) => this.d.log.error(`settling task ${task.id}'s turn: ${(e as Error).message}`))
       .finally(() => this.ending.delete(task.id));
@@ -348,8 +350,8 @@ export class TurnWatch {
     return e ? String(e.data.reason) : undefined;
   }
 
-  private finish(task: Task, ok: boolean, exit: Exit, text: string, stoppedByUser: boolean): void {
-    let sync: { moved: boolean; tip: string; skipped: string[] } | undefined;
+  private async finish(task: Task, ok: boolean, exit: Exit, text: string, stoppedByUser: boolean): Promise<void> {
+    let sync: { moved: boolean; from: string; tip: string; skipped: string[] } | undefined;
     try {
       const g = this.d.recordedGit(task);
       if (g) sync = Git.syncBranch(this.d.root, g, this.d.ledger.ref(task));
@@ -362,6 +364,13 @@ export class TurnWatch {
         `task ${task.id}: bringing the agent's commits onto ${Git.BRANCH_PREFIX}${this.d.ledger.ref(task)} failed: ${(e as Error).message}`,
       );
     }
+    // Each new commit's trace record, before the turn reads as ended: whoever looks then finds them.
+    if (sync?.moved)
+      await this.d
+        .trace(task, this.run(task.id).turn, sync.from, sync.tip)
+        .catch((e: unknown) =>
+          this.d.log.warn(`task ${this.d.ledger.ref(task)}: its trace records were not written: ${(e as Error).message}`),
+        );
     const stopped = stoppedByUser || exit.signal === "SIGTERM" || exit.signal === "SIGINT";
     // A budget reached during the turn (spending decides: budget-stops.ts).
     const budget = this.d.budgets.waitFor(task);
