@@ -37,7 +37,7 @@ export interface Traced {
 
 /** "app.ts:42" → the file (relative to `cwd`) and the line; a usage error names the form. */
 export function parseSpot(spot: string): { file: string; line: number } {
-  const m = /^(.+):(\d+)$/.exec(spot);
+  const m = /^([\s\S]+):(\d+)$/.exec(spot);
   const line = m ? Number(m[2]) : NaN;
   if (!m || !Number.isSafeInteger(line) || line < 1)
     throw new LazyError("invalid_input", `Name a file and a line as FILE:LINE, like lazy trace src/app.ts:42 (got "${spot}").`);

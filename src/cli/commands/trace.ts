@@ -13,16 +13,24 @@ import * as Provenance from "../../provenance";
 import { findProjectRoot } from "../../util/paths";
 import { command, jsonArg, print, printJson } from "../command";
 
+const BREAK = /\r\n|[\n\r\v\f\u0085\u2028\u2029]/g;
+/** A file name on one line: a break in it (the agent names files) is shown as \n, never a line of lazy's. */
+const oneLine = (s: string) =>
+  s.replace(BREAK, (c) =>
+    c === "\n" ? "\\n" : c === "\r" ? "\\r" : c === "\r\n" ? "\\r\\n" : `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+
 /** The human reading of a traced line. */
 function lines(t: Provenance.Traced): string[] {
-  const spot = `${t.file}:${t.line}`;
+  const spot = `${oneLine(t.file)}:${t.line}`;
   if (!t.agent)
     return [
       t.commit
         ? `${spot} was not written by an agent task: commit ${t.commit.slice(0, 12)} by ${t.author?.name || "someone"}${t.author?.date ? `, ${t.author.date.slice(0, 10)}` : ""} has no trace record.`
         : `${spot} was not written by an agent task: it is not committed yet.`,
     ];
-  const indent = (s: string) => s.replace(/\r\n|[\n\r]/g, `\n${" ".repeat(13)}`);
+  // Every line after a field's first is indented under it, so none can start where lazy's own do.
+  const indent = (s: string) => s.replace(BREAK, `\n${" ".repeat(13)}`);
   const cut = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…` : s);
   const task = t.task ? `${t.task.code ?? t.task.id}${t.task.code ? ` (${t.task.id})` : ""}: ${t.task.title}` : "(not named in the record)";
   const out = [
@@ -31,7 +39,7 @@ function lines(t: Provenance.Traced): string[] {
     `  turn       ${t.turn ?? "?"}${t.harness ? ` (${t.harness})` : ""}`,
     `  model      ${t.contributor?.model_id ?? "not known"}${t.contributor ? ` (contributor: ${t.contributor.type})` : ""}`,
     `  tool call  ${t.tool ? indent(`${t.tool.name}${t.tool.id ? ` ${t.tool.id}` : ""}: ${cut(t.tool.input, 600)}`) : "none named: the turn as a whole"}`,
-    `  commit     ${t.commit?.slice(0, 12)}${t.at ? `, line ${t.at.line} of ${t.at.path}` : ""}${t.range ? ` (range ${t.range.start_line}-${t.range.end_line})` : ""}`,
+    `  commit     ${t.commit?.slice(0, 12)}${t.at ? `, line ${t.at.line} of ${oneLine(t.at.path)}` : ""}${t.range ? ` (range ${t.range.start_line}-${t.range.end_line})` : ""}`,
   ];
   if (t.prompt)
     out.push(
