@@ -37,9 +37,12 @@ export function parents(root: string, commit: string): string[] {
   return r.code === 0 ? r.out.trim().split(" ").slice(1) : [];
 }
 
-/** The files a commit changed against its (first) parent and the line ranges it added to each. */
-export function added(root: string, commit: string): { files: ChangedFile[]; cut: boolean } {
-  const base = parents(root, commit)[0];
+/**
+ * The files a commit changed against its (first) parent and the line ranges it added to each.
+ * `parent`: the parent when the caller knows it (null: a root commit); asked of git otherwise.
+ */
+export function added(root: string, commit: string, parent?: string | null): { files: ChangedFile[]; cut: boolean } {
+  const base = parent === undefined ? parents(root, commit)[0] : (parent ?? undefined);
   const against = base ? [base, commit] : ["--root", commit];
   const stat = git(root, ["diff-tree", "-r", "-z", "--numstat", ...NO_DRIVERS, ...against], { maxBytes: MAX_PATCH });
   const names: { path: string; binary: boolean; deleted: boolean }[] = [];

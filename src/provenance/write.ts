@@ -12,14 +12,18 @@ import { recordOf, type TurnFacts } from "./record";
 /** Records one turn writes at most; later commits of a longer turn get none (said in the result). */
 export const MAX_COMMITS = 500;
 
-/** The agent's new commits between `from` and `to`, oldest first. */
-export function newCommits(root: string, from: string, to: string): string[] {
+/** The agent's new commits between `from` and `to`, oldest first, each with its parent (none: a root commit). */
+export function newCommits(root: string, from: string, to: string): { commit: string; parent: string | undefined }[] {
   const r = git(
     root,
-    ["rev-list", "--reverse", "--no-merges", to, "--not", from, "--exclude=lazy/*", "--branches", "--tags", "--remotes", "--"],
+    ["rev-list", "--reverse", "--no-merges", "--parents", to, "--not", from, "--exclude=lazy/*", "--branches", "--tags", "--remotes", "--"],
     { allowFail: true, maxBytes: 4 * 1024 * 1024 },
   );
-  return r.code === 0 ? r.out.split("\n").filter((l) => /^[0-9a-f]{40,64}$/.test(l)) : [];
+  if (r.code !== 0) return [];
+  return r.out.split("\n").flatMap((l) => {
+    const [commit, parent] = l.split(" ");
+    return commit && /^[0-9a-f]{40,64}$/.test(commit) ? [{ commit, parent }] : [];
+  });
 }
 
 /** Write the record of each new commit of the turn; the commits written, and what could not be. */
@@ -28,12 +32,12 @@ export function writeTurn(root: string, from: string, to: string, facts: TurnFac
   const written: string[] = [];
   const skipped: string[] = [];
   if (commits.length > MAX_COMMITS) skipped.push(`${commits.length - MAX_COMMITS} commit(s) past the first ${MAX_COMMITS} of the turn`);
-  for (const c of commits.slice(0, MAX_COMMITS)) {
+  for (const { commit, parent } of commits.slice(0, MAX_COMMITS)) {
     try {
-      writeNote(root, c, recordOf(c, added(root, c), facts));
-      written.push(c);
+      writeNote(root, commit, recordOf(commit, added(root, commit, parent ?? null), facts));
+      written.push(commit);
     } catch (e) {
-      skipped.push(`${c.slice(0, 12)}: ${(e as Error).message}`);
+      skipped.push(`${commit.slice(0, 12)}: ${(e as Error).message}`);
     }
   }
   return { written, skipped };

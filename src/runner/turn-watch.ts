@@ -316,6 +316,7 @@ export class TurnWatch {
   private settle(task: Task, ok: boolean, exit: Exit, text: string, stoppedByUser: boolean): void {
     if (this.ending.has(task.id)) return;
     this.ending.add(task.id);
+    const began = performance.now();
     this.d.release(task.id);
     void (async () => {
       const left = await this.d.halt(task).catch((e: unknown) => `stopping the task's container failed: ${(e as Error).message}`);
@@ -336,7 +337,7 @@ export class TurnWatch {
           bytes: count.bytes,
           reason: `the turn's events went past what one turn may store (${TURN_EVENTS} events, ${TURN_BYTES / 1024 / 1024} MiB read); the rest was dropped`,
         });
-      await this.finish(task, ok, exit, text, stoppedByUser);
+      await this.finish(task, ok, exit, text, stoppedByUser, began);
     })()
       .catch((e: unknown) => this.d.log.error(`settling task ${task.id}'s turn: ${(e as Error).message}`))
       .finally(() => this.ending.delete(task.id));
@@ -350,7 +351,7 @@ export class TurnWatch {
     return e ? String(e.data.reason) : undefined;
   }
 
-  private async finish(task: Task, ok: boolean, exit: Exit, text: string, stoppedByUser: boolean): Promise<void> {
+  private async finish(task: Task, ok: boolean, exit: Exit, text: string, stoppedByUser: boolean, began: number): Promise<void> {
     let sync: { moved: boolean; from: string; tip: string; skipped: string[] } | undefined;
     try {
       const g = this.d.recordedGit(task);
@@ -365,12 +366,14 @@ export class TurnWatch {
       );
     }
     // Each new commit's trace record, before the turn reads as ended: whoever looks then finds them.
+    const traceStart = performance.now();
     if (sync?.moved)
       await this.d
         .trace(task, this.run(task.id).turn, sync.from, sync.tip)
         .catch((e: unknown) =>
           this.d.log.warn(`task ${this.d.ledger.ref(task)}: its trace records were not written: ${(e as Error).message}`),
         );
+    const traceMs = performance.now() - traceStart;
     const stopped = stoppedByUser || exit.signal === "SIGTERM" || exit.signal === "SIGINT";
     // A budget reached during the turn (spending decides: budget-stops.ts).
     const budget = this.d.budgets.waitFor(task);
@@ -392,6 +395,9 @@ export class TurnWatch {
       ...(text ? { result: text.slice(0, 4000) } : {}),
       ...(disk ? { error: disk } : exit.error ? { error: exit.error } : {}),
     });
-    this.d.log.info(`task ${this.d.ledger.ref(task)} turn ended: ${to} (exit ${exit.code ?? exit.signal})`);
+    // Its end's cost, and the trace records' part of it (bench/trace.ts reads this line).
+    this.d.log.info(
+      `task ${this.d.ledger.ref(task)} turn ended: ${to} (exit ${exit.code ?? exit.signal}); its end took ${(performance.now() - began).toFixed(1)} ms, ${traceMs.toFixed(1)} of them the trace records`,
+    );
   }
 }

@@ -454,13 +454,13 @@ class AnthropicMock extends Mock {
     const u = this.usage;
     const last = Array.isArray(body.messages) ? (body.messages.at(-1) as unknown) : undefined;
     const answered = isObj(last) && Array.isArray(last.content) && last.content.some((b: unknown) => isObj(b) && b.type === "tool_result");
-    const results = Array.isArray(body.messages)
-      ? body.messages.reduce(
-          (n: number, m: unknown) =>
-            n + (isObj(m) && Array.isArray(m.content) ? m.content.filter((b: unknown) => isObj(b) && b.type === "tool_result").length : 0),
-          0,
-        )
-      : 0;
+    // Tool results since the person's last message (a resumed session carries the turns before).
+    const all: unknown[] = Array.isArray(body.messages) ? body.messages : [];
+    const isResult = (b: unknown) => isObj(b) && b.type === "tool_result";
+    const asked = all.findLastIndex((m) => isObj(m) && m.role === "user" && !(Array.isArray(m.content) && m.content.some(isResult)));
+    const results = all
+      .slice(asked + 1)
+      .reduce((n: number, m) => n + (isObj(m) && Array.isArray(m.content) ? m.content.filter(isResult).length : 0), 0);
     const tool = this.reply.steps ? (this.reply.steps[results] ?? null) : this.reply.toolUse && !answered ? this.reply.toolUse : null;
     const id = `msg_01${rid(22)}`;
     const toolId = `toolu_01${rid(22)}`;

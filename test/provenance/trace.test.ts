@@ -72,6 +72,12 @@ describe("a trace record per agent commit", () => {
     await settledAs(p, "tr");
     const commits = git(["rev-list", "--reverse", "HEAD..refs/heads/lazy/tr"]).out.trim().split("\n");
     expect(commits).toHaveLength(2);
+    // One note per commit of the turn, and none on the person's.
+    const noted = git(["notes", "--ref", "agent-trace", "list"])
+      .out.trim()
+      .split("\n")
+      .map((l) => l.split(" ")[1]);
+    expect(noted.sort()).toEqual([...commits].sort());
     const files = ["src/a.ts", "src/b.ts"];
     for (const [i, c] of commits.entries()) {
       const shown = git(["notes", "--ref", "agent-trace", "show", c]);
@@ -106,6 +112,25 @@ describe("a trace record per agent commit", () => {
     expect(git(["log", "-1", "--format=%an <%ae>", "refs/notes/agent-trace"]).out.trim()).toBe("lazy <lazy@localhost>");
   }, 600_000);
 
+  test("a turn a person's lazy send asked for: contributor mixed, the message as its prompt", async () => {
+    const wt = join(p.stateDir, "worktrees", "tr");
+    anthropic.answer({
+      text: "Added c.",
+      steps: [
+        { name: "Write", input: { file_path: `${wt}/src/c.ts`, content: "export const c = 3;\n" } },
+        { name: "Bash", input: { command: "git add src/c.ts && git commit -qm 'add c'", description: "commit c" } },
+      ],
+    });
+    await p.ok(["send", "tr", "Add c too"]);
+    await settledAs(p, "tr");
+    const c = git(["rev-parse", "refs/heads/lazy/tr"]).out.trim();
+    const rec = JSON.parse(git(["notes", "--ref", "agent-trace", "show", c]).out);
+    expect(validRecord(rec), JSON.stringify(validRecord.errors)).toBe(true);
+    expect(rec.files.map((f: any) => f.path)).toEqual(["src/c.ts"]);
+    expect(rec.files[0].conversations[0].contributor.type).toBe("mixed");
+    expect(rec.metadata["dev.lazy"]).toMatchObject({ turn: 2, shaped_by: "send", prompt: { kind: "send", text: "Add c too" } });
+  }, 600_000);
+
   test("lazy trace FILE:LINE after accept: the task, turn, model and tool call; a person's line is not an agent's", async () => {
     anthropic.answer({ text: "Adds two modules." }); // the accept summary
     await p.ok(["accept", "tr"]);
@@ -131,6 +156,7 @@ describe("a trace record per agent commit", () => {
     expect(json.contributor.model_id).toMatch(/^anthropic\/claude-/);
     expect(json.commit).toBe(git(["log", "-1", "--format=%H", "--", "src/a.ts"]).out.trim());
 
+    expect((await p.ok(["trace", "src/c.ts:1"])).stdout).toContain("asked by   lazy send: Add c too");
     const person = await p.ok(["trace", "README.md:1"]);
     expect(person.stdout).toMatch(/^README\.md:1 was not written by an agent task: commit [0-9a-f]{12} by Dev/);
     expect(JSON.parse((await p.ok(["trace", "README.md:1", "--json"])).stdout)).toMatchObject({ agent: false, author: { name: "Dev" } });
