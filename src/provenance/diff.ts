@@ -2,8 +2,9 @@
  * What a commit added, as new-side line ranges per file: host-side hardened git in the project
  * root (src/git), on objects lazy already checked on import. The commit is the agent's: its
  * paths and lines are hostile text, kept as data. Paths come from `--numstat -z` (exact bytes,
- * no quoting); hunks from `-p -U0`, paired with them by order (git lists both the same way), so
- * no path is ever parsed out of a patch header. Both outputs are bounded.
+ * no quoting); hunks from `-p -U0`, paired with them by order (git lists both the same way; a
+ * type change's two sections share one header and one entry), so no path is ever parsed out of
+ * a patch header. Both outputs are bounded.
  */
 import { createHash } from "node:crypto";
 import { git } from "../git";
@@ -64,9 +65,13 @@ export function added(root: string, commit: string, parent?: string | null): { f
       open = undefined;
     }
   };
+  let header = "";
   for (const line of patch.out.split("\n")) {
     if (line.startsWith("diff --git ")) {
       close();
+      // A type change (a file made a link) is two sections under one header, and one numstat entry.
+      if (line === header) continue;
+      header = line;
       index++;
       const n = names[index];
       file = n && !n.binary && index < MAX_FILES ? { path: n.path, binary: false, ranges: [] } : undefined;

@@ -102,6 +102,16 @@ describe("a turn's commits and their records", () => {
     expect(quiet.metadata?.["dev.lazy"]?.shaped_by).toBe("review");
   });
 
+  test("a file made a link (two patch sections, one name) keeps the files after it paired right", () => {
+    sh("printf 'x\\n' > k1 && printf 'y\\n' > k2 && git add k1 k2 && git commit -qm links-base");
+    sh("rm k1 && ln -s k2 k1 && printf 'z\\n' >> k2 && git add -A k1 k2 && git commit -qm links");
+    const got = Provenance.added(root, sh("git rev-parse HEAD"));
+    expect(got.files.map((f) => [f.path, f.ranges.map((r) => [r.start, r.end, r.lines])])).toEqual([
+      ["k1", [[1, 1, ["k2"]]]],
+      ["k2", [[2, 2, ["z"]]]],
+    ]);
+  });
+
   test("a note written is read back as the record; a commit without one reads null", () => {
     const c = sh("git rev-parse HEAD");
     const rec = Provenance.recordOf(c, Provenance.added(root, c), facts());
