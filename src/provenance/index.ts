@@ -30,5 +30,5 @@ export {
   turnUri,
   VENDOR,
 } from "./record";
-export { parseSpot, type Traced, trace } from "./trace";
+export { parseSpot, type Traced, trace, traceAt } from "./trace";
 export { MAX_COMMITS, newCommits, writeTurn } from "./write";

@@ -67,15 +67,19 @@ interface Blamed {
   time: number;
 }
 
-function blame(root: string, path: string, line: number): Blamed {
-  const r = git(root, ["blame", "--porcelain", "--no-textconv", "-L", `${line},${line}`, "--", path], {
+/** Blame one line of the working tree's file, or of `rev`'s. */
+function blame(root: string, path: string, line: number, rev?: string): Blamed {
+  const r = git(root, ["blame", "--porcelain", "--no-textconv", "-L", `${line},${line}`, ...(rev ? [rev] : []), "--", path], {
     allowFail: true,
     maxBytes: 1024 * 1024,
   });
   if (r.code !== 0) {
     const why = r.err.trim().split("\n").at(-1) ?? "";
     // A file git does not track yet: none of its lines is committed.
-    if (/no such path/i.test(why)) return { commit: null, path, line, author: "", time: 0 };
+    if (/no such path/i.test(why)) {
+      if (rev) throw new LazyError("invalid_input", `${path} is not a file of ${rev}.`);
+      return { commit: null, path, line, author: "", time: 0 };
+    }
     if (/has only/i.test(why))
       throw new LazyError("invalid_input", `Line ${line} is past the end of ${path} (git: ${why.replace(/^fatal: /, "")}).`);
     throw new LazyError("internal", `git blame of ${path}:${line} failed: ${why}`);
@@ -101,7 +105,21 @@ function rangeOf(rec: TraceRecord, path: string, line: number) {
 /** Who wrote line `line` of `file` (named from `cwd`) in the project at `root`. `prompts`: [provenance] prompts. */
 export function trace(root: string, cwd: string, file: string, line: number, prompts: boolean): Traced {
   const path = projectPath(root, cwd, file);
-  const b = blame(root, path, line);
+  return answer(root, path, line, blame(root, path, line), prompts);
+}
+
+/**
+ * Who wrote line `line` of `path` as it is in commit `rev` (the dashboard's diff: a task's
+ * branch, or the merge that brought it in). `path` comes from a request: a repository path,
+ * handed to git after `--` only.
+ */
+export function traceAt(root: string, rev: string, path: string, line: number, prompts: boolean): Traced {
+  if (!path || path.length > 4096 || path.includes("\0") || !Number.isSafeInteger(line) || line < 1)
+    throw new LazyError("invalid_input", "Name a file of the diff (path) and a line of it (line ≥ 1).");
+  return answer(root, path, line, blame(root, path, line, rev), prompts);
+}
+
+function answer(root: string, path: string, line: number, b: Blamed, prompts: boolean): Traced {
   const base = { file: path, line, commit: b.commit, at: b.commit ? { path: b.path, line: b.line } : null };
   const rec = b.commit ? readRecord(root, b.commit) : null;
   if (!rec) return { ...base, agent: false, author: { name: b.author, date: b.time ? new Date(b.time * 1000).toISOString() : "" } };

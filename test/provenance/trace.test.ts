@@ -15,6 +15,7 @@ import { appendFileSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import Ajv from "ajv/dist/2020";
 import addFormats from "ajv-formats";
+import { closeBrowser, signedIn } from "../dashboard/browser";
 import { anthropicProject, settledAs, teardown } from "../helpers/fixtures";
 import type { Project } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
@@ -30,7 +31,7 @@ export const validRecord = ajv.compile(
 );
 
 beforeAll(async () => ({ anthropic, p } = await anthropicProject(KEY)), 120_000);
-afterAll(() => teardown(p, anthropic));
+afterAll(() => teardown(p, anthropic, { close: closeBrowser }));
 
 const git = (args: string[]) => {
   const r = Bun.spawnSync(["git", ...args], { cwd: p.root, stdout: "pipe", stderr: "pipe" });
@@ -130,6 +131,38 @@ describe("a trace record per agent commit", () => {
     expect(rec.files[0].conversations[0].contributor.type).toBe("mixed");
     expect(rec.metadata["dev.lazy"]).toMatchObject({ turn: 2, shaped_by: "send", prompt: { kind: "send", text: "Add c too" } });
   }, 600_000);
+
+  test("the dashboard's diff: a new-side line's title names the task, turn, tool call and model (GET …/trace)", async () => {
+    const api = await p.api("GET", "/api/tasks/tr/trace?path=src%2Fb.ts&line=2");
+    expect(api).toMatchObject({ agent: true, turn: 1, tool: { name: "Write" }, task: { code: "tr" } });
+    const { ctx, origin, page } = await signedIn(p);
+    try {
+      const pg = page.page;
+      await pg.goto(`${origin}/tasks/tr`);
+      const files = await pg.locator(".files a").allTextContents();
+      const line = pg.locator(`[data-file="${files.indexOf("src/b.ts")}"] .hunk [data-k="new:2"]`);
+      await line.hover();
+      await pg.waitForFunction(
+        (i) => document.querySelector<HTMLElement>(`[data-file="${i}"] .hunk [data-k="new:2"]`)?.title.startsWith("Written by task tr"),
+        files.indexOf("src/b.ts"),
+        { timeout: 10_000 },
+      );
+      const title = await line.getAttribute("title");
+      expect(title).toMatch(/^Written by task tr, turn 1, tool call Write toolu_\w+, model anthropic\/claude-/);
+      expect(title).toContain("Asked by the task's prompt: Add the two modules");
+      const c = pg.locator(`[data-file="${files.indexOf("src/c.ts")}"] .hunk [data-k="new:1"]`);
+      await c.hover();
+      await pg.waitForFunction(
+        (i) => !!document.querySelector<HTMLElement>(`[data-file="${i}"] .hunk [data-k="new:1"]`)?.title,
+        files.indexOf("src/c.ts"),
+        { timeout: 10_000 },
+      );
+      expect(await c.getAttribute("title")).toMatch(/turn 2, tool call Write .*\nAsked by lazy send: Add c too/s);
+      expect(page.problems).toEqual([]);
+    } finally {
+      await ctx.close();
+    }
+  }, 120_000);
 
   test("lazy trace FILE:LINE after accept: the task, turn, model and tool call; a person's line is not an agent's", async () => {
     anthropic.answer({ text: "Adds two modules." }); // the accept summary

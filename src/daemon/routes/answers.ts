@@ -40,6 +40,8 @@ export type Task = Ok<Tasks[":ref"]["get"]>;
 export type AddedTask = Ok<Tasks["post"]>;
 /** GET /api/tasks/:ref/diff */
 export type Diff = Ok<Table<typeof diffRoutes>["api"]["tasks"][":ref"]["diff"]["get"]>;
+/** GET /api/tasks/:ref/trace?path=P&line=N: who wrote a line of the diff's new side. */
+export type Trace = Ok<Table<typeof diffRoutes>["api"]["tasks"][":ref"]["trace"]["get"]>;
 /** POST /api/tasks/:ref/review */
 export type Review = Ok<Table<typeof reviewRoutes>["api"]["tasks"][":ref"]["review"]["post"]>;
 /** GET /api/groups/:code: a best-of group's comparison. */
