@@ -80,6 +80,7 @@ function blame(root: string, path: string, line: number, rev?: string): Blamed {
       if (rev) throw new LazyError("invalid_input", `${path} is not a file of ${rev}.`);
       return { commit: null, path, line, author: "", time: 0 };
     }
+    if (/outside repository|is beyond a symbolic link/i.test(why)) throw new LazyError("invalid_input", `${path} is outside the project.`);
     if (/has only/i.test(why))
       throw new LazyError("invalid_input", `Line ${line} is past the end of ${path} (git: ${why.replace(/^fatal: /, "")}).`);
     throw new LazyError("internal", `git blame of ${path}:${line} failed: ${why}`);

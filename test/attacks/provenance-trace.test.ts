@@ -9,7 +9,7 @@
  * `lazy trace` prints it inert (no escape byte reaches the terminal).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import Ajv from "ajv/dist/2020";
 import addFormats from "ajv-formats";
@@ -28,6 +28,12 @@ const valid = ajv.compile(JSON.parse(readFileSync(join(import.meta.dir, "../fixt
 
 beforeAll(async () => ({ anthropic, p } = await anthropicProject(KEY)), 120_000);
 afterAll(() => teardown(p, anthropic));
+
+/** A request to the daemon's API with its token, answered as it is (status and body). */
+const fetchApi = (path: string) => {
+  const rt = JSON.parse(readFileSync(join(p.stateDir, "daemon.json"), "utf8"));
+  return fetch(`http://127.0.0.1:${rt.api.port}${path}`, { headers: { authorization: `Bearer ${p.token()}` } });
+};
 
 const git = (args: string[]) => {
   const r = Bun.spawnSync(["git", ...args], { cwd: p.root, stdout: "pipe", stderr: "pipe" });
@@ -109,6 +115,17 @@ describe("a hostile agent and the trace records", () => {
     expect(rec.files.find((f: any) => f.path === "src/q.ts").conversations[0].ranges).toEqual([
       { start_line: 1, end_line: 2001, content_hash: expect.stringMatching(/^sha256:/) },
     ]);
+
+    // The dashboard's trace route takes a path from a request: one outside the project, one that
+    // reads as a git option, one with a NUL are refused; none reaches anything but git blame after --.
+    for (const bad of ["../../../../etc/passwd", "--output=/tmp/lazy-trace-pwned", "src/q.ts\0x", "/etc/passwd"]) {
+      const r = await fetchApi(`/api/tasks/evil/trace?path=${encodeURIComponent(bad)}&line=1`);
+      expect(r.status, bad).toBe(400);
+    }
+    expect(existsSync("/tmp/lazy-trace-pwned")).toBe(false);
+    const ok = await fetchApi(`/api/tasks/evil/trace?path=${encodeURIComponent("src/evil\x1b[31m\nname.ts")}&line=1`);
+    expect(ok.status).toBe(200);
+    expect((await ok.json()).agent).toBe(true);
 
     anthropic.answer({ text: "Adds files." }); // the accept summary
     await p.ok(["accept", "evil"]);
