@@ -139,6 +139,7 @@ describe("a trace record per agent commit", () => {
     try {
       const pg = page.page;
       await pg.goto(`${origin}/tasks/tr`);
+      await pg.waitForSelector(".files >> text=src/c.ts", { timeout: 10_000 }); // the diff drawn
       const files = await pg.locator(".files a").allTextContents();
       const line = pg.locator(`[data-file="${files.indexOf("src/b.ts")}"] .hunk [data-k="new:2"]`);
       await line.hover();
