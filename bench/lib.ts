@@ -2,7 +2,7 @@
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Fence, LinkLocal } from "../src/containers";
+import { Fence, LinkLocal } from "../src/network";
 
 export function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);

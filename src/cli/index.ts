@@ -48,6 +48,7 @@ const main: CommandDef<any> = command({
     close: () => import("./commands/turns").then((m) => m.close),
     run: () => import("./commands/turns").then((m) => m.run),
     prune: () => import("./commands/prune").then((m) => m.prune),
+    export: () => import("./commands/export").then((m) => m.exportBundle),
     trace: () => import("./commands/trace").then((m) => m.trace),
     // Both answered in run() below, before citty; defined here so help and completion list them.
     help: command({

@@ -29,6 +29,7 @@ import {
   dashboardRoutes,
   diffRoutes,
   eventRoutes,
+  exportRoutes,
   type GrantDeps,
   type GroupDeps,
   groupRoutes,
@@ -78,14 +79,15 @@ export interface ApiDeps {
 
 /**
  * The routes the server must not cut for idleness: the live streams (the dashboard's, lazy watch's) are quiet for long
- * stretches (docs/wire.md, "Runtime traps"), and a turn's start may build an image for minutes before it answers.
+ * stretches (docs/wire.md, "Runtime traps"), and a turn's start may build an image for minutes before it answers
+ * (an export of a long task reads its whole audit trail and diff first).
  */
 export const longLived = (url: string): boolean =>
   url.includes("/api/events") ||
   url.includes("/api/watch") ||
   url.endsWith("/api/ask") ||
   url.endsWith("/api/report") ||
-  /\/api\/tasks\/[^/]+\/(start|send|review|accept)$/.test(url);
+  /\/api\/tasks\/[^/]+\/(start|send|review|accept|export)$/.test(url);
 
 export function api(d: ApiDeps, token: string) {
   const want = Buffer.from(token);
@@ -155,7 +157,7 @@ export function api(d: ApiDeps, token: string) {
   // The other rooms of routes take the daemon's deps alone, in this order (two lines only for
   // their width; their answers' types are read off each room, routes/answers.ts, not off this app).
   const first = [daemonRoutes, taskRoutes, authRoutes, proxyRoutes, statsRoutes, eventRoutes, watchRoutes];
-  const then = [memoryRoutes, askRoutes, buildRoutes, boardRoutes, diffRoutes, reviewRoutes, groupRoutes, pruneRoutes];
+  const then = [memoryRoutes, askRoutes, buildRoutes, boardRoutes, diffRoutes, reviewRoutes, groupRoutes, pruneRoutes, exportRoutes];
   for (const routes of [...first, ...then]) app.use(routes(d));
   return app;
 }

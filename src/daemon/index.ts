@@ -6,8 +6,7 @@
 
 export type { Daemon } from "./daemon";
 export * as Keeper from "./keeper";
-/** What the API answers, route by route (the dashboard client imports these, type-only). */
-export type { Answers, Busy, DaemonStatus } from "./routes";
+export type { Busy, DaemonStatus } from "./routes";
 export type { DaemonRecord } from "./state";
 export * as State from "./state";
 export * as Title from "./title";

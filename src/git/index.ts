@@ -27,7 +27,7 @@ import {
 } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { inflateSync } from "node:zlib";
-import * as AgentDir from "../util/agent-dir";
+import * as AgentDir from "../agent-dir";
 import { readRegular } from "../util/bounded-read";
 import { LazyError } from "../util/errors";
 import { git, gitAsync, gitEnv, HARDENED } from "./run";
@@ -36,8 +36,10 @@ import { writeView } from "./view";
 export const BRANCH_PREFIX = "lazy/";
 
 export { blockerMessage, changedFiles, commitsToMerge, diffStat, merge, mergeBlockers } from "./merge";
+export { AGENT_TRACE_NOTES, notesOn } from "./notes";
 export { git, gitAsync, gitBytes, gitEnv, gitRead, HARDENED } from "./run";
 export { type SnapshotBounds, type SnapshotEntry, snapshot } from "./snapshot";
+export { type Trailer, trailerValue, withTrailers } from "./trailers";
 export { VIEW_DIRS, type ViewFile, viewFiles, writeView } from "./view";
 
 export function commonDir(root: string): string {

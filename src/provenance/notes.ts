@@ -5,11 +5,12 @@
  * project root, src/git); the agent's container has no way to the project's refs. Each note's
  * commit is lazy's (`lazy <lazy@localhost>`), not the person's.
  */
-import { git, gitEnv, HARDENED } from "../git";
+import { AGENT_TRACE_NOTES, git, gitEnv, HARDENED } from "../git";
 import { LazyError } from "../util/errors";
 import type { TraceRecord } from "./record";
 
-export const NOTES_REF = "refs/notes/agent-trace";
+/** The notes ref (git's AGENT_TRACE_NOTES: lazy export reads the same). */
+export const NOTES_REF = AGENT_TRACE_NOTES;
 /** A record larger than this is not one lazy wrote: read no further. */
 export const MAX_NOTE = 4 * 1024 * 1024;
 

@@ -23,7 +23,7 @@ export interface Comment {
   text: string;
 }
 
-/** What a diff shows, as much as a review needs (dashboard/diff.ts's Diff fits). */
+/** What a diff shows, as much as a review needs (diff/diff.ts's Diff fits). */
 export interface ShownDiff {
   branch: string;
   files: { path: string; binary: boolean; hunks: { header: string; lines: string[] }[] }[];

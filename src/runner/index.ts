@@ -8,26 +8,29 @@
 import type { Database } from "bun:sqlite";
 import type { Broker } from "../broker";
 import type { Bus } from "../bus";
+import { Groups, type NewGroup } from "../compare";
 import { type Config, defaultProfile, resolveProfile } from "../config";
-import { type Engine, type Fence, type LinkLocalGuard, ProjectContainers } from "../containers";
+import { type Engine, ProjectContainers } from "../containers";
 import type { Egress } from "../egress";
 import type { Heard, McpTokens } from "../mcp";
+import type { Fence, LinkLocalGuard } from "../network";
 import { Compactor, OwnCalls } from "../own-calls";
 import { harnessesOf, Preflight } from "../preflight";
 import type { ModelProxy } from "../proxy";
+import { RemoteTasks } from "../remote";
 import { Budgets, Holds } from "../spending";
 import { Runs, type Task, Tasks } from "../store";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import { DiskBound } from "./disk-bound";
-import { Endings } from "./endings";
-import { Groups, type NewGroup } from "./groups";
+
+import { type Actor, Endings } from "./endings";
 import { Launcher } from "./launch";
+
 import { Ledger } from "./ledger";
 import { traceTurn } from "./provenance";
 import { type PruneResult, Pruner } from "./prune";
 import { Reconciler } from "./reconcile";
-import { RemoteTasks } from "./remote-tasks";
 import type { Lifecycle, TaskAccess } from "./task-access";
 import { TurnQueue } from "./turn-queue";
 import { TurnWatch } from "./turn-watch";
@@ -196,6 +199,7 @@ export class Runner {
       proxy: d.proxy,
       calls: this.calls,
       dropIdleNetwork: () => this.reconciler.dropIdleNetwork(),
+      config: d.config,
     });
     this.pruner = new Pruner({
       ...lifecycle,
@@ -289,7 +293,7 @@ export class Runner {
     return task;
   }
 
-  /** Add a best-of-N group: one candidate task per profile, from one prompt (runner/groups.ts), after the preflight of every profile. */
+  /** Add a best-of-N group: one candidate task per profile, from one prompt (compare/groups.ts), after the preflight of every profile. */
   async addGroup(input: NewGroup): Promise<{ group: string; tasks: Task[] }> {
     this.mustTrust();
     const config = this.d.config();
@@ -364,7 +368,7 @@ export class Runner {
    */
   async accept(
     ref: string,
-    opts: { withConfig?: boolean; tip?: string } = {},
+    opts: { withConfig?: boolean; tip?: string; by?: Actor } = {},
   ): Promise<Awaited<ReturnType<Endings["accept"]>> & { closed: string[] }> {
     const task = Tasks.resolve(this.d.db, ref);
     const others = this.groups.others(task);
@@ -378,7 +382,7 @@ export class Runner {
     const closed: string[] = [];
     for (const o of others)
       try {
-        await this.endings.close(o.id, `group ${task.group}: ${this.ref(task)} was accepted`);
+        await this.endings.close(o.id, `group ${task.group}: ${this.ref(task)} was accepted`, opts.by);
         closed.push(this.ref(o));
       } catch (e) {
         this.d.log.warn(`group ${task.group}: could not close ${this.ref(o)}: ${(e as Error).message}`);
@@ -386,8 +390,8 @@ export class Runner {
     return { ...r, closed };
   }
 
-  reject(ref: string): Promise<Task> {
-    return this.endings.reject(ref);
+  reject(ref: string, by?: Actor): Promise<Task> {
+    return this.endings.reject(ref, by);
   }
 
   /** lazy prune: ended tasks' containers and folders, unused images lazy built (prune.ts); `dryRun` only lists them. */
@@ -395,8 +399,8 @@ export class Runner {
     return this.pruner.prune(opts);
   }
 
-  close(ref: string): Promise<Task> {
-    return this.endings.close(ref);
+  close(ref: string, by?: Actor): Promise<Task> {
+    return this.endings.close(ref, undefined, by);
   }
 
   /** Keep statuses honest against Docker (reconcile.ts); runs at start and periodically. */
@@ -432,5 +436,6 @@ export class Runner {
     this.turns.stopAll();
   }
 }
-export { CHECK_TIMEOUT_MS, MAX_CANDIDATES, type NewGroup } from "./groups";
+export { CHECK_TIMEOUT_MS, MAX_CANDIDATES, type NewGroup } from "../compare";
+export type { Actor } from "./endings";
 export type { Pruned, PruneResult } from "./prune";

@@ -6,6 +6,7 @@
  */
 import { existsSync, lchownSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
+import * as AgentDir from "../agent-dir";
 import { BROKER_MOUNT, type Broker, Share } from "../broker";
 import { type Config, type ResolvedProfile, resolveLimits, resolveProfile } from "../config";
 import { BIN, containerEnvOf, Engine, Image, type Runtime, taskMounts } from "../containers";
@@ -15,13 +16,12 @@ import type { McpTokens } from "../mcp";
 import { withMemory } from "../own-calls";
 import type { Preflight } from "../preflight";
 import { MCP_PATH } from "../proxy";
+import * as Remote from "../remote";
 import type { Budgets, Holds } from "../spending";
 import { canMove, HeldTurns, isFinal, Runs, type Task, Tasks } from "../store";
-import * as AgentDir from "../util/agent-dir";
 import { LazyError } from "../util/errors";
 import { argvProblem } from "../util/prompt";
 import type { DiskBound } from "./disk-bound";
-import * as Remote from "./remote";
 import type { Lifecycle } from "./task-access";
 import type { TurnQueue } from "./turn-queue";
 import type { TurnWatch } from "./turn-watch";

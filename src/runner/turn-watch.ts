@@ -8,6 +8,7 @@
  * and what one turn may store of its events is bounded (TURN_EVENTS, TURN_BYTES).
  */
 import { join } from "node:path";
+import * as AgentDir from "../agent-dir";
 import { type Config, resolveProfile } from "../config";
 import { BIN, Image } from "../containers";
 import * as Git from "../git";
@@ -16,7 +17,6 @@ import type { Heard } from "../mcp";
 import type { Budgets } from "../spending";
 import { type Run, Runs, type Status, type Task, Tasks } from "../store";
 import { type Exit, FILES } from "../supervisor";
-import * as AgentDir from "../util/agent-dir";
 import type { TaskAccess } from "./task-access";
 
 /** How much of a turn's events one poll reads, and the longest event line kept. */
@@ -44,7 +44,7 @@ export interface TurnWatchDeps extends TaskAccess {
   release: (taskId: string) => void;
   /** The turn ended: stop the task's container, checked; what is still wrong, if anything. */
   halt: (task: Task) => Promise<string | undefined>;
-  /** The turn ended on a remote engine: its objects and ref come to the host first (runner/remote.ts); what was not. */
+  /** The turn ended on a remote engine: its objects and ref come to the host first (remote/ship.ts); what was not. */
   bringBack: (task: Task) => Promise<string[]>;
   /** A remote turn's folder, read to the host once more now (its mirror polls every 500 ms). */
   readTurn: (task: Task, containerId: string, turn: number) => Promise<void>;

@@ -5,7 +5,7 @@
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { Fence, LinkLocal } from "../../src/containers";
+import { Fence, LinkLocal } from "../../src/network";
 
 export const BIN = resolve(import.meta.dir, "../../dist/lazy");
 

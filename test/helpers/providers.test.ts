@@ -101,7 +101,7 @@ describe("anthropic", async () => {
     expect(JSON.parse(r!.body).model).toBe("claude-x");
   });
 
-  test("SSE answer per WIRE.md §2.4, rate-limit and extra headers present", async () => {
+  test("SSE answer per docs/wire.md (where usage is in an answer), rate-limit and extra headers present", async () => {
     m.rateLimitHeaders = { "anthropic-ratelimit-unified-5h-utilization": "0.42" };
     m.extraHeaders = { "set-cookie": "a=b", "request-id": "req_1" };
     const res = await post(

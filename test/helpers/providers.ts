@@ -1,13 +1,13 @@
 /**
  * Fake model providers for tests: real HTTP/1.1 servers on 127.0.0.1, port 0, that speak each
- * provider's wire (WIRE.md §2.4 Anthropic Messages, §3.8 OpenAI Responses and Chat Completions,
- * §5 Cursor) and record every request they receive. Never a fetch mock: the proxy under test
+ * provider's wire (docs/wire.md, "Where usage and the model are in an answer": Anthropic Messages,
+ * OpenAI Responses and Chat Completions; "Cursor") and record every request they receive. Never a fetch mock: the proxy under test
  * must reach them over TCP, so resets, silences and cut streams are the real thing.
  *
  * Built on node:http rather than Bun.serve because a test needs the socket: to reset it (RST)
  * before any byte, to hold the response before its headers, and to number connections.
  *
- * Usage numbers round-trip through the proxy's normalisation (src/proxy/usage.ts): Anthropic
+ * Usage numbers round-trip through the proxy's normalisation (src/proxy/meters/usage.ts): Anthropic
  * reports `usage.input` as `input_tokens` and the cache separately; OpenAI reports
  * `input_tokens`/`prompt_tokens` = input + cacheRead with `cached_tokens` = cacheRead, and has no
  * field for cacheWrite.
@@ -111,7 +111,7 @@ export async function openai(): Promise<MockProvider> {
 }
 
 /**
- * An Ollama server (WIRE.md §6.1): Anthropic's /v1/messages, OpenAI's /v1/chat/completions and
+ * An Ollama server (docs/wire.md, "Ollama"): Anthropic's /v1/messages, OpenAI's /v1/chat/completions and
  * its own /api/* (admin and native routes answered, so a test can prove one never arrived).
  */
 export async function ollama(): Promise<MockProvider> {
@@ -411,7 +411,7 @@ function pieces(s: string): string[] {
 const now = () => Math.floor(Date.now() / 1000);
 
 // ---------------------------------------------------------------------------------------------
-// Anthropic Messages (WIRE.md §1.3, §2.3, §2.4).
+// Anthropic Messages (docs/wire.md: "Paths the clients call", "Error bodies", "Where usage and the model are in an answer").
 
 const ANTHROPIC_ERROR_TYPES: Record<number, string> = {
   400: "invalid_request_error",
@@ -513,7 +513,7 @@ class AnthropicMock extends Mock {
 }
 
 // ---------------------------------------------------------------------------------------------
-// OpenAI Responses and Chat Completions (WIRE.md §3.3, §3.8, §3.9).
+// OpenAI Responses and Chat Completions (docs/wire.md: "Paths the clients call", "Where usage and the model are in an answer", "Error bodies").
 
 const OPENAI_ERRORS: Record<number, { type: string; code: string | null; message: string }> = {
   401: { type: "invalid_request_error", code: "invalid_api_key", message: "Incorrect API key provided: sk-proj-****MOCK." },
@@ -706,7 +706,7 @@ class OpenAIMock extends Mock {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A Cursor-like service (WIRE.md §5): key exchange, then RPCs that need the session token.
+// A Cursor-like service (docs/wire.md, "Cursor"): key exchange, then RPCs that need the session token.
 
 const CONNECT_CODES: Record<number, string> = {
   400: "invalid_argument",

@@ -3,7 +3,7 @@
  * credentials are data"): a local Ollama gets no credential and needs no Anthropic one stored;
  * hosted Ollama bills the `ollama` credential and OpenRouter the `openrouter` one, both as
  * Bearer only, reached here through `[proxy.upstreams]` origin overrides on loopback. Ollama's
- * admin routes are refused before they reach the server (WIRE.md §6.1).
+ * admin routes are refused before they reach the server (docs/wire.md, "Ollama").
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { providerMocks } from "../helpers/fixtures";

@@ -1,4 +1,4 @@
-// lazy's HTTP/1.1 client to the upstreams (src/proxy/upstream.ts), against raw TCP servers on
+// lazy's HTTP/1.1 client to the upstreams (src/proxy/upstream/), against raw TCP servers on
 // loopback that answer byte for byte what each test scripts: framing, reuse, failures, TLS.
 import { afterEach, describe, expect, test } from "bun:test";
 import { join, resolve } from "node:path";

@@ -4,7 +4,8 @@
  * --profiles` do with a group: make it, start every candidate at once, wait for all, compare.
  */
 
-import { BASE_PASSES, type Comparison, counts, type Diff } from "../../dashboard";
+import { BASE_PASSES, type Comparison, counts } from "../../compare";
+import type { Diff } from "../../diff";
 import { costText, line } from "../../lines";
 import type { Task, TaskEvent } from "../../store";
 import { type ErrorCode, LazyError } from "../../util/errors";

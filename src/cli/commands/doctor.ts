@@ -1,8 +1,9 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { type Config, defaultProfile, FILE, formatProblem, load, readConfigText, secretUrls, Trust } from "../../config";
-import { bindFor, Engine, Runtime, Subnets } from "../../containers";
+import { bindFor, Engine, Runtime } from "../../containers";
 import { type DaemonStatus, Keeper, State } from "../../daemon";
+import { Subnets } from "../../network";
 import { desktopTool } from "../../notify";
 import { engineFinding, type Finding, gitFinding, harnessesOf, Preflight } from "../../preflight";
 import { Plugins } from "../../proxy";
@@ -383,7 +384,7 @@ function metadataFinding(kind: string, status: DaemonStatus | undefined, allow: 
   return fine("network", "link-local metadata addresses are blocked when a task's network is set up (none yet)");
 }
 
-/** What else task containers can reach: `[container] network` as the daemon last set it (containers/fence.ts). */
+/** What else task containers can reach: `[container] network` as the daemon last set it (network/fence.ts). */
 function fenceFinding(status: DaemonStatus | undefined, mode: string | undefined): Finding {
   const f = status?.fence;
   if (f?.state === "fenced")
@@ -422,7 +423,7 @@ function buildNetworkFinding(where: "project" | "host", mode: string): Finding {
 
 /**
  * Whether the project's bridge shares its addresses with another interface of this host (its
- * containers' connections to lazy's proxy then hang: containers/subnets.ts sharedWith). Said
+ * containers' connections to lazy's proxy then hang: network/subnets.ts sharedWith). Said
  * only once the daemon has set up a network.
  */
 function sharedFinding(status: DaemonStatus | undefined): Finding[] {

@@ -1,4 +1,5 @@
-import type { Diff, TaskRow } from "../../dashboard";
+import type { TaskRow } from "../../dashboard";
+import type { Diff } from "../../diff";
 import { line, slotText } from "../../lines";
 import type { Task, TaskEvent } from "../../store";
 import { type ErrorCode, LazyError } from "../../util/errors";

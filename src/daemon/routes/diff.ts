@@ -1,8 +1,8 @@
-/** A task's diff against the project's branch (dashboard/diff.ts: host-side hardened git in the project root, bounded). */
+/** A task's diff against the project's branch (diff/diff.ts: host-side hardened git in the project root, bounded). */
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
 import type { Config } from "../../config";
-import { taskDiff } from "../../dashboard";
+import { taskDiff } from "../../diff";
 import * as Git from "../../git";
 import * as Provenance from "../../provenance";
 import { Tasks } from "../../store";

@@ -1,5 +1,6 @@
 /** What `lazy daemon status` shows: the daemon's answer to GET /api/status (routes/daemon.ts), which daemon.ts fills. */
-import type { Engine, Fence, LinkLocalGuard } from "../../containers";
+import type { Engine } from "../../containers";
+import type { Fence, LinkLocalGuard } from "../../network";
 
 export interface DaemonStatus {
   pid: number;

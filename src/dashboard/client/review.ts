@@ -10,12 +10,12 @@
  * nodes only. A 6,000-line diff renders as one element a line in blocks laid out only when seen,
  * with one listener for all (bench/review.ts).
  */
-import type { Answers } from "../../daemon";
 import { type Comment, type Side, where } from "../../review";
+import type * as Answers from "../answers";
 import { api, h } from "./dom";
 import { grammarFor, hasControl, paint } from "./highlight";
 
-/** A task's diff as the API answers it (dashboard/diff.ts). */
+/** A task's diff as the API answers it (diff/diff.ts). */
 export type Diff = Answers.Diff;
 
 /** A line's trace as its title reads (text, never markup). */

@@ -1,5 +1,5 @@
 /**
- * The runner's side of a task on a remote engine (remote.ts does the shipping): a new
+ * The runner's side of a task on a remote engine (ship.ts does the shipping): a new
  * container filled and started, its volumes (lazy's binary; the repository's objects, one
  * top-up at a time), the once-per-engine probe that its containers reach the proxy, the turn
  * folder mirrored while this daemon follows the turn, and the commits brought back after it.
@@ -12,15 +12,15 @@ import { MCP_PATH } from "../proxy";
 import type { Task } from "../store";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
-import type { Ledger } from "./ledger";
-import { binaryVolume, bringBack, mirrorTurn, objectsVolume, probe, pullTurn, ship, shipCall, shipHarness, treeVolume } from "./remote";
+import { binaryVolume, bringBack, mirrorTurn, objectsVolume, probe, pullTurn, ship, shipCall, shipHarness, treeVolume } from "./ship";
 
 export interface RemoteTasksDeps {
   slug: string;
   stateDir: string;
   log: Logger;
   docker: () => Promise<Runtime>;
-  ledger: Pick<Ledger, "ref">;
+  /** The runner's ledger (runner/ledger.ts): a task's ref. */
+  ledger: { ref(task: Task): string };
   taskDir: (t: Task) => string;
   recordedGit: (t: Task) => Git.TaskGit | undefined;
   /** Whether this daemon follows the task's turn now (turn-watch). */

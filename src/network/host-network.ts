@@ -18,7 +18,6 @@ import { join } from "node:path";
 import { readRegular } from "../util/bounded-read";
 import { LazyError } from "../util/errors";
 import * as NoProxy from "../util/no-proxy";
-import type { ImagePlan } from "./image";
 
 /** Where the bundle sits in a build and in a task container. */
 export const CA_PATH = "/usr/local/share/lazy/host-ca.pem";
@@ -156,18 +155,6 @@ export function describe(host: HostNetwork): string {
 
 /** Node adds to its roots; the others replace a tool's store, so only with the public roots in the bundle. */
 const caVars = (ca: { full: boolean }): readonly string[] => (ca.full ? CA_VARS : ["NODE_EXTRA_CA_CERTS"]);
-
-/**
- * A task image's plan with the host's setup: the proxy variables as build args (Docker's
- * predefined ones, never in `docker history`), and the CA bundle after each FROM, its hash in
- * the tag so a new certificate builds anew.
- */
-export function apply(plan: ImagePlan, host: HostNetwork): ImagePlan {
-  if (plan.kind !== "build") return plan;
-  const image = { ...plan, buildArgs: { ...plan.buildArgs, ...host.proxy } };
-  if (!host.ca) return image;
-  return { ...image, tag: `${plan.tag}-ca${host.ca.hash.slice(0, 8)}`, dockerfile: withCa(plan.dockerfile, host.ca) };
-}
 
 /**
  * The host's proxy for a connection to `host:port`, for lazy's egress proxy to chain behind

@@ -6,10 +6,10 @@
  */
 import type { Database } from "bun:sqlite";
 import type { Config } from "../config";
+import { taskDiff } from "../diff";
 import * as Git from "../git";
 import { spentByTask } from "../spending";
 import { GroupChecks, type Task, type TaskEvent, Tasks } from "../store";
-import { taskDiff } from "./diff";
 
 export interface Verdict {
   ok: boolean;

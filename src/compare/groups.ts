@@ -3,7 +3,7 @@
  * ordinary task with its own container, worktree, branch, budget and usage pause, made together
  * as a group (tasks.grp). Here: making a group (every profile checked before anything is made),
  * the project's check command run on a candidate ([review] check), and which candidates an
- * accept closes. The comparison a person reads is dashboard/compare.ts.
+ * accept closes. The comparison a person reads is comparison.ts.
  *
  * The check judges what `lazy accept` would merge: the files of the candidate's tip as
  * committed (git/snapshot.ts), never its worktree (an uncommitted file there is the agent's
@@ -25,7 +25,12 @@ import { GroupChecks, isFinal, type Task, Tasks } from "../store";
 import { readRegularBytes } from "../util/bounded-read";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
-import type { Ledger } from "./ledger";
+
+/** What a group needs of the runner's ledger: a task's ref, and its events (runner/ledger.ts). */
+export interface GroupLedger {
+  ref(task: Task): string;
+  event(task: Task, kind: string, data: unknown): void;
+}
 
 /** At most this many candidates a group (each is a container). */
 export const MAX_CANDIDATES = 8;
@@ -56,7 +61,7 @@ export interface GroupsDeps {
   config: () => Config;
   /** The project's engine, image and network, shared with turns and own calls (containers/project.ts). */
   project: Pick<ProjectContainers, "docker" | "image" | "gateway" | "netEnv" | "hostCa">;
-  ledger: Ledger;
+  ledger: GroupLedger;
   /** Run `fn` with the task marked as starting: no turn starts, housekeeping leaves its containers alone. */
   busy: <T>(task: Task, fn: () => Promise<T>) => Promise<T>;
 }

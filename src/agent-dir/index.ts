@@ -32,7 +32,7 @@ import {
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
-import { LazyError } from "./errors";
+import { LazyError } from "../util/errors";
 
 /** A name below an agent-writable folder was a link, or not the kind of file expected. */
 export class LinkRefused extends LazyError {

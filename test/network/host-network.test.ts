@@ -1,10 +1,10 @@
 /**
- * The host's network setup as lazy reads it (containers/host-network.ts), without Docker: which
+ * The host's network setup as lazy reads it (network/host-network.ts), without Docker: which
  * connections the egress proxy chains behind the host's proxy (NO_PROXY), how a proxy URL is
  * shown, what a build's Dockerfile becomes, and the step numbers a person sees.
  */
 import { describe, expect, test } from "bun:test";
-import { HostNet } from "../../src/containers";
+import { HostNet } from "../../src/network";
 
 describe("the host's proxy", () => {
   const env = { HTTPS_PROXY: "http://al%40corp:p%3Ass@proxy.corp:3128", NO_PROXY: "localhost,.internal.corp, 10.0.0.1:8080" };

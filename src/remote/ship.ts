@@ -32,10 +32,10 @@ import {
   writeFileSync,
 } from "node:fs";
 import { basename, dirname, join, relative } from "node:path";
+import * as AgentDir from "../agent-dir";
 import { BIN, type Runtime, Tar } from "../containers";
 import * as Git from "../git";
 import { FILES } from "../supervisor";
-import * as AgentDir from "../util/agent-dir";
 import { LazyError } from "../util/errors";
 
 /** Where the repository's objects are in the container (the private objects' alternates). */

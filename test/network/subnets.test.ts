@@ -1,12 +1,12 @@
 /**
- * Where project networks take their addresses (containers/subnets.ts): a /24 of lazy's range
+ * Where project networks take their addresses (network/subnets.ts): a /24 of lazy's range
  * that overlaps no Docker network and no address of this host, and Docker's refusal, when it
  * has none left, worded with the cause and the remedy. No engine needed; one test makes a
  * bridge interface of its own (root, as CI runs).
  */
 import { describe, expect, test } from "bun:test";
 import { networkInterfaces } from "node:os";
-import { Subnets } from "../../src/containers";
+import { Subnets } from "../../src/network";
 import { hostBridge, sh } from "../helpers/lazy";
 
 /** /proc/net/route as this machine wrote it: a default route, a bridge that is down (another engine's docker0), a VPN's /8. */

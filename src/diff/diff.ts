@@ -7,7 +7,7 @@
  * bounded: files changed first, then hunks until the output limit, the rest marked cut.
  */
 import * as Git from "../git";
-import { watchBranches } from "./diff-ahead";
+import { watchBranches } from "./ahead";
 
 export interface DiffFile {
   path: string;

@@ -1,16 +1,8 @@
-/**
- * The project's own bridge network: made in a small subnet of lazy's range (subnets.ts), its
- * firewall (firewall.ts) applied on every ensure (Docker or a firewall reload can flush it),
- * and removed once no container uses it (Docker's address pools hold about thirty networks).
- */
-import type Docker from "dockerode";
 import { LazyError } from "../util/errors";
-import type { Logger } from "../util/log";
-import type { EngineKind } from "./engine";
 import * as Fence from "./fence";
 import * as Firewall from "./firewall";
-import { LABEL_PROJECT } from "./labels";
 import * as LinkLocal from "./link-local";
+import type { On } from "./on";
 import * as Subnets from "./subnets";
 
 export interface Network {
@@ -20,14 +12,6 @@ export interface Network {
   guard: LinkLocal.Guard;
   /** What else its containers can reach (fence.ts), and why. */
   fence: Fence.State;
-}
-
-/** The engine a network is made on, and where its problems are logged. */
-export interface On {
-  docker: Docker;
-  kind: EngineKind;
-  kindDetail: string;
-  log: Logger;
 }
 
 interface Detail {
@@ -75,7 +59,7 @@ async function create(on: On, name: string, project: string): Promise<void> {
     on.docker.createNetwork({
       Name: name,
       Driver: "bridge",
-      Labels: { [LABEL_PROJECT]: project },
+      Labels: { [on.projectLabel]: project },
       CheckDuplicate: true,
       ...(ipam ? { IPAM: { Driver: "default", Config: [{ Subnet: ipam.subnet, Gateway: ipam.gateway }] } } : {}),
     });
@@ -111,7 +95,7 @@ export async function remove(on: On, project: string, opts: Firewall.NetworkOpti
   // Its bridge is gone; so goes the jump that named it.
   const bridge = LinkLocal.bridgeOf(detail);
   if (on.kind === "native" && LinkLocal.validBridge(bridge)) {
-    const r = await Firewall.run(on.docker, project, LinkLocal.removeScript(bridge, Fence.removeLines()), opts.helperImage);
+    const r = await Firewall.run(on, project, LinkLocal.removeScript(bridge, Fence.removeLines()), opts.helperImage);
     if ("code" in r && r.code !== 0)
       on.log.warn(`could not remove the ${LinkLocal.CHAIN} jump for ${bridge}: ${LinkLocal.failure(r.code, r.output)}`);
   }

@@ -5,11 +5,9 @@
  * lazy doctor.
  */
 import type Docker from "dockerode";
-import type { EngineKind } from "./engine";
-import { demux } from "./engine-files";
 import * as Fence from "./fence";
-import { imageExists } from "./image-build";
 import * as LinkLocal from "./link-local";
+import type { HelperEngine, On } from "./on";
 
 /** How long the firewall script (or its helper container) may take. */
 const TIMEOUT_MS = 30_000;
@@ -35,15 +33,15 @@ export interface NetworkOptions {
  * throws: where it cannot be done, the answer says why and what to do, for the daemon's log
  * and lazy doctor.
  */
-export async function apply(at: {
-  docker: Docker;
-  kind: EngineKind;
-  kindDetail: string;
-  project: string;
-  bridge: string;
-  gateway: string;
-  opts: NetworkOptions;
-}): Promise<{ guard: LinkLocal.Guard; fence: Fence.State }> {
+export async function apply(
+  at: HelperEngine &
+    Pick<On, "kind" | "kindDetail"> & {
+      project: string;
+      bridge: string;
+      gateway: string;
+      opts: NetworkOptions;
+    },
+): Promise<{ guard: LinkLocal.Guard; fence: Fence.State }> {
   const { kind, kindDetail, project, bridge, gateway, opts } = at;
   const mode = opts.fence?.mode ?? "open";
   const unfenced = (g: LinkLocal.Guard): Fence.State =>
@@ -73,7 +71,7 @@ export async function apply(at: {
   const spec: Fence.Spec = { mode, gateway, ports: mode === "open" || !opts.fence ? [] : await opts.fence.ports(gateway) };
   const fenceLines = Fence.applyLines(spec, LinkLocal.EXIT.fence);
   const script = opts.allowMetadata ? LinkLocal.removeScript(bridge, fenceLines) : LinkLocal.applyScript(bridge, fenceLines);
-  const r = await run(at.docker, project, script, opts.helperImage);
+  const r = await run(at, project, script, opts.helperImage);
   if ("skipped" in r) {
     const g: LinkLocal.Guard = {
       state: "unblocked",
@@ -107,8 +105,8 @@ export async function apply(at: {
 }
 
 /** Run a firewall script: on the host when lazy is root, else in the helper container. */
-export function run(docker: Docker, project: string, script: string, helperImage: string | undefined): Promise<Ran> {
-  return process.getuid?.() === 0 ? onHost(script) : inHelper(docker, project, script, helperImage);
+export function run(engine: HelperEngine, project: string, script: string, helperImage: string | undefined): Promise<Ran> {
+  return process.getuid?.() === 0 ? onHost(script) : inHelper(engine, project, script, helperImage);
 }
 
 async function onHost(script: string): Promise<{ code: number; output: string }> {
@@ -129,8 +127,9 @@ async function onHost(script: string): Promise<{ code: number; output: string }>
  * host's network namespace, with the host's own iptables (chroot into / mounted read-only)
  * and only the capabilities that needs. It carries no project label: it is not a task's.
  */
-async function inHelper(docker: Docker, project: string, script: string, image: string | undefined): Promise<Ran> {
-  if (!image || !(await imageExists(docker, image)))
+async function inHelper(engine: HelperEngine, project: string, script: string, image: string | undefined): Promise<Ran> {
+  const { docker } = engine;
+  if (!image || !(await engine.imageExists(image)))
     return { skipped: `lazy runs as uid ${process.getuid?.()} and has no task image yet to run its firewall helper in` };
   let c: Docker.Container | undefined;
   try {
@@ -151,7 +150,7 @@ async function inHelper(docker: Docker, project: string, script: string, image: 
     });
     await c.start();
     const done = (await Promise.race([c.wait(), Bun.sleep(TIMEOUT_MS).then(() => undefined)])) as { StatusCode: number } | undefined;
-    const output = demux(Buffer.from((await c.logs({ stdout: true, stderr: true })) as unknown as Buffer));
+    const output = engine.demux(Buffer.from((await c.logs({ stdout: true, stderr: true })) as unknown as Buffer));
     return done ? { code: done.StatusCode, output } : { code: -1, output: `no answer within ${TIMEOUT_MS / 1000} s` };
   } catch (e) {
     return { code: -1, output: `the helper container (image ${image}) could not run: ${(e as Error).message}` };

@@ -1,12 +1,13 @@
 /**
  * Best-of-N groups: make one (a candidate task per profile from one prompt), compare its
- * candidates side by side (dashboard/compare.ts), and run the project's [review] check on them.
+ * candidates side by side (src/compare), and run the project's [review] check on them.
  */
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
 import { z } from "zod";
+import { compare } from "../../compare";
 import { type Config, defaultProfile } from "../../config";
-import { candidatesDiff, compare } from "../../dashboard";
+import { candidatesDiff } from "../../diff";
 import { MAX_CANDIDATES, type Runner } from "../../runner";
 import type { Task } from "../../store";
 import { LazyError } from "../../util/errors";

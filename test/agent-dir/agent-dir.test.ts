@@ -3,7 +3,7 @@ import { afterAll, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import * as AgentDir from "../../src/util/agent-dir";
+import * as AgentDir from "../../src/agent-dir";
 
 const root = mkdtempSync(join(tmpdir(), "lazy-agentdir-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
