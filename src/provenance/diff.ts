@@ -2,7 +2,7 @@
  * What a commit added, as new-side line ranges per file: host-side hardened git in the project
  * root (src/git), on objects lazy already checked on import. The commit is the agent's: its
  * paths and lines are hostile text, kept as data. Paths come from `--numstat -z` (exact bytes,
- * no quoting); hunks from `-p -U0`, paired with them by order (git lists both the same way; a
+ * no quoting); hunks from `-p -U0` of the same run, paired with them by order (git lists both the same way; a
  * type change's two sections share one header and one entry), so no path is ever parsed out of
  * a patch header. Both outputs are bounded.
  */
@@ -45,16 +45,21 @@ export function parents(root: string, commit: string): string[] {
 export function added(root: string, commit: string, parent?: string | null): { files: ChangedFile[]; cut: boolean } {
   const base = parent === undefined ? parents(root, commit)[0] : (parent ?? undefined);
   const against = base ? [base, commit] : ["--root", commit];
-  const stat = git(root, ["diff-tree", "-r", "-z", "--numstat", ...NO_DRIVERS, ...against], { maxBytes: MAX_PATCH });
-  const names: { path: string; binary: boolean; deleted: boolean }[] = [];
-  // -z --numstat: "added\tremoved\tpath\0" (binary: "-\t-\tpath"); with --root the first field is the commit itself.
-  for (const entry of stat.out.split("\0")) {
+  // One git run: the -z numstat entries ("added\tremoved\tpath\0", binary "-\t-\tpath"), an empty
+  // entry (no path is empty), then the patch. With --root the first entry is the commit itself.
+  const both = git(root, ["diff-tree", "-r", "-z", "--numstat", "-p", "-U0", "--full-index", ...NO_DRIVERS, ...against], {
+    maxBytes: MAX_PATCH,
+  });
+  const split = both.out.indexOf("\0\0");
+  const stat = split < 0 ? both.out : both.out.slice(0, split + 1);
+  const patch = split < 0 ? "" : both.out.slice(split + 2);
+  const names: { path: string; binary: boolean }[] = [];
+  for (const entry of stat.split("\0")) {
     const m = /^(\d+|-)\t(\d+|-)\t([\s\S]+)$/.exec(entry.replace(/^[0-9a-f]{40,64}\n/, ""));
-    if (m) names.push({ path: m[3]!, binary: m[1] === "-", deleted: false });
+    if (m) names.push({ path: m[3]!, binary: m[1] === "-" });
   }
-  const patch = git(root, ["diff-tree", "-r", "-p", "-U0", "--full-index", ...NO_DRIVERS, ...against], { maxBytes: MAX_PATCH });
   const files: ChangedFile[] = [];
-  let cut = !!stat.cut || !!patch.cut;
+  let cut = !!both.cut;
   let ranges = 0;
   let index = -1;
   let file: ChangedFile | undefined;
@@ -66,7 +71,7 @@ export function added(root: string, commit: string, parent?: string | null): { f
     }
   };
   let header = "";
-  for (const line of patch.out.split("\n")) {
+  for (const line of patch.split("\n")) {
     if (line.startsWith("diff --git ")) {
       close();
       // A type change (a file made a link) is two sections under one header, and one numstat entry.

@@ -33,8 +33,11 @@ export async function turnFacts(d: TraceDeps, task: Task, turn: number): Promise
   let start = events.findLastIndex((e) => e.kind === "status" && e.data.to === "running" && e.data.turn === turn);
   if (start < 0) start = events.findLastIndex((e) => e.kind === "status" && e.data.to === "running");
   const began = start >= 0 ? Date.parse(events[start]!.at) : 0;
+  // The turn's own events: up to the next turn's start, should one have begun meanwhile.
+  let end = events.findIndex((e, i) => i > start && e.kind === "status" && e.data.to === "running");
+  if (end < 0) end = events.length;
   const tools: Provenance.ToolCall[] = [];
-  for (const e of events.slice(start + 1))
+  for (const e of events.slice(start + 1, end))
     if (e.kind === "tool")
       tools.push({
         id: typeof e.data.id === "string" ? e.data.id : null,

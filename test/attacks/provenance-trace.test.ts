@@ -14,7 +14,7 @@ import { join } from "node:path";
 import Ajv from "ajv/dist/2020";
 import addFormats from "ajv-formats";
 import { anthropicProject, settledAs, teardown } from "../helpers/fixtures";
-import type { Project } from "../helpers/lazy";
+import { type Project, until } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 
 const KEY = `sk-ant-api03-TRACEATTACK-${"x".repeat(68)}AA`;
@@ -82,6 +82,8 @@ describe("a hostile agent and the trace records", () => {
     const names = git(["show", "--format=", "--name-only", "-z", c]).out;
     for (const s of secrets) expect(names).toContain(s);
 
+    // Written right after the turn's status moves.
+    await until(() => git(["notes", "--ref", "agent-trace", "show", c]).code === 0, 10_000, "the commit's trace record");
     const note = git(["notes", "--ref", "agent-trace", "show", c]);
     expect(note.code, note.err).toBe(0);
     // Nothing secret, no query string, no raw control byte.

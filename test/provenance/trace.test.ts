@@ -17,7 +17,7 @@ import Ajv from "ajv/dist/2020";
 import addFormats from "ajv-formats";
 import { closeBrowser, signedIn } from "../dashboard/browser";
 import { anthropicProject, settledAs, teardown } from "../helpers/fixtures";
-import type { Project } from "../helpers/lazy";
+import { type Project, until } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 
 const KEY = `sk-ant-api03-PROVENANCE-${"p".repeat(69)}AA`;
@@ -37,6 +37,9 @@ const git = (args: string[]) => {
   const r = Bun.spawnSync(["git", ...args], { cwd: p.root, stdout: "pipe", stderr: "pipe" });
   return { code: r.exitCode, out: r.stdout.toString(), err: r.stderr.toString() };
 };
+
+/** Whether lazy has written the commit's record (it does so right after the turn's status moves). */
+const hasNote = (commit: string) => git(["notes", "--ref", "agent-trace", "show", commit]).code === 0;
 
 /** The commit's new-side ranges, read independently of lazy: `git show -U0` hunk headers per file. */
 function ranges(commit: string): Record<string, [number, number][]> {
@@ -73,6 +76,8 @@ describe("a trace record per agent commit", () => {
     await settledAs(p, "tr");
     const commits = git(["rev-list", "--reverse", "HEAD..refs/heads/lazy/tr"]).out.trim().split("\n");
     expect(commits).toHaveLength(2);
+    // Written right after the turn's status moves.
+    await until(() => hasNote(commits.at(-1)!), 10_000, "the trace record of the turn's last commit");
     // One note per commit of the turn, and none on the person's.
     const noted = git(["notes", "--ref", "agent-trace", "list"])
       .out.trim()
@@ -125,6 +130,7 @@ describe("a trace record per agent commit", () => {
     await p.ok(["send", "tr", "Add c too"]);
     await settledAs(p, "tr");
     const c = git(["rev-parse", "refs/heads/lazy/tr"]).out.trim();
+    await until(() => hasNote(c), 10_000, "the trace record of the send turn's commit");
     const rec = JSON.parse(git(["notes", "--ref", "agent-trace", "show", c]).out);
     expect(validRecord(rec), JSON.stringify(validRecord.errors)).toBe(true);
     expect(rec.files.map((f: any) => f.path)).toEqual(["src/c.ts"]);
