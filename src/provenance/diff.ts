@@ -112,3 +112,74 @@ export const hashOf = (lines: readonly string[]) =>
   `sha256:${createHash("sha256")
     .update(lines.map((l) => `${l}\n`).join(""))
     .digest("hex")}`;
+
+/**
+ * What a merge commit added of its own: the lines its result has that no parent has (a conflict
+ * resolved, an "evil merge"), from git's combined diff (`--cc`: a line whose every parent column
+ * is "+"). What it took from a parent as it was is that parent's, and gets nothing here. Names
+ * come from `--name-only -z` of the same combined diff, paired by order as in `added`.
+ */
+export function addedByMerge(root: string, commit: string): { files: ChangedFile[]; cut: boolean } {
+  const list = git(root, ["diff-tree", "-r", "-z", "--cc", "--name-only", ...NO_DRIVERS, commit], { maxBytes: MAX_PATCH });
+  const names = list.out.split("\0").filter((n) => n && n !== commit);
+  const patch = git(root, ["diff-tree", "-r", "--cc", "-U0", ...NO_DRIVERS, commit], { maxBytes: MAX_PATCH });
+  const files: ChangedFile[] = [];
+  let cut = !!list.cut || !!patch.cut;
+  let ranges = 0;
+  let index = -1;
+  let file: ChangedFile | undefined;
+  let open: AddedRange | undefined;
+  let columns = 0;
+  let next = 0;
+  const close = () => {
+    if (open) open.hash = hashOf(open.lines);
+    open = undefined;
+  };
+  for (const line of patch.out.split("\n")) {
+    if (line.startsWith("diff --cc ") || line.startsWith("diff --combined ")) {
+      close();
+      index++;
+      file = undefined;
+      columns = 0;
+      if (index >= MAX_FILES || names[index] === undefined) {
+        cut ||= index >= MAX_FILES;
+        continue;
+      }
+      file = { path: names[index]!, binary: false, ranges: [] };
+      files.push(file);
+      continue;
+    }
+    if (!file) continue;
+    const head = /^(@{3,}) (?:-\S+ )+\+(\d+)(?:,\d+)? @{3,}/.exec(line);
+    if (head) {
+      close();
+      columns = head[1]!.length - 1;
+      next = Number(head[2]);
+      continue;
+    }
+    if (!columns || line.length < columns) continue;
+    const marks = line.slice(0, columns);
+    if (marks.includes("-")) continue; // a parent's line the result does not have
+    if (!/^[ +]+$/.test(marks)) continue;
+    const n = next++;
+    if (marks !== "+".repeat(columns)) {
+      close(); // a line some parent has: theirs
+      continue;
+    }
+    if (open && open.end === n - 1) {
+      open.end = n;
+      open.lines.push(line.slice(columns));
+    } else {
+      close();
+      if (ranges >= MAX_RANGES) {
+        cut = true;
+        continue;
+      }
+      ranges++;
+      open = { start: n, end: n, hash: "", lines: [line.slice(columns)] };
+      file.ranges.push(open);
+    }
+  }
+  close();
+  return { files: files.filter((f) => f.ranges.length), cut };
+}

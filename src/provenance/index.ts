@@ -11,7 +11,7 @@
  * one, and URL query strings are cut from every string; tool inputs are the ones lazy logs shows.
  */
 export type { AddedRange, ChangedFile } from "./diff";
-export { added } from "./diff";
+export { added, addedByMerge } from "./diff";
 export { type Cut, inert, SECRET } from "./inert";
 export { MAX_NOTE, NOTES_REF, notedCommits, readRecord } from "./notes";
 export {

@@ -43,15 +43,33 @@ const facts = (over: Partial<Provenance.TurnFacts> = {}): Provenance.TurnFacts =
 });
 
 describe("a turn's commits and their records", () => {
-  test("only the agent's commits: a person's commit merged in, and the merge, get none", () => {
+  test("only the agent's commits: a person's commit it merged in gets none, its merge one", () => {
     const from = sh("git rev-parse HEAD");
     sh("git checkout -q -b lazy/t");
     sh("printf 'a\\n' > a.txt && git add a.txt && git commit -qm agent1");
     const agent1 = sh("git rev-parse HEAD");
     sh("git checkout -q main && printf 'p\\n' > p.txt && git add p.txt && git commit -qm person");
-    sh("git checkout -q lazy/t && git merge -q --no-edit main && printf 'b\\n' > b.txt && git add b.txt && git commit -qm agent2");
+    sh("git checkout -q lazy/t && git merge -q --no-edit main");
+    const merge = sh("git rev-parse HEAD");
+    sh("printf 'b\\n' > b.txt && git add b.txt && git commit -qm agent2");
     const agent2 = sh("git rev-parse HEAD");
-    expect(Provenance.newCommits(root, from, agent2).map((c) => c.commit)).toEqual([agent1, agent2]);
+    expect(Provenance.newCommits(root, from, agent2).map((c) => c.commit)).toEqual([agent1, merge, agent2]);
+    // The clean merge wrote nothing of its own: p.txt is the person's.
+    expect(Provenance.addedByMerge(root, merge).files).toEqual([]);
+  });
+
+  test("a merge that resolved a conflict: its record holds the lines no parent has", () => {
+    sh("git checkout -q -b side2 main && printf 'a\\nb\\nc\\n' > f.txt && git add f.txt && git commit -qm f-base");
+    sh("git checkout -q -b agent-side && printf 'a\\nB-agent\\nc\\n' > f.txt && git commit -qam agent");
+    sh("git checkout -q side2 && printf 'a\\nB-person\\nc\\n' > f.txt && git commit -qam person");
+    sh(
+      "git checkout -q agent-side && (git merge -q side2 >/dev/null 2>&1 || true) && printf 'a\\nB-resolved\\nmore\\nc\\n' > f.txt && git add f.txt && git commit -qm merged",
+    );
+    const got = Provenance.addedByMerge(root, sh("git rev-parse HEAD"));
+    expect(got.files.map((f) => [f.path, f.ranges.map((r) => [r.start, r.end, r.lines])])).toEqual([
+      ["f.txt", [[2, 3, ["B-resolved", "more"]]]],
+    ]);
+    sh("git checkout -q lazy/t");
   });
 
   test("ranges go to the tool call that wrote them; the rest to the turn", () => {
