@@ -3,7 +3,8 @@
  * Host; writes in JSON and from its own origin or with the token header). Every /api route
  * requires the daemon token, as a bearer header (the CLI) or the session cookie the dashboard
  * gets from it. The routes live one file per resource in routes/. This is one of the two places
- * a LazyError becomes words (the CLI's printer is the other).
+ * a LazyError becomes words (the CLI's printer is the other): a refusal made as data (its code
+ * and facts) is worded here in the API's voice (words.ts), and its facts go in the answer too.
  *
  * The API takes the few things it uses (ApiDeps), not the daemon: daemon.ts builds them.
  */
@@ -46,6 +47,7 @@ import {
   type WatchDeps,
   watchRoutes,
 } from "./routes";
+import * as Words from "./words";
 
 /** What the API needs from the daemon; each route file declares its own share. */
 export interface ApiDeps {
@@ -105,7 +107,8 @@ export function api(d: ApiDeps, token: string) {
     .onError(({ error, code, set }) => {
       if (error instanceof LazyError) {
         set.status = error.status;
-        return error.toJSON();
+        // A refusal made as data is worded here, in the API's voice (words.ts).
+        return error.answer(Words.api);
       }
       if (code === "NOT_FOUND") {
         set.status = 404;

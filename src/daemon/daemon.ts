@@ -19,7 +19,7 @@ import { Notifier } from "../notify";
 import { ModelProxy, Targets } from "../proxy";
 import { Runner } from "../runner";
 import * as Store from "../store";
-import { LazyError } from "../util/errors";
+import { LazyError, speak } from "../util/errors";
 import { ensurePrivateDir, writeFileAtomic } from "../util/files";
 import { type Lock, tryLock } from "../util/flock";
 import { listen } from "../util/listen";
@@ -36,6 +36,7 @@ import * as Keeper from "./keeper";
 import * as Ports from "./ports";
 import type { Busy, DaemonStatus } from "./routes";
 import * as State from "./state";
+import * as Words from "./words";
 
 export class Daemon {
   readonly version = VERSION;
@@ -161,11 +162,12 @@ export class Daemon {
         untrusted: () => {
           const b = watch.state.broken;
           return b?.untrusted
-            ? new LazyError(
-                "config_untrusted",
-                b.problems[0] ?? "lazy.toml changed and is not trusted: run lazy trust.",
-                b.problems.slice(1),
-              )
+            ? (b.refusal ??
+                new LazyError(
+                  "config_untrusted",
+                  b.problems[0] ?? "lazy.toml changed and is not trusted: run lazy trust.",
+                  b.problems.slice(1),
+                ))
             : undefined;
         },
       });
@@ -404,6 +406,8 @@ export class Daemon {
 
 /** Serve until told to stop. */
 export async function serve(root: string): Promise<void> {
+  // The daemon speaks in the API's voice: a refusal made as data reads so in its log and tasks.
+  speak(Words.api);
   const paths = State.paths(root);
   ensurePrivateDir(paths.dir);
   // A line that finds no room frees lazy's disk reserve and is written into it (disk/reserve.ts).

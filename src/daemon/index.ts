@@ -10,6 +10,8 @@ export type { Busy, DaemonStatus } from "./routes";
 export type { DaemonRecord } from "./state";
 export * as State from "./state";
 export * as Title from "./title";
+/** The API's voice for refusals made as data (the CLI's starts from it). */
+export * as Words from "./words";
 
 /**
  * `lazy daemon run`: the keeper (keeper.ts), which runs `daemon` (this same command, marked

@@ -314,11 +314,7 @@ export class Runner {
     for (const p of profiles) resolveProfile(config, p);
     const refusals = [...new Set(profiles)].map((p) => this.d.proxy.credentialMissing(p)).filter((e) => e !== null);
     if (!refusals.length) return;
-    const first = refusals[0]!;
-    throw new LazyError(
-      first.code,
-      `${refusals.map((e) => e.message).join(" ")} No candidate was made or started: the group needs every profile's credential.`,
-    );
+    throw LazyError.of(refusals[0]!.code, { reason: "group_credentials", missing: refusals.flatMap((e) => (e.facts ? [e.facts] : [])) });
   }
 
   /**

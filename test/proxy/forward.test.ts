@@ -190,8 +190,10 @@ describe("failure semantics", () => {
     const res = await messages(p.runtimeProxyUrl(), { "x-api-key": fake, "x-lazy-task-id": "deadbeef", "x-lazy-role": "agent" }, false);
     expect(res.status).toBe(401);
     expect(res.headers.get("x-should-retry")).toBe("false");
+    expect(res.headers.get("x-lazy-refusal")).toBe("placeholder_unknown");
     const body = await res.json();
     expect(body.error.type).toBe("authentication_error");
+    // The words the harness shows name the remedy.
     expect(body.error.message).toContain("Start the task again");
     expect(anthropic.received).toHaveLength(0);
     // A caller lazy cannot attribute: counted per minute, source and reason, not a row (audit/refusals.ts).
@@ -215,6 +217,7 @@ describe("failure semantics", () => {
     await q.ok(["auth", "rm", "anthropic"]);
     const res = await messages(live.proxyUrl, { "x-api-key": live.placeholder }, false);
     expect(res.status).toBe(401);
+    expect(res.headers.get("x-lazy-refusal")).toBe("credential_not_stored");
     const body = await res.json();
     expect(body.error.message).toContain('no credential "anthropic"');
     expect(body.error.message).toContain("lazy auth set anthropic");
@@ -235,7 +238,7 @@ describe("failure semantics", () => {
     expect(anthropic.received[0]!.headers.authorization).toBeUndefined();
     const bare = await messages(url, { "x-lazy-role": "agent" }, false);
     expect(bare.status).toBe(401);
-    expect((await bare.json()).error.message).toContain("send the placeholder lazy gave the task");
+    expect(bare.headers.get("x-lazy-refusal")).toBe("no_credential");
     expect(anthropic.received).toHaveLength(1);
     expect((await p.json(["stats", "audit"])).refused.at(-1)).toMatchObject({ status: 401, taskId: "", reason: "no credential" });
     const own = "sk-ant-oat01-hostsession-" + "h".repeat(40);

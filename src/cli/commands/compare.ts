@@ -187,7 +187,11 @@ export async function runGroup(
     // An unknown profile or an untrusted lazy.toml are refused as lazy run's own (exit 2, 4).
     if (!(e instanceof LazyError) || e.code !== "credential_missing") throw e;
     say.error(e.message);
-    if (opts.json) printJson({ status: "refused", error: { code: e.code, message: e.message, details: e.details } });
+    if (opts.json)
+      printJson({
+        status: "refused",
+        error: { code: e.code, message: e.message, details: e.details, ...(e.facts ? { facts: e.facts } : {}) },
+      });
     return setExitCode(exits.exitFor(e.code));
   }
   const g = await addGroup(c, body);

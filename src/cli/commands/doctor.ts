@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { type Config, defaultProfile, FILE, formatProblem, load, readConfigText, secretUrls, Trust } from "../../config";
 import { bindFor, Engine, Runtime } from "../../containers";
-import { type DaemonStatus, Keeper, State } from "../../daemon";
+import { type DaemonStatus, Keeper, State, Words } from "../../daemon";
 import { Subnets } from "../../network";
 import { desktopTool } from "../../notify";
 import { engineFinding, type Finding, gitFinding, harnessesOf, Preflight } from "../../preflight";
@@ -39,7 +39,7 @@ async function findings(root: string): Promise<Finding[]> {
   if (crashed) out.push(crashed);
 
   // The launch's own checks (src/preflight): one place for what a launch needs.
-  out.push(gitFinding(root));
+  out.push(Words.shownFinding(gitFinding(root)));
 
   // Doctor looks, it never starts a daemon: a stopped one is said to be stopped.
   let status: DaemonStatus | undefined;
@@ -149,7 +149,8 @@ async function findings(root: string): Promise<Finding[]> {
 
   const ep = Engine.resolve();
   const ping = await Engine.ping(ep);
-  const engines = engineFinding(status?.docker ?? Client.recordOf(root)?.docker, ep);
+  const checked = engineFinding(status?.docker ?? Client.recordOf(root)?.docker, ep);
+  const engines = checked && Words.shownFinding(checked);
   if (ping.ok) {
     out.push({ check: "docker", ok: true, blocking: false, summary: `engine ${ping.version} (${ping.os}) at ${ep.host} (${ep.source})` });
     if (Engine.isSsh(ep))
@@ -254,7 +255,7 @@ async function imageFindings(root: string, config: Config, ep: Engine.Endpoint):
   } catch (e) {
     return [{ check: "harness", ok: false, blocking: true, summary: (e as Error).message }];
   }
-  return pre.image(config, harnesses, { pull: false });
+  return (await pre.image(config, harnesses, { pull: false })).map(Words.shownFinding);
 }
 
 /**

@@ -7,7 +7,7 @@ import type { Target } from "../identity";
 import { hostOf, OAUTH_BETA, withBeta } from "./address";
 import type { Call } from "./call";
 import type { Context } from "./context";
-import { errorResponse } from "./errors";
+import { refusal } from "./errors";
 import type { Wire } from "./surface";
 
 export interface Credential {
@@ -25,12 +25,7 @@ export function credential(ctx: Context, call: Call, upstream: Target, wire: Wir
   if (!grant) return { set, kind: null };
   if (upstream.unmapped)
     return call.refuse(
-      errorResponse(
-        wire,
-        401,
-        "authentication_error",
-        `lazy's proxy has no credential mapped for ${upstream.provider} (${hostOf(upstream)}): ${upstream.unmapped}.`,
-      ),
+      refusal(wire, { code: "credential_unmapped", provider: upstream.provider, host: hostOf(upstream), why: upstream.unmapped }),
       "no credential mapped",
       upstream.origin,
     );
@@ -38,23 +33,19 @@ export function credential(ctx: Context, call: Call, upstream: Target, wire: Wir
   const cred = ctx.credentials.get(upstream.credential);
   if (!cred)
     return call.refuse(
-      errorResponse(
-        wire,
-        401,
-        "authentication_error",
-        `lazy's proxy has no credential "${upstream.credential}" for ${upstream.provider} (${hostOf(upstream)}, profile ${grant.profile}): store it with lazy auth set ${upstream.credential}.`,
-      ),
+      refusal(wire, {
+        code: "credential_not_stored",
+        credential: upstream.credential,
+        provider: upstream.provider,
+        host: hostOf(upstream),
+        profile: grant.profile,
+      }),
       `credential ${upstream.credential} missing`,
       upstream.origin,
     );
   if (/[\r\n\0]/.test(cred.value))
     return call.refuse(
-      errorResponse(
-        wire,
-        401,
-        "authentication_error",
-        `lazy's proxy will not send the stored credential "${upstream.credential}": it contains a line break. Store it again: lazy auth set ${upstream.credential}.`,
-      ),
+      refusal(wire, { code: "credential_malformed", credential: upstream.credential }),
       `credential ${upstream.credential} malformed`,
       upstream.origin,
     );

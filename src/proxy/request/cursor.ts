@@ -23,15 +23,15 @@
 import type { Server } from "bun";
 import { pathOf } from "../../util/url";
 import { auditRow, type Outcome, type RowHead } from "../audit";
-import { type Grant, liveKey, notLive, offPin, Placeholders, pinnedTo, pinOwner } from "../identity";
+import { type Grant, liveKey, offPin, Placeholders, pinnedTo, pinOwner } from "../identity";
 import { bounded, MAX_BODY, type Pass } from "../listen";
 import { kindOfStatus, NOTE } from "../meters";
-import { healthKind, providerFailure, relay, send, wayRefusal, wayTo } from "../upstream";
+import { healthKind, providerFailure, relay, send, wayTo } from "../upstream";
 import { sourceOf } from "./call";
 import type { Context } from "./context";
 import { Scrubber, scrubStream } from "./cursor-scrub";
 import type { Sessions } from "./cursor-sessions";
-import { NO_RETRY } from "./errors";
+import { NO_RETRY, said } from "./errors";
 import { HOP, presented } from "./headers";
 
 export const PREFIX = "/_lazy/cursor/";
@@ -100,11 +100,7 @@ export async function handleCursor(
   };
 
   if (segments.length < 5 || !token || segments[4] === undefined)
-    return failUnknown(
-      400,
-      `lazy's proxy got a malformed Cursor route (${segments.length - 1} path segments; expected /_lazy/cursor/<placeholder>/<upstream path>).`,
-      "malformed Cursor route",
-    );
+    return failUnknown(...said({ code: "cursor_route_malformed", segments: segments.length - 1 }), "malformed Cursor route");
 
   const headers = new Headers(req.headers);
   for (const h of HOP) headers.delete(h);
@@ -119,26 +115,17 @@ export async function handleCursor(
     // of them is redeemed on this route: one presented here is a container's trick, refused.
     const shown = presented(headers);
     if (shown && Placeholders.isPlaceholder(shown))
-      return failUnknown(
-        401,
-        `lazy's proxy refused a lazy placeholder on the host-login Cursor route (/_lazy/cursor/-/): nothing is substituted there. A task's cursor-agent uses /_lazy/cursor/<its placeholder>/.`,
-        "placeholder presented on the host-login route",
-      );
+      return failUnknown(...said({ code: "placeholder_on_host_route" }), "placeholder presented on the host-login route");
   } else {
     grant = ctx.grants.lookup(token);
-    if (!grant)
-      return failUnknown(
-        401,
-        "lazy's proxy does not know this Cursor placeholder: the task's grant is gone. Start the task again: lazy start TASK.",
-        NOTE.grantGone,
-      );
+    if (!grant) return failUnknown(...said({ code: "placeholder_unknown", route: "cursor" }), NOTE.grantGone);
     const held = liveKey(grant);
-    if (held && !ctx.live(held)) return failUnknown(401, `lazy's proxy refused this placeholder: ${notLive(grant)}`, "not live", grant);
+    if (held && !ctx.live(held))
+      return failUnknown(...said({ code: "placeholder_not_live", task: grant.taskRef ?? grant.taskId }), "not live", grant);
     const from = offPin(grant, req, server);
     if (from)
       return failUnknown(
-        401,
-        `lazy's proxy refused this placeholder: it belongs to ${pinOwner(grant)} and was presented from ${from}.`,
+        ...said({ code: "placeholder_off_pin", owner: pinOwner(grant), from }),
         NOTE.pinned(from, pinnedTo(grant)?.join(",") || "none"),
         grant,
       );
@@ -147,27 +134,16 @@ export async function handleCursor(
     const mine = ctx.targets().forProfile(grant.profile);
     if (mine?.kind !== "cursor")
       return fail(
-        403,
-        `lazy's proxy refused this placeholder on the Cursor route: it belongs to profile ${grant.profile}, which ${mine ? "is not a cursor-agent profile" : "is no longer in lazy.toml"}. Only a cursor-agent profile's placeholder works under /_lazy/cursor/.`,
+        ...said({ code: "cursor_profile_mismatch", profile: grant.profile, gone: !mine }),
         grant,
         `placeholder of non-Cursor profile ${grant.profile} on the Cursor route`,
       );
     upstream = mine;
     const name = upstream.credential;
-    if (!name)
-      return fail(
-        401,
-        `lazy's proxy has no credential for Cursor: profile ${grant.profile} sets credential = "none". Name the credential under [profiles.${grant.profile}] in lazy.toml.`,
-        grant,
-      );
+    if (!name) return fail(...said({ code: "cursor_credential_none", profile: grant.profile }), grant);
     const cred = ctx.credentials.get(name);
-    if (!cred) return fail(401, `lazy's proxy has no credential "${name}" for Cursor: store it with lazy auth set ${name}.`, grant);
-    if (/[\r\n\0]/.test(cred.value))
-      return fail(
-        401,
-        `lazy's proxy will not send the stored credential "${name}": it contains a line break. Store it again: lazy auth set ${name}.`,
-        grant,
-      );
+    if (!cred) return fail(...said({ code: "credential_not_stored", credential: name, provider: "Cursor" }), grant);
+    if (/[\r\n\0]/.test(cred.value)) return fail(...said({ code: "credential_malformed", credential: name }), grant);
     credential = name;
     key = cred.value;
     const sessionPairs = await sessions.pairs(grant.token);
@@ -184,19 +160,24 @@ export async function handleCursor(
 
   const way = wayTo(upstream.origin);
   if (way.via === "refused")
-    return fail(403, wayRefusal(way, "Cursor"), grant, `refused: plain http:// through the host's proxy ${way.proxy}`);
+    return fail(
+      ...said({ code: "plain_through_proxy", to: "Cursor", host: way.host, proxy: way.proxy }),
+      grant,
+      `refused: plain http:// through the host's proxy ${way.proxy}`,
+    );
 
   const exchange = rest.endsWith("/auth/exchange_user_api_key");
   const declared = Number(req.headers.get("content-length") ?? NaN);
   let body: Uint8Array | ReadableStream<Uint8Array> | undefined;
   if (req.method !== "GET" && req.method !== "HEAD") {
     if (Number.isFinite(declared) && declared > MAX_BODY)
-      return fail(413, `lazy's proxy refused a ${declared}-byte request body: the limit is ${MAX_BODY} bytes.`, grant);
+      return fail(...said({ code: "body_too_large", declared, limit: MAX_BODY }), grant);
     try {
       if (grant && exchange) {
         // The key exchange is the one body cursor-agent puts its key in ({"apiKey": …}).
         const raw = await readAtMost(req, MAX_BUFFERED_BODY);
-        if (!raw) return fail(413, `lazy's proxy refused a Cursor key exchange body over ${MAX_BUFFERED_BODY} bytes.`, grant);
+        if (!raw)
+          return fail(...said({ code: "body_too_large", declared: null, limit: MAX_BUFFERED_BODY, what: "cursor_exchange" }), grant);
         body = withKey(raw, token, key);
       } else if (Number.isFinite(declared) && declared <= MAX_BUFFERED_BODY)
         body = new Uint8Array(await req.arrayBuffer()); // replayable on a reset
