@@ -32,7 +32,8 @@ const LAYERS: readonly (readonly string[])[] = [
   ["harness", "containers", "proxy", "preflight", "notify", "diff"],
   // Services built on those: spending rules, the live feed, egress, own calls, MCP, the broker,
   // a task's side of a remote engine; a task's diff (diff) sits on the floor below.
-  ["spending", "watch", "lines", "egress", "own-calls", "mcp", "broker", "remote"],
+  // Where each agent commit came from (provenance: trace records as git notes, lazy trace).
+  ["spending", "watch", "lines", "egress", "own-calls", "mcp", "broker", "remote", "provenance"],
   // Best-of-N (its group, check and comparison), under the runner that makes groups; a task's
   // evidence bundle (lazy export); OpenTelemetry export of a turn (it reads egress's rows).
   ["compare", "export", "telemetry"],

@@ -50,6 +50,7 @@ const main: CommandDef<any> = command({
     run: () => import("./commands/turns").then((m) => m.run),
     prune: () => import("./commands/prune").then((m) => m.prune),
     export: () => import("./commands/export").then((m) => m.exportBundle),
+    trace: () => import("./commands/trace").then((m) => m.trace),
     // Both answered in run() below, before citty; defined here so help and completion list them.
     help: command({
       meta: { name: "help", description: "Help on lazy or on one command: lazy help task add" },

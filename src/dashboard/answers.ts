@@ -12,6 +12,7 @@ import type { Comparison as Compared } from "../compare";
 import type { Config } from "../config";
 import type { CredentialInfo, CredentialStore, ExpiryNotice } from "../credentials";
 import type { Diff as TaskDiff } from "../diff";
+import type { Traced } from "../provenance";
 import type { ModelProxy, Stats } from "../proxy";
 import type { BudgetReport, dayOver, modelsOfTask, Pause, spentByTask, spentOnDay, taskLimit } from "../spending";
 import type { Task as StoredTask, Tasks } from "../store";
@@ -59,6 +60,8 @@ export interface Task {
 export type AddedTask = StoredTask;
 /** GET /api/tasks/:ref/diff */
 export type Diff = { task: Pick<StoredTask, "id" | "code" | "status"> } & TaskDiff;
+/** GET /api/tasks/:ref/trace?path=P&line=N: who wrote a line of the diff's new side (lazy trace at the branch). */
+export type Trace = Traced;
 /** POST /api/tasks/:ref/review */
 export interface Review {
   task: StoredTask;

@@ -22,6 +22,7 @@ export {
   type McpTokens,
   notLive,
   Pid,
+  Placeholders,
   pinnedTo,
   refusedFrom,
   SECRET_SHAPE,

@@ -28,6 +28,7 @@ import { type Actor, Endings } from "./endings";
 import { Launcher } from "./launch";
 
 import { Ledger } from "./ledger";
+import { traceTurn } from "./provenance";
 import { type PruneResult, Pruner } from "./prune";
 import { Reconciler } from "./reconcile";
 import type { Lifecycle, TaskAccess } from "./task-access";
@@ -162,6 +163,7 @@ export class Runner {
       bringBack: (t) => this.remote.bringBack(t),
       readTurn: (t, id, turn) => this.remote.readTurn(t, id, turn),
       heard: (id) => d.mcpHeard?.(id) ?? { last: undefined, since: 0 },
+      trace: (t, turn, from, to) => traceTurn({ root: d.root, db: d.db, log: d.log, config: d.config, proxy: d.proxy }, t, turn, from, to),
     });
     // A daemon restarted mid-turn: those turns' grants redeem until their turns end.
     for (const t of Tasks.list(d.db, { status: "running" }))

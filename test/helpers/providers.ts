@@ -51,6 +51,11 @@ export interface Usage {
 export interface Reply {
   text: string;
   toolUse?: { name: string; input: unknown };
+  /**
+   * Anthropic only: tool calls one after another in one turn — the k-th answer whose request
+   * carries k tool results asks for `steps[k]`; once they are all answered, `text`.
+   */
+  steps?: { name: string; input: unknown }[];
 }
 
 export interface MockProvider {
@@ -449,7 +454,14 @@ class AnthropicMock extends Mock {
     const u = this.usage;
     const last = Array.isArray(body.messages) ? (body.messages.at(-1) as unknown) : undefined;
     const answered = isObj(last) && Array.isArray(last.content) && last.content.some((b: unknown) => isObj(b) && b.type === "tool_result");
-    const tool = this.reply.toolUse && !answered ? this.reply.toolUse : null;
+    // Tool results since the person's last message (a resumed session carries the turns before).
+    const all: unknown[] = Array.isArray(body.messages) ? body.messages : [];
+    const isResult = (b: unknown) => isObj(b) && b.type === "tool_result";
+    const asked = all.findLastIndex((m) => isObj(m) && m.role === "user" && !(Array.isArray(m.content) && m.content.some(isResult)));
+    const results = all
+      .slice(asked + 1)
+      .reduce((n: number, m) => n + (isObj(m) && Array.isArray(m.content) ? m.content.filter(isResult).length : 0), 0);
+    const tool = this.reply.steps ? (this.reply.steps[results] ?? null) : this.reply.toolUse && !answered ? this.reply.toolUse : null;
     const id = `msg_01${rid(22)}`;
     const toolId = `toolu_01${rid(22)}`;
     const stopReason = tool ? "tool_use" : "end_turn";

@@ -39,6 +39,7 @@ interface Routes {
   task: Satisfies<Ok<Tasks[":ref"]["get"]>, Answers.Task>;
   addedTask: Satisfies<Ok<Tasks["post"]>, Answers.AddedTask>;
   diff: Satisfies<Ok<Table<typeof diffRoutes>["api"]["tasks"][":ref"]["diff"]["get"]>, Answers.Diff>;
+  trace: Satisfies<Ok<Table<typeof diffRoutes>["api"]["tasks"][":ref"]["trace"]["get"]>, Answers.Trace>;
   review: Satisfies<Ok<Table<typeof reviewRoutes>["api"]["tasks"][":ref"]["review"]["post"]>, Answers.Review>;
   comparison: Satisfies<Ok<Groups["get"]>, Answers.Comparison>;
   groupDiff: Satisfies<Ok<Groups["diff"]["get"]>, Answers.GroupDiff>;
@@ -59,6 +60,7 @@ export const ALL_ROUTES_ANSWER: Checked = {
   task: true,
   addedTask: true,
   diff: true,
+  trace: true,
   review: true,
   comparison: true,
   groupDiff: true,
