@@ -3,10 +3,11 @@
  * chosen backend and nowhere else: not in the daemon log, the state folder's other files, the
  * SQLite files, the project, or anything any lazy command printed.
  */
+import { Database } from "bun:sqlite";
 import { afterAll, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { cleanupAll, Project } from "../helpers/lazy";
+import { cleanupAll, Project, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const TOOLS = `${process.env.LAZY_TEST_TOOLS ?? "/opt/lazy-test-tools"}/node_modules/.bin`;
@@ -26,6 +27,16 @@ function files(dir: string): string[] {
     else if (st.isFile()) out.push(p);
   }
   return out;
+}
+
+/** The readings table as the store holds it now (text, for a search). */
+function storedReadings(p: Project): string {
+  const db = new Database(join(p.stateDir, "store.db"), { readonly: true });
+  try {
+    return JSON.stringify(db.query("SELECT headers FROM readings").all());
+  } finally {
+    db.close();
+  }
 }
 
 describe("where a secret lives", () => {
@@ -55,7 +66,12 @@ describe("where a secret lives", () => {
       ["task", "list"],
     ])
       keep(await p.run(args));
-    await Bun.sleep(500); // the audit and readings are written off the request path
+    // The audit and readings are written off the request path: wait until both are in the files.
+    await until(
+      async () => (await p.json(["stats", "audit"])).rows.length >= mock!.received.length && storedReadings(p).includes("0.2"),
+      10_000,
+      "every request's audit row and the reading in the store",
+    );
 
     const hits = (text: string | Buffer) => (typeof text === "string" ? text.includes(KEY) : text.includes(KEY));
     const backend = join(p.home, "credentials", "credentials.json");

@@ -276,6 +276,21 @@ export async function until<T>(fn: () => T | Promise<T>, timeoutMs = 10_000, wha
   }
 }
 
+/**
+ * That something does not happen: fails as soon as fn returns a truthy value, passes when `ms`
+ * went by without it. For a negative with no later event to wait on; where one exists (the
+ * request's audit row, the command's exit), wait for it with `until` and then look.
+ */
+export async function never(fn: () => unknown | Promise<unknown>, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) throw new Error(`${what} happened (watched for ${ms} ms): ${typeof v === "string" ? v : JSON.stringify(v)}`);
+    if (Date.now() > deadline) return;
+    await Bun.sleep(25);
+  }
+}
+
 export const isAlive = (pid: number) => {
   try {
     process.kill(pid, 0);
