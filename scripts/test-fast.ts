@@ -1,0 +1,56 @@
+/**
+ * `bun run test:fast`: every test that needs no Docker engine (scripts/test-tiers.ts says which),
+ * with none in reach: DOCKER_HOST points at a socket that does not exist, so a file that reaches
+ * Docker without naming a fixture fails here instead of passing on a machine that has one. Builds
+ * dist/lazy first only when it is missing or older than its sources (most of these tests drive
+ * the binary). Writes test-artifacts/junit-fast.xml and prints each file's time and the skipped
+ * tests, then the wall time. Extra arguments go to bun test (`bun run test:fast -t name`).
+ */
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { tiers } from "./test-tiers";
+
+const ROOT = resolve(import.meta.dir, "..");
+const BIN = join(ROOT, "dist", "lazy");
+/** Where the fast tier's Docker is: nowhere, and the path says why. */
+export const NO_ENGINE = "unix:///nonexistent/lazy-test-fast-tier-has-no-docker-engine.sock";
+
+function newest(path: string): number {
+  const s = statSync(path);
+  if (!s.isDirectory()) return s.mtimeMs;
+  return Math.max(s.mtimeMs, ...readdirSync(path).map((n) => newest(join(path, n))));
+}
+
+const started = performance.now();
+const sources = ["src", "build.ts", "package.json", "bun.lock"].map((p) => join(ROOT, p)).filter(existsSync);
+if (!existsSync(BIN) || Math.max(...sources.map(newest)) > statSync(BIN).mtimeMs) {
+  console.log("test:fast: dist/lazy is missing or older than src/: bun run build");
+  const b = Bun.spawnSync(["bun", "run", "build"], { cwd: ROOT, stdout: "inherit", stderr: "inherit" });
+  if (b.exitCode !== 0) process.exit(b.exitCode ?? 1);
+}
+
+const files = tiers().fast;
+/**
+ * Files at once, each in its own process (bun test --parallel): most of this tier waits on
+ * timers and sockets, not the CPU. LAZY_TEST_JOBS overrides.
+ */
+const JOBS = Number(process.env.LAZY_TEST_JOBS ?? 4);
+const junit = join(ROOT, "test-artifacts", "junit-fast.xml");
+Bun.spawnSync(["mkdir", "-p", join(ROOT, "test-artifacts")]);
+console.log(`test:fast: ${files.length} files with no Docker engine in reach (DOCKER_HOST=${NO_ENGINE})`);
+const run = Bun.spawn(
+  ["bun", "test", "--timeout", "120000", `--parallel=${JOBS}`, "--reporter=junit", `--reporter-outfile=${junit}`, ...process.argv.slice(2), ...files],
+  {
+    cwd: ROOT,
+    env: { ...process.env, DOCKER_HOST: NO_ENGINE, LAZY_TEST_TIER: "fast" },
+    stdio: ["ignore", "inherit", "inherit"],
+  },
+);
+const code = await run.exited;
+Bun.spawnSync(["bun", join(ROOT, "scripts", "test-report.ts"), junit], { stdout: "inherit", stderr: "inherit" });
+if (code !== 0)
+  console.log(
+    'test:fast: a file that failed with "Cannot reach the Docker engine" needs Docker: name its fixture, or mark it `tier: docker` (scripts/test-tiers.ts)',
+  );
+console.log(`test:fast: ${((performance.now() - started) / 1000).toFixed(1)} s wall`);
+process.exit(code);

@@ -1,0 +1,64 @@
+/**
+ * The test suite's two tiers, decided by each file's own text (no list to keep): a test file
+ * that names a Docker fixture, launches a task or runs `docker` is in the docker tier; every
+ * other one is in the fast tier, which `bun run test:fast` (scripts/test-fast.ts) runs with no
+ * engine in reach. A new file that uses the fixtures lands in the docker tier by itself; one that
+ * reaches Docker another way fails in the fast tier (DOCKER_HOST points nowhere there, and
+ * helpers/env.ts `needDocker` says which tier it is in): name a fixture, or say `tier: docker`
+ * (PRAGMA below).
+ *   bun scripts/test-tiers.ts [fast|docker]   prints that tier's files, one a line
+ */
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
+
+const ROOT = resolve(import.meta.dir, "..");
+
+/**
+ * What needs an engine: the container fixtures (helpers/fixtures.ts, helpers/env.ts,
+ * helpers/second-engine.ts), a task's turn (launched, settled, …: a turn runs in a container),
+ * adding a task at all (`task add`, `lazy run`, a group: lazy's preflight asks the engine first)
+ * and the docker CLI itself (`"docker"` as a command, `docker -H`, `docker ps`…).
+ */
+const DOCKER =
+  /\b(containerProject|dockerAnthropic|needDocker|requireDocker|launched|launchedStatus|settled|settledAs|inFlight|hanging|startsOk|acceptRefused|removeContainers|handMadeGroup)\(|\bTEST_IMAGES\b|second-engine|"task", "add"|\["run"|["'`]docker["'` ]|\bdocker (-H|ps|run|exec|rm|inspect|image|network|volume|build|save|load|cp|start|stop|kill|logs|info)\b/;
+
+function testFiles(dir: string): string[] {
+  return readdirSync(dir)
+    .sort()
+    .flatMap((n) => {
+      const p = join(dir, n);
+      return statSync(p).isDirectory() ? testFiles(p) : /\.test\.tsx?$/.test(n) ? [p] : [];
+    });
+}
+
+export type Tier = "fast" | "docker";
+
+/**
+ * A file whose text misleads the markers says its tier in a comment line of its own, with why:
+ * `tier: docker` (it reaches the engine in a way no marker shows: a task its agent adds) or
+ * `tier: fast` (a marker it names never reaches the engine: a `task add` refused at the flag).
+ */
+const PRAGMA = /^\s*(\/\/|\*)\s*tier: (docker|fast)\b/m;
+
+/** Why a file is in the docker tier (its pragma or the first marker it names), or undefined for the fast tier. */
+export function dockerMarker(text: string): string | undefined {
+  const said = PRAGMA.exec(text)?.[2];
+  if (said) return said === "docker" ? "tier: docker" : undefined;
+  return DOCKER.exec(text)?.[0];
+}
+
+/** Every test file (relative to the repository), in its tier. */
+export function tiers(): Record<Tier, string[]> {
+  const out: Record<Tier, string[]> = { fast: [], docker: [] };
+  for (const f of testFiles(join(ROOT, "test"))) out[dockerMarker(readFileSync(f, "utf8")) ? "docker" : "fast"].push(relative(ROOT, f));
+  return out;
+}
+
+if (import.meta.main) {
+  const which = (process.argv[2] ?? "fast") as Tier;
+  if (which !== "fast" && which !== "docker") {
+    console.error("usage: bun scripts/test-tiers.ts [fast|docker]");
+    process.exit(2);
+  }
+  console.log(tiers()[which].join("\n"));
+}
