@@ -39,7 +39,17 @@ const junit = join(ROOT, "test-artifacts", "junit-fast.xml");
 Bun.spawnSync(["mkdir", "-p", join(ROOT, "test-artifacts")]);
 console.log(`test:fast: ${files.length} files with no Docker engine in reach (DOCKER_HOST=${NO_ENGINE})`);
 const run = Bun.spawn(
-  ["bun", "test", "--timeout", "120000", `--parallel=${JOBS}`, "--reporter=junit", `--reporter-outfile=${junit}`, ...process.argv.slice(2), ...files],
+  [
+    "bun",
+    "test",
+    "--timeout",
+    "120000",
+    `--parallel=${JOBS}`,
+    "--reporter=junit",
+    `--reporter-outfile=${junit}`,
+    ...process.argv.slice(2),
+    ...files,
+  ],
   {
     cwd: ROOT,
     env: { ...process.env, DOCKER_HOST: NO_ENGINE, LAZY_TEST_TIER: "fast" },
