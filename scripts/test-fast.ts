@@ -2,8 +2,8 @@
  * `bun run test:fast`: every test that needs no Docker engine (scripts/test-tiers.ts says which),
  * with none in reach: DOCKER_HOST points at a socket that does not exist, so a file that reaches
  * Docker without naming a fixture fails here instead of passing on a machine that has one. Builds
- * dist/lazy first only when it is missing or older than its sources (most of these tests drive
- * the binary). Writes test-artifacts/junit-fast.xml and prints each file's time and the skipped
+ * dist/lazy first only when it is missing, older than its sources or from another commit (most
+ * of these tests drive the binary). Writes test-artifacts/junit-fast.xml and prints each file's time and the skipped
  * tests, then the wall time. Extra arguments go to bun test (`bun run test:fast -t name`).
  */
 import { existsSync, readdirSync, statSync } from "node:fs";
@@ -21,10 +21,21 @@ function newest(path: string): number {
   return Math.max(s.mtimeMs, ...readdirSync(path).map((n) => newest(join(path, n))));
 }
 
+/** Why dist/lazy must be built again, or undefined: missing, older than its sources, or from another commit (it says its commit; tests check it). */
+function stale(): string | undefined {
+  if (!existsSync(BIN)) return "is missing";
+  const sources = ["src", "build.ts", "package.json", "bun.lock"].map((p) => join(ROOT, p)).filter(existsSync);
+  if (Math.max(...sources.map(newest)) > statSync(BIN).mtimeMs) return "is older than its sources";
+  const head = Bun.spawnSync(["git", "rev-parse", "--short=12", "HEAD"], { cwd: ROOT }).stdout.toString().trim();
+  const says = Bun.spawnSync([BIN, "--version"]).stdout.toString();
+  if (head && !says.includes(head)) return `was built from another commit than HEAD (${head})`;
+  return undefined;
+}
+
 const started = performance.now();
-const sources = ["src", "build.ts", "package.json", "bun.lock"].map((p) => join(ROOT, p)).filter(existsSync);
-if (!existsSync(BIN) || Math.max(...sources.map(newest)) > statSync(BIN).mtimeMs) {
-  console.log("test:fast: dist/lazy is missing or older than src/: bun run build");
+const why = stale();
+if (why) {
+  console.log(`test:fast: dist/lazy ${why}: bun run build`);
   const b = Bun.spawnSync(["bun", "run", "build"], { cwd: ROOT, stdout: "inherit", stderr: "inherit" });
   if (b.exitCode !== 0) process.exit(b.exitCode ?? 1);
 }
