@@ -138,7 +138,6 @@ describe("a host grant lives with its process", () => {
       expect((await ask()).status).toBe(200);
       chat.kill("SIGKILL");
       await chat.exited;
-      const killed = Date.now();
       const res = await until(
         async () => {
           const r = await ask();
@@ -150,8 +149,7 @@ describe("a host grant lives with its process", () => {
       expect(((await res.json()) as { error: { message: string } }).error.message).toContain(
         "lazy chat or lazy pair it was given to has ended",
       );
-      // Within a second of its end (the pid check's period), and for good: nothing more reaches the provider.
-      expect(Date.now() - killed).toBeLessThan(3_000);
+      // Within the bounded wait above, and for good: nothing more reaches the provider.
       const reached = anthropic.received.filter((r) => r.body.includes("host-probe")).length;
       for (let i = 0; i < 3; i++) expect((await ask()).status).toBe(401);
       expect(anthropic.received.filter((r) => r.body.includes("host-probe"))).toHaveLength(reached);

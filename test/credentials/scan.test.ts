@@ -3,11 +3,10 @@
  * chosen backend and nowhere else: not in the daemon log, the state folder's other files, the
  * SQLite files, the project, or anything any lazy command printed.
  */
-import { Database } from "bun:sqlite";
 import { afterAll, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { cleanupAll, Project, until } from "../helpers/lazy";
+import { cleanupAll, Project, storedReadings, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const TOOLS = `${process.env.LAZY_TEST_TOOLS ?? "/opt/lazy-test-tools"}/node_modules/.bin`;
@@ -27,16 +26,6 @@ function files(dir: string): string[] {
     else if (st.isFile()) out.push(p);
   }
   return out;
-}
-
-/** The readings table as the store holds it now (text, for a search). */
-function storedReadings(p: Project): string {
-  const db = new Database(join(p.stateDir, "store.db"), { readonly: true });
-  try {
-    return JSON.stringify(db.query("SELECT headers FROM readings").all());
-  } finally {
-    db.close();
-  }
 }
 
 describe("where a secret lives", () => {

@@ -2,6 +2,7 @@
  * Drive the compiled binary (dist/lazy) the way a user does: a temp project, a temp LAZY_HOME,
  * real processes. Every project made here has its daemon stopped by cleanup().
  */
+import { Database } from "bun:sqlite";
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -288,6 +289,19 @@ export async function never(fn: () => unknown | Promise<unknown>, ms: number, wh
     if (v) throw new Error(`${what} happened (watched for ${ms} ms): ${typeof v === "string" ? v : JSON.stringify(v)}`);
     if (Date.now() > deadline) return;
     await Bun.sleep(25);
+  }
+}
+
+/**
+ * The usage-limit readings `p`'s daemon has kept in its store (text, for a search): the proxy
+ * keeps them off the request path, a moment after the answer; a kill -9 leaves what is here.
+ */
+export function storedReadings(p: Project): string {
+  const db = new Database(join(p.stateDir, "store.db"), { readonly: true });
+  try {
+    return JSON.stringify(db.query("SELECT headers FROM readings").all());
+  } finally {
+    db.close();
   }
 }
 

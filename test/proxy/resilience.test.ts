@@ -6,7 +6,7 @@
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { cleanupAll, isAlive, Project, until } from "../helpers/lazy";
+import { cleanupAll, isAlive, Project, storedReadings, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-REAL-" + "q".repeat(80) + "AA";
@@ -124,7 +124,7 @@ describe("readings and provider health", () => {
     expect(reading.headers["x-ratelimit-remaining-tokens"]).toBeUndefined();
     expect(reading.headers["set-cookie"]).toBeUndefined();
     // Readings and audit are written off the request path: both are in the files before they are read.
-    await until(() => storedReading().includes("0.42"), 10_000, "the reading in the store");
+    await until(() => storedReadings(p).includes("0.42"), 10_000, "the reading in the store");
     await until(async () => (await p.json(["stats", "audit"])).rows.length > rowsBefore, 10_000, "the call's audit row");
     for (const f of p.allStateFiles()) {
       expect(f.bytes.includes(secret), f.path).toBe(false);
@@ -217,23 +217,13 @@ describe("readings and provider health", () => {
   }, 60_000);
 });
 
-/** The readings table as the store holds it now (text, for a search). */
-function storedReading(): string {
-  const db = new Database(join(p.stateDir, "store.db"), { readonly: true });
-  try {
-    return JSON.stringify(db.query("SELECT headers FROM readings").all());
-  } finally {
-    db.close();
-  }
-}
-
 describe("restart", () => {
   test("kill -9 of the daemon, restart: the same placeholder still works; readings still shown", async () => {
     mock.reset();
     mock.rateLimitHeaders = { "anthropic-ratelimit-unified-5h-utilization": "0.55" };
     await (await call()).text();
     // The reading is kept in the store off the request path: what a kill -9 leaves.
-    await until(() => storedReading().includes("0.55"), 10_000, "the reading in the store");
+    await until(() => storedReadings(p).includes("0.55"), 10_000, "the reading in the store");
     mock.rateLimitHeaders = {};
     const pid = p.runtime()!.pid;
     process.kill(pid, "SIGKILL");
