@@ -109,6 +109,7 @@ const events = (r: Receiver) => r.hits.map((h) => h.body.event);
 describe("notifications from real turns", () => {
   test("a turn ending done: the webhook gets the task, status and the agent's summary as JSON; the desktop shows it", async () => {
     anthropic.answer({ text: "All tests pass now." });
+    const launchedAt = Date.now();
     await launched(p, "notify-me", "Fix the failing tests");
     const t = await waitStatus("notify-me");
     expect(t.status).toBe("done");
@@ -125,7 +126,9 @@ describe("notifications from real turns", () => {
     expect(body.task).toEqual({ id: t.id, code: "notify-me", title: "Fix the failing tests", profile: "claude" });
     expect(body.message).toContain("All tests pass now.");
     expect(body.reason).toBeUndefined();
-    expect(Math.abs(Date.parse(body.at) - Date.now())).toBeLessThan(120_000);
+    // When it happened: after this test launched the task, before the receiver heard of it.
+    expect(Date.parse(body.at)).toBeGreaterThanOrEqual(launchedAt - 1000);
+    expect(Date.parse(body.at)).toBeLessThanOrEqual(hit!.at);
 
     await until(() => desktopShown().length >= 1, 10_000, "the desktop notification");
     const [argv] = desktopShown();

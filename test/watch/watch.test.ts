@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { anthropicHost, watching } from "../helpers/fixtures";
-import { cleanupAll, Project, until } from "../helpers/lazy";
+import { cleanupAll, never, Project, until } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-WATCH-" + "w".repeat(76) + "AA";
@@ -55,8 +55,8 @@ describe("lazy watch", () => {
       const text = all.lines.filter((l) => l.includes("net>"));
       expect(text[0]).toMatch(/^\d\d:\d\d:\d\d {2}fix-login {2}net> agent claude POST \/v1\/messages 200 \d+ms {2}\d+ in\/\d+ out$/);
       expect(text[1]).toContain("fix-login-2  net>");
-      await Bun.sleep(500);
       // fix-login never shows fix-login-2.
+      await never(() => only.lines.some((l) => l.includes('"fix-login-2"')), 500, "fix-login-2 in the fix-login watch");
       const nets = only.lines.map((l) => JSON.parse(l)).filter((x) => x.type === "net");
       expect(nets.map((x) => x.task.code)).toEqual(["fix-login"]);
     } finally {
