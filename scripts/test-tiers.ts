@@ -6,7 +6,8 @@
  * reaches Docker another way fails in the fast tier (DOCKER_HOST points nowhere there, and
  * helpers/env.ts `needDocker` says which tier it is in): name a fixture, or say `tier: docker`
  * (PRAGMA below).
- *   bun scripts/test-tiers.ts [fast|docker]   prints that tier's files, one a line
+ *   bun scripts/test-tiers.ts [fast|docker|helpers]   prints that tier's files (or the helpers
+ *   that reach an engine), one a line
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
@@ -21,6 +22,39 @@ const ROOT = resolve(import.meta.dir, "..");
  */
 const DOCKER =
   /\b(containerProject|dockerAnthropic|needDocker|requireDocker|launched|launchedStatus|settled|settledAs|inFlight|hanging|startsOk|acceptRefused|removeContainers|handMadeGroup)\(|\bTEST_IMAGES\b|second-engine|"task", "add"|\["run"|["'`]docker["'` ]|\bdocker (-H|ps|run|exec|rm|inspect|image|network|volume|build|save|load|cp|start|stop|kill|logs|info)\b/;
+
+/** Text without its comments (a helper's doc may name a marker it does not use). */
+const code = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+
+/**
+ * The helpers (test/helpers/*.ts) that reach an engine themselves, by name: a top-level function
+ * or const whose code names a marker, or calls such a helper. A helper added later that adds a
+ * task marks its callers at once, with no list to keep. Classes are left out: Project's cleanup
+ * removes what a test left on an engine, if there is one, and needs none.
+ */
+function dockerHelpers(): string[] {
+  const dir = join(ROOT, "test", "helpers");
+  const blocks: { name: string; body: string }[] = [];
+  for (const n of readdirSync(dir).filter((n) => n.endsWith(".ts") && !n.endsWith(".test.ts"))) {
+    for (const part of code(readFileSync(join(dir, n), "utf8")).split(/\n(?=(?:export )?(?:async )?(?:function|const|class) )/)) {
+      const m = /^(?:export )?(?:async )?(?:function\*? |const )(\w+)/.exec(part);
+      if (m) blocks.push({ name: m[1]!, body: part });
+    }
+  }
+  const names = new Set<string>();
+  for (let grew = true; grew; ) {
+    grew = false;
+    const calls = names.size ? new RegExp(`\\b(${[...names].join("|")})\\(`) : undefined;
+    for (const b of blocks)
+      if (!names.has(b.name) && (DOCKER.test(b.body) || calls?.test(b.body))) {
+        names.add(b.name);
+        grew = true;
+      }
+  }
+  return [...names].sort();
+}
+
+let derived: RegExp | undefined;
 
 function testFiles(dir: string): string[] {
   return readdirSync(dir)
@@ -44,7 +78,8 @@ const PRAGMA = /^\s*(\/\/|\*)\s*tier: (docker|fast)\b/m;
 export function dockerMarker(text: string): string | undefined {
   const said = PRAGMA.exec(text)?.[2];
   if (said) return said === "docker" ? "tier: docker" : undefined;
-  return DOCKER.exec(text)?.[0];
+  derived ??= new RegExp(`\\b(${dockerHelpers().join("|") || "(?!)"})\\(`);
+  return DOCKER.exec(text)?.[0] ?? derived.exec(text)?.[0];
 }
 
 /** Every test file (relative to the repository), in its tier. */
@@ -56,6 +91,10 @@ export function tiers(): Record<Tier, string[]> {
 
 if (import.meta.main) {
   const which = (process.argv[2] ?? "fast") as Tier;
+  if (which === ("helpers" as Tier)) {
+    console.log(dockerHelpers().join("\n"));
+    process.exit(0);
+  }
   if (which !== "fast" && which !== "docker") {
     console.error("usage: bun scripts/test-tiers.ts [fast|docker]");
     process.exit(2);

@@ -21,6 +21,8 @@ test("a new file that uses a Docker fixture, adds a task or runs docker is in th
     `sh("/", "docker ps -aq");`,
     `Bun.spawnSync(["docker", "network", "ls"]);`,
     `const image = TEST_IMAGES.node;`,
+    // A helper that calls one of those is a marker itself (anthropicProject makes a containerProject).
+    `({ anthropic, p } = await anthropicProject(KEY));`,
     `/**\n * A task its agent adds.\n * tier: docker (the agent's task_create asks the engine)\n */`,
   ])
     expect(dockerMarker(text), text).toBeDefined();
