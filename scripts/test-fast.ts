@@ -3,8 +3,9 @@
  * with none in reach: DOCKER_HOST points at a socket that does not exist, so a file that reaches
  * Docker without naming a fixture fails here instead of passing on a machine that has one. Builds
  * dist/lazy first only when it is missing, older than its sources or from another commit (most
- * of these tests drive the binary). Writes test-artifacts/junit-fast.xml and prints each file's time and the skipped
- * tests, then the wall time. Extra arguments go to bun test (`bun run test:fast -t name`).
+ * of these tests drive the binary). Writes test-artifacts/junit-fast.xml and prints each file's
+ * time, the skipped tests and the files that reached for Docker, then the wall time. Extra
+ * arguments go to bun test (`bun run test:fast -t name`).
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";

@@ -22,7 +22,7 @@ dirty=""
 [ -n "$(git status --porcelain 2>/dev/null)" ] && dirty=" (with uncommitted changes)"
 echo "test.sh: commit $(git rev-parse HEAD 2>/dev/null || echo unknown)$dirty"
 echo "test.sh: bun $(bun --version), $(docker version --format 'Docker client {{.Client.Version}}, engine {{.Server.Version}}' 2>/dev/null || echo 'Docker: no engine answers')"
-echo "test.sh: harnesses in lazy's image: $(bun -e 'import { Image } from "./src/containers"; console.log(Object.entries(Image.HARNESS_VERSIONS).map(([h, v]) => `${h} ${v}`).join(", "))')"
+echo "test.sh: harnesses in lazy's image: $(bun -e 'import { Image } from "./src/containers"; console.log(Object.entries(Image.HARNESS_VERSIONS).map(([h, v]) => `${h} ${v}`).join(", "))' 2>/dev/null || echo unknown)"
 
 mkdir -p test-artifacts
 junit=test-artifacts/junit.xml
