@@ -1,7 +1,7 @@
 /**
  * The test suite's two tiers, decided by each file's own text (no list to keep): a test file
- * that names a Docker fixture, launches a task or runs `docker` is in the docker tier; every
- * other one is in the fast tier, which `bun run test:fast` (scripts/test-fast.ts) runs with no
+ * that names a Docker fixture, adds or launches a task, runs `docker`, or calls a helper that
+ * does one of these is in the docker tier; every other one is in the fast tier, which `bun run test:fast` (scripts/test-fast.ts) runs with no
  * engine in reach. A new file that uses the fixtures lands in the docker tier by itself; one that
  * reaches Docker another way fails in the fast tier (DOCKER_HOST points nowhere there, and
  * helpers/env.ts `needDocker` says which tier it is in): name a fixture, or say `tier: docker`
