@@ -41,8 +41,10 @@ describe("credential injection", () => {
     const g = await p.grant({ role: "host", profile: "claude" });
     expect(g.envVar).toBe("ANTHROPIC_API_KEY");
     expect(g.placeholder).toMatch(/^sk-ant-api03-lazy-[A-Za-z0-9_-]{88}AA$/);
+    const sent = performance.now();
     const res = await messages(g.proxyUrl, { "x-api-key": g.placeholder, "accept-encoding": "gzip, br" });
     const text = await res.text();
+    const whole = performance.now() - sent;
     expect(res.status).toBe(200);
     expect(text).toContain("message_stop");
     expect(text).toContain(Mock.DEFAULT_REPLY_TEXT.split(" ")[0]!);
@@ -70,7 +72,9 @@ describe("credential injection", () => {
       cacheRead: Mock.DEFAULT_USAGE.cacheRead,
       cacheWrite: Mock.DEFAULT_USAGE.cacheWrite,
     });
+    // The first byte came within the request the client saw from its own side, start to end.
     expect(row.ttfbMs).toBeGreaterThanOrEqual(0);
+    expect(row.ttfbMs).toBeLessThanOrEqual(Math.ceil(whole));
   });
 
   test("rotation: the next request uses the new key at once; an OAuth token switches the header form", async () => {

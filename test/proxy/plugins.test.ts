@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cleanupAll, Project } from "../helpers/lazy";
+import { cleanupAll, Project, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-REALPLUG-" + "k".repeat(70) + "AA";
@@ -51,12 +51,15 @@ async function failed(p: Project, profile: string): Promise<{ status: number; co
   return { status: res.status, code: res.headers.get("x-lazy-refusal"), message: (await res.json()).error.message };
 }
 
-/** Nothing reached `mock` (after a moment for a late request), and `p`'s audit says `why`. */
+/** `p`'s audit says `why`, and nothing reached `mock`: lazy writes a request's row when it is done with it. */
 async function nothingReached(mock: Mock.MockProvider, p: Project, why: string): Promise<void> {
-  await Bun.sleep(50);
+  await audited(p, why);
   expect(mock.received).toEqual([]);
-  expect((await p.ok(["stats", "audit"])).stdout).toContain(why);
 }
+
+/** Wait for `p`'s audit to say `text` (rows are written in batches, after the answer). */
+const audited = (p: Project, text: string) =>
+  until(async () => (await p.ok(["stats", "audit"])).stdout.includes(text), 10_000, `the audit to say "${text}"`);
 
 const GUARD = `
 export default (req) => {
@@ -89,7 +92,7 @@ describe("request plugins", () => {
     expect((await refused.json()).error.message).toBe(
       "lazy's proxy refused POST /v1/messages/count_tokens: plugin guard: token counting is off in this project",
     );
-    await Bun.sleep(50);
+    await audited(p, "plugin guard refused: token counting is off in this project");
     expect(anthropic.received).toHaveLength(1);
 
     const audit = (await p.ok(["stats", "audit"])).stdout;
@@ -157,8 +160,7 @@ describe("request plugins", () => {
       code: "plugin_failed",
       message: expect.stringMatching(/evil.*it is not loaded/),
     });
-    await Bun.sleep(50);
-    expect(anthropic.received).toEqual([]);
+    await nothingReached(anthropic, p, "request plugin evil");
     expect(await Bun.file(marker).exists()).toBe(false);
   });
 });
