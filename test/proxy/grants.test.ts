@@ -150,6 +150,19 @@ describe("revocation", () => {
     expect(g.mint(agent()).token).not.toBe(a.token);
   });
 
+  test("a daemon's own-call grants do not outlive it: the next daemon's registry has none, a task's grant stays", () => {
+    const first = Grants.open(dir);
+    const task = first.mint(agent());
+    // A call about no task on a remote engine: nothing pins it, so it would redeem from anywhere.
+    const call = first.mint({ ...agent({ role: "lazy", taskId: null, taskRef: null }) });
+    expect(first.lookup(call.token)).toBeDefined();
+    const next = Grants.open(dir); // the next daemon, after this one was killed mid-call
+    expect(next.lookup(call.token)).toBeUndefined();
+    expect(next.lookup(task.token)?.token).toBe(task.token);
+    // The next call gets a fresh placeholder; the orphan's old one stays dead.
+    expect(next.mint({ ...agent({ role: "lazy", taskId: null, taskRef: null }) }).token).not.toBe(call.token);
+  });
+
   test("revokeBuilder removes that session's grants", () => {
     const g = Grants.open(dir);
     const s1 = g.mint(builder("s1"));

@@ -329,8 +329,15 @@ export class Grants {
     }
     // Call containers do not outlive the daemon that made them (housekeeping removes them): their
     // addresses go, the grant stays pinned, so a container that gets such an address later is refused.
+    // A grant of lazy's own calls (role lazy) goes whole: no call outlives its daemon, and where
+    // the engine cannot pin (a remote one) a killed daemon's orphan call, retrying its request,
+    // would otherwise be answered by the next daemon, which never asks the model again for it.
     let dropped = false;
     for (const g of parsed.data.grants) {
+      if (g.role === "lazy") {
+        dropped = true;
+        continue;
+      }
       dropped ||= !!g.callIps?.length;
       this.#add(Object.freeze(g.callIps?.length ? { ...g, callIps: [] } : g));
     }
