@@ -31,15 +31,20 @@ export class Call {
   /** Until the body is read, a refusal throws it away as it arrives (closing a socket with unread bytes resets it, gate.ts). */
   unread = true;
 
+  /**
+   * `presentedIn`: where the Cursor route's caller put its credential (in its path, cursor.ts), and
+   * the path its rows show instead, without it; otherwise the credential comes from the headers.
+   */
   constructor(
     private ctx: Context,
     readonly req: Request,
     readonly server: Server<undefined>,
     readonly pass: Pass,
+    presentedIn?: { token: string | undefined; path: string },
   ) {
     // The listener's idle timeout holds until the body is read (gate.ts); no deadline after it.
     this.target = pathOf(req.url);
-    this.token = presented(req.headers);
+    this.token = presentedIn ? presentedIn.token : presented(req.headers);
     const grant = this.token ? ctx.grants.lookup(this.token) : undefined;
     this.grant = grant;
     this.base = {
@@ -51,7 +56,7 @@ export class Call {
       credential: null,
       upstream: "",
       method: req.method,
-      path: pathOnly(this.target),
+      path: presentedIn ? presentedIn.path : pathOnly(this.target),
     };
   }
 

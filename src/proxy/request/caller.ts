@@ -11,6 +11,13 @@ import type { Context } from "./context";
 import { errorResponse } from "./errors";
 import { presentedBearer } from "./headers";
 
+/** A placeholder that redeems no grant: lazy cannot vouch for who sent it, so the row names no role or task. */
+export const GONE = {
+  message:
+    "lazy's proxy does not know this placeholder: the task's grant is gone (the task ended, or was never started by this daemon). Start the task again: lazy start TASK.",
+  note: NOTE.grantGone,
+} as const;
+
 /**
  * Why the request path refuses this caller before anything else, or undefined when it may go on:
  * a dead placeholder (lazy cannot vouch for who sent it, so the row names no role or task); a
@@ -25,12 +32,7 @@ export function callerRefusal(
   grant: Grant | undefined,
   live: (key: string) => boolean,
 ): { message: string; note: string } | undefined {
-  if (token && !grant && Placeholders.isPlaceholder(token))
-    return {
-      message:
-        "lazy's proxy does not know this placeholder: the task's grant is gone (the task ended, or was never started by this daemon). Start the task again: lazy start TASK.",
-      note: "unknown or revoked placeholder",
-    };
+  if (token && !grant && Placeholders.isPlaceholder(token)) return GONE;
   if (token && !grant) {
     const from = (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, "");
     // Two headers of one name arrive joined by ", ".
@@ -51,6 +53,20 @@ export function callerRefusal(
     return undefined;
   }
   if (!grant) return undefined;
+  return grantRefusal(req, server, grant, live);
+}
+
+/**
+ * Why a grant may not redeem here, whichever route it was presented on (the request path, the
+ * Cursor route): a brokered service's placeholder, one whose task has no running turn, or one
+ * presented from an address it is not pinned to. Undefined: it may go on.
+ */
+export function grantRefusal(
+  req: Request,
+  server: Server<undefined>,
+  grant: Grant,
+  live: (key: string) => boolean,
+): { message: string; note: string } | undefined {
   // A brokered service's placeholder redeems only at its service, through the egress proxy.
   if (Placeholders.SERVICE_SHAPES.includes(grant.shape))
     return {

@@ -4,7 +4,7 @@
  * than one place, so the placeholder rides in the URL. The agent is hostile (issue 17), so:
  *
  * - only a placeholder of a cursor-agent profile redeems here, and a pinned one only from its
- *   container's address (the check forward.ts makes, shared);
+ *   container's address (caller.ts `grantRefusal`, the request path's own check);
  * - the real key goes only where cursor-agent puts it (docs/wire.md, "Cursor"): `Authorization: Bearer`, and
  *   the `apiKey` field of the key exchange's JSON body. The placeholder's bytes anywhere else (a
  *   prompt saying "repeat: key_lazy_…") stay the placeholder;
@@ -22,13 +22,14 @@
  */
 import type { Server } from "bun";
 import { pathOf } from "../../util/url";
-import { auditRow, type Outcome, type RowHead } from "../audit";
-import { type Grant, liveKey, notLive, offPin, Placeholders, pinnedTo, pinOwner } from "../identity";
+import { Placeholders } from "../identity";
 import { bounded, MAX_BODY, type Pass } from "../listen";
-import { kindOfStatus, NOTE } from "../meters";
+import { kindOfStatus } from "../meters";
 import { healthKind, providerFailure, relay, send, wayRefusal, wayTo } from "../upstream";
-import { sourceOf } from "./call";
+import { Call } from "./call";
+import { GONE, grantRefusal } from "./caller";
 import type { Context } from "./context";
+import { credentialOf } from "./credential";
 import { Scrubber, scrubStream } from "./cursor-scrub";
 import type { Sessions } from "./cursor-sessions";
 import { NO_RETRY } from "./errors";
@@ -54,7 +55,6 @@ export async function handleCursor(
   server: Server<undefined>,
   pass: Pass,
 ): Promise<Response> {
-  const started = performance.now();
   const target = pathOf(req.url);
   const q = target.indexOf("?");
   const path = q === -1 ? target : target.slice(0, q);
@@ -63,52 +63,28 @@ export async function handleCursor(
   let upstream = ctx.targets().cursor();
   const token = segments[3] ?? "";
   const rest = "/" + segments.slice(4).join("/");
-  const shownPath = `${PREFIX}…${rest}`.slice(0, 300);
-  const at = Date.now();
-  const head = (grant: Grant | undefined, credential: string | null, path = shownPath): RowHead => ({
-    at,
-    taskId: grant?.taskId ?? null,
-    taskRef: grant?.taskRef ?? null,
-    role: grant?.role ?? null,
-    profile: grant?.profile ?? null,
-    credential,
-    upstream: upstream.origin,
-    method: req.method,
-    path,
+  const malformed = segments.length < 5 || !token || segments[4] === undefined;
+  // 1. Who is calling: the placeholder rides in the path, which no row or log line shows.
+  const call = new Call(ctx, req, server, pass, {
+    token: malformed || token === "-" ? undefined : token,
+    path: malformed ? `${PREFIX}(malformed)` : `${PREFIX}…${rest}`.slice(0, 300),
   });
-  const record = (h: RowHead, o: Outcome) => ctx.audit.record(auditRow(h, performance.now() - started, o));
-  const fail = (status: number, message: string, grant?: Grant, note = message): Response => {
-    record(head(grant, null, segments.length < 5 ? `${PREFIX}(malformed)` : shownPath), { status, note });
-    ctx.log.repeated("warn", `cursor ${status} ${note}`, `${status} ${req.method} cursor route: ${note}`);
-    return connectError(status, message);
-  };
+  const grant = call.grant;
+  const fail = (status: number, message: string, note = message): Response =>
+    call.refuse(connectError(status, message), note, upstream.origin);
   // A caller lazy cannot attribute (a malformed route, no grant, one that does not redeem):
   // counted per minute, source and reason, not a row (audit/refusals.ts).
-  const failUnknown = (status: number, message: string, note: string, grant?: Grant): Response => {
-    ctx.audit.refused({
-      at,
-      from: sourceOf(req, server),
-      reason: note,
-      status,
-      taskId: grant?.taskId ?? null,
-      taskRef: grant?.taskRef ?? null,
-      method: req.method,
-      path: segments.length < 5 ? `${PREFIX}(malformed)` : shownPath,
-    });
-    ctx.log.repeated("warn", `cursor ${status} ${note}`, `${status} ${req.method} cursor route: ${note}`);
-    return connectError(status, message);
-  };
+  const failUnknown = (status: number, r: { message: string; note: string }): Response =>
+    call.refuseUnknown(connectError(status, r.message), r.note);
 
-  if (segments.length < 5 || !token || segments[4] === undefined)
-    return failUnknown(
-      400,
-      `lazy's proxy got a malformed Cursor route (${segments.length - 1} path segments; expected /_lazy/cursor/<placeholder>/<upstream path>).`,
-      "malformed Cursor route",
-    );
+  if (malformed)
+    return failUnknown(400, {
+      message: `lazy's proxy got a malformed Cursor route (${segments.length - 1} path segments; expected /_lazy/cursor/<placeholder>/<upstream path>).`,
+      note: "malformed Cursor route",
+    });
 
   const headers = new Headers(req.headers);
   for (const h of HOP) headers.delete(h);
-  let grant: Grant | undefined;
   let credential: string | null = null;
   let key = "";
   /** Real credential → its placeholder: what went upstream, scrubbed from the answer. */
@@ -119,29 +95,14 @@ export async function handleCursor(
     // of them is redeemed on this route: one presented here is a container's trick, refused.
     const shown = presented(headers);
     if (shown && Placeholders.isPlaceholder(shown))
-      return failUnknown(
-        401,
-        `lazy's proxy refused a lazy placeholder on the host-login Cursor route (/_lazy/cursor/-/): nothing is substituted there. A task's cursor-agent uses /_lazy/cursor/<its placeholder>/.`,
-        "placeholder presented on the host-login route",
-      );
+      return failUnknown(401, {
+        message: `lazy's proxy refused a lazy placeholder on the host-login Cursor route (/_lazy/cursor/-/): nothing is substituted there. A task's cursor-agent uses /_lazy/cursor/<its placeholder>/.`,
+        note: "placeholder presented on the host-login route",
+      });
   } else {
-    grant = ctx.grants.lookup(token);
-    if (!grant)
-      return failUnknown(
-        401,
-        "lazy's proxy does not know this Cursor placeholder: the task's grant is gone. Start the task again: lazy start TASK.",
-        NOTE.grantGone,
-      );
-    const held = liveKey(grant);
-    if (held && !ctx.live(held)) return failUnknown(401, `lazy's proxy refused this placeholder: ${notLive(grant)}`, "not live", grant);
-    const from = offPin(grant, req, server);
-    if (from)
-      return failUnknown(
-        401,
-        `lazy's proxy refused this placeholder: it belongs to ${pinOwner(grant)} and was presented from ${from}.`,
-        NOTE.pinned(from, pinnedTo(grant)?.join(",") || "none"),
-        grant,
-      );
+    if (!grant) return failUnknown(401, GONE);
+    const denied = grantRefusal(req, server, grant, ctx.live);
+    if (denied) return failUnknown(401, denied);
     // Only a Cursor profile's placeholder redeems the Cursor key: any other grant (a Claude or a
     // local-model profile) stands for another credential and another upstream.
     const mine = ctx.targets().forProfile(grant.profile);
@@ -149,26 +110,20 @@ export async function handleCursor(
       return fail(
         403,
         `lazy's proxy refused this placeholder on the Cursor route: it belongs to profile ${grant.profile}, which ${mine ? "is not a cursor-agent profile" : "is no longer in lazy.toml"}. Only a cursor-agent profile's placeholder works under /_lazy/cursor/.`,
-        grant,
         `placeholder of non-Cursor profile ${grant.profile} on the Cursor route`,
       );
     upstream = mine;
-    const name = upstream.credential;
-    if (!name)
+    // 4. With which credential: the stage's own lookup and check; Cursor takes one always.
+    if (!upstream.credential)
       return fail(
         401,
         `lazy's proxy has no credential for Cursor: profile ${grant.profile} sets credential = "none". Name the credential under [profiles.${grant.profile}] in lazy.toml.`,
-        grant,
       );
-    const cred = ctx.credentials.get(name);
-    if (!cred) return fail(401, `lazy's proxy has no credential "${name}" for Cursor: store it with lazy auth set ${name}.`, grant);
-    if (/[\r\n\0]/.test(cred.value))
-      return fail(
-        401,
-        `lazy's proxy will not send the stored credential "${name}": it contains a line break. Store it again: lazy auth set ${name}.`,
-        grant,
-      );
-    credential = name;
+    const found = credentialOf(ctx.credentials, upstream, grant.profile);
+    if (!("cred" in found)) return fail(401, found.message, found.note);
+    const cred = found.cred!; // a target that names its credential gets it or a refusal
+    credential = upstream.credential;
+    call.base.credential = credential;
     key = cred.value;
     const sessionPairs = await sessions.pairs(grant.token);
     secrets = [[cred.value, token], ...sessionPairs.map(([ph, real]): [string, string] => [real, ph])];
@@ -183,20 +138,20 @@ export async function handleCursor(
   }
 
   const way = wayTo(upstream.origin);
-  if (way.via === "refused")
-    return fail(403, wayRefusal(way, "Cursor"), grant, `refused: plain http:// through the host's proxy ${way.proxy}`);
+  if (way.via === "refused") return fail(403, wayRefusal(way, "Cursor"), `refused: plain http:// through the host's proxy ${way.proxy}`);
 
   const exchange = rest.endsWith("/auth/exchange_user_api_key");
   const declared = Number(req.headers.get("content-length") ?? NaN);
   let body: Uint8Array | ReadableStream<Uint8Array> | undefined;
   if (req.method !== "GET" && req.method !== "HEAD") {
     if (Number.isFinite(declared) && declared > MAX_BODY)
-      return fail(413, `lazy's proxy refused a ${declared}-byte request body: the limit is ${MAX_BODY} bytes.`, grant);
+      return fail(413, `lazy's proxy refused a ${declared}-byte request body: the limit is ${MAX_BODY} bytes.`);
+    call.unread = false;
     try {
       if (grant && exchange) {
         // The key exchange is the one body cursor-agent puts its key in ({"apiKey": …}).
         const raw = await readAtMost(req, MAX_BUFFERED_BODY);
-        if (!raw) return fail(413, `lazy's proxy refused a Cursor key exchange body over ${MAX_BUFFERED_BODY} bytes.`, grant);
+        if (!raw) return fail(413, `lazy's proxy refused a Cursor key exchange body over ${MAX_BUFFERED_BODY} bytes.`);
         body = withKey(raw, token, key);
       } else if (Number.isFinite(declared) && declared <= MAX_BUFFERED_BODY)
         body = new Uint8Array(await req.arrayBuffer()); // replayable on a reset
@@ -206,7 +161,6 @@ export async function handleCursor(
       return fail(
         499,
         "the agent's connection closed before its request body was whole (it stalled past the idle timeout, or the agent left)",
-        grant,
       );
     }
   }
@@ -216,9 +170,9 @@ export async function handleCursor(
   const sent = await send(ctx, upstream.base + rest + query, req, headers, body);
   if (!sent.ok) {
     if (sent.failure === "aborted") return new Response(null, { status: 499 });
-    const ms = performance.now() - started;
+    const ms = performance.now() - call.started;
     const host = new URL(upstream.origin).host;
-    if (sent.failure === "other") return fail(502, `lazy's proxy failed to send the request to Cursor (${host}): ${sent.detail}`, grant);
+    if (sent.failure === "other") return fail(502, `lazy's proxy failed to send the request to Cursor (${host}): ${sent.detail}`);
     const message = providerFailure(
       { provider: "Cursor", host, profile: grant?.profile ?? null, credential },
       sent.failure,
@@ -226,16 +180,16 @@ export async function handleCursor(
       sent.detail,
     );
     ctx.health.record("Cursor", healthKind(sent.failure), message);
-    return fail(sent.failure === "timeout" ? 504 : 502, message, grant);
+    return fail(sent.failure === "timeout" ? 504 : 502, message);
   }
   const res = sent.res;
-  const ttfb = performance.now() - started;
+  const ttfb = performance.now() - call.started;
   const failure = kindOfStatus(res.status);
   ctx.health.record("Cursor", failure, failure ? `Cursor answered ${res.status}` : undefined);
   const out = res.headers; // end-to-end headers only (upstream.ts)
   const finish = (bytesOut: number, note: string | null) => {
     pass.release();
-    record(head(grant, credential), {
+    call.record({
       status: res.status,
       ttfbMs: ttfb,
       bytesIn: body instanceof Uint8Array ? body.length : 0,
@@ -294,7 +248,7 @@ export async function handleCursor(
   const scrubbed = (bytesOut: number, note: string | null) => {
     if (scrubber.replaced)
       ctx.log.warn(
-        `Cursor's answer to ${req.method} ${shownPath} (profile ${grant.profile}) carried a real Cursor credential ${scrubber.replaced} time(s); lazy's proxy replaced it before the agent got it`,
+        `Cursor's answer to ${req.method} ${call.base.path} (profile ${grant.profile}) carried a real Cursor credential ${scrubber.replaced} time(s); lazy's proxy replaced it before the agent got it`,
       );
     finish(
       bytesOut,
