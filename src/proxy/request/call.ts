@@ -60,13 +60,13 @@ export class Call {
     };
   }
 
-  record = (o: Outcome): void => {
+  record(o: Outcome): void {
     o.hop ??= this.hop;
     o.lazyInMs ??= this.lazyInMs;
     o.lazyOutMs ??= this.back ? performance.now() - this.back : null;
     if (this.pluginNote) o.note = o.note ? `${this.pluginNote}; ${o.note}` : this.pluginNote;
     this.ctx.audit.record(auditRow(this.base, performance.now() - this.started, o));
-  };
+  }
 
   refuse(res: Response, note: string, upstream: string): Response {
     if (this.unread) dropBody(this.req, this.pass);
