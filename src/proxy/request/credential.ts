@@ -1,122 +1,15 @@
 /**
  * The request path's fourth stage, with which credential: the target's, looked up per request
- * from memory, checked (stored, no line break in it) and put in the header its provider reads.
- * Only a caller with a grant gets one; a host session's own credential goes on as it came.
- *
- * The check of a stored credential is made here once for the request path, its fallbacks
- * (fallback.ts) and the Cursor route (cursor.ts), and once per stored value: the proxy thread's
- * table is replaced whole when a credential changes, so a value checked stays checked.
+ * from memory, checked (stored.ts: stored, no line break in it) and put in the header its
+ * provider reads. Only a caller with a grant gets one; a host session's own credential goes on
+ * as it came.
  */
 import type { Target } from "../identity";
-import { hostOf, OAUTH_BETA, withBeta } from "./address";
 import type { Call } from "./call";
 import type { Context } from "./context";
 import { errorResponse } from "./errors";
+import { type Credential, carry, credentialOf, NONE } from "./stored";
 import type { Wire } from "./surface";
-
-export interface Credential {
-  /** Headers lazy sets upstream (replacing any the agent sent of these names). Shared: never changed. */
-  set: Readonly<Record<string, string>>;
-  /** The stored credential's kind (oauth-token, api-key…), null when none went in. */
-  kind: string | null;
-}
-
-/** A stored credential as the proxy thread holds it. */
-export interface Stored {
-  value: string;
-  kind: string;
-}
-
-/** Why a target's credential cannot go upstream: the sentence for the agent and the row's note. */
-export interface Refusal {
-  message: string;
-  note: string;
-}
-
-// Plain bytes from the upstream, so the usage tap can read the stream (docs/wire.md, "Runtime traps").
-const NONE: Credential = Object.freeze({ set: Object.freeze({ "accept-encoding": "identity" }), kind: null });
-
-/** Per stored credential: whether its value holds a line break (a header would split on it). */
-const broken = new WeakMap<object, boolean>();
-/** Per stored credential and style: the headers that carry it, when they depend on nothing else. */
-const carried = new WeakMap<object, Map<string, Credential>>();
-
-/**
- * The stored credential `name`, or why it cannot go upstream: it is not stored, or it holds a
- * line break. The one check of a stored credential, made once per stored value.
- */
-export function stored<C extends Stored>(credentials: { get(name: string): C | undefined }, name: string): C | "missing" | "malformed" {
-  const cred = credentials.get(name);
-  if (!cred) return "missing";
-  let bad = broken.get(cred);
-  if (bad === undefined) {
-    bad = /[\r\n\0]/.test(cred.value);
-    broken.set(cred, bad);
-  }
-  return bad ? "malformed" : cred;
-}
-
-/**
- * What a target's requests carry: its stored credential (null when the target takes none), or
- * the refusal, worded once for every route. `profile` names the caller's profile in the words.
- */
-export function credentialOf<C extends Stored>(
-  credentials: { get(name: string): C | undefined },
-  upstream: Target,
-  profile: string,
-): { cred: C | null } | Refusal {
-  if (upstream.unmapped)
-    return {
-      message: `lazy's proxy has no credential mapped for ${upstream.provider} (${hostOf(upstream)}): ${upstream.unmapped}.`,
-      note: "no credential mapped",
-    };
-  const name = upstream.credential;
-  if (!name) return { cred: null };
-  const cred = stored(credentials, name);
-  if (cred === "missing")
-    return {
-      message: `lazy's proxy has no credential "${name}" for ${upstream.provider} (${hostOf(upstream)}, profile ${profile}): store it with lazy auth set ${name}.`,
-      note: `credential ${name} missing`,
-    };
-  if (cred === "malformed")
-    return {
-      message: `lazy's proxy will not send the stored credential "${name}": it contains a line break. Store it again: lazy auth set ${name}.`,
-      note: `credential ${name} malformed`,
-    };
-  return { cred };
-}
-
-/**
- * The headers that carry `cred` to a target of `style`: x-api-key for an Anthropic key, else a
- * bearer token (an Anthropic OAuth token with the beta it needs added to the agent's list).
- */
-export function carry(style: Target["style"], cred: Stored, anthropicBeta: () => string | null): Credential {
-  const oauth = style === "anthropic" && cred.kind === "oauth-token";
-  if (oauth)
-    return {
-      set: {
-        "accept-encoding": "identity",
-        authorization: `Bearer ${cred.value}`,
-        "anthropic-beta": withBeta(anthropicBeta(), OAUTH_BETA),
-      },
-      kind: cred.kind,
-    };
-  // The same for every request with this credential: made once.
-  let byStyle = carried.get(cred);
-  if (!byStyle) {
-    byStyle = new Map();
-    carried.set(cred, byStyle);
-  }
-  let c = byStyle.get(style);
-  if (!c) {
-    const set: Record<string, string> = { "accept-encoding": "identity" };
-    if (style === "anthropic") set["x-api-key"] = cred.value;
-    else set.authorization = `Bearer ${cred.value}`;
-    c = Object.freeze({ set: Object.freeze(set), kind: cred.kind });
-    byStyle.set(style, c);
-  }
-  return c;
-}
 
 /** Stage 4: the headers that carry the credential, or the refusal (its row and log line written). */
 export function credential(ctx: Context, call: Call, upstream: Target, wire: Wire): Credential | Response {

@@ -29,11 +29,11 @@ import { healthKind, providerFailure, relay, send, wayRefusal, wayTo } from "../
 import { Call } from "./call";
 import { GONE, grantRefusal } from "./caller";
 import type { Context } from "./context";
-import { credentialOf } from "./credential";
 import { Scrubber, scrubStream } from "./cursor-scrub";
 import type { Sessions } from "./cursor-sessions";
 import { NO_RETRY } from "./errors";
 import { HOP, presented } from "./headers";
+import { credentialOf } from "./stored";
 
 export const PREFIX = "/_lazy/cursor/";
 /**

@@ -14,8 +14,8 @@ import { inferCredential, type Target } from "../identity";
 import * as Quota from "../meters";
 import { healthKind, providerFailure, type Sent, send, type UpstreamResponse, wayRefusal, wayTo } from "../upstream";
 import { hostOf, joinUrl } from "./address";
-import { carry, stored } from "./credential";
 import { errorResponse } from "./errors";
+import { carry, stored } from "./stored";
 import * as Surface from "./surface";
 
 export interface Hop {
