@@ -1,7 +1,7 @@
 /**
  * `bun run build` writes dist/lazy for this machine; `--all` also cross-compiles the four
  * release targets (containers need the Linux build of the same version, even on a Mac).
- * Flags per TRAPS.md: no .env/bunfig autoload from the user's folder, no whitespace minify
+ * Flags per docs/wire.md ("Runtime traps"): no .env/bunfig autoload from the user's folder, no whitespace minify
  * (it breaks Elysia), and the built binary is smoke-run because a bad build can exit 0.
  */
 import { realpathSync } from "node:fs";

@@ -4,7 +4,7 @@
  * runs them: lazy's includes its CLI start, the API round trip and the daemon's hardened git
  * (rev-parse, merge-base, numstat; the counts and fork point are kept per commit pair, so the
  * warm rounds read them, and the cold rounds give the branch a new tip each time).
- * The daemon counts a task branch that moved ahead (dashboard/diff-ahead.ts): "cold, 200 ms
+ * The daemon counts a task branch that moved ahead (diff/ahead.ts): "cold, 200 ms
  * after" reads a new tip a moment after it moved (as a person reads a diff after the turn that
  * moved it; git then lazy), "cold, at once" the moment the branch moved (lazy first, then git),
  * racing that count. LAZY_BENCH_OLD=PATH runs an older build too, on the same repository with a

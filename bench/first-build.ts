@@ -2,7 +2,7 @@
  * The first build of lazy's default image for one harness (Claude Code) against the three it
  * installed before issue 37, each from a bare Debian base with no cache (`--no-cache`): its time,
  * each step's share of it, and the image's size (`docker image inspect`). The Dockerfile is the
- * one lazy builds (Image.plan, with this host's CA steps as HostNet.apply adds them), built by
+ * one lazy builds (Image.plan, with this host's CA steps as Image.withHostNetwork adds them), built by
  * Docker's classic builder on the host's network (a bench has no fenced project network).
  * `bun bench/first-build.ts [sets…]`, a set being harnesses joined by commas (default:
  * `claude claude,codex,pi`). Builds minutes each: run it on a quiet machine.
@@ -10,7 +10,8 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { HostNet, Image } from "../src/containers";
+import { Image } from "../src/containers";
+import { HostNet } from "../src/network";
 
 const BASE = process.env.LAZY_BENCH_BASE ?? "lazy-test/debian:bookworm";
 const sets = process.argv.slice(2).length ? process.argv.slice(2) : ["claude", "claude,codex,pi"];
@@ -27,7 +28,7 @@ interface Result {
 async function build(set: string): Promise<Result> {
   const dir = mkdtempSync(join(tmpdir(), "lazy-bench-first-"));
   const host = HostNet.read();
-  const plan = HostNet.apply(Image.plan(dir, { base: BASE }, set.split(",")), host);
+  const plan = Image.withHostNetwork(Image.plan(dir, { base: BASE }, set.split(",")), host);
   if (plan.kind !== "build") throw new Error("not a build");
   const tag = `lazy-bench/first-build:${set.replaceAll(",", "-")}`;
   writeFileSync(join(dir, "Dockerfile"), plan.dockerfile);

@@ -2,7 +2,7 @@
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Fence, LinkLocal } from "../src/containers";
+import { Fence, LinkLocal } from "../src/network";
 
 export function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -37,7 +37,9 @@ export async function proxyProject(bin: string, upstream: string, toml = "", lab
   const root = mkdtempSync(join(tmpdir(), `lazy-bench-${label}-`));
   chmodSync(root, 0o755);
   const home = mkdtempSync(join(tmpdir(), `lazy-bench-${label}-home-`));
-  const env = { ...(process.env as Record<string, string>), LAZY_HOME: home, LAZY_CREDENTIAL_BACKEND: "file" };
+  // LAZY_PREFLIGHT=off: a proxy bench's task is only a grant, and the launch preflight (issue 37)
+  // would refuse its add for a repository with no commit and an image never built.
+  const env = { ...(process.env as Record<string, string>), LAZY_HOME: home, LAZY_CREDENTIAL_BACKEND: "file", LAZY_PREFLIGHT: "off" };
   Bun.spawnSync(["git", "init", "-q", root]);
   writeFileSync(join(root, "lazy.toml"), `[proxy.upstreams]\nanthropic = "${upstream}"\n${toml}`);
   setup?.(home); // before the daemon starts: files it reads at start (request plugins)

@@ -1,7 +1,7 @@
 /**
  * Issue 21's one-shot target: a call's container overhead (launch to the model request leaving
  * the proxy) ≤ 1.5× the same image's `docker run --rm IMAGE true`. The call is `lazy ask "q"`
- * (src/runner/own-calls.ts: a throwaway container, lazy's supervisor, the agent role's harness,
+ * (src/own-calls/calls.ts: a throwaway container, lazy's supervisor, the agent role's harness,
  * Claude Code here), timed from the CLI's spawn (daemon up, image built) to the mock upstream
  * receiving its model request. A call about no task takes the container lazy keeps warm (its
  * Claude Code started and waiting for the prompt on stdin); `lazy ask --task T` never does, so it

@@ -3,7 +3,7 @@
  * one run: what Bun.serve costs before lazy does anything, and what each layer adds on top.
  *   answer  Bun.serve reading the request body and answering from memory
  *   socket  + a bare round trip to the upstream on Bun.connect (no parsing, no headers)
- *   client  + lazy's HTTP/1.1 client (src/proxy/http1.ts, exchange.ts): framing, headers, deadlines, abort
+ *   client  + lazy's HTTP/1.1 client (src/proxy/upstream/http1.ts, exchange.ts): framing, headers, deadlines, abort
  *   lazy    the whole request path (src/proxy/request/forward.ts), audit trail included
  *   naive   a Bun.serve + fetch pass-through, for comparison with `client`
  *   listen  `client` with a front on Bun.listen (a minimal HTTP/1.1 parser, content-length

@@ -4,12 +4,47 @@
  *   2. a file imports another folder only through that folder's index.ts (`../proxy`, never
  *      `../proxy/grants`); a folder's own sub-rooms are reached through their index.ts too;
  *   3. a sub-room (a folder with an index.ts) never reaches back into its parent's files
- *      (`proxy/cursor/x.ts` importing `../forward`): what it needs lives in a sibling room, or in
- *      src/'s own files. A folder without an index.ts (cli/commands/) is its parent's, not a room.
+ *      (a file of `proxy/request/` importing `../index`): what it needs lives in a sibling room, or in
+ *      src/'s own files. A folder without an index.ts (cli/commands/) is its parent's, not a room;
+ *   4. floors: every folder of src/ (and every file at its top) stands on one layer of LAYERS
+ *      below, and imports only from lower layers, or from a peer on its own layer as long as the
+ *      peers' imports form no cycle. Type-only imports count: they tie the folders together too.
+ *      A folder that is in no layer is a problem until it is given one.
  * Prints one line per problem and exits 1 when there is any. `bun scripts/check-imports.ts`.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
+
+/**
+ * The floors of src/, lowest first: the one declared order of lazy's layers (AGENTS.md points
+ * here). Derived from the imports of issue 39's day and then decided: a folder on a layer may
+ * import any folder on a lower layer, and a peer on its own layer when the peers' imports form
+ * no cycle (config reads git; bus reads store). A moved or new folder gets its line here.
+ */
+const LAYERS: readonly (readonly string[])[] = [
+  // Leaves: they import nothing of lazy's but util.
+  ["util", "version.ts", "prices", "review", "supervisor", "agent-dir", "network"],
+  // What lazy keeps and reads: the task store, git, secrets, disk, lazy.toml, the event bus.
+  // (agent-dir, below it, is the hostile-path file layer git reads a container's files through;
+  // network, what a container can reach, is below containers/, which hands it the engine.)
+  ["store", "git", "credentials", "disk", "config", "bus"],
+  // What runs agents and carries their calls: harnesses, containers, the model proxy, checks.
+  ["harness", "containers", "proxy", "preflight", "notify", "diff"],
+  // Services built on those: spending rules, the live feed, egress, own calls, MCP, the broker,
+  // a task's side of a remote engine; a task's diff (diff) sits on the floor below.
+  // Where each agent commit came from (provenance: trace records as git notes, lazy trace).
+  ["spending", "watch", "lines", "egress", "own-calls", "mcp", "broker", "remote", "provenance"],
+  // Best-of-N (its group, check and comparison), under the runner that makes groups; a task's
+  // evidence bundle (lazy export); OpenTelemetry export of a turn (it reads egress's rows).
+  ["compare", "export", "telemetry"],
+  // The task runner, and the dashboard's pages and the API's answer shapes (dashboard/answers.ts).
+  ["runner", "dashboard"],
+  // The per-project daemon: the composition root and its API.
+  ["daemon"],
+  // The command line, then the binary's entry.
+  ["cli"],
+  ["index.ts"],
+];
 
 const ROOT = resolve(import.meta.dir, "..", "src");
 const transpiler = new Bun.Transpiler({ loader: "ts" });
@@ -35,10 +70,12 @@ const rel = (p: string) => relative(resolve(ROOT, ".."), p);
 
 for (const f of all) {
   const src = readFileSync(f, "utf8");
-  // Type-only imports vanish at run time but still tie the folders together: count them too.
+  // Type-only imports vanish at run time but still tie the folders together: count them too
+  // (`import type`, `import { type A }`, `export { type B } from`, a type's `import("…")`).
   const specs = [
     ...transpiler.scanImports(src).map((i) => i.path),
-    ...[...src.matchAll(/^\s*(?:import|export)\s+type\s[^;]*?from\s+["']([^"']+)["']/gm)].map((m) => m[1]!),
+    ...[...src.matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s+["']([^"']+)["']/gm)].map((m) => m[1]!),
+    ...[...src.matchAll(/\bimport\(\s*["']([^"']+)["']\s*\)/g)].map((m) => m[1]!),
   ];
   const targets: string[] = [];
   for (const spec of new Set(specs)) {
@@ -64,6 +101,50 @@ for (const f of all) {
   }
   graph.set(f, targets);
 }
+
+// Rule 4: floors. A top-level name: `proxy` for src/proxy/**, `version.ts` for src/version.ts.
+const top = (p: string) => relative(ROOT, p).split(sep)[0]!;
+const floor = new Map(LAYERS.flatMap((names, i) => names.map((n) => [n, i] as const)));
+const tops = new Set(all.map(top));
+for (const name of [...tops].sort())
+  if (!floor.has(name)) problems.push(`src/${name} is on no floor: give it its layer in LAYERS (scripts/check-imports.ts)`);
+for (const name of floor.keys()) if (!tops.has(name)) problems.push(`LAYERS names ${name}, which src/ does not have: drop or rename it`);
+/** Peers' imports on one floor, folder to folder, for the cycle check. */
+const peers = new Map<string, Set<string>>();
+for (const [f, targets] of graph) {
+  const a = top(f);
+  const fa = floor.get(a);
+  if (fa === undefined) continue;
+  for (const t of targets) {
+    if (!(t + sep).startsWith(ROOT + sep)) continue;
+    const b = top(t);
+    const fb = floor.get(b);
+    if (a === b || fb === undefined) continue;
+    if (fb > fa)
+      problems.push(
+        `${rel(f)} imports ${rel(t)}: an upward import (${a} is on floor ${fa + 1}, ${b} on floor ${fb + 1} of LAYERS in scripts/check-imports.ts); move what both need down, or the importer up`,
+      );
+    else if (fb === fa) {
+      if (!peers.has(a)) peers.set(a, new Set());
+      peers.get(a)!.add(b);
+    }
+  }
+}
+// Peers on one floor: their folder-to-folder imports form no cycle.
+const mark = new Map<string, 1 | 2>();
+const trail: string[] = [];
+function climb(a: string): void {
+  mark.set(a, 1);
+  trail.push(a);
+  for (const b of peers.get(a) ?? []) {
+    if (mark.get(b) === 1)
+      problems.push(`peers on floor ${floor.get(a)! + 1} import each other: ${[...trail.slice(trail.indexOf(b)), b].join(" → ")}`);
+    else if (!mark.has(b)) climb(b);
+  }
+  trail.pop();
+  mark.set(a, 2);
+}
+for (const a of peers.keys()) if (!mark.has(a)) climb(a);
 
 // Rule 1: cycles, by depth-first search; each cycle reported once.
 const state = new Map<string, 1 | 2>();
@@ -91,6 +172,6 @@ for (const p of problems) console.log(p);
 console.log(
   problems.length
     ? `check-imports: ${problems.length} problem(s) in ${all.length} files`
-    : `check-imports: no cycle, every folder entered through its index.ts, no sub-room reaching into its parent (${all.length} files)`,
+    : `check-imports: no cycle, every folder entered through its index.ts, no sub-room reaching into its parent, no import above its floor (${all.length} files)`,
 );
 process.exit(problems.length ? 1 : 0);

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # lazy's one test command: prepare the machine, install, build, run every test.
 #   bash scripts/test.sh [bun test args...]     e.g. bash scripts/test.sh test/proxy
+# Both tiers (the fast one alone: bun run test:fast, scripts/test-fast.ts). Prints first what
+# ran (commit, bun, Docker, the harness versions lazy's image installs), after the run each
+# file's time and the skipped tests (from the JUnit report it writes: test-artifacts/junit.xml).
 # Last line printed: "tests: N passed, M failed[, K skipped][, E errors]". Exit code: bun test's
 # (non-zero as well when no test ran).
 set -euo pipefail
@@ -14,13 +17,24 @@ if ! bun install --frozen-lockfile; then
 fi
 bun run build
 
+# What ran, for a CI log read later: the commit (and whether the tree had edits), the tools.
+dirty=""
+[ -n "$(git status --porcelain 2>/dev/null)" ] && dirty=" (with uncommitted changes)"
+echo "test.sh: commit $(git rev-parse HEAD 2>/dev/null || echo unknown)$dirty"
+echo "test.sh: bun $(bun --version), $(docker version --format 'Docker client {{.Client.Version}}, engine {{.Server.Version}}' 2>/dev/null || echo 'Docker: no engine answers')"
+echo "test.sh: harnesses in lazy's image: $(bun -e 'import { Image } from "./src/containers"; console.log(Object.entries(Image.HARNESS_VERSIONS).map(([h, v]) => `${h} ${v}`).join(", "))' 2>/dev/null || echo unknown)"
+
+mkdir -p test-artifacts
+junit=test-artifacts/junit.xml
+rm -f "$junit"
 out="$(mktemp -t lazy-bun-test.XXXXXX)"
 trap 'rm -f "$out"' EXIT
 set +e
 # bun test reads no timeout from bunfig.toml; end-to-end tests build images and run agents.
-bun test --timeout 900000 "$@" 2>&1 | tee "$out"
+bun test --timeout 900000 --reporter=junit --reporter-outfile="$junit" "$@" 2>&1 | tee "$out"
 rc=${PIPESTATUS[0]}
 set -e
+bun scripts/test-report.ts "$junit" || true
 
 # bun's summary lines (stderr): " 12 pass", " 0 fail", " 1 skip". Strip colour codes first.
 count() {

@@ -7,6 +7,7 @@
  * report-status (`! [remote rejected] main -> main (…)`), so the agent and the person read the
  * rule in git's output, not in lazy's log.
  */
+import { concat } from "./der";
 import type { Service } from "./types";
 
 export type GitService = "upload-pack" | "receive-pack";
@@ -270,15 +271,6 @@ function pkt(data: Uint8Array | string): Uint8Array<ArrayBuffer> {
   return out;
 }
 const FLUSH = enc.encode("0000");
-const concat = (parts: Uint8Array[]): Uint8Array<ArrayBuffer> => {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-};
 /** One line, no control bytes: git prints the reason inside `(…)` on the ref's line. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control bytes are what it removes
 const oneLine = (s: string): string => s.replace(/[\x00-\x1f\x7f]+/g, " ").trim();

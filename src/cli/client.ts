@@ -12,7 +12,6 @@ import { spawn } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { Engine } from "../containers";
-import { STANDARD } from "../credentials";
 import { type Busy, type DaemonRecord, type DaemonStatus, Keeper, State, Title } from "../daemon";
 import { engineFinding, gitFinding, refuseOn, skipped } from "../preflight";
 import { LazyError } from "../util/errors";
@@ -21,6 +20,7 @@ import { urlHost } from "../util/url";
 import { VERSION } from "../version";
 import * as Versions from "./versions";
 import { say } from "./voice";
+import { inOurWords } from "./words";
 
 /** fetch's codes for a connection that was never made: whatever was asked reached no one. */
 const NOT_CONNECTED = new Set(["ECONNREFUSED", "ConnectionRefused", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL"]);
@@ -117,7 +117,7 @@ export class Client {
     } catch {
       json = undefined;
     }
-    if (!res.ok) throw exported(LazyError.fromJSON(json, `The daemon answered ${res.status} to ${method} ${path}.`));
+    if (!res.ok) throw inOurWords(LazyError.fromJSON(json, `The daemon answered ${res.status} to ${method} ${path}.`));
     return json as T;
   }
 
@@ -397,7 +397,7 @@ export async function start(root: string): Promise<Client> {
 function readStartupError(p: State.StatePaths): LazyError | undefined {
   if (!existsSync(p.startupError)) return undefined;
   try {
-    return LazyError.fromJSON(JSON.parse(readFileSync(p.startupError, "utf8")), "The daemon failed to start.");
+    return inOurWords(LazyError.fromJSON(JSON.parse(readFileSync(p.startupError, "utf8")), "The daemon failed to start."));
   } catch {
     return undefined;
   }
@@ -457,22 +457,4 @@ function signal(pid: number, sig: NodeJS.Signals): void {
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== "ESRCH") throw e;
   }
-}
-
-/**
- * A credential "not stored" while this shell exports its variable: the daemon (started from
- * another shell, or before the export) does not have it. Say exactly that, and the two fixes;
- * the value itself is never read here beyond its presence.
- */
-function exported(e: LazyError): LazyError {
-  if (e.code !== "credential_missing") return e;
-  for (const [name, variable] of Object.entries(STANDARD)) {
-    if (!e.message.includes(`"${name}" credential`) || !process.env[variable]) continue;
-    return new LazyError(
-      e.code,
-      `${e.message.replace(/\.$/, "")}. This shell exports ${variable}, but the running daemon was started without it: run lazy daemon restart from this shell, or store it with lazy auth set ${name}.`,
-      e.details,
-    );
-  }
-  return e;
 }

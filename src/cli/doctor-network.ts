@@ -7,7 +7,8 @@
 import { connect } from "node:net";
 import { resolve } from "node:path";
 import { type Config, profileNames, resolveProfile } from "../config";
-import { BaseImage, type Engine, HostNet } from "../containers";
+import { BaseImage, type Engine } from "../containers";
+import { HostNet } from "../network";
 import { decideWay } from "../proxy";
 import { readRegular } from "../util/bounded-read";
 
@@ -142,7 +143,7 @@ function baseOf(root: string, config: Config): string | null {
     const from = /^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)/im.exec(read.text)?.[1];
     return from && !from.includes("$") ? from : null;
   }
-  return c.base ?? "debian:bookworm";
+  return c.base;
 }
 
 function reach(host: string, port: number, timeoutMs = 3000): Promise<string | null> {

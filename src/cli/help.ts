@@ -86,6 +86,11 @@ const EXAMPLES: Record<string, string[]> = {
     "lazy prune             # remove it; tasks that can still run or be reviewed are never touched",
     "lazy prune --json",
   ],
+  export: [
+    "lazy export fix-login                        # lazy-export-fix-login.json here",
+    "lazy export fix-login -o evidence.json --force",
+  ],
+  trace: ["lazy trace src/app.ts:42", "lazy trace src/app.ts:42 --json"],
   help: ["lazy help", "lazy help task add"],
   version: ["lazy version", "lazy version --json"],
   completion: [

@@ -4,13 +4,14 @@
  * LazyError becomes words (the daemon's HTTP handler is the first).
  */
 import { type CommandDef, runCommand } from "citty";
-import { LazyError } from "../util/errors";
+import { LazyError, speak } from "../util/errors";
 import { BUILT, COMMIT, VERSION, versionLine } from "../version";
 import { command, getExitCode, printJson, setPassthrough } from "./command";
 import { helpText, suggest } from "./help";
 import { out } from "./out";
 import { forStream, stripAnsi } from "./terminal";
 import { say } from "./voice";
+import { cli as cliVoice } from "./words";
 
 /** `untrusted`: lazy.toml is not trusted (lazy trust), the same code as lazy run's "launch refused". */
 /** 4: refused before anything was done (an untrusted lazy.toml, a launch the preflight refused). */
@@ -48,6 +49,8 @@ const main: CommandDef<any> = command({
     close: () => import("./commands/turns").then((m) => m.close),
     run: () => import("./commands/turns").then((m) => m.run),
     prune: () => import("./commands/prune").then((m) => m.prune),
+    export: () => import("./commands/export").then((m) => m.exportBundle),
+    trace: () => import("./commands/trace").then((m) => m.trace),
     // Both answered in run() below, before citty; defined here so help and completion list them.
     help: command({
       meta: { name: "help", description: "Help on lazy or on one command: lazy help task add" },
@@ -105,6 +108,8 @@ async function visibleSubs(cmd: CommandDef<any>): Promise<string[]> {
 }
 
 export async function run(argv: string[]): Promise<number> {
+  // Refusals made as data read in the CLI's voice here (`lazy daemon run` installs the API's).
+  speak(cliVoice);
   const dd = argv.indexOf("--");
   let own = dd === -1 ? argv : argv.slice(0, dd);
   setPassthrough(dd === -1 ? [] : argv.slice(dd + 1));

@@ -44,7 +44,7 @@ export function resolveProfile(config: Config, name: string): ResolvedProfile {
   };
 }
 
-export const defaultProfile = (config: Config): string => config.models.roles.agent ?? "claude";
+export const defaultProfile = (config: Config): string => config.models.roles.agent;
 
 /**
  * The harnesses this project's profiles use: the default profile's, the builder role's, and

@@ -1,15 +1,13 @@
 /**
  * lazy.toml's reference, read off the one schema (schema.ts) through zod's JSON Schema: every
  * table and every key with its type, default and description. The starter `lazy init` writes
- * (starter.ts) and docs/config.md (scripts/gen-config-docs.ts, checked by `bun run check`) are
- * both made from it, so neither can leave a key out or drift from what the loader accepts.
+ * (starter.ts), docs/config.md and docs/lazy.schema.json (scripts/gen-config-docs.ts, checked by
+ * `bun run check`) are all made from it, so none can leave a key out or drift from what the
+ * loader accepts. Every default is the schema's: none is applied in code after loading.
  */
 import { z } from "zod";
-import { Config, DEFAULT_BASE } from "./schema";
+import { Config } from "./schema";
 import { INERT } from "./trust";
-
-/** Defaults lazy applies in code rather than in the schema (an unset key that means something). */
-const CODE_DEFAULTS: Record<string, unknown> = { "container.base": DEFAULT_BASE };
 
 /** One key: where it is, what it takes, what it is when unset. */
 export interface Key {
@@ -91,8 +89,10 @@ export function typeOf(j: Json): string {
 }
 
 /** Every table of lazy.toml, in the schema's order, each table before the ones inside it. */
+const schemaOf = () => z.toJSONSchema(Config, { io: "input", unrepresentable: "any" }) as Json & Record<string, unknown>;
+
 export function tables(): Table[] {
-  const root = z.toJSONSchema(Config, { io: "input", unrepresentable: "any" }) as Json;
+  const root = schemaOf();
   const out: Table[] = [];
   const walk = (name: string, j: Json, array: boolean) => {
     const table: Table = { name, array, description: j.description ?? "", keys: [] };
@@ -104,7 +104,7 @@ export function tables(): Table[] {
       else if (isNamedTables(v)) inner.push([`${at}.NAME`, { ...(v.additionalProperties as Json), description: v.description }, false]);
       else if (isTableArray(v)) inner.push([at, { ...v.items!, description: v.description ?? v.items!.description }, true]);
       else {
-        const fixed = v.default ?? CODE_DEFAULTS[at];
+        const fixed = v.default;
         table.keys.push({
           name: keyName(k),
           path: at,
@@ -120,6 +120,33 @@ export function tables(): Table[] {
   walk("", root, false);
   // The document itself has no keys of its own, only tables.
   return out.filter((t) => t.name || t.keys.length);
+}
+
+/**
+ * docs/lazy.schema.json: lazy.toml's JSON Schema (what an editor's TOML support validates and
+ * completes against; `#:schema ./docs/lazy.schema.json` or the editor's own setting). Checks
+ * written as code (a URL's scheme, an allow entry's form) are the loader's alone.
+ */
+export function jsonSchema(): string {
+  const { $schema, ...rest } = schemaOf();
+  return `${JSON.stringify({ $schema, title: "lazy.toml", ...rest }, null, 2)}\n`;
+}
+
+/** Keys and tables of the schema that have no description, by path (`server.port`): each one fails the check. */
+export function undescribed(): string[] {
+  const out: string[] = [];
+  const walk = (at: string, j: Json) => {
+    for (const [k, v] of Object.entries(j.properties ?? {})) {
+      const path = at ? `${at}.${keyName(k)}` : keyName(k);
+      if (!v.description) out.push(path);
+      walk(path, v);
+    }
+    if (typeof j.additionalProperties === "object") walk(`${at}.NAME`, j.additionalProperties);
+    if (j.items) walk(at, j.items);
+    for (const a of j.anyOf ?? []) walk(at, a);
+  };
+  walk("", schemaOf());
+  return out;
 }
 
 /** Every key's path, for a check that something names them all. */
@@ -138,7 +165,8 @@ export function markdown(): string {
     "lazy.toml sits at the project root. Every key is optional unless marked required; `lazy init`",
     "writes a starter that shows every key below, commented out. A key that is not listed here is an",
     'error, named with its line and column. A file that sets any key not marked "No trust needed"',
-    "is used only after `lazy trust` (and again after each change to such a key).",
+    "is used only after `lazy trust` (and again after each change to such a key). The same keys,",
+    "as a JSON Schema for an editor, are in docs/lazy.schema.json.",
     "",
   ];
   for (const t of tables()) {

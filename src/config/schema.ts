@@ -182,6 +182,8 @@ const dollars = z.number().min(0).max(10_000);
 
 /** What lazy's default task image is built FROM when [container] base is not set. */
 export const DEFAULT_BASE = "debian:bookworm";
+/** The profile tasks run on when neither the task nor [models.roles] agent names one. */
+const DEFAULT_AGENT = "claude";
 
 export const Container = z
   .strictObject({
@@ -200,7 +202,7 @@ export const Container = z
     base: z
       .string()
       .min(1)
-      .optional()
+      .default(DEFAULT_BASE)
       .describe(
         `Base image lazy's default task image is built FROM (lazy adds git and node where it lacks them, and the harnesses the profiles use). Not used with image or dockerfile.`,
       ),
@@ -284,13 +286,13 @@ export const Config = z
       .strictObject({
         roles: z
           .strictObject({
-            agent: profileName.optional().describe("Profile used for tasks that name none, and for lazy's own model calls."),
+            agent: profileName.default(DEFAULT_AGENT).describe("Profile used for tasks that name none, and for lazy's own model calls."),
             builder: profileName.optional().describe("Profile of a builder session (lazy build); the agent one when absent."),
           })
-          .default({})
+          .default({ agent: DEFAULT_AGENT })
           .describe("Which profile plays which role."),
       })
-      .default({ roles: {} })
+      .default({ roles: { agent: DEFAULT_AGENT } })
       .describe("Model roles."),
     // zod 4's .default({}) would skip the inner defaults (allow_metadata).
     container: Container.default(Container.parse({})),
@@ -406,7 +408,7 @@ export const Config = z
           .refine((v) => isHttpUrl(v), { message: 'expected an http(s) URL for telemetry.otlp, like "http://127.0.0.1:4318"' })
           .optional()
           .describe(
-            "OTLP/HTTP endpoint (a collector's base URL) that gets an OpenTelemetry span per turn, model call and tool call, named by the GenAI conventions. Off when absent.",
+            "OTLP/HTTP endpoint (a collector's base URL; lazy posts protobuf to its /v1/traces) that gets an OpenTelemetry span per turn, model call and tool call, named by the GenAI conventions, when each turn ends. Spans carry no prompt, completion, tool input or output, URL path or secret. Off when absent. Needs lazy trust: it says where data goes.",
           ),
       })
       .default({})

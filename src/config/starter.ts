@@ -47,6 +47,7 @@ const EXAMPLES: Record<string, unknown> = {
   "notify.webhook": "https://hooks.example.com/lazy",
   "notify.webhook_credential": "slack-hook",
   "review.check": "bun test",
+  "telemetry.otlp": "http://127.0.0.1:4318",
   "service.name": "github",
   "service.hosts": ["github.com", "api.github.com"],
   "service.url": "https://github.com",

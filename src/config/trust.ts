@@ -93,11 +93,7 @@ function readBook(home: string): Book {
   const p = bookPath(home);
   const read = readOwn(p);
   if (!read) return { version: 1, files: {} };
-  if ("foreign" in read)
-    throw new LazyError(
-      "config_untrusted",
-      `${p} (what you trusted with lazy trust) is ${read.foreign}, so lazy trusts nothing it says: another user may have written it. Remove it (rm ${p}), then run lazy trust again where you trust the lazy.toml.`,
-    );
+  if ("foreign" in read) throw LazyError.of("config_untrusted", { reason: "trust_record_foreign", record: p, how: read.foreign });
   const text = read.text;
   try {
     const b = JSON.parse(text) as Book;
@@ -204,11 +200,7 @@ export function check(root: string, home = lazyHome()): Checked {
     untrusted: true,
     file,
     problems,
-    error: new LazyError(
-      "config_untrusted",
-      `${file} is ${record ? "changed" : "new"} and not trusted: it sets keys that decide where your credentials go or what runs, and lazy uses them only once you approve them. Look at the file, then run lazy trust in ${dir} (lazy trust --show lists what is trusted).`,
-      problems.map(formatProblem),
-    ),
+    error: LazyError.of("config_untrusted", { reason: "config_not_trusted", file, dir, changed: !!record }, problems.map(formatProblem)),
   };
 }
 
@@ -378,10 +370,7 @@ export function checkDockerfile(root: string, named: string, text: string, home 
   const file = join(root, FILE);
   const record = readBook(home).files[file];
   if (record?.keys[DOCKERFILE_CONTENTS] === sha(Buffer.from(text))) return;
-  throw new LazyError(
-    "config_untrusted",
-    `${resolve(root, named)} (the Dockerfile [container] dockerfile names) changed since you trusted ${file}, and lazy builds only what you approved. Look at it, then run lazy trust in ${root}.`,
-  );
+  throw LazyError.of("config_untrusted", { reason: "dockerfile_changed", dockerfile: resolve(root, named), file, root });
 }
 
 /** How many changed paths a refusal names before "and N more". */
@@ -413,11 +402,15 @@ export async function checkFiles(
   if (parts.include) now.include = BuildFiles.includeDigest(root);
   const changes = fileChanges(record?.build, now, container.dockerfile);
   if (!changes.length) return;
-  const named = changes.slice(0, NAMED).map(worded).join(", ") + (changes.length > NAMED ? `, and ${changes.length - NAMED} more` : "");
-  const since = record?.build ? ` since you trusted them (${record.trustedAt})` : "";
-  throw new LazyError(
+  throw LazyError.of(
     "config_untrusted",
-    `Files that go into the task image or its tasks changed${since}: ${named}. lazy builds and copies only what you approved with lazy trust. Look at them (git log -p -- PATH), then run lazy trust in ${root} (lazy trust --show lists what changed).`,
+    {
+      reason: "build_files_changed",
+      root,
+      since: record?.build ? record.trustedAt : null,
+      changed: changes.slice(0, NAMED).map(worded),
+      more: Math.max(0, changes.length - NAMED),
+    },
     changes.slice(0, NAMED).map((c) => `${c.path} — ${c.how}, ${c.what}`),
   );
 }

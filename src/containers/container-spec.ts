@@ -6,8 +6,8 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import * as Git from "../git";
+import { HostNet } from "../network";
 import { LazyError } from "../util/errors";
-import * as HostNet from "./host-network";
 
 export const BIN = "/lazy/bin/lazy";
 

@@ -11,6 +11,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import type Docker from "dockerode";
+import type { EngineKind } from "../network";
 import { LazyError } from "../util/errors";
 import * as SshTunnel from "./ssh-tunnel";
 
@@ -142,7 +143,7 @@ export async function ping(
   }
 }
 
-export type EngineKind = "native" | "desktop" | "rootless" | "remote";
+export type { EngineKind };
 
 /**
  * Where the engine runs, which decides how containers reach the proxy and whether a

@@ -4,8 +4,8 @@
  * lines that led to it (image.ts's BuildLog).
  */
 import type Docker from "dockerode";
+import { HostNet } from "../network";
 import { stripAnsi } from "../util/ansi";
-import * as HostNet from "./host-network";
 import * as Image from "./image";
 import { LABEL_IMAGE } from "./labels";
 import * as Tar from "./tar";

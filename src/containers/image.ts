@@ -11,6 +11,7 @@ import { createHash } from "node:crypto";
 import { existsSync, lstatSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { BuildFiles, DEFAULT_BASE } from "../config";
+import { HostNet } from "../network";
 import { readRegular } from "../util/bounded-read";
 import { LazyError } from "../util/errors";
 import { VERSION } from "../version";
@@ -159,7 +160,7 @@ export function agentUid(): number {
  */
 export function plan(
   root: string,
-  container: { image?: string; dockerfile?: string; base?: string },
+  container: { image?: string; dockerfile?: string; base: string },
   harnesses: readonly string[],
 ): ImagePlan {
   if (container.image) return { kind: "given", tag: container.image };
@@ -185,7 +186,7 @@ export function plan(
       what: `the project's ${container.dockerfile}`,
     };
   }
-  const base = container.base ?? DEFAULT_BASE;
+  const base = container.base;
   const set = INSTALLABLE.filter((h) => harnesses.includes(h));
   const list = set.join(" ");
   const hash = createHash("sha256").update(DEFAULT_DOCKERFILE).update(base).update(uid).update(`\0${list}`).digest("hex").slice(0, 12);
@@ -327,4 +328,15 @@ function pullFailure(step: string, error: string): LazyError | null {
     "launch_refused",
     `The base image ${from ? `${from} ` : ""}could not be pulled: ${error.trim()}. Set [container] base in lazy.toml to an image this engine has (docker images) or can pull, or point Docker at a registry mirror ("registry-mirrors" in /etc/docker/daemon.json); behind a proxy, the Docker engine itself needs HTTPS_PROXY (its systemd unit), not only this shell.`,
   );
+}
+/**
+ * A task image's plan with the host's setup: the proxy variables as build args (Docker's
+ * predefined ones, never in `docker history`), and the CA bundle after each FROM, its hash in
+ * the tag so a new certificate builds anew.
+ */
+export function withHostNetwork(plan: ImagePlan, host: HostNet.HostNetwork): ImagePlan {
+  if (plan.kind !== "build") return plan;
+  const image = { ...plan, buildArgs: { ...plan.buildArgs, ...host.proxy } };
+  if (!host.ca) return image;
+  return { ...image, tag: `${plan.tag}-ca${host.ca.hash.slice(0, 8)}`, dockerfile: HostNet.withCa(plan.dockerfile, host.ca) };
 }

@@ -8,16 +8,12 @@
 import { existsSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Config, type Harness, Trust, usedHarnesses } from "../config";
+import { type Fence, HostNet, type LinkLocalGuard, type Network, type NetworkOptions } from "../network";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import * as Engine from "./engine";
-import type * as Fence from "./fence";
-import type { NetworkOptions } from "./firewall";
-import * as HostNet from "./host-network";
 import * as Image from "./image";
 import { LABEL_CONTEXT, LABEL_PROJECT } from "./labels";
-import type { Guard as LinkLocalGuard } from "./link-local";
-import type { Network } from "./network";
 import { Runtime } from "./runtime";
 
 /** What the project's containers need of the model proxy (proxy/index.ts): where it listens. */
@@ -80,7 +76,7 @@ export function taskImage(
 ): { image: Image.ImagePlan; host: HostNet.HostNetwork; raw: Image.ImagePlan } {
   const raw = Image.plan(root, config.container, usedHarnesses(config, also));
   const host: HostNet.HostNetwork = config.container.inherit_network_env ? HostNet.read() : { ca: null, proxy: {} };
-  return { image: HostNet.apply(raw, host), host, raw };
+  return { image: Image.withHostNetwork(raw, host), host, raw };
 }
 
 /**
@@ -185,7 +181,7 @@ export class ProjectContainers {
     else this.d.log.warn(`link-local metadata addresses are NOT blocked for task containers: ${g.reason}; ${g.remedy}`);
   }
 
-  /** Say in the log when what task containers can reach changes (containers/fence.ts). */
+  /** Say in the log when what task containers can reach changes (network/fence.ts). */
   private noteFence(f: Fence.State): void {
     const before = JSON.stringify(this.fence);
     this.fence = f;
@@ -230,7 +226,7 @@ export class ProjectContainers {
 
   /**
    * The task image's plan, with the host's network setup when [container] inherit_network_env
-   * is on (containers/host-network.ts): its CA bundle (checked; a file that does not parse is
+   * is on (network/host-network.ts): its CA bundle (checked; a file that does not parse is
    * refused by name) changes the tag, so a new certificate builds anew.
    */
   private plan(config: Config, also: readonly Harness[] = []): { image: Image.ImagePlan; host: HostNet.HostNetwork; raw: Image.ImagePlan } {

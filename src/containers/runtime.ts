@@ -6,16 +6,15 @@
  * it started (labels.ts).
  */
 import type Docker from "dockerode";
+import { ensureBridge, type Network, type NetworkEngine, type NetworkOptions, removeBridge } from "../network";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import * as Engine from "./engine";
-import { EngineFiles } from "./engine-files";
+import { demux, EngineFiles } from "./engine-files";
 import * as Exec from "./exec";
-import type { NetworkOptions } from "./firewall";
 import * as ImageBuild from "./image-build";
 import { LABEL_IMAGE, LABEL_PROJECT, LABEL_ROOT, LABEL_TASK } from "./labels";
 import { hostConfig, type Limits } from "./limits";
-import * as Network from "./network";
 import * as Sealed from "./sealed";
 
 export interface Mount {
@@ -81,22 +80,30 @@ export class Runtime {
     return this.kind === "native";
   }
 
-  /** The engine networks are made on (network.ts). */
-  private get on(): Network.On {
-    return { docker: this.docker, kind: this.kind, kindDetail: this.kindDetail, log: this.log };
+  /** The engine networks are made on (the network room, src/network), with the helpers its firewall uses. */
+  private get on(): NetworkEngine {
+    return {
+      docker: this.docker,
+      kind: this.kind,
+      kindDetail: this.kindDetail,
+      log: this.log,
+      projectLabel: LABEL_PROJECT,
+      imageExists: (image) => ImageBuild.imageExists(this.docker, image),
+      demux,
+    };
   }
 
   /**
    * The project's own bridge network, its firewall (re)applied: Docker or a firewall reload can
    * flush it, so the runner's housekeeping calls this again.
    */
-  ensureNetwork(project: string, opts: NetworkOptions): Promise<Network.Network> {
-    return Network.ensure(this.on, project, opts);
+  ensureNetwork(project: string, opts: NetworkOptions): Promise<Network> {
+    return ensureBridge(this.on, project, opts);
   }
 
   /** Remove the project's network once no container uses it; the gateway it had, if it went. */
   removeNetwork(project: string, opts: NetworkOptions): Promise<string | undefined> {
-    return Network.remove(this.on, project, opts);
+    return removeBridge(this.on, project, opts);
   }
 
   imageExists(tag: string): Promise<boolean> {

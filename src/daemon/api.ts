@@ -3,7 +3,8 @@
  * Host; writes in JSON and from its own origin or with the token header). Every /api route
  * requires the daemon token, as a bearer header (the CLI) or the session cookie the dashboard
  * gets from it. The routes live one file per resource in routes/. This is one of the two places
- * a LazyError becomes words (the CLI's printer is the other).
+ * a LazyError becomes words (the CLI's printer is the other): a refusal made as data (its code
+ * and facts) is worded here in the API's voice (words.ts), and its facts go in the answer too.
  *
  * The API takes the few things it uses (ApiDeps), not the daemon: daemon.ts builds them.
  */
@@ -29,6 +30,7 @@ import {
   dashboardRoutes,
   diffRoutes,
   eventRoutes,
+  exportRoutes,
   type GrantDeps,
   type GroupDeps,
   groupRoutes,
@@ -45,6 +47,7 @@ import {
   type WatchDeps,
   watchRoutes,
 } from "./routes";
+import * as Words from "./words";
 
 /** What the API needs from the daemon; each route file declares its own share. */
 export interface ApiDeps {
@@ -78,14 +81,15 @@ export interface ApiDeps {
 
 /**
  * The routes the server must not cut for idleness: the live streams (the dashboard's, lazy watch's) are quiet for long
- * stretches (docs/wire.md, "Runtime traps"), and a turn's start may build an image for minutes before it answers.
+ * stretches (docs/wire.md, "Runtime traps"), and a turn's start may build an image for minutes before it answers
+ * (an export of a long task reads its whole audit trail and diff first).
  */
 export const longLived = (url: string): boolean =>
   url.includes("/api/events") ||
   url.includes("/api/watch") ||
   url.endsWith("/api/ask") ||
   url.endsWith("/api/report") ||
-  /\/api\/tasks\/[^/]+\/(start|send|review|accept)$/.test(url);
+  /\/api\/tasks\/[^/]+\/(start|send|review|accept|export)$/.test(url);
 
 export function api(d: ApiDeps, token: string) {
   const want = Buffer.from(token);
@@ -103,7 +107,8 @@ export function api(d: ApiDeps, token: string) {
     .onError(({ error, code, set }) => {
       if (error instanceof LazyError) {
         set.status = error.status;
-        return error.toJSON();
+        // A refusal made as data is worded here, in the API's voice (words.ts).
+        return error.answer(Words.api);
       }
       if (code === "NOT_FOUND") {
         set.status = 404;
@@ -155,7 +160,7 @@ export function api(d: ApiDeps, token: string) {
   // The other rooms of routes take the daemon's deps alone, in this order (two lines only for
   // their width; their answers' types are read off each room, routes/answers.ts, not off this app).
   const first = [daemonRoutes, taskRoutes, authRoutes, proxyRoutes, statsRoutes, eventRoutes, watchRoutes];
-  const then = [memoryRoutes, askRoutes, buildRoutes, boardRoutes, diffRoutes, reviewRoutes, groupRoutes, pruneRoutes];
+  const then = [memoryRoutes, askRoutes, buildRoutes, boardRoutes, diffRoutes, reviewRoutes, groupRoutes, pruneRoutes, exportRoutes];
   for (const routes of [...first, ...then]) app.use(routes(d));
   return app;
 }

@@ -13,8 +13,8 @@ import type { Logger } from "../util/log";
 export interface ConfigState {
   config: Config;
   loadedAt: string;
-  /** Set while the file on disk is broken: the problems, and since when. */
-  broken: { since: string; problems: string[]; untrusted: boolean } | null;
+  /** Set while the file on disk is broken: the problems, and since when (`refusal`: untrusted, as data). */
+  broken: { since: string; problems: string[]; untrusted: boolean; refusal?: LazyError } | null;
 }
 
 export class ConfigWatch {
@@ -90,7 +90,7 @@ export class ConfigWatch {
     } catch (e) {
       // The trust record itself does not read: nothing new is applied.
       const error =
-        e instanceof LazyError ? e : new LazyError("config_untrusted", `lazy's trust record does not read: ${(e as Error).message}.`);
+        e instanceof LazyError ? e : LazyError.of("config_untrusted", { reason: "trust_record_unreadable", error: (e as Error).message });
       r = { ok: false, untrusted: true, file: join(this.root, FILE), problems: [], error };
     }
     const problems = r.ok ? this.validate(r.config) : r.untrusted ? [r.error.message, ...r.error.details] : r.error.details;
@@ -100,7 +100,8 @@ export class ConfigWatch {
       this.log.info(`${FILE} reloaded${was?.untrusted ? " (now trusted)" : ""}`);
     } else {
       const untrusted = !r.ok && r.untrusted;
-      this.state = { ...this.state, broken: { since: this.state.broken?.since ?? new Date().toISOString(), problems, untrusted } };
+      const since = this.state.broken?.since ?? new Date().toISOString();
+      this.state = { ...this.state, broken: { since, problems, untrusted, ...(!r.ok && r.untrusted ? { refusal: r.error } : {}) } };
       this.log.error(
         untrusted
           ? `${FILE} changed and is not trusted; keeping the last trusted config from ${this.state.loadedAt}:\n  ${problems.join("\n  ")}`

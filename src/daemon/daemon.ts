@@ -19,7 +19,8 @@ import { Notifier } from "../notify";
 import { ModelProxy, Targets } from "../proxy";
 import { Runner } from "../runner";
 import * as Store from "../store";
-import { LazyError } from "../util/errors";
+import { Telemetry } from "../telemetry";
+import { LazyError, speak } from "../util/errors";
 import { ensurePrivateDir, writeFileAtomic } from "../util/files";
 import { type Lock, tryLock } from "../util/flock";
 import { listen } from "../util/listen";
@@ -36,6 +37,7 @@ import * as Keeper from "./keeper";
 import * as Ports from "./ports";
 import type { Busy, DaemonStatus } from "./routes";
 import * as State from "./state";
+import * as Words from "./words";
 
 export class Daemon {
   readonly version = VERSION;
@@ -50,6 +52,8 @@ export class Daemon {
   egress: Egress | undefined;
   /** The broker: brokered services' tokens swapped in at the egress proxy (src/broker). */
   broker: Broker | undefined;
+  /** OpenTelemetry export of each turn ([telemetry] otlp; src/telemetry). */
+  telemetry: Telemetry | undefined;
   expiry: ExpiryWarnings | undefined;
   /** lazy's disk reserve: freed when the disk runs low, so the store, audit and log still write (disk/reserve.ts). */
   reserve: Disk.Reserve | undefined;
@@ -161,11 +165,12 @@ export class Daemon {
         untrusted: () => {
           const b = watch.state.broken;
           return b?.untrusted
-            ? new LazyError(
-                "config_untrusted",
-                b.problems[0] ?? "lazy.toml changed and is not trusted: run lazy trust.",
-                b.problems.slice(1),
-              )
+            ? (b.refusal ??
+                new LazyError(
+                  "config_untrusted",
+                  b.problems[0] ?? "lazy.toml changed and is not trusted: run lazy trust.",
+                  b.problems.slice(1),
+                ))
             : undefined;
         },
       });
@@ -185,6 +190,21 @@ export class Daemon {
       daemon.broker = broker;
       daemon.reserve = reserve;
       daemon.expiry = expiry;
+      // Spans of each ended turn, made on this thread from the store and the audit (off the proxy's path).
+      const telemetry = new Telemetry({
+        db,
+        bus,
+        audit: proxy.audit,
+        secrets: () => ({
+          version: proxy.grants.version(),
+          tokens: [...proxy.grants.all().map((g) => g.token), ...proxy.grants.allMcp().map((t) => t.token)],
+        }),
+        config: () => watch.state.config,
+        log: Log.create("telemetry"),
+        version: VERSION,
+      });
+      telemetry.start();
+      daemon.telemetry = telemetry;
       // lazy's MCP tools, on the proxy's listeners (where task containers reach it).
       const mcpDeps: Mcp.McpDeps = {
         db,
@@ -346,6 +366,7 @@ export class Daemon {
       metadata: this.runner.metadataGuard() ?? null,
       busy: this.busy(),
       ...crashesOf(this.paths),
+      ...(this.telemetry?.stats() ? { telemetry: this.telemetry.stats()! } : {}),
       fence: this.runner.fenceState() ?? null,
       docker: this.runner.engineEndpoint(),
       proxy: {
@@ -393,6 +414,7 @@ export class Daemon {
     this.apiServer?.stop(true);
     this.egress?.stop();
     this.broker?.stop();
+    await this.telemetry?.stop();
     await this.proxy.stop();
     this.credentials.stop();
     State.clearRecord(this.paths, process.pid);
@@ -404,6 +426,8 @@ export class Daemon {
 
 /** Serve until told to stop. */
 export async function serve(root: string): Promise<void> {
+  // The daemon speaks in the API's voice: a refusal made as data reads so in its log and tasks.
+  speak(Words.api);
   const paths = State.paths(root);
   ensurePrivateDir(paths.dir);
   // A line that finds no room frees lazy's disk reserve and is written into it (disk/reserve.ts).

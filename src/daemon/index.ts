@@ -6,11 +6,12 @@
 
 export type { Daemon } from "./daemon";
 export * as Keeper from "./keeper";
-/** What the API answers, route by route (the dashboard client imports these, type-only). */
-export type { Answers, Busy, DaemonStatus } from "./routes";
+export type { Busy, DaemonStatus } from "./routes";
 export type { DaemonRecord } from "./state";
 export * as State from "./state";
 export * as Title from "./title";
+/** The API's voice for refusals made as data (the CLI's starts from it). */
+export * as Words from "./words";
 
 /**
  * `lazy daemon run`: the keeper (keeper.ts), which runs `daemon` (this same command, marked

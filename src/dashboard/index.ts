@@ -6,8 +6,8 @@
  * or a log) for a session cookie, then asks the API and follows its one live stream (SSE).
  */
 
+/** What the daemon's API answers, route by route (the client reads these; the routes check them). */
+export type * as Answers from "./answers";
 export { ASSETS, type Asset, asset } from "./assets";
-export { BASE_PASSES, type Candidate, type Comparison, compare, counts, rank, type Verdict, wallTime } from "./compare";
-export { candidatesDiff, type Diff, type DiffFile, taskDiff } from "./diff";
 export { CSP, type PageName, page, pageFor } from "./pages";
 export { question, rows, type TaskRow, why } from "./rows";

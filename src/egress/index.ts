@@ -9,7 +9,7 @@
  * host, plain-HTTP request line, headers or body; as is, base64, hex, reversed, or cut across two
  * header fields or two body chunks: canary.ts) is refused and its task stopped (`onLeak`).
  *
- * The firewall side (what else the bridge may reach) is containers/fence.ts; `fenceFor` gives
+ * The firewall side (what else the bridge may reach) is network/fence.ts; `fenceFor` gives
  * it the ports. It runs on the daemon's main thread: a download through it costs CPU in the
  * kernel's two TCP connections and in Bun's copy of each read, not in JavaScript (reads come
  * in ~500 KB chunks), so a Worker would not make it faster (bench/egress.ts, bench/README.md).
@@ -17,7 +17,7 @@
 import { readFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import type { Config } from "../config";
-import { type Fence, HostNet } from "../containers";
+import { type Fence, HostNet } from "../network";
 import { type AuditBatch, AuditRecorder, type AuditRefusalTally, type Grant, type McpToken } from "../proxy";
 import { LazyError } from "../util/errors";
 import { writeFileAtomic } from "../util/files";
@@ -172,7 +172,7 @@ export class Egress {
   }
 
   /**
-   * The fence for the project's bridge (containers/fence.ts), listening first where the mode
+   * The fence for the project's bridge (network/fence.ts), listening first where the mode
    * needs the egress proxy. `proxyPort` is where the model proxy and MCP listen on the gateway.
    */
   fenceFor(config: Config, gateway: string, proxyPort: number): Fence.Spec {

@@ -19,7 +19,7 @@
  */
 import { lookup } from "node:dns/promises";
 import { type AllowEntry, allows, type Config, DEFAULT_ALLOW, hostOf, parseAllow } from "../config";
-import { Subnets } from "../containers";
+import { Subnets } from "../network";
 import * as NoProxy from "../util/no-proxy";
 import { isHostOwn } from "../util/own-address";
 

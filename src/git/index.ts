@@ -27,7 +27,7 @@ import {
 } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { inflateSync } from "node:zlib";
-import * as AgentDir from "../util/agent-dir";
+import * as AgentDir from "../agent-dir";
 import { readRegular } from "../util/bounded-read";
 import { LazyError } from "../util/errors";
 import { git, gitAsync, gitEnv, HARDENED } from "./run";
@@ -36,8 +36,10 @@ import { writeView } from "./view";
 export const BRANCH_PREFIX = "lazy/";
 
 export { blockerMessage, changedFiles, commitsToMerge, diffStat, merge, mergeBlockers } from "./merge";
-export { git, gitAsync, gitBytes, gitRead } from "./run";
+export { AGENT_TRACE_NOTES, notesOn } from "./notes";
+export { git, gitAsync, gitBytes, gitEnv, gitRead, HARDENED } from "./run";
 export { type SnapshotBounds, type SnapshotEntry, snapshot } from "./snapshot";
+export { type Trailer, trailerValue, withTrailers } from "./trailers";
 export { VIEW_DIRS, type ViewFile, viewFiles, writeView } from "./view";
 
 export function commonDir(root: string): string {
@@ -223,18 +225,18 @@ export function restorePointers(t: TaskGit, uid?: number): void {
  * checked against its name; packs through git index-pack), then move the task's branch to
  * the commit its private ref names, if that is a commit.
  */
-export function syncBranch(root: string, t: TaskGit, ref: string): { moved: boolean; tip: string; skipped: string[] } {
+export function syncBranch(root: string, t: TaskGit, ref: string): { moved: boolean; from: string; tip: string; skipped: string[] } {
   const skipped = importObjects(t.privateObjects, join(t.commonDir, "objects"), root);
   const current = git(root, ["rev-parse", `refs/heads/${t.branch}`]).out.trim();
   const want = readRef(t, ref);
-  if (!want || want === current) return { moved: false, tip: current, skipped };
-  if (git(root, ["cat-file", "-t", want], { allowFail: true }).out.trim() !== "commit") return { moved: false, tip: current, skipped };
+  const stay = { moved: false, from: current, tip: current, skipped };
+  if (!want || want === current) return stay;
+  if (git(root, ["cat-file", "-t", want], { allowFail: true }).out.trim() !== "commit") return stay;
   // Forward only: the branch may have moved on the host meanwhile (lazy pair), and an agent
   // that rewrote its history does not get to rewind what is already on the branch.
-  if (git(root, ["merge-base", "--is-ancestor", current, want], { allowFail: true }).code !== 0)
-    return { moved: false, tip: current, skipped };
+  if (git(root, ["merge-base", "--is-ancestor", current, want], { allowFail: true }).code !== 0) return stay;
   git(root, ["update-ref", "-m", "lazy: the task's turn", `refs/heads/${t.branch}`, want, current]);
-  return { moved: true, tip: want, skipped };
+  return { moved: true, from: current, tip: want, skipped };
 }
 
 /** Bounds on what one turn's import reads: a loose object, a pack, and all of it. */

@@ -59,7 +59,9 @@ export function blockerMessage(ref: string, branch: string, b: { dirty: string[]
 
 /** Merge the task's branch into the project's current branch (never a fast-forward that hides it). */
 export function merge(root: string, branch: string, message: string, ref = branch): void {
-  const r = git(root, ["merge", "--no-ff", "-m", message, `refs/heads/${branch}`], { allowFail: true });
+  // --no-log: a person's merge.log would append the branch's commit subjects (the agent's words)
+  // after the message, under lazy's trailers, which git then no longer reads as the last paragraph.
+  const r = git(root, ["merge", "--no-ff", "--no-log", "-m", message, `refs/heads/${branch}`], { allowFail: true });
   if (r.code !== 0) {
     const conflicts = git(root, ["diff", "--name-only", "--diff-filter=U"], { allowFail: true }).out.split("\n").filter(Boolean);
     git(root, ["merge", "--abort"], { allowFail: true });

@@ -12,7 +12,7 @@
  */
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import * as AgentDir from "../util/agent-dir";
+import * as AgentDir from "../agent-dir";
 import { readRegularBytes } from "../util/bounded-read";
 import { gitAsync } from "./run";
 

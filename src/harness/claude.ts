@@ -19,6 +19,7 @@ const FOLDERS = [".claude/skills", ".claude/agents", ".claude/commands", ".claud
 
 export const claude: Harness = {
   name: "claude",
+  coAuthor: "Claude <noreply@anthropic.com>",
   binary: "claude",
   slot(_profile, real) {
     if (real.bearer) return { envVar: "ANTHROPIC_AUTH_TOKEN", shape: real.openrouter ? "openrouter" : "generic" };

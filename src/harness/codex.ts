@@ -16,6 +16,7 @@ import * as Worktree from "./worktree";
 
 export const codex: Harness = {
   name: "codex",
+  coAuthor: "Codex <noreply@openai.com>",
   binary: "codex",
   slot: (_profile, real) => ({ envVar: "OPENAI_API_KEY", shape: real.openrouter ? "openrouter" : "openai" }),
   prepare(l) {

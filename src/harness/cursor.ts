@@ -25,6 +25,7 @@ const PROJECT = [
 
 export const cursor: Harness = {
   name: "cursor",
+  coAuthor: "Cursor Agent <cursoragent@cursor.com>",
   binary: "cursor-agent",
   slot: () => ({ envVar: "CURSOR_API_KEY", shape: "cursor" }),
   prepare(l) {

@@ -7,7 +7,7 @@
  */
 import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
-import * as AgentDir from "../util/agent-dir";
+import * as AgentDir from "../agent-dir";
 import { LazyError } from "../util/errors";
 import { ensurePrivateDir, writeFileAtomic } from "../util/files";
 import * as NoProxy from "../util/no-proxy";
@@ -103,3 +103,8 @@ export function environment(base: Record<string, string | undefined>, prepared: 
 }
 
 export { parse as parseEvent, type TaskEvent as HarnessEvent } from "./events";
+
+/** The `Co-Authored-By` value lazy accept writes for work done by this harness (types.ts `coAuthor`). */
+export function coAuthor(harness: Launch["profile"]["harness"]): string {
+  return harnesses[harness].coAuthor;
+}

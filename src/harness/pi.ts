@@ -23,6 +23,7 @@ const EXTENDS = ["extensions", "packages"];
 
 export const pi: Harness = {
   name: "pi",
+  coAuthor: "Pi agent (lazy) <noreply@lazy.invalid>",
   binary: "pi",
   slot(profile, real) {
     if (profile.wire === "openai") return { envVar: "OPENAI_API_KEY", shape: real.openrouter ? "openrouter" : "openai" };

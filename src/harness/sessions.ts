@@ -7,7 +7,7 @@
  */
 import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
-import * as AgentDir from "../util/agent-dir";
+import * as AgentDir from "../agent-dir";
 import { ensurePrivateDir, writeFileAtomic } from "../util/files";
 
 /** Bounds on what one pair copies: a file, all of it, how many, how deep. */

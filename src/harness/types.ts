@@ -86,6 +86,12 @@ export interface Harness {
   inspect(worktree: string): Inspection;
   /** Where in its configuration folder the harness keeps session transcripts (a pair copies them). */
   readonly sessions: readonly string[];
+  /**
+   * Who `lazy accept` names in the merge's `Co-Authored-By` trailer ([provenance] trailers): the
+   * identity the harness's own vendor writes on its commits where it has one, else lazy's words
+   * for the harness. Fixed text, never the agent's.
+   */
+  readonly coAuthor: string;
 }
 
 /**

@@ -1,10 +1,10 @@
 /**
  * Reading what a task's worktree carries before a harness is started there on the host (lazy
  * pair). The agent wrote that tree, so it is read like every agent-written folder: one name at
- * a time, no link followed, regular files only, bounded (util/agent-dir.ts). Each adapter uses
+ * a time, no link followed, regular files only, bounded (agent-dir/). Each adapter uses
  * these to say what its harness would load from the folder (see `inspect` in types.ts).
  */
-import * as AgentDir from "../util/agent-dir";
+import * as AgentDir from "../agent-dir";
 
 /** A settings file larger than this is not read: no harness setting needs that much. */
 const MAX_SETTINGS = 1024 * 1024;

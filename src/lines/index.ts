@@ -59,7 +59,8 @@ function eventText(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
       if (d.reason === "max_running") return `${t}  -- ${d.from} → ${d.to}: ${slotText(d)}`;
       if (d.reason === "usage_pause")
         return `${t}  -- ${d.from} → ${d.to}: held by [usage_pause] (${d.credential}: ${d.detail}) until ${d.resetsAt}`;
-      return `${t}  -- ${d.from} → ${d.to}${d.result ? "" : d.error ? `: ${d.error}` : ""}`;
+      // `by`: who accepted, rejected or closed it (runner endings.ts `Actor`).
+      return `${t}  -- ${d.from} → ${d.to}${d.by?.user ? ` by ${d.by.user} (${d.by.via})` : ""}${d.result ? "" : d.error ? `: ${d.error}` : ""}`;
     case "queued":
       return `${t}  -- queued: ${slotText(d)}`;
     case "held":
@@ -86,6 +87,8 @@ function eventText(e: Pick<TaskEvent, "at" | "kind" | "data">): string {
       return `${t}  !! dropped ${d.events} event(s) and ${d.bytes} unread byte(s): ${d.reason}`;
     case "summary":
       return `${t}  accepted ${d.commits?.length ?? 0} commit(s) from ${d.branch}${(d.commits ?? []).map((c: string) => `\n${c}`).join("")}`;
+    case "review":
+      return `${t}  review: ${Array.isArray(d.comments) ? d.comments.length : 0} comment(s) sent as the next turn`;
     case "check":
       return `${t}  check ${d.ok ? "passed" : `FAILED (exit ${d.code})`}: ${d.command}${d.error ? ` (${d.error})` : ""}`;
     default:

@@ -157,13 +157,24 @@ export async function serve(
     }
     const body = parsed as { method?: unknown; params?: { name?: unknown } } | null | undefined;
     if (body && typeof body.method === "string")
-      note = body.method === "tools/call" && typeof body.params?.name === "string" ? `tools/call ${body.params.name}` : body.method;
+      note =
+        body.method === "tools/call" && typeof body.params?.name === "string"
+          ? `tools/call ${shown(body.params.name)}`
+          : shown(body.method);
   }
   const { response, bounded } = await handle(d, token, a.holder, req, parsed);
   if (a.who.taskId) hear(a.who.taskId, { status: response.status });
   // One tool call refused by its bound: counted where the bound keeps its count, not audited a row a call.
   return { response, who: a.who, note: bounded ? `${note} (refused by its bound)` : note, counted: bounded && response.status === 200 };
 }
+
+/**
+ * A method or tool name as the audit row's note shows it (and the spans and exports made from
+ * it): the agent chose it, so one that is not a plain name of letters, `_` and `/` (MCP's are:
+ * `tools/call`, `logging/setLevel`, `report_progress`) or that says "lazy" (every placeholder and
+ * token does, and has `-` or digits) is not shown: a secret put there never reaches the audit.
+ */
+const shown = (name: string) => (/^[A-Za-z_/]{1,64}$/.test(name) && !/lazy/i.test(name) ? name : "(a name lazy does not show)");
 
 /**
  * One server per token, its tools registered once (building a server with its tools costs

@@ -26,19 +26,19 @@
  * project's is made anew. On a remote engine (DOCKER_HOST=tcp://…) nothing of this host is
  * mounted: lazy's binary comes from the volume remote tasks use, its folders and harness files
  * are shipped in, and its turn folder is mirrored back as a remote task's is
- * (runner/remote.ts). No warm container is kept there.
+ * (remote/ship.ts). No warm container is kept there.
  */
 
 import { randomBytes } from "node:crypto";
 import { lchownSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import * as AgentDir from "../agent-dir";
 import { defaultProfile, type ResolvedProfile, resolveLimits, resolveProfile } from "../config";
 import { BIN, containerEnvOf, Image, linuxBinary, type Runtime } from "../containers";
 import * as Git from "../git";
 import * as Harness from "../harness";
 import type { Task } from "../store";
 import { FILES } from "../supervisor";
-import * as AgentDir from "../util/agent-dir";
 import { LazyError } from "../util/errors";
 import type { Answer, OwnCallDeps } from "./deps";
 import * as Outcome from "./outcome";

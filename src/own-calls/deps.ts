@@ -1,6 +1,6 @@
 /**
  * What lazy's own calls need of the rest of the daemon (the runner hands it over), what a remote
- * engine's side of a call is (runner/remote-tasks.ts), and what a call answers.
+ * engine's side of a call is (remote/tasks.ts), and what a call answers.
  */
 import type { Database } from "bun:sqlite";
 import type { Config } from "../config";
@@ -28,7 +28,7 @@ export interface OwnCallDeps {
 type Volume = { name: string; container: string };
 
 /**
- * What travels for a call on a remote engine, and back (runner/remote-tasks.ts, shared with
+ * What travels for a call on a remote engine, and back (remote/tasks.ts, shared with
  * remote tasks); and the project's committed tree, which a call gets on any engine.
  */
 export interface RemoteCalls {

@@ -4,10 +4,10 @@
  * harness gave, bounded.
  */
 import { join } from "node:path";
+import * as AgentDir from "../agent-dir";
 import type { Runtime } from "../containers";
 import * as Harness from "../harness";
 import { type Exit, FILES } from "../supervisor";
-import * as AgentDir from "../util/agent-dir";
 
 /** How long one call may take, model included. */
 const DEADLINE_MS = 10 * 60_000;

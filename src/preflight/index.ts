@@ -1,8 +1,10 @@
 /**
  * The preflight: what a launch needs, checked before any task is stored (`lazy run`, `lazy task
  * add`/start/send, a best-of-N group, the dashboard's and the API's add), and what `lazy doctor`
- * shows — one place for the knowledge. Each check is a Finding; a launch is refused at the first
- * blocking one (code `preflight_refused`, exit 4), naming its cause and its remedy:
+ * shows — one place for the knowledge. Each check is a `Checked`: what it found as data
+ * (`Found`), worded at the edges (daemon/words.ts `finding`: the API's refusal, lazy doctor's
+ * lines). A launch is refused at the first blocking one (code `preflight_refused`, exit 4),
+ * naming its cause and its remedy:
  *   (a) the folder is a git repository with a commit (the CLI asks before it starts a daemon);
  *   (b) the Docker engine this shell names is the one the running daemon uses, and it answers;
  *   (c) the task image exists, can be pulled (`[container] image`) or will be built;
@@ -19,13 +21,55 @@ import * as Harness from "../harness";
 import { LazyError } from "../util/errors";
 import { writeFileAtomic } from "../util/files";
 
-/** One line of the preflight and of lazy doctor. */
+/** One line of lazy doctor, in words (a preflight check's, worded by daemon/words.ts, or doctor's own). */
 export interface Finding {
   check: string;
   ok: boolean;
   blocking: boolean;
   summary: string;
   remedy?: string;
+  details?: string[];
+}
+
+/** What a preflight check found: its kind and facts, no sentence. */
+export type Found =
+  | { kind: "git_ok"; root: string; head: string }
+  | { kind: "git_not_repo"; root: string }
+  | { kind: "git_no_commit"; root: string }
+  | { kind: "engine_same"; host: string }
+  | { kind: "engine_other"; shell: string; shellSource: string; daemon: string; daemonSource: string }
+  /** A lower layer's own refusal (the image's config, the engine's connection, [proxy] remote_bind), passed on in its words. */
+  | { kind: "refused"; said: string; remedy?: string }
+  | { kind: "engine_down"; host: string; source: string; error: string }
+  | { kind: "image_stale"; tag: string; what: string }
+  | { kind: "image_absent"; tag: string; host: string }
+  | { kind: "image_pulled"; tag: string }
+  | { kind: "image_unbuilt"; tag: string; what: string }
+  | { kind: "image_present"; tag: string; host: string }
+  /** `error`: the pull's, bounded and escaped (`shown`). */
+  | { kind: "image_missing"; tag: string; host: string; error: string }
+  | { kind: "harness_runs"; bin: string; tag: string; version: string }
+  /**
+   * `ran`: the program started, and `why` says how it ended ("it exited 1", "it did not end…");
+   * otherwise `why` is the engine's own error (bounded). `output`: its end, bounded.
+   */
+  | {
+      kind: "harness_missing";
+      harness: string;
+      bin: string;
+      tag: string;
+      source: "image" | "dockerfile" | "default";
+      ran: boolean;
+      why: string;
+      output: string;
+    };
+
+/** One preflight check's result. */
+export interface Checked {
+  check: string;
+  ok: boolean;
+  blocking: boolean;
+  found: Found;
   details?: string[];
 }
 
@@ -42,38 +86,23 @@ export const CACHE_FILE = "preflight.json";
  */
 export const skipped = () => process.env.LAZY_PREFLIGHT === "off";
 
-/** A blocking finding as the error a launch is refused with: its cause, then its remedy. */
-export function refusal(f: Finding): LazyError {
-  const sentence = (t: string) => `${t.charAt(0).toUpperCase()}${t.slice(1)}${/[.!?]$/.test(t) ? "" : "."}`;
-  return new LazyError("preflight_refused", `${sentence(f.summary)}${f.remedy ? ` ${sentence(f.remedy)}` : ""}`, f.details ?? []);
+/** A blocking check as the refusal a launch gets: its check and what it found (worded at the edges). */
+export function refusal(f: Checked): LazyError {
+  return LazyError.of("preflight_refused", { reason: "preflight", check: f.check, found: f.found }, f.details ?? []);
 }
 
 /** The first blocking finding, thrown as the launch's refusal. */
-export function refuseOn(findings: Finding[]): void {
+export function refuseOn(findings: Checked[]): void {
   const bad = findings.find((f) => !f.ok && f.blocking);
   if (bad) throw refusal(bad);
 }
 
 /** (a) The folder is a git repository with at least one commit: a task's worktree starts from HEAD. */
-export function gitFinding(root: string): Finding {
+export function gitFinding(root: string): Checked {
   const r = Git.git(root, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], { allowFail: true });
-  if (r.code === 0)
-    return { check: "git", ok: true, blocking: false, summary: `${root} is a git repository at ${r.out.trim().slice(0, 12)}` };
-  if (/not a git repository/i.test(r.err))
-    return {
-      check: "git",
-      ok: false,
-      blocking: true,
-      summary: `${root} is not a git repository: each task works on a git worktree of the project`,
-      remedy: `run git init && git add -A && git commit -m init in ${root} (or cd into your repository), then launch again`,
-    };
-  return {
-    check: "git",
-    ok: false,
-    blocking: true,
-    summary: `the git repository at ${root} has no commit yet: a task's worktree starts from HEAD`,
-    remedy: "commit something first (git add -A && git commit -m init), then launch again",
-  };
+  if (r.code === 0) return { check: "git", ok: true, blocking: false, found: { kind: "git_ok", root, head: r.out.trim().slice(0, 12) } };
+  if (/not a git repository/i.test(r.err)) return { check: "git", ok: false, blocking: true, found: { kind: "git_not_repo", root } };
+  return { check: "git", ok: false, blocking: true, found: { kind: "git_no_commit", root } };
 }
 
 /**
@@ -81,17 +110,15 @@ export function gitFinding(root: string): Finding {
  * DOCKER_CONTEXT, the current context): a daemon started from another shell, or before a
  * `docker context use`, would run tasks where this shell's docker does not look.
  */
-export function engineFinding(daemon: { host: string; source: string } | undefined, shell: Engine.Endpoint): Finding | undefined {
+export function engineFinding(daemon: { host: string; source: string } | undefined, shell: Engine.Endpoint): Checked | undefined {
   if (!daemon) return undefined; // a daemon older than this CLI does not say
   if (sameEngine(daemon.host, shell.host))
-    return { check: "docker", ok: true, blocking: false, summary: `the daemon uses the same engine as this shell (${daemon.host})` };
+    return { check: "docker", ok: true, blocking: false, found: { kind: "engine_same", host: daemon.host } };
   return {
     check: "docker",
     ok: false,
     blocking: true,
-    summary: `this shell names the Docker engine ${shell.host} (${shell.source}), but the running daemon uses ${daemon.host} (${daemon.source}): tasks would run on the daemon's engine, not this shell's`,
-    remedy:
-      "run lazy daemon restart from this shell (the daemon takes this shell's DOCKER_HOST or Docker context), or point this shell at the daemon's engine",
+    found: { kind: "engine_other", shell: shell.host, shellSource: shell.source, daemon: daemon.host, daemonSource: daemon.source },
   };
 }
 
@@ -145,14 +172,16 @@ export class Preflight {
    * (c) and (d): the engine answers, the image is there (or pulled, or to be built), each
    * harness runs in it. `pull: false` (doctor) only says a missing named image is missing.
    */
-  async image(config: Config, harnesses: HarnessName[], opts: { pull: boolean }): Promise<Finding[]> {
+  async image(config: Config, harnesses: HarnessName[], opts: { pull: boolean }): Promise<Checked[]> {
     let plan: Image.ImagePlan;
     let raw: Image.ImagePlan;
     try {
       ({ image: plan, raw } = taskImage(this.d.root, config, harnesses));
     } catch (e) {
       if (!(e instanceof LazyError)) throw e;
-      return [{ check: "image", ok: false, blocking: true, summary: e.message.replace(/\.$/, ""), remedy: "fix [container] in lazy.toml" }];
+      return [
+        { check: "image", ok: false, blocking: true, found: { kind: "refused", said: e.message, remedy: "fix [container] in lazy.toml" } },
+      ];
     }
     const ep = this.d.endpoint();
     let docker: Runtime;
@@ -169,49 +198,27 @@ export class Preflight {
         bindFor(docker.endpoint, config);
       } catch (e) {
         if (!(e instanceof LazyError)) throw e;
-        return [{ check: "docker", ok: false, blocking: true, summary: e.message }];
+        return [{ check: "docker", ok: false, blocking: true, found: { kind: "refused", said: e.message } }];
       }
-    const out: Finding[] = [];
+    const out: Checked[] = [];
     // A project Dockerfile's image built from other files than its context holds now is built
     // again by the launch: its harness is checked after that build, not in the old image.
     if (id && plan.kind === "build" && raw.kind === "build" && raw.context && Image.copiesContext(raw.dockerfile)) {
       const due = await imageDue(docker, this.d.root, plan, raw.dockerfile).catch(() => undefined);
       if (due?.stale)
-        return [
-          {
-            check: "image",
-            ok: true,
-            blocking: false,
-            summary: `${plan.tag} was built from other files than ${plan.what} copies now: the next launch builds it again, then checks its harness`,
-          },
-        ];
+        return [{ check: "image", ok: true, blocking: false, found: { kind: "image_stale", tag: plan.tag, what: plan.what } }];
     }
     if (!id && plan.kind === "given") {
       if (!opts.pull)
-        return [
-          {
-            check: "image",
-            ok: false,
-            blocking: false,
-            summary: `[container] image = "${plan.tag}" is not on the Docker engine at ${ep.host}: the first launch pulls it`,
-            remedy: `docker pull ${plan.tag} now, to see whether it can be pulled`,
-          },
-        ];
+        return [{ check: "image", ok: false, blocking: false, found: { kind: "image_absent", tag: plan.tag, host: ep.host } }];
       const pulled = await docker.pull(plan.tag, PULL_TIMEOUT_MS);
       if (!pulled.ok) return [missingImage(plan.tag, ep, pulled.error)];
       id = await docker.imageId(plan.tag).catch(() => undefined);
       if (!id) return [missingImage(plan.tag, ep, "the pull ended but the engine has no such image")];
-      out.push({ check: "image", ok: true, blocking: false, summary: `pulled ${plan.tag} ([container] image)` });
+      out.push({ check: "image", ok: true, blocking: false, found: { kind: "image_pulled", tag: plan.tag } });
     } else if (!id && plan.kind === "build") {
-      return [
-        {
-          check: "image",
-          ok: true,
-          blocking: false,
-          summary: `${plan.tag} is not built yet: the first launch builds ${plan.what}, then checks its harness`,
-        },
-      ];
-    } else out.push({ check: "image", ok: true, blocking: false, summary: `${plan.tag} is on the engine at ${ep.host}` });
+      return [{ check: "image", ok: true, blocking: false, found: { kind: "image_unbuilt", tag: plan.tag, what: plan.what } }];
+    } else out.push({ check: "image", ok: true, blocking: false, found: { kind: "image_present", tag: plan.tag, host: ep.host } });
     for (const h of harnesses) out.push(await this.harness(docker, plan.tag, id!, h, config));
     return out;
   }
@@ -223,11 +230,11 @@ export class Preflight {
   }
 
   /** (d) One harness in one image: remembered once it ran; run sealed otherwise. */
-  private async harness(docker: Runtime, tag: string, id: string, h: HarnessName, config: Config): Promise<Finding> {
+  private async harness(docker: Runtime, tag: string, id: string, h: HarnessName, config: Config): Promise<Checked> {
     const source = config.container.image ? "image" : config.container.dockerfile ? "dockerfile" : "default";
     const bin = Harness.binary(h);
     const known = this.cached(id, h);
-    if (known) return { check: "harness", ok: true, blocking: false, summary: `${bin} runs in ${tag}: ${known}` };
+    if (known) return { check: "harness", ok: true, blocking: false, found: { kind: "harness_runs", bin, tag, version: known } };
     let r: { code: number; output: string; timedOut: boolean };
     try {
       r = await docker.sealed(tag, [bin, "--version"], { user: String(Image.agentUid()), timeoutMs: HARNESS_TIMEOUT_MS });
@@ -246,7 +253,7 @@ export class Preflight {
       );
     const version = shown(r.output.trim().split("\n")[0] ?? "", 120) || "(no output)";
     this.remember(id, h, version);
-    return { check: "harness", ok: true, blocking: false, summary: `${bin} runs in ${tag}: ${version}` };
+    return { check: "harness", ok: true, blocking: false, found: { kind: "harness_runs", bin, tag, version } };
   }
 
   private get cacheFile(): string {
@@ -289,30 +296,19 @@ export function shown(text: string, max: number, end = false): string {
   return JSON.stringify(cut).slice(1, -1).replace(/\\"/g, '"');
 }
 
-function engineDown(ep: Engine.Endpoint, e: unknown): Finding {
+function engineDown(ep: Engine.Endpoint, e: unknown): Checked {
   // The connection's own refusal already says cause and remedy (containers/engine.ts unreachable).
-  if (e instanceof LazyError) return { check: "docker", ok: false, blocking: true, summary: e.message };
+  if (e instanceof LazyError) return { check: "docker", ok: false, blocking: true, found: { kind: "refused", said: e.message } };
   return {
     check: "docker",
     ok: false,
     blocking: true,
-    summary: `the Docker engine at ${ep.host} (${ep.source}) does not answer: ${(e as Error).message}`,
-    remedy:
-      ep.source === "DOCKER_HOST"
-        ? "start that engine or fix DOCKER_HOST (or unset it to use this machine's engine); lazy doctor shows more"
-        : "start Docker (Linux: sudo systemctl start docker, or dockerd), or point DOCKER_HOST at a running engine",
+    found: { kind: "engine_down", host: ep.host, source: ep.source, error: (e as Error).message },
   };
 }
 
-function missingImage(tag: string, ep: Engine.Endpoint, error: string): Finding {
-  return {
-    check: "image",
-    ok: false,
-    blocking: true,
-    summary: `the image "${tag}" that [container] image names is not on the Docker engine at ${ep.host} and could not be pulled (${shown(error, 300)})`,
-    remedy:
-      "check the name for a typo (docker images lists what this engine has) and fix [container] image in lazy.toml, then lazy trust; or docker login / docker pull it; or remove the key to use lazy's default image",
-  };
+function missingImage(tag: string, ep: Engine.Endpoint, error: string): Checked {
+  return { check: "image", ok: false, blocking: true, found: { kind: "image_missing", tag, host: ep.host, error: shown(error, 300) } };
 }
 
 function harnessMissing(
@@ -322,19 +318,20 @@ function harnessMissing(
   source: "image" | "dockerfile" | "default",
   why: string,
   output = "",
-): Finding {
-  const fix =
-    source === "image"
-      ? `use an image with ${bin} on its PATH (lazy's default image has it: remove [container] image)`
-      : source === "dockerfile"
-        ? `install ${bin} in the image [container] dockerfile builds (or build FROM lazy's default image)`
-        : `build lazy's default image again (lazy prune removes the broken one)`;
-  const out = output.trim() ? shown(output.trim(), 400, true) : "";
+): Checked {
   return {
     check: "harness",
     ok: false,
     blocking: true,
-    summary: `the ${h} harness does not run in the image ${tag}: ${bin} --version ${/^(it |no )/.test(why) ? why.replace(/^it /, "") : `could not start (${shown(why, 300)})`}${out ? `; it printed: ${out}` : ""}`,
-    remedy: `${fix}; or pick a profile of another harness (--profile)`,
+    found: {
+      kind: "harness_missing",
+      harness: h,
+      bin,
+      tag,
+      source,
+      ran: /^(it |no )/.test(why),
+      why: /^(it |no )/.test(why) ? why : shown(why, 300),
+      output: output.trim() ? shown(output.trim(), 400, true) : "",
+    },
   };
 }

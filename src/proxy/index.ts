@@ -22,8 +22,10 @@ export {
   type McpTokens,
   notLive,
   Pid,
+  Placeholders,
   pinnedTo,
   refusedFrom,
+  SECRET_SHAPE,
   type Target,
   Targets,
 } from "./identity";

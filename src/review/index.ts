@@ -23,7 +23,7 @@ export interface Comment {
   text: string;
 }
 
-/** What a diff shows, as much as a review needs (dashboard/diff.ts's Diff fits). */
+/** What a diff shows, as much as a review needs (diff/diff.ts's Diff fits). */
 export interface ShownDiff {
   branch: string;
   files: { path: string; binary: boolean; hunks: { header: string; lines: string[] }[] }[];
@@ -148,9 +148,13 @@ function ranges(lines: Map<string, string>, side: Side, path: string): string {
 const QUOTE_MAX = 200;
 
 /** The next turn's message: each comment with its file and line and the line it is on, then a person's note if any. */
+/** How a review's message begins (the runner tells a review turn from a lazy send by it). */
+const HEAD = "Review of your changes on ";
+export const isReview = (text: string) => text.startsWith(HEAD);
+
 export function message(branch: string, comments: readonly (Comment & { quote: string })[], note?: string): string {
   const parts = [
-    `Review of your changes on ${branch}: ${comments.length} comment(s), each on a line of the diff (path:LINE is a line of your version; "(removed)" a line you removed, numbered as in the base).`,
+    `${HEAD}${branch}: ${comments.length} comment(s), each on a line of the diff (path:LINE is a line of your version; "(removed)" a line you removed, numbered as in the base).`,
   ];
   for (const c of comments) {
     const q = c.quote.length > QUOTE_MAX ? `${c.quote.slice(0, QUOTE_MAX)}…` : c.quote;

@@ -7,7 +7,7 @@
  */
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { FILE as CONFIG_FILE } from "../config";
+import { FILE as CONFIG_FILE, type Config } from "../config";
 import * as Git from "../git";
 import { type OwnCalls, summaryPrompt } from "../own-calls";
 import type { ModelProxy } from "../proxy";
@@ -15,12 +15,26 @@ import { canMove, HeldTurns, Runs, type Task, Tasks } from "../store";
 import { LazyError } from "../util/errors";
 import { configBearing } from "./config-files";
 import type { TaskAccess } from "./task-access";
+import { acceptTrailers } from "./trailers";
+
+/**
+ * Who ended a task (accept, reject, close), as the daemon knows it: the OS user the daemon runs
+ * as (the only user its token's 0700 folder lets in, root aside) and the way the request came,
+ * the CLI's token or the dashboard's session. Recorded on the status move; lazy export shows it.
+ */
+export interface Actor {
+  user: string;
+  uid: number;
+  via: "cli" | "dashboard";
+}
 
 export interface EndingsDeps extends TaskAccess {
   slug: string;
   proxy: Pick<ModelProxy, "revokeTask">;
   calls: Pick<OwnCalls, "ask">;
   dropIdleNetwork: () => Promise<void>;
+  /** The config in force now ([provenance] trailers). */
+  config: () => Config;
 }
 
 export class Endings {
@@ -33,7 +47,7 @@ export class Endings {
    */
   async accept(
     ref: string,
-    opts: { withConfig?: boolean; tip?: string } = {},
+    opts: { withConfig?: boolean; tip?: string; by?: Actor } = {},
   ): Promise<{ task: Task; commits: string[]; summary: string | null; summaryError: string | null; config: string[] }> {
     let task = Tasks.resolve(this.d.db, ref);
     if (!canMove(task.status, "accepted"))
@@ -79,6 +93,8 @@ export class Endings {
         // A dirty checkout or a conflict is said before lazy's own call for the summary is paid for.
         const blocked = Git.blockerMessage(this.d.ledger.ref(task), branch, Git.mergeBlockers(this.d.root, branch));
         if (blocked) throw new LazyError("conflict", blocked);
+        // Read before the summary call, whose own requests are the task's too.
+        const trailers = acceptTrailers(this.d.db, this.d.config(), task);
         try {
           summary = (
             await this.d.calls.ask(summaryPrompt(task, commits, Git.diffStat(this.d.root, branch)), { task, purpose: "the accept summary" })
@@ -90,7 +106,10 @@ export class Endings {
         Git.merge(
           this.d.root,
           branch,
-          `lazy: accept ${this.d.ledger.ref(task)}: ${task.title}\n\n${summary ? `${summary}\n\n` : ""}${commits.map((c) => `- ${c}`).join("\n")}\n`,
+          Git.withTrailers(
+            `lazy: accept ${this.d.ledger.ref(task)}: ${task.title}\n\n${summary ? `${summary}\n\n` : ""}${commits.map((c) => `- ${c}`).join("\n")}\n`,
+            trailers,
+          ),
           this.d.ledger.ref(task),
         );
         merge = Git.head(this.d.root).commit; // what was merged stays viewable (the dashboard's diff)
@@ -103,27 +122,27 @@ export class Endings {
       ...(summary ? { text: summary } : {}),
       ...(summaryError ? { error: summaryError } : {}),
     });
-    task = this.d.ledger.move(task, "accepted", { commits: commits.length });
+    task = this.d.ledger.move(task, "accepted", { commits: commits.length, ...(opts.by ? { by: opts.by } : {}) });
     await this.endSession(task, { deleteBranch: false });
     // With --with-config: the config-bearing files it merged, so the CLI can say what follows.
     return { task, commits, summary, summaryError, config: bearing.map((f) => f.path) };
   }
 
-  async reject(ref: string): Promise<Task> {
+  async reject(ref: string, by?: Actor): Promise<Task> {
     let task = Tasks.resolve(this.d.db, ref);
     if (!canMove(task.status, "rejected"))
       throw new LazyError("conflict", `Task ${this.d.ledger.ref(task)} is ${task.status}; it cannot be rejected now.`);
-    task = this.d.ledger.move(task, "rejected");
+    task = this.d.ledger.move(task, "rejected", by ? { by } : {});
     await this.endSession(task, { deleteBranch: true });
     return task;
   }
 
   /** `why`: what closed it when a person did not (another candidate of its group was accepted). */
-  async close(ref: string, why?: string): Promise<Task> {
+  async close(ref: string, why?: string, by?: Actor): Promise<Task> {
     let task = Tasks.resolve(this.d.db, ref);
     if (!canMove(task.status, "closed"))
       throw new LazyError("conflict", `Task ${this.d.ledger.ref(task)} is ${task.status}; it cannot be closed now.`);
-    task = this.d.ledger.move(task, "closed", why ? { reason: why } : {});
+    task = this.d.ledger.move(task, "closed", { ...(why ? { reason: why } : {}), ...(by ? { by } : {}) });
     await this.endSession(task, { deleteBranch: false });
     return task;
   }

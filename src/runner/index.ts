@@ -8,25 +8,29 @@
 import type { Database } from "bun:sqlite";
 import type { Broker } from "../broker";
 import type { Bus } from "../bus";
+import { Groups, type NewGroup } from "../compare";
 import { type Config, defaultProfile, resolveProfile } from "../config";
-import { type Engine, type Fence, type LinkLocalGuard, ProjectContainers } from "../containers";
+import { type Engine, ProjectContainers } from "../containers";
 import type { Egress } from "../egress";
 import type { Heard, McpTokens } from "../mcp";
+import type { Fence, LinkLocalGuard } from "../network";
 import { Compactor, OwnCalls } from "../own-calls";
 import { harnessesOf, Preflight } from "../preflight";
 import type { ModelProxy } from "../proxy";
+import { RemoteTasks } from "../remote";
 import { Budgets, Holds } from "../spending";
 import { Runs, type Task, Tasks } from "../store";
 import { LazyError } from "../util/errors";
 import type { Logger } from "../util/log";
 import { DiskBound } from "./disk-bound";
-import { Endings } from "./endings";
-import { Groups, type NewGroup } from "./groups";
+
+import { type Actor, Endings } from "./endings";
 import { Launcher } from "./launch";
+
 import { Ledger } from "./ledger";
+import { traceTurn } from "./provenance";
 import { type PruneResult, Pruner } from "./prune";
 import { Reconciler } from "./reconcile";
-import { RemoteTasks } from "./remote-tasks";
 import type { Lifecycle, TaskAccess } from "./task-access";
 import { TurnQueue } from "./turn-queue";
 import { TurnWatch } from "./turn-watch";
@@ -159,6 +163,7 @@ export class Runner {
       bringBack: (t) => this.remote.bringBack(t),
       readTurn: (t, id, turn) => this.remote.readTurn(t, id, turn),
       heard: (id) => d.mcpHeard?.(id) ?? { last: undefined, since: 0 },
+      trace: (t, turn, from, to) => traceTurn({ root: d.root, db: d.db, log: d.log, config: d.config, proxy: d.proxy }, t, turn, from, to),
     });
     // A daemon restarted mid-turn: those turns' grants redeem until their turns end.
     for (const t of Tasks.list(d.db, { status: "running" }))
@@ -194,6 +199,7 @@ export class Runner {
       proxy: d.proxy,
       calls: this.calls,
       dropIdleNetwork: () => this.reconciler.dropIdleNetwork(),
+      config: d.config,
     });
     this.pruner = new Pruner({
       ...lifecycle,
@@ -287,7 +293,7 @@ export class Runner {
     return task;
   }
 
-  /** Add a best-of-N group: one candidate task per profile, from one prompt (runner/groups.ts), after the preflight of every profile. */
+  /** Add a best-of-N group: one candidate task per profile, from one prompt (compare/groups.ts), after the preflight of every profile. */
   async addGroup(input: NewGroup): Promise<{ group: string; tasks: Task[] }> {
     this.mustTrust();
     const config = this.d.config();
@@ -308,11 +314,7 @@ export class Runner {
     for (const p of profiles) resolveProfile(config, p);
     const refusals = [...new Set(profiles)].map((p) => this.d.proxy.credentialMissing(p)).filter((e) => e !== null);
     if (!refusals.length) return;
-    const first = refusals[0]!;
-    throw new LazyError(
-      first.code,
-      `${refusals.map((e) => e.message).join(" ")} No candidate was made or started: the group needs every profile's credential.`,
-    );
+    throw LazyError.of(refusals[0]!.code, { reason: "group_credentials", missing: refusals.flatMap((e) => (e.facts ? [e.facts] : [])) });
   }
 
   /**
@@ -362,7 +364,7 @@ export class Runner {
    */
   async accept(
     ref: string,
-    opts: { withConfig?: boolean; tip?: string } = {},
+    opts: { withConfig?: boolean; tip?: string; by?: Actor } = {},
   ): Promise<Awaited<ReturnType<Endings["accept"]>> & { closed: string[] }> {
     const task = Tasks.resolve(this.d.db, ref);
     const others = this.groups.others(task);
@@ -376,7 +378,7 @@ export class Runner {
     const closed: string[] = [];
     for (const o of others)
       try {
-        await this.endings.close(o.id, `group ${task.group}: ${this.ref(task)} was accepted`);
+        await this.endings.close(o.id, `group ${task.group}: ${this.ref(task)} was accepted`, opts.by);
         closed.push(this.ref(o));
       } catch (e) {
         this.d.log.warn(`group ${task.group}: could not close ${this.ref(o)}: ${(e as Error).message}`);
@@ -384,8 +386,8 @@ export class Runner {
     return { ...r, closed };
   }
 
-  reject(ref: string): Promise<Task> {
-    return this.endings.reject(ref);
+  reject(ref: string, by?: Actor): Promise<Task> {
+    return this.endings.reject(ref, by);
   }
 
   /** lazy prune: ended tasks' containers and folders, unused images lazy built (prune.ts); `dryRun` only lists them. */
@@ -393,8 +395,8 @@ export class Runner {
     return this.pruner.prune(opts);
   }
 
-  close(ref: string): Promise<Task> {
-    return this.endings.close(ref);
+  close(ref: string, by?: Actor): Promise<Task> {
+    return this.endings.close(ref, undefined, by);
   }
 
   /** Keep statuses honest against Docker (reconcile.ts); runs at start and periodically. */
@@ -430,5 +432,6 @@ export class Runner {
     this.turns.stopAll();
   }
 }
-export { CHECK_TIMEOUT_MS, MAX_CANDIDATES, type NewGroup } from "./groups";
+export { CHECK_TIMEOUT_MS, MAX_CANDIDATES, type NewGroup } from "../compare";
+export type { Actor } from "./endings";
 export type { Pruned, PruneResult } from "./prune";

@@ -6,6 +6,7 @@
  */
 import { existsSync, lchownSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
+import * as AgentDir from "../agent-dir";
 import { BROKER_MOUNT, type Broker, Share } from "../broker";
 import { type Config, type ResolvedProfile, resolveLimits, resolveProfile } from "../config";
 import { BIN, containerEnvOf, Engine, Image, type Runtime, taskMounts } from "../containers";
@@ -15,13 +16,12 @@ import type { McpTokens } from "../mcp";
 import { withMemory } from "../own-calls";
 import type { Preflight } from "../preflight";
 import { MCP_PATH } from "../proxy";
+import * as Remote from "../remote";
 import type { Budgets, Holds } from "../spending";
 import { canMove, HeldTurns, isFinal, Runs, type Task, Tasks } from "../store";
-import * as AgentDir from "../util/agent-dir";
 import { LazyError } from "../util/errors";
 import { argvProblem } from "../util/prompt";
 import type { DiskBound } from "./disk-bound";
-import * as Remote from "./remote";
 import type { Lifecycle } from "./task-access";
 import type { TurnQueue } from "./turn-queue";
 import type { TurnWatch } from "./turn-watch";
@@ -81,11 +81,7 @@ export class Launcher {
       throw new LazyError("conflict", `Task ${this.ref(task)} has not started yet: lazy start ${this.ref(task)} runs its first turn.`);
     this.d.starting.add(task.id);
     try {
-      if (this.d.proxy.state !== "ready")
-        throw new LazyError(
-          "proxy_unavailable",
-          "The model proxy is not available, so no turn can start; run lazy doctor for the finding and remedy.",
-        );
+      if (this.d.proxy.state !== "ready") throw LazyError.of("proxy_unavailable", { reason: "proxy_not_ready", what: "turn" });
       const config = this.d.config();
       const profile = resolveProfile(config, task.profile);
       // [budget]: a task that reached its budget (or a project that reached today's) starts nothing.
@@ -157,11 +153,7 @@ export class Launcher {
     const common = Git.commonDir(this.d.root);
     for (const dir of [common, join(common, "refs"), join(common, "objects")]) {
       const mode = statSync(dir).mode & 0o777;
-      if ((mode & 0o005) !== 0o005)
-        throw new LazyError(
-          "launch_refused",
-          `lazy runs as root, so the agent runs as uid ${uid}, which cannot read ${dir} (mode ${mode.toString(8)}): the checkout was made under a umask that keeps others out; make it again with umask 022, or run lazy as the checkout's own user.`,
-        );
+      if ((mode & 0o005) !== 0o005) throw LazyError.of("launch_refused", { reason: "agent_cannot_read", uid, dir, mode: mode.toString(8) });
     }
   }
 
@@ -277,11 +269,7 @@ export class Launcher {
       Runs.save(this.d.db, task.id, { container_id: id });
       info = await docker.inspect(id);
     }
-    if (!info)
-      throw new LazyError(
-        "launch_refused",
-        `The task's container vanished as it started; see lazy daemon logs, or docker ps -a --filter label=dev.lazy.task=${task.id}.`,
-      );
+    if (!info) throw LazyError.of("launch_refused", { reason: "container_vanished", taskId: task.id });
     // Its MCP token is pinned with its placeholder (one rule: proxy/identity/pin.ts).
     if (docker.pins && info.ip) await this.d.proxy.pin(placeholder, info.ip);
 
@@ -289,8 +277,7 @@ export class Launcher {
       this.d.ledger.event(task, "setup", { command: config.container.setup });
       const r = await docker.exec(info.id, ["sh", "-c", config.container.setup], `${uid}:${uid}`, env, g.worktree);
       this.d.ledger.event(task, "setup", { code: r.code, output: r.output.slice(-4000) });
-      if (r.code !== 0)
-        throw new LazyError("launch_refused", `[container] setup failed with exit code ${r.code}; see lazy logs ${this.ref(task)}.`);
+      if (r.code !== 0) throw LazyError.of("launch_refused", { reason: "setup_failed", exit: r.code, task: this.ref(task) });
     }
     Runs.save(this.d.db, task.id, { setup_done: 1 });
     return { id: info.id, g, proxyUrl, env };

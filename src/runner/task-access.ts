@@ -9,10 +9,10 @@ import type { Config } from "../config";
 import type { ProjectContainers, Runtime } from "../containers";
 import type * as Git from "../git";
 import type { ModelProxy } from "../proxy";
+import type { RemoteTasks } from "../remote";
 import type { Task } from "../store";
 import type { Logger } from "../util/log";
 import type { Ledger } from "./ledger";
-import type { RemoteTasks } from "./remote-tasks";
 
 export interface TaskAccess {
   root: string;

@@ -8,6 +8,7 @@
  * and what one turn may store of its events is bounded (TURN_EVENTS, TURN_BYTES).
  */
 import { join } from "node:path";
+import * as AgentDir from "../agent-dir";
 import { type Config, resolveProfile } from "../config";
 import { BIN, Image } from "../containers";
 import * as Git from "../git";
@@ -16,7 +17,6 @@ import type { Heard } from "../mcp";
 import type { Budgets } from "../spending";
 import { type Run, Runs, type Status, type Task, Tasks } from "../store";
 import { type Exit, FILES } from "../supervisor";
-import * as AgentDir from "../util/agent-dir";
 import type { TaskAccess } from "./task-access";
 
 /** How much of a turn's events one poll reads, and the longest event line kept. */
@@ -44,12 +44,14 @@ export interface TurnWatchDeps extends TaskAccess {
   release: (taskId: string) => void;
   /** The turn ended: stop the task's container, checked; what is still wrong, if anything. */
   halt: (task: Task) => Promise<string | undefined>;
-  /** The turn ended on a remote engine: its objects and ref come to the host first (runner/remote.ts); what was not. */
+  /** The turn ended on a remote engine: its objects and ref come to the host first (remote/ship.ts); what was not. */
   bringBack: (task: Task) => Promise<string[]>;
   /** A remote turn's folder, read to the host once more now (its mirror polls every 500 ms). */
   readTurn: (task: Task, containerId: string, turn: number) => Promise<void>;
   /** What lazy's MCP route last did with the task's token (mcp lastHeard), and since when it has kept count (its process's start). */
   heard: (taskId: string) => { last: Heard | undefined; since: number };
+  /** The turn's commits landed on lazy/<task> (from its tip before the turn to `to`): write their trace records (provenance.ts). */
+  trace: (task: Task, turn: number, from: string, to: string) => Promise<void>;
 }
 
 export class TurnWatch {
@@ -57,7 +59,7 @@ export class TurnWatch {
   /** The running turn's supervisor, per task (this daemon's launches; a restart checks the container). */
   private execs = new Map<string, string>();
   /** Turns that ended and are being settled (their container stopped first). */
-  private ending = new Set<string>();
+  private ending = new Map<string, symbol>();
   /** Per task, this turn's events stored and what was dropped past the bounds. */
   private counts = new Map<string, { turn: number; stored: number; events: number; bytes: number }>();
 
@@ -313,7 +315,11 @@ export class TurnWatch {
    */
   private settle(task: Task, ok: boolean, exit: Exit, text: string, stoppedByUser: boolean): void {
     if (this.ending.has(task.id)) return;
-    this.ending.add(task.id);
+    // Its own mark: the end is over at the status move (finish), and this one's later cleanup
+    // must not take a next turn's mark.
+    const mine = Symbol(task.id);
+    this.ending.set(task.id, mine);
+    const began = performance.now();
     this.d.release(task.id);
     void (async () => {
       const left = await this.d.halt(task).catch((e: unknown) => `stopping the task's container failed: ${(e as Error).message}`);
@@ -334,10 +340,12 @@ export class TurnWatch {
           bytes: count.bytes,
           reason: `the turn's events went past what one turn may store (${TURN_EVENTS} events, ${TURN_BYTES / 1024 / 1024} MiB read); the rest was dropped`,
         });
-      this.finish(task, ok, exit, text, stoppedByUser);
+      await this.finish(task, ok, exit, text, stoppedByUser, began);
     })()
       .catch((e: unknown) => this.d.log.error(`settling task ${task.id}'s turn: ${(e as Error).message}`))
-      .finally(() => this.ending.delete(task.id));
+      .finally(() => {
+        if (this.ending.get(task.id) === mine) this.ending.delete(task.id);
+      });
   }
 
   /** Why this turn was stopped for disk (the `refused` event disk-bound.ts recorded), if it was. */
@@ -348,8 +356,8 @@ export class TurnWatch {
     return e ? String(e.data.reason) : undefined;
   }
 
-  private finish(task: Task, ok: boolean, exit: Exit, text: string, stoppedByUser: boolean): void {
-    let sync: { moved: boolean; tip: string; skipped: string[] } | undefined;
+  private async finish(task: Task, ok: boolean, exit: Exit, text: string, stoppedByUser: boolean, began: number): Promise<void> {
+    let sync: { moved: boolean; from: string; tip: string; skipped: string[] } | undefined;
     try {
       const g = this.d.recordedGit(task);
       if (g) sync = Git.syncBranch(this.d.root, g, this.d.ledger.ref(task));
@@ -362,6 +370,7 @@ export class TurnWatch {
         `task ${task.id}: bringing the agent's commits onto ${Git.BRANCH_PREFIX}${this.d.ledger.ref(task)} failed: ${(e as Error).message}`,
       );
     }
+    const turn = this.run(task.id).turn;
     const stopped = stoppedByUser || exit.signal === "SIGTERM" || exit.signal === "SIGINT";
     // A budget reached during the turn (spending decides: budget-stops.ts).
     const budget = this.d.budgets.waitFor(task);
@@ -383,6 +392,20 @@ export class TurnWatch {
       ...(text ? { result: text.slice(0, 4000) } : {}),
       ...(disk ? { error: disk } : exit.error ? { error: exit.error } : {}),
     });
-    this.d.log.info(`task ${this.d.ledger.ref(task)} turn ended: ${to} (exit ${exit.code ?? exit.signal})`);
+    // Its end's cost (bench/trace.ts reads this line).
+    this.d.log.info(
+      `task ${this.d.ledger.ref(task)} turn ended: ${to} (exit ${exit.code ?? exit.signal}); its end took ${(performance.now() - began).toFixed(1)} ms`,
+    );
+    // Each new commit's trace record, right after: the records never hold up the turn's end (a
+    // few git runs, ~10 ms; a turn's end is ~140 ms on a quiet machine), and nothing needs them
+    // before the status moves. The task's ending is over first, so a next turn started meanwhile
+    // is followed as any other; each turn's facts are its own (runner/provenance.ts).
+    this.ending.delete(task.id);
+    if (sync?.moved)
+      await this.d
+        .trace(task, turn, sync.from, sync.tip)
+        .catch((e: unknown) =>
+          this.d.log.warn(`task ${this.d.ledger.ref(task)}: its trace records were not written: ${(e as Error).message}`),
+        );
   }
 }

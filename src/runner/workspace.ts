@@ -6,10 +6,10 @@
 import type { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
+import * as AgentDir from "../agent-dir";
 import { Engine } from "../containers";
 import * as Git from "../git";
 import { isFinal, Runs, type Task, Tasks } from "../store";
-import * as AgentDir from "../util/agent-dir";
 import { LazyError } from "../util/errors";
 import type { Ledger } from "./ledger";
 

@@ -1,4 +1,4 @@
-/** The [review] check's verdict on a best-of-N group's untouched base (runner/groups.ts): one row a group. */
+/** The [review] check's verdict on a best-of-N group's untouched base (compare/groups.ts): one row a group. */
 import type { Database } from "bun:sqlite";
 
 export interface BaseVerdict {

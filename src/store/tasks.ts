@@ -286,6 +286,22 @@ export function feed(
   }));
 }
 
+/**
+ * The events of the task's latest turn, from its move to `running` on, oldest first, at most
+ * `limit` (what the OpenTelemetry export makes a turn's spans of: src/telemetry).
+ */
+export function turnEvents(db: Database, taskId: string, limit = 20_000): TaskEvent[] {
+  return (
+    db
+      .query(
+        `SELECT * FROM events WHERE task_id = ?1 AND id >= (
+           SELECT COALESCE(MAX(id), 0) FROM events WHERE task_id = ?1 AND kind = 'status' AND json_extract(data, '$.to') = 'running'
+         ) ORDER BY id LIMIT ?2`,
+      )
+      .all(taskId, limit) as { id: number; task_id: string; at: number; kind: string; data: string }[]
+  ).map((e) => ({ id: e.id, taskId: e.task_id, at: new Date(e.at).toISOString(), kind: e.kind, data: JSON.parse(e.data) }));
+}
+
 /** The newest event id (0 when there is none). */
 export function lastEventId(db: Database): number {
   return (db.query("SELECT COALESCE(MAX(id), 0) AS n FROM events").get() as { n: number }).n;

@@ -17,7 +17,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { networkInterfaces, tmpdir } from "node:os";
 import { join } from "node:path";
-import { HostNet, Image } from "../../src/containers";
+import { Image } from "../../src/containers";
+import { HostNet } from "../../src/network";
 import { TEST_IMAGES } from "../helpers/env";
 import { acceptRefused, bash, containerProject, containerToml, launched, removeContainers, settled } from "../helpers/fixtures";
 import { cleanupAll, type Project, sh } from "../helpers/lazy";
@@ -113,7 +114,7 @@ beforeAll(async () => {
   other = listener(addr);
   // lazy's default image on the test base (other container tests build it too): a project
   // Dockerfile FROM it has Claude Code for the agent's turn.
-  agentImage = HostNet.apply(Image.plan(scratch, { base: TEST_IMAGES.node }, ["claude"]), HostNet.read(process.env)).tag;
+  agentImage = Image.withHostNetwork(Image.plan(scratch, { base: TEST_IMAGES.node }, ["claude"]), HostNet.read(process.env)).tag;
   if (sh("/", `docker image inspect ${agentImage}`).code !== 0) {
     const q = await containerProject(anthropic, KEY);
     projects.push(q);

@@ -138,10 +138,8 @@ describe("a hostile agent in its task container", () => {
         `docker exec $(docker ps -q --filter label=dev.lazy.task=${id}) sh -c 'ls /usr/bin/kill /bin/kill 2>/dev/null || echo none'`,
       ).out.trim(),
     ).toBe("none");
-    const t0 = Date.now();
     await p.ok(["stop", "stop-link"]);
     expect(await settledStatus("stop-link", 60_000)).toBe("waiting");
-    expect(Date.now() - t0).toBeLessThan(60_000);
     expect(readFileSync(victim, "utf8")).toBe("original");
   }, 600_000);
 

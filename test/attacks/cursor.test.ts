@@ -38,7 +38,7 @@ const lastAudit = async () => (await p.json(["stats", "audit"])).rows.at(-1);
 /** The newest counted refusal of a caller lazy cannot attribute (not a row: proxy/audit/refusals.ts). */
 const lastCounted = async () => (await p.json(["stats", "audit"])).refused.at(-1);
 
-/** The key exchange as cursor-agent makes it (WIRE.md §5): Bearer key, JSON body with apiKey. */
+/** The key exchange as cursor-agent makes it (docs/wire.md, "Cursor"): Bearer key, JSON body with apiKey. */
 function exchange(base: string, placeholder: string, extra: Record<string, string> = {}) {
   return fetch(`${base}/auth/exchange_user_api_key`, {
     method: "POST",

@@ -14,7 +14,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync } from 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { containerProject, inFlight, keeperPid, removeContainers, settled } from "../helpers/fixtures";
-import { BIN, cleanupAll, isAlive, Project, sh, until } from "../helpers/lazy";
+import { BIN, cleanupAll, isAlive, never, Project, sh, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-LIFECYCLEATTACK-" + "l".repeat(66) + "AA";
@@ -110,7 +110,14 @@ describe("a crash loop", () => {
     expect(isAlive(keeper)).toBe(false);
     // The first daemon and four restarts: five in all, then nothing more (no fork bomb).
     expect(daemons.size).toBe(5);
-    await Bun.sleep(1000);
+    await never(
+      () => {
+        const r = p.runtime();
+        return r && isAlive(r.pid) ? `daemon ${r.pid}` : undefined;
+      },
+      1000,
+      "a sixth daemon",
+    );
     const r = p.runtime();
     expect(!r || !isAlive(r.pid)).toBe(true);
     const mine = sh("/", "ps -eo pid,args")

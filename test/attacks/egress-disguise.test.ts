@@ -18,6 +18,7 @@ import { loadText } from "../../src/config";
 import { Egress, PER_SOURCE } from "../../src/egress";
 import type { AuditBatch, Grant } from "../../src/proxy";
 import * as Log from "../../src/util/log";
+import { until } from "../helpers/lazy";
 import { raw, write } from "../helpers/raw-http";
 
 const PLACEHOLDER = `sk-ant-api03-lazy-${"Q7x_-9".repeat(14)}zzzzAA`;
@@ -182,8 +183,16 @@ describe("connections one source holds through the egress proxy", () => {
       expect(over).toContain(`has ${PER_SOURCE} connections open through lazy's egress proxy (at most ${PER_SOURCE})`);
       expect(got).toEqual([]);
       held.pop()!.destroy();
-      await Bun.sleep(200);
-      expect(await send(get(`Host: ${target()}\r\n`))).toContain("served");
+      // A place is free once the server has seen that connection close: asked until then.
+      const served = await until(
+        async () => {
+          const r = await send(get(`Host: ${target()}\r\n`));
+          return r.includes("HTTP/1.1 429") ? undefined : r;
+        },
+        5_000,
+        "a freed place",
+      );
+      expect(served).toContain("served");
     } finally {
       for (const s of held) s.destroy();
     }

@@ -13,7 +13,7 @@ import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { anthropicProject, copying, launched, settledAs } from "../helpers/fixtures";
-import { cleanupAll, type Project, sh, until } from "../helpers/lazy";
+import { cleanupAll, never, type Project, sh, until } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-MCPATTACKS-" + "k".repeat(70) + "AA";
@@ -311,7 +311,13 @@ describe("tools on a task that is not running, and a token from another address"
       const notes = (await p.json(["memory", "list", "--json"])).notes;
       expect(notes[0]).toMatchObject({ text: PERSON, by: "human" });
       expect(notes.filter((n: any) => n.by === "agent" && n.taskId === flooder.id)).toHaveLength(5);
-      await Bun.sleep(2000);
+      await never(
+        () =>
+          p.log().includes("project memory compacted") ||
+          anthropic.received.some((r) => r.method === "POST" && r.body.includes("Rewrite these notes")),
+        2000,
+        "a memory compaction",
+      );
       expect(p.log()).not.toContain("project memory compacted");
       expect(anthropic.received.some((r) => r.method === "POST" && r.body.includes("Rewrite these notes"))).toBe(false);
       // The next task's first prompt carries the person's note as is, and agents' notes marked.

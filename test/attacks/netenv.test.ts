@@ -12,7 +12,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { HostNet, Image } from "../../src/containers";
+import { Image } from "../../src/containers";
+import { HostNet } from "../../src/network";
 import { TEST_IMAGES } from "../helpers/env";
 import { containerProject, containerToml, edit, teardown, upstream } from "../helpers/fixtures";
 import { type Project, sh } from "../helpers/lazy";
@@ -34,7 +35,7 @@ afterAll(() => teardown(projects, anthropic));
 describe("the host's proxy password", () => {
   for (const network of ["allowlist", "open"] as const)
     test(`never reaches a task container's env or inspect, or the image's history (network = "${network}")`, async () => {
-      const image = HostNet.apply(Image.plan("/", { base: TEST_IMAGES.node }, ["claude"]), HostNet.read(process.env)).tag;
+      const image = Image.withHostNetwork(Image.plan("/", { base: TEST_IMAGES.node }, ["claude"]), HostNet.read(process.env)).tag;
       const marker = `built-${crypto.randomUUID()}`;
       const p = await containerProject(anthropic, KEY, {
         env: {

@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TEST_IMAGES } from "../helpers/env";
 import { bash, containerProject, launched, settledAs } from "../helpers/fixtures";
-import { cleanupAll, Project } from "../helpers/lazy";
+import { cleanupAll, Project, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-PLUGINATTACK-" + "p".repeat(66) + "AA";
@@ -144,7 +144,12 @@ describe("request plugins, attacked", () => {
       expect(res.status, route).toBe(403);
       expect(((await res.json()) as any).error.message).toContain("lazy's proxy refuses POST");
     }
-    await Bun.sleep(50);
+    // lazy writes a request's audit row when it is done with it: once the six are there, nothing more goes out.
+    await until(
+      async () => (await p.json(["stats", "audit"])).rows.filter((r: any) => r.status === 403).length >= 6,
+      10_000,
+      "the six refusals' audit rows",
+    );
     expect(ollama.received).toEqual([]);
     // Without the header the plugin passes the turn on.
     const ok = await fetch(`${g.proxyUrl}/v1/messages`, {

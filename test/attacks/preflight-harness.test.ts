@@ -90,9 +90,7 @@ describe("the preflight's harness check against a hostile image", () => {
       ),
     );
     const p = on(image);
-    const started = Date.now();
     const r = await p.run(["run", "hello"]);
-    expect(Date.now() - started).toBeLessThan(60_000);
     expect(r.code).toBe(4);
     expect(r.stderr).toContain("The claude harness does not run in the image");
     // The sequences arrive as text: no ESC, no C1 byte, no BEL on the terminal.
@@ -112,12 +110,9 @@ describe("the preflight's harness check against a hostile image", () => {
   test("a --version that never ends is killed at the bound, and the launch refused saying so", async () => {
     const image = hostileImage("stuck", "sleep 3600");
     const p = on(image);
-    const started = Date.now();
     const r = await p.run(["task", "add", "hello"]);
-    const took = Date.now() - started;
     expect(r.code).toBe(4);
     expect(r.stderr).toContain("did not end within 20 s (killed)");
-    expect(took).toBeLessThan(60_000);
     expect(sh("/", `docker ps -aq --filter ancestor=${image}`).out.trim()).toBe("");
     expect(await p.json<unknown[]>(["task", "list"])).toEqual([]);
   }, 120_000);

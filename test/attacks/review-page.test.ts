@@ -16,7 +16,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { closeBrowser, signedIn } from "../dashboard/browser";
 import { bash, containerProject, launched, settled, teardown } from "../helpers/fixtures";
-import type { Project } from "../helpers/lazy";
+import { never, type Project } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = `sk-ant-api03-REVIEWATTACK-${"q".repeat(68)}AA`;
@@ -132,7 +132,7 @@ describe("tool output and review are hostile input", () => {
       expect(r.status, `${path} ${JSON.stringify(init.headers)}`).toBe(403);
       expect(await r.text()).not.toContain("Look around");
     }
-    await Bun.sleep(500);
+    await never(() => anthropic.received.filter((r) => r.method === "POST").length, 500, "a model request after the refused posts");
     expect(anthropic.received.filter((r) => r.method === "POST")).toEqual([]);
     const now = await p.api("GET", "/api/tasks/evil");
     expect(now.task.status).toBe("done");

@@ -128,7 +128,13 @@ describe("best-of-N: lazy run's exit code", () => {
     }
     const json = await p.run(["run", "--profiles", "a,codex", "Say hi", "--code", "nokey", "--json"]);
     expect(json.code).toBe(5);
-    expect(JSON.parse(json.stdout)).toMatchObject({ status: "refused", error: { code: "credential_missing" } });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      status: "refused",
+      error: {
+        code: "credential_missing",
+        facts: { reason: "group_credentials", missing: [{ reason: "credential_not_stored", profile: "codex", credential: "openai" }] },
+      },
+    });
     // No candidate was made, so none failed: the group does not exist.
     expect(await taskCount()).toBe(before);
     expect((await p.run(["compare", "nokey"])).stderr).toContain('No group "nokey"');

@@ -1,6 +1,7 @@
 /**
  * lazy build: a builder session on the host (real Claude Code) plans work with lazy's builder
  * tools; its grant and MCP token end with the session.
+ * tier: docker (task_create adds a task: lazy's preflight asks the engine)
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";

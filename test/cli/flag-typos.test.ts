@@ -1,6 +1,7 @@
 /**
  * "Did you mean" for a mistyped option too (issue 30, Deliver 7: gh's and kubectl's
  * conventions): the closest long option of that command is named, and nothing runs.
+ * tier: fast (its `task add` is refused at the flag, before any engine is asked)
  */
 import { afterAll, expect, test } from "bun:test";
 import { existsSync } from "node:fs";

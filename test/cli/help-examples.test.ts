@@ -2,6 +2,7 @@
  * "An EXAMPLES section per command" (issue 30, Deliver 7): walk every command lazy lists in its
  * help (COMMANDS sections, recursively) and ask `lazy help <path>` for each: each has EXAMPLES,
  * each example runs that very command, and none names a hidden command.
+ * tier: fast (the examples are read, never run)
  */
 import { afterAll, expect, test } from "bun:test";
 import { cleanupAll, Project } from "../helpers/lazy";

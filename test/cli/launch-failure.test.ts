@@ -13,7 +13,7 @@ import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { join } from "node:path";
 import { anthropicProject, settled, teardown } from "../helpers/fixtures";
-import type { Project } from "../helpers/lazy";
+import { never, type Project } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-LAUNCHFAIL-" + "f".repeat(68) + "AA";
@@ -41,7 +41,12 @@ test("a prompt Linux would refuse as an argument fails its launch once with that
   expect(failed[0].data).toMatchObject({ from: "queued", launch: "refused" });
   expect(String(failed[0].data.error)).toContain("Linux refuses one over 131071 bytes");
   // Said once: a few seconds on, no second failure, no error repeated in the log.
-  await Bun.sleep(3000);
+  await never(
+    async () =>
+      (await p.api<any>("GET", "/api/tasks/planted")).events.filter((e: any) => e.kind === "status" && e.data.to === "failed").length > 1,
+    3000,
+    "a second failure",
+  );
   const again = await p.api("GET", "/api/tasks/planted");
   expect(again.task.status).toBe("failed");
   expect(again.events.filter((e: any) => e.kind === "status" && e.data.to === "failed")).toHaveLength(1);

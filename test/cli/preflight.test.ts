@@ -78,6 +78,7 @@ describe("preflight", () => {
     const api = await p.api("POST", "/api/tasks", { prompt: "from the dashboard" }).catch((e: Error) => e.message);
     expect(api).toContain("409");
     expect(api).toContain('"code":"preflight_refused"');
+    expect(api).toContain(`"facts":{"reason":"preflight","check":"image","found":{"kind":"image_missing","tag":"${typo}"`);
     expect(api).toContain(typo);
     await noTask(p);
     // Doctor names it without pulling.

@@ -5,6 +5,7 @@
  * stderr; and the task's code is said on stderr as soon as it is added. No container starts.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { join } from "node:path";
 import { edit, upstream } from "../helpers/fixtures";
 import { cleanupAll, Project, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
@@ -24,7 +25,10 @@ describe("lazy run --json: a refusal is one JSON document with a code", () => {
     edit(p, upstream("http://127.0.0.1:9"));
     const cold = await p.run(["run", "anything", "--json"]);
     expect(cold.code).toBe(4);
-    expect(onlyJson(cold.stdout)).toMatchObject({ status: "refused", error: { code: "config_untrusted" } });
+    expect(onlyJson(cold.stdout)).toMatchObject({
+      status: "refused",
+      error: { code: "config_untrusted", facts: { reason: "config_not_trusted", file: join(p.root, "lazy.toml"), changed: false } },
+    });
     expect(onlyJson(cold.stdout).error.message).toContain("lazy trust");
     expect(cold.stderr).toContain("not trusted");
 
@@ -33,7 +37,10 @@ describe("lazy run --json: a refusal is one JSON document with a code", () => {
     edit(p, upstream("http://127.0.0.1:10"));
     const warm = await p.run(["run", "anything", "--json"]);
     expect(warm.code).toBe(4);
-    expect(onlyJson(warm.stdout)).toMatchObject({ status: "refused", error: { code: "config_untrusted" } });
+    expect(onlyJson(warm.stdout)).toMatchObject({
+      status: "refused",
+      error: { code: "config_untrusted", facts: { reason: "config_not_trusted", changed: true } },
+    });
   });
 
   test("a bad flag, an empty prompt, a bad code: exit 2, status refused, invalid_input, the cause in the message", async () => {
@@ -58,15 +65,19 @@ describe("lazy run --json: a refusal is one JSON document with a code", () => {
     const r = await p.run(["run", "say hi", "--code", "nokey", "--json"]);
     expect(r.code).toBe(5);
     const doc = onlyJson(r.stdout);
-    expect(doc).toMatchObject({ status: "refused", task: { code: "nokey", status: "failed" }, error: { code: "credential_missing" } });
-    expect(doc.error.message).toContain("lazy auth set anthropic");
+    expect(doc).toMatchObject({
+      status: "refused",
+      task: { code: "nokey", status: "failed" },
+      error: { code: "credential_missing", facts: { reason: "credential_not_stored", profile: "claude", credential: "anthropic" } },
+    });
     expect(r.stderr).toMatch(new RegExp(`Task nokey \\(id ${doc.task.id}\\) added`));
     // Without --json: nothing on stdout, the same words on stderr.
     const human = await p.run(["run", "say hi again", "--code", "nokey-2"]);
     expect(human.code).toBe(5);
     expect(human.stdout).toBe("");
     expect(human.stderr).toContain("Task nokey-2 (id ");
-    expect(human.stderr).toContain("lazy auth set anthropic");
+    // The words a person reads name the cause and the remedy.
+    expect(human.stderr).toContain('needs the "anthropic" credential, which is not stored: run lazy auth set anthropic');
   });
 
   test("an engine that does not answer (the shell's DOCKER_HOST): exit 4, preflight_refused, the address and the remedy", async () => {
@@ -77,8 +88,10 @@ describe("lazy run --json: a refusal is one JSON document with a code", () => {
     const r = await p.run(["run", "anything", "--code", "noengine", "--json"], { env: { DOCKER_HOST: "tcp://127.0.0.1:1" } });
     expect(r.code, r.stderr).toBe(4);
     const doc = onlyJson(r.stdout);
-    expect(doc).toMatchObject({ status: "refused", error: { code: "preflight_refused" } });
-    expect(doc.error.message).toContain("tcp://127.0.0.1:1");
+    expect(doc).toMatchObject({ status: "refused", error: { code: "preflight_refused", facts: { reason: "preflight", check: "docker" } } });
+    // The engine's connection refused in its own words: the address and the remedy.
+    expect(doc.error.facts.found.kind).toBe("refused");
+    expect(doc.error.facts.found.said).toContain("tcp://127.0.0.1:1");
     expect(doc.error.message).toContain("unset DOCKER_HOST");
   });
 

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { anthropicHost, watching } from "../helpers/fixtures";
-import { cleanupAll, type Project, until } from "../helpers/lazy";
+import { cleanupAll, never, type Project, until } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-WATCHMCP-" + "m".repeat(70) + "AA";
@@ -69,7 +69,8 @@ test("five answered MCP polls print no net> line; the model call and a refused M
     );
     expect(items.filter((x) => x.path === "/mcp").map((x) => x.status)).toEqual([200, 200, 200, 200, 200, 401]);
     await until(() => text.lines.some((l) => l.includes("/v1/messages")) || undefined, 5_000, "the model call's net> line");
-    await Bun.sleep(500); // anything the text feed would still print about the polls has arrived by now
+    // Anything the text feed would still print about the polls has arrived by now.
+    await never(() => text.lines.some((l) => l.includes("net> ") && l.includes("/mcp 200")), 500, "a net> line for an answered poll");
     const nets = text.lines.filter((l) => l.includes("net> "));
     expect(nets.filter((l) => l.includes("/mcp"))).toEqual([expect.stringMatching(/net> - - POST \/mcp 401 \d+ms {2}\(no MCP token\)$/)]);
     expect(nets.filter((l) => l.includes("/v1/messages"))).toEqual([

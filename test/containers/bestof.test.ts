@@ -11,7 +11,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { closeBrowser, shot, signedIn } from "../dashboard/browser";
 import { bash, containerProject, settled, teardown } from "../helpers/fixtures";
-import { type Project, sh } from "../helpers/lazy";
+import { never, type Project, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = `sk-ant-api03-BESTOF-${"q".repeat(70)}AA`;
@@ -109,7 +109,11 @@ describe("best-of-N", () => {
     });
     await pg.locator('#compare tr:nth-child(2) button[data-verb="reject"]').click();
     expect(asked).toContain("Reject g1-b and delete its branch lazy/g1-b?");
-    await Bun.sleep(300);
+    await never(
+      async () => (await p.json(["task", "show", "g1-b"])).task.status !== "done",
+      300,
+      "g1-b rejected though the dialog was dismissed",
+    );
     expect((await p.json(["task", "show", "g1-b"])).task.status).toBe("done");
     expect(page.problems).toEqual([]);
     await ctx.close();

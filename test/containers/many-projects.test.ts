@@ -10,7 +10,7 @@
  * where launches failed before).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { Subnets } from "../../src/containers";
+import { Subnets } from "../../src/network";
 import { containerProject, whyEnded } from "../helpers/fixtures";
 import { cleanupAll, hostBridge, type Project, sh } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";

@@ -149,7 +149,6 @@ describe("MCP tools in task containers", () => {
     anthropic.behavior = { kind: "silent-then-stream", firstByteDelayMs: 20_000, gapMs: 0 };
     try {
       await launched(q, "blind", "Work without tools");
-      const started = Date.now();
       const s = await until(
         async () => {
           const x = await q.json(["task", "show", "blind"]);
@@ -159,7 +158,6 @@ describe("MCP tools in task containers", () => {
         "the blind turn",
       );
       expect(s.task.status).toBe("failed");
-      expect(Date.now() - started).toBeLessThan(20_000); // stopped, not answered
       const why =
         "lazy's MCP server did not connect in claude (status: failed), so the turn was stopped rather than run without lazy's tools";
       const reason = s.events.find((e: any) => e.kind === "refused")?.data.reason;

@@ -11,7 +11,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Socket } from "bun";
-import { HostNet, Image } from "../../src/containers";
+import { Image } from "../../src/containers";
+import { HostNet } from "../../src/network";
 import { TEST_IMAGES } from "../helpers/env";
 import { containerProject, removeContainers, upstream } from "../helpers/fixtures";
 import { cleanupAll, type Project, sh } from "../helpers/lazy";
@@ -49,7 +50,7 @@ beforeAll(async () => {
   });
   // The task image other container tests use (lazy's default on the test base, with this host's
   // own CAs); a project Dockerfile FROM it has Claude Code. Built here when no test made it yet.
-  agentImage = HostNet.apply(Image.plan(dir, { base: TEST_IMAGES.node }, ["claude"]), HostNet.read(process.env)).tag;
+  agentImage = Image.withHostNetwork(Image.plan(dir, { base: TEST_IMAGES.node }, ["claude"]), HostNet.read(process.env)).tag;
   if (sh("/", `docker image inspect ${agentImage}`).code !== 0) {
     const p = await containerProject(anthropic, KEY);
     projects.push(p);

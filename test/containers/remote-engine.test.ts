@@ -172,7 +172,7 @@ describe("a task on a remote engine", () => {
     const p = await remoteProject();
     await remoteImage(two.host, p.root);
     // A firewall between that engine's containers and remote_bind (this host's INPUT: the second engine shares its network).
-    // Its project networks come from lazy's range (containers/subnets.ts, 10.213.0.0/16) or its own pool (10.214.0.0/16).
+    // Its project networks come from lazy's range (network/subnets.ts, 10.213.0.0/16) or its own pool (10.214.0.0/16).
     const rule = `INPUT -s 10.213.0.0/15 -d ${two.bind} -p tcp -j REJECT --reject-with tcp-reset`;
     expect(sh("/", `iptables -I ${rule}`).code).toBe(0);
     try {

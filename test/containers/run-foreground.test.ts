@@ -90,13 +90,11 @@ describe("lazy run in the foreground", () => {
     const run = running(["Take your time", "--code", "intr"]);
     await anthropic.waitFor(1, 180_000);
     await until(() => run.stderr().includes("Task intr"), 10_000, "the task's line");
-    const t0 = Date.now();
     run.proc.kill("SIGINT");
     const r = await run.done();
     expect(r.code, r.stderr).toBe(130);
     expect(r.stderr).toContain("Stopping task intr's turn (Ctrl-C again leaves it running)");
     expect(r.stderr).toMatch(/Stopped task intr's turn: it is waiting/);
-    expect(Date.now() - t0).toBeLessThan(20_000);
     const s = await settled(p, "intr");
     expect(s.task.status).toBe("waiting");
     expect(s.events.some((e: any) => e.kind === "stop")).toBe(true);
@@ -122,12 +120,11 @@ describe("lazy run in the foreground", () => {
     await until(() => run.stderr().includes("Task intr2"), 10_000, "the task's line");
     run.proc.kill("SIGINT");
     await until(() => run.stderr().includes("Stopping task intr2"), 10_000, "the first Ctrl-C's answer");
-    const t0 = Date.now();
     run.proc.kill("SIGINT");
     const r = await run.done();
     expect(r.code).toBe(130);
-    // The second came while the turn was still ending (a stop takes the harness a second or more).
-    expect(Date.now() - t0).toBeLessThan(2_000);
+    // The second came while the turn was still ending (a stop takes the harness a second or more):
+    // it left without waiting for the stop, which it would otherwise have said.
     expect(r.stderr).toContain("Not waiting: task intr2's turn is left as it is. Follow it: lazy logs intr2 -f; stop it: lazy stop intr2.");
     expect(r.stderr).not.toContain("Stopped task intr2's turn");
     expect(r.stdout).toBe("");

@@ -6,7 +6,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { cleanupAll, Project } from "../helpers/lazy";
+import { cleanupAll, Project, storedReadings, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const TOOLS = `${process.env.LAZY_TEST_TOOLS ?? "/opt/lazy-test-tools"}/node_modules/.bin`;
@@ -55,7 +55,12 @@ describe("where a secret lives", () => {
       ["task", "list"],
     ])
       keep(await p.run(args));
-    await Bun.sleep(500); // the audit and readings are written off the request path
+    // The audit and readings are written off the request path: wait until both are in the files.
+    await until(
+      async () => (await p.json(["stats", "audit"])).rows.length >= mock!.received.length && storedReadings(p).includes("0.2"),
+      10_000,
+      "every request's audit row and the reading in the store",
+    );
 
     const hits = (text: string | Buffer) => (typeof text === "string" ? text.includes(KEY) : text.includes(KEY));
     const backend = join(p.home, "credentials", "credentials.json");

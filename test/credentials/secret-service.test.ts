@@ -83,10 +83,8 @@ describe.skipIf(!linux || (missing.length > 0 && !process.env.CI))("Secret Servi
       /could not read credential "anthropic" in the Secret Service \(the keyring is locked.*\); check that the keyring is running and unlocked/,
     );
     expect(report.cycles).toHaveLength(3);
-    for (const c of report.cycles) {
-      expect(c).toMatchObject({ storeCode: 0, seen: true, lazyWins: true, lookupAgrees: true });
-      expect(c.ms).toBeLessThan(5_000);
-    }
+    // seen: within the child's bounded wait (5 s) for each outside change.
+    for (const c of report.cycles) expect(c).toMatchObject({ storeCode: 0, seen: true, lazyWins: true, lookupAgrees: true });
     expect(report.listed).toEqual([
       { name: "anthropic", source: "secret-service", kind: "api-key", hasSetAt: true, last4ok: true },
       { name: "work-openai", source: "secret-service", kind: "api-key", hasSetAt: true, last4ok: true },

@@ -10,7 +10,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { keeperPid, upstream } from "../helpers/fixtures";
-import { BIN, cleanupAll, isAlive, Project, until } from "../helpers/lazy";
+import { BIN, cleanupAll, isAlive, never, Project, storedReadings, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-KEEPERTEST-" + "k".repeat(68) + "AA";
@@ -54,7 +54,7 @@ describe("the keeper", () => {
     });
     expect(first.status).toBe(200);
     mock.rateLimitHeaders = {};
-    await Bun.sleep(300); // the reading reaches the store
+    await until(() => storedReadings(p).includes("0.42"), 10_000, "the reading in the store");
     const before = p.runtime() as any;
     const keeper = keeperPid(p)!;
     expect(isAlive(keeper)).toBe(true);
@@ -103,7 +103,7 @@ describe("the keeper", () => {
     expect(isAlive(k2)).toBe(false);
     expect(existsSync(join(p.stateDir, "keeper.json"))).toBe(false);
     // And nothing comes back by itself.
-    await Bun.sleep(1500);
+    await never(() => p.runtime(), 1500, "a daemon back by itself");
     expect(p.runtime()).toBeUndefined();
   }, 60_000);
 });

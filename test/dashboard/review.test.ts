@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { anthropicProject, bash, launched, settled, settledAs, teardown } from "../helpers/fixtures";
-import type { Project } from "../helpers/lazy";
+import { never, type Project } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 import { closeBrowser, shot, signedIn } from "./browser";
 
@@ -105,7 +105,7 @@ describe("reviewing a task's work", () => {
     const notReview = await p.run(["send", "notes", "--review", garbled]);
     expect(notReview.code).not.toBe(0);
     expect(notReview.stderr).toContain(`${garbled}:2: not a comment`);
-    await Bun.sleep(500);
+    await never(() => posts().length, 500, "a model request after the refused review");
     expect(posts()).toEqual([]);
     expect((await p.json(["task", "show", "notes"])).task.status).toBe("done");
 

@@ -10,6 +10,7 @@ import { loadText } from "../../src/config";
 import { Egress } from "../../src/egress";
 import type { AuditBatch, Grant, McpToken } from "../../src/proxy";
 import * as Log from "../../src/util/log";
+import { until } from "../helpers/lazy";
 import { raw } from "../helpers/raw-http";
 
 const PLACEHOLDER = `sk-ant-api03-lazy-${"p".repeat(60)}`;
@@ -103,7 +104,7 @@ describe("lazy's secrets on their way out through the egress proxy", () => {
     expect(p).toStartWith("HTTP/1.1 403");
     expect(p).toContain("the request carries task leaker's placeholder (its stand-in for a credential)");
     expect(hits).toBe(1);
-    await Bun.sleep(50);
+    await until(() => rows.join("\n").includes("task leaker's placeholder"), 5_000, "the refusals' audit rows");
     const audit = rows.join("\n");
     expect(audit).toContain("builder session planner's MCP token"); // the refusals are recorded…
     for (const s of [PLACEHOLDER, MCP_TOKEN, BUILDER_TOKEN]) expect(audit).not.toContain(s); // …without the secrets

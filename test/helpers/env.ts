@@ -46,6 +46,11 @@ async function probeDocker(): Promise<boolean> {
  *   describe.skipIf(!hasDocker)("containers", () => { ... });
  */
 export async function requireDocker(): Promise<boolean> {
+  // bun run test:fast (scripts/test-fast.ts) has no engine on purpose: a file here is in the wrong tier.
+  if (process.env.LAZY_TEST_TIER === "fast")
+    throw new Error(
+      "this file needs Docker but runs in the fast tier: scripts/test-tiers.ts puts a file that names a Docker fixture, or says `tier: docker` in a comment, in the docker tier",
+    );
   if (await dockerAvailable()) return true;
   const msg =
     "Docker engine unavailable (`docker info` failed or took over 5 s). " +

@@ -2,10 +2,11 @@
  * Drive the compiled binary (dist/lazy) the way a user does: a temp project, a temp LAZY_HOME,
  * real processes. Every project made here has its daemon stopped by cleanup().
  */
+import { Database } from "bun:sqlite";
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { Fence, LinkLocal } from "../../src/containers";
+import { Fence, LinkLocal } from "../../src/network";
 
 export const BIN = resolve(import.meta.dir, "../../dist/lazy");
 
@@ -273,6 +274,34 @@ export async function until<T>(fn: () => T | Promise<T>, timeoutMs = 10_000, wha
     if (v) return v as NonNullable<T>;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await Bun.sleep(25);
+  }
+}
+
+/**
+ * That something does not happen: fails as soon as fn returns a truthy value, passes when `ms`
+ * went by without it. For a negative with no later event to wait on; where one exists (the
+ * request's audit row, the command's exit), wait for it with `until` and then look.
+ */
+export async function never(fn: () => unknown | Promise<unknown>, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) throw new Error(`${what} happened (watched for ${ms} ms): ${typeof v === "string" ? v : JSON.stringify(v)}`);
+    if (Date.now() > deadline) return;
+    await Bun.sleep(25);
+  }
+}
+
+/**
+ * The usage-limit readings `p`'s daemon has kept in its store (text, for a search): the proxy
+ * keeps them off the request path, a moment after the answer; a kill -9 leaves what is here.
+ */
+export function storedReadings(p: Project): string {
+  const db = new Database(join(p.stateDir, "store.db"), { readonly: true });
+  try {
+    return JSON.stringify(db.query("SELECT headers FROM readings").all());
+  } finally {
+    db.close();
   }
 }
 

@@ -1,13 +1,13 @@
 /**
  * Fake model providers for tests: real HTTP/1.1 servers on 127.0.0.1, port 0, that speak each
- * provider's wire (WIRE.md §2.4 Anthropic Messages, §3.8 OpenAI Responses and Chat Completions,
- * §5 Cursor) and record every request they receive. Never a fetch mock: the proxy under test
+ * provider's wire (docs/wire.md, "Where usage and the model are in an answer": Anthropic Messages,
+ * OpenAI Responses and Chat Completions; "Cursor") and record every request they receive. Never a fetch mock: the proxy under test
  * must reach them over TCP, so resets, silences and cut streams are the real thing.
  *
  * Built on node:http rather than Bun.serve because a test needs the socket: to reset it (RST)
  * before any byte, to hold the response before its headers, and to number connections.
  *
- * Usage numbers round-trip through the proxy's normalisation (src/proxy/usage.ts): Anthropic
+ * Usage numbers round-trip through the proxy's normalisation (src/proxy/meters/usage.ts): Anthropic
  * reports `usage.input` as `input_tokens` and the cache separately; OpenAI reports
  * `input_tokens`/`prompt_tokens` = input + cacheRead with `cached_tokens` = cacheRead, and has no
  * field for cacheWrite.
@@ -51,6 +51,11 @@ export interface Usage {
 export interface Reply {
   text: string;
   toolUse?: { name: string; input: unknown };
+  /**
+   * Anthropic only: tool calls one after another in one turn — the k-th answer whose request
+   * carries k tool results asks for `steps[k]`; once they are all answered, `text`.
+   */
+  steps?: { name: string; input: unknown }[];
 }
 
 export interface MockProvider {
@@ -106,7 +111,7 @@ export async function openai(): Promise<MockProvider> {
 }
 
 /**
- * An Ollama server (WIRE.md §6.1): Anthropic's /v1/messages, OpenAI's /v1/chat/completions and
+ * An Ollama server (docs/wire.md, "Ollama"): Anthropic's /v1/messages, OpenAI's /v1/chat/completions and
  * its own /api/* (admin and native routes answered, so a test can prove one never arrived).
  */
 export async function ollama(): Promise<MockProvider> {
@@ -406,7 +411,7 @@ function pieces(s: string): string[] {
 const now = () => Math.floor(Date.now() / 1000);
 
 // ---------------------------------------------------------------------------------------------
-// Anthropic Messages (WIRE.md §1.3, §2.3, §2.4).
+// Anthropic Messages (docs/wire.md: "Paths the clients call", "Error bodies", "Where usage and the model are in an answer").
 
 const ANTHROPIC_ERROR_TYPES: Record<number, string> = {
   400: "invalid_request_error",
@@ -449,7 +454,14 @@ class AnthropicMock extends Mock {
     const u = this.usage;
     const last = Array.isArray(body.messages) ? (body.messages.at(-1) as unknown) : undefined;
     const answered = isObj(last) && Array.isArray(last.content) && last.content.some((b: unknown) => isObj(b) && b.type === "tool_result");
-    const tool = this.reply.toolUse && !answered ? this.reply.toolUse : null;
+    // Tool results since the person's last message (a resumed session carries the turns before).
+    const all: unknown[] = Array.isArray(body.messages) ? body.messages : [];
+    const isResult = (b: unknown) => isObj(b) && b.type === "tool_result";
+    const asked = all.findLastIndex((m) => isObj(m) && m.role === "user" && !(Array.isArray(m.content) && m.content.some(isResult)));
+    const results = all
+      .slice(asked + 1)
+      .reduce((n: number, m) => n + (isObj(m) && Array.isArray(m.content) ? m.content.filter(isResult).length : 0), 0);
+    const tool = this.reply.steps ? (this.reply.steps[results] ?? null) : this.reply.toolUse && !answered ? this.reply.toolUse : null;
     const id = `msg_01${rid(22)}`;
     const toolId = `toolu_01${rid(22)}`;
     const stopReason = tool ? "tool_use" : "end_turn";
@@ -501,7 +513,7 @@ class AnthropicMock extends Mock {
 }
 
 // ---------------------------------------------------------------------------------------------
-// OpenAI Responses and Chat Completions (WIRE.md §3.3, §3.8, §3.9).
+// OpenAI Responses and Chat Completions (docs/wire.md: "Paths the clients call", "Where usage and the model are in an answer", "Error bodies").
 
 const OPENAI_ERRORS: Record<number, { type: string; code: string | null; message: string }> = {
   401: { type: "invalid_request_error", code: "invalid_api_key", message: "Incorrect API key provided: sk-proj-****MOCK." },
@@ -694,7 +706,7 @@ class OpenAIMock extends Mock {
 }
 
 // ---------------------------------------------------------------------------------------------
-// A Cursor-like service (WIRE.md §5): key exchange, then RPCs that need the session token.
+// A Cursor-like service (docs/wire.md, "Cursor"): key exchange, then RPCs that need the session token.
 
 const CONNECT_CODES: Record<number, string> = {
   400: "invalid_argument",

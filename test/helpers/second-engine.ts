@@ -5,10 +5,10 @@
  * image is built on the first engine (as lazy would build it) and loaded into the second.
  */
 import { afterAll, beforeAll } from "bun:test";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
-import { Image } from "../../src/containers";
+import { Image, Runtime } from "../../src/containers";
 import { TEST_IMAGES } from "./env";
 import { type ContainerProjectOptions, containerProject } from "./fixtures";
 import { cleanupAll, type Project, sh } from "./lazy";
@@ -98,26 +98,53 @@ export function sshProcesses(text: string): string[] {
     .map((l) => l.trim());
 }
 
-/** The image a project on the test base runs (lazy's default image), present on the engine at `host`. Its tag. */
-export async function remoteImage(host: string, root: string): Promise<string> {
+/**
+ * The image a project on the test base runs (lazy's default image), present on the engine at
+ * `host`. Its tag. Built on the first engine the way lazy builds it (Runtime.build: the engine's
+ * API, lazy's context and build arguments) on the host's network, as `[container] build_network
+ * = "host"` does: this is lazy's own Dockerfile, built by the test, and a fresh machine's default
+ * bridge may not reach its DNS (npm's EAI_AGAIN). Then saved into the engine at `host`. Once per
+ * engine and test process: a failure is kept, so the next test that needs the image fails at once
+ * with the same cause instead of building again.
+ */
+export function remoteImage(host: string, root: string): Promise<string> {
   const plan = Image.plan(root, { base: TEST_IMAGES.node }, ["claude"]);
-  if (plan.kind !== "build") throw new Error("expected lazy's default image");
+  if (plan.kind !== "build") return Promise.reject(new Error("expected lazy's default image"));
+  const key = `${host} ${plan.tag}`;
+  let made = images.get(key);
+  if (!made) {
+    made = imageOn(host, plan).catch((e: Error) => {
+      throw new Error(`lazy's default image ${plan.tag} is not on ${host}: ${e.message}`);
+    });
+    images.set(key, made);
+  } else made = made.catch((e: Error) => Promise.reject(new Error(`${e.message} (kept from an earlier test in this run)`)));
+  return made;
+}
+
+const images = new Map<string, Promise<string>>();
+
+async function imageOn(host: string, plan: Extract<Image.ImagePlan, { kind: "build" }>): Promise<string> {
   if (sh("/", `docker -H ${host} image inspect ${plan.tag}`).code === 0) return plan.tag;
-  if (sh("/", `docker image inspect ${plan.tag}`).code !== 0) {
-    const ctx = mkdtempSync(join(tmpdir(), "lazy-img-"));
-    writeFileSync(join(ctx, "Dockerfile"), plan.dockerfile);
-    const args = Object.entries(plan.buildArgs)
-      .map(([k, v]) => `--build-arg '${k}=${v}'`)
-      .join(" ");
-    // On the host's network: this is lazy's own Dockerfile, built by the test (no agent wrote it),
-    // and a machine's default bridge may not reach its DNS (EAI_AGAIN from npm).
-    const b = sh(ctx, `docker build -q --network host ${args} -t ${plan.tag} .`);
-    rmSync(ctx, { recursive: true, force: true });
-    if (b.code !== 0) throw new Error(`building ${plan.tag} on the first engine failed: ${b.err.slice(-2000)}`);
-  }
+  if (sh("/", `docker image inspect ${plan.tag}`).code !== 0) await buildLikeLazy(plan.tag, plan.dockerfile, plan.buildArgs);
   const l = sh("/", `docker save ${plan.tag} | docker -H ${host} load -q`);
-  if (l.code !== 0) throw new Error(`loading ${plan.tag} into ${host} failed: ${l.err.slice(-2000)}`);
+  if (l.code !== 0) throw new Error(`loading it from the first engine failed: ${l.err.slice(-2000)}`);
   return plan.tag;
+}
+
+/** Build `tag` from a Dockerfile on the first engine through lazy's own build (its last lines when it fails). */
+export async function buildLikeLazy(tag: string, dockerfile: string, buildArgs: Record<string, string>): Promise<void> {
+  const quiet = () => {};
+  const log = { debug: quiet, info: quiet, warn: quiet, error: quiet, repeated: quiet };
+  const docker = await Runtime.connect(log);
+  const lines: string[] = [];
+  try {
+    await docker.build({ tag, files: { Dockerfile: dockerfile }, buildArgs, network: "host" }, (l) => {
+      lines.push(l);
+      if (lines.length > 40) lines.shift();
+    });
+  } catch (e) {
+    throw new Error(`building it on the first engine failed: ${(e as Error).message}\n${lines.join("\n")}`);
+  }
 }
 
 /**

@@ -108,7 +108,7 @@ function explain(r: Result, mock: Mock.MockProvider): string {
 const everything = (r: Mock.Received) => `${r.method} ${r.path}${r.query}\n${JSON.stringify(r.headers)}\n${r.body}`;
 
 /**
- * Every placeholder shape (src/proxy/placeholders.ts) carries a `lazy` marker right after its
+ * Every placeholder shape (src/proxy/identity/placeholders.ts) carries a `lazy` marker right after its
  * prefix: `sk-ant-api03-lazy-`, `sk-ant-oat01-lazy-`, `sk-proj-lazy-`, `sk-or-v1-lazy-`,
  * `key_lazy_`, `lazy-<64 hex>`, and the Cursor session stand-in's JWT payload starts with
  * `{"lazy":"placeholder"` (base64url `eyJsYXp5IjoicGxhY2Vob2xkZXIi`). A bare "-lazy-" is not

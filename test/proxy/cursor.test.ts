@@ -1,5 +1,5 @@
 /**
- * The Cursor route, driven by a client that behaves as WIRE.md §5 describes cursor-agent
+ * The Cursor route, driven by a client that behaves as docs/wire.md ("Cursor") describes cursor-agent
  * (it is not obtainable here): the key exchange with the key in a header and in a small JSON
  * body, then RPCs carrying the session token, one of them streamed. The upstream must see the
  * real key and the real session token; the agent must never see either.

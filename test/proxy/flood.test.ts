@@ -89,8 +89,7 @@ test("20,000 stalled connections: the API and dashboard answer, the stalls are c
     console.log(
       `during the flood (${JSON.stringify(during)}): lazy task list ${listMs.toFixed(0)} ms, GET /api/status ${statusMs.toFixed(0)} ms, dashboard ${dashMs.toFixed(0)} ms; daemon fds ${fds(rt.pid)} (max so far ${maxFds})`,
     );
-    expect(list.code).toBe(0);
-    expect(listMs).toBeLessThan(30_000);
+    expect(list.code).toBe(0); // within the 30 s the race above gives it
     expect(status).toBeTruthy();
     expect(dash.status).toBe(200);
 

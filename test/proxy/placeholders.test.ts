@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import * as Placeholders from "../../src/proxy/identity/placeholders";
 
-// The secret-scanner patterns Claude Code ships (WIRE.md §1.2) and OpenRouter's key shape (§3.10).
+// The secret-scanner patterns Claude Code ships and OpenRouter's key shape (docs/wire.md, "Key shapes").
 const anthropicApiKey = /\bsk-ant-api03-[a-zA-Z0-9_-]{93}AA$/;
 const anthropicOAuth = /\bsk-ant-(?:oat|ort)\d{2}-[\w-]{20,}/;
 const openaiKey = /^sk-[A-Za-z0-9_-]{8,200}T3BlbkFJ[A-Za-z0-9_-]{8,200}$/;

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { cleanupAll, Project } from "../helpers/lazy";
+import { cleanupAll, Project, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-REALPLUG-" + "k".repeat(70) + "AA";
@@ -44,18 +44,22 @@ const post = (url: string, placeholder: string, path = "/v1/messages?beta=true")
   });
 
 /** A request through `p`'s proxy on `profile`'s host grant: its status and lazy's error message. */
-async function failed(p: Project, profile: string): Promise<{ status: number; message: string }> {
+/** A refused request: its status, its refusal's code (x-lazy-refusal) and its words. */
+async function failed(p: Project, profile: string): Promise<{ status: number; code: string | null; message: string }> {
   const g = await p.grant({ role: "host", profile });
   const res = await post(g.proxyUrl, g.placeholder);
-  return { status: res.status, message: (await res.json()).error.message };
+  return { status: res.status, code: res.headers.get("x-lazy-refusal"), message: (await res.json()).error.message };
 }
 
-/** Nothing reached `mock` (after a moment for a late request), and `p`'s audit says `why`. */
+/** `p`'s audit says `why`, and nothing reached `mock`: lazy writes a request's row when it is done with it. */
 async function nothingReached(mock: Mock.MockProvider, p: Project, why: string): Promise<void> {
-  await Bun.sleep(50);
+  await audited(p, why);
   expect(mock.received).toEqual([]);
-  expect((await p.ok(["stats", "audit"])).stdout).toContain(why);
 }
+
+/** Wait for `p`'s audit to say `text` (rows are written in batches, after the answer). */
+const audited = (p: Project, text: string) =>
+  until(async () => (await p.ok(["stats", "audit"])).stdout.includes(text), 10_000, `the audit to say "${text}"`);
 
 const GUARD = `
 export default (req) => {
@@ -83,10 +87,12 @@ describe("request plugins", () => {
 
     const refused = await post(g.proxyUrl, g.placeholder, "/v1/messages/count_tokens");
     expect(refused.status).toBe(403);
+    expect(refused.headers.get("x-lazy-refusal")).toBe("plugin_refused");
+    // The words the agent's harness shows: what was refused, by which plugin, and why.
     expect((await refused.json()).error.message).toBe(
       "lazy's proxy refused POST /v1/messages/count_tokens: plugin guard: token counting is off in this project",
     );
-    await Bun.sleep(50);
+    await audited(p, "plugin guard refused: token counting is off in this project");
     expect(anthropic.received).toHaveLength(1);
 
     const audit = (await p.ok(["stats", "audit"])).stdout;
@@ -101,7 +107,7 @@ describe("request plugins", () => {
       { "to-delete": `export default () => ({ path: "/api/delete" });\n` },
       `\n[profiles.local]\nharness = "claude"\nendpoint = "${ollama.url}"\n`,
     );
-    expect(await failed(p, "local")).toEqual({ status: 403, message: expect.stringContaining("lazy's proxy refuses POST /api/delete") });
+    expect(await failed(p, "local")).toEqual({ status: 403, code: "path_refused", message: expect.stringContaining("POST /api/delete") });
     await nothingReached(ollama, p, "refused after plugin rewrite");
   });
 
@@ -112,13 +118,15 @@ describe("request plugins", () => {
     });
     expect(await failed(p, "claude")).toEqual({
       status: 500,
-      message: "lazy's proxy failed: request plugin thrower: boom from the plugin",
+      code: "plugin_failed",
+      message: expect.stringMatching(/thrower.*boom from the plugin/),
     });
 
     const q = await withPlugins({ slow: `export default async () => { await Bun.sleep(3000); };\n` });
     expect(await failed(q, "claude")).toEqual({
       status: 500,
-      message: "lazy's proxy failed: request plugin slow: it took longer than its 300 ms",
+      code: "plugin_failed",
+      message: expect.stringMatching(/slow.*took longer than its 300 ms/),
     });
     await nothingReached(anthropic, q, "request plugin slow");
   });
@@ -149,10 +157,10 @@ describe("request plugins", () => {
     expect(doctor.stdout).toContain("nodefault.ts has no default export function");
     expect(await failed(p, "claude")).toEqual({
       status: 500,
-      message: expect.stringContaining("lazy's proxy failed: request plugin evil: it is not loaded"),
+      code: "plugin_failed",
+      message: expect.stringMatching(/evil.*it is not loaded/),
     });
-    await Bun.sleep(50);
-    expect(anthropic.received).toEqual([]);
+    await nothingReached(anthropic, p, "request plugin evil");
     expect(await Bun.file(marker).exists()).toBe(false);
   });
 });

@@ -3,11 +3,11 @@
  * credentials are data"): a local Ollama gets no credential and needs no Anthropic one stored;
  * hosted Ollama bills the `ollama` credential and OpenRouter the `openrouter` one, both as
  * Bearer only, reached here through `[proxy.upstreams]` origin overrides on loopback. Ollama's
- * admin routes are refused before they reach the server (WIRE.md §6.1).
+ * admin routes are refused before they reach the server (docs/wire.md, "Ollama").
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { providerMocks } from "../helpers/fixtures";
-import { cleanupAll, Project } from "../helpers/lazy";
+import { cleanupAll, Project, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const OLLAMA_KEY = "ollama-REAL-" + "q".repeat(40);
@@ -91,7 +91,9 @@ describe("a local Ollama profile", () => {
         expect(JSON.stringify(await res.json())).toContain(`lazy's proxy refuses ${method} ${path}`);
       }
     }
-    await Bun.sleep(100);
+    // lazy writes a request's audit row when it is done with it: once all 14 are there, nothing more goes out.
+    const rows = async () => (await p.json(["stats", "audit"])).rows.filter((r: any) => r.path.startsWith("/api/")).length;
+    await until(async () => (await rows()) >= 14, 10_000, "the 14 refusals' audit rows");
     expect(ollama.received).toEqual([]);
     const audit = (await p.ok(["stats", "audit"])).stdout;
     expect(audit).toContain("/api/delete");
@@ -130,7 +132,11 @@ describe("hosted Ollama and OpenRouter, through origin overrides", () => {
       body: "{}",
     });
     expect(pull.status).toBe(403);
-    await Bun.sleep(50);
+    await until(
+      async () => (await p.json(["stats", "audit"])).rows.some((r: any) => r.path === "/api/pull"),
+      10_000,
+      "the refusal's audit row",
+    );
     expect(hosted.received).toHaveLength(1);
   });
 

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import * as Readings from "../../src/proxy/meters/readings";
 
-// WIRE.md §2.1: a real API-key response (tidyllm fixture, Aug 2025) plus the headers around it.
+// docs/wire.md, "Usage-limit headers" (Anthropic API keys): a real API-key response (tidyllm fixture, Aug 2025) plus the headers around it.
 const apiKeyResponse = new Headers({
   "content-type": "application/json",
   "anthropic-ratelimit-input-tokens-limit": "80000",
@@ -23,7 +23,7 @@ const apiKeyResponse = new Headers({
   via: "1.1 google",
 });
 
-// WIRE.md §2.2: a Claude subscription (OAuth) response.
+// docs/wire.md, "Usage-limit headers" (Claude subscriptions): a Claude subscription (OAuth) response.
 const subscriptionResponse = new Headers({
   "anthropic-ratelimit-unified-status": "allowed_warning",
   "anthropic-ratelimit-unified-reset": "1796220082",
@@ -41,7 +41,7 @@ const subscriptionResponse = new Headers({
   "request-id": "req_011CSLsW7mFqvHHnzrKdKjAE",
 });
 
-// WIRE.md §3.7: an OpenAI API-key response.
+// docs/wire.md, "Usage-limit headers" (OpenAI): an OpenAI API-key response.
 const openaiResponse = new Headers({
   "x-ratelimit-limit-requests": "5000",
   "x-ratelimit-limit-tokens": "160000",
@@ -54,7 +54,7 @@ const openaiResponse = new Headers({
   "x-request-id": "req_7f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c",
 });
 
-// WIRE.md §3.6: a Codex (ChatGPT plan) response.
+// docs/wire.md, "Usage-limit headers" (Codex): a Codex (ChatGPT plan) response.
 const codexResponse = new Headers({
   "x-codex-primary-used-percent": "12.5",
   "x-codex-primary-window-minutes": "300",

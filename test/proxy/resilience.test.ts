@@ -6,7 +6,7 @@
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { cleanupAll, isAlive, Project, until } from "../helpers/lazy";
+import { cleanupAll, isAlive, Project, storedReadings, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-REAL-" + "q".repeat(80) + "AA";
@@ -112,6 +112,7 @@ describe("readings and provider health", () => {
       "x-ratelimit-remaining-tokens": secret,
     };
     mock.extraHeaders = { "set-cookie": "session=cookie-value-9f8e7d; Path=/", "request-id": "req_abcdef" };
+    const rowsBefore = (await p.json(["stats", "audit"])).rows.length;
     await (await call()).text();
     const human = (await p.ok(["stats", "limits"])).stdout;
     expect(human).toMatch(/five_hour\s+42 %\s+allowed\s+resets /);
@@ -122,7 +123,9 @@ describe("readings and provider health", () => {
     expect(reading.headers["anthropic-ratelimit-unified-5h-utilization"]).toBe("0.42");
     expect(reading.headers["x-ratelimit-remaining-tokens"]).toBeUndefined();
     expect(reading.headers["set-cookie"]).toBeUndefined();
-    await Bun.sleep(400); // readings and audit are written off the request path
+    // Readings and audit are written off the request path: both are in the files before they are read.
+    await until(() => storedReadings(p).includes("0.42"), 10_000, "the reading in the store");
+    await until(async () => (await p.json(["stats", "audit"])).rows.length > rowsBefore, 10_000, "the call's audit row");
     for (const f of p.allStateFiles()) {
       expect(f.bytes.includes(secret), f.path).toBe(false);
       expect(f.bytes.includes("cookie-value-9f8e7d"), f.path).toBe(false);
@@ -200,13 +203,15 @@ describe("readings and provider health", () => {
         ),
       );
     expect(mock.received).toHaveLength(1000);
-    await Bun.sleep(300);
+    // The writer has stored all 1000 once the totals count them (a batch writes rows and counters together).
+    const audited = () => p.json(["stats", "audit", "--task", t.id.slice(0, 6)]);
+    await until(async () => (await audited()).totals.requests === 1000, 10_000, "the 1000 requests audited");
     const db = new Database(join(p.stateDir, "store.db"), { readonly: true });
     const { n } = db.query("SELECT SUM(n) AS n FROM audit_batches").get() as { n: number };
     db.close();
     expect(n).toBeLessThanOrEqual(110);
     expect(n).toBeGreaterThan(0);
-    const audit = await p.json(["stats", "audit", "--task", t.id.slice(0, 6)]);
+    const audit = await audited();
     expect(audit.totals.requests).toBe(1000);
     expect(audit.totals.output).toBe(1000 * Mock.DEFAULT_USAGE.output);
   }, 60_000);
@@ -217,7 +222,8 @@ describe("restart", () => {
     mock.reset();
     mock.rateLimitHeaders = { "anthropic-ratelimit-unified-5h-utilization": "0.55" };
     await (await call()).text();
-    await Bun.sleep(400);
+    // The reading is kept in the store off the request path: what a kill -9 leaves.
+    await until(() => storedReadings(p).includes("0.55"), 10_000, "the reading in the store");
     mock.rateLimitHeaders = {};
     const pid = p.runtime()!.pid;
     process.kill(pid, "SIGKILL");

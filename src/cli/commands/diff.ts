@@ -1,12 +1,12 @@
 /**
  * `lazy diff T`: what the task's agent changed, read from the command line — its branch
  * (lazy/<ref>) against where it forked from the project's branch, the very diff the dashboard
- * shows (dashboard/diff.ts through the daemon: host-side hardened git in the project root, no
+ * shows (diff/diff.ts through the daemon: host-side hardened git in the project root, no
  * external diff or textconv). File names and lines are the agent's: shown through visible(), so
  * a control byte in them is shown, never obeyed by the terminal.
  */
 
-import type { Diff } from "../../dashboard";
+import type { Diff } from "../../diff";
 import { findProjectRoot } from "../../util/paths";
 import * as Client from "../client";
 import { command, print, printJson } from "../command";

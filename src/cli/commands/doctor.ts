@@ -1,8 +1,9 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { type Config, defaultProfile, FILE, formatProblem, load, readConfigText, secretUrls, Trust } from "../../config";
-import { bindFor, Engine, Runtime, Subnets } from "../../containers";
-import { type DaemonStatus, Keeper, State } from "../../daemon";
+import { bindFor, Engine, Runtime } from "../../containers";
+import { type DaemonStatus, Keeper, State, Words } from "../../daemon";
+import { Subnets } from "../../network";
 import { desktopTool } from "../../notify";
 import { engineFinding, type Finding, gitFinding, harnessesOf, Preflight } from "../../preflight";
 import { Plugins } from "../../proxy";
@@ -38,7 +39,7 @@ async function findings(root: string): Promise<Finding[]> {
   if (crashed) out.push(crashed);
 
   // The launch's own checks (src/preflight): one place for what a launch needs.
-  out.push(gitFinding(root));
+  out.push(Words.shownFinding(gitFinding(root)));
 
   // Doctor looks, it never starts a daemon: a stopped one is said to be stopped.
   let status: DaemonStatus | undefined;
@@ -148,7 +149,8 @@ async function findings(root: string): Promise<Finding[]> {
 
   const ep = Engine.resolve();
   const ping = await Engine.ping(ep);
-  const engines = engineFinding(status?.docker ?? Client.recordOf(root)?.docker, ep);
+  const checked = engineFinding(status?.docker ?? Client.recordOf(root)?.docker, ep);
+  const engines = checked && Words.shownFinding(checked);
   if (ping.ok) {
     out.push({ check: "docker", ok: true, blocking: false, summary: `engine ${ping.version} (${ping.os}) at ${ep.host} (${ep.source})` });
     if (Engine.isSsh(ep))
@@ -253,7 +255,7 @@ async function imageFindings(root: string, config: Config, ep: Engine.Endpoint):
   } catch (e) {
     return [{ check: "harness", ok: false, blocking: true, summary: (e as Error).message }];
   }
-  return pre.image(config, harnesses, { pull: false });
+  return (await pre.image(config, harnesses, { pull: false })).map(Words.shownFinding);
 }
 
 /**
@@ -383,7 +385,7 @@ function metadataFinding(kind: string, status: DaemonStatus | undefined, allow: 
   return fine("network", "link-local metadata addresses are blocked when a task's network is set up (none yet)");
 }
 
-/** What else task containers can reach: `[container] network` as the daemon last set it (containers/fence.ts). */
+/** What else task containers can reach: `[container] network` as the daemon last set it (network/fence.ts). */
 function fenceFinding(status: DaemonStatus | undefined, mode: string | undefined): Finding {
   const f = status?.fence;
   if (f?.state === "fenced")
@@ -422,7 +424,7 @@ function buildNetworkFinding(where: "project" | "host", mode: string): Finding {
 
 /**
  * Whether the project's bridge shares its addresses with another interface of this host (its
- * containers' connections to lazy's proxy then hang: containers/subnets.ts sharedWith). Said
+ * containers' connections to lazy's proxy then hang: network/subnets.ts sharedWith). Said
  * only once the daemon has set up a network.
  */
 function sharedFinding(status: DaemonStatus | undefined): Finding[] {

@@ -1,4 +1,5 @@
-import type { Diff, TaskRow } from "../../dashboard";
+import type { TaskRow } from "../../dashboard";
+import type { Diff } from "../../diff";
 import { line, slotText } from "../../lines";
 import type { Task, TaskEvent } from "../../store";
 import { type ErrorCode, LazyError } from "../../util/errors";
@@ -188,7 +189,12 @@ const exitFor = (code: ErrorCode) =>
  */
 function refuseRun(e: LazyError, json: boolean, task?: Task): number {
   say.error([e.message, ...e.details.map((d) => `  ${d}`)].join("\n"));
-  if (json) printJson({ ...(task ? { task } : {}), status: "refused", error: { code: e.code, message: e.message, details: e.details } });
+  if (json)
+    printJson({
+      ...(task ? { task } : {}),
+      status: "refused",
+      error: { code: e.code, message: e.message, details: e.details, ...(e.facts ? { facts: e.facts } : {}) },
+    });
   return e.code === "invalid_input" ? RUN_EXIT.usage : e.code === "internal" ? RUN_EXIT.internal : exitFor(e.code);
 }
 

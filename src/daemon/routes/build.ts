@@ -38,8 +38,7 @@ export function buildRoutes(d: BuildDeps) {
             "invalid_input",
             `"${session}" is not a session name: lower-case letters, digits, dot, dash, underscore, at most 48.`,
           );
-        if (d.proxy.state !== "ready")
-          throw new LazyError("proxy_unavailable", "The model proxy is not available, so no builder session can start; run lazy doctor.");
+        if (d.proxy.state !== "ready") throw LazyError.of("proxy_unavailable", { reason: "proxy_not_ready", what: "builder" });
         const config = d.config();
         const launch = await d.proxy.mintFor({
           role: "builder",

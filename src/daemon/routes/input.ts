@@ -4,7 +4,10 @@
  * parsed, typed value, defaults filled in); a body that fails is worded here, once, for api.ts's
  * error handler. And the task reference from a `/api/tasks/:ref/...` path.
  */
+import { readFileSync } from "node:fs";
+import { userInfo } from "node:os";
 import { z } from "zod";
+import type { Actor } from "../../runner";
 import { LazyError } from "../../util/errors";
 
 /**
@@ -43,3 +46,27 @@ export function badBody(issues: readonly Issue[]): LazyError {
 
 /** The task reference (a code or an id prefix) in a `/api/tasks/:ref/...` path. */
 export const taskRef = (params: { ref: string }): string => decodeURIComponent(params.ref);
+
+/**
+ * Who asks (runner `Actor`): the OS user the daemon runs as — only that user (or root) can read
+ * the token in its 0700 state folder — and whether the request came with the token (the CLI, or
+ * a script holding it) or the dashboard's session cookie.
+ */
+export function actorOf(request: Request): Actor {
+  const me = userInfo();
+  return { user: userName(me), uid: me.uid, via: request.headers.get("authorization")?.startsWith("Bearer ") ? "cli" : "dashboard" };
+}
+
+/** The user's login name; Bun's userInfo() says "unknown" for some (root here), so /etc/passwd is asked then. */
+function userName(me: { username: string; uid: number }): string {
+  if (me.username && me.username !== "unknown") return me.username;
+  try {
+    const line = readFileSync("/etc/passwd", "utf8")
+      .split("\n")
+      .find((l) => l.split(":")[2] === String(me.uid));
+    if (line) return line.split(":")[0]!;
+  } catch {
+    // no passwd file (macOS keeps users elsewhere): the uid alone says it
+  }
+  return `uid ${me.uid}`;
+}

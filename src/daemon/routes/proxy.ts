@@ -28,11 +28,7 @@ export function proxyRoutes(d: GrantDeps) {
   return new Elysia().post(
     "/api/proxy/grants",
     async ({ body: input }) => {
-      if (d.proxy.state !== "ready")
-        throw new LazyError(
-          "proxy_unavailable",
-          "The model proxy is not available, so nothing can be launched; run lazy doctor for the finding and remedy.",
-        );
+      if (d.proxy.state !== "ready") throw LazyError.of("proxy_unavailable", { reason: "proxy_not_ready", what: "launch" });
       const config = d.config();
       const task = input.task ? Tasks.resolve(d.db, input.task) : undefined;
       if (input.role === "agent" && !task) throw new LazyError("invalid_input", "An agent grant needs a task.");

@@ -10,7 +10,8 @@ import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
 import { z } from "zod";
 import type { Config } from "../../config";
-import { question, rows, taskDiff } from "../../dashboard";
+import { question, rows } from "../../dashboard";
+import { taskDiff } from "../../diff";
 import * as Review from "../../review";
 import type { Runner } from "../../runner";
 import { actions, Tasks } from "../../store";
@@ -68,7 +69,13 @@ export function reviewRoutes(d: ReviewDeps) {
             checked.problems,
           );
         const message = checkPrompt(Review.message(diff.branch, checked.ok, input.message), "review");
-        return { task: await d.runner.start(ref, message), comments: checked.ok.length, message };
+        const started = await d.runner.start(ref, message);
+        // The comments as data beside the message the agent got (lazy export's review part).
+        Tasks.addEvent(d.db, task.id, "review", {
+          comments: checked.ok.map((c) => ({ path: c.path, line: c.line, side: c.side, text: c.text })),
+          ...(input.message?.trim() ? { note: input.message.trim() } : {}),
+        });
+        return { task: started, comments: checked.ok.length, message };
       },
       body(Body),
     )

@@ -1,5 +1,6 @@
 /** What `lazy daemon status` shows: the daemon's answer to GET /api/status (routes/daemon.ts), which daemon.ts fills. */
-import type { Engine, Fence, LinkLocalGuard } from "../../containers";
+import type { Engine } from "../../containers";
+import type { Fence, LinkLocalGuard } from "../../network";
 
 export interface DaemonStatus {
   pid: number;
@@ -33,6 +34,11 @@ export interface DaemonStatus {
   crashes?: { count: number; lastExit: string; lastAt: string };
   /** What a restart would cut (the CLI restarts an older daemon only when both are 0). */
   busy?: Busy;
+  /**
+   * The OpenTelemetry export ([telemetry] otlp), once a turn ended with it on: spans queued, sent,
+   * dropped (queue full, oldest first), lost in failed exports, and why the collector fails now.
+   */
+  telemetry?: { url: string; queued: number; sent: number; dropped: number; failed: number; failing: string | null };
 }
 
 /** Turns running, and API writes being answered (a launch setting up, lazy ask, an accept). */

@@ -9,7 +9,7 @@ import { modelsOfTask, spentByTask } from "../../spending";
 import { HeldTurns, isStatus, STATUSES, type Status, Tasks } from "../../store";
 import { LazyError } from "../../util/errors";
 import { PROMPT_MAX_BYTES, promptSchema } from "../../util/prompt";
-import { body, taskRef } from "./input";
+import { actorOf, body, taskRef } from "./input";
 
 export const AddTask = z.strictObject({
   prompt: promptSchema("prompt").describe(`What the agent should do (not empty; at most ${PROMPT_MAX_BYTES} bytes).`),
@@ -64,7 +64,7 @@ export function taskRoutes(d: TaskDeps) {
     .post("/api/tasks/:ref/stop", ({ params }) => d.runner.stop(taskRef(params)))
     .post(
       "/api/tasks/:ref/accept",
-      ({ params, body }) => d.runner.accept(taskRef(params), body),
+      ({ params, body, request }) => d.runner.accept(taskRef(params), { ...body, by: actorOf(request) }),
       // tip: the commit the reviewed diff ended at (the dashboard's Accept); a moved branch is refused.
       body(
         z.strictObject({
@@ -76,8 +76,8 @@ export function taskRoutes(d: TaskDeps) {
         }),
       ),
     )
-    .post("/api/tasks/:ref/reject", ({ params }) => d.runner.reject(taskRef(params)))
-    .post("/api/tasks/:ref/close", ({ params }) => d.runner.close(taskRef(params)))
+    .post("/api/tasks/:ref/reject", ({ params, request }) => d.runner.reject(taskRef(params), actorOf(request)))
+    .post("/api/tasks/:ref/close", ({ params, request }) => d.runner.close(taskRef(params), actorOf(request)))
     .post(
       "/api/tasks/:ref/budget",
       ({ params, body }) => {

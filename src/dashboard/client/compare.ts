@@ -5,8 +5,8 @@
  * and Reject (asked first: it deletes the branch). Everything shown may come from an agent:
  * text only, never HTML.
  */
-import type { Answers } from "../../daemon";
 import { costText } from "../../lines";
+import type * as Answers from "../answers";
 import { $, api, debounce, fill, h, num, showError, table } from "./dom";
 import { live } from "./live";
 

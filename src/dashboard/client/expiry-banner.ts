@@ -3,7 +3,7 @@
  * credentials/expiry-warnings.ts, read from /api/auth): one line each, with the command that
  * replaces the token. Kept apart from home.ts so the page's own code stays its own.
  */
-import type { Answers } from "../../daemon";
+import type * as Answers from "../answers";
 import { api, fill, h } from "./dom";
 
 type Notice = Answers.Auth["expiry"][number];

@@ -1,6 +1,6 @@
 /** Home: tasks by status, what runs or waits and why, today's tokens against [budget], provider health. */
-import type { Answers } from "../../daemon";
 import { costText } from "../../lines";
+import type * as Answers from "../answers";
 import { $, api, debounce, fill, h, num, showError, usd, when } from "./dom";
 import { inbox } from "./inbox";
 import { live } from "./live";

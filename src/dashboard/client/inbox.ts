@@ -3,7 +3,7 @@
  * comes first) and the agents' questions (MCP ask_human) in full, each with a reply box. A reply
  * is the task's next message (POST …/send), which is how an agent gets the human's answer.
  */
-import type { Answers } from "../../daemon";
+import type * as Answers from "../answers";
 import { api, fill, h, when } from "./dom";
 import { refOf, rowItem } from "./rows";
 

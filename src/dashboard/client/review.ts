@@ -10,13 +10,27 @@
  * nodes only. A 6,000-line diff renders as one element a line in blocks laid out only when seen,
  * with one listener for all (bench/review.ts).
  */
-import type { Answers } from "../../daemon";
 import { type Comment, type Side, where } from "../../review";
+import type * as Answers from "../answers";
 import { api, h } from "./dom";
 import { grammarFor, hasControl, paint } from "./highlight";
 
-/** A task's diff as the API answers it (dashboard/diff.ts). */
+/** A task's diff as the API answers it (diff/diff.ts). */
 export type Diff = Answers.Diff;
+
+/** A line's trace as its title reads (text, never markup). */
+export function whoWrote(t: Answers.Trace): string {
+  if (!t.agent)
+    return t.commit
+      ? `Not written by an agent task (commit ${t.commit.slice(0, 12)} by ${t.author?.name ?? "someone"})`
+      : "Not written by an agent task";
+  const task = t.task ? (t.task.code ?? t.task.id) : "?";
+  const tool = t.tool ? `${t.tool.name}${t.tool.id ? ` ${t.tool.id}` : ""}` : "the turn as a whole";
+  const asked = t.prompt
+    ? `\nAsked by ${t.prompt.kind === "task" ? "the task's prompt" : t.prompt.kind === "review" ? "a review" : "lazy send"}: ${t.prompt.text.slice(0, 300)}`
+    : "";
+  return `Written by task ${task}, turn ${t.turn ?? "?"}, tool call ${tool}, model ${t.contributor?.model_id ?? "not known"}${asked}`;
+}
 export type DiffFile = Diff["files"][number];
 export type Layout = "unified" | "split";
 
@@ -108,6 +122,24 @@ export class ReviewView {
     this.body.addEventListener("keydown", (e) => {
       if (e.key === "Enter" && (e.target as HTMLElement).dataset?.k) this.onClick(e);
     });
+    // Who wrote a line: asked once per line when it is first pointed at or focused (its title).
+    const who = (e: Event) => void this.traced(e.target);
+    this.body.addEventListener("mouseover", who);
+    this.body.addEventListener("focusin", who);
+  }
+
+  /** A line of the new side gets its trace (GET …/trace: task, turn, tool call, model) as its title. */
+  private async traced(target: EventTarget | null): Promise<void> {
+    const at = this.lineOf(target);
+    if (!at || at.side !== "new" || at.el.dataset.traced) return;
+    at.el.dataset.traced = "asked";
+    try {
+      const t = await api<Answers.Trace>("GET", `${this.path}/trace?path=${encodeURIComponent(at.path)}&line=${at.line}`);
+      at.el.title = whoWrote(t);
+      at.el.dataset.traced = t.agent ? "agent" : "person";
+    } catch {
+      at.el.dataset.traced = "none"; // not asked again (a group's diff has no trace route)
+    }
   }
 
   /** Some diff with files is on the page. */

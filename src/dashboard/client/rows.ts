@@ -1,6 +1,6 @@
 /** A task as a row of a list (home, tasks): its status and why first, then profile, tokens, age, last message. */
-import type { Answers } from "../../daemon";
 import { costText } from "../../lines";
+import type * as Answers from "../answers";
 import { badge, h, num, when, withTimes } from "./dom";
 
 /** A row as the API answers it (daemon/routes/board.ts). */

@@ -4,9 +4,9 @@
  * branch, and its audit rows.
  */
 
-import type { Answers } from "../../daemon";
 import { costText, line, mcpBookkeeping } from "../../lines";
 import type { TaskEvent } from "../../store";
+import type * as Answers from "../answers";
 import { $, ApiError, api, debounce, fill, h, num, showError, table, usd, when, withTimes } from "./dom";
 import { live } from "./live";
 

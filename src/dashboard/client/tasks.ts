@@ -1,5 +1,5 @@
 /** Tasks: every task a page at a time (newest first), by status and by text; add one. */
-import type { Answers } from "../../daemon";
+import type * as Answers from "../answers";
 import { $, api, debounce, fill, h, num, showError } from "./dom";
 import { live } from "./live";
 import { type Row, rowItem } from "./rows";

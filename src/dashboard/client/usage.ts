@@ -1,6 +1,6 @@
 /** Usage: each credential's windows as used-percent bars with a countdown to each reset, PAUSED marks, budgets, and the days. */
-import type { Answers } from "../../daemon";
 import { costText } from "../../lines";
+import type * as Answers from "../answers";
 import { $, api, countdown, debounce, exact, fill, h, num, showError, table, usd, when } from "./dom";
 import { healthList } from "./home";
 import { live } from "./live";

@@ -377,6 +377,14 @@ export class Grants {
   }
 
   /** Every grant, oldest first. */
+  /** Every secret the task holds now (its placeholders, brokered services' too, and its MCP token): what its records must not carry. */
+  secretsOf(taskId: string): string[] {
+    const out: string[] = [];
+    for (const g of this.#byToken.values()) if (g.taskId === taskId) out.push(g.token);
+    for (const t of this.#mcp.values()) if (t.taskId === taskId) out.push(t.token);
+    return out;
+  }
+
   all(): Grant[] {
     return [...this.#byToken.values()];
   }

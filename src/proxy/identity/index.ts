@@ -11,4 +11,5 @@ export { Live, PIDS_FILE } from "./live";
 export { McpToken, McpTokens, Pid } from "./mcp-tokens";
 export { isLoopback, offPin, pinnedTo, pinOwner, refusedFrom } from "./pin";
 export * as Placeholders from "./placeholders";
+export { SECRET_SHAPE } from "./placeholders";
 export { BUILTIN, inferCredential, type Target, Targets, type UpstreamKind, type Wire } from "./targets";

@@ -121,8 +121,29 @@ export function sessionToken(opts: { exp?: number; iat?: number } = {}): string 
  * The marker sits right after a known prefix, never anywhere in the value: a real key that
  * happened to contain "-lazy-" somewhere must still be forwarded, not 401ed.
  */
-const MARKED =
-  /^(?:sk-ant-api03-lazy-|sk-ant-oat01-lazy-|sk-proj-lazy-|sk-or-v1-lazy-|key_lazy_|lazy-|ghp_lazy|ghs_lazy|glpat-lazy|npm_lazy|pypi-lazy)[A-Za-z0-9_-]+$/;
+const PREFIXES =
+  "sk-ant-api03-lazy-|sk-ant-oat01-lazy-|sk-proj-lazy-|sk-or-v1-lazy-|key_lazy_|lazy-|ghp_lazy|ghs_lazy|glpat-lazy|npm_lazy|pypi-lazy";
+const MARKED = new RegExp(`^(?:${PREFIXES})[A-Za-z0-9_-]+$`);
+
+/**
+ * Anything in a text shaped like one of lazy's placeholders or MCP tokens (`lazy-mcp-…`), or its
+ * Cursor session stand-in (a JWT): what a record lazy keeps (src/provenance) must not carry. Wider
+ * than `isPlaceholder` on purpose (a word that merely starts like one is cut too); 16 characters
+ * at least after a prefix, 32 after the bare `lazy-`, so lazy's own words ("lazy-slug") stay.
+ */
+export const IN_TEXT = new RegExp(
+  `(?:${PREFIXES.replace("|lazy-|", "|")})[A-Za-z0-9_-]{16,}|lazy-[A-Za-z0-9_-]{32,}|eyJ[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+`,
+  "g",
+);
+
+/**
+ * A placeholder or an MCP token (`lazy-mcp-…`) anywhere in a text, by its shape: a marker and a
+ * random part as long as lazy makes one. What lazy keeps or exports of an agent's strings (a
+ * model's name, span attributes) is checked against it; every shape has "lazy" in it, so a
+ * caller can test `includes("lazy")` first.
+ */
+export const SECRET_SHAPE =
+  /(?:sk-ant-api03-lazy-|sk-ant-oat01-lazy-|sk-proj-lazy-|sk-or-v1-lazy-|key_lazy_|ghp_lazy|ghs_lazy|glpat-lazy|npm_lazy|pypi-lazy|lazy-)[A-Za-z0-9_-]{22,}/;
 
 /** The shapes that stand for a brokered service's token, never a model credential. */
 export const SERVICE_SHAPES: readonly Shape[] = ["github", "github-app", "gitlab", "npm", "pypi", "service"];

@@ -243,15 +243,14 @@ export class ModelProxy {
     const target = this.targets.forProfile(profile.name);
     if (!target) return new LazyError("invalid_input", `No profile "${profileName}".`);
     if (target.unmapped)
-      return new LazyError(
-        "credential_missing",
-        `Profile ${profile.name} has no credential mapped for ${target.provider}: ${target.unmapped}.`,
-      );
+      return LazyError.of("credential_missing", {
+        reason: "credential_unmapped",
+        profile: profile.name,
+        provider: target.provider,
+        why: target.unmapped,
+      });
     if (target.credential && !this.credentials.get(target.credential))
-      return new LazyError(
-        "credential_missing",
-        `Profile ${profile.name} needs the "${target.credential}" credential, which is not stored: run lazy auth set ${target.credential}.`,
-      );
+      return LazyError.of("credential_missing", { reason: "credential_not_stored", profile: profile.name, credential: target.credential });
     return null;
   }
 

@@ -163,7 +163,7 @@ export class Ports {
   private async claimOnce(host: string, preferred: number): Promise<{ host: string; port: number }> {
     // The port running containers were given, if a daemon before this one listened here: the
     // loopback port may have gone to another process meanwhile, and the network fence drops
-    // any other port (containers/fence.ts).
+    // any other port (network/fence.ts).
     let known: Record<string, number> = {};
     try {
       known = JSON.parse(readFileSync(this.gatewayPorts, "utf8"));

@@ -191,7 +191,7 @@ function iso(value: string | undefined): string | undefined {
   return Number.isFinite(t) ? new Date(t).toISOString() : undefined;
 }
 
-/** Unix epoch seconds, as Claude Code and Codex parse them; an ISO string is accepted too (WIRE §8). */
+/** Unix epoch seconds, as Claude Code and Codex parse them; an ISO string is accepted too (docs/wire.md, "Usage-limit headers": one report shows ISO strings). */
 function epochOrIso(value: string | undefined): string | undefined {
   const n = num(value);
   if (n !== null) return n > 0 && n < 1e11 ? new Date(n * 1000).toISOString() : undefined;

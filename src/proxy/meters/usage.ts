@@ -11,7 +11,7 @@
  * OpenAI's includes the cached part, which is subtracted here.
  */
 import { z } from "zod";
-import type { Wire } from "../identity";
+import { SECRET_SHAPE, type Wire } from "../identity";
 
 export const Counts = z
   .object({
@@ -355,9 +355,15 @@ function openaiCounts(u: Record<string, unknown>): Counts {
 /** Longest model name kept; a model id is short (`anthropic/claude-opus-4.1`, `qwen2.5-coder:7b`). */
 export const MAX_MODEL = 128;
 
-/** A model name as lazy keeps it: a string of printable ASCII without spaces, at most MAX_MODEL long; else null. */
+/**
+ * A model name as lazy keeps it: a string of printable ASCII without spaces, at most MAX_MODEL
+ * long, that holds no placeholder or MCP token (an agent may name its model anything; the audit,
+ * the counters and the spans keep this name); else null.
+ */
 export function modelName(v: unknown): string | null {
-  return typeof v === "string" && v.length <= MAX_MODEL && /^[\x21-\x7e]+$/.test(v) ? v : null;
+  return typeof v === "string" && v.length <= MAX_MODEL && /^[\x21-\x7e]+$/.test(v) && !(v.includes("lazy") && SECRET_SHAPE.test(v))
+    ? v
+    : null;
 }
 
 function count(v: unknown): number | null {

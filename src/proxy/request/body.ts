@@ -6,7 +6,7 @@
 import type { Target } from "../identity";
 import { type Body, MAX_BODY } from "../listen";
 import type { Call } from "./call";
-import { errorResponse } from "./errors";
+import { refusal } from "./errors";
 import type { Wire } from "./surface";
 
 /**
@@ -17,12 +17,7 @@ export function body(call: Call, read: Body, upstream: Target, wire: Wire): Uint
   if (read.ok) return read.bytes;
   if (read.status === 413)
     return call.refuse(
-      errorResponse(
-        wire,
-        413,
-        "request_too_large",
-        `lazy's proxy refused a ${read.declared !== undefined ? `${read.declared}-byte` : "chunked"} request body: the limit is ${MAX_BODY} bytes. Send a smaller request.`,
-      ),
+      refusal(wire, { code: "body_too_large", declared: read.declared ?? null, limit: MAX_BODY }),
       read.declared !== undefined ? "body too large" : `chunked body passed ${MAX_BODY} bytes`,
       upstream.origin,
     );

@@ -4,19 +4,12 @@
  * (forward.ts) and the Cursor route decide with these.
  */
 import type { Server } from "bun";
-import { type Grant, isLoopback, liveKey, notLive, offPin, Placeholders, pinnedTo, pinOwner } from "../identity";
+import { type Grant, isLoopback, liveKey, offPin, Placeholders, pinnedTo, pinOwner } from "../identity";
 import { NOTE } from "../meters";
 import type { Call } from "./call";
 import type { Context } from "./context";
-import { errorResponse } from "./errors";
+import { type Refusal, refusal } from "./errors";
 import { presentedBearer } from "./headers";
-
-/** A placeholder that redeems no grant: lazy cannot vouch for who sent it, so the row names no role or task. */
-export const GONE = {
-  message:
-    "lazy's proxy does not know this placeholder: the task's grant is gone (the task ended, or was never started by this daemon). Start the task again: lazy start TASK.",
-  note: NOTE.grantGone,
-} as const;
 
 /**
  * Why the request path refuses this caller before anything else, or undefined when it may go on:
@@ -31,25 +24,16 @@ export function callerRefusal(
   token: string | undefined,
   grant: Grant | undefined,
   live: (key: string) => boolean,
-): { message: string; note: string } | undefined {
-  if (token && !grant && Placeholders.isPlaceholder(token)) return GONE;
+): { refusal: Refusal; note: string } | undefined {
+  if (token && !grant && Placeholders.isPlaceholder(token)) return { refusal: { code: "placeholder_unknown" }, note: NOTE.grantGone };
   if (token && !grant) {
     const from = (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, "");
     // Two headers of one name arrive joined by ", ".
     const placeholderBeside = [req.headers.get("x-api-key"), presentedBearer(req.headers)]
       .flatMap((v) => (v ? v.split(",") : []))
       .some((v) => Placeholders.isPlaceholder(v.trim()));
-    if (placeholderBeside)
-      return {
-        message:
-          "lazy's proxy refused a request carrying a placeholder beside another credential: send the placeholder lazy gave the task, alone.",
-        note: "placeholder beside another credential",
-      };
-    if (!isLoopback(from))
-      return {
-        message: `lazy's proxy refused a credential that is not lazy's placeholder, presented from ${from}: only a session on this machine may bring its own; a task's agent sends the placeholder lazy gave it.`,
-        note: `own credential from ${from}`,
-      };
+    if (placeholderBeside) return { refusal: { code: "placeholder_beside_credential" }, note: "placeholder beside another credential" };
+    if (!isLoopback(from)) return { refusal: { code: "own_credential_remote", from }, note: `own credential from ${from}` };
     return undefined;
   }
   if (!grant) return undefined;
@@ -66,19 +50,19 @@ export function grantRefusal(
   server: Server<undefined>,
   grant: Grant,
   live: (key: string) => boolean,
-): { message: string; note: string } | undefined {
+): { refusal: Refusal; note: string } | undefined {
   // A brokered service's placeholder redeems only at its service, through the egress proxy.
   if (Placeholders.SERVICE_SHAPES.includes(grant.shape))
     return {
-      message: `lazy's proxy refused task ${grant.taskRef ?? grant.taskId}'s placeholder for the brokered service ${grant.profile.replace(/^service:/, "")}: it stands for that service's token and works only at its hosts, never as a model credential.`,
+      refusal: { code: "service_placeholder", task: grant.taskRef ?? grant.taskId, service: grant.profile.replace(/^service:/, "") },
       note: "a brokered service's placeholder",
     };
   const key = liveKey(grant);
-  if (key && !live(key)) return { message: `lazy's proxy refused this placeholder: ${notLive(grant)}`, note: "no running turn" };
+  if (key && !live(key)) return { refusal: { code: "placeholder_not_live", task: grant.taskRef ?? grant.taskId }, note: "no running turn" };
   const from = offPin(grant, req, server);
   if (from)
     return {
-      message: `lazy's proxy refused this placeholder: it belongs to ${pinOwner(grant)} and was presented from ${from}.`,
+      refusal: { code: "placeholder_off_pin", owner: pinOwner(grant), from },
       note: NOTE.pinned(from, pinnedTo(grant)?.join(",") || "none"),
     };
   return undefined;
@@ -93,17 +77,9 @@ export function checkCaller(ctx: Context, call: Call): Response | undefined {
   // No credential at all: only the surface's reachability probes (HEAD; Claude Code's
   // `HEAD /api/hello` comes before it authenticates) go on; anything else needs a placeholder.
   if (!call.token && call.req.method !== "HEAD")
-    return call.refuseUnknown(
-      errorResponse(
-        "anthropic",
-        401,
-        "authentication_error",
-        "lazy's proxy refused a request with no credential: send the placeholder lazy gave the task (in x-api-key or Authorization: Bearer). Only the HEAD reachability probes pass without one.",
-      ),
-      "no credential",
-    );
+    return call.refuseUnknown(refusal("anthropic", { code: "no_credential" }), "no credential");
   // Whose placeholder, from where, while which turn runs: one refusal per reason.
   const denied = callerRefusal(call.req, call.server, call.token, call.grant, ctx.live);
-  if (denied) return call.refuseUnknown(errorResponse("anthropic", 401, "authentication_error", denied.message), denied.note);
+  if (denied) return call.refuseUnknown(refusal("anthropic", denied.refusal), denied.note);
   return undefined;
 }

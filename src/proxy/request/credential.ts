@@ -7,7 +7,7 @@
 import type { Target } from "../identity";
 import type { Call } from "./call";
 import type { Context } from "./context";
-import { errorResponse } from "./errors";
+import { refusal } from "./errors";
 import { type Credential, carry, credentialOf, NONE } from "./stored";
 import type { Wire } from "./surface";
 
@@ -16,7 +16,7 @@ export function credential(ctx: Context, call: Call, upstream: Target, wire: Wir
   const grant = call.grant;
   if (!grant) return NONE;
   const c = credentialOf(ctx.credentials, upstream, grant.profile);
-  if (!("cred" in c)) return call.refuse(errorResponse(wire, 401, "authentication_error", c.message), c.note, upstream.origin);
+  if (!("cred" in c)) return call.refuse(refusal(wire, c.refusal), c.note, upstream.origin);
   if (!c.cred) return NONE;
   call.base.credential = upstream.credential;
   return carry(upstream.style, c.cred, () => call.req.headers.get("anthropic-beta"));

@@ -24,14 +24,14 @@ import type { Server } from "bun";
 import { pathOf } from "../../util/url";
 import { Placeholders } from "../identity";
 import { bounded, MAX_BODY, type Pass } from "../listen";
-import { kindOfStatus } from "../meters";
-import { healthKind, providerFailure, relay, send, wayRefusal, wayTo } from "../upstream";
+import { kindOfStatus, NOTE } from "../meters";
+import { healthKind, providerFailure, relay, send, wayTo } from "../upstream";
 import { Call } from "./call";
-import { GONE, grantRefusal } from "./caller";
+import { grantRefusal } from "./caller";
 import type { Context } from "./context";
 import { Scrubber, scrubStream } from "./cursor-scrub";
 import type { Sessions } from "./cursor-sessions";
-import { NO_RETRY } from "./errors";
+import { NO_RETRY, type Refusal, said } from "./errors";
 import { HOP, presented } from "./headers";
 import { credentialOf } from "./stored";
 
@@ -70,18 +70,19 @@ export async function handleCursor(
     path: malformed ? `${PREFIX}(malformed)` : `${PREFIX}…${rest}`.slice(0, 300),
   });
   const grant = call.grant;
+  /** A failure of lazy's or the upstream's, in words (its row and log line written). */
   const fail = (status: number, message: string, note = message): Response =>
     call.refuse(connectError(status, message), note, upstream.origin);
+  /** One of lazy's refusals (errors.ts words it); the note is its words unless given. */
+  const refuse = (r: Refusal, note?: string): Response => {
+    const [status, message] = said(r);
+    return fail(status, message, note ?? message);
+  };
   // A caller lazy cannot attribute (a malformed route, no grant, one that does not redeem):
   // counted per minute, source and reason, not a row (audit/refusals.ts).
-  const failUnknown = (status: number, r: { message: string; note: string }): Response =>
-    call.refuseUnknown(connectError(status, r.message), r.note);
+  const refuseUnknown = (r: Refusal, note: string): Response => call.refuseUnknown(connectError(...said(r)), note);
 
-  if (malformed)
-    return failUnknown(400, {
-      message: `lazy's proxy got a malformed Cursor route (${segments.length - 1} path segments; expected /_lazy/cursor/<placeholder>/<upstream path>).`,
-      note: "malformed Cursor route",
-    });
+  if (malformed) return refuseUnknown({ code: "cursor_route_malformed", segments: segments.length - 1 }, "malformed Cursor route");
 
   const headers = new Headers(req.headers);
   for (const h of HOP) headers.delete(h);
@@ -95,32 +96,24 @@ export async function handleCursor(
     // of them is redeemed on this route: one presented here is a container's trick, refused.
     const shown = presented(headers);
     if (shown && Placeholders.isPlaceholder(shown))
-      return failUnknown(401, {
-        message: `lazy's proxy refused a lazy placeholder on the host-login Cursor route (/_lazy/cursor/-/): nothing is substituted there. A task's cursor-agent uses /_lazy/cursor/<its placeholder>/.`,
-        note: "placeholder presented on the host-login route",
-      });
+      return refuseUnknown({ code: "placeholder_on_host_route" }, "placeholder presented on the host-login route");
   } else {
-    if (!grant) return failUnknown(401, GONE);
+    if (!grant) return refuseUnknown({ code: "placeholder_unknown", route: "cursor" }, NOTE.grantGone);
     const denied = grantRefusal(req, server, grant, ctx.live);
-    if (denied) return failUnknown(401, denied);
+    if (denied) return refuseUnknown(denied.refusal, denied.note);
     // Only a Cursor profile's placeholder redeems the Cursor key: any other grant (a Claude or a
     // local-model profile) stands for another credential and another upstream.
     const mine = ctx.targets().forProfile(grant.profile);
     if (mine?.kind !== "cursor")
-      return fail(
-        403,
-        `lazy's proxy refused this placeholder on the Cursor route: it belongs to profile ${grant.profile}, which ${mine ? "is not a cursor-agent profile" : "is no longer in lazy.toml"}. Only a cursor-agent profile's placeholder works under /_lazy/cursor/.`,
+      return refuse(
+        { code: "cursor_profile_mismatch", profile: grant.profile, gone: !mine },
         `placeholder of non-Cursor profile ${grant.profile} on the Cursor route`,
       );
     upstream = mine;
     // 4. With which credential: the stage's own lookup and check; Cursor takes one always.
-    if (!upstream.credential)
-      return fail(
-        401,
-        `lazy's proxy has no credential for Cursor: profile ${grant.profile} sets credential = "none". Name the credential under [profiles.${grant.profile}] in lazy.toml.`,
-      );
+    if (!upstream.credential) return refuse({ code: "cursor_credential_none", profile: grant.profile });
     const found = credentialOf(ctx.credentials, upstream, grant.profile);
-    if (!("cred" in found)) return fail(401, found.message, found.note);
+    if (!("cred" in found)) return refuse(found.refusal, found.note);
     const cred = found.cred!; // a target that names its credential gets it or a refusal
     credential = upstream.credential;
     call.base.credential = credential;
@@ -138,20 +131,23 @@ export async function handleCursor(
   }
 
   const way = wayTo(upstream.origin);
-  if (way.via === "refused") return fail(403, wayRefusal(way, "Cursor"), `refused: plain http:// through the host's proxy ${way.proxy}`);
+  if (way.via === "refused")
+    return refuse(
+      { code: "plain_through_proxy", to: "Cursor", host: way.host, proxy: way.proxy },
+      `refused: plain http:// through the host's proxy ${way.proxy}`,
+    );
 
   const exchange = rest.endsWith("/auth/exchange_user_api_key");
   const declared = Number(req.headers.get("content-length") ?? NaN);
   let body: Uint8Array | ReadableStream<Uint8Array> | undefined;
   if (req.method !== "GET" && req.method !== "HEAD") {
-    if (Number.isFinite(declared) && declared > MAX_BODY)
-      return fail(413, `lazy's proxy refused a ${declared}-byte request body: the limit is ${MAX_BODY} bytes.`);
+    if (Number.isFinite(declared) && declared > MAX_BODY) return refuse({ code: "body_too_large", declared, limit: MAX_BODY });
     call.unread = false;
     try {
       if (grant && exchange) {
         // The key exchange is the one body cursor-agent puts its key in ({"apiKey": …}).
         const raw = await readAtMost(req, MAX_BUFFERED_BODY);
-        if (!raw) return fail(413, `lazy's proxy refused a Cursor key exchange body over ${MAX_BUFFERED_BODY} bytes.`);
+        if (!raw) return refuse({ code: "body_too_large", declared: null, limit: MAX_BUFFERED_BODY, what: "cursor_exchange" });
         body = withKey(raw, token, key);
       } else if (Number.isFinite(declared) && declared <= MAX_BUFFERED_BODY)
         body = new Uint8Array(await req.arrayBuffer()); // replayable on a reset

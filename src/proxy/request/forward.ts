@@ -14,6 +14,7 @@ import { Call } from "./call";
 import { checkCaller } from "./caller";
 import type { Context } from "./context";
 import { credential } from "./credential";
+import { pathRefusal, refusal } from "./errors";
 import { DROPPED, headerLines } from "./headers";
 import { checkModel } from "./model";
 import { applyPlugins } from "./plugins";
@@ -40,12 +41,7 @@ export async function handle(ctx: Context, req: Request, server: Server<undefine
   // 3. What it may ask for: the forwarding surface, in source.
   const kind = upstream.kind === "cursor" ? "anthropic-primary" : upstream.kind;
   const verdict = Surface.check(kind, req.method, call.target, req.headers);
-  if (!verdict.ok)
-    return call.refuse(
-      Response.json(Surface.refusalBody(wire, verdict), { status: 403, headers: { "x-should-retry": "false" } }),
-      `refused: ${verdict.reason}`,
-      upstream.origin,
-    );
+  if (!verdict.ok) return call.refuse(refusal(wire, pathRefusal(verdict)), `refused: ${verdict.reason}`, upstream.origin);
 
   // 4. With which credential.
   const cred = credential(ctx, call, upstream, wire);

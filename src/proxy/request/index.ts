@@ -11,7 +11,7 @@ export type { Context } from "./context";
 export { handleCursor, PREFIX as CURSOR_PREFIX } from "./cursor";
 export { Scrubber, scrubStream } from "./cursor-scrub";
 export { CursorSessions, type Sessions } from "./cursor-sessions";
-export { errorResponse, NO_RETRY } from "./errors";
+export { errorResponse, NO_RETRY, REFUSAL_HEADER, type Refusal } from "./errors";
 export { Fallbacks, type Hop, mayReroute, reroute, withModel } from "./fallback";
 export { handle } from "./forward";
 export { HOP, headerLines, presented, presentedBearer } from "./headers";

@@ -13,7 +13,7 @@
  */
 import { modelName } from "../meters";
 import type { Call } from "./call";
-import { errorResponse } from "./errors";
+import { type ModelProblem, modelWhy, refusal } from "./errors";
 import type { Wire } from "./surface";
 
 const QUOTE = 0x22;
@@ -100,20 +100,16 @@ export function checkModel(
   const first = a.values[0];
   call.base.modelAsked = a.values.length === 1 && typeof first === "string" ? modelName(first) : null;
   const profile = call.grant?.profile ?? "";
-  const allowed = `profile ${profile} allows only ${models.join(", ")}`;
-  const remedy = `ask for one of those, or add the model to models under [profiles.${profile}] in lazy.toml and run lazy trust`;
-  let why: string | undefined;
-  if (a.unreadable) why = `lazy could not read which model the request body asks for (it is not one JSON object)`;
-  else if (a.values.length === 0) why = `the request body names no model, so the upstream would choose one`;
-  else if (a.values.length > 1) why = `the request body names its model ${a.values.length} times`;
-  else if (typeof first !== "string") why = `the request body's model is not a string`;
-  else if (!allows(models, first)) why = `model "${shown(first)}" is not allowed`;
-  if (!why) return undefined;
+  let problem: ModelProblem | undefined;
+  if (a.unreadable) problem = { problem: "unreadable" };
+  else if (a.values.length === 0) problem = { problem: "none" };
+  else if (a.values.length > 1) problem = { problem: "repeated", count: a.values.length };
+  else if (typeof first !== "string") problem = { problem: "not_string" };
+  else if (!allows(models, first)) problem = { problem: "not_allowed", model: shown(first) };
+  if (!problem) return undefined;
   return call.refuse(
-    errorResponse(wire, 403, "permission_error", `lazy's proxy refused the request: ${why}; ${allowed}. To go on, ${remedy}.`, {
-      "x-should-retry": "false",
-    }),
-    `model refused: ${why} (${allowed})`.slice(0, 500),
+    refusal(wire, { code: "model_refused", profile, models: [...models], ...problem }),
+    `model refused: ${modelWhy(problem)} (profile ${profile} allows only ${models.join(", ")})`.slice(0, 500),
     origin,
   );
 }

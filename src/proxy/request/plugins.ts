@@ -7,7 +7,7 @@
 
 import { MAX_BODY } from "../listen";
 import type { Chain } from "../plugins";
-import { errorResponse } from "./errors";
+import { pathRefusal, refusal, words } from "./errors";
 import * as Surface from "./surface";
 
 export type Applied =
@@ -49,19 +49,14 @@ export async function applyPlugins(chain: Chain, a: Asked): Promise<Applied> {
   });
   const note = out.note;
   if (out.kind === "fail") {
-    const msg = `lazy's proxy failed: request plugin ${out.plugin}: ${out.error}`;
-    return { ok: false, note, response: errorResponse(a.wire, 500, "api_error", msg), why: msg };
+    const r = { code: "plugin_failed", plugin: out.plugin, error: out.error } as const;
+    return { ok: false, note, response: refusal(a.wire, r), why: words(r) };
   }
   if (out.kind === "refuse")
     return {
       ok: false,
       note,
-      response: errorResponse(
-        a.wire,
-        403,
-        "permission_error",
-        `lazy's proxy refused ${a.req.method} ${a.asked}: plugin ${out.plugin}: ${out.reason}`,
-      ),
+      response: refusal(a.wire, { code: "plugin_refused", method: a.req.method, path: a.asked, plugin: out.plugin, reason: out.reason }),
       why: `plugin ${out.plugin} refused: ${out.reason}`,
     };
   let { path, query } = a;
@@ -73,7 +68,7 @@ export async function applyPlugins(chain: Chain, a: Asked): Promise<Applied> {
       return {
         ok: false,
         note,
-        response: Response.json(Surface.refusalBody(a.wire, again), { status: 403, headers: { "x-should-retry": "false" } }),
+        response: refusal(a.wire, pathRefusal(again)),
         why: `refused after plugin rewrite: ${again.reason}`,
       };
     path = again.path;
@@ -84,8 +79,12 @@ export async function applyPlugins(chain: Chain, a: Asked): Promise<Applied> {
   if (out.body !== undefined) {
     body = new TextEncoder().encode(out.body);
     if (body.length > MAX_BODY) {
-      const msg = `lazy's proxy failed: a request plugin made the body larger than ${MAX_BODY} bytes`;
-      return { ok: false, note, response: errorResponse(a.wire, 500, "api_error", msg), why: "plugin body too large" };
+      return {
+        ok: false,
+        note,
+        response: refusal(a.wire, { code: "plugin_body_too_large", limit: MAX_BODY }),
+        why: "plugin body too large",
+      };
     }
   }
   return { ok: true, note, path, query, headers, body };

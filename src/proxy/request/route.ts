@@ -5,33 +5,29 @@
  * (upstream/way.ts), and a task stopped at its budget end the request here.
  */
 import type { Target, Targets } from "../identity";
-import { wayRefusal, wayTo } from "../upstream";
+import { wayTo } from "../upstream";
 import type { Call } from "./call";
 import type { Context } from "./context";
-import { errorResponse, plainThroughProxy } from "./errors";
+import { refusal } from "./errors";
 
 /** Stage 2: the target the request goes to, or the refusal (its row and log line written). */
 export function route(ctx: Context, call: Call, targets: Targets): Target | Response {
   const grant = call.grant;
   const upstream: Target | undefined = grant ? targets.forProfile(grant.profile) : targets.primary();
   if (!upstream)
-    return call.refuse(
-      errorResponse(
-        "anthropic",
-        401,
-        "authentication_error",
-        `lazy's proxy refused the request: profile ${grant!.profile} is no longer in lazy.toml, so its placeholder leads nowhere. Start the task again with an existing profile.`,
-      ),
-      `profile ${grant!.profile} gone`,
-      "",
-    );
+    return call.refuse(refusal("anthropic", { code: "profile_gone", profile: grant!.profile }), `profile ${grant!.profile} gone`, "");
   call.base.upstream = upstream.origin;
 
   // A plain-http upstream behind the host's proxy: the proxy would read it all (one Map lookup).
   const way = wayTo(upstream.origin);
   if (way.via === "refused")
     return call.refuse(
-      plainThroughProxy(upstream.wire === "openai" ? "openai" : "anthropic", wayRefusal(way, upstream.provider)),
+      refusal(upstream.wire === "openai" ? "openai" : "anthropic", {
+        code: "plain_through_proxy",
+        to: upstream.provider,
+        host: way.host,
+        proxy: way.proxy,
+      }),
       `refused: plain http:// through the host's proxy ${way.proxy}`,
       upstream.origin,
     );
@@ -40,16 +36,7 @@ export function route(ctx: Context, call: Call, targets: Targets): Target | Resp
   // the answer is scrubbed of it (cursor.ts); here it would go to Cursor's API unscrubbed.
   if (grant && upstream.kind === "cursor")
     return call.refuse(
-      Response.json(
-        {
-          type: "error",
-          error: {
-            type: "permission_error",
-            message: `lazy's proxy refused this placeholder on ${call.req.method} ${call.base.path}: it belongs to profile ${grant.profile}, a cursor-agent profile, whose placeholder works only under /_lazy/cursor/<placeholder>/.`,
-          },
-        },
-        { status: 403, headers: { "x-should-retry": "false" } },
-      ),
+      refusal("anthropic", { code: "cursor_placeholder_off_route", method: call.req.method, path: call.base.path, profile: grant.profile }),
       `placeholder of Cursor profile ${grant.profile} on the ordinary route`,
       upstream.origin,
     );
@@ -58,12 +45,7 @@ export function route(ctx: Context, call: Call, targets: Targets): Target | Resp
   const stop = grant?.taskId ? ctx.stopped(grant.taskId) : undefined;
   if (stop)
     return call.refuse(
-      errorResponse(
-        upstream.wire === "openai" ? "openai" : "anthropic",
-        403,
-        "permission_error",
-        `lazy's proxy stopped this turn: ${stop}.`,
-      ),
+      refusal(upstream.wire === "openai" ? "openai" : "anthropic", { code: "budget_stop", why: stop }),
       `budget: ${stop}`,
       upstream.origin,
     );

@@ -3,10 +3,11 @@
  * (credential.ts), its fallbacks (fallback.ts) and the Cursor route (cursor.ts): the one check
  * of a stored credential (stored, no line break in it), made once per stored value — the proxy
  * thread's table is replaced whole when a credential changes, so a value checked stays checked —
- * the refusal worded once, and the headers that carry it.
+ * the refusal as data (errors.ts words it), and the headers that carry it.
  */
 import type { Target } from "../identity";
 import { hostOf, OAUTH_BETA, withBeta } from "./address";
+import type { Refusal } from "./errors";
 
 export interface Credential {
   /** Headers lazy sets upstream (replacing any the agent sent of these names). Shared: never changed. */
@@ -21,9 +22,9 @@ export interface Stored {
   kind: string;
 }
 
-/** Why a target's credential cannot go upstream: the sentence for the agent and the row's note. */
-export interface Refusal {
-  message: string;
+/** Why a target's credential cannot go upstream: the refusal (errors.ts words it) and the row's note. */
+export interface Unsendable {
+  refusal: Refusal;
   note: string;
 }
 
@@ -52,16 +53,16 @@ export function stored<C extends Stored>(credentials: { get(name: string): C | u
 
 /**
  * What a target's requests carry: its stored credential (null when the target takes none), or
- * the refusal, worded once for every route. `profile` names the caller's profile in the words.
+ * the refusal, the same for every route. `profile` names the caller's profile in it.
  */
 export function credentialOf<C extends Stored>(
   credentials: { get(name: string): C | undefined },
   upstream: Target,
   profile: string,
-): { cred: C | null } | Refusal {
+): { cred: C | null } | Unsendable {
   if (upstream.unmapped)
     return {
-      message: `lazy's proxy has no credential mapped for ${upstream.provider} (${hostOf(upstream)}): ${upstream.unmapped}.`,
+      refusal: { code: "credential_unmapped", provider: upstream.provider, host: hostOf(upstream), why: upstream.unmapped },
       note: "no credential mapped",
     };
   const name = upstream.credential;
@@ -69,14 +70,10 @@ export function credentialOf<C extends Stored>(
   const cred = stored(credentials, name);
   if (cred === "missing")
     return {
-      message: `lazy's proxy has no credential "${name}" for ${upstream.provider} (${hostOf(upstream)}, profile ${profile}): store it with lazy auth set ${name}.`,
+      refusal: { code: "credential_not_stored", credential: name, provider: upstream.provider, host: hostOf(upstream), profile },
       note: `credential ${name} missing`,
     };
-  if (cred === "malformed")
-    return {
-      message: `lazy's proxy will not send the stored credential "${name}": it contains a line break. Store it again: lazy auth set ${name}.`,
-      note: `credential ${name} malformed`,
-    };
+  if (cred === "malformed") return { refusal: { code: "credential_malformed", credential: name }, note: `credential ${name} malformed` };
   return { cred };
 }
 

@@ -188,14 +188,3 @@ function shown(value: string, max: number): string {
   }
   return out;
 }
-
-/**
- * The refusal in the wire's own error shape, so the agent's SDK surfaces our sentence instead
- * of a parse error. The caller sends it with status 403 and `x-should-retry: false` (the
- * Anthropic SDK otherwise retries, and Claude Code's outer loop retries on top).
- */
-export function refusalBody(wire: Wire, refusal: Refused): object {
-  const message = `lazy's proxy refuses ${refusal.method} ${refusal.path}: ` + `this upstream forwards only ${refusal.allowed.join(", ")}`;
-  if (wire === "anthropic") return { type: "error", error: { type: "permission_error", message } };
-  return { error: { message, type: "permission_error", param: null, code: "lazy_path_refused" } };
-}

@@ -1,0 +1,34 @@
+/**
+ * Provenance: where each agent commit came from, as an Agent Trace record
+ * (https://github.com/cursor/agent-trace) in a git note under refs/notes/agent-trace of the
+ * project. The runner writes a turn's records when the turn's commits land on lazy/<task>
+ * (`writeTurn`, from the facts it gathers: the turn's tool calls, its audit rows, what asked for
+ * it); `lazy trace FILE:LINE` reads them back (`trace`). For anything else that reads records
+ * (lazy export), `readRecord(root, commit)` is the one reader: the parsed record of a full
+ * commit id, or null when it has none — `git notes --ref agent-trace show <commit>` by hand.
+ *
+ * Records hold no secret (inert.ts): the task's placeholders and MCP token, anything shaped like
+ * one, and URL query strings are cut from every string; tool inputs are the ones lazy logs shows.
+ */
+export type { AddedRange, ChangedFile } from "./diff";
+export { added, addedByMerge } from "./diff";
+export { type Cut, inert, SECRET } from "./inert";
+export { MAX_NOTE, NOTES_REF, notedCommits, readRecord } from "./notes";
+export {
+  auditUri,
+  type Contributor,
+  type Conversation,
+  type LazyFields,
+  type ModelCall,
+  type Range,
+  recordOf,
+  SPEC_VERSION,
+  type ToolCall,
+  type TraceRecord,
+  type TurnFacts,
+  toolUri,
+  turnUri,
+  VENDOR,
+} from "./record";
+export { parseSpot, type Traced, trace, traceAt } from "./trace";
+export { MAX_COMMITS, newCommits, writeTurn } from "./write";

@@ -1,0 +1,41 @@
+/**
+ * Errors as data: a refusal the core makes carries its code and facts and no sentence of its
+ * own; the voice of the process it is in words it, and the API's answer words it again from the
+ * facts and carries them.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import { type ErrorCode, type Facts, LazyError, speak } from "../../src/util/errors";
+
+const facts: Facts = { reason: "credential_not_stored", profile: "codex", credential: "openai" };
+const plain = (code: ErrorCode, f: Facts) => `${code}: ${JSON.stringify(f)}`;
+
+afterEach(() => speak(plain));
+
+describe("LazyError.of", () => {
+  test("carries the code and the facts; with no voice installed its message is only those", () => {
+    speak(plain);
+    const e = LazyError.of("credential_missing", facts);
+    expect(e.code).toBe("credential_missing");
+    expect(e.facts).toEqual(facts);
+    expect(e.message).toBe('credential_missing: {"reason":"credential_not_stored","profile":"codex","credential":"openai"}');
+  });
+
+  test("the process's voice words it; the API's answer words it again from the facts and carries them", () => {
+    speak((_c, f) => `voice of the process: ${f.reason}`);
+    const e = LazyError.of("credential_missing", facts, ["a detail"]);
+    expect(e.message).toBe("voice of the process: credential_not_stored");
+    const body = e.answer((_c, f) => `the API's words for ${f.reason}`);
+    expect(body).toEqual({
+      error: { code: "credential_missing", message: "the API's words for credential_not_stored", details: ["a detail"], facts },
+    });
+  });
+
+  test("facts survive the wire: fromJSON keeps them, and a message without facts stays as it was", () => {
+    const back = LazyError.fromJSON(LazyError.of("credential_missing", facts).toJSON(), "fallback");
+    expect(back.facts).toEqual(facts);
+    expect(back.code).toBe("credential_missing");
+    const old = LazyError.fromJSON(new LazyError("not_found", "No task x.").toJSON(), "fallback");
+    expect(old.facts).toBeUndefined();
+    expect(old.message).toBe("No task x.");
+  });
+});
