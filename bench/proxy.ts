@@ -276,10 +276,15 @@ try {
   console.log(
     `req/s at 50 connections: direct ${fifty.direct!.rps.toFixed(0)}, lazy ${fifty.lazy!.rps.toFixed(0)}, nginx ${fifty.nginx!.rps.toFixed(0)} → lazy/nginx ${(fifty.lazy!.rps / fifty.nginx!.rps).toFixed(2)}; per round ${ratios.map((r) => r.toFixed(2)).join(" ")}, median ${median(ratios).toFixed(2)}   (target: ≥ 0.60, audit on)`,
   );
-  if (other)
+  if (other) {
     console.log(
       `lazy+ (${process.env.LAZY_BENCH_COMPARE}): req/s at 50 connections ${fifty["lazy+"]!.rps.toFixed(0)} → lazy+/nginx per round ${ratios2.map((r) => r.toFixed(2)).join(" ")}, median ${median(ratios2).toFixed(2)}; CPU µs per request ${fifty["lazy+"]!.cpu.proxy.toFixed(1)}`,
     );
+    // End to end, not req/s alone: what a request waits, idle and under load, side by side.
+    const lat = (k: string) =>
+      `${k} ${f(one[k]!.p50)} / ${f(one[k]!.p99)} at 1 connection, ${f(fifty[k]!.p50)} / ${f(fifty[k]!.p99)} at 50`;
+    console.log(`latency p50 / p99 ms: ${lat("lazy")}; ${lat("lazy+")}; ${lat("nginx")}`);
+  }
   if (portkeyProc) {
     const pk = one.portkey!;
     const added = (r: Run) => r.p50 - one.direct!.p50;

@@ -15,7 +15,10 @@ let p: Project;
 beforeAll(async () => {
   mock = await Mock.cursor();
   mock.apiKey = KEY;
-  p = new Project({ toml: `[proxy.upstreams]\ncursor = "${mock.url}"\n` });
+  // cursor-two: a cursor-agent profile whose credential is not stored.
+  p = new Project({
+    toml: `[proxy.upstreams]\ncursor = "${mock.url}"\n\n[profiles.cursor-two]\nharness = "cursor"\ncredential = "cursor-two"\n`,
+  });
   await p.setCredential("cursor", KEY);
 });
 
@@ -149,6 +152,33 @@ describe("the Cursor route", () => {
       taskId: null,
       credential: null,
       path: "/_lazy/cursor/…/aiserver.v1.AiService/AvailableModels",
+    });
+  });
+
+  test("a credential not stored is refused as the request path refuses it: the remedy for the agent, the cause on the row", async () => {
+    mock.reset();
+    // A launch needs the credential stored; here it is removed while the placeholder lives.
+    await p.setCredential("cursor-two", KEY);
+    const g = await p.grant({ role: "host", profile: "cursor-two" });
+    await p.ok(["auth", "rm", "cursor-two"]);
+    const res = await fetch(`${g.proxyUrl}/_lazy/cursor/${g.placeholder}/aiserver.v1.AiService/AvailableModels`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${g.placeholder}`, "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(res.status).toBe(401);
+    const err = await res.json();
+    expect(err.code).toBe("unauthenticated");
+    expect(err.message).toContain("profile cursor-two");
+    expect(err.message).toContain("lazy auth set cursor-two");
+    expect(mock.received).toHaveLength(0);
+    const row = (await p.json(["stats", "audit"])).rows.at(-1);
+    expect(row).toMatchObject({
+      status: 401,
+      role: "host",
+      profile: "cursor-two",
+      credential: null,
+      note: "credential cursor-two missing",
     });
   });
 });

@@ -33,9 +33,19 @@ export const FILE_NAME = "proxy-tokens.json";
  * builder grants end with their session, lazy's project-wide call grant with its containers).
  */
 export function liveKey(g: Pick<Grant, "taskId" | "role" | "profile" | "envVar">): string | null {
-  // A host grant's identity (one placeholder per profile and variable), never the placeholder itself.
-  return g.taskId ?? (g.role === "host" ? `host:${g.profile}/${g.envVar}` : null);
+  return g.taskId ?? (g.role === "host" ? hostKey(g) : null);
 }
+
+/** A host grant's identity (one placeholder per profile and variable), never the placeholder itself; asked per request, so made once per grant. */
+function hostKey(g: Pick<Grant, "profile" | "envVar">): string {
+  let k = hostKeys.get(g);
+  if (k === undefined) {
+    k = `host:${g.profile}/${g.envVar}`;
+    hostKeys.set(g, k);
+  }
+  return k;
+}
+const hostKeys = new WeakMap<object, string>();
 
 /** Why a grant that is not live is refused (401), naming what would make it work. */
 export function notLive(g: Pick<Grant, "taskId" | "taskRef" | "role">): string {

@@ -33,12 +33,35 @@ export function filter(headers: Headers): Record<string, string> {
   const all = headers.toJSON() as Record<string, string | string[]>; // cheaper than iterating (Bun)
   for (const name in all) {
     const value = all[name]!;
-    if (typeof value !== "string" || !KEPT_NAME.test(name)) continue;
+    if (typeof value !== "string" || !kept(name)) continue;
     const v = value.trim();
-    if (looksLikeCredential(v)) continue;
+    // Every answer repeats most readings: a value kept under this name last time is not checked again.
+    if (lastKept.get(name) !== v) {
+      if (looksLikeCredential(v)) continue;
+      remember(lastKept, name, v);
+    }
     out[name] = v;
   }
   return out;
+}
+
+/** Per header name: whether it is allowlisted, and the value last kept under it (both bounded). */
+const keptName = new Map<string, boolean>();
+const lastKept = new Map<string, string>();
+const REMEMBERED = 256;
+
+function kept(name: string): boolean {
+  let k = keptName.get(name);
+  if (k === undefined) {
+    k = KEPT_NAME.test(name);
+    remember(keptName, name, k);
+  }
+  return k;
+}
+
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
+  if (map.size >= REMEMBERED) map.clear();
+  map.set(key, value);
 }
 
 /**

@@ -15,6 +15,17 @@ import { errorResponse } from "./errors";
 import type { Answered } from "./send";
 import type { Wire } from "./surface";
 
+/** The owner a reading is kept under, made once per grant (or target) rather than per request. */
+const owners = new WeakMap<object, string>();
+function ownerOf(of: object, kind: string, name: string): string {
+  let o = owners.get(of);
+  if (o === undefined) {
+    o = kind + name;
+    owners.set(of, o);
+  }
+  return o;
+}
+
 /** Non-streamed answers up to this size are taken whole rather than relayed chunk by chunk. */
 const MAX_BUFFERED = 8 * 1024 * 1024;
 
@@ -26,7 +37,8 @@ export async function answer(ctx: Context, call: Call, a: Answered, wire: Wire, 
   const ttfb = call.back - call.started;
 
   // Usage-limit readings: only the allowlisted headers, named by who owns the credential.
-  const owner = grant && !call.hop ? `credential:${grant.envVar}` : call.token ? `upstream:${upstream.origin}` : null;
+  const owner =
+    grant && !call.hop ? ownerOf(grant, "credential:", grant.envVar) : call.token ? ownerOf(upstream, "upstream:", upstream.origin) : null;
   if (owner) ctx.limits.record(owner, base.credential, upstream.origin, res.status, Meters.filter(res.headers));
 
   // Provider health; a refusal is told apart (quota or a short rate limit) once its body, when

@@ -31,15 +31,20 @@ export class Call {
   /** Until the body is read, a refusal throws it away as it arrives (closing a socket with unread bytes resets it, gate.ts). */
   unread = true;
 
+  /**
+   * `presentedIn`: where the Cursor route's caller put its credential (in its path, cursor.ts), and
+   * the path its rows show instead, without it; otherwise the credential comes from the headers.
+   */
   constructor(
     private ctx: Context,
     readonly req: Request,
     readonly server: Server<undefined>,
     readonly pass: Pass,
+    presentedIn?: { token: string | undefined; path: string },
   ) {
     // The listener's idle timeout holds until the body is read (gate.ts); no deadline after it.
     this.target = pathOf(req.url);
-    this.token = presented(req.headers);
+    this.token = presentedIn ? presentedIn.token : presented(req.headers);
     const grant = this.token ? ctx.grants.lookup(this.token) : undefined;
     this.grant = grant;
     this.base = {
@@ -51,17 +56,17 @@ export class Call {
       credential: null,
       upstream: "",
       method: req.method,
-      path: pathOnly(this.target),
+      path: presentedIn ? presentedIn.path : pathOnly(this.target),
     };
   }
 
-  record = (o: Outcome): void => {
+  record(o: Outcome): void {
     o.hop ??= this.hop;
     o.lazyInMs ??= this.lazyInMs;
     o.lazyOutMs ??= this.back ? performance.now() - this.back : null;
     if (this.pluginNote) o.note = o.note ? `${this.pluginNote}; ${o.note}` : this.pluginNote;
     this.ctx.audit.record(auditRow(this.base, performance.now() - this.started, o));
-  };
+  }
 
   refuse(res: Response, note: string, upstream: string): Response {
     if (this.unread) dropBody(this.req, this.pass);

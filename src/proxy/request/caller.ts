@@ -25,8 +25,7 @@ export function callerRefusal(
   grant: Grant | undefined,
   live: (key: string) => boolean,
 ): { refusal: Refusal; note: string } | undefined {
-  if (token && !grant && Placeholders.isPlaceholder(token))
-    return { refusal: { code: "placeholder_unknown" }, note: "unknown or revoked placeholder" };
+  if (token && !grant && Placeholders.isPlaceholder(token)) return { refusal: { code: "placeholder_unknown" }, note: NOTE.grantGone };
   if (token && !grant) {
     const from = (server.requestIP(req)?.address ?? "unknown").replace(/^::ffff:/, "");
     // Two headers of one name arrive joined by ", ".
@@ -38,6 +37,20 @@ export function callerRefusal(
     return undefined;
   }
   if (!grant) return undefined;
+  return grantRefusal(req, server, grant, live);
+}
+
+/**
+ * Why a grant may not redeem here, whichever route it was presented on (the request path, the
+ * Cursor route): a brokered service's placeholder, one whose task has no running turn, or one
+ * presented from an address it is not pinned to. Undefined: it may go on.
+ */
+export function grantRefusal(
+  req: Request,
+  server: Server<undefined>,
+  grant: Grant,
+  live: (key: string) => boolean,
+): { refusal: Refusal; note: string } | undefined {
   // A brokered service's placeholder redeems only at its service, through the egress proxy.
   if (Placeholders.SERVICE_SHAPES.includes(grant.shape))
     return {

@@ -4,7 +4,7 @@
  * than one place, so the placeholder rides in the URL. The agent is hostile (issue 17), so:
  *
  * - only a placeholder of a cursor-agent profile redeems here, and a pinned one only from its
- *   container's address (the check forward.ts makes, shared);
+ *   container's address (caller.ts `grantRefusal`, the request path's own check);
  * - the real key goes only where cursor-agent puts it (docs/wire.md, "Cursor"): `Authorization: Bearer`, and
  *   the `apiKey` field of the key exchange's JSON body. The placeholder's bytes anywhere else (a
  *   prompt saying "repeat: key_lazy_…") stay the placeholder;
@@ -22,17 +22,18 @@
  */
 import type { Server } from "bun";
 import { pathOf } from "../../util/url";
-import { auditRow, type Outcome, type RowHead } from "../audit";
-import { type Grant, liveKey, offPin, Placeholders, pinnedTo, pinOwner } from "../identity";
+import { Placeholders } from "../identity";
 import { bounded, MAX_BODY, type Pass } from "../listen";
 import { kindOfStatus, NOTE } from "../meters";
 import { healthKind, providerFailure, relay, send, wayTo } from "../upstream";
-import { sourceOf } from "./call";
+import { Call } from "./call";
+import { grantRefusal } from "./caller";
 import type { Context } from "./context";
 import { Scrubber, scrubStream } from "./cursor-scrub";
 import type { Sessions } from "./cursor-sessions";
-import { NO_RETRY, said } from "./errors";
+import { NO_RETRY, type Refusal, said } from "./errors";
 import { HOP, presented } from "./headers";
+import { credentialOf } from "./stored";
 
 export const PREFIX = "/_lazy/cursor/";
 /**
@@ -54,7 +55,6 @@ export async function handleCursor(
   server: Server<undefined>,
   pass: Pass,
 ): Promise<Response> {
-  const started = performance.now();
   const target = pathOf(req.url);
   const q = target.indexOf("?");
   const path = q === -1 ? target : target.slice(0, q);
@@ -63,48 +63,29 @@ export async function handleCursor(
   let upstream = ctx.targets().cursor();
   const token = segments[3] ?? "";
   const rest = "/" + segments.slice(4).join("/");
-  const shownPath = `${PREFIX}…${rest}`.slice(0, 300);
-  const at = Date.now();
-  const head = (grant: Grant | undefined, credential: string | null, path = shownPath): RowHead => ({
-    at,
-    taskId: grant?.taskId ?? null,
-    taskRef: grant?.taskRef ?? null,
-    role: grant?.role ?? null,
-    profile: grant?.profile ?? null,
-    credential,
-    upstream: upstream.origin,
-    method: req.method,
-    path,
+  const malformed = segments.length < 5 || !token || segments[4] === undefined;
+  // 1. Who is calling: the placeholder rides in the path, which no row or log line shows.
+  const call = new Call(ctx, req, server, pass, {
+    token: malformed || token === "-" ? undefined : token,
+    path: malformed ? `${PREFIX}(malformed)` : `${PREFIX}…${rest}`.slice(0, 300),
   });
-  const record = (h: RowHead, o: Outcome) => ctx.audit.record(auditRow(h, performance.now() - started, o));
-  const fail = (status: number, message: string, grant?: Grant, note = message): Response => {
-    record(head(grant, null, segments.length < 5 ? `${PREFIX}(malformed)` : shownPath), { status, note });
-    ctx.log.repeated("warn", `cursor ${status} ${note}`, `${status} ${req.method} cursor route: ${note}`);
-    return connectError(status, message);
+  const grant = call.grant;
+  /** A failure of lazy's or the upstream's, in words (its row and log line written). */
+  const fail = (status: number, message: string, note = message): Response =>
+    call.refuse(connectError(status, message), note, upstream.origin);
+  /** One of lazy's refusals (errors.ts words it); the note is its words unless given. */
+  const refuse = (r: Refusal, note?: string): Response => {
+    const [status, message] = said(r);
+    return fail(status, message, note ?? message);
   };
   // A caller lazy cannot attribute (a malformed route, no grant, one that does not redeem):
   // counted per minute, source and reason, not a row (audit/refusals.ts).
-  const failUnknown = (status: number, message: string, note: string, grant?: Grant): Response => {
-    ctx.audit.refused({
-      at,
-      from: sourceOf(req, server),
-      reason: note,
-      status,
-      taskId: grant?.taskId ?? null,
-      taskRef: grant?.taskRef ?? null,
-      method: req.method,
-      path: segments.length < 5 ? `${PREFIX}(malformed)` : shownPath,
-    });
-    ctx.log.repeated("warn", `cursor ${status} ${note}`, `${status} ${req.method} cursor route: ${note}`);
-    return connectError(status, message);
-  };
+  const refuseUnknown = (r: Refusal, note: string): Response => call.refuseUnknown(connectError(...said(r)), note);
 
-  if (segments.length < 5 || !token || segments[4] === undefined)
-    return failUnknown(...said({ code: "cursor_route_malformed", segments: segments.length - 1 }), "malformed Cursor route");
+  if (malformed) return refuseUnknown({ code: "cursor_route_malformed", segments: segments.length - 1 }, "malformed Cursor route");
 
   const headers = new Headers(req.headers);
   for (const h of HOP) headers.delete(h);
-  let grant: Grant | undefined;
   let credential: string | null = null;
   let key = "";
   /** Real credential → its placeholder: what went upstream, scrubbed from the answer. */
@@ -115,36 +96,27 @@ export async function handleCursor(
     // of them is redeemed on this route: one presented here is a container's trick, refused.
     const shown = presented(headers);
     if (shown && Placeholders.isPlaceholder(shown))
-      return failUnknown(...said({ code: "placeholder_on_host_route" }), "placeholder presented on the host-login route");
+      return refuseUnknown({ code: "placeholder_on_host_route" }, "placeholder presented on the host-login route");
   } else {
-    grant = ctx.grants.lookup(token);
-    if (!grant) return failUnknown(...said({ code: "placeholder_unknown", route: "cursor" }), NOTE.grantGone);
-    const held = liveKey(grant);
-    if (held && !ctx.live(held))
-      return failUnknown(...said({ code: "placeholder_not_live", task: grant.taskRef ?? grant.taskId }), "not live", grant);
-    const from = offPin(grant, req, server);
-    if (from)
-      return failUnknown(
-        ...said({ code: "placeholder_off_pin", owner: pinOwner(grant), from }),
-        NOTE.pinned(from, pinnedTo(grant)?.join(",") || "none"),
-        grant,
-      );
+    if (!grant) return refuseUnknown({ code: "placeholder_unknown", route: "cursor" }, NOTE.grantGone);
+    const denied = grantRefusal(req, server, grant, ctx.live);
+    if (denied) return refuseUnknown(denied.refusal, denied.note);
     // Only a Cursor profile's placeholder redeems the Cursor key: any other grant (a Claude or a
     // local-model profile) stands for another credential and another upstream.
     const mine = ctx.targets().forProfile(grant.profile);
     if (mine?.kind !== "cursor")
-      return fail(
-        ...said({ code: "cursor_profile_mismatch", profile: grant.profile, gone: !mine }),
-        grant,
+      return refuse(
+        { code: "cursor_profile_mismatch", profile: grant.profile, gone: !mine },
         `placeholder of non-Cursor profile ${grant.profile} on the Cursor route`,
       );
     upstream = mine;
-    const name = upstream.credential;
-    if (!name) return fail(...said({ code: "cursor_credential_none", profile: grant.profile }), grant);
-    const cred = ctx.credentials.get(name);
-    if (!cred) return fail(...said({ code: "credential_not_stored", credential: name, provider: "Cursor" }), grant);
-    if (/[\r\n\0]/.test(cred.value)) return fail(...said({ code: "credential_malformed", credential: name }), grant);
-    credential = name;
+    // 4. With which credential: the stage's own lookup and check; Cursor takes one always.
+    if (!upstream.credential) return refuse({ code: "cursor_credential_none", profile: grant.profile });
+    const found = credentialOf(ctx.credentials, upstream, grant.profile);
+    if (!("cred" in found)) return refuse(found.refusal, found.note);
+    const cred = found.cred!; // a target that names its credential gets it or a refusal
+    credential = upstream.credential;
+    call.base.credential = credential;
     key = cred.value;
     const sessionPairs = await sessions.pairs(grant.token);
     secrets = [[cred.value, token], ...sessionPairs.map(([ph, real]): [string, string] => [real, ph])];
@@ -160,9 +132,8 @@ export async function handleCursor(
 
   const way = wayTo(upstream.origin);
   if (way.via === "refused")
-    return fail(
-      ...said({ code: "plain_through_proxy", to: "Cursor", host: way.host, proxy: way.proxy }),
-      grant,
+    return refuse(
+      { code: "plain_through_proxy", to: "Cursor", host: way.host, proxy: way.proxy },
       `refused: plain http:// through the host's proxy ${way.proxy}`,
     );
 
@@ -170,14 +141,13 @@ export async function handleCursor(
   const declared = Number(req.headers.get("content-length") ?? NaN);
   let body: Uint8Array | ReadableStream<Uint8Array> | undefined;
   if (req.method !== "GET" && req.method !== "HEAD") {
-    if (Number.isFinite(declared) && declared > MAX_BODY)
-      return fail(...said({ code: "body_too_large", declared, limit: MAX_BODY }), grant);
+    if (Number.isFinite(declared) && declared > MAX_BODY) return refuse({ code: "body_too_large", declared, limit: MAX_BODY });
+    call.unread = false;
     try {
       if (grant && exchange) {
         // The key exchange is the one body cursor-agent puts its key in ({"apiKey": …}).
         const raw = await readAtMost(req, MAX_BUFFERED_BODY);
-        if (!raw)
-          return fail(...said({ code: "body_too_large", declared: null, limit: MAX_BUFFERED_BODY, what: "cursor_exchange" }), grant);
+        if (!raw) return refuse({ code: "body_too_large", declared: null, limit: MAX_BUFFERED_BODY, what: "cursor_exchange" });
         body = withKey(raw, token, key);
       } else if (Number.isFinite(declared) && declared <= MAX_BUFFERED_BODY)
         body = new Uint8Array(await req.arrayBuffer()); // replayable on a reset
@@ -187,7 +157,6 @@ export async function handleCursor(
       return fail(
         499,
         "the agent's connection closed before its request body was whole (it stalled past the idle timeout, or the agent left)",
-        grant,
       );
     }
   }
@@ -197,9 +166,9 @@ export async function handleCursor(
   const sent = await send(ctx, upstream.base + rest + query, req, headers, body);
   if (!sent.ok) {
     if (sent.failure === "aborted") return new Response(null, { status: 499 });
-    const ms = performance.now() - started;
+    const ms = performance.now() - call.started;
     const host = new URL(upstream.origin).host;
-    if (sent.failure === "other") return fail(502, `lazy's proxy failed to send the request to Cursor (${host}): ${sent.detail}`, grant);
+    if (sent.failure === "other") return fail(502, `lazy's proxy failed to send the request to Cursor (${host}): ${sent.detail}`);
     const message = providerFailure(
       { provider: "Cursor", host, profile: grant?.profile ?? null, credential },
       sent.failure,
@@ -207,16 +176,16 @@ export async function handleCursor(
       sent.detail,
     );
     ctx.health.record("Cursor", healthKind(sent.failure), message);
-    return fail(sent.failure === "timeout" ? 504 : 502, message, grant);
+    return fail(sent.failure === "timeout" ? 504 : 502, message);
   }
   const res = sent.res;
-  const ttfb = performance.now() - started;
+  const ttfb = performance.now() - call.started;
   const failure = kindOfStatus(res.status);
   ctx.health.record("Cursor", failure, failure ? `Cursor answered ${res.status}` : undefined);
   const out = res.headers; // end-to-end headers only (upstream.ts)
   const finish = (bytesOut: number, note: string | null) => {
     pass.release();
-    record(head(grant, credential), {
+    call.record({
       status: res.status,
       ttfbMs: ttfb,
       bytesIn: body instanceof Uint8Array ? body.length : 0,
@@ -275,7 +244,7 @@ export async function handleCursor(
   const scrubbed = (bytesOut: number, note: string | null) => {
     if (scrubber.replaced)
       ctx.log.warn(
-        `Cursor's answer to ${req.method} ${shownPath} (profile ${grant.profile}) carried a real Cursor credential ${scrubber.replaced} time(s); lazy's proxy replaced it before the agent got it`,
+        `Cursor's answer to ${req.method} ${call.base.path} (profile ${grant.profile}) carried a real Cursor credential ${scrubber.replaced} time(s); lazy's proxy replaced it before the agent got it`,
       );
     finish(
       bytesOut,

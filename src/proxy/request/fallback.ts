@@ -13,8 +13,9 @@ import type { Outcome } from "../audit";
 import { inferCredential, type Target } from "../identity";
 import * as Quota from "../meters";
 import { healthKind, providerFailure, type Sent, send, type UpstreamResponse, wayRefusal, wayTo } from "../upstream";
-import { hostOf, joinUrl, OAUTH_BETA, withBeta } from "./address";
+import { hostOf, joinUrl } from "./address";
 import { errorResponse } from "./errors";
+import { carry, stored } from "./stored";
 import * as Surface from "./surface";
 
 export interface Hop {
@@ -59,6 +60,8 @@ export class Fallbacks {
   }
 }
 
+const NO_CREDENTIAL = Object.freeze({ "accept-encoding": "identity" });
+
 /** Whether a hop's outcome could be one a fallback takes (checked before any await: most answer). */
 export function mayReroute(sent: Sent): boolean {
   if (!sent.ok) return sent.failure !== "aborted" && sent.failure !== "other";
@@ -77,7 +80,7 @@ export interface Reroute {
   target: string;
   body: Uint8Array | undefined;
   /** The header lines sent upstream with `set` added (the agent's credential headers always dropped). */
-  lines: (set: Record<string, string>) => string;
+  lines: (set: Readonly<Record<string, string>>) => string;
   /** The request's audit head: a hop's row names its upstream and credential; the last hop's stay. */
   base: { upstream: string; credential: string | null; profile: string | null; modelAsked?: string | null };
   record: (o: Outcome) => void;
@@ -185,18 +188,13 @@ function prepare(
   if (t.unmapped) return { skip: `no credential mapped: ${t.unmapped}` };
   const way = wayTo(t.origin);
   if (way.via === "refused") return { skip: wayRefusal(way, `fallback ${hop.name}`) };
-  const set: Record<string, string> = { "accept-encoding": "identity" };
+  let set: Readonly<Record<string, string>> = NO_CREDENTIAL;
   let kind: string | null = null;
   if (t.credential) {
-    const cred = r.ctx.credentials.get(t.credential);
-    if (!cred) return { skip: `its credential "${t.credential}" is not stored: lazy auth set ${t.credential}` };
-    if (/[\r\n\0]/.test(cred.value)) return { skip: `its credential "${t.credential}" contains a line break: store it again` };
-    kind = cred.kind;
-    if (t.style === "anthropic" && cred.kind !== "oauth-token") set["x-api-key"] = cred.value;
-    else {
-      set.authorization = `Bearer ${cred.value}`;
-      if (t.style === "anthropic") set["anthropic-beta"] = withBeta(r.req.headers.get("anthropic-beta"), OAUTH_BETA);
-    }
+    const cred = stored(r.ctx.credentials, t.credential);
+    if (cred === "missing") return { skip: `its credential "${t.credential}" is not stored: lazy auth set ${t.credential}` };
+    if (cred === "malformed") return { skip: `its credential "${t.credential}" contains a line break: store it again` };
+    ({ set, kind } = carry(t.style, cred, () => r.req.headers.get("anthropic-beta")));
   }
   return { url: joinUrl(t, verdict.path) + verdict.query, headers: r.lines(set), body: withModel(r.body, hop.model), kind };
 }

@@ -18,7 +18,7 @@ export const DROPPED = new Set([...HOP, ...SELF_REPORTED, "accept-encoding"]);
  * dropped, and — for a caller with a grant — every credential header it sent (x-api-key and
  * authorization), so only the one in `set` goes out. `set` replaces any header of its names.
  */
-export function headerLines(incoming: Headers, dropCredentials: boolean, set: Record<string, string>): string {
+export function headerLines(incoming: Headers, dropCredentials: boolean, set: Readonly<Record<string, string>>): string {
   let s = "";
   // Bun's toJSON copies the headers out in one call; iterating them costs several times more.
   const all = incoming.toJSON() as Record<string, string | string[]>;

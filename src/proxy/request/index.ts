@@ -1,8 +1,8 @@
 /**
  * The request path: everything between a request arriving on a proxy thread's listener and
  * its answer going back. `handle` (forward.ts) runs the stages; `handleCursor` (cursor.ts) is
- * its variant for cursor-agent, which reuses the caller checks and the audit row but forwards
- * verbatim and scrubs the answer. The forwarding surface, the proxy's own error shapes, the
+ * its variant for cursor-agent, which goes through the same `Call`, caller check, credential
+ * stage and audit row but forwards verbatim and scrubs the answer. The forwarding surface, the proxy's own error shapes, the
  * fallbacks and the upstream addressing live here too, one concept a file.
  */
 

@@ -27,7 +27,7 @@ export interface Outgoing {
   lines: string;
   body: Uint8Array | undefined;
   /** The credential headers lazy sets, and the stored credential's kind. */
-  set: Record<string, string>;
+  set: Readonly<Record<string, string>>;
   credentialKind: string | null;
   /** Whether a plugin ran: its rewrite goes on to every hop. */
   rewritten: boolean;
@@ -53,10 +53,14 @@ export async function sendOut(ctx: Context, call: Call, targets: Targets, o: Out
 
   const chain = call.grant && mayReroute(sent) ? (ctx.fallbacks?.().behind(upstream, targets.primary()) ?? []) : [];
   if (chain.length) {
-    const lines = (set: Record<string, string>) => headerLines(o.headers, true, set);
+    const lines = (set: Readonly<Record<string, string>>) => headerLines(o.headers, true, set);
     const first = { sent, target: upstream, credential: base.credential, credentialKind, hop: 0, since: started, departed };
     const hopTarget = o.rewritten ? o.path + o.query : call.target; // a plugin's rewrite goes on to each hop
-    const r = await reroute({ ctx, req, target: hopTarget, body: o.body, lines, base, record: call.record, started }, chain, first);
+    const r = await reroute(
+      { ctx, req, target: hopTarget, body: o.body, lines, base, record: (o) => call.record(o), started },
+      chain,
+      first,
+    );
     if ("response" in r) return r.response;
     ({ sent, credentialKind, target: upstream } = r);
     [call.hop, call.lazyInMs] = [r.hop, r.departed - r.since];

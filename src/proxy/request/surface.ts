@@ -96,15 +96,31 @@ const TARGET_CHARS = /^[\x21-\x7e]*$/;
  * it never changes the route.
  */
 export function check(kind: UpstreamKind, method: string, target: string, headers: Headers): Verdict {
-  const refuse = (reason: string): Refused => ({
-    ok: false,
-    method: shown(method, 24),
-    path: shown(pathPart(target), 200),
-    allowed: allowed(kind),
-    reason,
-  });
+  for (const name of overrideHeaders) if (headers.has(name)) return refused(kind, method, target, `method or URL override header ${name}`);
+  // The same few targets come by the thousand: an allowed one is decided once (bounded; a miss decides anew).
+  const key = `${kind} ${method} ${target}`;
+  const seen = decided.get(key);
+  if (seen) return seen;
+  const verdict = decide(kind, method, target);
+  if (verdict.ok && target.length <= MAX_REMEMBERED) {
+    if (decided.size >= REMEMBERED) decided.clear();
+    decided.set(key, verdict);
+  }
+  return verdict;
+}
 
-  for (const name of overrideHeaders) if (headers.has(name)) return refuse(`method or URL override header ${name}`);
+/** Allowed verdicts by kind, method and target; frozen, as they are handed out again. */
+const decided = new Map<string, Readonly<Allowed>>();
+const REMEMBERED = 256;
+const MAX_REMEMBERED = 512;
+
+function refused(kind: UpstreamKind, method: string, target: string, reason: string): Refused {
+  return { ok: false, method: shown(method, 24), path: shown(pathPart(target), 200), allowed: allowed(kind), reason };
+}
+
+/** `check`, once the override headers are known to be absent. */
+function decide(kind: UpstreamKind, method: string, target: string): Verdict {
+  const refuse = (reason: string): Refused => refused(kind, method, target, reason);
   if (target.length > MAX_TARGET) return refuse(`request target longer than ${MAX_TARGET} characters`);
   if (!target.startsWith("/")) return refuse("not an origin-form path (absolute URL, authority or *)");
   if (!TARGET_CHARS.test(target)) return refuse("control, space or non-ASCII character in the request target");
@@ -121,7 +137,7 @@ export function check(kind: UpstreamKind, method: string, target: string, header
   let pathKnown = false;
   for (const t of templates[kind]) {
     if (!matches(t.segments, segments)) continue;
-    if (t.method === method) return { ok: true, path, query };
+    if (t.method === method) return Object.freeze({ ok: true, path, query });
     pathKnown = true;
   }
   return refuse(pathKnown ? "method not forwarded on this path" : "path not forwarded to this upstream");
