@@ -102,7 +102,9 @@ describe("the Cursor route, against a hostile agent", () => {
 
   test("a pinned Cursor placeholder works from its container's address only", async () => {
     cursor.reset();
-    const g = await p.grant({ role: "lazy", profile: "cursor" });
+    // A host session's grant (lazy chat), the one kind a test can mint without a task that the
+    // next daemon still loads (an own call's grant dies with its daemon).
+    const g = await p.grant({ role: "host", profile: "cursor" });
     // Pin it as the runner does for a container (native Docker): here to 127.0.0.2, an address
     // this test can also send from. The daemon loads its grants from this file on start.
     await p.ok(["daemon", "stop"]);
@@ -151,6 +153,13 @@ describe("the Cursor route, against a hostile agent", () => {
     expectNoSecret(owner.text);
     expect(cursor.received).toHaveLength(1);
     expect(cursor.received[0]!.headers.authorization).toBe(`Bearer ${KEY}`);
+    // The project's one host grant is this one (minting reuses it): the tests after this take it
+    // unpinned, as lazy chat holds it.
+    await p.ok(["daemon", "stop"]);
+    const after = JSON.parse(readFileSync(file, "utf8"));
+    after.grants.find((x: { token: string }) => x.token === g.placeholder).pinnedIp = null;
+    writeFileSync(file, JSON.stringify(after), { mode: 0o600 });
+    await p.ok(["daemon", "start"]);
   }, 60_000);
 
   /** A Cursor grant, its route and a session placeholder from a plain key exchange. */
