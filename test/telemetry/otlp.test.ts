@@ -26,11 +26,11 @@ afterAll(async () => {
 
 const ofTask = (id: string) => (s: Span) => s.attributes["gen_ai.conversation.id"] === id;
 
-test("a turn's spans reach the collector as invoke_agent → chat → execute_tool, with the GenAI attributes", async () => {
-  anthropic.answer(bash("Wrote it.", "echo hello > hello.txt && cat hello.txt", "write a file"));
-  await launched(p, "otel", "Write hello.txt");
-  await settledAs(p, "otel", "done");
-  const id = (await p.json(["task", "show", "otel"])).task.id as string;
+/** Launch a task, see its turn done, and wait for the turn's spans (its invoke_agent among them) at the receiver. */
+async function spansOfTurn(code: string, prompt: string): Promise<{ id: string; spans: Span[] }> {
+  await launched(p, code, prompt);
+  await settledAs(p, code, "done");
+  const id = (await p.json(["task", "show", code])).task.id as string;
   const spans = await until(
     () => {
       const mine = rx.spans.filter(ofTask(id));
@@ -39,6 +39,12 @@ test("a turn's spans reach the collector as invoke_agent → chat → execute_to
     30_000,
     "the turn's spans at the receiver",
   );
+  return { id, spans };
+}
+
+test("a turn's spans reach the collector as invoke_agent → chat → execute_tool, with the GenAI attributes", async () => {
+  anthropic.answer(bash("Wrote it.", "echo hello > hello.txt && cat hello.txt", "write a file"));
+  const { id, spans } = await spansOfTurn("otel", "Write hello.txt");
   const turn = spans.find((s) => s.attributes["gen_ai.operation.name"] === "invoke_agent")!;
   expect(turn.name).toBe("invoke_agent claude");
   expect(turn.parentSpanId).toBe("");
@@ -87,17 +93,7 @@ test("a turn's spans reach the collector as invoke_agent → chat → execute_to
 
 test("an MCP tool call is an execute_tool span under the harness's call of it, with the MCP method", async () => {
   anthropic.answer({ text: "Reported.", toolUse: { name: "mcp__lazy__report_progress", input: { note: "Halfway there." } } });
-  await launched(p, "otelmcp", "Report progress");
-  await settledAs(p, "otelmcp", "done");
-  const id = (await p.json(["task", "show", "otelmcp"])).task.id as string;
-  const spans = await until(
-    () => {
-      const mine = rx.spans.filter(ofTask(id));
-      return mine.some((s) => s.name.startsWith("invoke_agent")) ? mine : undefined;
-    },
-    30_000,
-    "the turn's spans at the receiver",
-  );
+  const { id, spans } = await spansOfTurn("otelmcp", "Report progress");
   const shown = spans.map((s) => `${s.name} ${s.spanId} ← ${s.parentSpanId} ${JSON.stringify(s.attributes)}`).join("\n");
   const harness = spans.find((s) => s.attributes["gen_ai.tool.name"] === "mcp__lazy__report_progress");
   const bridge = spans.find((s) => s.attributes["gen_ai.tool.name"] === "report_progress");
