@@ -21,7 +21,18 @@ function words(facts: Facts): string {
 /** The CLI's voice (util/errors.ts `Voice`). */
 export const cli = (_code: ErrorCode, facts: Facts): string => words(facts);
 
-/** A refusal from the daemon, worded in the CLI's voice when it came as data. */
+/**
+ * A refusal from the daemon, worded in the CLI's voice when it came as data. A daemon of another
+ * version may send a reason (or a preflight finding's kind) this CLI has no words for: then the
+ * daemon's own words stand, rather than the CLI failing on a table it does not have.
+ */
 export function inOurWords(e: LazyError): LazyError {
-  return e.facts ? new LazyError(e.code, words(e.facts), e.details, e.facts) : e;
+  if (!e.facts) return e;
+  let said: string;
+  try {
+    said = words(e.facts);
+  } catch {
+    return e;
+  }
+  return new LazyError(e.code, said, e.details, e.facts);
 }

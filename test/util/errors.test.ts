@@ -4,6 +4,7 @@
  * facts and carries them.
  */
 import { afterEach, describe, expect, test } from "bun:test";
+import { inOurWords } from "../../src/cli/words";
 import { type ErrorCode, type Facts, LazyError, speak } from "../../src/util/errors";
 
 const facts: Facts = { reason: "credential_not_stored", profile: "codex", credential: "openai" };
@@ -37,5 +38,17 @@ describe("LazyError.of", () => {
     const old = LazyError.fromJSON(new LazyError("not_found", "No task x.").toJSON(), "fallback");
     expect(old.facts).toBeUndefined();
     expect(old.message).toBe("No task x.");
+  });
+});
+
+describe("a refusal from a daemon of another version", () => {
+  test("a reason this CLI has no words for keeps the daemon's own words, rather than failing", () => {
+    const e = new LazyError("preflight_refused", "The daemon's own words, cause and remedy.", ["a detail"], {
+      reason: "from_a_newer_daemon",
+    } as unknown as Facts);
+    const said = inOurWords(e);
+    expect(said.message).toBe("The daemon's own words, cause and remedy.");
+    expect(said.code).toBe("preflight_refused");
+    expect(said.details).toEqual(["a detail"]);
   });
 });

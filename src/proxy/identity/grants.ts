@@ -383,7 +383,6 @@ export class Grants {
     }
   }
 
-  /** Every grant, oldest first. */
   /** Every secret the task holds now (its placeholders, brokered services' too, and its MCP token): what its records must not carry. */
   secretsOf(taskId: string): string[] {
     const out: string[] = [];
@@ -392,6 +391,7 @@ export class Grants {
     return out;
   }
 
+  /** Every grant, oldest first. */
   all(): Grant[] {
     return [...this.#byToken.values()];
   }

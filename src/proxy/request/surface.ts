@@ -97,12 +97,14 @@ const TARGET_CHARS = /^[\x21-\x7e]*$/;
  */
 export function check(kind: UpstreamKind, method: string, target: string, headers: Headers): Verdict {
   for (const name of overrideHeaders) if (headers.has(name)) return refused(kind, method, target, `method or URL override header ${name}`);
-  // The same few targets come by the thousand: an allowed one is decided once (bounded; a miss decides anew).
+  // The same few targets come by the thousand: an allowed one is decided once (bounded; a miss
+  // decides anew). Not one with a query: an agent varying it would only churn the memory, and a
+  // query may carry what the memory should not keep.
   const key = `${kind} ${method} ${target}`;
   const seen = decided.get(key);
   if (seen) return seen;
   const verdict = decide(kind, method, target);
-  if (verdict.ok && target.length <= MAX_REMEMBERED) {
+  if (verdict.ok && target.length <= MAX_REMEMBERED && !target.includes("?")) {
     if (decided.size >= REMEMBERED) decided.clear();
     decided.set(key, verdict);
   }
