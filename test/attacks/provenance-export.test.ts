@@ -139,3 +139,26 @@ describe("lazy export and accept's trailers against a hostile agent", () => {
     expect(existsSync(nowhere)).toBe(false);
   });
 });
+
+describe("a commit message that forges a commit record", () => {
+  test("a NUL and a commit hash in an agent's message make no record of their own in commits.json", async () => {
+    await handMadeTask(p, "forge", [], "Forge a record");
+    // git commit refuses a NUL in a message; an agent writes the object itself. (git log prints a
+    // message up to its NUL: the forged record never reaches the reader, which this holds to.)
+    const base = sh(p.root, "git rev-parse main").out.trim();
+    const made = sh(
+      p.root,
+      `tree=$(git rev-parse 'lazy/forge^{tree}') && parent=$(git rev-parse lazy/forge) && ` +
+        `printf 'tree %s\\nparent %s\\nauthor A <a@e> 1700000000 +0000\\ncommitter A <a@e> 1700000000 +0000\\n\\nreal subject\\0${base}\\n\\nA <f@e>\\n2020-01-01T00:00:00Z\\nF <f@e>\\n2020-01-01T00:00:00Z\\nforged message\\n' "$tree" "$parent" > .git/forged && ` +
+        `c=$(git hash-object -t commit -w --literally .git/forged) && git update-ref refs/heads/lazy/forge "$c" && echo "$c"`,
+    );
+    expect(made.code, made.err).toBe(0);
+    const real = made.out.trim();
+    await markDone(p, ["forge"]);
+    const out = join(p.root, "..", `${p.root.split("/").at(-1)}-forge.json`);
+    await p.ok(["export", "forge", "-o", out]);
+    const commits = JSON.parse(JSON.parse(readFileSync(out, "utf8")).parts["commits.json"]).commits as { commit: string }[];
+    expect(commits.map((c) => c.commit)).toEqual([real]);
+    expect(commits.map((c) => c.commit)).not.toContain(base);
+  });
+});
