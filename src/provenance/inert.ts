@@ -8,7 +8,8 @@
 import { Placeholders } from "../proxy";
 
 export const SECRET = "[secret]";
-const QUERY = /(\b[a-z][a-z0-9+.-]*:\/\/[^\s?#"'<>`]*)\?[^\s#"'<>`]*/gi;
+// The scheme bounded: unbounded, a long "a.a.a…" file name made each try scan to its end.
+const QUERY = /(\b[a-z][a-z0-9+.-]{0,31}:\/\/[^\s?#"'<>`]*)\?[^\s#"'<>`]*/gi;
 
 export interface Cut {
   /** Exact strings to cut wherever they appear (the task's grants). */
@@ -17,10 +18,12 @@ export interface Cut {
 
 /** `text` with secrets and URL query strings cut, at most `max` characters (the cut said). */
 export function inert(text: string, cut: Cut, max = 4_000): string {
-  let s = text;
+  // Cut first (with room for a secret across the edge), so the patterns never walk a huge text.
+  let s = text.length > max + 512 ? text.slice(0, max + 512) : text;
   for (const secret of cut.secrets) if (secret.length >= 8) s = s.split(secret).join(SECRET);
   s = s.replace(Placeholders.IN_TEXT, SECRET).replace(QUERY, "$1?…");
-  return s.length > max ? `${s.slice(0, max)}… (cut: ${(s.length - max).toLocaleString("en-US")} more characters)` : s;
+  const more = s.length - max + Math.max(0, text.length - (max + 512));
+  return s.length > max ? `${s.slice(0, max)}… (cut: ${more.toLocaleString("en-US")} more characters)` : s;
 }
 
 /** Every string in a JSON value made inert (object keys too); hashes and numbers are left as they are. */
