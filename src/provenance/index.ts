@@ -12,7 +12,7 @@
  */
 export type { AddedRange, ChangedFile } from "./diff";
 export { added, addedByMerge } from "./diff";
-export { type Cut, inert, SECRET } from "./inert";
+export { type Cut, inert, QUERY as URL_QUERY, SECRET } from "./inert";
 export { MAX_NOTE, NOTES_REF, notedCommits, readRecord } from "./notes";
 export {
   auditUri,
