@@ -99,3 +99,70 @@ export async function gitBytes(cwd: string, args: string[], maxBytes: number): P
   const r = await readOut(cwd, args, maxBytes);
   return r && (r.over ? "over" : r.bytes);
 }
+
+/** What a bounded git run gave (gitBounded). */
+export interface BoundedRun {
+  /** Its exit code (null: lazy killed it, past `maxBytes` or `timeoutMs`). */
+  code: number | null;
+  /** What it printed, its first `maxBytes` at most. */
+  out: Buffer;
+  /** The last 16 KiB of what it said on stderr. */
+  err: string;
+  /** It printed more than `maxBytes`: killed, the rest not read. */
+  cut: boolean;
+  /** It ran past `timeoutMs`: killed. */
+  late: boolean;
+}
+
+const ERR_KEEP = 16 * 1024;
+
+/**
+ * The same git, bounded every way a hostile repository could stretch it (a file of millions of
+ * lines, a history of thousands of commits, a note of gigabytes): it runs without blocking the
+ * daemon's thread, its output is read up to `maxBytes` and its time up to `timeoutMs`; past
+ * either, git is killed and the answer says which. `stdin`: what git reads (cat-file --batch).
+ */
+export async function gitBounded(
+  cwd: string,
+  args: string[],
+  opts: { maxBytes: number; timeoutMs: number; stdin?: string | Uint8Array },
+): Promise<BoundedRun> {
+  const p = Bun.spawn(["git", ...HARDENED, ...args], {
+    cwd,
+    env: gitEnv(),
+    stdin: opts.stdin === undefined ? "ignore" : typeof opts.stdin === "string" ? Buffer.from(opts.stdin) : opts.stdin,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let late = false;
+  let cut = false;
+  const timer = setTimeout(() => {
+    late = true;
+    p.kill("SIGKILL");
+  }, opts.timeoutMs);
+  const err = (async () => {
+    let tail = "";
+    for await (const chunk of p.stderr) tail = (tail + Buffer.from(chunk).toString("utf8")).slice(-ERR_KEEP);
+    return tail;
+  })();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of p.stdout) {
+      const room = opts.maxBytes - size;
+      if (chunk.length > room) {
+        if (room > 0) chunks.push(chunk.subarray(0, room));
+        size = opts.maxBytes;
+        cut = true;
+        p.kill("SIGKILL"); // enough: the rest is not read
+        break;
+      }
+      chunks.push(chunk);
+      size += chunk.length;
+    }
+    const code = await p.exited;
+    return { code: cut || late ? null : code, out: Buffer.concat(chunks), err: await err, cut, late };
+  } finally {
+    clearTimeout(timer);
+  }
+}

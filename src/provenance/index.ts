@@ -5,7 +5,8 @@
  * (`writeTurn`, from the facts it gathers: the turn's tool calls, its audit rows, what asked for
  * it); `lazy trace FILE:LINE` reads them back (`trace`). For anything else that reads records
  * (lazy export), `readRecord(root, commit)` is the one reader: the parsed record of a full
- * commit id, or null when it has none — `git notes --ref agent-trace show <commit>` by hand.
+ * commit id, or null when it has none — `git notes --ref agent-trace show <commit>` by hand —
+ * read through git's one note reader (src/git `notesOn`: bounded, never blocking the daemon).
  *
  * Records hold no secret (inert.ts): the task's placeholders and MCP token, anything shaped like
  * one, and URL query strings are cut from every string; tool inputs are the ones lazy logs shows.
@@ -13,7 +14,7 @@
 export type { AddedRange, ChangedFile } from "./diff";
 export { added, addedByMerge } from "./diff";
 export { type Cut, inert, QUERY as URL_QUERY, SECRET } from "./inert";
-export { MAX_NOTE, NOTES_REF, notedCommits, readRecord } from "./notes";
+export { MAX_NOTE, NOTES_REF, readRecord } from "./notes";
 export {
   auditUri,
   type Contributor,
@@ -30,5 +31,5 @@ export {
   turnUri,
   VENDOR,
 } from "./record";
-export { parseSpot, type Traced, trace, traceAt } from "./trace";
+export { HOVER_MS, parseSpot, TRACE_MS, type Traced, trace, traceAt, unquote } from "./trace";
 export { MAX_COMMITS, newCommits, writeTurn } from "./write";

@@ -5,14 +5,14 @@
  * project root, src/git); the agent's container has no way to the project's refs. Each note's
  * commit is lazy's (`lazy <lazy@localhost>`), not the person's.
  */
-import { AGENT_TRACE_NOTES, git, gitEnv, HARDENED } from "../git";
+import { AGENT_TRACE_NOTES, gitEnv, HARDENED, NOTE_MAX, notesOn } from "../git";
 import { LazyError } from "../util/errors";
 import type { TraceRecord } from "./record";
 
 /** The notes ref (git's AGENT_TRACE_NOTES: lazy export reads the same). */
 export const NOTES_REF = AGENT_TRACE_NOTES;
-/** A record larger than this is not one lazy wrote: read no further. */
-export const MAX_NOTE = 4 * 1024 * 1024;
+/** A record larger than this is not one lazy wrote: read no further (git's NOTE_MAX). */
+export const MAX_NOTE = NOTE_MAX;
 
 const IDENTITY = ["-c", "user.name=lazy", "-c", "user.email=lazy@localhost"];
 
@@ -40,20 +40,21 @@ export function writeNote(root: string, commit: string, record: TraceRecord): vo
 
 /**
  * The record noted on `commit` (a full commit id), parsed; null when it has none. What is there
- * is read as data (a teammate may have pushed it): bounded, and a note that is not a record is
- * refused with its cause.
+ * is read as data (a teammate may have pushed it) through git's one note reader (`notesOn`:
+ * bounded in bytes and time, without blocking the daemon's thread), and a note that is not a
+ * record is refused with its cause.
  */
-export function readRecord(root: string, commit: string): TraceRecord | null {
-  const r = git(root, ["notes", "--ref", NOTES_REF, "show", commit], { allowFail: true, maxBytes: MAX_NOTE });
-  if (r.cut)
+export async function readRecord(root: string, commit: string, opts: { timeoutMs?: number } = {}): Promise<TraceRecord | null> {
+  const note = (await notesOn(root, NOTES_REF, [commit], opts)).get(commit);
+  if (!note) return null;
+  if (note.cut)
     throw new LazyError(
       "conflict",
-      `The note on ${commit.slice(0, 12)} under ${NOTES_REF} is over ${MAX_NOTE} bytes: not a record lazy wrote.`,
+      `The note on ${commit.slice(0, 12)} under ${NOTES_REF} is over ${MAX_NOTE} bytes: not a record lazy wrote; look at it with git notes --ref agent-trace show ${commit.slice(0, 12)}.`,
     );
-  if (r.code !== 0) return null;
   let v: unknown;
   try {
-    v = JSON.parse(r.out);
+    v = JSON.parse(note.text);
   } catch {
     throw new LazyError(
       "conflict",
@@ -67,10 +68,4 @@ export function readRecord(root: string, commit: string): TraceRecord | null {
       `The note on ${commit.slice(0, 12)} under ${NOTES_REF} is JSON but not an Agent Trace record (no files).`,
     );
   return rec;
-}
-
-/** The commits that have a record, as full ids (git notes list). */
-export function notedCommits(root: string): string[] {
-  const r = git(root, ["notes", "--ref", NOTES_REF, "list"], { allowFail: true });
-  return r.code === 0 ? r.out.split("\n").flatMap((l) => (l.trim() ? [l.trim().split(" ")[1]!] : [])) : [];
 }

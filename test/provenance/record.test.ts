@@ -130,11 +130,11 @@ describe("a turn's commits and their records", () => {
     ]);
   });
 
-  test("a note written is read back as the record; a commit without one reads null", () => {
+  test("a note written is read back as the record; a commit without one reads null", async () => {
     const c = sh("git rev-parse HEAD");
     const rec = Provenance.recordOf(c, Provenance.added(root, c), facts());
     expect(Provenance.writeTurn(root, sh("git rev-parse HEAD~1"), c, facts()).written).toEqual([c]);
-    expect(Provenance.readRecord(root, c)?.vcs).toEqual(rec.vcs);
-    expect(Provenance.readRecord(root, sh("git rev-parse main"))).toBeNull();
+    expect((await Provenance.readRecord(root, c))?.vcs).toEqual(rec.vcs);
+    expect(await Provenance.readRecord(root, sh("git rev-parse main"))).toBeNull();
   });
 });
