@@ -118,13 +118,13 @@ export function unquote(s: string): string {
  * `--incremental` (no line content: a line of megabytes is not read), paths unquoted
  * (core.quotePath=false, and git's quoting of what is left undone), bounded in bytes and time.
  */
-async function blame(root: string, path: string, line: number, timeoutMs: number, rev?: string): Promise<Blamed> {
+async function blame(root: string, path: string, line: number, time: { left: number; limit: number }, rev?: string): Promise<Blamed> {
   const r = await gitBounded(
     root,
     ["-c", "core.quotePath=false", "blame", "--incremental", "--no-textconv", "-L", `${line},${line}`, ...(rev ? [rev] : []), "--", path],
-    { maxBytes: BLAME_MAX, timeoutMs },
+    { maxBytes: BLAME_MAX, timeoutMs: time.left },
   );
-  if (r.late) throw tooLong(path, line, timeoutMs, rev);
+  if (r.late) throw tooLong(path, line, time.limit, rev);
   if (r.cut)
     throw new LazyError(
       "conflict",
@@ -174,8 +174,9 @@ export async function trace(
   timeoutMs = TRACE_MS,
 ): Promise<Traced> {
   const path = projectPath(root, cwd, file);
-  const deadline = Date.now() + limitOf(timeoutMs);
-  return answer(root, path, line, await blame(root, path, line, limitOf(timeoutMs)), prompts, deadline);
+  const limit = limitOf(timeoutMs);
+  const deadline = Date.now() + limit;
+  return answer(root, path, line, await blame(root, path, line, { left: limit, limit }), prompts, deadline);
 }
 
 /**
@@ -198,7 +199,7 @@ export async function traceAt(
   return inTurn(async () => {
     const left = deadline - Date.now();
     if (left <= 0) throw tooLong(path, line, ms, rev);
-    return answer(root, path, line, await blame(root, path, line, left, rev), prompts, deadline);
+    return answer(root, path, line, await blame(root, path, line, { left, limit: ms }, rev), prompts, deadline);
   });
 }
 
