@@ -11,7 +11,8 @@
  * - hovers on the long history, many at once, do not stall the daemon: /api/health and the
  *   task list answer while every one of them is still tracing, and each ends with its answer
  *   or the time limit's refusal (cause and remedy); each blame is of its one line (-L N,N);
- * - past the time limit (LAZY_TRACE_TIMEOUT_MS) git is killed and the hover says so;
+ * - past the time limit (LAZY_TRACE_TIMEOUT_MS) git is killed and the hover says so, on the
+ *   page too (the line's title);
  * - lazy export reads the notes of the task's commits through the one note reader: no
  *   `git notes list` of the whole notes ref, the record there.
  */
@@ -20,6 +21,7 @@ import { chmodSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, writeF
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as Provenance from "../../src/provenance";
+import { closeBrowser, signedIn } from "../dashboard/browser";
 import { upstream } from "../helpers/fixtures";
 import { handMadeTask } from "../helpers/groups";
 import { cleanupAll, Project, sh, until } from "../helpers/lazy";
@@ -107,7 +109,10 @@ beforeAll(async () => {
   expect(written.written).toEqual([uni]);
 }, 180_000);
 
-afterAll(() => cleanupAll(mock));
+afterAll(async () => {
+  await closeBrowser();
+  await cleanupAll(mock);
+});
 
 describe("the dashboard's hover against a hostile branch", () => {
   test("a line of données/é.ts is traced to its task, tool call and range", async () => {
@@ -166,6 +171,24 @@ describe("the dashboard's hover against a hostile branch", () => {
     );
     await until(() => !blameIn(p.root), 10_000, "no git blame left running in the project");
     expect((await fetchApi("/api/health")).status).toBe(200);
+
+    // The page: the line's title says it, as the answer does.
+    const { ctx, origin, page } = await signedIn(p);
+    try {
+      const pg = page.page;
+      await pg.goto(`${origin}/tasks/big`);
+      await pg.waitForSelector(".files >> text=big.txt", { timeout: 30_000 });
+      const files = await pg.locator(".files a").allTextContents();
+      const i = files.indexOf("big.txt");
+      const line = pg.locator(`[data-file="${i}"] .hunk [data-k="new:1"]`);
+      await line.hover();
+      await pg.waitForFunction((i) => !!document.querySelector<HTMLElement>(`[data-file="${i}"] .hunk [data-k="new:1"]`)?.title, i, {
+        timeout: 30_000,
+      });
+      expect(await line.getAttribute("title")).toStartWith("Tracing big.txt:1 took over 300 ms, so lazy stopped git blame");
+    } finally {
+      await ctx.close();
+    }
   }, 120_000);
 
   test("lazy export reads the task's notes by its commits, not by listing the notes ref", async () => {

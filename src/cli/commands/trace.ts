@@ -5,8 +5,11 @@
  * refs/notes/agent-trace). Runs on the host alone: no daemon needed, and it works in any clone
  * that fetched the notes. A line no agent task wrote says so ("not written by an agent task").
  * Exit code 0 for both answers (--json says which: `agent`); 2 for a user error (no such file, a
- * line past its end), 1 when the record cannot be read. What a record holds is the agent's text
- * in part: shown through print (control bytes made visible), never obeyed by the terminal.
+ * line past its end), 1 when the record cannot be read or git takes over TRACE_MS. A record is
+ * data (the agent's text, or a teammate's note): each field is one cut line, a tool input or a
+ * prompt a block of a few indented lines (the rest counted), escape sequences dropped and every
+ * other control byte shown (terminal.ts), so nothing in it is obeyed by the terminal or reads
+ * as a line of lazy's.
  */
 import { load } from "../../config";
 import { LINE_BREAK } from "../../lines";
