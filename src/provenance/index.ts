@@ -31,5 +31,5 @@ export {
   turnUri,
   VENDOR,
 } from "./record";
-export { HOVER_MS, parseSpot, TRACE_MS, type Traced, trace, traceAt, unquote } from "./trace";
+export { HOVER_MS, parseSpot, TRACE_MS, type Traced, trace, traceAt } from "./trace";
 export { MAX_COMMITS, newCommits, writeTurn } from "./write";

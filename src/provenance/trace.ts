@@ -7,7 +7,7 @@
  */
 import { lstatSync, realpathSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
-import { gitBounded } from "../git";
+import { gitBounded, unquotePath } from "../git";
 import { LazyError } from "../util/errors";
 import { readRecord } from "./notes";
 import { type Contributor, type LazyFields, type TraceRecord, VENDOR } from "./record";
@@ -88,35 +88,10 @@ function tooLong(path: string, line: number, ms: number, rev?: string): LazyErro
   );
 }
 
-/** git's C-quoted path ("donn\303\251es/a\tb.ts": control bytes, quotes, and, by core.quotePath, non-ASCII bytes as octal) as it is. */
-export function unquote(s: string): string {
-  if (!(s.length >= 2 && s.startsWith('"') && s.endsWith('"'))) return s;
-  const bytes: number[] = [];
-  const named: Record<string, number> = { a: 7, b: 8, t: 9, n: 10, v: 11, f: 12, r: 13, '"': 34, "\\": 92 };
-  const body = Buffer.from(s.slice(1, -1), "utf8");
-  for (let i = 0; i < body.length; i++) {
-    const c = body[i]!;
-    if (c !== 92 || i + 1 >= body.length) {
-      bytes.push(c);
-      continue;
-    }
-    const next = String.fromCharCode(body[i + 1]!);
-    const oct = /^[0-3][0-7]{2}$/.exec(body.toString("latin1", i + 1, i + 4));
-    if (oct) {
-      bytes.push(Number.parseInt(oct[0], 8));
-      i += 3;
-    } else if (next in named) {
-      bytes.push(named[next]!);
-      i += 1;
-    } else bytes.push(c);
-  }
-  return Buffer.from(bytes).toString("utf8");
-}
-
 /**
  * Blame one line of the working tree's file, or of `rev`'s: `-L line,line` (that line only),
  * `--incremental` (no line content: a line of megabytes is not read), paths unquoted
- * (core.quotePath=false, and git's quoting of what is left undone), bounded in bytes and time.
+ * (core.quotePath=false, and git's quoting of what is left read back: unquotePath), bounded in bytes and time.
  */
 async function blame(root: string, path: string, line: number, time: { left: number; limit: number }, rev?: string): Promise<Blamed> {
   const r = await gitBounded(
@@ -148,7 +123,13 @@ async function blame(root: string, path: string, line: number, time: { left: num
   const field = (k: string) => out.find((l) => l.startsWith(`${k} `))?.slice(k.length + 1) ?? "";
   const commit = /^0+$/.test(head[1]!) ? null : head[1]!;
   const name = field("filename");
-  return { commit, path: name ? unquote(name) : path, line: Number(head[2]), author: field("author"), time: Number(field("author-time")) };
+  return {
+    commit,
+    path: name ? (unquotePath(name) ?? name) : path,
+    line: Number(head[2]),
+    author: field("author"),
+    time: Number(field("author-time")),
+  };
 }
 
 /** Which conversation and range of a record hold `path`:`line`. */

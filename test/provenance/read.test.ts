@@ -87,13 +87,6 @@ describe("lazy trace reads a record back", () => {
   }, 60_000);
 });
 
-test("git's C-quoted path read back: octal bytes (UTF-8), named escapes, quotes; a plain path as it is", () => {
-  expect(Provenance.unquote('"donn\\303\\251es/\\303\\251.ts"')).toBe("données/é.ts");
-  expect(Provenance.unquote('"a\\tb\\n\\"c\\"\\\\d\\033[31m.ts"')).toBe('a\tb\n"c"\\d\x1b[31m.ts');
-  expect(Provenance.unquote("données/é.ts")).toBe("données/é.ts");
-  expect(Provenance.unquote('"')).toBe('"');
-});
-
 describe("git's one note reader", () => {
   const root = mkdtempSync(join(tmpdir(), "lazy-notes-"));
   afterAll(() => rmSync(root, { recursive: true, force: true }));
