@@ -108,7 +108,7 @@ export async function notesOn(
     for (const blob of blobs) {
       const eol = r.out.indexOf(10, at);
       const head = /^([0-9a-f]{40,64}) blob (\d+)$/.exec(r.out.toString("utf8", at, eol < 0 ? at : eol));
-      if (eol < 0 || !head || head[1] !== blob) break; // the object changed under the read: the rest is not trusted
+      if (eol < 0 || !head || head[1] !== blob) break; // an answer that does not pair with what was asked (a blob gone meanwhile): the rest is marked cut
       const size = Number(head[2]);
       texts.set(blob, { text: r.out.toString("utf8", eol + 1, eol + 1 + size), cut: false });
       at = eol + 1 + size + 1;

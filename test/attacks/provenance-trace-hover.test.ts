@@ -12,7 +12,7 @@
  *   task list answer while every one of them is still tracing, and each ends with its answer
  *   or the time limit's refusal (cause and remedy); each blame is of its one line (-L N,N);
  * - past the time limit (LAZY_TRACE_TIMEOUT_MS) git is killed and the hover says so, on the
- *   page too (the line's title);
+ *   page too (the line's title), and so does lazy trace;
  * - lazy export reads the notes of the task's commits through the one note reader: no
  *   `git notes list` of the whole notes ref, the record there.
  */
@@ -202,5 +202,19 @@ describe("the dashboard's hover against a hostile branch", () => {
     const calls = readFileSync(log, "utf8").split("\n");
     expect(calls.some((l) => /^(-c \S+ )*notes .*list/.test(l) || / notes .*list/.test(l))).toBe(false);
     expect(calls.some((l) => / cat-file --batch-check/.test(l))).toBe(true);
+  }, 120_000);
+
+  test("lazy trace: the same time limit, git killed, the cause and the remedy (exit 1); a line of données/é.ts traced", async () => {
+    ok(p.root, "git merge -q --ff-only lazy/big");
+    const r = await p.run(["trace", "big.txt:1"], { env: { LAZY_TRACE_TIMEOUT_MS: "300" } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(
+      "Tracing big.txt:1 took over 300 ms, so lazy stopped git blame: the file's history is too long to walk in that time.",
+    );
+    expect(r.stderr).toContain("git blame -L 1,1 -- big.txt yourself.");
+    await until(() => !blameIn(p.root), 10_000, "no git blame left running in the project");
+    const fr = await p.ok(["trace", "données/é.ts:1"]);
+    expect(fr.stdout).toContain("données/é.ts:1 was written by an agent task:");
+    expect(fr.stdout).toContain("tool call  Write toolu_fr: ");
   }, 120_000);
 });
