@@ -188,7 +188,14 @@ export class Telemetry {
     await within(Promise.all([...this.pending]), ms);
     const e = this.exporter;
     if (!e) return;
+    const lost = () => e.stats.dropped + e.stats.failed;
+    const before = lost();
     await e.flush(until - Date.now());
+    const gaveUp = lost() - before;
+    if (gaveUp)
+      this.d.log.warn(
+        `telemetry: stopping, ${gaveUp} spans did not reach ${e.url} within ${ms / 1000} s and are dropped (the collector did not take them in time). Is it running? Check [telemetry] otlp in lazy.toml.`,
+      );
     await within(e.stop(), until - Date.now());
   }
 }
