@@ -32,15 +32,33 @@ async function within(p: Promise<unknown>, ms: number): Promise<void> {
   clearTimeout(timer);
 }
 
-/** What a turn's strings are scrubbed with: every form of every secret given out, as one matcher. */
-interface Matcher {
-  version: number;
+/** What a turn's strings are scrubbed of: every form of every secret given out, as one matcher. */
+export interface Matcher {
   /** Each form of each secret (as is, base64 at each offset, hex, reversed: egress formsOf), longest first, in one RegExp. */
   forms: RegExp | null;
   shortest: number;
 }
 
 const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/** The matcher of these secrets (made once per grants version: one RegExp of every form). */
+export function matcherOf(tokens: readonly string[]): Matcher {
+  const forms = [...new Set(tokens.flatMap((t) => formsOf(t).map((f) => f.text)))].sort((a, b) => b.length - a.length);
+  return {
+    forms: forms.length ? new RegExp(forms.map(literal).join("|"), "g") : null,
+    shortest: forms.length ? forms.at(-1)!.length : Number.POSITIVE_INFINITY,
+  };
+}
+
+/** A string cut of the matcher's secrets and of anything shaped like a placeholder, an MCP token or a JWT (proxy/identity IN_TEXT). */
+export const scrubWith =
+  (m: Matcher) =>
+  (s: string): string => {
+    let out = s.includes("lazy") || s.includes("eyJ") ? s.replace(Placeholders.IN_TEXT, "[secret]") : s;
+    // Most strings (tool and model names) are shorter than any form of a secret: nothing to look for.
+    if (m.forms && out.length >= m.shortest) out = out.replace(m.forms, "[secret]");
+    return out;
+  };
 
 export interface TelemetryDeps {
   db: Database;
@@ -57,7 +75,7 @@ export class Telemetry {
   private exporter: Exporter | undefined;
   private making: Promise<Exporter | undefined> | undefined;
   private unsubscribe: (() => void) | undefined;
-  private matcher: Matcher | undefined;
+  private matcher: { version: number; m: Matcher } | undefined;
   /** Turns whose spans are being made: the daemon's stop waits for them (bounded). */
   private pending = new Set<Promise<void>>();
 
@@ -121,28 +139,11 @@ export class Telemetry {
     }
   }
 
-  /**
-   * A turn's scrub: the secrets read once (secrets() copies every grant), their forms made into one
-   * matcher only when the grants changed; then each string is cut of them and of anything shaped
-   * like a placeholder, an MCP token or a JWT (proxy/identity IN_TEXT).
-   */
+  /** A turn's scrub: the secrets read once (secrets() copies every grant), the matcher remade only when the grants changed. */
   private scrubber(): (s: string) => string {
     const sec = this.d.secrets();
-    if (this.matcher?.version !== sec.version) {
-      const forms = [...new Set(sec.tokens.flatMap((t) => formsOf(t).map((f) => f.text)))].sort((a, b) => b.length - a.length);
-      this.matcher = {
-        version: sec.version,
-        forms: forms.length ? new RegExp(forms.map(literal).join("|"), "g") : null,
-        shortest: forms.length ? forms.at(-1)!.length : Number.POSITIVE_INFINITY,
-      };
-    }
-    const m = this.matcher;
-    return (s) => {
-      let out = s.includes("lazy") || s.includes("eyJ") ? s.replace(Placeholders.IN_TEXT, "[secret]") : s;
-      // Most strings (tool and model names) are shorter than any form of a secret: nothing to look for.
-      if (m.forms && out.length >= m.shortest) out = out.replace(m.forms, "[secret]");
-      return out;
-    };
+    if (this.matcher?.version !== sec.version) this.matcher = { version: sec.version, m: matcherOf(sec.tokens) };
+    return scrubWith(this.matcher.m);
   }
 
   /** A turn ended: its spans go out (when telemetry is on). */
