@@ -9,8 +9,8 @@
  * drop; lazy's `Queue` keeps a bounded queue that drops the OLDEST turns whole (a span never goes
  * without its parent), counts them, sends one batch at a time and backs off while the collector
  * fails, so a collector that is down or slow costs that queue and one warning, never more; the
- * daemon's stop sends what is queued within a bound (`flush`). It runs on the daemon's main thread at a turn's end: the
- * proxy's threads never see it.
+ * daemon's stop sends what is queued within a bound (`flush`). It runs on the daemon's main
+ * thread at a turn's end: the proxy's threads never see it.
  */
 import { randomBytes } from "node:crypto";
 import { type HrTime, type SpanContext, SpanKind, SpanStatusCode } from "@opentelemetry/api";
@@ -18,6 +18,7 @@ import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace";
 import { type Attrs, MAX_SPANS, type SpanPlan } from "./spans";
+import { within } from "./within";
 
 /** Spans the queue holds at most (a turn has at most as many: spans.ts MAX_SPANS); past it the oldest turns go whole (counted). */
 export const MAX_QUEUE = MAX_SPANS;
@@ -49,13 +50,6 @@ interface Turn {
   next: number;
 }
 
-/** `p`, or nothing once `ms` passed. */
-async function within(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: Timer | undefined;
-  await Promise.race([p.catch(() => {}), new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, ms))))]);
-  clearTimeout(timer);
-}
-
 /**
  * The bounded queue between spans made and the exporter, by turn: a full queue drops whole turns,
  * the oldest first, so no span reaches the collector without its parent. A turn goes out parent
@@ -67,6 +61,8 @@ class Queue {
   private inflight: { done: Promise<void>; give: () => void } | undefined;
   private timer: Timer | undefined;
   private backoff = 0;
+  /** The daemon's stop sends batch after batch itself: no timer of its own then. */
+  private flushing = false;
   readonly stats: ExportStats = { queued: 0, sent: 0, dropped: 0, failed: 0, cut: 0, failing: null };
 
   constructor(
@@ -144,7 +140,8 @@ class Queue {
     const batch = this.take(BATCH);
     let done = false;
     let resolve = () => {};
-    const finish = (ok: boolean, why?: string) => {
+    // `quiet`: the daemon's stop gave the batch up (it says so itself), no collector failed.
+    const finish = (ok: boolean, why?: string, quiet = false) => {
       if (done) return;
       done = true;
       clearTimeout(guard);
@@ -160,7 +157,7 @@ class Queue {
         this.stats.failed += batch.length;
         this.dropCutTurn();
         this.backoff = Math.min(MAX_BACKOFF_MS, this.backoff ? this.backoff * 2 : EVERY_MS);
-        if (this.stats.failing === null) {
+        if (this.stats.failing === null && !quiet) {
           this.stats.failing = why ?? "the export failed";
           this.said(this.stats.failing);
         }
@@ -168,7 +165,7 @@ class Queue {
       resolve();
       if (this.held && !this.flushing) this.later(ok ? 0 : this.backoff);
     };
-    this.inflight = { done: new Promise<void>((r) => (resolve = r)), give: () => finish(false, "the daemon stopped first") };
+    this.inflight = { done: new Promise<void>((r) => (resolve = r)), give: () => finish(false, undefined, true) };
     // The exporter's own retries stay within this bound: past it the batch counts as lost.
     const guard = setTimeout(() => finish(false, `no answer within ${TIMEOUT_MS / 1000} s`), TIMEOUT_MS + 1000);
     guard.unref();
@@ -178,8 +175,6 @@ class Queue {
       finish(false, (e as Error).message);
     }
   }
-
-  private flushing = false;
 
   /**
    * Everything queued, sent now batch after batch (no backoff), for at most `ms`: what is still

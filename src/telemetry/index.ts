@@ -19,18 +19,12 @@ import { Runs, Tasks } from "../store";
 import type { Logger } from "../util/log";
 import type { Exporter, ExportStats } from "./export";
 import { turnSpans } from "./spans";
+import { within } from "./within";
 
 export { type SpanPlan, turnSpans } from "./spans";
 
 /** How long the daemon's stop gives the spans still queued (and a turn's being made) to reach the collector. */
 export const STOP_MS = 2000;
-
-/** `p`, or nothing once `ms` passed. */
-async function within(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: Timer | undefined;
-  await Promise.race([p.catch(() => {}), new Promise((resolve) => (timer = setTimeout(resolve, Math.max(0, ms))))]);
-  clearTimeout(timer);
-}
 
 /** What a turn's strings are scrubbed of: every form of every secret given out, as one matcher. */
 export interface Matcher {
