@@ -12,6 +12,7 @@
  */
 import type { AuditRow } from "../src/proxy";
 import type { TaskEvent } from "../src/store";
+import { matcherOf, scrubWith } from "../src/telemetry";
 import { Exporter } from "../src/telemetry/export";
 import { turnSpans } from "../src/telemetry/spans";
 
@@ -60,12 +61,8 @@ if (process.argv[2] === "receiver") {
   }
   for (let i = 0; i < 100; i++)
     rows.push({ ...rows[i]!, role: "egress", upstream: "egress:registry.npmjs.org:443", method: "CONNECT", note: null, usage: null });
-  const tokens = Array.from({ length: 8 }, (_, i) => `sk-ant-api03-lazy-${String(i).repeat(88)}AA`);
-  const scrub = (s: string) => {
-    let out = s;
-    for (const t of tokens) if (out.includes(t)) out = out.split(t).join("[secret]");
-    return out;
-  };
+  // The daemon's scrub (src/telemetry/index.ts), for 8 grants.
+  const scrub = scrubWith(matcherOf(Array.from({ length: 8 }, (_, i) => `sk-ant-api03-lazy-${String(i).repeat(88)}AA`)));
   const cpu = () => {
     const u = process.cpuUsage();
     return u.user + u.system;

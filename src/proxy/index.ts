@@ -25,7 +25,6 @@ export {
   Placeholders,
   pinnedTo,
   refusedFrom,
-  SECRET_SHAPE,
   type Target,
   Targets,
 } from "./identity";

@@ -14,16 +14,45 @@ import type { Bus } from "../bus";
 import type { Config } from "../config";
 import { resolveProfile } from "../config";
 import { formsOf } from "../egress";
-import { type ModelProxy, SECRET_SHAPE } from "../proxy";
+import { type ModelProxy, Placeholders } from "../proxy";
 import { Runs, Tasks } from "../store";
 import type { Logger } from "../util/log";
 import type { Exporter, ExportStats } from "./export";
 import { turnSpans } from "./spans";
+import { within } from "./within";
 
 export { type SpanPlan, turnSpans } from "./spans";
 
-/** Placeholders and MCP tokens by their shape (proxy/identity), every one in a text. */
-const SHAPED = new RegExp(SECRET_SHAPE.source, "g");
+/** How long the daemon's stop gives the spans still queued (and a turn's being made) to reach the collector. */
+export const STOP_MS = 2000;
+
+/** What a turn's strings are scrubbed of: every form of every secret given out, as one matcher. */
+export interface Matcher {
+  /** Each form of each secret (as is, base64 at each offset, hex, reversed: egress formsOf), longest first, in one RegExp. */
+  forms: RegExp | null;
+  shortest: number;
+}
+
+const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/** The matcher of these secrets (made once per grants version: one RegExp of every form). */
+export function matcherOf(tokens: readonly string[]): Matcher {
+  const forms = [...new Set(tokens.flatMap((t) => formsOf(t).map((f) => f.text)))].sort((a, b) => b.length - a.length);
+  return {
+    forms: forms.length ? new RegExp(forms.map(literal).join("|"), "g") : null,
+    shortest: forms.length ? forms.at(-1)!.length : Number.POSITIVE_INFINITY,
+  };
+}
+
+/** A string cut of the matcher's secrets and of anything shaped like a placeholder, an MCP token or a JWT (proxy/identity IN_TEXT). */
+export const scrubWith =
+  (m: Matcher) =>
+  (s: string): string => {
+    let out = s.includes("lazy") || s.includes("eyJ") ? s.replace(Placeholders.IN_TEXT, "[secret]") : s;
+    // Most strings (tool and model names) are shorter than any form of a secret: nothing to look for.
+    if (m.forms && out.length >= m.shortest) out = out.replace(m.forms, "[secret]");
+    return out;
+  };
 
 export interface TelemetryDeps {
   db: Database;
@@ -40,7 +69,9 @@ export class Telemetry {
   private exporter: Exporter | undefined;
   private making: Promise<Exporter | undefined> | undefined;
   private unsubscribe: (() => void) | undefined;
-  private scrubAt: { version: number; forms: string[]; shortest: number } | undefined;
+  private matcher: { version: number; m: Matcher } | undefined;
+  /** Turns whose spans are being made: the daemon's stop waits for them (bounded). */
+  private pending = new Set<Promise<void>>();
 
   constructor(private d: TelemetryDeps) {}
 
@@ -49,7 +80,17 @@ export class Telemetry {
       if (c.kind === "status" && c.from === "running" && c.to !== "running") {
         const at = Date.now();
         // After this tick: the bus's publisher (the turn's end) is not held up by it.
-        setTimeout(() => void this.turnEnded(c.taskId, c.to, at).catch((e) => this.d.log.warn(`telemetry: ${(e as Error).message}`)), 0);
+        const made = new Promise<void>((resolve) =>
+          setTimeout(
+            () =>
+              void this.turnEnded(c.taskId, c.to, at)
+                .catch((e) => this.d.log.warn(`telemetry: ${(e as Error).message}`))
+                .finally(resolve),
+            0,
+          ),
+        );
+        this.pending.add(made);
+        void made.then(() => this.pending.delete(made));
       }
     });
   }
@@ -92,18 +133,12 @@ export class Telemetry {
     }
   }
 
-  private scrub = (s: string): string => {
+  /** A turn's scrub: the secrets read once (secrets() copies every grant), the matcher remade only when the grants changed. */
+  private scrubber(): (s: string) => string {
     const sec = this.d.secrets();
-    if (this.scrubAt?.version !== sec.version) {
-      const forms = sec.tokens.flatMap((t) => formsOf(t).map((f) => f.text));
-      this.scrubAt = { version: sec.version, forms, shortest: Math.min(...forms.map((f) => f.length)) };
-    }
-    let out = s.includes("lazy") ? s.replace(SHAPED, "[secret]") : s;
-    // Most strings (tool and model names) are shorter than any form of a secret: nothing to look for.
-    if (out.length < this.scrubAt.shortest) return out;
-    for (const f of this.scrubAt.forms) if (out.includes(f)) out = out.split(f).join("[secret]");
-    return out;
-  };
+    if (this.matcher?.version !== sec.version) this.matcher = { version: sec.version, m: matcherOf(sec.tokens) };
+    return scrubWith(this.matcher.m);
+  }
 
   /** A turn ended: its spans go out (when telemetry is on). */
   async turnEnded(taskId: string, to: string, end: number): Promise<void> {
@@ -133,17 +168,29 @@ export class Telemetry {
       to,
       events,
       rows,
-      scrub: this.scrub,
+      scrub: this.scrubber(),
     });
     exporter.add(plan);
   }
 
-  /** The daemon's stop: what is queued gets one bounded try. */
-  async stop(): Promise<void> {
+  /**
+   * The daemon's stop: a turn whose spans are being made (one the stop itself ended) is awaited,
+   * and what is queued is sent, all within `ms`; what could not go by then is counted dropped.
+   */
+  async stop(ms = STOP_MS): Promise<void> {
     this.unsubscribe?.();
+    const until = Date.now() + ms;
+    await within(Promise.all([...this.pending]), ms);
     const e = this.exporter;
     if (!e) return;
-    await Promise.race([e.flush(), Bun.sleep(2000)]);
-    await Promise.race([e.stop(), Bun.sleep(1000)]);
+    const lost = () => e.stats.dropped + e.stats.failed;
+    const before = lost();
+    await e.flush(until - Date.now());
+    const gaveUp = lost() - before;
+    if (gaveUp)
+      this.d.log.warn(
+        `telemetry: stopping, ${gaveUp} spans did not reach ${e.url} within ${ms / 1000} s and are dropped (the collector did not take them in time). Is it running? Check [telemetry] otlp in lazy.toml.`,
+      );
+    await within(e.stop(), until - Date.now());
   }
 }

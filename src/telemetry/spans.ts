@@ -22,6 +22,8 @@ export interface SpanPlan {
   error?: string;
   events?: { name: string; at: number; attributes: Attrs }[];
   children: SpanPlan[];
+  /** On a turn's span: the spans the turn had past MAX_SPANS, not made (its `lazy.spans.*_dropped` say which). */
+  cut?: number;
 }
 
 export interface TurnInput {
@@ -41,9 +43,13 @@ export interface TurnInput {
   scrub: (s: string) => string;
 }
 
-/** Bounds: a turn exports at most this many spans of each kind (the rest are counted on the turn's span). */
-export const MAX_CHATS = 2000;
-export const MAX_TOOLS = 2000;
+/**
+ * A turn exports at most this many spans in all, its own included: no more than the exporter's
+ * queue holds (export.ts MAX_QUEUE), so a turn is never cut apart there. Past it, model calls and
+ * tool calls (the harness's and the MCP bridge's) share what is left evenly, the earliest of each
+ * kept; the rest are counted on the turn's span.
+ */
+export const MAX_SPANS = 4096;
 export const MAX_EGRESS = 128;
 /** A string attribute is cut here. */
 const MAX_TEXT = 256;
@@ -81,13 +87,37 @@ const isEgress = (r: Row) => r.role === "egress" || r.role === "broker";
 /** A model call: an agent's request to a model upstream (the harness's HEAD probe is none). */
 const isChat = (r: Row) => !isMcp(r) && !isEgress(r) && r.method === "POST" && !r.upstream.startsWith("lazy:");
 
+/** `budget` shared out among kinds wanting `wants[i]` each: evenly, and what one kind leaves goes to the others. */
+function share(wants: readonly number[], budget: number): number[] {
+  const got = wants.map(() => 0);
+  let left = budget;
+  let open = wants.flatMap((w, i) => (w > 0 ? [i] : []));
+  while (left > 0 && open.length) {
+    const each = Math.max(1, Math.floor(left / open.length));
+    for (const i of open) {
+      const g = Math.min(each, wants[i]! - got[i]!, left);
+      got[i]! += g;
+      left -= g;
+    }
+    open = open.filter((i) => got[i]! < wants[i]!);
+  }
+  return got;
+}
+
 export function turnSpans(t: TurnInput): SpanPlan {
   const s = (v: string) => cut(t.scrub(v));
   const provider = PROVIDERS[t.wire] ?? t.wire;
   const conversation = { "gen_ai.conversation.id": t.taskId };
   const rows = t.rows.filter((r) => r.taskId === t.taskId && r.at >= t.start - 1000 && r.at <= t.end + 1000);
   const chatsAll = rows.filter(isChat);
-  const chats: SpanPlan[] = chatsAll.slice(0, MAX_CHATS).map((r) => {
+  const toolsAll = t.events.filter((e) => e.kind === "tool");
+  const mcpsAll = rows.filter((r) => isMcp(r) && r.note?.startsWith("tools/call "));
+  const [keepChats, keepTools, keepMcps] = share([chatsAll.length, toolsAll.length, mcpsAll.length], MAX_SPANS - 1) as [
+    number,
+    number,
+    number,
+  ];
+  const chats: SpanPlan[] = chatsAll.slice(0, keepChats).map((r) => {
     const asked = r.modelAsked ? s(r.modelAsked) : null;
     const served = r.modelServed ? s(r.modelServed) : null;
     const a: Attrs = {
@@ -142,10 +172,7 @@ export function turnSpans(t: TurnInput): SpanPlan {
   const loose: SpanPlan[] = [];
   const outputs = new Map<string, TaskEvent>();
   for (const e of t.events) if (e.kind === "output" && typeof e.data.id === "string") outputs.set(e.data.id, e);
-  let toolsSeen = 0;
-  for (const e of t.events) {
-    if (e.kind !== "tool") continue;
-    if (++toolsSeen > MAX_TOOLS) continue;
+  for (const e of toolsAll.slice(0, keepTools)) {
     const at = Date.parse(e.at);
     const id = typeof e.data.id === "string" ? e.data.id : undefined;
     const out = id ? outputs.get(id) : undefined;
@@ -177,8 +204,7 @@ export function turnSpans(t: TurnInput): SpanPlan {
     const k = n.lastIndexOf("__");
     if (n.startsWith("mcp__") && k > 4) calls.set(n.slice(k + 2), [...(calls.get(n.slice(k + 2)) ?? []), x]);
   }
-  const mcps = rows.filter((r) => isMcp(r) && r.note?.startsWith("tools/call ")).slice(0, MAX_TOOLS);
-  for (const r of mcps) {
+  for (const r of mcpsAll.slice(0, keepMcps)) {
     const name = s(r.note!.slice("tools/call ".length));
     const a: Attrs = {
       "gen_ai.operation.name": "execute_tool",
@@ -233,8 +259,10 @@ export function turnSpans(t: TurnInput): SpanPlan {
     "lazy.task.status": t.to,
   };
   if (firstModel) attributes["gen_ai.request.model"] = s(firstModel);
-  if (chatsAll.length > MAX_CHATS) attributes["lazy.spans.chat_dropped"] = chatsAll.length - MAX_CHATS;
-  if (toolsSeen > MAX_TOOLS) attributes["lazy.spans.tool_dropped"] = toolsSeen - MAX_TOOLS;
+  const chatsCut = chatsAll.length - keepChats;
+  const toolsCut = toolsAll.length - keepTools + mcpsAll.length - keepMcps;
+  if (chatsCut) attributes["lazy.spans.chat_dropped"] = chatsCut;
+  if (toolsCut) attributes["lazy.spans.tool_dropped"] = toolsCut;
   if (egress.length > MAX_EGRESS) attributes["lazy.egress.events_dropped"] = egress.length - MAX_EGRESS;
   const error = t.to === "failed" ? "turn_failed" : undefined;
   if (error) attributes["error.type"] = error;
@@ -247,5 +275,6 @@ export function turnSpans(t: TurnInput): SpanPlan {
     error,
     events,
     children: top.sort((a, b) => a.start - b.start),
+    ...(chatsCut + toolsCut ? { cut: chatsCut + toolsCut } : {}),
   };
 }

@@ -1,6 +1,7 @@
 // A hostile agent's try at putting lazy's secrets into the spans lazy exports (test/attacks/telemetry.test.ts
 // commits this file; the agent runs it as a Bash tool call): its placeholder as a model's name and in a
-// query string, its MCP token as an MCP tool's name, a query string through the egress proxy.
+// query string, a JWT holding a piece of it as a model's name, its MCP token as an MCP tool's name, a query
+// string through the egress proxy.
 const fs = require("node:fs");
 const http = require("node:http");
 
@@ -18,6 +19,17 @@ const mcpUrl = JSON.parse(fs.readFileSync("/lazy/harness/mcp.json", "utf8")).mcp
   });
   out.model = model.status;
   await model.text();
+  // A JWT-shaped model name (short enough for the audit to keep it) carrying a piece of the placeholder.
+  const b64 = (t) => Buffer.from(t).toString("base64url");
+  const jwt = `${b64('{"alg":"HS256"}')}.${b64(JSON.stringify({ k: key.slice(18, 50) }))}.${b64("signature-bytes")}`;
+  const shaped = await fetch(`${base}/v1/messages`, {
+    method: "POST",
+    headers: { "x-api-key": key, "anthropic-version": "2023-06-01", "content-type": "application/json" },
+    body: JSON.stringify({ model: `m-${jwt}`, max_tokens: 5, messages: [{ role: "user", content: "hi" }] }),
+  });
+  out.jwt = jwt;
+  out.shaped = shaped.status;
+  await shaped.text();
   const tool = await fetch(`${mcpUrl}?q=QSECRET-mcp`, {
     method: "POST",
     headers: { authorization: `Bearer ${mcp}`, "content-type": "application/json", accept: "application/json, text/event-stream" },

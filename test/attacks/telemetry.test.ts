@@ -1,8 +1,8 @@
 /**
  * Attacks on the OpenTelemetry export ([telemetry] otlp, issue 38): a hostile agent in a real
  * container (real Claude Code, the mock provider scripting its Bash tool call) puts its placeholder,
- * its MCP token and query strings where lazy makes spans from (a model's name, an MCP tool's name,
- * URLs); an untrusted lazy.toml edit points the export at another collector while a turn runs; the
+ * its MCP token, a JWT and query strings where lazy makes spans from (a model's name, an MCP tool's
+ * name, URLs); it floods its turn with more model calls than a turn exports spans; an untrusted lazy.toml edit points the export at another collector while a turn runs; the
  * collector hangs or answers with a huge body. The receivers decode with the official protobuf
  * definitions (helpers/otlp.ts) and every byte they got is searched.
  */
@@ -26,7 +26,9 @@ beforeAll(async () => {
   other = await receiver();
   ({ anthropic, p } = await anthropicProject(KEY, {
     extra: `\n[telemetry]\notlp = "${rx.url}"\n`,
-    files: (root) => copyFileSync(join(import.meta.dir, "telemetry-agent.cjs"), join(root, "telemetry-agent.cjs")),
+    files: (root) => {
+      for (const f of ["telemetry-agent.cjs", "telemetry-flood.cjs"]) copyFileSync(join(import.meta.dir, f), join(root, f));
+    },
   }));
   trusted = readFileSync(join(p.root, "lazy.toml"), "utf8");
 }, 300_000);
@@ -60,7 +62,18 @@ test("a hostile agent's placeholder, MCP token and query strings never reach the
   expect(placeholder).toBeTruthy();
   expect(mcp).toBeTruthy();
   const all = Buffer.concat(rx.bodies).toString("latin1");
-  for (const secret of [placeholder, mcp, "QSECRET", KEY, Buffer.from(placeholder).toString("base64").slice(4, 40)])
+  // The JWT-shaped model name (the agent wrote it into attack-results.json): neither it nor its payload.
+  const jwt = JSON.parse(readFileSync(join(p.stateDir, "worktrees", "leaky", "attack-results.json"), "utf8")).jwt as string;
+  expect(jwt).toMatch(/^eyJ/);
+  for (const secret of [
+    placeholder,
+    mcp,
+    "QSECRET",
+    KEY,
+    Buffer.from(placeholder).toString("base64").slice(4, 40),
+    jwt,
+    jwt.split(".")[1]!,
+  ])
     expect(all).not.toContain(secret);
   // The attempts were seen and made spans without the secret: the MCP token as a tool's name is
   // not shown, and a model named with the placeholder is not kept (in the audit either).
@@ -76,6 +89,33 @@ test("a hostile agent's placeholder, MCP token and query strings never reach the
     egress.map((e) => e.attributes),
     spans.map(text).join("\n"),
   ).toContainEqual(expect.objectContaining({ "server.address": "blocked.example", "lazy.egress.decision": "refused" }));
+}, 600_000);
+
+test("a hostile agent's flood of model calls: its turn arrives as one whole tree within the cap, and lazy daemon status says what was cut", async () => {
+  anthropic.answer(bash("Flooded.", "node telemetry-flood.cjs && cat flood-results.json", "run the script"));
+  await launched(p, "flood", "Run the script");
+  await settledAs(p, "flood", "done");
+  const id = await idOf("flood");
+  const spans = await turnOf(rx, id);
+  const flood = JSON.parse(readFileSync(join(p.stateDir, "worktrees", "flood", "flood-results.json"), "utf8"));
+  expect(flood.ok).toBe(4300);
+  // Every span of the turn came, each with its parent: the turn's span is there, none is an orphan.
+  await until(
+    () => (rx.spans.filter((s) => s.attributes["gen_ai.conversation.id"] === id).length >= 4096 ? true : undefined),
+    30_000,
+    "the turn's spans",
+  );
+  const mine = rx.spans.filter((s) => s.attributes["gen_ai.conversation.id"] === id);
+  expect(mine.length).toBe(4096);
+  const ids = new Set(mine.map((s) => s.spanId));
+  expect(mine.filter((s) => s.parentSpanId !== "" && !ids.has(s.parentSpanId))).toEqual([]);
+  const turn = spans.find((s) => s.attributes["gen_ai.operation.name"] === "invoke_agent")!;
+  const cut = Number(turn.attributes["lazy.spans.chat_dropped"] ?? 0) + Number(turn.attributes["lazy.spans.tool_dropped"] ?? 0);
+  expect(cut).toBeGreaterThan(4300 - 4096);
+  const status = await p.json(["daemon", "status"]);
+  expect(status.telemetry).toMatchObject({ cut, dropped: 0 });
+  const shown = await p.run(["daemon", "status"]);
+  expect(shown.stdout).toContain(`${cut} cut (turns past their cap of spans)`);
 }, 600_000);
 
 test("an untrusted lazy.toml edit pointing the export elsewhere is not used", async () => {

@@ -5,7 +5,7 @@
  * execute_tool tree, named by the GenAI conventions; a collector that is down costs one warning.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { anthropicProject, bash, launched, settledAs, teardown } from "../helpers/fixtures";
+import { anthropicProject, bash, hanging, launched, settledAs, teardown } from "../helpers/fixtures";
 import { type Project, until } from "../helpers/lazy";
 import { type Receiver, receiver, type Span } from "../helpers/otlp";
 import type * as Mock from "../helpers/providers";
@@ -140,5 +140,38 @@ test("a collector that is down: turns run as before, and the daemon log says so 
     expect(warned[0]).toContain("[telemetry] otlp");
   } finally {
     rx = await receiver(Number(new URL(url).port));
+  }
+}, 600_000);
+
+test("lazy daemon stop: the turn it ends reaches the collector before the stop returns", async () => {
+  await hanging(p, anthropic, "laststop", "Wait for it");
+  const id = (await p.json(["task", "show", "laststop"])).task.id as string;
+  try {
+    await p.ok(["daemon", "stop"]);
+    // No waiting: the daemon sent it on its way out (bounded), so it is here as the stop returns.
+    const spans = rx.spans.filter(ofTask(id));
+    const turn = spans.find((s) => s.attributes["gen_ai.operation.name"] === "invoke_agent");
+    expect(turn, spans.map((s) => s.name).join("\n")).toBeDefined();
+    expect(turn!.attributes["lazy.task.status"]).toBe("failed");
+  } finally {
+    anthropic.reset();
+  }
+}, 600_000);
+
+test("lazy daemon stop with a collector that hangs: the stop completes, and the daemon log says what it gave up", async () => {
+  rx.mode = "hang";
+  try {
+    await hanging(p, anthropic, "hangstop", "Wait for it");
+    await p.ok(["daemon", "stop"]);
+    const lines = p
+      .log()
+      .split("\n")
+      .filter((l) => l.includes("telemetry: stopping"));
+    expect(lines.length, p.log().split("\n").slice(-30).join("\n")).toBe(1);
+    expect(lines[0]).toContain("spans did not reach");
+    expect(lines[0]).toContain("[telemetry] otlp");
+  } finally {
+    rx.mode = "ok";
+    anthropic.reset();
   }
 }, 600_000);

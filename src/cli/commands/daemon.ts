@@ -20,7 +20,7 @@ function render(s: DaemonStatus): string {
     `State:     ${s.stateDir}`,
     ...(s.telemetry
       ? [
-          `Telemetry: ${s.telemetry.url}: ${s.telemetry.sent} spans sent, ${s.telemetry.queued} queued${s.telemetry.dropped + s.telemetry.failed ? `, ${s.telemetry.dropped + s.telemetry.failed} dropped` : ""}${s.telemetry.failing ? `; the collector fails: ${s.telemetry.failing} (is it running? [telemetry] otlp in lazy.toml)` : ""}`,
+          `Telemetry: ${s.telemetry.url}: ${s.telemetry.sent} spans sent, ${s.telemetry.queued} queued${s.telemetry.dropped + s.telemetry.failed ? `, ${s.telemetry.dropped + s.telemetry.failed} dropped` : ""}${s.telemetry.cut ? `, ${s.telemetry.cut} cut (turns past their cap of spans)` : ""}${s.telemetry.failing ? `; the collector fails: ${s.telemetry.failing} (is it running? [telemetry] otlp in lazy.toml)` : ""}`,
         ]
       : []),
     ...(s.crashes

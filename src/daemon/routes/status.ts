@@ -36,9 +36,10 @@ export interface DaemonStatus {
   busy?: Busy;
   /**
    * The OpenTelemetry export ([telemetry] otlp), once a turn ended with it on: spans queued, sent,
-   * dropped (queue full, oldest first), lost in failed exports, and why the collector fails now.
+   * dropped (queue full: whole turns, oldest first), lost in failed exports, cut (past a turn's
+   * cap, never made), and why the collector fails now.
    */
-  telemetry?: { url: string; queued: number; sent: number; dropped: number; failed: number; failing: string | null };
+  telemetry?: { url: string; queued: number; sent: number; dropped: number; failed: number; cut: number; failing: string | null };
 }
 
 /** Turns running, and API writes being answered (a launch setting up, lazy ask, an accept). */

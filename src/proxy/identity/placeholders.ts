@@ -138,12 +138,12 @@ export const IN_TEXT = new RegExp(
 
 /**
  * A placeholder or an MCP token (`lazy-mcp-…`) anywhere in a text, by its shape: a marker and a
- * random part as long as lazy makes one. What lazy keeps or exports of an agent's strings (a
- * model's name, span attributes) is checked against it; every shape has "lazy" in it, so a
- * caller can test `includes("lazy")` first.
+ * random part as long as lazy makes one (PREFIXES, the one list). What lazy keeps of an agent's
+ * strings (a model's name: meters/usage.ts) is checked against it; every shape has "lazy" in it,
+ * so a caller can test `includes("lazy")` first. IN_TEXT is the wider cut for a text lazy shows
+ * or exports (it takes the JWT stand-in too).
  */
-export const SECRET_SHAPE =
-  /(?:sk-ant-api03-lazy-|sk-ant-oat01-lazy-|sk-proj-lazy-|sk-or-v1-lazy-|key_lazy_|ghp_lazy|ghs_lazy|glpat-lazy|npm_lazy|pypi-lazy|lazy-)[A-Za-z0-9_-]{22,}/;
+export const SECRET_SHAPE = new RegExp(`(?:${PREFIXES})[A-Za-z0-9_-]{22,}`);
 
 /** The shapes that stand for a brokered service's token, never a model credential. */
 export const SERVICE_SHAPES: readonly Shape[] = ["github", "github-app", "gitlab", "npm", "pypi", "service"];
