@@ -41,6 +41,23 @@ export function formsOf(token: string): Form[] {
   return [...out].map(([text, as]) => ({ text, as }));
 }
 
+/**
+ * Every form of every one of `secrets` in one pattern (global), longest first so a form inside a
+ * longer one is cut whole; null when there is none. What lazy keeps or sends elsewhere (a span,
+ * an evidence bundle) is cut with it: one pass over a 30 MB text with 60 forms takes ~150 ms
+ * where 60 `includes` take 600. A secret shorter than `min` is left out (it would cut words).
+ */
+export function formsPattern(secrets: Iterable<string>, min = 8): { pattern: RegExp; shortest: number } | null {
+  const forms = new Set<string>();
+  for (const s of secrets) if (s.length >= min) for (const f of formsOf(s)) forms.add(f.text);
+  if (!forms.size) return null;
+  const sorted = [...forms].sort((a, b) => b.length - a.length);
+  return {
+    pattern: new RegExp(sorted.map((f) => f.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "g"),
+    shortest: sorted.at(-1)!.length,
+  };
+}
+
 /** A head's header values run together in order (names, colons and line ends left out). */
 export function joined(head: string): string {
   let s = "";

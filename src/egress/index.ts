@@ -26,7 +26,7 @@ import { type Form, formsOf } from "./canary";
 import { decide, isHostOwn, type Lookup, rulesOf } from "./policy";
 import { type Brokered, type Dial, type Done, Listener, type Refusal } from "./server";
 
-export { formsOf } from "./canary";
+export { formsOf, formsPattern } from "./canary";
 export { MAX_HEAD } from "./head";
 export { type Brokered, HEAD_TIMEOUT_MS, PER_SOURCE } from "./server";
 

@@ -4,12 +4,12 @@
  * and MCP token while they are live, and the keys it stores), each in every form the egress proxy
  * looks for (egress's `formsOf`: as is, base64, hex, reversed), and anything shaped like one of
  * lazy's placeholders or MCP tokens (proxy/identity's IN_TEXT: a revoked one included). Query
- * strings: a URL's (provenance's URL_QUERY, the one pattern), never a `?` of code; a request path
+ * strings: a URL's (provenance's cutQueries, the one reading), never a `?` of code; a request path
  * (`path`, `url`… keys) loses its query whatever it looks like. Each is replaced by a marker and
  * counted; the manifest says how many a part lost, so a reader knows the part was changed.
  */
-import { formsOf } from "../egress";
-import { URL_QUERY } from "../provenance";
+import { formsPattern } from "../egress";
+import { cutQueries } from "../provenance";
 import { Placeholders } from "../proxy";
 
 export const REDACTED = "[redacted]";
@@ -23,22 +23,13 @@ export interface Scrubbed {
 /** Keys whose string values are request paths or addresses: their query goes, even when it does not look like a URL's. */
 const PATHS = new Set(["path", "url", "upstream", "target", "host"]);
 
-/** Shorter than this, a value is no secret worth a search (and would cut ordinary words). */
-const MIN_SECRET = 8;
-
-const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-
 /** The cuts of one bundle: the secrets lazy holds now, in all their forms, and the shapes. */
 export class Redactor {
-  /** Every form of every secret, longest first (a form inside a longer one is cut whole); null when there is none. */
+  /** Every form of every secret (egress's formsPattern: longest first, one pattern); null when there is none. */
   readonly #exact: RegExp | null;
 
   constructor(secrets: readonly string[]) {
-    const forms = new Set<string>();
-    for (const s of secrets) if (s.length >= MIN_SECRET) for (const f of formsOf(s)) forms.add(f.text);
-    const sorted = [...forms].sort((a, b) => b.length - a.length);
-    // One pattern: a pass over a 30 MB diff with 60 forms takes ~150 ms where 60 `includes` take 600.
-    this.#exact = sorted.length ? new RegExp(sorted.map(literal).join("|"), "g") : null;
+    this.#exact = formsPattern(secrets)?.pattern ?? null;
   }
 
   /** `text` without the secrets, the placeholder shapes and URL query strings, and how many were taken out. */
@@ -50,11 +41,8 @@ export class Redactor {
     };
     let out = this.#exact ? text.replace(this.#exact, cut) : text;
     out = out.replace(Placeholders.IN_TEXT, cut);
-    out = out.replace(URL_QUERY, (_m, before: string) => {
-      count++;
-      return `${before}${QUERY_REMOVED}`;
-    });
-    return { text: out, count };
+    const q = cutQueries(out, QUERY_REMOVED);
+    return { text: q.text, count: count + q.count };
   }
 
   /** A request path as a bundle keeps it: without its query, whatever it looks like. */

@@ -17,7 +17,10 @@ export function unquotePath(s: string): string | null {
     const c = body[i]!;
     if (c === '"') return null; // an unescaped quote inside: not git's quoting
     if (c !== "\\") {
-      for (const b of Buffer.from(c, "utf8")) bytes.push(b);
+      // A whole code point: a character outside the BMP is two UTF-16 units, one character.
+      const point = String.fromCodePoint(body.codePointAt(i)!);
+      for (const b of Buffer.from(point, "utf8")) bytes.push(b);
+      i += point.length - 1;
       continue;
     }
     const e = body[++i];

@@ -13,7 +13,7 @@
  */
 export type { AddedRange, ChangedFile } from "./diff";
 export { added, addedByMerge } from "./diff";
-export { type Cut, inert, QUERY as URL_QUERY, SECRET } from "./inert";
+export { type Cut, cutQueries, inert, SECRET } from "./inert";
 export { MAX_NOTE, NOTES_REF, readRecord } from "./notes";
 export {
   auditUri,

@@ -13,7 +13,7 @@ import type { Database } from "bun:sqlite";
 import type { Bus } from "../bus";
 import type { Config } from "../config";
 import { resolveProfile } from "../config";
-import { formsOf } from "../egress";
+import { formsPattern } from "../egress";
 import { type ModelProxy, Placeholders } from "../proxy";
 import { Runs, Tasks } from "../store";
 import type { Logger } from "../util/log";
@@ -33,15 +33,10 @@ export interface Matcher {
   shortest: number;
 }
 
-const literal = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-
-/** The matcher of these secrets (made once per grants version: one RegExp of every form). */
+/** The matcher of these secrets (made once per grants version: one RegExp of every form, egress's formsPattern). */
 export function matcherOf(tokens: readonly string[]): Matcher {
-  const forms = [...new Set(tokens.flatMap((t) => formsOf(t).map((f) => f.text)))].sort((a, b) => b.length - a.length);
-  return {
-    forms: forms.length ? new RegExp(forms.map(literal).join("|"), "g") : null,
-    shortest: forms.length ? forms.at(-1)!.length : Number.POSITIVE_INFINITY,
-  };
+  const p = formsPattern(tokens);
+  return { forms: p?.pattern ?? null, shortest: p?.shortest ?? Number.POSITIVE_INFINITY };
 }
 
 /** A string cut of the matcher's secrets and of anything shaped like a placeholder, an MCP token or a JWT (proxy/identity IN_TEXT). */

@@ -105,7 +105,8 @@ function share(wants: readonly number[], budget: number): number[] {
 }
 
 export function turnSpans(t: TurnInput): SpanPlan {
-  const s = (v: string) => cut(t.scrub(v));
+  // Cut before the scrub too (room for a secret across the edge): an agent's name can be megabytes.
+  const s = (v: string) => cut(t.scrub(v.length > MAX_TEXT + 512 ? v.slice(0, MAX_TEXT + 512) : v));
   const provider = PROVIDERS[t.wire] ?? t.wire;
   const conversation = { "gen_ai.conversation.id": t.taskId };
   const rows = t.rows.filter((r) => r.taskId === t.taskId && r.at >= t.start - 1000 && r.at <= t.end + 1000);

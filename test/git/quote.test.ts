@@ -11,6 +11,8 @@ import { unquotePath } from "../../src/git";
 test("a bare path is itself; malformed quoting is refused rather than guessed", () => {
   expect(unquotePath("src/a.ts")).toBe("src/a.ts");
   expect(unquotePath('"a\\tb"')).toBe("a\tb");
+  // git quotes a tab but, with core.quotePath off, leaves the emoji beside it as it is.
+  expect(unquotePath('"a\\tb😀.ts"')).toBe("a\tb😀.ts");
   expect(unquotePath('"unterminated')).toBeNull();
   expect(unquotePath('"a\\qb"')).toBeNull();
   expect(unquotePath('"a"b"')).toBeNull();
@@ -25,7 +27,7 @@ test("every name git quotes in a patch header reads back to the file's own name"
       return r.stdout.toString();
     };
     run("init", "-q");
-    const names = ["données/é.ts", "tab\there.ts", 'quote"d.ts', "back\\slash.ts", "new\nline.ts", "plain.ts", "日本.md"];
+    const names = ["données/é.ts", "tab\tand😀.ts", "tab\there.ts", 'quote"d.ts', "back\\slash.ts", "new\nline.ts", "plain.ts", "日本.md"];
     for (const n of names) {
       Bun.spawnSync(["mkdir", "-p", join(dir, n, "..")]);
       writeFileSync(join(dir, n), "x\n");

@@ -144,7 +144,8 @@ test("what is shaped like a placeholder, an MCP token or a JWT is cut from every
   const all = Buffer.concat(s.rx.bodies).toString("latin1");
   for (const secret of [grant, session, jwt, mcp, base64.slice(4, 60), jwt.split(".")[1]!, session.split(".")[2]!])
     expect(all).not.toContain(secret);
-  expect(tools.map((x) => x.attributes["gen_ai.tool.name"])).toContain("Bash[secret]");
+  // A word glued to a JWT goes with it: the shape is looked for where a run of its characters begins.
+  expect(tools.map((x) => x.attributes["gen_ai.tool.name"])).toContain("[secret]");
   await s.telemetry.stop();
 });
 
