@@ -37,7 +37,7 @@ export const BRANCH_PREFIX = "lazy/";
 
 export { blockerMessage, changedFiles, commitsToMerge, diffStat, merge, mergeBlockers } from "./merge";
 export { AGENT_TRACE_NOTES, notesOn } from "./notes";
-export { git, gitAsync, gitBytes, gitEnv, gitRead, HARDENED } from "./run";
+export { git, gitAsync, gitBytes, gitCapped, gitEnv, gitRead, HARDENED } from "./run";
 export { type SnapshotBounds, type SnapshotEntry, snapshot } from "./snapshot";
 export { type Trailer, trailerValue, withTrailers } from "./trailers";
 export { VIEW_DIRS, type ViewFile, viewFiles, writeView } from "./view";

@@ -99,3 +99,44 @@ export async function gitBytes(cwd: string, args: string[], maxBytes: number): P
   const r = await readOut(cwd, args, maxBytes);
   return r && (r.over ? "over" : r.bytes);
 }
+
+/**
+ * The same git without blocking the daemon's thread, its output bounded: at most `maxBytes` of
+ * it kept (past that git is killed and the answer is marked cut, as git()'s maxBytes does), its
+ * stderr's last line for the failure, and `stdin` written to it when given.
+ */
+export async function gitCapped(
+  cwd: string,
+  args: string[],
+  maxBytes: number,
+  opts: { stdin?: string | Uint8Array; env?: Record<string, string> } = {},
+): Promise<{ code: number; out: string; err: string; cut: boolean }> {
+  const p = Bun.spawn(["git", ...HARDENED, ...args], {
+    cwd,
+    stdin: opts.stdin === undefined ? "ignore" : Buffer.from(opts.stdin),
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...gitEnv(), ...opts.env },
+  });
+  const err = new Response(p.stderr).text();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  let cut = false;
+  for await (const chunk of p.stdout) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size > maxBytes) {
+      cut = true;
+      p.kill(); // enough: the rest is not read
+      break;
+    }
+  }
+  const code = await p.exited;
+  const bytes = Buffer.concat(chunks);
+  return {
+    code: cut ? 0 : code,
+    out: bytes.toString("utf8", 0, Math.min(bytes.length, maxBytes)),
+    err: (await err).slice(0, 64 * 1024),
+    cut,
+  };
+}
