@@ -20,7 +20,7 @@ const IDENTITY = ["-c", "user.name=lazy", "-c", "user.email=lazy@localhost"];
 const TRIES = 4;
 
 /** The notes ref's commit now (null: there is none yet). */
-async function notesTip(root: string): Promise<string | null> {
+export async function notesTip(root: string): Promise<string | null> {
   const r = await gitCapped(root, ["rev-parse", "--verify", "-q", `${NOTES_REF}^{commit}`], 4096);
   const tip = r.out.trim();
   return r.code === 0 && /^[0-9a-f]{40,64}$/.test(tip) ? tip : null;
@@ -34,7 +34,13 @@ async function notesTip(root: string): Promise<string | null> {
  * still is that commit (fast-import refuses to drop the commit it did not start from); moved
  * meanwhile, it starts again from the new one, a few times. Throws with git's own last line.
  */
-export async function writeNotes(root: string, notes: readonly { commit: string; text: string }[], message: string): Promise<void> {
+export async function writeNotes(
+  root: string,
+  notes: readonly { commit: string; text: string }[],
+  message: string,
+  /** The ref's commit, asked earlier (while the diffs were read): fast-import checks it still is. */
+  tipFirst?: Promise<string | null>,
+): Promise<void> {
   if (!notes.length) return;
   const body: Buffer[] = [];
   for (const n of notes) {
@@ -44,7 +50,7 @@ export async function writeNotes(root: string, notes: readonly { commit: string;
   const msg = Buffer.from(message);
   let why = "";
   for (let attempt = 0; attempt < TRIES; attempt++) {
-    const tip = await notesTip(root);
+    const tip = await (attempt === 0 && tipFirst ? tipFirst : notesTip(root));
     const head = Buffer.from(
       `commit ${NOTES_REF}\ncommitter lazy <lazy@localhost> ${Math.floor(Date.now() / 1000)} +0000\ndata ${msg.length}\n`,
     );

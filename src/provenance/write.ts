@@ -13,7 +13,7 @@
  */
 import { gitCapped } from "../git";
 import { type Added, added, addedByMerge } from "./diff";
-import { MAX_NOTE, writeNotes } from "./notes";
+import { MAX_NOTE, notesTip, writeNotes } from "./notes";
 import { fitNote, indexTurn, recordOf, type TurnFacts } from "./record";
 
 /** Records one turn writes at most; later commits of a longer turn get none (said in the result). */
@@ -74,6 +74,8 @@ export async function writeTurn(
   if (!commits.length) return { written, skipped, commits: 0 };
   const f = typeof facts === "function" ? await facts() : facts;
   const began = performance.now();
+  // The notes ref's commit, asked alongside the diffs (fast-import checks it has not moved since).
+  const tip = notesTip(root);
   if (commits.length > limits.commits)
     skipped.push(`${commits.length - limits.commits} commit(s) past the first ${limits.commits} of the turn`);
   // 1. Each commit's diff, within the turn's bytes and time.
@@ -120,7 +122,12 @@ export async function writeTurn(
   if (index.work.left <= 0) skipped.push("the turn's tool calls were too many to match them all: the rest of its ranges are the turn's");
   // 4. One notes commit for the turn.
   try {
-    await writeNotes(root, notes, `lazy: trace records of task ${f.task.code ?? f.task.id}, turn ${f.turn} (${notes.length} commit(s))\n`);
+    await writeNotes(
+      root,
+      notes,
+      `lazy: trace records of task ${f.task.code ?? f.task.id}, turn ${f.turn} (${notes.length} commit(s))\n`,
+      tip,
+    );
     written.push(...notes.map((n) => n.commit));
   } catch (e) {
     skipped.push((e as Error).message);

@@ -14,7 +14,7 @@ import type { ModelProxy } from "../proxy";
 import { canMove, HeldTurns, Runs, type Task, Tasks } from "../store";
 import { LazyError } from "../util/errors";
 import { configBearing } from "./config-files";
-import { forgetBranch } from "./provenance";
+import { deleteBranch } from "./provenance";
 import type { TaskAccess } from "./task-access";
 import { acceptTrailers } from "./trailers";
 
@@ -192,10 +192,9 @@ export class Endings {
       ...(opts.deleteBranch
         ? ([
             [
-              "drop the trace records of the work only its branch holds",
-              () => forgetBranch(this.d, this.d.ledger.ref(task), `${Git.BRANCH_PREFIX}${this.d.ledger.ref(task)}`),
+              "delete its branch and the trace records of the work only it held",
+              () => deleteBranch(this.d, this.d.ledger.ref(task), `${Git.BRANCH_PREFIX}${this.d.ledger.ref(task)}`),
             ],
-            ["delete its branch", () => Git.deleteBranch(this.d.root, `${Git.BRANCH_PREFIX}${this.d.ledger.ref(task)}`)],
           ] as [string, () => unknown][])
         : []),
     ];

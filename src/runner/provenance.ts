@@ -8,6 +8,7 @@
  */
 import type { Database } from "bun:sqlite";
 import { type Config, resolveProfile } from "../config";
+import * as Git from "../git";
 import * as Provenance from "../provenance";
 import type { ModelProxy } from "../proxy";
 import * as Review from "../review";
@@ -107,13 +108,16 @@ export async function traceTurn(d: TraceDeps, task: Task, turn: number, from: st
 }
 
 /**
- * A task's branch is being deleted (lazy reject): its commits that no other ref holds (not
- * merged by an accept, not on a person's branch or tag) are work that no longer exists, and their
- * records go with it, as one notes commit. Run before the branch is deleted; what is dropped is
- * logged. Accepted work keeps its records (its commits are held by the branch it was merged to).
+ * Delete a task's branch (lazy reject), and with it the records of its commits that no other
+ * ref holds (not merged by an accept, not on a person's branch or tag): work that no longer
+ * exists. Those commits are found before the branch goes, their notes dropped (one notes commit)
+ * only once it is gone. Accepted work keeps its records (the branch it was merged to holds it).
  */
-export async function forgetBranch(d: Pick<TraceDeps, "root" | "log">, ref: string, branch: string): Promise<void> {
+export async function deleteBranch(d: Pick<TraceDeps, "root" | "log">, ref: string, branch: string): Promise<void> {
   const only = await Provenance.branchOnly(d.root, branch);
+  Git.deleteBranch(d.root, branch);
+  if ((await Git.gitAsync(d.root, ["rev-parse", "--verify", "-q", `refs/heads/${branch}`], { allowFail: true })).code === 0)
+    throw new Error(`git kept ${branch} (checked out somewhere?); delete it with git branch -D ${branch}`);
   const dropped = await Provenance.dropNotes(d.root, only);
-  if (dropped) d.log.info(`task ${ref}: dropped the trace records of ${dropped} commit(s) its deleted branch alone held`);
+  if (dropped) d.log.info(`task ${ref}: dropped the trace records of ${dropped} commit(s) only its deleted branch held`);
 }
