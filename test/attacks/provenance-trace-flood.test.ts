@@ -1,15 +1,20 @@
 /**
  * A flood of work against the trace records (issue 38, the review's finding that writing them
  * could stall the daemon): real Claude Code in its task container, told by the mock provider to
- * commit 2,000 files at once and then 510 more commits in one Bash call. Asserted on the host:
- * while lazy writes the turn's records (held at its one notes commit by a `git` first on the
- * daemon's PATH that logs every run and waits on a gate file at `fast-import`), the daemon's API
- * answers (/api/health, lazy task show); the records cost one diff per commit and one notes
+ * commit 2,000 files at once and then 510 more commits in one Bash call; the turn's tool calls
+ * are then 5,000 Write calls naming those files (put in the daemon's store as the harness's
+ * stream records them — a real turn of 5,000 calls would take hours of model round trips —
+ * while the daemon is held at the records' first git run, before it gathers the turn's facts).
+ * Asserted on the host: while lazy writes the turn's records (held at their first git run and at
+ * their one notes commit by a `git` first on the daemon's PATH that logs every run and waits on
+ * gate files), the daemon's API answers (/api/health, lazy task show); each file's range goes to
+ * the Write call that wrote it; the records cost one diff per commit and one notes
  * commit for the whole turn; commits past MAX_COMMITS get none and the daemon's log says so; the
  * 2,000-file record is within MAX_NOTE and valid against the Agent Trace schema
  * (test/fixtures/agent-trace-record.schema.json); a person's note under the ref stays. Then the
  * flood task is rejected: its records go with its branch, while an accepted task's stay.
  */
+import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -32,6 +37,7 @@ const valid = ajv.compile(JSON.parse(readFileSync(join(import.meta.dir, "../fixt
 const shim = mkdtempSync(join(tmpdir(), "lazy-trace-flood-"));
 const LOG = join(shim, "git.log");
 const GATE = join(shim, "gate");
+const LIST_GATE = join(shim, "list-gate");
 const REAL_GIT = Bun.which("git")!;
 /** MAX_NOTE (src/provenance/notes.ts): what readers accept. */
 const MAX_NOTE = 4 * 1024 * 1024;
@@ -42,8 +48,11 @@ beforeAll(async () => {
     join(shim, "bin", "git"),
     `#!/bin/sh
 printf '%s\\n' "$*" >> '${LOG}'
-case " $* " in *" fast-import "*)
-  if [ -e '${GATE}' ]; then : > '${GATE}.reached'; while [ -e '${GATE}' ]; do sleep 0.05; done; fi ;;
+case " $* " in
+  *" fast-import "*)
+    if [ -e '${GATE}' ]; then : > '${GATE}.reached'; while [ -e '${GATE}' ]; do sleep 0.05; done; fi ;;
+  *" rev-list --reverse --parents "*)
+    if [ -e '${LIST_GATE}' ]; then : > '${LIST_GATE}.reached'; while [ -e '${LIST_GATE}' ]; do sleep 0.05; done; fi ;;
 esac
 exec '${REAL_GIT}' "$@"
 `,
@@ -53,6 +62,7 @@ exec '${REAL_GIT}' "$@"
 }, 120_000);
 afterAll(async () => {
   rmSync(GATE, { force: true });
+  rmSync(LIST_GATE, { force: true });
   await teardown(p, anthropic);
   rmSync(shim, { recursive: true, force: true });
 });
@@ -75,6 +85,12 @@ const fetchApi = (path: string) => {
   return fetch(`http://127.0.0.1:${rt.api.port}${path}`, { headers: { authorization: `Bearer ${p.token()}` } });
 };
 
+const TOOLS = 5_000;
+/** Write call i names many/file-<i mod 2000 + 1>.txt; a file's last writer is 4000+k-1 (k ≤ 1000), else 2000+k-1. */
+const writeInput = (wt: string, i: number) =>
+  `file_path: ${wt}/many/file-${(i % 2000) + 1}.txt\ncontent: line ${(i % 2000) + 1}\n${"// pad\n".repeat(280)}`;
+const lastWriter = (k: number) => (k <= 1000 ? 4000 + k - 1 : 2000 + k - 1);
+
 // 2,000 files in one commit, then 510 commits of one line each: 511 commits in one turn.
 const FLOOD = [
   "mkdir -p many",
@@ -95,10 +111,30 @@ describe("a flood of commits and files against the trace records", () => {
     await p.ok(["task", "add", "Flood the records", "--code", "flood"]);
     anthropic.answer({ text: "Flooded.", steps: [{ name: "Bash", input: { command: FLOOD, description: "flood" } }] });
     writeFileSync(GATE, "");
+    writeFileSync(LIST_GATE, "");
     await p.ok(["start", "flood"]);
     await settledAs(p, "flood", "done", 600_000);
     const commits = git(["rev-list", "--reverse", "HEAD..refs/heads/lazy/flood"]).out.trim().split("\n");
     expect(commits).toHaveLength(511);
+
+    // Held at the records' first git run (listing the turn's commits): no facts gathered yet.
+    await until(() => existsSync(`${LIST_GATE}.reached`), 60_000, "the records' first git run");
+    expect((await fetchApi("/api/health")).status).toBe(200);
+    // The turn's 5,000 Write calls, as the harness's stream would have left them.
+    const task = (await p.json(["task", "show", "flood"])).task;
+    const wt = join(p.stateDir, "worktrees", "flood");
+    const db = new Database(join(p.stateDir, "store.db"));
+    try {
+      db.exec("PRAGMA busy_timeout = 10000");
+      const add = db.query("INSERT INTO events (task_id, at, kind, data) VALUES (?, ?, 'tool', ?)");
+      db.transaction(() => {
+        for (let i = 0; i < TOOLS; i++)
+          add.run(task.id, Date.now(), JSON.stringify({ id: `toolu_${i}`, name: "Write", input: writeInput(wt, i) }));
+      })();
+    } finally {
+      db.close();
+    }
+    rmSync(LIST_GATE);
 
     // Held at its notes commit: the records are made, and the daemon still answers.
     await until(() => existsSync(`${GATE}.reached`), 300_000, "the turn's notes commit");
@@ -125,11 +161,20 @@ describe("a flood of commits and files against the trace records", () => {
     expect(Buffer.byteLength(note)).toBeLessThanOrEqual(MAX_NOTE);
     const rec = JSON.parse(note);
     expect(valid(rec), JSON.stringify(valid.errors)).toBe(true);
+    // 2,000 tool inputs of 2 KB made it too large: cut to fit, and said.
+    expect(rec.metadata["dev.lazy"].trimmed.join(" ")).toContain("tool inputs");
     expect(rec.files).toHaveLength(2000);
     expect(rec.files[0].conversations[0].ranges).toEqual([{ start_line: 1, end_line: 1, content_hash: expect.stringMatching(/^sha256:/) }]);
+    // Each file's range goes to the last Write call that wrote it.
+    for (const k of [1, 1000, 1001, 2000]) {
+      const file = rec.files.find((f: any) => f.path === `many/file-${k}.txt`);
+      const url = file.conversations[0].related.find((x: any) => x.type === "tool_call").url;
+      expect(url).toEndWith(`/tool/toolu_${lastWriter(k)}`);
+    }
     // The turn's audit rows are linked once for the record, not in each of its 2,000 files.
     expect(rec.metadata["dev.lazy"].related.length).toBeGreaterThan(0);
-    expect(rec.files.every((f: any) => f.conversations.every((c: any) => !c.related))).toBe(true);
+    // Each conversation links its own tool call and model call, no more.
+    expect(rec.files.every((f: any) => f.conversations.every((c: any) => (c.related?.length ?? 0) <= 2))).toBe(true);
   }, 900_000);
 
   test("rejected: the flood's records go with its branch; an accepted task's records stay", async () => {
