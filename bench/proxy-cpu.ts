@@ -158,12 +158,16 @@ if (process.argv[2] === "upstream") {
         return new Response(await r.bytes(), { status: r.status, headers: r.headers });
       },
     };
-    const servers: { name: string; port: number; stop: () => void }[] = Object.entries(variants).map(([name, handler]) => {
-      const server = Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 0, fetch: handler });
-      return { name, port: server.port!, stop: () => server.stop(true) };
-    });
+    // VARIANTS=lazy,client measures only those (a profile of one path: bun --cpu-prof).
+    const only = process.env.VARIANTS?.split(",");
+    const servers: { name: string; port: number; stop: () => void }[] = Object.entries(variants)
+      .filter(([name]) => !only || only.includes(name))
+      .map(([name, handler]) => {
+        const server = Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 0, fetch: handler });
+        return { name, port: server.port!, stop: () => server.stop(true) };
+      });
     const front = listenFront(upstreamUrl);
-    servers.push({ name: "listen", port: front.port, stop: () => front.stop(true) });
+    if (!only || only.includes("listen")) servers.push({ name: "listen", port: front.port, stop: () => front.stop(true) });
     const lua = join(dir, "post.lua");
     writeFileSync(
       lua,
@@ -206,6 +210,7 @@ if (process.argv[2] === "upstream") {
     up.kill();
     rmSync(dir, { recursive: true, force: true });
   }
+  process.exit(0); // sockets the variants kept would hold the process (and a --cpu-prof is written at exit)
 }
 
 /**

@@ -29,7 +29,7 @@ export DEBIAN_FRONTEND=noninteractive
 DEBIAN_IMAGE="lazy-test/debian:bookworm"
 NODE_IMAGE="lazy-test/node:bookworm"
 APT_PACKAGES=(docker.io chromium gnome-keyring libsecret-tools dbus dbus-x11 debootstrap
-  nginx-light fcgiwrap wrk hyperfine git curl iproute2 zsh fish openssl openssh-client openssh-server socat)
+  nginx-light fcgiwrap wrk hyperfine git curl iproute2 zsh fish openssl openssh-client openssh-server socat jq)
 CACHE_DIR="${LAZY_TEST_CACHE:-/var/cache/lazy-test}"
 if [ -n "$SUDO" ] && [ -z "${LAZY_TEST_CACHE:-}" ]; then
   CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/lazy-test"

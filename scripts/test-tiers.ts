@@ -74,12 +74,14 @@ export type Tier = "fast" | "docker";
  */
 const PRAGMA = /^\s*(\/\/|\*)\s*tier: (docker|fast)\b/m;
 
-/** Why a file is in the docker tier (its pragma or the first marker it names), or undefined for the fast tier. */
+/** Why a file is in the docker tier (its pragma, or the first marker its code names), or undefined for the fast tier. */
 export function dockerMarker(text: string): string | undefined {
   const said = PRAGMA.exec(text)?.[2];
   if (said) return said === "docker" ? "tier: docker" : undefined;
   derived ??= new RegExp(`\\b(${dockerHelpers().join("|") || "(?!)"})\\(`);
-  return DOCKER.exec(text)?.[0] ?? derived.exec(text)?.[0];
+  // Markers in code only: a comment saying a file does not run `docker ps` does not make it run it.
+  const c = code(text);
+  return DOCKER.exec(c)?.[0] ?? derived.exec(c)?.[0];
 }
 
 /** Every test file (relative to the repository), in its tier. */

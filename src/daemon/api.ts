@@ -29,6 +29,7 @@ import {
   daemonRoutes,
   dashboardRoutes,
   diffRoutes,
+  type ExportRouteDeps,
   eventRoutes,
   exportRoutes,
   type GrantDeps,
@@ -59,11 +60,11 @@ export interface ApiDeps {
   /** The config in force now (it reloads while the daemon runs). */
   config: () => Config;
   runner: TaskDeps["runner"] & GroupDeps["runner"] & PruneDeps["runner"];
-  credentials: AuthDeps["credentials"];
+  credentials: AuthDeps["credentials"] & ExportRouteDeps["credentials"];
   /** OAuth tokens about to lapse (credentials/expiry-warnings.ts). */
   expiry?: AuthDeps["expiry"] & WatchDeps["expiry"];
   broker?: AuthDeps["broker"];
-  proxy: AuthDeps["proxy"] & GrantDeps["proxy"] & StatsDeps["proxy"] & WatchDeps["proxy"] & BuildDeps["proxy"];
+  proxy: AuthDeps["proxy"] & GrantDeps["proxy"] & StatsDeps["proxy"] & WatchDeps["proxy"] & BuildDeps["proxy"] & ExportRouteDeps["proxy"];
   /** MCP tokens (builder sessions'). */
   mcp: BuildDeps["mcp"];
   log: Logger;

@@ -33,7 +33,8 @@ export const MAX_PATCH_BYTES = 2_000_000;
 const MAX_FILES = 2_000;
 /** Without hunks a file is a line: lazy diff --stat lists this many. */
 const MAX_STAT_FILES = 20_000;
-const FLAGS = ["--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-relative"];
+/** How lazy reads a task's diff on the host: as git prints it, no driver or filter of the project's, no rename guesses, from the root. */
+export const FLAGS = ["--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-relative"];
 
 /** A diff with no files: `note` says why. */
 const emptyDiff = (branch: string, note: string, base: string | null, tip: string | null): Diff => ({

@@ -5,4 +5,4 @@
  * the API and dashboard, lazy diff and the CLI, the review and the comparison of candidates.
  */
 
-export { candidatesDiff, type Diff, type DiffFile, taskDiff } from "./diff";
+export { candidatesDiff, type Diff, type DiffFile, FLAGS as DIFF_FLAGS, taskDiff } from "./diff";

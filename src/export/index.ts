@@ -5,8 +5,18 @@
  * manifest holds each part's sha256 (docs/export.md). The daemon gathers it (bundle.ts); the CLI
  * writes the file. Nothing secret is in it (redact.ts).
  */
-export { type Bundle, bundle, type ExportDeps, FORMAT, type PartEntry } from "./bundle";
-export { scrub } from "./redact";
+export {
+  BUDGET_MB,
+  BUDGET_MB_MAX,
+  type Bundle,
+  bundle,
+  type ExportDeps,
+  type ExportOptions,
+  FORMAT,
+  type PartEntry,
+  ranOn,
+} from "./bundle";
+export { Redactor } from "./redact";
 
 /** The file's text: the document as the daemon made it, two-space indented, one newline at the end. */
 export const serialize = (b: unknown): string => `${JSON.stringify(b, null, 2)}\n`;

@@ -36,8 +36,9 @@ import { writeView } from "./view";
 export const BRANCH_PREFIX = "lazy/";
 
 export { blockerMessage, changedFiles, commitsToMerge, diffStat, merge, mergeBlockers } from "./merge";
-export { AGENT_TRACE_NOTES, notesOn } from "./notes";
-export { git, gitAsync, gitBytes, gitCapped, gitEnv, gitRead, HARDENED } from "./run";
+export { AGENT_TRACE_NOTES, NOTE_MAX, type Note, notesOn } from "./notes";
+export { unquotePath } from "./quote";
+export { type BoundedRun, git, gitAsync, gitBounded, gitBytes, gitEnv, gitRead, HARDENED } from "./run";
 export { type SnapshotBounds, type SnapshotEntry, snapshot } from "./snapshot";
 export { type Trailer, trailerValue, withTrailers } from "./trailers";
 export { VIEW_DIRS, type ViewFile, viewFiles, writeView } from "./view";

@@ -100,43 +100,69 @@ export async function gitBytes(cwd: string, args: string[], maxBytes: number): P
   return r && (r.over ? "over" : r.bytes);
 }
 
+/** What a bounded git run gave (gitBounded). */
+export interface BoundedRun {
+  /** Its exit code (null: lazy killed it, past `maxBytes` or `timeoutMs`). */
+  code: number | null;
+  /** What it printed, its first `maxBytes` at most. */
+  out: Buffer;
+  /** The last 16 KiB of what it said on stderr. */
+  err: string;
+  /** It printed more than `maxBytes`: killed, the rest not read. */
+  cut: boolean;
+  /** It ran past `timeoutMs`: killed. */
+  late: boolean;
+}
+
+const ERR_KEEP = 16 * 1024;
+
 /**
- * The same git without blocking the daemon's thread, its output bounded: at most `maxBytes` of
- * it kept (past that git is killed and the answer is marked cut, as git()'s maxBytes does), its
- * stderr's last line for the failure, and `stdin` written to it when given.
+ * The same git, bounded every way a hostile repository could stretch it (a file of millions of
+ * lines, a history of thousands of commits, a note of gigabytes): it runs without blocking the
+ * daemon's thread, its output is read up to `maxBytes` and its time up to `timeoutMs`; past
+ * either, git is killed and the answer says which. `stdin`: what git reads (cat-file --batch).
  */
-export async function gitCapped(
+export async function gitBounded(
   cwd: string,
   args: string[],
-  maxBytes: number,
-  opts: { stdin?: string | Uint8Array; env?: Record<string, string> } = {},
-): Promise<{ code: number; out: string; err: string; cut: boolean }> {
+  opts: { maxBytes: number; timeoutMs: number; stdin?: string | Uint8Array },
+): Promise<BoundedRun> {
   const p = Bun.spawn(["git", ...HARDENED, ...args], {
     cwd,
-    stdin: opts.stdin === undefined ? "ignore" : Buffer.from(opts.stdin),
+    env: gitEnv(),
+    stdin: opts.stdin === undefined ? "ignore" : typeof opts.stdin === "string" ? Buffer.from(opts.stdin) : opts.stdin,
     stdout: "pipe",
     stderr: "pipe",
-    env: { ...gitEnv(), ...opts.env },
   });
-  const err = new Response(p.stderr).text();
+  let late = false;
+  let cut = false;
+  const timer = setTimeout(() => {
+    late = true;
+    p.kill("SIGKILL");
+  }, opts.timeoutMs);
+  const err = (async () => {
+    let tail = "";
+    for await (const chunk of p.stderr) tail = (tail + Buffer.from(chunk).toString("utf8")).slice(-ERR_KEEP);
+    return tail;
+  })();
   const chunks: Uint8Array[] = [];
   let size = 0;
-  let cut = false;
-  for await (const chunk of p.stdout) {
-    chunks.push(chunk);
-    size += chunk.length;
-    if (size > maxBytes) {
-      cut = true;
-      p.kill(); // enough: the rest is not read
-      break;
+  try {
+    for await (const chunk of p.stdout) {
+      const room = opts.maxBytes - size;
+      if (chunk.length > room) {
+        if (room > 0) chunks.push(chunk.subarray(0, room));
+        size = opts.maxBytes;
+        cut = true;
+        p.kill("SIGKILL"); // enough: the rest is not read
+        break;
+      }
+      chunks.push(chunk);
+      size += chunk.length;
     }
+    const code = await p.exited;
+    return { code: cut || late ? null : code, out: Buffer.concat(chunks), err: await err, cut, late };
+  } finally {
+    clearTimeout(timer);
   }
-  const code = await p.exited;
-  const bytes = Buffer.concat(chunks);
-  return {
-    code: cut ? 0 : code,
-    out: bytes.toString("utf8", 0, Math.min(bytes.length, maxBytes)),
-    err: (await err).slice(0, 64 * 1024),
-    cut,
-  };
 }

@@ -9,7 +9,8 @@ import type { WatchItem } from "../watch";
 
 /** Under the time (`12:34:56  `): where a line's continuation starts. */
 const CONTINUED = `\n${" ".repeat(10)}`;
-const LINE_BREAK = /\r\n|[\n\r\v\f\u0085\u2028\u2029]/g;
+/** Every line break a terminal or a browser honours: an agent's text is split (or shown) at each. */
+export const LINE_BREAK = /\r\n|[\n\r\v\f\u0085\u2028\u2029]/g;
 
 /**
  * One event as text. An agent's text (a message, a progress note, a summary) may hold line

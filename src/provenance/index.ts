@@ -7,15 +7,16 @@
  * rejected task's commits no other ref holds (`branchOnly`, `dropNotes`); `lazy trace FILE:LINE`
  * reads them back (`trace`). For anything else that reads records
  * (lazy export), `readRecord(root, commit)` is the one reader: the parsed record of a full
- * commit id, or null when it has none — `git notes --ref agent-trace show <commit>` by hand.
+ * commit id, or null when it has none — `git notes --ref agent-trace show <commit>` by hand —
+ * read through git's one note reader (src/git `notesOn`: bounded, never blocking the daemon).
  *
  * Records hold no secret (inert.ts): the task's placeholders and MCP token, anything shaped like
  * one, and URL query strings are cut from every string; tool inputs are the ones lazy logs shows.
  */
 export type { AddedRange, ChangedFile } from "./diff";
 export { added, addedByMerge } from "./diff";
-export { type Cut, inert, SECRET } from "./inert";
-export { dropNotes, MAX_NOTE, NOTES_REF, notedCommits, readRecord, writeNotes } from "./notes";
+export { type Cut, inert, QUERY as URL_QUERY, SECRET } from "./inert";
+export { dropNotes, MAX_NOTE, NOTES_REF, readRecord, writeNotes } from "./notes";
 export {
   auditUri,
   type Contributor,
@@ -35,5 +36,5 @@ export {
   turnUri,
   VENDOR,
 } from "./record";
-export { parseSpot, type Traced, trace, traceAt } from "./trace";
+export { HOVER_MS, parseSpot, TRACE_MS, type Traced, trace, traceAt } from "./trace";
 export { branchOnly, LIMITS, MAX_COMMITS, newCommits, TURN_BYTES, TURN_MS, type WriteLimits, type Written, writeTurn } from "./write";

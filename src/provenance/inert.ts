@@ -8,8 +8,8 @@
 import { Placeholders } from "../proxy";
 
 export const SECRET = "[secret]";
-// The scheme bounded: unbounded, a long "a.a.a…" file name made each try scan to its end.
-const QUERY = /(\b[a-z][a-z0-9+.-]{0,31}:\/\/[^\s?#"'<>`]*)\?[^\s#"'<>`]*/gi;
+/** A URL's query string (`$1` is the URL before it): only a scheme://… URL's, never a `?` in code. The scheme bounded: unbounded, a long "a.a.a…" file name made each try scan to its end. */
+export const QUERY = /(\b[a-z][a-z0-9+.-]{0,31}:\/\/[^\s?#"'<>`]*)\?[^\s#"'<>`]*/gi;
 
 export interface Cut {
   /** Exact strings to cut wherever they appear (the task's grants). */

@@ -6,14 +6,15 @@
  * commit is lazy's (`lazy <lazy@localhost>`), not the person's: one notes commit per turn
  * (writeNotes), never one per record.
  */
-import { AGENT_TRACE_NOTES, git, gitCapped } from "../git";
+import { AGENT_TRACE_NOTES, gitBounded, NOTE_MAX, notesOn } from "../git";
 import { LazyError } from "../util/errors";
 import type { TraceRecord } from "./record";
+import { run } from "./run";
 
 /** The notes ref (git's AGENT_TRACE_NOTES: lazy export reads the same). */
 export const NOTES_REF = AGENT_TRACE_NOTES;
-/** A record larger than this is not one lazy wrote: read no further. */
-export const MAX_NOTE = 4 * 1024 * 1024;
+/** A record larger than this is not one lazy wrote: read no further (git's NOTE_MAX). */
+export const MAX_NOTE = NOTE_MAX;
 
 const IDENTITY = ["-c", "user.name=lazy", "-c", "user.email=lazy@localhost"];
 /** Tries of a notes commit when someone else moved the notes ref meanwhile (a person's git notes, another turn's records). */
@@ -21,9 +22,9 @@ const TRIES = 4;
 
 /** The notes ref's commit now (null: there is none yet). */
 export async function notesTip(root: string): Promise<string | null> {
-  const r = await gitCapped(root, ["rev-parse", "--verify", "-q", `${NOTES_REF}^{commit}`], 4096);
+  const r = await run(root, ["rev-parse", "--verify", "-q", `${NOTES_REF}^{commit}`], 4096);
   const tip = r.out.trim();
-  return r.code === 0 && /^[0-9a-f]{40,64}$/.test(tip) ? tip : null;
+  return r.ok && /^[0-9a-f]{40,64}$/.test(tip) ? tip : null;
 }
 
 /**
@@ -56,9 +57,9 @@ export async function writeNotes(
     );
     const from = Buffer.from(`\n${tip ? `from ${tip}\n` : ""}`);
     const input = Buffer.concat([head, msg, from, ...body, Buffer.from("\ndone\n")]);
-    const r = await gitCapped(root, ["fast-import", "--quiet", "--done"], 64 * 1024, { stdin: input });
-    if (r.code === 0) return;
-    why = r.err.trim().split("\n").at(-1) ?? `exit ${r.code}`;
+    const r = await run(root, ["fast-import", "--quiet", "--done"], 64 * 1024, { stdin: input });
+    if (r.ok) return;
+    why = r.why;
     // Someone moved the ref since tip was read: start again from theirs.
     if (!/not updating|lock/i.test(why)) break;
     await Bun.sleep(20 * (attempt + 1));
@@ -72,38 +73,35 @@ export async function writeNotes(
  */
 export async function dropNotes(root: string, commits: readonly string[]): Promise<number> {
   if (!commits.length) return 0;
-  const list = await gitCapped(root, ["notes", "--ref", NOTES_REF, "list"], 256 * 1024 * 1024);
-  if (list.code !== 0 || list.cut) return 0;
+  const list = await run(root, ["notes", "--ref", NOTES_REF, "list"], 256 * 1024 * 1024);
+  if (!list.ok) return 0;
   const noted = new Set(list.out.split("\n").flatMap((l) => (l.trim() ? [l.trim().split(" ")[1]!] : [])));
   const drop = commits.filter((c) => noted.has(c));
   if (!drop.length) return 0;
-  const r = await gitCapped(root, [...IDENTITY, "notes", "--ref", NOTES_REF, "remove", "--ignore-missing", "--stdin"], 64 * 1024, {
+  const r = await run(root, [...IDENTITY, "notes", "--ref", NOTES_REF, "remove", "--ignore-missing", "--stdin"], 64 * 1024, {
     stdin: `${drop.join("\n")}\n`,
   });
-  if (r.code !== 0)
-    throw new LazyError(
-      "internal",
-      `dropping ${drop.length} trace record(s) under ${NOTES_REF} failed: ${r.err.trim().split("\n").at(-1)}`,
-    );
+  if (!r.ok) throw new LazyError("internal", `dropping ${drop.length} trace record(s) under ${NOTES_REF} failed: ${r.why}`);
   return drop.length;
 }
 
 /**
  * The record noted on `commit` (a full commit id), parsed; null when it has none. What is there
- * is read as data (a teammate may have pushed it): bounded, and a note that is not a record is
- * refused with its cause.
+ * is read as data (a teammate may have pushed it) through git's one note reader (`notesOn`:
+ * bounded in bytes and time, without blocking the daemon's thread), and a note that is not a
+ * record is refused with its cause.
  */
-export function readRecord(root: string, commit: string): TraceRecord | null {
-  const r = git(root, ["notes", "--ref", NOTES_REF, "show", commit], { allowFail: true, maxBytes: MAX_NOTE });
-  if (r.cut)
+export async function readRecord(root: string, commit: string, opts: { timeoutMs?: number } = {}): Promise<TraceRecord | null> {
+  const note = (await notesOn(root, NOTES_REF, [commit], opts)).get(commit);
+  if (!note) return null;
+  if (note.cut)
     throw new LazyError(
       "conflict",
-      `The note on ${commit.slice(0, 12)} under ${NOTES_REF} is over ${MAX_NOTE} bytes: not a record lazy wrote.`,
+      `The note on ${commit.slice(0, 12)} under ${NOTES_REF} is over ${MAX_NOTE} bytes: not a record lazy wrote; look at it with git notes --ref agent-trace show ${commit.slice(0, 12)}.`,
     );
-  if (r.code !== 0) return null;
   let v: unknown;
   try {
-    v = JSON.parse(r.out);
+    v = JSON.parse(note.text);
   } catch {
     throw new LazyError(
       "conflict",
@@ -117,10 +115,4 @@ export function readRecord(root: string, commit: string): TraceRecord | null {
       `The note on ${commit.slice(0, 12)} under ${NOTES_REF} is JSON but not an Agent Trace record (no files).`,
     );
   return rec;
-}
-
-/** The commits that have a record, as full ids (git notes list). */
-export function notedCommits(root: string): string[] {
-  const r = git(root, ["notes", "--ref", NOTES_REF, "list"], { allowFail: true });
-  return r.code === 0 ? r.out.split("\n").flatMap((l) => (l.trim() ? [l.trim().split(" ")[1]!] : [])) : [];
 }

@@ -7,7 +7,7 @@
  */
 import { lstatSync, realpathSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
-import { git } from "../git";
+import { gitBounded, unquotePath } from "../git";
 import { LazyError } from "../util/errors";
 import { readRecord } from "./notes";
 import { type Contributor, type LazyFields, type TraceRecord, VENDOR } from "./record";
@@ -67,12 +67,44 @@ interface Blamed {
   time: number;
 }
 
-/** Blame one line of the working tree's file, or of `rev`'s. */
-function blame(root: string, path: string, line: number, rev?: string): Blamed {
-  const r = git(root, ["blame", "--porcelain", "--no-textconv", "-L", `${line},${line}`, ...(rev ? [rev] : []), "--", path], {
-    allowFail: true,
-    maxBytes: 1024 * 1024,
-  });
+/** How long tracing a line may take unless the caller says (lazy trace, at a terminal: it can wait). */
+export const TRACE_MS = 120_000;
+/** The dashboard's hover: a person pointing at a line waits seconds, not minutes. */
+export const HOVER_MS = 10_000;
+/** What one line's blame may print (no line content: --incremental); a commit's summary or author is in it. */
+const BLAME_MAX = 1024 * 1024;
+
+/** The time limit: `ms`, or LAZY_TRACE_TIMEOUT_MS from the environment (tests and slow machines). */
+const limitOf = (ms: number) => {
+  const env = Number(process.env.LAZY_TRACE_TIMEOUT_MS);
+  return Number.isSafeInteger(env) && env > 0 ? env : ms;
+};
+
+/** Past the time limit: the cause (git stopped), and the remedy. */
+function tooLong(path: string, line: number, ms: number, rev?: string): LazyError {
+  return new LazyError(
+    "conflict",
+    `Tracing ${path}:${line} took over ${ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`}, so lazy stopped git blame: the file's history is too long to walk in that time. ${ms < TRACE_MS ? `Run lazy trace ${path}:${line} in the project (it waits ${TRACE_MS / 1000} s), or` : "Run"} git blame -L ${line},${line} ${rev ? `${rev} ` : ""}-- ${path} yourself.`,
+  );
+}
+
+/**
+ * Blame one line of the working tree's file, or of `rev`'s: `-L line,line` (that line only),
+ * `--incremental` (no line content: a line of megabytes is not read), paths unquoted
+ * (core.quotePath=false, and git's quoting of what is left read back: unquotePath), bounded in bytes and time.
+ */
+async function blame(root: string, path: string, line: number, time: { left: number; limit: number }, rev?: string): Promise<Blamed> {
+  const r = await gitBounded(
+    root,
+    ["-c", "core.quotePath=false", "blame", "--incremental", "--no-textconv", "-L", `${line},${line}`, ...(rev ? [rev] : []), "--", path],
+    { maxBytes: BLAME_MAX, timeoutMs: time.left },
+  );
+  if (r.late) throw tooLong(path, line, time.limit, rev);
+  if (r.cut)
+    throw new LazyError(
+      "conflict",
+      `git blame of ${path}:${line} printed over ${BLAME_MAX / 1024} KiB for one line (a commit's author or subject that long): look with git blame -L ${line},${line} -- ${path}.`,
+    );
   if (r.code !== 0) {
     const why = r.err.trim().split("\n").at(-1) ?? "";
     // A file git does not track yet: none of its lines is committed.
@@ -85,12 +117,19 @@ function blame(root: string, path: string, line: number, rev?: string): Blamed {
       throw new LazyError("invalid_input", `Line ${line} is past the end of ${path} (git: ${why.replace(/^fatal: /, "")}).`);
     throw new LazyError("internal", `git blame of ${path}:${line} failed: ${why}`);
   }
-  const out = r.out.split("\n");
+  const out = r.out.toString("utf8").split("\n");
   const head = /^([0-9a-f]{40,64}) (\d+) \d+/.exec(out[0] ?? "");
   if (!head) throw new LazyError("internal", `git blame of ${path}:${line} answered nothing lazy can read.`);
   const field = (k: string) => out.find((l) => l.startsWith(`${k} `))?.slice(k.length + 1) ?? "";
   const commit = /^0+$/.test(head[1]!) ? null : head[1]!;
-  return { commit, path: field("filename") || path, line: Number(head[2]), author: field("author"), time: Number(field("author-time")) };
+  const name = field("filename");
+  return {
+    commit,
+    path: name ? (unquotePath(name) ?? name) : path,
+    line: Number(head[2]),
+    author: field("author"),
+    time: Number(field("author-time")),
+  };
 }
 
 /** Which conversation and range of a record hold `path`:`line`. */
@@ -103,26 +142,67 @@ function rangeOf(rec: TraceRecord, path: string, line: number) {
   return null;
 }
 
-/** Who wrote line `line` of `file` (named from `cwd`) in the project at `root`. `prompts`: [provenance] prompts. */
-export function trace(root: string, cwd: string, file: string, line: number, prompts: boolean): Traced {
+/**
+ * Who wrote line `line` of `file` (named from `cwd`) in the project at `root`. `prompts`:
+ * [provenance] prompts; `timeoutMs`: how long git may take (blame and the note), TRACE_MS unless said.
+ */
+export async function trace(
+  root: string,
+  cwd: string,
+  file: string,
+  line: number,
+  prompts: boolean,
+  timeoutMs = TRACE_MS,
+): Promise<Traced> {
   const path = projectPath(root, cwd, file);
-  return answer(root, path, line, blame(root, path, line), prompts);
+  const limit = limitOf(timeoutMs);
+  const deadline = Date.now() + limit;
+  return answer(root, path, line, await blame(root, path, line, { left: limit, limit }), prompts, deadline);
 }
 
 /**
  * Who wrote line `line` of `path` as it is in commit `rev` (the dashboard's diff: a task's
  * branch, or the merge that brought it in). `path` comes from a request: a repository path,
- * handed to git after `--` only.
+ * handed to git after `--` only. Never blocks the daemon's thread; HOVER_MS unless said.
  */
-export function traceAt(root: string, rev: string, path: string, line: number, prompts: boolean): Traced {
+export async function traceAt(
+  root: string,
+  rev: string,
+  path: string,
+  line: number,
+  prompts: boolean,
+  timeoutMs = HOVER_MS,
+): Promise<Traced> {
   if (!path || path.length > 4096 || path.includes("\0") || !Number.isSafeInteger(line) || line < 1)
     throw new LazyError("invalid_input", "Name a file of the diff (path) and a line of it (line ≥ 1).");
-  return answer(root, path, line, blame(root, path, line, rev), prompts);
+  const ms = limitOf(timeoutMs);
+  const deadline = Date.now() + ms;
+  return inTurn(async () => {
+    const left = deadline - Date.now();
+    if (left <= 0) throw tooLong(path, line, ms, rev);
+    return answer(root, path, line, await blame(root, path, line, { left, limit: ms }, rev), prompts, deadline);
+  });
 }
 
-function answer(root: string, path: string, line: number, b: Blamed, prompts: boolean): Traced {
+/** Hovers traced at once: a page swept by the mouse starts no more git than this; the rest wait their turn, within their time. */
+const HOVERS = 4;
+let hovering = 0;
+const waiting: (() => void)[] = [];
+async function inTurn<T>(fn: () => Promise<T>): Promise<T> {
+  if (hovering < HOVERS) hovering++;
+  else await new Promise<void>((go) => waiting.push(go)); // the slot is handed over as it is
+  try {
+    return await fn();
+  } finally {
+    const next = waiting.shift();
+    if (next) next();
+    else hovering--;
+  }
+}
+
+async function answer(root: string, path: string, line: number, b: Blamed, prompts: boolean, deadline: number): Promise<Traced> {
   const base = { file: path, line, commit: b.commit, at: b.commit ? { path: b.path, line: b.line } : null };
-  const rec = b.commit ? readRecord(root, b.commit) : null;
+  const rec = b.commit ? await readRecord(root, b.commit, { timeoutMs: Math.max(1000, deadline - Date.now()) }) : null;
   if (!rec) return { ...base, agent: false, author: { name: b.author, date: b.time ? new Date(b.time * 1000).toISOString() : "" } };
   const lazy = (rec.metadata?.[VENDOR] ?? {}) as Partial<LazyFields>;
   const hit = rangeOf(rec, b.path, b.line);

@@ -5,16 +5,16 @@
  * agent) is not the agent's work, and a merge commit's content is its parents' (no record).
  *
  * It runs on the daemon's thread, so it never blocks it: every git runs without waiting on it
- * (gitCapped), and a turn's writing has bounds — commits (MAX_COMMITS), patch bytes read
+ * (run.ts), and a turn's writing has bounds — commits (MAX_COMMITS), patch bytes read
  * (TURN_BYTES), time (TURN_MS), the matching's work (record.ts MATCH_WORK), each note's size
  * (MAX_NOTE) — past which what is left gets no record and the result says so. The turn's
  * commits are asked of git first: a turn that made none costs one git run and nothing else.
  * All its notes go in one notes commit.
  */
-import { gitCapped } from "../git";
 import { type Added, added, addedByMerge } from "./diff";
 import { MAX_NOTE, notesTip, writeNotes } from "./notes";
 import { fitNote, indexTurn, recordOf, type TurnFacts } from "./record";
+import { run } from "./run";
 
 /** Records one turn writes at most; later commits of a longer turn get none (said in the result). */
 export const MAX_COMMITS = 500;
@@ -34,12 +34,12 @@ export const LIMITS: WriteLimits = { commits: MAX_COMMITS, bytes: TURN_BYTES, ms
 /** The agent's new commits between `from` and `to`, oldest first, each with its parents (none: a root commit). */
 export async function newCommits(root: string, from: string, to: string): Promise<{ commit: string; parents: string[] }[]> {
   if (from === to) return [];
-  const r = await gitCapped(
+  const r = await run(
     root,
     ["rev-list", "--reverse", "--parents", to, "--not", from, "--exclude=lazy/*", "--branches", "--tags", "--remotes", "--"],
     4 * 1024 * 1024,
   );
-  if (r.code !== 0) return [];
+  if (!r.ok && !r.cut) return [];
   return r.out.split("\n").flatMap((l) => {
     const [commit, ...parents] = l.split(" ");
     return commit && /^[0-9a-f]{40,64}$/.test(commit) && (!r.cut || parents.every((p) => /^[0-9a-f]{40,64}$/.test(p)))
@@ -92,7 +92,10 @@ export async function writeTurn(
       break;
     }
     try {
-      const changed = parents.length > 1 ? await addedByMerge(root, commit, left) : await added(root, commit, parents[0] ?? null, left);
+      // Each git run within what is left of the turn's time.
+      const ms = limits.ms - (performance.now() - began);
+      const changed =
+        parents.length > 1 ? await addedByMerge(root, commit, left, ms) : await added(root, commit, parents[0] ?? null, left, ms);
       bytes += changed.bytes;
       read.push({ commit, changed });
     } catch (e) {
@@ -141,11 +144,11 @@ export async function writeTurn(
  */
 export async function branchOnly(root: string, branch: string): Promise<string[]> {
   const name = branch.replace(/^refs\/heads\//, "");
-  const r = await gitCapped(
+  const r = await run(
     root,
     ["rev-list", `refs/heads/${name}`, "--not", `--exclude=${name}`, "--branches", "--tags", "--remotes", "HEAD", "--"],
     64 * 1024 * 1024,
   );
-  if (r.code !== 0 || r.cut) return [];
+  if (!r.ok) return [];
   return r.out.split("\n").filter((l) => /^[0-9a-f]{40,64}$/.test(l));
 }

@@ -69,7 +69,7 @@ export async function turnFacts(d: TraceDeps, task: Task, turn: number): Promise
     .filter((r) => r.role !== "broker" && (r.modelServed || r.modelAsked))
     .map((r) => ({ id: r.id, at: r.at, served: r.modelServed ?? null, asked: r.modelAsked ?? null }));
   const config = d.config();
-  const profile = resolveProfile(config, Runs.get(d.db, task.id).profile ?? task.profile);
+  const profile = resolveProfile(config, Runs.find(d.db, task.id)?.profile ?? task.profile);
   return {
     task: { id: task.id, code: task.code, title: task.title },
     turn,

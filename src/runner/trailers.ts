@@ -9,11 +9,12 @@
  * the agent wrote them: the merge keeps those commits; lazy's trailers are the merge's alone.
  */
 import type { Database } from "bun:sqlite";
-import { type Config, resolveProfile } from "../config";
+import type { Config } from "../config";
+import { ranOn } from "../export";
 import * as Git from "../git";
 import { coAuthor } from "../harness";
 import { modelsOfTask } from "../spending";
-import { Runs, type Task, Tasks } from "../store";
+import { type Task, Tasks } from "../store";
 
 /** At most this many Lazy-Model trailers (a harness's small model, a fallback's, …). */
 const MAX_MODELS = 4;
@@ -40,11 +41,8 @@ export function acceptTrailers(db: Database, config: Config, task: Task): Git.Tr
   return out;
 }
 
-/** The co-author of the harness the task ran on (its run's profile, else the task's); null when that profile is gone from lazy.toml. */
+/** The co-author of the harness the task ran on (export's `ranOn`); null when that profile is gone from lazy.toml. */
 function harnessOf(db: Database, config: Config, task: Task): string | null {
-  try {
-    return coAuthor(resolveProfile(config, Runs.get(db, task.id).profile ?? task.profile).harness);
-  } catch {
-    return null; // a profile removed since: no co-author lazy could name
-  }
+  const { harness } = ranOn(db, config, task);
+  return harness && coAuthor(harness);
 }

@@ -42,6 +42,11 @@ const COLUMNS = new Set([
   "summary",
 ]);
 
+/** The task's run, if it has one: a read that never writes (`get` makes the row). */
+export function find(db: Database, taskId: string): Run | undefined {
+  return (db.query("SELECT * FROM runs WHERE task_id = ?").get(taskId) as Run | null) ?? undefined;
+}
+
 /** The task's run, made on first use. */
 export function get(db: Database, taskId: string): Run {
   const r = db.query("SELECT * FROM runs WHERE task_id = ?").get(taskId) as Run | null;

@@ -80,9 +80,14 @@ export type Voice = (code: ErrorCode, facts: Facts) => string;
 const plain: Voice = (code, facts) => `${code}: ${JSON.stringify(facts)}`;
 let voice: Voice = plain;
 
-/** The process's edge installs its voice (the daemon's API, the CLI) before anything is refused. */
-export function speak(v: Voice): void {
+/**
+ * The process's edge installs its voice (the daemon's API, the CLI) before anything is refused.
+ * Returns the voice it replaced, for whoever installs one for a while (a test) to put back.
+ */
+export function speak(v: Voice): Voice {
+  const was = voice;
   voice = v;
+  return was;
 }
 
 export class LazyError extends Error {

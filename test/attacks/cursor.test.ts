@@ -11,7 +11,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { keyedProject } from "../helpers/fixtures";
-import { cleanupAll, type Project } from "../helpers/lazy";
+import { cleanupAll, type Project, until } from "../helpers/lazy";
 import * as Mock from "../helpers/providers";
 
 const KEY = "crsr_REAL" + "k".repeat(56);
@@ -261,6 +261,41 @@ describe("the Cursor route, against a hostile agent", () => {
     for (const s of seen) expectNoSecret(s);
     expectNoSecret(p.log());
     expect(p.log()).toContain("carried a real Cursor credential 1 time(s)");
+  });
+
+  test("no row, table or log line of a Cursor call carries its placeholder or a session placeholder, whatever the path, query or outcome", async () => {
+    const { g, base, session: token } = await session();
+    const unary = await fetch(`${base}/aiserver.v1.AiService/AvailableModels?key=${g.placeholder}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(unary.status).toBe(200);
+    // An upstream that fails: a row and a log line of lazy's own, naming the path.
+    cursor.behavior = { kind: "reset" };
+    try {
+      const failed = await fetch(`${base}/aiserver.v1.AiService/AvailableModels`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: "{}",
+      });
+      expect(failed.status).toBe(502);
+      await failed.text();
+    } finally {
+      cursor.behavior = { kind: "ok" };
+    }
+    const rows = await until(async () => {
+      const r = (await p.json(["stats", "audit"])).rows as { path: string; status: number }[];
+      return r.some((x) => x.status === 502 && x.path === "/_lazy/cursor/…/aiserver.v1.AiService/AvailableModels") ? r : undefined;
+    });
+    const shown = [
+      JSON.stringify(rows),
+      JSON.stringify(await p.json(["stats", "audit"])),
+      (await p.ok(["stats", "audit"])).stdout,
+      p.log(),
+    ].join("\n");
+    expect(shown).toContain("/_lazy/cursor/…/auth/exchange_user_api_key");
+    for (const secret of [g.placeholder, token, ...secrets()]) expect(shown.includes(secret), secret.slice(0, 12)).toBe(false);
   });
 
   test("the host-login route takes no placeholder: a container's key or session placeholder there is refused unforwarded", async () => {

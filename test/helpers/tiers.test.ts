@@ -38,6 +38,17 @@ test("words in prose, a daemon start and a pragma saying fast keep a file in the
     expect(dockerMarker(text), text).toBeUndefined();
 });
 
+test("a marker named only in a comment keeps a file in the fast tier: the tier is read off the code", () => {
+  for (const text of [
+    `/**\n * Unlike the Docker tests, this one never runs \`docker ps\` nor containerProject(mock, KEY).\n */\nawait p.ok(["daemon", "start"]);`,
+    `// what launched(p, "x", "prompt") would do, without a container\nconst x = 1;`,
+    `  /* TEST_IMAGES.node is not needed here */\nawait p.run(["task", "list"]);`,
+  ])
+    expect(dockerMarker(text), text).toBeUndefined();
+  // The same markers in code still count.
+  expect(dockerMarker(`// a comment\nsh("/", "docker ps -aq");`)).toBeDefined();
+});
+
 test("every test file is in exactly one tier, and no fast one asks for an engine", () => {
   const { fast, docker } = tiers();
   expect(fast.length).toBeGreaterThan(0);

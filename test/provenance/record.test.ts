@@ -136,7 +136,7 @@ describe("a turn's commits and their records", () => {
     const c = sh("git rev-parse HEAD");
     const rec = Provenance.recordOf(c, await Provenance.added(root, c), facts());
     expect((await Provenance.writeTurn(root, sh("git rev-parse HEAD~1"), c, facts())).written).toEqual([c]);
-    expect(Provenance.readRecord(root, c)?.vcs).toEqual(rec.vcs);
-    expect(Provenance.readRecord(root, sh("git rev-parse main"))).toBeNull();
+    expect((await Provenance.readRecord(root, c))?.vcs).toEqual(rec.vcs);
+    expect(await Provenance.readRecord(root, sh("git rev-parse main"))).toBeNull();
   });
 });

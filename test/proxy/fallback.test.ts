@@ -126,6 +126,17 @@ describe("[[proxy.fallback]]", () => {
     ]);
   }, 60_000);
 
+  test("a fallback whose credential is not stored is not tried: the error says so in the request path's words, with the remedy", async () => {
+    const { placeholder, proxyUrl } = await project(fallback("backup", backup.url, 'credential = "unstored"\n'));
+    primary.behavior = { kind: "status", status: 503 };
+    const r = await ask(proxyUrl, placeholder);
+    expect(r.status).toBe(503);
+    expect(r.body.error.message).toMatch(
+      /^every upstream failed: 1\. Anthropic \(.*\) answered 503; 2\. fallback backup \(127\.0\.0\.1:\d+\) was not tried: lazy's proxy has no credential "unstored" for fallback backup: store it with lazy auth set unstored\.$/,
+    );
+    expect(backup.received.length).toBe(0);
+  }, 60_000);
+
   test("a short rate limit is not rerouted; a quota refusal is when `on` lists quota", async () => {
     const { placeholder, proxyUrl } = await project(fallback("backup", backup.url, 'credential = "backup"\non = ["5xx", "quota"]\n'));
     primary.behavior = { kind: "status", status: 429, headers: { "retry-after": "5" } };

@@ -3,18 +3,32 @@
  * own; the voice of the process it is in words it, and the API's answer words it again from the
  * facts and carries them.
  */
-import { afterEach, describe, expect, test } from "bun:test";
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { inOurWords } from "../../src/cli/words";
 import { type ErrorCode, type Facts, LazyError, speak } from "../../src/util/errors";
 
 const facts: Facts = { reason: "credential_not_stored", profile: "codex", credential: "openai" };
 const plain = (code: ErrorCode, f: Facts) => `${code}: ${JSON.stringify(f)}`;
 
-afterEach(() => speak(plain));
+// Each test speaks in a voice of its own; the process's voice (another test file's, in the same
+// process) is put back after it.
+let before: ReturnType<typeof speak>;
+beforeEach(() => {
+  before = speak(plain);
+});
+afterEach(() => speak(before));
+
+describe("speak", () => {
+  test("returns the voice it replaced, so whoever installed one for a while puts the one before back", () => {
+    const mine = (code: ErrorCode) => `mine: ${code}`;
+    expect(speak(mine)).toBe(plain);
+    expect(LazyError.of("credential_missing", facts).message).toBe("mine: credential_missing");
+    expect(speak(plain)).toBe(mine);
+  });
+});
 
 describe("LazyError.of", () => {
   test("carries the code and the facts; with no voice installed its message is only those", () => {
-    speak(plain);
     const e = LazyError.of("credential_missing", facts);
     expect(e.code).toBe("credential_missing");
     expect(e.facts).toEqual(facts);

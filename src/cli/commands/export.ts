@@ -6,7 +6,7 @@
  * never through a symbolic link.
  */
 import { resolve } from "node:path";
-import { type Bundle, serialize } from "../../export";
+import { BUDGET_MB, BUDGET_MB_MAX, type Bundle, serialize } from "../../export";
 import { writeFileNew } from "../../util/files";
 import { findProjectRoot } from "../../util/paths";
 import * as Client from "../client";
@@ -23,13 +23,26 @@ export const exportBundle = command({
     task: { type: "positional", description: "Task code or hex id prefix (≥ 4 chars)", required: true },
     output: { type: "string", alias: "o", description: "The file to write (default lazy-export-TASK.json here)" },
     force: { type: "boolean", description: "Replace the file if it exists (a symbolic link is never written through)" },
+    "max-mb": {
+      type: "string",
+      description: `What the parts may take of the file, in MiB (default ${BUDGET_MB}, at most ${BUDGET_MB_MAX}): a part past it is cut, and the manifest says so`,
+    },
     ...jsonArg,
   },
   async run({ args }) {
     const c = await Client.connect(findProjectRoot());
-    const b = await c.request<Bundle>("GET", `/api/tasks/${encodeURIComponent(args.task)}/export`, undefined, 10 * 60_000);
+    const q = args["max-mb"] === undefined ? "" : `?max=${encodeURIComponent(args["max-mb"])}`;
+    const b = await c.request<Bundle>("GET", `/api/tasks/${encodeURIComponent(args.task)}/export${q}`, undefined, 10 * 60_000);
     const file = resolve(args.output ?? `lazy-export-${b.manifest.task.code ?? b.manifest.task.id}.json`);
     writeFileNew(file, serialize(b), { replace: !!args.force, mode: 0o600 });
+    const cut = b.manifest.parts.filter((p) => p.cut);
+    if (cut.length) {
+      const ref = b.manifest.task.code ?? b.manifest.task.id;
+      const mb = Math.round(b.manifest.budget / 1024 / 1024);
+      say.warn(
+        `${cut.map((p) => p.name).join(", ")} ${cut.length === 1 ? "was" : "were"} cut: the bundle holds less than lazy has (each part's "why" in the manifest says what was left out).${mb < BUDGET_MB_MAX ? ` lazy export ${ref} --max-mb ${Math.min(BUDGET_MB_MAX, mb * 4)} keeps more (at most ${BUDGET_MB_MAX});` : ""} the whole record stays in lazy: lazy logs ${ref}, lazy stats audit --task ${ref}, and git log or git diff from task.json's base to its tip.`,
+      );
+    }
     if (args.json) return printJson({ file, manifest: b.manifest });
     const redacted = b.manifest.parts.reduce((n, p) => n + p.redacted, 0);
     say.success(

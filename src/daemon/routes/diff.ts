@@ -34,7 +34,8 @@ export function diffRoutes(d: DiffDeps) {
         };
       })
       // Who wrote a line of the diff's new side (the page's hover on a line): `lazy trace` at the
-      // branch's tip, or at the merge an accept made.
+      // branch's tip, or at the merge an accept made. Its git (blame, the note) never blocks the
+      // daemon's thread and is stopped past HOVER_MS: a hostile history only costs its own answer.
       .get("/api/tasks/:ref/trace", ({ params, query }) => {
         const task = Tasks.resolve(d.db, taskRef(params));
         const rev = mergeOf(d.db, task) ?? `refs/heads/${Git.BRANCH_PREFIX}${task.code ?? task.id}`;

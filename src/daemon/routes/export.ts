@@ -2,8 +2,10 @@
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
 import type { Config } from "../../config";
-import { bundle } from "../../export";
+import type { CredentialStore } from "../../credentials";
+import { BUDGET_MB_MAX, bundle } from "../../export";
 import type { ModelProxy } from "../../proxy";
+import { LazyError } from "../../util/errors";
 import { taskRef } from "./input";
 
 export interface ExportRouteDeps {
@@ -12,11 +14,27 @@ export interface ExportRouteDeps {
   root: string;
   config: () => Config;
   version: string;
-  proxy: { audit: Pick<ModelProxy["audit"], "query" | "refusals"> };
+  proxy: { audit: Pick<ModelProxy["audit"], "query" | "refusals">; grants: Pick<ModelProxy["grants"], "secretsOf"> };
+  /** The keys lazy stores: cut from the bundle wherever an agent wrote one. */
+  credentials: Pick<CredentialStore, "snapshot">;
 }
 
 export function exportRoutes(d: ExportRouteDeps) {
-  return new Elysia().get("/api/tasks/:ref/export", ({ params }) =>
-    bundle({ db: d.db, root: d.root, config: d.config, version: d.version, audit: d.proxy.audit }, taskRef(params)),
-  );
+  return new Elysia().get("/api/tasks/:ref/export", ({ params, query }) => {
+    const mb = query.max === undefined ? undefined : Number(query.max);
+    if (mb !== undefined && !(Number.isInteger(mb) && mb >= 1 && mb <= BUDGET_MB_MAX))
+      throw new LazyError("invalid_input", `--max-mb takes a whole number of MiB from 1 to ${BUDGET_MB_MAX}.`);
+    return bundle(
+      {
+        db: d.db,
+        root: d.root,
+        config: d.config,
+        version: d.version,
+        audit: d.proxy.audit,
+        secrets: (taskId) => [...d.proxy.grants.secretsOf(taskId), ...Object.values(d.credentials.snapshot()).map((c) => c.value)],
+      },
+      taskRef(params),
+      mb === undefined ? {} : { budget: mb * 1024 * 1024 },
+    );
+  });
 }

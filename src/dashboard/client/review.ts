@@ -12,7 +12,7 @@
  */
 import { type Comment, type Side, where } from "../../review";
 import type * as Answers from "../answers";
-import { api, h } from "./dom";
+import { ApiError, api, h } from "./dom";
 import { grammarFor, hasControl, paint } from "./highlight";
 
 /** A task's diff as the API answers it (diff/diff.ts). */
@@ -137,8 +137,11 @@ export class ReviewView {
       const t = await api<Answers.Trace>("GET", `${this.path}/trace?path=${encodeURIComponent(at.path)}&line=${at.line}`);
       at.el.title = whoWrote(t);
       at.el.dataset.traced = t.agent ? "agent" : "person";
-    } catch {
-      at.el.dataset.traced = "none"; // not asked again (a group's diff has no trace route)
+    } catch (e) {
+      // Not asked again (a group's diff has no trace route). A refusal with words (the line's
+      // history took too long to blame: cause and remedy) becomes the line's title.
+      at.el.dataset.traced = "none";
+      if (e instanceof ApiError && e.status === 409) at.el.title = e.message;
     }
   }
 

@@ -16,7 +16,10 @@ import { presented } from "./headers";
 
 export class Call {
   readonly started = performance.now();
-  /** The path and query asked for; read once (`req.url` builds a new string each time). */
+  /**
+   * The path and query asked for; read once (`req.url` builds a new string each time). On the
+   * Cursor route, the path its rows show: the real one carries the placeholder.
+   */
   readonly target: string;
   /** The credential presented, if any, and the grant it resolves to. */
   readonly token: string | undefined;
@@ -43,7 +46,7 @@ export class Call {
     presentedIn?: { token: string | undefined; path: string },
   ) {
     // The listener's idle timeout holds until the body is read (gate.ts); no deadline after it.
-    this.target = pathOf(req.url);
+    this.target = presentedIn ? presentedIn.path : pathOf(req.url);
     this.token = presentedIn ? presentedIn.token : presented(req.headers);
     const grant = this.token ? ctx.grants.lookup(this.token) : undefined;
     this.grant = grant;

@@ -14,8 +14,8 @@ import { inferCredential, type Target } from "../identity";
 import * as Quota from "../meters";
 import { healthKind, providerFailure, type Sent, send, type UpstreamResponse, wayRefusal, wayTo } from "../upstream";
 import { hostOf, joinUrl } from "./address";
-import { errorResponse } from "./errors";
-import { carry, stored } from "./stored";
+import { errorResponse, words } from "./errors";
+import { carry, credentialOf } from "./stored";
 import * as Surface from "./surface";
 
 export interface Hop {
@@ -185,17 +185,14 @@ function prepare(
   if (t.kind === "cursor" || t.wire === "cursor") return { skip: "not an Anthropic-wire endpoint" };
   const verdict = Surface.check(t.kind, r.req.method, r.target, r.req.headers);
   if (!verdict.ok) return { skip: `it does not forward ${verdict.method} ${verdict.path}` };
-  if (t.unmapped) return { skip: `no credential mapped: ${t.unmapped}` };
+  // The request path's own lookup and check (stored.ts), worded as errors.ts words it.
+  const found = credentialOf(r.ctx.credentials, t);
+  if ("refusal" in found) return { skip: words(found.refusal) };
   const way = wayTo(t.origin);
   if (way.via === "refused") return { skip: wayRefusal(way, `fallback ${hop.name}`) };
   let set: Readonly<Record<string, string>> = NO_CREDENTIAL;
   let kind: string | null = null;
-  if (t.credential) {
-    const cred = stored(r.ctx.credentials, t.credential);
-    if (cred === "missing") return { skip: `its credential "${t.credential}" is not stored: lazy auth set ${t.credential}` };
-    if (cred === "malformed") return { skip: `its credential "${t.credential}" contains a line break: store it again` };
-    ({ set, kind } = carry(t.style, cred, () => r.req.headers.get("anthropic-beta")));
-  }
+  if (found.cred) ({ set, kind } = carry(t.style, found.cred, () => r.req.headers.get("anthropic-beta")));
   return { url: joinUrl(t, verdict.path) + verdict.query, headers: r.lines(set), body: withModel(r.body, hop.model), kind };
 }
 

@@ -53,12 +53,13 @@ export function stored<C extends Stored>(credentials: { get(name: string): C | u
 
 /**
  * What a target's requests carry: its stored credential (null when the target takes none), or
- * the refusal, the same for every route. `profile` names the caller's profile in it.
+ * the refusal, the same for every route and fallback hop. `profile` names the caller's profile
+ * (and the target's host) in it; a fallback hop's refusal names neither (its sentence does).
  */
 export function credentialOf<C extends Stored>(
   credentials: { get(name: string): C | undefined },
   upstream: Target,
-  profile: string,
+  profile?: string,
 ): { cred: C | null } | Unsendable {
   if (upstream.unmapped)
     return {
@@ -70,7 +71,12 @@ export function credentialOf<C extends Stored>(
   const cred = stored(credentials, name);
   if (cred === "missing")
     return {
-      refusal: { code: "credential_not_stored", credential: name, provider: upstream.provider, host: hostOf(upstream), profile },
+      refusal: {
+        code: "credential_not_stored",
+        credential: name,
+        provider: upstream.provider,
+        ...(profile === undefined ? {} : { host: hostOf(upstream), profile }),
+      },
       note: `credential ${name} missing`,
     };
   if (cred === "malformed") return { refusal: { code: "credential_malformed", credential: name }, note: `credential ${name} malformed` };
