@@ -4,7 +4,9 @@
  * provider) writes a 40-line file and commits it. The daemon logs, per turn, how long its end
  * took (the turn's grants released, its container stopped, its commits imported, its status
  * moved: runner/turn-watch.ts) and then, written right after the status moves, how long the
- * records took (gathering the facts, writing the notes: runner/provenance.ts). Both come from
+ * records took (listing the turn's commits and gathering the facts; then reading each commit's
+ * diff, making the records and writing them as one notes commit by git fast-import:
+ * runner/provenance.ts, provenance/write.ts). Both come from
  * the same turn, so no other round's noise is in the comparison. Target: ≤ 5 % added to a
  * turn's end (p50); the records' own time against the end is printed too.
  * Run: bun run build && bun bench/trace.ts [turns]   (needs Docker and the test images)
@@ -56,7 +58,9 @@ try {
   console.log(`trace bench: ${ends.length} turns (one commit, one record each), base ${BASE}, ${new Date().toISOString()}`);
   console.log(`turn end (to the status move)    p50 ${fmt(end)}   p95 ${fmt(pct(ends, 95))}`);
   console.log(`the trace records (right after)  p50 ${fmt(own)}   p95 ${fmt(pct(records, 95))}`);
-  console.log(`  gathering the facts p50 ${p50(split.map((x) => x.gather))}, writing the note p50 ${p50(split.map((x) => x.write))}`);
+  console.log(
+    `  listing the commits + gathering the facts p50 ${p50(split.map((x) => x.gather))}, diff + record + one notes commit p50 ${p50(split.map((x) => x.write))}`,
+  );
   console.log(`the records' own time against the turn's end (p50): ${((own / end) * 100).toFixed(2)} %`);
   console.log("added to the turn's end: 0 (the records are written after the status moves)   target: ≤ 5 %");
 } finally {

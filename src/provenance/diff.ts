@@ -4,10 +4,12 @@
  * paths and lines are hostile text, kept as data. Paths come from `--numstat -z` (exact bytes,
  * no quoting); hunks from `-p -U0` of the same run, paired with them by order (git lists both the same way; a
  * type change's two sections share one header and one entry), so no path is ever parsed out of
- * a patch header. Both outputs are bounded.
+ * a patch header. Both outputs are bounded (`maxBytes`: the caller's share of its turn's budget),
+ * and read without blocking the daemon's thread (run.ts), within the turn's time.
  */
 import { createHash } from "node:crypto";
-import { git } from "../git";
+import { LazyError } from "../util/errors";
+import { run } from "./run";
 
 /** The longest patch read for one commit; past it the commit's later files get no ranges. */
 export const MAX_PATCH = 16 * 1024 * 1024;
@@ -33,23 +35,51 @@ export interface ChangedFile {
 const NO_DRIVERS = ["--no-ext-diff", "--no-textconv", "--no-color", "--no-renames"];
 
 /** The commit's parents (none: a root commit). */
-export function parents(root: string, commit: string): string[] {
-  const r = git(root, ["rev-list", "--parents", "-n", "1", commit, "--"], { allowFail: true });
-  return r.code === 0 ? r.out.trim().split(" ").slice(1) : [];
+export async function parents(root: string, commit: string): Promise<string[]> {
+  const r = await run(root, ["rev-list", "--parents", "-n", "1", commit, "--"], 64 * 1024);
+  return r.ok ? r.out.trim().split(" ").slice(1) : [];
+}
+
+/** git's diff of a commit, bounded; a failure names git's own last line. */
+async function diffOf(
+  root: string,
+  args: string[],
+  maxBytes: number,
+  timeoutMs?: number,
+): Promise<{ out: string; cut: boolean; bytes: number }> {
+  const r = await run(root, args, maxBytes, { timeoutMs });
+  if (!r.ok && !r.cut) throw new LazyError("internal", `git ${args[0]} failed: ${r.why}`);
+  return { out: r.out, cut: r.cut, bytes: Buffer.byteLength(r.out) };
+}
+
+/** What a commit added, and how many patch bytes were read for it (the turn's byte budget). */
+export interface Added {
+  files: ChangedFile[];
+  cut: boolean;
+  bytes: number;
 }
 
 /**
  * The files a commit changed against its (first) parent and the line ranges it added to each.
  * `parent`: the parent when the caller knows it (null: a root commit); asked of git otherwise.
  */
-export function added(root: string, commit: string, parent?: string | null): { files: ChangedFile[]; cut: boolean } {
-  const base = parent === undefined ? parents(root, commit)[0] : (parent ?? undefined);
+export async function added(
+  root: string,
+  commit: string,
+  parent?: string | null,
+  maxBytes = MAX_PATCH,
+  timeoutMs?: number,
+): Promise<Added> {
+  const base = parent === undefined ? (await parents(root, commit))[0] : (parent ?? undefined);
   const against = base ? [base, commit] : ["--root", commit];
   // One git run: the -z numstat entries ("added\tremoved\tpath\0", binary "-\t-\tpath"), an empty
   // entry (no path is empty), then the patch. With --root the first entry is the commit itself.
-  const both = git(root, ["diff-tree", "-r", "-z", "--numstat", "-p", "-U0", "--full-index", ...NO_DRIVERS, ...against], {
-    maxBytes: MAX_PATCH,
-  });
+  const both = await diffOf(
+    root,
+    ["diff-tree", "-r", "-z", "--numstat", "-p", "-U0", "--full-index", ...NO_DRIVERS, ...against],
+    Math.min(maxBytes, MAX_PATCH),
+    timeoutMs,
+  );
   const split = both.out.indexOf("\0\0");
   const stat = split < 0 ? both.out : both.out.slice(0, split + 1);
   const patch = split < 0 ? "" : both.out.slice(split + 2);
@@ -105,7 +135,7 @@ export function added(root: string, commit: string, parent?: string | null): { f
   }
   close();
   // A file deleted, or changed in mode only, added no line: nothing of it to attribute.
-  return { files: files.filter((f) => f.binary || f.ranges.length), cut };
+  return { files: files.filter((f) => f.binary || f.ranges.length), cut, bytes: both.bytes };
 }
 
 export const hashOf = (lines: readonly string[]) =>
@@ -119,10 +149,11 @@ export const hashOf = (lines: readonly string[]) =>
  * is "+"). What it took from a parent as it was is that parent's, and gets nothing here. Names
  * come from `--name-only -z` of the same combined diff, paired by order as in `added`.
  */
-export function addedByMerge(root: string, commit: string): { files: ChangedFile[]; cut: boolean } {
-  const list = git(root, ["diff-tree", "-r", "-z", "--cc", "--name-only", ...NO_DRIVERS, commit], { maxBytes: MAX_PATCH });
+export async function addedByMerge(root: string, commit: string, maxBytes = MAX_PATCH, timeoutMs?: number): Promise<Added> {
+  const bound = Math.min(maxBytes, MAX_PATCH);
+  const list = await diffOf(root, ["diff-tree", "-r", "-z", "--cc", "--name-only", ...NO_DRIVERS, commit], bound, timeoutMs);
   const names = list.out.split("\0").filter((n) => n && n !== commit);
-  const patch = git(root, ["diff-tree", "-r", "--cc", "-U0", ...NO_DRIVERS, commit], { maxBytes: MAX_PATCH });
+  const patch = await diffOf(root, ["diff-tree", "-r", "--cc", "-U0", ...NO_DRIVERS, commit], Math.max(0, bound - list.bytes), timeoutMs);
   const files: ChangedFile[] = [];
   let cut = !!list.cut || !!patch.cut;
   let ranges = 0;
@@ -181,5 +212,5 @@ export function addedByMerge(root: string, commit: string): { files: ChangedFile
     }
   }
   close();
-  return { files: files.filter((f) => f.ranges.length), cut };
+  return { files: files.filter((f) => f.ranges.length), cut, bytes: list.bytes + patch.bytes };
 }

@@ -3,7 +3,9 @@
  * (https://github.com/cursor/agent-trace) in a git note under refs/notes/agent-trace of the
  * project. The runner writes a turn's records when the turn's commits land on lazy/<task>
  * (`writeTurn`, from the facts it gathers: the turn's tool calls, its audit rows, what asked for
- * it); `lazy trace FILE:LINE` reads them back (`trace`). For anything else that reads records
+ * it; bounded, off the daemon's thread's way, one notes commit per turn), and drops those of a
+ * rejected task's commits no other ref holds (`branchOnly`, `dropNotes`); `lazy trace FILE:LINE`
+ * reads them back (`trace`). For anything else that reads records
  * (lazy export), `readRecord(root, commit)` is the one reader: the parsed record of a full
  * commit id, or null when it has none — `git notes --ref agent-trace show <commit>` by hand —
  * read through git's one note reader (src/git `notesOn`: bounded, never blocking the daemon).
@@ -14,11 +16,13 @@
 export type { AddedRange, ChangedFile } from "./diff";
 export { added, addedByMerge } from "./diff";
 export { type Cut, cutQueries, inert, SECRET } from "./inert";
-export { MAX_NOTE, NOTES_REF, readRecord } from "./notes";
+export { dropNotes, MAX_NOTE, NOTES_REF, readRecord, writeNotes } from "./notes";
 export {
   auditUri,
   type Contributor,
   type Conversation,
+  fitNote,
+  indexTurn,
   type LazyFields,
   type ModelCall,
   type Range,
@@ -27,9 +31,10 @@ export {
   type ToolCall,
   type TraceRecord,
   type TurnFacts,
+  type TurnIndex,
   toolUri,
   turnUri,
   VENDOR,
 } from "./record";
 export { HOVER_MS, parseSpot, TRACE_MS, type Traced, trace, traceAt } from "./trace";
-export { MAX_COMMITS, newCommits, writeTurn } from "./write";
+export { branchOnly, LIMITS, MAX_COMMITS, newCommits, TURN_BYTES, TURN_MS, type WriteLimits, type Written, writeTurn } from "./write";

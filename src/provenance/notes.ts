@@ -3,11 +3,13 @@
  * repository (`git notes --ref agent-trace show <commit>` prints it; `git push origin
  * refs/notes/agent-trace` shares them). Written by lazy on the host only (hardened git in the
  * project root, src/git); the agent's container has no way to the project's refs. Each note's
- * commit is lazy's (`lazy <lazy@localhost>`), not the person's.
+ * commit is lazy's (`lazy <lazy@localhost>`), not the person's: one notes commit per turn
+ * (writeNotes), never one per record.
  */
-import { AGENT_TRACE_NOTES, gitEnv, HARDENED, NOTE_MAX, notesOn } from "../git";
+import { AGENT_TRACE_NOTES, gitBounded, NOTE_MAX, notesOn } from "../git";
 import { LazyError } from "../util/errors";
 import type { TraceRecord } from "./record";
+import { run } from "./run";
 
 /** The notes ref (git's AGENT_TRACE_NOTES: lazy export reads the same). */
 export const NOTES_REF = AGENT_TRACE_NOTES;
@@ -15,27 +17,72 @@ export const NOTES_REF = AGENT_TRACE_NOTES;
 export const MAX_NOTE = NOTE_MAX;
 
 const IDENTITY = ["-c", "user.name=lazy", "-c", "user.email=lazy@localhost"];
+/** Tries of a notes commit when someone else moved the notes ref meanwhile (a person's git notes, another turn's records). */
+const TRIES = 4;
 
-/** Write (or replace) the note of `commit`. Throws with git's own last line when git refuses. */
-export function writeNote(root: string, commit: string, record: TraceRecord): void {
-  const text = `${JSON.stringify(record, null, 2)}\n`;
-  for (let attempt = 0; ; attempt++) {
-    const r = Bun.spawnSync(["git", ...HARDENED, ...IDENTITY, "notes", "--ref", NOTES_REF, "add", "--force", "--file", "-", commit], {
-      cwd: root,
-      env: gitEnv(),
-      stdin: Buffer.from(text),
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    if (r.exitCode === 0) return;
-    const why = r.stderr.toString().trim().split("\n").at(-1) ?? `exit ${r.exitCode}`;
-    // Another writer held the notes ref's lock for a moment (a person's git notes, a second turn ending).
-    if (attempt < 2 && /lock/i.test(why)) {
-      Bun.sleepSync(50);
-      continue;
-    }
-    throw new LazyError("internal", `writing the trace record of ${commit.slice(0, 12)} under ${NOTES_REF} failed: ${why}`);
+/** The notes ref's commit now (null: there is none yet). */
+export async function notesTip(root: string): Promise<string | null> {
+  const r = await run(root, ["rev-parse", "--verify", "-q", `${NOTES_REF}^{commit}`], 4096);
+  const tip = r.out.trim();
+  return r.ok && /^[0-9a-f]{40,64}$/.test(tip) ? tip : null;
+}
+
+/**
+ * Write (or replace) the notes of a turn's commits as ONE commit on the notes ref, in one
+ * `git fast-import` (blobs and tree and commit; git keeps the notes tree's fan-out as it
+ * should, so `git notes show` finds old and new alike). It starts from the ref's commit as it is
+ * (every note already there — a person's, a teammate's — stays) and moves the ref only if it
+ * still is that commit (fast-import refuses to drop the commit it did not start from); moved
+ * meanwhile, it starts again from the new one, a few times. Throws with git's own last line.
+ */
+export async function writeNotes(
+  root: string,
+  notes: readonly { commit: string; text: string }[],
+  message: string,
+  /** The ref's commit, asked earlier (while the diffs were read): fast-import checks it still is. */
+  tipFirst?: Promise<string | null>,
+): Promise<void> {
+  if (!notes.length) return;
+  const body: Buffer[] = [];
+  for (const n of notes) {
+    const bytes = Buffer.from(n.text);
+    body.push(Buffer.from(`N inline ${n.commit}\ndata ${bytes.length}\n`), bytes, Buffer.from("\n"));
   }
+  const msg = Buffer.from(message);
+  let why = "";
+  for (let attempt = 0; attempt < TRIES; attempt++) {
+    const tip = await (attempt === 0 && tipFirst ? tipFirst : notesTip(root));
+    const head = Buffer.from(
+      `commit ${NOTES_REF}\ncommitter lazy <lazy@localhost> ${Math.floor(Date.now() / 1000)} +0000\ndata ${msg.length}\n`,
+    );
+    const from = Buffer.from(`\n${tip ? `from ${tip}\n` : ""}`);
+    const input = Buffer.concat([head, msg, from, ...body, Buffer.from("\ndone\n")]);
+    const r = await run(root, ["fast-import", "--quiet", "--done"], 64 * 1024, { stdin: input });
+    if (r.ok) return;
+    why = r.why;
+    // Someone moved the ref since tip was read: start again from theirs.
+    if (!/not updating|lock/i.test(why)) break;
+    await Bun.sleep(20 * (attempt + 1));
+  }
+  throw new LazyError("internal", `writing ${notes.length} trace record(s) under ${NOTES_REF} failed: ${why}`);
+}
+
+/**
+ * Drop the notes of `commits` (full ids) under the notes ref, as one notes commit (`git notes
+ * remove --stdin`), only those that have one; the others' stay. How many were dropped.
+ */
+export async function dropNotes(root: string, commits: readonly string[]): Promise<number> {
+  if (!commits.length) return 0;
+  const list = await run(root, ["notes", "--ref", NOTES_REF, "list"], 256 * 1024 * 1024);
+  if (!list.ok) return 0;
+  const noted = new Set(list.out.split("\n").flatMap((l) => (l.trim() ? [l.trim().split(" ")[1]!] : [])));
+  const drop = commits.filter((c) => noted.has(c));
+  if (!drop.length) return 0;
+  const r = await run(root, [...IDENTITY, "notes", "--ref", NOTES_REF, "remove", "--ignore-missing", "--stdin"], 64 * 1024, {
+    stdin: `${drop.join("\n")}\n`,
+  });
+  if (!r.ok) throw new LazyError("internal", `dropping ${drop.length} trace record(s) under ${NOTES_REF} failed: ${r.why}`);
+  return drop.length;
 }
 
 /**

@@ -14,6 +14,7 @@ import type { ModelProxy } from "../proxy";
 import { canMove, HeldTurns, Runs, type Task, Tasks } from "../store";
 import { LazyError } from "../util/errors";
 import { configBearing } from "./config-files";
+import { deleteBranch } from "./provenance";
 import type { TaskAccess } from "./task-access";
 import { acceptTrailers } from "./trailers";
 
@@ -189,10 +190,12 @@ export class Endings {
         },
       ],
       ...(opts.deleteBranch
-        ? ([["delete its branch", () => Git.deleteBranch(this.d.root, `${Git.BRANCH_PREFIX}${this.d.ledger.ref(task)}`)]] as [
-            string,
-            () => unknown,
-          ][])
+        ? ([
+            [
+              "delete its branch and the trace records of the work only it held",
+              () => deleteBranch(this.d, this.d.ledger.ref(task), `${Git.BRANCH_PREFIX}${this.d.ledger.ref(task)}`),
+            ],
+          ] as [string, () => unknown][])
         : []),
     ];
     for (const [what, step] of steps) {

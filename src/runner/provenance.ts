@@ -8,6 +8,7 @@
  */
 import type { Database } from "bun:sqlite";
 import { type Config, resolveProfile } from "../config";
+import * as Git from "../git";
 import * as Provenance from "../provenance";
 import type { ModelProxy } from "../proxy";
 import * as Review from "../review";
@@ -83,15 +84,40 @@ export async function turnFacts(d: TraceDeps, task: Task, turn: number): Promise
   };
 }
 
-/** Write the records of the turn's new commits (from..to on lazy/<task>); what could not be is logged. */
+/**
+ * Write the records of the turn's new commits (from..to on lazy/<task>); what could not be is
+ * logged. The commits are asked first: a turn without one loads no events and waits on no audit.
+ */
 export async function traceTurn(d: TraceDeps, task: Task, turn: number, from: string, to: string): Promise<void> {
   const t0 = performance.now();
-  const facts = await turnFacts(d, task, turn);
-  const t1 = performance.now();
-  const r = Provenance.writeTurn(d.root, from, to, facts);
+  let t1 = t0;
+  const r = await Provenance.writeTurn(d.root, from, to, async () => {
+    const facts = await turnFacts(d, task, turn);
+    t1 = performance.now();
+    return facts;
+  });
+  if (!r.commits) return;
   const ref = task.code ?? task.id;
-  if (r.skipped.length) d.log.warn(`task ${ref}: some trace records were not written: ${r.skipped.slice(0, 5).join("; ")}`);
+  if (r.skipped.length)
+    d.log.warn(
+      `task ${ref}: some trace records were not written or were cut: ${r.skipped.slice(0, 5).join("; ")}${r.skipped.length > 5 ? ` (and ${r.skipped.length - 5} more)` : ""}`,
+    );
   d.log.info(
     `task ${ref}: ${r.written.length} trace record(s) under ${Provenance.NOTES_REF} (gathering ${(t1 - t0).toFixed(1)} ms, writing ${(performance.now() - t1).toFixed(1)} ms)`,
   );
+}
+
+/**
+ * Delete a task's branch (lazy reject), and with it the records of its commits that no other
+ * ref holds (not merged by an accept, not on a person's branch or tag): work that no longer
+ * exists. Those commits are found before the branch goes, their notes dropped (one notes commit)
+ * only once it is gone. Accepted work keeps its records (the branch it was merged to holds it).
+ */
+export async function deleteBranch(d: Pick<TraceDeps, "root" | "log">, ref: string, branch: string): Promise<void> {
+  const only = await Provenance.branchOnly(d.root, branch);
+  Git.deleteBranch(d.root, branch);
+  if ((await Git.gitAsync(d.root, ["rev-parse", "--verify", "-q", `refs/heads/${branch}`], { allowFail: true })).code === 0)
+    throw new Error(`git kept ${branch} (checked out somewhere?); delete it with git branch -D ${branch}`);
+  const dropped = await Provenance.dropNotes(d.root, only);
+  if (dropped) d.log.info(`task ${ref}: dropped the trace records of ${dropped} commit(s) only its deleted branch held`);
 }

@@ -43,7 +43,7 @@ const facts = (over: Partial<Provenance.TurnFacts> = {}): Provenance.TurnFacts =
 });
 
 describe("a turn's commits and their records", () => {
-  test("only the agent's commits: a person's commit it merged in gets none, its merge one", () => {
+  test("only the agent's commits: a person's commit it merged in gets none, its merge one", async () => {
     const from = sh("git rev-parse HEAD");
     sh("git checkout -q -b lazy/t");
     sh("printf 'a\\n' > a.txt && git add a.txt && git commit -qm agent1");
@@ -53,26 +53,26 @@ describe("a turn's commits and their records", () => {
     const merge = sh("git rev-parse HEAD");
     sh("printf 'b\\n' > b.txt && git add b.txt && git commit -qm agent2");
     const agent2 = sh("git rev-parse HEAD");
-    expect(Provenance.newCommits(root, from, agent2).map((c) => c.commit)).toEqual([agent1, merge, agent2]);
+    expect((await Provenance.newCommits(root, from, agent2)).map((c) => c.commit)).toEqual([agent1, merge, agent2]);
     // The clean merge wrote nothing of its own: p.txt is the person's.
-    expect(Provenance.addedByMerge(root, merge).files).toEqual([]);
+    expect((await Provenance.addedByMerge(root, merge)).files).toEqual([]);
   });
 
-  test("a merge that resolved a conflict: its record holds the lines no parent has", () => {
+  test("a merge that resolved a conflict: its record holds the lines no parent has", async () => {
     sh("git checkout -q -b side2 main && printf 'a\\nb\\nc\\n' > f.txt && git add f.txt && git commit -qm f-base");
     sh("git checkout -q -b agent-side && printf 'a\\nB-agent\\nc\\n' > f.txt && git commit -qam agent");
     sh("git checkout -q side2 && printf 'a\\nB-person\\nc\\n' > f.txt && git commit -qam person");
     sh(
       "git checkout -q agent-side && (git merge -q side2 >/dev/null 2>&1 || true) && printf 'a\\nB-resolved\\nmore\\nc\\n' > f.txt && git add f.txt && git commit -qm merged",
     );
-    const got = Provenance.addedByMerge(root, sh("git rev-parse HEAD"));
+    const got = await Provenance.addedByMerge(root, sh("git rev-parse HEAD"));
     expect(got.files.map((f) => [f.path, f.ranges.map((r) => [r.start, r.end, r.lines])])).toEqual([
       ["f.txt", [[2, 3, ["B-resolved", "more"]]]],
     ]);
     sh("git checkout -q lazy/t");
   });
 
-  test("ranges go to the tool call that wrote them; the rest to the turn", () => {
+  test("ranges go to the tool call that wrote them; the rest to the turn", async () => {
     sh("git checkout -q lazy/t");
     writeFileSync(join(root, "m.ts"), "one\ntwo\nthree\n");
     sh("git add m.ts && git commit -qm base");
@@ -85,7 +85,7 @@ describe("a turn's commits and their records", () => {
       { id: "toolu_2", name: "Edit", input: "file_path: /wt/m.ts\nold_string: three\nnew_string: three\nsecond edit line", at: 3 },
       { id: "toolu_3", name: "Bash", input: "sh gen.sh > n.ts", at: 4 },
     ];
-    const rec = Provenance.recordOf(c, Provenance.added(root, c), facts({ tools }));
+    const rec = Provenance.recordOf(c, await Provenance.added(root, c), facts({ tools }));
     expect(valid(rec), JSON.stringify(valid.errors)).toBe(true);
     const m = rec.files.find((f) => f.path === "m.ts")!;
     const byTool = Object.fromEntries(
@@ -94,15 +94,17 @@ describe("a turn's commits and their records", () => {
     expect(byTool).toEqual({ "lazy:task/abcd1234/turn/1/tool/toolu_1": [1], "lazy:task/abcd1234/turn/1/tool/toolu_2": [4] });
     const n = rec.files.find((f) => f.path === "n.ts")!;
     expect(n.conversations).toHaveLength(1);
-    expect(n.conversations[0]!.related?.some((r) => r.type === "tool_call")).toBe(false);
+    expect(n.conversations[0]!.related?.some((r) => r.type === "tool_call") ?? false).toBe(false);
+    // The turn's audit rows are linked once for the record, not in each conversation.
+    expect(rec.metadata?.["dev.lazy"]?.related).toEqual([{ type: "model_call", url: "lazy:audit/7" }]);
     expect(n.conversations[0]!.contributor).toEqual({ type: "ai", model_id: "anthropic/claude-sonnet-4-5" });
     expect(rec.metadata?.["dev.lazy"]?.tools.map((t) => t.id)).toEqual(["toolu_1", "toolu_2"]);
   });
 
-  test("a review's turn is mixed; prompts = false keeps its text out; secrets and queries are cut everywhere", () => {
+  test("a review's turn is mixed; prompts = false keeps its text out; secrets and queries are cut everywhere", async () => {
     const c = sh("git rev-parse HEAD");
     const review = `Review of your changes on lazy/t: 1 comment(s)\n\nm.ts:1: use ${PLACEHOLDER} at https://x.example/a?token=zzz`;
-    const changed = Provenance.added(root, c);
+    const changed = await Provenance.added(root, c);
     const rec = Provenance.recordOf(
       c,
       changed,
@@ -120,10 +122,10 @@ describe("a turn's commits and their records", () => {
     expect(quiet.metadata?.["dev.lazy"]?.shaped_by).toBe("review");
   });
 
-  test("a file made a link (two patch sections, one name) keeps the files after it paired right", () => {
+  test("a file made a link (two patch sections, one name) keeps the files after it paired right", async () => {
     sh("printf 'x\\n' > k1 && printf 'y\\n' > k2 && git add k1 k2 && git commit -qm links-base");
     sh("rm k1 && ln -s k2 k1 && printf 'z\\n' >> k2 && git add -A k1 k2 && git commit -qm links");
-    const got = Provenance.added(root, sh("git rev-parse HEAD"));
+    const got = await Provenance.added(root, sh("git rev-parse HEAD"));
     expect(got.files.map((f) => [f.path, f.ranges.map((r) => [r.start, r.end, r.lines])])).toEqual([
       ["k1", [[1, 1, ["k2"]]]],
       ["k2", [[2, 2, ["z"]]]],
@@ -132,8 +134,8 @@ describe("a turn's commits and their records", () => {
 
   test("a note written is read back as the record; a commit without one reads null", async () => {
     const c = sh("git rev-parse HEAD");
-    const rec = Provenance.recordOf(c, Provenance.added(root, c), facts());
-    expect(Provenance.writeTurn(root, sh("git rev-parse HEAD~1"), c, facts()).written).toEqual([c]);
+    const rec = Provenance.recordOf(c, await Provenance.added(root, c), facts());
+    expect((await Provenance.writeTurn(root, sh("git rev-parse HEAD~1"), c, facts())).written).toEqual([c]);
     expect((await Provenance.readRecord(root, c))?.vcs).toEqual(rec.vcs);
     expect(await Provenance.readRecord(root, sh("git rev-parse main"))).toBeNull();
   });
