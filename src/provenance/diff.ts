@@ -8,6 +8,7 @@
  * and read without blocking the daemon's thread (run.ts), within the turn's time.
  */
 import { createHash } from "node:crypto";
+import { unquotePath } from "../git";
 import { LazyError } from "../util/errors";
 import { run } from "./run";
 
@@ -146,13 +147,14 @@ export const hashOf = (lines: readonly string[]) =>
 /**
  * What a merge commit added of its own: the lines its result has that no parent has (a conflict
  * resolved, an "evil merge"), from git's combined diff (`--cc`: a line whose every parent column
- * is "+"). What it took from a parent as it was is that parent's, and gets nothing here. Names
- * come from `--name-only -z` of the same combined diff, paired by order as in `added`.
+ * is "+"). What it took from a parent as it was is that parent's, and gets nothing here. Each
+ * section's path is read back from its header (git's quoting undone) and must be one that
+ * `--name-only -z` of the same combined diff lists.
  */
 export async function addedByMerge(root: string, commit: string, maxBytes = MAX_PATCH, timeoutMs?: number): Promise<Added> {
   const bound = Math.min(maxBytes, MAX_PATCH);
   const list = await diffOf(root, ["diff-tree", "-r", "-z", "--cc", "--name-only", ...NO_DRIVERS, commit], bound, timeoutMs);
-  const names = list.out.split("\0").filter((n) => n && n !== commit);
+  const known = new Set(list.out.split("\0").filter((n) => n && n !== commit));
   const patch = await diffOf(root, ["diff-tree", "-r", "--cc", "-U0", ...NO_DRIVERS, commit], Math.max(0, bound - list.bytes), timeoutMs);
   const files: ChangedFile[] = [];
   let cut = !!list.cut || !!patch.cut;
@@ -172,11 +174,15 @@ export async function addedByMerge(root: string, commit: string, maxBytes = MAX_
       index++;
       file = undefined;
       columns = 0;
-      if (index >= MAX_FILES || names[index] === undefined) {
+      // Paired by name, not by order: --name-only lists every file the merge changed against
+      // all its parents, the patch only those with a hunk --cc keeps (a file whose every hunk
+      // is one parent's is left out), so the n-th of one is not the n-th of the other.
+      const path = unquotePath(line.slice(line.startsWith("diff --cc ") ? 10 : 16));
+      if (index >= MAX_FILES || path === null || !known.has(path)) {
         cut ||= index >= MAX_FILES;
         continue;
       }
-      file = { path: names[index]!, binary: false, ranges: [] };
+      file = { path, binary: false, ranges: [] };
       files.push(file);
       continue;
     }

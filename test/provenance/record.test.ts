@@ -72,6 +72,18 @@ describe("a turn's commits and their records", () => {
     sh("git checkout -q lazy/t");
   });
 
+  test("a merge's own lines are credited to their file, not to a file --cc left out of its patch", async () => {
+    // a.txt merges cleanly from two sides (each hunk one parent's: listed by --name-only, no
+    // section in the --cc patch); "é b.txt" (quoted by git) has the merge's own line.
+    sh("git checkout -q -b cc-base main && seq 1 20 > a.txt && printf 'b\\n' > 'é b.txt' && git add . && git commit -qm cc-base");
+    sh("git checkout -q -b cc-side && sed -i 's/^2$/two-side/' a.txt && printf 'b\\nside\\n' > 'é b.txt' && git commit -qam side");
+    sh("git checkout -q cc-base && sed -i 's/^18$/eighteen-main/' a.txt && printf 'b\\nmain\\n' > 'é b.txt' && git commit -qam main");
+    sh("(git merge -q cc-side >/dev/null 2>&1 || true) && printf 'b\\nevil\\n' > 'é b.txt' && git add . && git commit -qm merged");
+    const got = await Provenance.addedByMerge(root, sh("git rev-parse HEAD"));
+    expect(got.files.map((f) => [f.path, f.ranges.map((r) => [r.start, r.end, r.lines])])).toEqual([["é b.txt", [[2, 2, ["evil"]]]]]);
+    sh("git checkout -q lazy/t");
+  });
+
   test("ranges go to the tool call that wrote them; the rest to the turn", async () => {
     sh("git checkout -q lazy/t");
     writeFileSync(join(root, "m.ts"), "one\ntwo\nthree\n");
