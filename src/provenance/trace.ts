@@ -84,9 +84,20 @@ const limitOf = (ms: number) => {
 function tooLong(path: string, line: number, ms: number, rev?: string): LazyError {
   return new LazyError(
     "conflict",
-    `Tracing ${path}:${line} took over ${ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`}, so lazy stopped git blame: the file's history is too long to walk in that time. ${ms < TRACE_MS ? `Run lazy trace ${path}:${line} in the project (it waits ${TRACE_MS / 1000} s), or` : "Run"} git blame -L ${line},${line} ${rev ? `${rev} ` : ""}-- ${path} yourself.`,
+    // A hover traces a task's branch or merge (rev): lazy trace reads the working tree, so only git blame of that revision is the remedy there.
+    `Tracing ${path}:${line} took over ${seconds(ms)}, so lazy stopped git blame: the file's history is too long to walk in that time. ${ms < TRACE_MS && !rev ? `Run lazy trace ${path}:${line} in the project (it waits ${TRACE_MS / 1000} s), or` : "Run"} git blame -L ${line},${line} ${rev ? `${rev} ` : ""}-- ${path} yourself.`,
   );
 }
+
+/** A hover that waited its whole time for a turn and never started: not the file's history, the others ahead of it. */
+function queued(path: string, line: number, ms: number): LazyError {
+  return new LazyError(
+    "conflict",
+    `Tracing ${path}:${line} waited ${seconds(ms)} behind ${HOVERS} other lines being traced and did not start; point at the line again once those are answered.`,
+  );
+}
+
+const seconds = (ms: number) => (ms >= 1000 ? `${Math.round(ms / 1000)} s` : `${ms} ms`);
 
 /**
  * Blame one line of the working tree's file, or of `rev`'s: `-L line,line` (that line only),
@@ -179,7 +190,7 @@ export async function traceAt(
   const deadline = Date.now() + ms;
   return inTurn(async () => {
     const left = deadline - Date.now();
-    if (left <= 0) throw tooLong(path, line, ms, rev);
+    if (left <= 0) throw queued(path, line, ms);
     return answer(root, path, line, await blame(root, path, line, { left, limit: ms }, rev), prompts, deadline);
   });
 }
