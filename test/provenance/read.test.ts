@@ -13,22 +13,16 @@ import { join } from "node:path";
 import * as Git from "../../src/git";
 import * as Provenance from "../../src/provenance";
 import { cleanupAll, Project, sh } from "../helpers/lazy";
+import { turnFacts } from "../helpers/turn-facts";
 
 afterAll(cleanupAll);
 
-const facts = (over: Partial<Provenance.TurnFacts> = {}): Provenance.TurnFacts => ({
-  task: { id: "abcd1234", code: "uni", title: "Write the French module" },
-  turn: 1,
-  harness: "claude",
-  profile: "claude",
-  wire: "anthropic",
-  tools: [],
-  calls: [{ id: 7, at: 1, served: "claude-sonnet-4-5", asked: "claude-sonnet-4-5" }],
-  asked: { kind: "task", text: "Write the French module" },
-  prompts: true,
-  cut: { secrets: [] },
-  ...over,
-});
+const facts = (over: Partial<Provenance.TurnFacts> = {}) =>
+  turnFacts({
+    task: { id: "abcd1234", code: "uni", title: "Write the French module" },
+    asked: { kind: "task", text: "Write the French module" },
+    ...over,
+  });
 
 const ok = (cwd: string, cmd: string) => {
   const r = sh(cwd, cmd);

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import Ajv from "ajv/dist/2020";
 import addFormats from "ajv-formats";
 import * as Provenance from "../../src/provenance";
+import { turnFacts } from "../helpers/turn-facts";
 
 const ajv = new Ajv({ strict: false, allErrors: true });
 addFormats(ajv);
@@ -28,19 +29,7 @@ const sh = (cmd: string) => {
 sh("git init -q -b main && git config user.name Dev && git config user.email dev@example.com && git commit -q --allow-empty -m init");
 
 const PLACEHOLDER = `sk-ant-api03-lazy-${"Q".repeat(88)}AA`;
-const facts = (over: Partial<Provenance.TurnFacts> = {}): Provenance.TurnFacts => ({
-  task: { id: "abcd1234", code: "t", title: "A task" },
-  turn: 1,
-  harness: "claude",
-  profile: "claude",
-  wire: "anthropic",
-  tools: [],
-  calls: [{ id: 7, at: 1, served: "claude-sonnet-4-5", asked: "claude-sonnet-4-5" }],
-  asked: { kind: "task", text: "Do it" },
-  prompts: true,
-  cut: { secrets: [] },
-  ...over,
-});
+const facts = turnFacts;
 
 describe("a turn's commits and their records", () => {
   test("only the agent's commits: a person's commit it merged in gets none, its merge one", async () => {

@@ -17,6 +17,7 @@ import Ajv from "ajv/dist/2020";
 import addFormats from "ajv-formats";
 import * as Provenance from "../../src/provenance";
 import { until } from "../helpers/lazy";
+import { turnFacts } from "../helpers/turn-facts";
 
 const ajv = new Ajv({ strict: false, allErrors: true });
 addFormats(ajv);
@@ -64,19 +65,7 @@ const runsSince = (mark: number) => (existsSync(LOG) ? readFileSync(LOG, "utf8")
 const logLines = () => (existsSync(LOG) ? readFileSync(LOG, "utf8").trim().split("\n").length : 0);
 const notesCommits = () => Number(sh("git rev-list --count refs/notes/agent-trace 2>/dev/null || echo 0"));
 
-const facts = (over: Partial<Provenance.TurnFacts> = {}): Provenance.TurnFacts => ({
-  task: { id: "abcd1234", code: "t", title: "A task" },
-  turn: 1,
-  harness: "claude",
-  profile: "claude",
-  wire: "anthropic",
-  tools: [],
-  calls: [{ id: 7, at: 1, served: "claude-sonnet-4-5", asked: "claude-sonnet-4-5" }],
-  asked: { kind: "task", text: "Do it" },
-  prompts: true,
-  cut: { secrets: [] },
-  ...over,
-});
+const facts = turnFacts;
 
 const FILES = 2_000;
 const TOOLS = 5_000;
