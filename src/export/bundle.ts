@@ -1,10 +1,12 @@
 /**
  * The evidence bundle's parts (lazy export, docs/export.md): each one a text, JSON where it is
  * data, gathered from lazy's own records — the store (task, events, usage), the audit trail, and
- * host-side hardened git in the project root (diff, commits, the Agent Trace notes), run without
- * blocking the daemon's thread — then scrubbed (redact.ts), fitted to the bundle's byte budget
- * (a part past it is cut, and the manifest says so and why) and hashed. Nothing here reads an
- * agent-written folder.
+ * host-side hardened git in the project root (diff, commits, the Agent Trace notes), each run
+ * once, bounded in bytes and in the export's time for git, without blocking the daemon's thread
+ * — then scrubbed (redact.ts), fitted to the bundle's byte budget (a part past it is cut, and the
+ * manifest says so and why) and hashed. A part is scrubbed and serialized once, a few MiB at a
+ * time, the thread let go between: the API answers while a large export is made. Nothing here
+ * reads an agent-written folder.
  */
 import type { Database } from "bun:sqlite";
 import { createHash } from "node:crypto";
@@ -81,16 +83,44 @@ interface Range {
 
 const SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 
-const revs = async (root: string, args: string[]): Promise<string[]> => {
-  const r = await Git.gitAsync(root, args, { allowFail: true });
-  return r.code === 0 ? r.out.trim().split("\n").filter(Boolean) : [];
+/** All of one export's git runs together get this long; each run is given what is left of it. */
+const GIT_MS = 120_000;
+
+/** One export's git: each run bounded in bytes and in what is left of the export's time (gitBounded), refused with cause and remedy once that is gone. */
+type Reader = ((args: string[], maxBytes: number, what: string) => Promise<Git.BoundedRun>) & {
+  /** What is left of the export's time for git, in ms. */
+  left(): number;
+  /** The refusal once it is gone. */
+  late(what: string): LazyError;
 };
 
-async function rangeOf(root: string, db: Database, task: Task): Promise<Range> {
+function readerOf(root: string): Reader {
+  const until = Date.now() + GIT_MS;
+  const late = (what: string) =>
+    new LazyError(
+      "conflict",
+      `Reading ${what} took git past the export's ${GIT_MS / 1000} s, so it was stopped: the repository may be busy or very large. Try again when it is quieter, or with a smaller --max-mb (less of git's output is read).`,
+    );
+  const left = () => until - Date.now();
+  const run = async (args: string[], maxBytes: number, what: string) => {
+    if (left() <= 0) throw late(what);
+    const r = await Git.gitBounded(root, args, { maxBytes, timeoutMs: left() });
+    if (r.late) throw late(what);
+    return r;
+  };
+  return Object.assign(run, { left, late });
+}
+
+const revs = async (git: Reader, args: string[]): Promise<string[]> => {
+  const r = await git(args, 64 * 1024, "the task's branch");
+  return r.code === 0 ? r.out.toString("utf8").trim().split("\n").filter(Boolean) : [];
+};
+
+async function rangeOf(git: Reader, db: Database, task: Task): Promise<Range> {
   const branch = `${Git.BRANCH_PREFIX}${task.code ?? task.id}`;
   const merged = task.status === "accepted" ? Tasks.latest(db, [task.id], "summary").get(task.id)?.data.merge : undefined;
   if (typeof merged === "string" && SHA.test(merged)) {
-    const [base, tip] = await revs(root, ["rev-parse", `${merged}^1^{commit}`, `${merged}^2^{commit}`]);
+    const [base, tip] = await revs(git, ["rev-parse", `${merged}^1^{commit}`, `${merged}^2^{commit}`]);
     if (base && tip) return { branch, base, tip, merge: merged, note: null };
     return {
       branch,
@@ -100,26 +130,20 @@ async function rangeOf(root: string, db: Database, task: Task): Promise<Range> {
       note: `The merge commit ${merged.slice(0, 12)} is no longer in the project's history.`,
     };
   }
-  const [tip] = await revs(root, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}^{commit}`]);
+  const [tip] = await revs(git, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}^{commit}`]);
   if (!tip)
     return { branch, base: null, tip: null, merge: null, note: `No branch ${branch}: the task has not started, or it was rejected.` };
-  const [base] = await revs(root, ["merge-base", "HEAD", tip]);
+  const [base] = await revs(git, ["merge-base", "HEAD", tip]);
   return base
     ? { branch, base, tip, merge: null, note: null }
     : { branch, base: null, tip, merge: null, note: `${branch} shares no history with the project's HEAD.` };
 }
 
-/** What git printed, read off the daemon's thread and never much past `max` bytes (`over`: it printed more, and this is its start); null when it failed. */
-async function gitText(root: string, args: string[], max: number): Promise<{ text: string; over: boolean } | null> {
-  const text = await Git.gitRead(root, args, max + 1);
-  if (text === null) return null;
-  if (Buffer.byteLength(text) <= max) return { text, over: false };
-  // Valid UTF-8 is as long as git's bytes: more than `max` of it, git printed more.
-  if (!text.includes("\uFFFD")) return { text, over: true };
-  // Bytes that were not UTF-8 grow as U+FFFD: whether git printed more, gitBytes says.
-  const all = await Git.gitBytes(root, args, max);
-  if (all === null) return null;
-  return all === "over" ? { text, over: true } : { text: Buffer.from(all).toString("utf8"), over: false };
+/** What git printed, read off the daemon's thread in one bounded run, never past `max` bytes (`over`: it printed more, and this is its start); null when it failed. */
+async function gitText(git: Reader, args: string[], max: number, what: string): Promise<{ text: string; over: boolean } | null> {
+  const r = await git(args, max, what);
+  if (r.cut) return { text: r.out.toString("utf8"), over: true };
+  return r.code === 0 ? { text: r.out.toString("utf8"), over: false } : null;
 }
 
 interface Commit {
@@ -132,12 +156,13 @@ interface Commit {
   message: string;
 }
 
-async function commitsOf(root: string, r: Range, max: number): Promise<{ commits: Commit[]; over: boolean }> {
+async function commitsOf(git: Reader, r: Range, max: number): Promise<{ commits: Commit[]; over: boolean }> {
   if (!r.base || !r.tip) return { commits: [], over: false };
   const log = await gitText(
-    root,
+    git,
     ["log", "-z", "--reverse", "--format=%H%n%P%n%an <%ae>%n%aI%n%cn <%ce>%n%cI%n%B", `${r.base}..${r.tip}`],
     max,
+    "the task's commits",
   );
   if (!log) return { commits: [], over: false };
   const records = log.text.split("\0").filter((x) => x.trim());
@@ -215,8 +240,6 @@ export function ranOn(
   }
 }
 
-const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
-
 const MiB = 1024 * 1024;
 const size = (n: number) =>
   n >= MiB ? `${Math.round(n / MiB).toLocaleString("en-US")} MiB` : `${Math.ceil(n / 1024).toLocaleString("en-US")} KiB`;
@@ -241,11 +264,20 @@ const lines = (text: string) => {
   return n;
 };
 
+/** A JSON part is scrubbed and measured this much at a time (its items' bytes), the daemon's thread let go between. */
+const SLICE = 1024 * 1024;
+/** The daemon's thread let go: whatever waits (an API request) runs before the next piece. */
+const letGo = () => new Promise<void>((r) => setImmediate(r));
+
 /** The diff is scrubbed and measured this much at a time, the daemon's thread let go between (a hostile diff is tens of MiB). */
 const CHUNK = 1024 * 1024;
 
 /** The diff scrubbed and within `room`: whole, or its first lines that fit (never a line cut in two); `redacted` counts in what is kept. */
-async function fitDiff(raw: string, room: number, redact: Redactor): Promise<{ text: string; redacted: number; cut: boolean }> {
+async function fitDiff(
+  raw: string,
+  room: number,
+  redact: Redactor,
+): Promise<{ text: string; redacted: number; cut: boolean; taken: number }> {
   const out: string[] = [];
   let used = 2; // the string's quotes in the document
   let redacted = 0;
@@ -259,7 +291,7 @@ async function fitDiff(raw: string, room: number, redact: Redactor): Promise<{ t
       used += size;
       redacted += s.count;
       at = end;
-      await new Promise((r) => setImmediate(r));
+      await letGo();
       continue;
     }
     // The chunk does not fit: its lines, one by one, while they do (no cut spans a line, so line by line is the same scrub).
@@ -274,38 +306,139 @@ async function fitDiff(raw: string, room: number, redact: Redactor): Promise<{ t
       redacted += line.count;
       from = stop;
     }
-    return { text: out.join(""), redacted, cut: true };
+    return { text: out.join(""), redacted, cut: true, taken: used };
   }
-  return { text: out.join(""), redacted, cut: false };
+  return { text: out.join(""), redacted, cut: false, taken: used };
 }
 
-/** A JSON part within `room`: its lists shortened (their first items kept) until it fits, the part marked `cut`; `{"cut": true}` when none of it does. */
-function fitJson(
+/** What a JSON part takes at least: `{"cut": true}` alone. */
+const CUT_ONLY = '{\n  "cut": true\n}\n';
+/** The least room each kind of part takes in the document, whatever the budget: kept free for the parts still to come. */
+const LEAST = { json: inDocument(CUT_ONLY), diff: inDocument("") };
+
+const asText = (v: unknown) => `${JSON.stringify(v, null, 2)}\n`;
+
+/**
+ * A JSON part within `room`: its lists shortened (their first items kept, the same share of
+ * each) until it fits, the part marked `cut`; `{"cut": true}` when none of it does. Each item is
+ * scrubbed and serialized once, as it sits in the part (two levels in), and what the part takes
+ * with its first k items is summed from those sizes: the part is put together once, from the
+ * pieces, in exactly the text JSON.stringify(part, null, 2) gives.
+ */
+async function fitJson(
   value: Record<string, unknown>,
   lists: string[],
   room: number,
-  scrub: (v: unknown) => { text: string; redacted: number },
-): { text: string; redacted: number; kept: string | null } {
-  const whole = scrub(value);
-  let taken = inDocument(whole.text);
-  if (taken <= room) return { ...whole, kept: null };
-  const lengths = lists.map((k) => (Array.isArray(value[k]) ? (value[k] as unknown[]).length : 0));
-  let f = room / taken;
-  for (let i = 0; i < 12 && lengths.some((n) => Math.floor(n * f) > 0); i++) {
-    const kept = lengths.map((n) => Math.floor(n * f));
-    const fewer = { ...value, ...Object.fromEntries(lists.map((k, j) => [k, (value[k] as unknown[]).slice(0, kept[j])])), cut: true };
-    const s = scrub(fewer);
-    taken = inDocument(s.text);
-    if (taken <= room)
-      return {
-        ...s,
-        kept: lists.map((k, j) => `${kept[j]!.toLocaleString("en-US")} of ${lengths[j]!.toLocaleString("en-US")} ${k}`).join(", "),
-      };
-    f *= Math.min(0.9, room / taken);
+  redact: Redactor,
+): Promise<{ text: string; redacted: number; kept: string | null; taken: number }> {
+  const arrays = lists.map((k) => (Array.isArray(value[k]) ? (value[k] as unknown[]) : []));
+  const empty = Object.fromEntries(lists.map((k) => [k, []]));
+  const scrubbed = (v: Record<string, unknown>) => {
+    const counter = { count: 0 };
+    return { text: asText(redact.value(v, counter)), redacted: counter.count };
+  };
+  // The part around its lists (as whole, and as cut), and each item: its text in the part, its size there, what it lost.
+  const whole = scrubbed({ ...value, ...empty });
+  const cut = scrubbed({ ...value, ...empty, cut: true });
+  const pieces: string[][] = [];
+  const sizes: number[][] = []; // sizes[j][i]: the first i items of list j, in the document
+  const lost: number[][] = []; // lost[j][i]: what the first i items of list j lost to the scrub
+  let since = 0;
+  for (const items of arrays) {
+    const p: string[] = [];
+    const s = [0];
+    const l = [0];
+    for (const item of items) {
+      const counter = { count: 0 };
+      const piece = (JSON.stringify(redact.value(item, counter), null, 2) ?? "null").replaceAll("\n", "\n    ");
+      p.push(piece);
+      s.push(s.at(-1)! + inDocument(piece) - 2);
+      l.push(l.at(-1)! + counter.count);
+      since += piece.length;
+      if (since > SLICE) {
+        since = 0;
+        await letGo();
+      }
+    }
+    pieces.push(p);
+    sizes.push(s);
+    lost.push(l);
   }
-  const bare = scrub(Object.fromEntries([...Object.entries(value).filter(([k]) => !lists.includes(k)), ["cut", true]]));
-  if (inDocument(bare.text) <= room) return { ...bare, kept: `none of its ${lists.join(", ")}` };
-  return { text: '{\n  "cut": true\n}\n', redacted: 0, kept: "nothing" };
+  // `[` + each item after a line break and four spaces (an escaped \n is 2 bytes) + commas between + a line break, two spaces, `]`, in place of `[]`.
+  const grown = (j: number, k: number) => (k === 0 ? 0 : 7 * k + 3 + sizes[j]![k]!);
+  const taken = (base: string, kept: number[]) => inDocument(base) + kept.reduce((n, k, j) => n + grown(j, k), 0);
+  const build = (base: string, kept: number[]) => {
+    let text = base;
+    lists.forEach((key, j) => {
+      const k = kept[j]!;
+      if (!k) return;
+      const at = `\n  ${JSON.stringify(key)}: []`;
+      const i = text.indexOf(at); // a top-level key's line: no string in JSON holds a line break
+      text = `${text.slice(0, i)}\n  ${JSON.stringify(key)}: [\n    ${pieces[j]!.slice(0, k).join(",\n    ")}\n  ]${text.slice(i + at.length)}`;
+    });
+    return text;
+  };
+  const lostIn = (base: number, kept: number[]) => kept.reduce((n, k, j) => n + lost[j]![k]!, base);
+  const all = arrays.map((a) => a.length);
+  const size = taken(whole.text, all);
+  if (size <= room) return { text: build(whole.text, all), redacted: lostIn(whole.redacted, all), kept: null, taken: size };
+  // The most of each list that fits, the same share of each: k of the longest, and as many of the others.
+  const longest = Math.max(0, ...all);
+  const share = (k: number) => all.map((n) => (longest ? Math.floor((n * k) / longest) : 0));
+  let lo = 0;
+  let hi = longest;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (taken(cut.text, share(mid)) <= room) lo = mid;
+    else hi = mid - 1;
+  }
+  const kept = share(lo);
+  if (kept.some((k) => k > 0))
+    return {
+      text: build(cut.text, kept),
+      redacted: lostIn(cut.redacted, kept),
+      taken: taken(cut.text, kept),
+      kept: lists.map((k, j) => `${kept[j]!.toLocaleString("en-US")} of ${all[j]!.toLocaleString("en-US")} ${k}`).join(", "),
+    };
+  const bare = scrubbed(Object.fromEntries([...Object.entries(value).filter(([k]) => !lists.includes(k)), ["cut", true]]));
+  if (inDocument(bare.text) <= room) return { ...bare, kept: `none of its ${lists.join(", ")}`, taken: inDocument(bare.text) };
+  return { text: CUT_ONLY, redacted: 0, kept: "nothing", taken: LEAST.json };
+}
+
+/** Events are read this many at a time, the daemon's thread let go between (a flood of tool calls is 100 MB of them). */
+const EVENT_PAGE = 2000;
+
+/** All of a task's events, oldest first, read a page at a time. */
+async function eventsOfTask(db: Database, taskId: string): Promise<TaskEvent[]> {
+  const all: TaskEvent[] = [];
+  for (;;) {
+    const page = Tasks.events(db, taskId, all.at(-1)?.id ?? 0, EVENT_PAGE);
+    for (const e of page) all.push(e);
+    if (page.length < EVENT_PAGE) return all;
+    await letGo();
+  }
+}
+
+/** Where `text` may be cut at `end` without parting a surrogate pair: `end`, or one before. */
+export const cutAt = (text: string, end: number) => {
+  const c = text.charCodeAt(end - 1);
+  return end < text.length && c >= 0xd800 && c <= 0xdbff ? end - 1 : end;
+};
+
+/** A part as the bundle holds it (lone surrogates as U+FFFD, as any reader's UTF-8 encoder makes them), its UTF-8 size and sha256, a slice at a time. */
+async function hashed(text: string): Promise<{ text: string; bytes: number; sha256: string }> {
+  const whole = text.toWellFormed();
+  const hash = createHash("sha256");
+  let bytes = 0;
+  for (let at = 0; at < whole.length; ) {
+    const end = cutAt(whole, Math.min(whole.length, at + CHUNK));
+    const piece = Buffer.from(whole.slice(at, end), "utf8");
+    hash.update(piece);
+    bytes += piece.length;
+    at = end;
+    if (at < whole.length) await letGo();
+  }
+  return { text: whole, bytes, sha256: hash.digest("hex") };
 }
 
 /** Options of one export. */
@@ -325,21 +458,24 @@ export async function bundle(d: ExportDeps, ref: string, opts: ExportOptions = {
     );
   const config = d.config();
   const prompts = config.provenance.prompts;
-  const events = Tasks.events(d.db, task.id);
-  const r = await rangeOf(d.root, d.db, task);
+  const events = await eventsOfTask(d.db, task.id);
+  const git = readerOf(d.root);
+  const r = await rangeOf(git, d.db, task);
   const ran = ranOn(d.db, config, task);
   // Each read is bounded by the whole budget: nothing past it could be kept anyway.
   const [log, diff, rows, refused] = await Promise.all([
-    commitsOf(d.root, r, budget),
-    r.base && r.tip ? gitText(d.root, ["diff", ...FLAGS, r.base, r.merge ?? r.tip], budget) : null,
+    commitsOf(git, r, budget),
+    r.base && r.tip ? gitText(git, ["diff", ...FLAGS, r.base, r.merge ?? r.tip], budget, "the task's diff") : null,
     d.audit.query({ taskId: task.id, limit: AUDIT_ROWS + 1 }),
     d.audit.refusals({ taskId: task.id, limit: REFUSAL_LINES + 1 }),
   ]);
   const { commits } = log;
+  if (commits.length && git.left() <= 0) throw git.late("the Agent Trace notes");
   const notes = await Git.notesOn(
     d.root,
     Git.AGENT_TRACE_NOTES,
     commits.map((c) => c.commit),
+    { timeoutMs: git.left() },
   );
   const over = (n: number, max: number, what: string) =>
     n > max ? `the task has more than ${max.toLocaleString("en-US")} ${what}: the newest ${max.toLocaleString("en-US")} are kept` : null;
@@ -437,19 +573,20 @@ export async function bundle(d: ExportDeps, ref: string, opts: ExportOptions = {
   ];
 
   const redact = new Redactor(d.secrets(task.id));
-  const scrubJson = (v: unknown) => {
-    const counter = { count: 0 };
-    const clean = redact.value(v, counter);
-    return { text: `${JSON.stringify(clean, null, 2)}\n`, redacted: counter.count };
-  };
   const fitted = new Map<string, Fitted>();
+  const least = (p: Draft) => (p.type === "text/x-diff" ? LEAST.diff : LEAST.json);
+  // What the parts still to come take at least: kept free, so that together they are within the budget.
+  let reserved = drafts.reduce((n, p) => n + least(p), 0);
   let used = 0;
   for (const p of drafts) {
-    const room = Math.max(0, budget - used);
+    reserved -= least(p);
+    const room = Math.max(least(p), budget - used - reserved);
     const past = `past the bundle's budget of ${size(budget)} (lazy export --max-mb)`;
     let f: Fitted;
+    let taken: number;
     if (p.type === "text/x-diff") {
       const t = await fitDiff(p.text, room, redact);
+      taken = t.taken;
       f = {
         text: t.text,
         redacted: t.redacted,
@@ -458,12 +595,13 @@ export async function bundle(d: ExportDeps, ref: string, opts: ExportOptions = {
           : p.why,
       };
     } else {
-      const j = fitJson(p.value, p.lists, room, scrubJson);
+      const j = await fitJson(p.value, p.lists, room, redact);
+      taken = j.taken;
       f = { text: j.text, redacted: j.redacted, why: j.kept ? [p.why, `${past}: ${j.kept} kept`].filter(Boolean).join("; ") : p.why };
     }
-    used += inDocument(f.text);
+    used += taken;
     fitted.set(p.name, f);
-    await new Promise((r) => setImmediate(r)); // the next part after whatever waited meanwhile
+    await letGo(); // the next part after whatever waited meanwhile
   }
 
   const parts: Record<string, string> = {};
@@ -482,15 +620,14 @@ export async function bundle(d: ExportDeps, ref: string, opts: ExportOptions = {
   ]) {
     const f = fitted.get(name);
     if (!f) continue;
-    // Lone surrogates become U+FFFD here, as any reader's UTF-8 encoder would make them.
-    const bytes = Buffer.from(f.text, "utf8");
-    parts[name] = bytes.toString("utf8");
+    const h = await hashed(f.text);
+    parts[name] = h.text;
     const type = name.endsWith(".patch") ? "text/x-diff" : "application/json";
     entries.push({
       name,
       type,
-      bytes: bytes.length,
-      sha256: sha256(bytes),
+      bytes: h.bytes,
+      sha256: h.sha256,
       redacted: f.redacted,
       ...(f.why ? { cut: true as const, why: f.why } : {}),
     });

@@ -2,7 +2,8 @@
  * What never leaves in an evidence bundle (lazy export): a secret lazy knows, and query strings.
  * The secrets are what the rest of lazy cuts: the exact values lazy holds (the task's placeholders
  * and MCP token while they are live, and the keys it stores), each in every form the egress proxy
- * looks for (egress's `formsOf`: as is, base64, hex, reversed), and anything shaped like one of
+ * looks for (egress's `formsOf`: as is, base64, hex, reversed) and URL-encoded (a stored private
+ * key holds `: + / =`; egress's `formsPattern` makes both), and anything shaped like one of
  * lazy's placeholders or MCP tokens (proxy/identity's IN_TEXT: a revoked one included). Query
  * strings: a URL's (provenance's cutQueries, the one reading), never a `?` of code; a request path
  * (`path`, `url`… keys) loses its query whatever it looks like. Each is replaced by a marker and
@@ -25,7 +26,7 @@ const PATHS = new Set(["path", "url", "upstream", "target", "host"]);
 
 /** The cuts of one bundle: the secrets lazy holds now, in all their forms, and the shapes. */
 export class Redactor {
-  /** Every form of every secret (egress's formsPattern: longest first, one pattern); null when there is none. */
+  /** Every form of every secret, URL-encoded too (egress's formsPattern: longest first, one pattern); null when there is none. */
   readonly #exact: RegExp | null;
 
   constructor(secrets: readonly string[]) {

@@ -245,9 +245,10 @@ export function resolveFilter(db: Database, refs: readonly string[] | null): Tas
   return [...seen.values()];
 }
 
-export function events(db: Database, taskId: string, afterId = 0): TaskEvent[] {
+/** A task's events after event id `afterId`, oldest first: `limit` of them at most (-1: all). */
+export function events(db: Database, taskId: string, afterId = 0, limit = -1): TaskEvent[] {
   return (
-    db.query("SELECT * FROM events WHERE task_id = ? AND id > ? ORDER BY id").all(taskId, afterId) as {
+    db.query("SELECT * FROM events WHERE task_id = ? AND id > ? ORDER BY id LIMIT ?").all(taskId, afterId, limit) as {
       id: number;
       task_id: string;
       at: number;

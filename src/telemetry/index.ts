@@ -28,7 +28,7 @@ export const STOP_MS = 2000;
 
 /** What a turn's strings are scrubbed of: every form of every secret given out, as one matcher. */
 export interface Matcher {
-  /** Each form of each secret (as is, base64 at each offset, hex, reversed: egress formsOf), longest first, in one RegExp. */
+  /** Each form of each secret (as is, base64 at each offset, hex, reversed, URL-encoded: egress formsPattern), longest first, in one RegExp. */
   forms: RegExp | null;
   shortest: number;
 }

@@ -3,12 +3,16 @@
  * thousands of commits with long messages, thousands of long tool calls and its audit rows. What
  * must hold: the file stays within the budget (64 MiB by default, `--max-mb` otherwise), each part
  * that lost something says so in the manifest (`cut`, `why`), what is kept is the start of what
- * lazy has, every sha256 still matches, and the person is told (with the remedy). A task made by
- * hand (no container); its requests go through the real proxy on its grant.
+ * lazy has, every sha256 still matches, and the person is told (with the remedy). The parts
+ * together take at most the budget, even when the diff leaves less room than the smallest part;
+ * git's diff runs once, even when it is past the budget with bytes that are not UTF-8. A task
+ * made by hand (no container); its requests go through the real proxy on its grant. The daemon
+ * finds a `git` first on PATH that counts the bundle's diffs (`--full-index`) and runs git.
  */
 import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { verifyBundle } from "../helpers/evidence";
 import { upstream } from "../helpers/fixtures";
@@ -23,6 +27,17 @@ const COMMITS = 2_000;
 const EVENTS = 3_000;
 const file = (name: string) => join(p.root, "..", `${p.root.split("/").at(-1)}-${name}`);
 const entry = (doc: any, name: string) => doc.manifest.parts.find((x: any) => x.name === name);
+/** What the parts take of the document, as JSON strings in it. */
+const taken = (doc: any) =>
+  Object.values(doc.parts as Record<string, string>).reduce((n, t) => n + Buffer.byteLength(JSON.stringify(t)), 0);
+/** Each JSON part is the document JSON.stringify(part, null, 2) gives, with one newline at the end. */
+const wellMade = (doc: any) => {
+  for (const [name, text] of Object.entries(doc.parts as Record<string, string>))
+    if (name.endsWith(".json")) expect(text, name).toBe(`${JSON.stringify(JSON.parse(text), null, 2)}\n`);
+};
+const bin = mkdtempSync(join(tmpdir(), "lazy-export-git-"));
+const diffs = join(bin, "diffs");
+const realGit = Bun.which("git")!;
 
 /** `n` commits on `branch`, each with a 2 KiB message, written by git fast-import (one process). */
 async function manyCommits(branch: string, n: number): Promise<void> {
@@ -48,7 +63,16 @@ function manyEvents(code: string, n: number): void {
 
 beforeAll(async () => {
   mock = await Mock.anthropic();
-  p = new Project({ toml: `${upstream(mock.url)}\n[profiles.a]\nharness = "claude"\n` });
+  writeFileSync(
+    join(bin, "git"),
+    `#!/bin/sh\ncase " $* " in *" --full-index "*) echo diff >> '${diffs}';; esac\nexec '${realGit}' "$@"\n`,
+    { mode: 0o755 },
+  );
+  writeFileSync(diffs, "");
+  p = new Project({
+    toml: `${upstream(mock.url)}\n[profiles.a]\nharness = "claude"\n`,
+    env: { PATH: `${bin}:${process.env.PATH ?? ""}` },
+  });
   sh(p.root, "printf 'x\\n' > f.txt && git add f.txt && git -c user.name=Dev -c user.email=dev@example.com commit -qm base");
   await p.setCredential("anthropic", `sk-ant-api03-BUDGET-${"b".repeat(70)}AA`);
   // "huge": one commit of an 81 MB text file (a diff past the default budget), then the flood of commits.
@@ -71,7 +95,14 @@ beforeAll(async () => {
     });
     await res.arrayBuffer();
   }
-  await markDone(p, ["huge", "many"]);
+  // "short": a diff of 2-byte lines past a 1 MiB budget, a byte that is not UTF-8 at its start.
+  await handMadeTask(p, "short", [], "Short lines");
+  const short = sh(
+    p.root,
+    "git checkout -q lazy/short && (printf 'caf\\351\\n'; yes a | head -n 400000) > s.txt && git add s.txt && git -c user.name=Agent -c user.email=a@example.com commit -qm short && git checkout -q main && rm -f s.txt",
+  );
+  expect(short.code, short.err).toBe(0);
+  await markDone(p, ["huge", "many", "short"]);
   manyEvents("huge", EVENTS);
   manyEvents("many", EVENTS);
 }, 300_000);
@@ -103,6 +134,8 @@ describe("lazy export against a hostile agent's sizes", () => {
     expect(r.stderr).toContain("diff.patch, commits.json");
     expect(r.stderr).toContain("were cut");
     expect(r.stderr).toContain("lazy export huge --max-mb 256 keeps more");
+    expect(taken(doc)).toBeLessThanOrEqual(doc.manifest.budget);
+    wellMade(doc);
     for (const x of (await verifyBundle(out)).parts) expect(x.ok, x.name).toBe(true);
   });
 
@@ -124,6 +157,25 @@ describe("lazy export against a hostile agent's sizes", () => {
     expect(entry(doc, "commits.json").why).toContain(`: ${commits.commits.length.toLocaleString("en-US")} of `);
     for (const name of ["events.json", "audit.json"]) expect(entry(doc, name), name).toMatchObject({ cut: true });
     expect(r.stderr).toContain("--max-mb 8 keeps more");
+    expect(taken(doc)).toBeLessThanOrEqual(doc.manifest.budget);
+    wellMade(doc);
+    for (const x of (await verifyBundle(out)).parts) expect(x.ok, x.name).toBe(true);
+  });
+
+  test("the diff leaves less room than the smallest part: the parts still take at most the budget, and git's diff ran once", async () => {
+    const out = file("short.json");
+    writeFileSync(diffs, "");
+    await p.ok(["export", "short", "-o", out, "--max-mb", "1"]);
+    const doc = JSON.parse(readFileSync(out, "utf8"));
+    expect(entry(doc, "diff.patch")).toMatchObject({ cut: true });
+    expect(doc.parts["diff.patch"]).toContain("+caf\uFFFD\n+a\n");
+    // The diff took all but a few bytes; each part after it is `{"cut": true}` at least, and room was kept for them.
+    for (const name of ["commits.json", "trace.json", "events.json", "audit.json"])
+      expect(entry(doc, name), name).toMatchObject({ cut: true });
+    expect(taken(doc)).toBeLessThanOrEqual(doc.manifest.budget);
+    // One run of the bundle's diff: cut at the budget, its bytes as git printed them, never asked again.
+    expect(readFileSync(diffs, "utf8")).toBe("diff\n");
+    wellMade(doc);
     for (const x of (await verifyBundle(out)).parts) expect(x.ok, x.name).toBe(true);
   });
 

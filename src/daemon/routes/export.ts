@@ -3,7 +3,7 @@ import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
 import type { Config } from "../../config";
 import type { CredentialStore } from "../../credentials";
-import { BUDGET_MB_MAX, bundle } from "../../export";
+import { BUDGET_MB_MAX, bundle, streamed } from "../../export";
 import type { ModelProxy } from "../../proxy";
 import { LazyError } from "../../util/errors";
 import { taskRef } from "./input";
@@ -20,11 +20,11 @@ export interface ExportRouteDeps {
 }
 
 export function exportRoutes(d: ExportRouteDeps) {
-  return new Elysia().get("/api/tasks/:ref/export", ({ params, query }) => {
+  return new Elysia().get("/api/tasks/:ref/export", async ({ params, query }) => {
     const mb = query.max === undefined ? undefined : Number(query.max);
     if (mb !== undefined && !(Number.isInteger(mb) && mb >= 1 && mb <= BUDGET_MB_MAX))
       throw new LazyError("invalid_input", `--max-mb takes a whole number of MiB from 1 to ${BUDGET_MB_MAX}.`);
-    return bundle(
+    const b = await bundle(
       {
         db: d.db,
         root: d.root,
@@ -36,5 +36,7 @@ export function exportRoutes(d: ExportRouteDeps) {
       taskRef(params),
       mb === undefined ? {} : { budget: mb * 1024 * 1024 },
     );
+    // Tens of MiB of JSON: made as it is sent, not in one go on the daemon's thread.
+    return new Response(streamed(b), { headers: { "content-type": "application/json; charset=utf-8" } });
   });
 }
