@@ -6,7 +6,7 @@
  * commit is lazy's (`lazy <lazy@localhost>`), not the person's: one notes commit per turn
  * (writeNotes), never one per record.
  */
-import { AGENT_TRACE_NOTES, gitBounded, NOTE_MAX, notesOn } from "../git";
+import { AGENT_TRACE_NOTES, NOTE_MAX, notesOn } from "../git";
 import { LazyError } from "../util/errors";
 import type { TraceRecord } from "./record";
 import { run } from "./run";
@@ -16,7 +16,6 @@ export const NOTES_REF = AGENT_TRACE_NOTES;
 /** A record larger than this is not one lazy wrote: read no further (git's NOTE_MAX). */
 export const MAX_NOTE = NOTE_MAX;
 
-const IDENTITY = ["-c", "user.name=lazy", "-c", "user.email=lazy@localhost"];
 /** Tries of a notes commit when someone else moved the notes ref meanwhile (a person's git notes, another turn's records). */
 const TRIES = 4;
 
@@ -43,11 +42,42 @@ export async function writeNotes(
   tipFirst?: Promise<string | null>,
 ): Promise<void> {
   if (!notes.length) return;
-  const body: Buffer[] = [];
+  const ops: Buffer[] = [];
   for (const n of notes) {
     const bytes = Buffer.from(n.text);
-    body.push(Buffer.from(`N inline ${n.commit}\ndata ${bytes.length}\n`), bytes, Buffer.from("\n"));
+    ops.push(Buffer.from(`N inline ${n.commit}\ndata ${bytes.length}\n`), bytes, Buffer.from("\n"));
   }
+  await commitNotes(root, ops, message, `writing ${notes.length} trace record(s)`, tipFirst);
+}
+
+/**
+ * Drop the notes of `commits` (full ids) under the notes ref, as one notes commit, only those
+ * that have one (found by git's note reader, never by listing the ref); the others' stay. Made
+ * as writeNotes makes its commit, so a note written meanwhile (another turn's, a person's) is
+ * never undone: `git notes remove` moves the ref without checking it. How many were dropped.
+ */
+export async function dropNotes(root: string, commits: readonly string[]): Promise<number> {
+  if (!commits.length) return 0;
+  const noted = await notesOn(root, NOTES_REF, commits);
+  const drop = commits.filter((c) => noted.has(c));
+  if (!drop.length) return 0;
+  // fast-import's null object as a note's content removes the note.
+  const ops = drop.map((c) => Buffer.from(`N ${"0".repeat(c.length)} ${c}\n`));
+  await commitNotes(
+    root,
+    ops,
+    `lazy: the trace records of ${drop.length} commit(s) of a rejected task`,
+    `dropping ${drop.length} trace record(s)`,
+  );
+  return drop.length;
+}
+
+/**
+ * One notes commit of `ops` (fast-import's note commands) on the notes ref, in one `git
+ * fast-import`: from the ref's commit as it is, moved only if it still is that commit (fast-import
+ * refuses to drop a commit it did not start from); moved meanwhile, again from the new one.
+ */
+async function commitNotes(root: string, ops: readonly Buffer[], message: string, what: string, tipFirst?: Promise<string | null>) {
   const msg = Buffer.from(message);
   let why = "";
   for (let attempt = 0; attempt < TRIES; attempt++) {
@@ -56,7 +86,7 @@ export async function writeNotes(
       `commit ${NOTES_REF}\ncommitter lazy <lazy@localhost> ${Math.floor(Date.now() / 1000)} +0000\ndata ${msg.length}\n`,
     );
     const from = Buffer.from(`\n${tip ? `from ${tip}\n` : ""}`);
-    const input = Buffer.concat([head, msg, from, ...body, Buffer.from("\ndone\n")]);
+    const input = Buffer.concat([head, msg, from, ...ops, Buffer.from("\ndone\n")]);
     const r = await run(root, ["fast-import", "--quiet", "--done"], 64 * 1024, { stdin: input });
     if (r.ok) return;
     why = r.why;
@@ -64,25 +94,7 @@ export async function writeNotes(
     if (!/not updating|lock/i.test(why)) break;
     await Bun.sleep(20 * (attempt + 1));
   }
-  throw new LazyError("internal", `writing ${notes.length} trace record(s) under ${NOTES_REF} failed: ${why}`);
-}
-
-/**
- * Drop the notes of `commits` (full ids) under the notes ref, as one notes commit (`git notes
- * remove --stdin`), only those that have one; the others' stay. How many were dropped.
- */
-export async function dropNotes(root: string, commits: readonly string[]): Promise<number> {
-  if (!commits.length) return 0;
-  const list = await run(root, ["notes", "--ref", NOTES_REF, "list"], 256 * 1024 * 1024);
-  if (!list.ok) return 0;
-  const noted = new Set(list.out.split("\n").flatMap((l) => (l.trim() ? [l.trim().split(" ")[1]!] : [])));
-  const drop = commits.filter((c) => noted.has(c));
-  if (!drop.length) return 0;
-  const r = await run(root, [...IDENTITY, "notes", "--ref", NOTES_REF, "remove", "--ignore-missing", "--stdin"], 64 * 1024, {
-    stdin: `${drop.join("\n")}\n`,
-  });
-  if (!r.ok) throw new LazyError("internal", `dropping ${drop.length} trace record(s) under ${NOTES_REF} failed: ${r.why}`);
-  return drop.length;
+  throw new LazyError("internal", `${what} under ${NOTES_REF} failed: ${why}`);
 }
 
 /**

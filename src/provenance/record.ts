@@ -210,7 +210,7 @@ export function indexTurn(f: TurnFacts, paths: Iterable<string>): TurnIndex {
     }
     for (const p of odd) {
       if (work.left <= 0) break;
-      work.left -= input.length;
+      work.left -= input.length * Math.ceil(p.length / 8); // as writerOf's probe: a search costs up to both lengths
       if (names(input, p)) add(p, i);
     }
   }
@@ -241,11 +241,16 @@ function writerOf(
   tools: readonly ToolCall[],
   work: { left: number },
 ): number | undefined {
-  const probe = range.lines.map((l) => l.trim()).find((l) => l.length >= 3);
+  // The probe is the agent's text too: kept short, and a search charged for its length (a
+  // substring search can cost the input's length times the probe's on text made for it).
+  const probe = range.lines
+    .map((l) => l.trim())
+    .find((l) => l.length >= 3)
+    ?.slice(0, 64);
   if (probe)
     for (let k = candidates.length - 1; k >= 0 && work.left > 0; k--) {
       const input = tools[candidates[k]!]!.input;
-      work.left -= input.length;
+      work.left -= input.length * Math.ceil(probe.length / 8);
       if (input.includes(probe)) return candidates[k];
     }
   return candidates.at(-1);

@@ -32,11 +32,15 @@ export interface WriteLimits {
 export const LIMITS: WriteLimits = { commits: MAX_COMMITS, bytes: TURN_BYTES, ms: TURN_MS, note: MAX_NOTE };
 
 /** The agent's new commits between `from` and `to`, oldest first, each with its parents (none: a root commit). */
-export async function newCommits(root: string, from: string, to: string): Promise<{ commit: string; parents: string[] }[]> {
+export async function newCommits(root: string, branch: string, from: string, to: string): Promise<{ commit: string; parents: string[] }[]> {
   if (from === to) return [];
+  // Every ref but the task's own branch holds commits that are not its turn's: a person's, and
+  // another task's (an agent can read every object and merge another task's commits: they
+  // keep that task's records, never get this one's).
+  const own = branch.replace(/^refs\/heads\//, "").replace(/[*?[\\]/g, "\\$&");
   const r = await run(
     root,
-    ["rev-list", "--reverse", "--parents", to, "--not", from, "--exclude=lazy/*", "--branches", "--tags", "--remotes", "--"],
+    ["rev-list", "--reverse", "--parents", to, "--not", from, `--exclude=${own}`, "--branches", "--tags", "--remotes", "--"],
     4 * 1024 * 1024,
   );
   if (!r.ok && !r.cut) return [];
@@ -63,12 +67,13 @@ export interface Written {
  */
 export async function writeTurn(
   root: string,
+  branch: string,
   from: string,
   to: string,
   facts: TurnFacts | (() => TurnFacts | Promise<TurnFacts>),
   limits: WriteLimits = LIMITS,
 ): Promise<Written> {
-  const commits = await newCommits(root, from, to);
+  const commits = await newCommits(root, branch, from, to);
   const written: string[] = [];
   const skipped: string[] = [];
   if (!commits.length) return { written, skipped, commits: 0 };
@@ -110,7 +115,14 @@ export async function writeTurn(
   // 3. The records, each within what a reader accepts.
   const notes: { commit: string; text: string }[] = [];
   const now = new Date();
-  for (const { commit, changed } of read) {
+  let noteBytes = 0;
+  let slice = performance.now();
+  for (const [i, { commit, changed }] of read.entries()) {
+    // The notes of a turn together stay within its patch budget (each is at most a reader's 4 MiB).
+    if (noteBytes >= limits.bytes) {
+      skipped.push(`${read.length - i} commit(s) from ${commit.slice(0, 12)} on: the turn's records reached ${limits.bytes} bytes`);
+      break;
+    }
     const fit = fitNote(recordOf(commit, changed, f, now, index), limits.note);
     if ("skipped" in fit) {
       skipped.push(`${commit.slice(0, 12)}: ${fit.skipped}`);
@@ -119,8 +131,12 @@ export async function writeTurn(
     if (fit.trimmed.length)
       skipped.push(`${commit.slice(0, 12)}: its record was cut to fit ${limits.note} bytes (${fit.trimmed.join("; ")})`);
     notes.push({ commit, text: fit.text });
-    // Let the daemon answer between records (a turn's records are many only when it is long).
-    if (notes.length % 50 === 0) await Bun.sleep(0);
+    noteBytes += fit.text.length;
+    // Let the daemon answer between records, every ~20 ms of making them (one can take 100 ms).
+    if (performance.now() - slice > 20) {
+      await Bun.sleep(0);
+      slice = performance.now();
+    }
   }
   if (index.work.left <= 0) skipped.push("the turn's tool calls were too many to match them all: the rest of its ranges are the turn's");
   // 4. One notes commit for the turn.

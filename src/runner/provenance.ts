@@ -91,7 +91,7 @@ export async function turnFacts(d: TraceDeps, task: Task, turn: number): Promise
 export async function traceTurn(d: TraceDeps, task: Task, turn: number, from: string, to: string): Promise<void> {
   const t0 = performance.now();
   let t1 = t0;
-  const r = await Provenance.writeTurn(d.root, from, to, async () => {
+  const r = await Provenance.writeTurn(d.root, `${Git.BRANCH_PREFIX}${task.code ?? task.id}`, from, to, async () => {
     const facts = await turnFacts(d, task, turn);
     t1 = performance.now();
     return facts;

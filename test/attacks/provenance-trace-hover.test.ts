@@ -94,7 +94,7 @@ beforeAll(async () => {
   await hostileHistory(p.root, "refs/heads/lazy/big", base);
   uni = ok(p.root, "git rev-parse refs/heads/lazy/big");
   const tool = { id: "toolu_fr", name: "Write", input: JSON.stringify({ file_path: "/w/données/é.ts", content: "…" }), at: 2 };
-  const written = await Provenance.writeTurn(p.root, `${uni}~1`, uni, {
+  const written = await Provenance.writeTurn(p.root, "lazy/big", `${uni}~1`, uni, {
     task: { id: "abcd1234", code: "big", title: "Edit the big file" },
     turn: 1,
     harness: "claude",

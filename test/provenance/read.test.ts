@@ -48,7 +48,7 @@ describe("lazy trace reads a record back", () => {
     ok(p.root, "git add -A données && git -c user.name=Agent -c user.email=agent@example.com commit -qm 'module français'");
     const c = ok(p.root, "git rev-parse HEAD");
     const tool = { id: "toolu_fr", name: "Write", input: JSON.stringify({ file_path: "/w/données/é.ts", content: "…" }), at: 2 };
-    expect((await Provenance.writeTurn(p.root, from, c, facts({ tools: [tool] }))).written).toEqual([c]);
+    expect((await Provenance.writeTurn(p.root, "lazy/uni", from, c, facts({ tools: [tool] }))).written).toEqual([c]);
     // The person merges the task's branch: the line is blamed through the merge to the agent's commit.
     ok(p.root, "git checkout -q main && git -c user.name=Dev -c user.email=dev@example.com merge -q --no-ff -m merge lazy/uni");
 

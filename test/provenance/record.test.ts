@@ -42,7 +42,7 @@ describe("a turn's commits and their records", () => {
     const merge = sh("git rev-parse HEAD");
     sh("printf 'b\\n' > b.txt && git add b.txt && git commit -qm agent2");
     const agent2 = sh("git rev-parse HEAD");
-    expect((await Provenance.newCommits(root, from, agent2)).map((c) => c.commit)).toEqual([agent1, merge, agent2]);
+    expect((await Provenance.newCommits(root, "lazy/t", from, agent2)).map((c) => c.commit)).toEqual([agent1, merge, agent2]);
     // The clean merge wrote nothing of its own: p.txt is the person's.
     expect((await Provenance.addedByMerge(root, merge)).files).toEqual([]);
   });
@@ -136,7 +136,7 @@ describe("a turn's commits and their records", () => {
   test("a note written is read back as the record; a commit without one reads null", async () => {
     const c = sh("git rev-parse HEAD");
     const rec = Provenance.recordOf(c, await Provenance.added(root, c), facts());
-    expect((await Provenance.writeTurn(root, sh("git rev-parse HEAD~1"), c, facts())).written).toEqual([c]);
+    expect((await Provenance.writeTurn(root, "lazy/t", sh("git rev-parse HEAD~1"), c, facts())).written).toEqual([c]);
     expect((await Provenance.readRecord(root, c))?.vcs).toEqual(rec.vcs);
     expect(await Provenance.readRecord(root, sh("git rev-parse main"))).toBeNull();
   });

@@ -96,7 +96,7 @@ describe("a turn's records on the daemon's thread", () => {
     const mark = logLines();
     writeFileSync(GATE, "");
     let done = false;
-    const writing = Provenance.writeTurn(root, from, to, facts({ tools, calls })).finally(() => {
+    const writing = Provenance.writeTurn(root, "lazy/t", from, to, facts({ tools, calls })).finally(() => {
       done = true;
     });
     try {
@@ -150,7 +150,7 @@ describe("a turn's records on the daemon's thread", () => {
     writeFileSync(join(root, "tiny.ts"), "export const tiny = 1;\n");
     sh("git add tiny.ts && git commit -qm tiny");
     const to = sh("git rev-parse HEAD");
-    const r = await Provenance.writeTurn(root, from, to, facts(), { ...Provenance.LIMITS, note: 200 });
+    const r = await Provenance.writeTurn(root, "lazy/t", from, to, facts(), { ...Provenance.LIMITS, note: 200 });
     expect(r.written).toEqual([]);
     expect(r.skipped.join("\n")).toMatch(new RegExp(`${to.slice(0, 12)}: its record.* is over 200 bytes`));
     expect(sh(`git notes --ref agent-trace list ${to} 2>&1 || true`)).toContain("no note found");
@@ -160,7 +160,7 @@ describe("a turn's records on the daemon's thread", () => {
     const tip = sh("git rev-parse HEAD");
     const mark = logLines();
     let gathered = false;
-    const r = await Provenance.writeTurn(root, tip, tip, () => {
+    const r = await Provenance.writeTurn(root, "lazy/t", tip, tip, () => {
       gathered = true;
       return facts();
     });
@@ -168,7 +168,7 @@ describe("a turn's records on the daemon's thread", () => {
     expect(gathered).toBe(false);
     // Commits a person's branch already holds are not the turn's either.
     sh("git branch person-copy HEAD");
-    const r2 = await Provenance.writeTurn(root, sh("git rev-parse HEAD~1"), tip, () => {
+    const r2 = await Provenance.writeTurn(root, "lazy/t", sh("git rev-parse HEAD~1"), tip, () => {
       gathered = true;
       return facts();
     });
@@ -184,7 +184,7 @@ describe("a turn's records on the daemon's thread", () => {
       writeFileSync(join(root, `b${i}.txt`), `${"line\n".repeat(2_000)}`);
       sh(`git add b${i}.txt && git commit -qm b${i}`);
     }
-    const r = await Provenance.writeTurn(root, from, sh("git rev-parse HEAD"), facts(), { ...Provenance.LIMITS, bytes: 15_000 });
+    const r = await Provenance.writeTurn(root, "lazy/t", from, sh("git rev-parse HEAD"), facts(), { ...Provenance.LIMITS, bytes: 15_000 });
     expect(r.commits).toBe(3);
     expect(r.written.length).toBeLessThan(3);
     expect(r.skipped.join("\n")).toContain("the turn's patch budget (15000 bytes) was spent");
@@ -220,7 +220,7 @@ describe("one notes commit per turn, and the notes already there", () => {
     }
     // A person writes a note at the moment lazy reads the ref: lazy starts again from theirs.
     writeFileSync(RACE, p1);
-    const r = await Provenance.writeTurn(root, from, made.at(-1)!, facts());
+    const r = await Provenance.writeTurn(root, "lazy/t", from, made.at(-1)!, facts());
     expect(existsSync(RACE)).toBe(false);
     expect(r.written.sort()).toEqual([...made].sort());
     // The person's raced note and lazy's one commit for the turn's three records.
@@ -246,7 +246,7 @@ describe("a rejected task's records go with its branch", () => {
     writeFileSync(join(root, "g2.txt"), "g2\n");
     sh("git add g2.txt && git commit -qm g2");
     const gone = sh("git rev-parse HEAD");
-    expect((await Provenance.writeTurn(root, from, gone, facts())).written.sort()).toEqual([kept, gone].sort());
+    expect((await Provenance.writeTurn(root, "lazy/gone", from, gone, facts())).written.sort()).toEqual([kept, gone].sort());
     // A person merged g1 into their branch: it is held by another ref.
     sh(`git checkout -q main && git merge -q --ff-only ${kept}`);
     const person = sh("git notes --ref agent-trace list").split("\n").length;
@@ -262,4 +262,75 @@ describe("a rejected task's records go with its branch", () => {
     expect(await Provenance.dropNotes(root, [sh("git rev-list --max-parents=0 main")])).toBe(0);
     expect(notesCommits()).toBe(before + 1);
   });
+
+  test("a note written while the records are dropped is not undone", async () => {
+    sh("git checkout -q main && git checkout -q -b lazy/gone2");
+    const from = sh("git rev-parse HEAD");
+    writeFileSync(join(root, "h1.txt"), "h1\n");
+    sh("git add h1.txt && git commit -qm h1");
+    const gone = sh("git rev-parse HEAD");
+    expect((await Provenance.writeTurn(root, "lazy/gone2", from, gone, facts())).written).toEqual([gone]);
+    const person = sh("git rev-list --max-parents=0 main");
+    // A person notes a commit at the moment lazy commits the drop: lazy starts again from theirs.
+    writeFileSync(RACE, person);
+    expect(await Provenance.dropNotes(root, [gone])).toBe(1);
+    expect(existsSync(RACE)).toBe(false);
+    expect(sh(`git notes --ref agent-trace show ${person}`)).toBe("raced in");
+    expect(sh(`git notes --ref agent-trace list ${gone} 2>&1 || true`)).toContain("no note found");
+  });
+});
+
+describe("another task's commits, merged by this task's agent", () => {
+  test("keep that task's records: they are not this turn's, and no note of theirs is replaced", async () => {
+    // Task B's turn: one commit on lazy/b, its record written.
+    sh("git checkout -q main && git checkout -q -b lazy/b");
+    const bFrom = sh("git rev-parse HEAD");
+    writeFileSync(join(root, "b-work.txt"), "b's work\n");
+    sh("git add b-work.txt && git commit -qm b-work");
+    const bWork = sh("git rev-parse HEAD");
+    const bFacts = facts({ task: { id: "bbbb0000", code: "b", title: "Task B" } });
+    expect((await Provenance.writeTurn(root, "lazy/b", bFrom, bWork, bFacts)).written).toEqual([bWork]);
+    // Task A's agent reads every object (they are shared read-only) and merges B's commit, then commits its own.
+    sh("git checkout -q main && git checkout -q -b lazy/a");
+    const aFrom = sh("git rev-parse HEAD");
+    sh(`git merge -q --no-ff --no-edit ${bWork}`);
+    writeFileSync(join(root, "a-work.txt"), "a's work\n");
+    sh("git add a-work.txt && git commit -qm a-work");
+    const aWork = sh("git rev-parse HEAD");
+    const aFacts = facts({ task: { id: "aaaa0000", code: "a", title: "Task A" } });
+    const r = await Provenance.writeTurn(root, "lazy/a", aFrom, aWork, aFacts);
+    expect(r.written).not.toContain(bWork);
+    expect(r.written).toContain(aWork);
+    const noteOf = (c: string) => JSON.parse(sh(`git notes --ref agent-trace show ${c}`));
+    expect(noteOf(bWork).metadata["dev.lazy"].task.id).toBe("bbbb0000");
+    expect(noteOf(aWork).metadata["dev.lazy"].task.id).toBe("aaaa0000");
+  });
+});
+
+describe("matching ranges to tool calls against text made to be slow", () => {
+  // A substring search can cost the input's length times the probe's: 1,000 inputs of 2,000 "a"
+  // against a 1,400-character line of "a…b…a" took 5.7 s of the daemon's thread in one record,
+  // and a 1,400-character file name against 33,000 such inputs 3.1 s. The probe is now cut short
+  // and each search charged for both lengths; the test's timeout is the bound (a linear pass
+  // takes milliseconds).
+  test("a line and a file name built against the search finish, and credit nothing they do not hold", () => {
+    const line = `${"a".repeat(700)}b${"a".repeat(699)}`;
+    const tools = Array.from({ length: 1_000 }, (_, i) => ({
+      id: `t${i}`,
+      name: "Write",
+      input: `file_path: src/f.ts\ncontent: ${"a".repeat(1_960)}`,
+      at: 1_000 + i,
+    }));
+    const f = facts({ tools });
+    const ranges = Array.from({ length: 64 }, (_, r) => ({ start: 2 * r + 1, end: 2 * r + 1, hash: "sha256:x", lines: [line] }));
+    const rec = Provenance.recordOf("0".repeat(40), { files: [{ path: "src/f.ts", binary: false, ranges }], cut: false }, f);
+    // No input holds the line: each range goes to the last call naming the file, never to one holding other text.
+    const urls = rec.files[0]!.conversations.flatMap((c) => c.related?.filter((r) => r.type === "tool_call").map((r) => r.url) ?? []);
+    expect(urls.every((u) => u.endsWith("/tool/t999"))).toBe(true);
+
+    const odd = `${"a".repeat(700)} ${"a".repeat(699)}`;
+    const many = Array.from({ length: 33_000 }, (_, i) => ({ id: `e${i}`, name: "Edit", input: "a".repeat(2_000), at: i }));
+    const index = Provenance.indexTurn(facts({ tools: many }), [odd]);
+    expect(index.writers.get(odd) ?? []).toEqual([]);
+  }, 60_000);
 });
