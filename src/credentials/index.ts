@@ -22,5 +22,5 @@ export {
   validName,
   validValue,
 } from "./kinds";
-export { encodePem, isStoredKey, PEM_MAX_BYTES, privateKeyOf } from "./private-key";
+export { encodePem, isStoredKey, keyMaterial, PEM_MAX_BYTES, privateKeyOf } from "./private-key";
 export { CredentialStore, type OpenOptions, type Resolved } from "./store";

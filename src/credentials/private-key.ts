@@ -24,6 +24,30 @@ export function looksLikePem(value: string): boolean {
   return value.trimStart().startsWith("-----BEGIN ");
 }
 
+/**
+ * The key material a stored private key stands for, as it can appear in a text: its DER in
+ * base64 without the marker, and each 64-character line of its PEM (a PEM's body is that base64,
+ * wrapped), in PKCS#8 and, for an RSA key, PKCS#1 as it was likely given. What lazy cuts from
+ * what it exports (lazy export) besides the stored value itself. None for any other value.
+ */
+export function keyMaterial(stored: string): string[] {
+  if (!isStoredKey(stored)) return [];
+  const out = new Set<string>();
+  const pkcs8 = stored.slice(KEY_MARK.length);
+  const add = (b64: string) => {
+    out.add(b64);
+    for (let i = 0; i < b64.length; i += 64) out.add(b64.slice(i, i + 64));
+  };
+  add(pkcs8);
+  try {
+    const key = createPrivateKey({ key: Buffer.from(pkcs8, "base64"), format: "der", type: "pkcs8" });
+    if (key.asymmetricKeyType === "rsa") add((key.export({ format: "der", type: "pkcs1" }) as Buffer).toString("base64"));
+  } catch {
+    // Not a key node can read back: its base64 is all there is to cut.
+  }
+  return [...out];
+}
+
 /** Whether a stored value is a private key stored by `encodePem`. */
 export function isStoredKey(value: string): boolean {
   return value.startsWith(KEY_MARK);

@@ -54,7 +54,12 @@ export function formsPattern(secrets: Iterable<string>, min = 8): { pattern: Reg
       for (const f of formsOf(s)) forms.add(f.text);
       // As a URL's query or a form sends it (a stored private key holds `: + / =`); the same text when it is URL-safe.
       // Not in formsOf: the egress proxy's refusals name each of those forms' disguise.
-      if (s.isWellFormed()) forms.add(encodeURIComponent(s));
+      if (s.isWellFormed()) {
+        const enc = encodeURIComponent(s);
+        // Escapes in either case, "/" left as it is (Python's quote), and JSON's "\/".
+        for (const e of [enc, enc.replace(/%2F/g, "/")]) forms.add(e).add(e.replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase()));
+        forms.add(s.replaceAll("/", "\\/"));
+      }
     }
   if (!forms.size) return null;
   const sorted = [...forms].sort((a, b) => b.length - a.length);

@@ -207,7 +207,7 @@ describe("a live placeholder in disguise", () => {
 });
 
 describe("a stored key that is not URL-safe", () => {
-  test("a private key lazy stores, URL-encoded in a tool's input and in the diff, is cut from the bundle and counted", async () => {
+  test("a private key lazy stores, URL-encoded (any escape case, Python's quote) and as its PEM lines, in a tool's input and in the diff, is cut from the bundle and counted", async () => {
     // lazy stores a PEM private key as one word, `lazy-private-key:pkcs8:<base64>`: its URL-encoded form is another text.
     const pem = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
     await p.ok(["auth", "set", "gh-app"], { stdin: pem });
@@ -216,7 +216,10 @@ describe("a stored key that is not URL-safe", () => {
     expect(encoded).not.toBe(stored);
     expect(encoded).toContain("%3A");
     await handMadeTask(p, "urlkey", [], "URL-encoded key");
-    writeFileSync(join(p.root, ".git", "urlkey"), `form key=${encoded}&x=1\n`);
+    // Python's quote (escapes "/" not), lower-case escapes, and the PEM itself, its lines as they were given.
+    const pythonQuoted = encoded.replace(/%2F/g, "/").replace(/%[0-9A-F]{2}/g, (m) => m.toLowerCase());
+    const pemLines = pem.split("\n").filter((l) => l && !l.startsWith("-----"));
+    writeFileSync(join(p.root, ".git", "urlkey"), `form key=${encoded}&x=1\npy key=${pythonQuoted}\n${pem}`);
     const made = sh(
       p.root,
       "git checkout -q lazy/urlkey && cp .git/urlkey form.txt && git add form.txt && git -c user.name=Agent -c user.email=a@example.com commit -qm form && git checkout -q main",
@@ -233,7 +236,7 @@ describe("a stored key that is not URL-safe", () => {
     await p.ok(["export", "urlkey", "-o", out]);
     const doc = JSON.parse(readFileSync(out, "utf8"));
     for (const [name, body] of Object.entries(doc.parts as Record<string, string>))
-      for (const form of [encoded, encoded.slice(40, 120)]) expect(body, name).not.toContain(form);
+      for (const form of [encoded, encoded.slice(40, 120), pythonQuoted, ...pemLines]) expect(body, name).not.toContain(form);
     const redacted = Object.fromEntries(doc.manifest.parts.map((x: any) => [x.name, x.redacted]));
     expect(redacted["diff.patch"]).toBeGreaterThanOrEqual(1);
     expect(redacted["events.json"]).toBeGreaterThanOrEqual(1);

@@ -2,7 +2,7 @@
 import type { Database } from "bun:sqlite";
 import { Elysia } from "elysia";
 import type { Config } from "../../config";
-import type { CredentialStore } from "../../credentials";
+import { type CredentialStore, keyMaterial } from "../../credentials";
 import { BUDGET_MB_MAX, bundle, streamed } from "../../export";
 import type { ModelProxy } from "../../proxy";
 import { LazyError } from "../../util/errors";
@@ -31,7 +31,11 @@ export function exportRoutes(d: ExportRouteDeps) {
         config: d.config,
         version: d.version,
         audit: d.proxy.audit,
-        secrets: (taskId) => [...d.proxy.grants.secretsOf(taskId), ...Object.values(d.credentials.snapshot()).map((c) => c.value)],
+        // The task's live grants, and every stored key (a private key's material in the forms it is written in too).
+        secrets: (taskId) => [
+          ...d.proxy.grants.secretsOf(taskId),
+          ...Object.values(d.credentials.snapshot()).flatMap((c) => [c.value, ...keyMaterial(c.value)]),
+        ],
       },
       taskRef(params),
       mb === undefined ? {} : { budget: mb * 1024 * 1024 },
