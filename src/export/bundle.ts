@@ -271,6 +271,8 @@ const letGo = () => new Promise<void>((r) => setImmediate(r));
 
 /** The diff is scrubbed and measured this much at a time, the daemon's thread let go between (a hostile diff is tens of MiB). */
 const CHUNK = 1024 * 1024;
+/** Where a chunk may end: at whitespace, a line's end or a space in a line (one line can be megabytes). */
+const BREAK = /\s/g;
 
 /** The diff scrubbed and within `room`: whole, or its first lines that fit (never a line cut in two); `redacted` counts in what is kept. */
 async function fitDiff(
@@ -278,37 +280,63 @@ async function fitDiff(
   room: number,
   redact: Redactor,
 ): Promise<{ text: string; redacted: number; cut: boolean; taken: number }> {
-  const out: string[] = [];
+  /** What is kept so far: pieces of `raw` (from..to), each scrubbed, its size in the document and its redactions. */
+  const kept: { from: number; to: number; text: string; size: number; count: number }[] = [];
   let used = 2; // the string's quotes in the document
-  let redacted = 0;
+  const keep = (from: number, to: number, s: { text: string; count: number }, size = inDocument(s.text) - 2) => {
+    kept.push({ from, to, text: s.text, size, count: s.count });
+    used += size;
+  };
+  const done = (cut: boolean) => ({
+    text: kept.map((k) => k.text).join(""),
+    redacted: kept.reduce((n, k) => n + k.count, 0),
+    cut,
+    taken: used,
+  });
   for (let at = 0; at < raw.length; ) {
-    const nl = raw.indexOf("\n", at + CHUNK);
-    const end = nl === -1 ? raw.length : nl + 1;
+    // A chunk ends at a line's end, or at a space inside a line of megabytes: no secret form,
+    // shape or URL query holds whitespace, so no cut spans one and each piece's scrub is the same.
+    BREAK.lastIndex = Math.min(at + CHUNK, raw.length);
+    const br = BREAK.exec(raw);
+    const end = br ? br.index + 1 : raw.length;
     const s = redact.scrub(raw.slice(at, end));
     const size = inDocument(s.text) - 2;
     if (used + size <= room) {
-      out.push(s.text);
-      used += size;
-      redacted += s.count;
+      keep(at, end, s, size);
       at = end;
       await letGo();
       continue;
     }
-    // The chunk does not fit: its lines, one by one, while they do (no cut spans a line, so line by line is the same scrub).
+    // The chunk does not fit: its lines, one by one, while they do.
+    let since = 0;
     for (let from = at; from < end; ) {
       const eol = raw.indexOf("\n", from);
       const stop = eol === -1 || eol >= end ? end : eol + 1;
       const line = redact.scrub(raw.slice(from, stop));
       const n = inDocument(line.text) - 2;
       if (used + n > room) break;
-      out.push(line.text);
-      used += n;
-      redacted += line.count;
+      keep(from, stop, line, n);
+      since += stop - from;
       from = stop;
+      if (since >= CHUNK / 4) {
+        since = 0;
+        await letGo();
+      }
     }
-    return { text: out.join(""), redacted, cut: true, taken: used };
+    // Never a line cut in two: back to the last line end kept (a piece of a long line is dropped,
+    // and the piece holding that line end scrubbed again up to it, so its count is what is kept).
+    while (kept.length && !kept.at(-1)!.text.endsWith("\n")) {
+      const last = kept.pop()!;
+      used -= last.size;
+      const nl = raw.lastIndexOf("\n", last.to - 1);
+      if (nl >= last.from) {
+        keep(last.from, nl + 1, redact.scrub(raw.slice(last.from, nl + 1)));
+        break;
+      }
+    }
+    return done(true);
   }
-  return { text: out.join(""), redacted, cut: false, taken: used };
+  return done(false);
 }
 
 /** What a JSON part takes at least: `{"cut": true}` alone. */

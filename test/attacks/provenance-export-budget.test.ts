@@ -102,7 +102,14 @@ beforeAll(async () => {
     "git checkout -q lazy/short && (printf 'caf\\351\\n'; yes a | head -n 400000) > s.txt && git add s.txt && git -c user.name=Agent -c user.email=a@example.com commit -qm short && git checkout -q main && rm -f s.txt",
   );
   expect(short.code, short.err).toBe(0);
-  await markDone(p, ["huge", "many", "short"]);
+  // "oneline": a line of 3 MiB (words and spaces) between two short ones, past a 1 MiB budget.
+  await handMadeTask(p, "oneline", [], "One long line");
+  const oneline = sh(
+    p.root,
+    "git checkout -q lazy/oneline && (echo first; yes 'word' | head -n 700000 | tr '\\n' ' '; echo; echo last) > l.txt && git add l.txt && git -c user.name=Agent -c user.email=a@example.com commit -qm oneline && git checkout -q main && rm -f l.txt",
+  );
+  expect(oneline.code, oneline.err).toBe(0);
+  await markDone(p, ["huge", "many", "short", "oneline"]);
   manyEvents("huge", EVENTS);
   manyEvents("many", EVENTS);
 }, 300_000);
@@ -176,6 +183,19 @@ describe("lazy export against a hostile agent's sizes", () => {
     // One run of the bundle's diff: cut at the budget, its bytes as git printed them, never asked again.
     expect(readFileSync(diffs, "utf8")).toBe("diff\n");
     wellMade(doc);
+    for (const x of (await verifyBundle(out)).parts) expect(x.ok, x.name).toBe(true);
+  });
+
+  test("a line of megabytes past the budget: scrubbed a piece at a time, and never kept in part", async () => {
+    const out = file("oneline.json");
+    await p.ok(["export", "oneline", "-o", out, "--max-mb", "1"]);
+    const doc = JSON.parse(readFileSync(out, "utf8"));
+    const diff: string = doc.parts["diff.patch"];
+    expect(entry(doc, "diff.patch")).toMatchObject({ cut: true });
+    // Whole lines only: the diff's head and "+first", not a byte of the long line.
+    expect(diff.endsWith("+first\n")).toBe(true);
+    expect(diff).not.toContain("word");
+    expect(taken(doc)).toBeLessThanOrEqual(doc.manifest.budget);
     for (const x of (await verifyBundle(out)).parts) expect(x.ok, x.name).toBe(true);
   });
 
