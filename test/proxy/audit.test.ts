@@ -10,29 +10,20 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Audit, Recorder, type Row } from "../../src/proxy/audit";
 import { open } from "../../src/store";
+import { auditRow } from "../helpers/audit-row";
 
-const row = (i: number, taskId: string | null = null): Row => ({
-  at: Date.now(),
-  taskId,
-  taskRef: taskId,
-  role: "builder",
-  profile: "claude",
-  credential: "anthropic",
-  upstream: "https://api.anthropic.com",
-  method: "POST",
-  path: "/v1/messages",
-  status: 200,
-  durationMs: 1 + i,
-  ttfbMs: 0.5,
-  bytesIn: 10,
-  bytesOut: 20,
-  usage: { input: 3, output: 2, cacheRead: 0, cacheWrite: 0 },
-  retries: 0,
-  note: null,
-  hop: 0,
-  lazyInMs: 0.04,
-  lazyOutMs: 0.02,
-});
+const row = (i: number, taskId: string | null = null): Row =>
+  auditRow({
+    taskId,
+    taskRef: taskId,
+    role: "builder",
+    durationMs: 1 + i,
+    ttfbMs: 0.5,
+    bytesOut: 20,
+    usage: { input: 3, output: 2, cacheRead: 0, cacheWrite: 0 },
+    lazyInMs: 0.04,
+    lazyOutMs: 0.02,
+  });
 
 function trail(db: Database, log: never, maxRows = 10_000, maxRefusals = 10_000) {
   let audit: Audit | undefined;

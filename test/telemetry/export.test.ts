@@ -10,6 +10,7 @@ import type { AuditRow } from "../../src/proxy";
 import type { TaskEvent } from "../../src/store";
 import { Exporter, MAX_QUEUE } from "../../src/telemetry/export";
 import { MAX_SPANS, type SpanPlan, turnSpans } from "../../src/telemetry/spans";
+import { auditRow } from "../helpers/audit-row";
 import { type Mode, type Receiver, receiver, type Span } from "../helpers/otlp";
 
 const opened: Receiver[] = [];
@@ -118,30 +119,21 @@ test("a turn with more model and tool calls than a turn's cap: a whole tree with
   const MCPS = 600;
   for (let i = 0; i < CALLS; i++) {
     const at = T0 + i * 10;
-    rows.push({
-      at,
-      taskId: "t1",
-      taskRef: "big",
-      role: "agent",
-      profile: "claude",
-      credential: "anthropic",
-      upstream: "https://api.anthropic.com",
-      method: "POST",
-      path: "/v1/messages",
-      status: 200,
-      durationMs: 3,
-      ttfbMs: 1,
-      bytesIn: 1,
-      bytesOut: 1,
-      usage: null,
-      retries: 0,
-      note: null,
-      hop: 0,
-      lazyInMs: null,
-      lazyOutMs: null,
-      modelAsked: "m",
-      modelServed: "m",
-    });
+    rows.push(
+      auditRow({
+        at,
+        taskRef: "big",
+        durationMs: 3,
+        ttfbMs: 1,
+        bytesIn: 1,
+        bytesOut: 1,
+        usage: null,
+        lazyInMs: null,
+        lazyOutMs: null,
+        modelAsked: "m",
+        modelServed: "m",
+      }),
+    );
     events.push({
       id: i * 2,
       taskId: "t1",

@@ -7,33 +7,21 @@ import { expect, test } from "bun:test";
 import type { AuditRow } from "../../src/proxy";
 import type { TaskEvent } from "../../src/store";
 import { turnSpans } from "../../src/telemetry";
+import { auditRow } from "../helpers/audit-row";
 
 const T0 = 1_800_000_000_000;
-const row = (at: number, more: Partial<AuditRow> = {}): AuditRow => ({
-  at,
-  taskId: "t1",
-  taskRef: "demo",
-  role: "agent",
-  profile: "claude",
-  credential: "anthropic",
-  upstream: "https://api.anthropic.com",
-  method: "POST",
-  path: "/v1/messages?beta=true&key=QSECRET",
-  status: 200,
-  durationMs: 100,
-  ttfbMs: 50,
-  bytesIn: 10,
-  bytesOut: 10,
-  usage: { input: 10, output: 5, cacheRead: 2, cacheWrite: 1 },
-  retries: 0,
-  note: null,
-  hop: 0,
-  lazyInMs: 0.2,
-  lazyOutMs: 0.1,
-  modelAsked: "claude-sonnet-4-5",
-  modelServed: "claude-sonnet-4-5-20250929",
-  ...more,
-});
+const row = (at: number, more: Partial<AuditRow> = {}): AuditRow =>
+  auditRow({
+    at,
+    path: "/v1/messages?beta=true&key=QSECRET",
+    durationMs: 100,
+    ttfbMs: 50,
+    usage: { input: 10, output: 5, cacheRead: 2, cacheWrite: 1 },
+    lazyInMs: 0.2,
+    modelAsked: "claude-sonnet-4-5",
+    modelServed: "claude-sonnet-4-5-20250929",
+    ...more,
+  });
 const ev = (id: number, at: number, kind: string, data: Record<string, unknown>): TaskEvent => ({
   id,
   taskId: "t1",

@@ -17,6 +17,7 @@ import { Placeholders } from "../../src/proxy";
 import * as Store from "../../src/store";
 import { Tasks } from "../../src/store";
 import { Telemetry } from "../../src/telemetry";
+import { auditRow } from "../helpers/audit-row";
 import { type Receiver, receiver, type Span } from "../helpers/otlp";
 
 const dir = mkdtempSync(join(tmpdir(), "lazy-telemetry-"));
@@ -26,31 +27,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const row = (taskId: string, at: number, more: Partial<AuditRow> = {}): AuditRow => ({
-  at,
-  taskId,
-  taskRef: "demo",
-  role: "agent",
-  profile: "claude",
-  credential: "anthropic",
-  upstream: "https://api.anthropic.com",
-  method: "POST",
-  path: "/v1/messages",
-  status: 200,
-  durationMs: 20,
-  ttfbMs: 10,
-  bytesIn: 10,
-  bytesOut: 10,
-  usage: { input: 10, output: 5, cacheRead: 0, cacheWrite: 0 },
-  retries: 0,
-  note: null,
-  hop: 0,
-  lazyInMs: 0.1,
-  lazyOutMs: 0.1,
-  modelAsked: "claude-sonnet-4-5",
-  modelServed: "claude-sonnet-4-5-20250929",
-  ...more,
-});
+const row = (taskId: string, at: number, more: Partial<AuditRow> = {}): AuditRow =>
+  auditRow({ at, taskId, modelAsked: "claude-sonnet-4-5", modelServed: "claude-sonnet-4-5-20250929", ...more });
 
 interface Setup {
   rx: Receiver;
