@@ -85,7 +85,11 @@ export async function run(
     await c.start();
     const done = (await Promise.race([c.wait(), Bun.sleep(opts.timeoutMs).then(() => undefined)])) as { StatusCode: number } | undefined;
     if (!done) await c.kill().catch(() => {});
-    const raw = Buffer.from((await c.logs({ stdout: true, stderr: true, tail: 50 })) as unknown as Buffer);
+    // What it printed, when the engine still has it: a container the engine marked dead as it
+    // ended (a busy mount on cleanup, under load) has no logs to give, and its exit code, from
+    // the wait, is still the answer (the launch preflight read that as "could not start").
+    const logs = await c.logs({ stdout: true, stderr: true, tail: 50 }).catch(() => undefined);
+    const raw = logs ? Buffer.from(logs as unknown as Buffer) : Buffer.alloc(0);
     // The end of what it printed: a failing program's last lines say why.
     const text = demux(raw);
     const output = text.length > OUTPUT_MAX ? text.slice(-OUTPUT_MAX) : text;
